@@ -1,0 +1,44 @@
+# headcount build. `make` builds ./train and ./infer; `make test` runs the Criterion suite.
+# ARCH picks the instruction set: the default tunes for this machine (AVX2/FMA kernels where
+# the CPU has them); `make ARCH=` builds the portable fallback for any x86-64 or other CPU.
+CC      ?= cc
+ARCH    ?= -march=native
+OPT     ?= -O3
+CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(ARCH) -fopenmp \
+           -ffp-contract=off -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP -I.
+LDLIBS  += -lm
+BUILD   ?= build
+
+LIB_SRC  := $(wildcard model/*.c data/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o
+BENCH_SRC := $(wildcard bench/*.c)
+
+.PHONY: all test clean bench
+all: train infer
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libheadcount.a: $(LIB_OBJ)
+	$(AR) rcs $@ $^
+
+train: $(BUILD)/train.o $(BUILD)/cli.o $(BUILD)/libheadcount.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+infer: $(BUILD)/infer.o $(BUILD)/cli.o $(BUILD)/libheadcount.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libheadcount.a
+	$(CC) $(CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
+
+# The suite runs from the repository root (tests find ../shared and write under build/).
+test: $(BUILD)/run_tests train infer
+	OMP_NUM_THREADS=2 ./$(BUILD)/run_tests --jobs 2
+
+clean:
+	rm -rf $(BUILD) train infer
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/infer.d

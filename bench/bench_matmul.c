@@ -1,0 +1,318 @@
+/* bench_matmul: GFLOP/s of the matmul kernels, and of OpenBLAS on the same shapes.
+ *
+ * Build (from the repository root):
+ *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
+ *       bench/bench_matmul.c model/matmul.c -lm -o build/bench_matmul
+ * With OpenBLAS for comparison (Debian: libopenblas-dev):
+ *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. -DHAVE_OPENBLAS \
+ *       bench/bench_matmul.c model/matmul.c -lopenblas -lm -o build/bench_matmul
+ * Run: build/bench_matmul [--rows N] [--reps R] [--csv FILE]
+ *
+ * Square n x n x n products go through the parallel layer functions (nt:
+ * matmul_forward; nn: the din part of matmul_backward) on 1 and 2 threads. Training
+ * shapes are the linear layers of the model: N rows, (IC, OC) per layer; "fwd" is
+ * matmul_forward (2*N*IC*OC flops), "bwd" is matmul_backward with din, dW and dbias
+ * (4*N*IC*OC flops). Each figure is the median over R timed repeats after one warm-up.
+ * It only reports: timings are noisy and nothing here asserts on them. */
+#define _POSIX_C_SOURCE 200809L
+#include "model/matmul.h"
+
+#include <errno.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+typedef struct {
+    int rows, reps;
+    const char *csv;
+} Opts;
+
+typedef struct {
+    float *a, *b, *c, *d, *e, *bias, *dbias;
+} Bufs;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* What one timed repeat runs: an operation on a shape with a thread count. */
+typedef enum { OP_FWD, OP_BWD, OP_NN, OP_BLAS_NT, OP_BLAS_NN, OP_BLAS_BWD } Op;
+
+typedef struct {
+    Op op;
+    int n, ic, oc, threads;
+} Job;
+
+static void job_run(const Job *j, Bufs *m)
+{
+    switch (j->op) {
+    case OP_FWD:
+        matmul_forward(m->c, m->a, m->b, m->bias, j->n, j->ic, j->oc);
+        break;
+    case OP_BWD:
+        matmul_backward(m->d, m->e, m->dbias, m->c, m->a, m->b, j->n, j->ic, j->oc);
+        break;
+    case OP_NN:
+        matmul_backward(m->d, NULL, NULL, m->c, m->a, m->b, j->n, j->ic, j->oc);
+        break;
+#ifdef HAVE_OPENBLAS
+    case OP_BLAS_NT: /* out[n][oc] = in[n][ic] . W[oc][ic]^T */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, j->oc, j->ic, 1.0f, m->a,
+                    j->ic, m->b, j->ic, 0.0f, m->c, j->oc);
+        break;
+    case OP_BLAS_NN: /* din[n][ic] += dout[n][oc] . W[oc][ic] */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, j->n, j->ic, j->oc, 1.0f, m->c,
+                    j->oc, m->b, j->ic, 1.0f, m->d, j->ic);
+        break;
+    case OP_BLAS_BWD: /* the nn above plus dW[oc][ic] += dout^T . in */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, j->n, j->ic, j->oc, 1.0f, m->c,
+                    j->oc, m->b, j->ic, 1.0f, m->d, j->ic);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->oc, j->ic, j->n, 1.0f, m->c,
+                    j->oc, m->a, j->ic, 1.0f, m->e, j->ic);
+        break;
+#else
+    default:
+        break;
+#endif
+    }
+}
+
+static double job_flops(const Job *j)
+{
+    double f = 2.0 * j->n * j->ic * j->oc;
+    return (j->op == OP_BWD || j->op == OP_BLAS_BWD) ? 2.0 * f : f;
+}
+
+/* Median GFLOP/s over reps repeats after one warm-up. */
+static double job_gflops(const Job *j, Bufs *m, int reps)
+{
+    double t[64];
+    omp_set_num_threads(j->threads);
+#ifdef HAVE_OPENBLAS
+    openblas_set_num_threads(j->threads);
+#endif
+    job_run(j, m);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        job_run(j, m);
+        t[r] = now_s() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof(double), cmp_double);
+    double med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    return job_flops(j) / med * 1e-9;
+}
+
+static float *alloc_fill(size_t count, unsigned *seed)
+{
+    float *p = malloc(count * sizeof(float));
+    if (!p)
+        return NULL;
+    for (size_t i = 0; i < count; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        p[i] = (float)((*seed >> 8) & 0xffff) / 65536.0f - 0.5f;
+    }
+    return p;
+}
+
+static int bufs_init(Bufs *m, size_t max_n, size_t max_c)
+{
+    unsigned seed = 12345;
+    m->a = alloc_fill(max_n * max_c, &seed);
+    m->b = alloc_fill(max_c * max_c, &seed);
+    m->c = alloc_fill(max_n * max_c, &seed);
+    m->d = alloc_fill(max_n * max_c, &seed);
+    m->e = alloc_fill(max_c * max_c, &seed);
+    m->bias = alloc_fill(max_c, &seed);
+    m->dbias = alloc_fill(max_c, &seed);
+    return m->a && m->b && m->c && m->d && m->e && m->bias && m->dbias;
+}
+
+static void bufs_free(Bufs *m)
+{
+    free(m->a);
+    free(m->b);
+    free(m->c);
+    free(m->d);
+    free(m->e);
+    free(m->bias);
+    free(m->dbias);
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
+static int parse_args(int argc, char **argv, Opts *o)
+{
+    o->rows = 768;
+    o->reps = 9;
+    o->csv = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok;
+        if (!strcmp(flag, "--rows"))
+            ok = val && parse_int(val, 1, 65536, &o->rows);
+        else if (!strcmp(flag, "--reps"))
+            ok = val && parse_int(val, 1, 63, &o->reps);
+        else if (!strcmp(flag, "--csv"))
+            ok = (o->csv = val) != NULL;
+        else {
+            fprintf(stderr, "bench_matmul: error: unknown flag '%s' (use --rows N, "
+                            "--reps 1..63, --csv FILE)\n", flag);
+            return 0;
+        }
+        if (!ok) {
+            fprintf(stderr, "bench_matmul: error: %s needs a value (--rows 1..65536, "
+                            "--reps 1..63, --csv FILE), got '%s'\n", flag, val ? val : "");
+            return 0;
+        }
+        i++;
+    }
+    return 1;
+}
+
+/* One table row: a label and up to 6 GFLOP/s figures (negative: not measured). */
+static void emit(FILE *csv, const char *kind, const char *shape, const double *g, int ng)
+{
+    printf("%-6s %-22s", kind, shape);
+    for (int i = 0; i < ng; i++) {
+        if (g[i] < 0)
+            printf(" %9s", "-");
+        else
+            printf(" %9.1f", g[i]);
+    }
+    printf("\n");
+    if (csv) {
+        fprintf(csv, "%s,%s", kind, shape);
+        for (int i = 0; i < ng; i++) {
+            if (g[i] < 0)
+                fprintf(csv, ",");
+            else
+                fprintf(csv, ",%.2f", g[i]);
+        }
+        fprintf(csv, "\n");
+    }
+}
+
+static int have_blas(void)
+{
+#ifdef HAVE_OPENBLAS
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static void bench_square(const Opts *o, Bufs *m, FILE *csv)
+{
+    static const int sizes[] = { 256, 512, 1024 };
+    printf("%-6s %-22s %9s %9s %9s %9s\n", "op", "shape (M=N=K)", "ours 1t", "ours 2t",
+           "blas 1t", "blas 2t");
+    if (csv)
+        fprintf(csv, "op,shape,ours_1t,ours_2t,blas_1t,blas_2t\n");
+    for (int s = 0; s < 3; s++)
+        for (int nn = 0; nn < 2; nn++) {
+            int n = sizes[s];
+            Op ours = nn ? OP_NN : OP_FWD, blas = nn ? OP_BLAS_NN : OP_BLAS_NT;
+            double g[4];
+            for (int t = 0; t < 2; t++) {
+                Job j = { ours, n, n, n, t + 1 };
+                Job jb = { blas, n, n, n, t + 1 };
+                g[t] = job_gflops(&j, m, o->reps);
+                g[2 + t] = have_blas() ? job_gflops(&jb, m, o->reps) : -1.0;
+            }
+            char shape[32];
+            snprintf(shape, sizeof shape, "%d", n);
+            emit(csv, nn ? "nn" : "nt", shape, g, 4);
+        }
+}
+
+static void bench_training(const Opts *o, Bufs *m, FILE *csv)
+{
+    static const int chans[] = { 128, 256, 384 };
+    printf("\ntraining shapes, N = %d rows; fwd = matmul_forward, bwd = matmul_backward\n",
+           o->rows);
+    printf("%-6s %-22s %9s %9s %9s %9s %9s %9s\n", "layer", "N x IC -> OC", "fwd 1t",
+           "fwd 2t", "bwd 1t", "bwd 2t", "blasf 2t", "blasb 2t");
+    if (csv)
+        fprintf(csv, "layer,shape,fwd_1t,fwd_2t,bwd_1t,bwd_2t,blas_fwd_2t,blas_bwd_2t\n");
+    for (int ci = 0; ci < 3; ci++) {
+        int C = chans[ci];
+        const int ics[] = { C, C, C, 4 * C, C }, ocs[] = { 3 * C, C, 4 * C, C, 65 };
+        const char *names[] = { "qkv", "proj", "fc", "fc2", "logits" };
+        for (int l = 0; l < 5; l++) {
+            double g[6];
+            for (int t = 0; t < 2; t++) {
+                Job f = { OP_FWD, o->rows, ics[l], ocs[l], t + 1 };
+                Job b = { OP_BWD, o->rows, ics[l], ocs[l], t + 1 };
+                g[t] = job_gflops(&f, m, o->reps);
+                g[2 + t] = job_gflops(&b, m, o->reps);
+            }
+            Job bf = { OP_BLAS_NT, o->rows, ics[l], ocs[l], 2 };
+            Job bb = { OP_BLAS_BWD, o->rows, ics[l], ocs[l], 2 };
+            g[4] = have_blas() ? job_gflops(&bf, m, o->reps) : -1.0;
+            g[5] = have_blas() ? job_gflops(&bb, m, o->reps) : -1.0;
+            char shape[32];
+            snprintf(shape, sizeof shape, "%dx%d->%d", o->rows, ics[l], ocs[l]);
+            emit(csv, names[l], shape, g, 6);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    Opts o;
+    if (!parse_args(argc, argv, &o))
+        return 2;
+    size_t max_n = (size_t)(o.rows > 1024 ? o.rows : 1024), max_c = 4 * 384;
+    Bufs m;
+    if (!bufs_init(&m, max_n, max_c)) {
+        fprintf(stderr, "bench_matmul: error: out of memory\n");
+        bufs_free(&m);
+        return 1;
+    }
+    FILE *csv = NULL;
+    if (o.csv && !(csv = fopen(o.csv, "w"))) {
+        fprintf(stderr, "bench_matmul: error: cannot open '%s' for writing\n", o.csv);
+        bufs_free(&m);
+        return 1;
+    }
+#ifdef HAVE_OPENBLAS
+    printf("OpenBLAS core: %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(),
+           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
+#else
+    printf("OpenBLAS: not linked (build with -DHAVE_OPENBLAS ... -lopenblas)\n");
+#endif
+    printf("median GFLOP/s over %d repeats\n", o.reps);
+    bench_square(&o, &m, csv);
+    bench_training(&o, &m, csv);
+    if (csv && fclose(csv) != 0) {
+        fprintf(stderr, "bench_matmul: error: writing '%s' failed\n", o.csv);
+        bufs_free(&m);
+        return 1;
+    }
+    bufs_free(&m);
+    return 0;
+}

@@ -1,0 +1,86 @@
+/* cli: shared command-line helpers (see cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+const char *cli_prog = "headcount";
+
+static void vreport(const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: error: ", cli_prog);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: see '%s --help'\n", cli_prog, cli_prog);
+    exit(2);
+}
+
+void cli_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(fmt, ap);
+    va_end(ap);
+    exit(1);
+}
+
+long cli_long(const char *flag, const char *s, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+        cli_usage_error("--%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi, s);
+    return v;
+}
+
+double cli_double(const char *flag, const char *s, double lo, double hi)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !isfinite(v) || v < lo || v > hi)
+        cli_usage_error("--%s: expected a number in [%g, %g], got '%s'", flag, lo, hi, s);
+    return v;
+}
+
+uint64_t cli_u64(const char *flag, const char *s)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end != '\0' || s[0] == '-')
+        cli_usage_error("--%s: expected a non-negative integer, got '%s'", flag, s);
+    return (uint64_t)v;
+}
+
+void cli_duration(double s, char *buf, int len)
+{
+    if (!(s >= 0))
+        s = 0;
+    if (s < 10)
+        snprintf(buf, (size_t)len, "%.1fs", s);
+    else if (s < 3600)
+        snprintf(buf, (size_t)len, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else
+        snprintf(buf, (size_t)len, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,129 @@
+/* corpus: file loading, validation, tokenization and the train/val split. */
+#include "corpus.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "data/synth.h"
+#include "model/errbuf.h"
+#include "model/hash.h"
+
+static void set_name(TextFile *f, const char *name)
+{
+    snprintf(f->name, sizeof f->name, "%s", name);
+}
+
+int textfile_read(TextFile *f, const char *path, int allow_binary, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return err_set(err, errlen, "%s: %s", path,
+                       errno == ENOENT ? "no such file" : strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return err_set(err, errlen, "%s: is a directory, expected a text file", path);
+    if (!S_ISREG(st.st_mode))
+        return err_set(err, errlen, "%s: not a regular file", path);
+    if (st.st_size == 0)
+        return err_set(err, errlen, "%s: file is empty", path);
+    if ((uint64_t)st.st_size > CORPUS_MAX_BYTES)
+        return err_set(err, errlen, "%s: file is %lld bytes, more than the %zu-byte limit", path,
+                       (long long)st.st_size, CORPUS_MAX_BYTES);
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    size_t n = (size_t)st.st_size;
+    f->bytes = malloc(n);
+    if (!f->bytes) {
+        fclose(fp);
+        return err_set(err, errlen, "%s: out of memory reading %zu bytes", path, n);
+    }
+    size_t got = fread(f->bytes, 1, n, fp);
+    int rerr = ferror(fp);
+    fclose(fp);
+    if (got != n || rerr) {
+        textfile_free(f);
+        return err_set(err, errlen, "%s: read %zu of %zu bytes%s", path, got, n,
+                       rerr ? " (read error)" : " (file changed while reading?)");
+    }
+    f->n = n;
+    if (!allow_binary) {
+        size_t nul = 0, first = 0;
+        for (size_t i = 0; i < n; i++)
+            if (f->bytes[i] == 0 && nul++ == 0)
+                first = i;
+        if (nul) {
+            textfile_free(f);
+            return err_set(err, errlen,
+                           "%s: looks binary (%zu NUL bytes, the first at offset %zu); "
+                           "headcount trains on text; pass --allow-binary to use it anyway",
+                           path, nul, first);
+        }
+    }
+    f->hash = hash_fnv1a(HASH_FNV_INIT, f->bytes, n);
+    set_name(f, path);
+    return 0;
+}
+
+int textfile_builtin(TextFile *f, size_t nbytes, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    f->bytes = malloc(nbytes ? nbytes : 1);
+    if (!f->bytes)
+        return err_set(err, errlen, "out of memory generating the built-in corpus");
+    synth_generate((char *)f->bytes, nbytes, CORPUS_BUILTIN_SEED);
+    f->n = nbytes;
+    f->hash = hash_fnv1a(HASH_FNV_INIT, f->bytes, nbytes);
+    set_name(f, CORPUS_BUILTIN_NAME);
+    return 0;
+}
+
+void textfile_free(TextFile *f)
+{
+    free(f->bytes);
+    f->bytes = NULL;
+    f->n = 0;
+}
+
+int corpus_prepare(Corpus *c, const TextFile *f, const Tokenizer *vocab, double val_frac, int T,
+                   char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    if (vocab)
+        c->tok = *vocab;
+    else
+        tok_build(&c->tok, f->bytes, f->n);
+    size_t n = f->n, window = (size_t)T + 1;
+    size_t ntrain = (size_t)((double)n * (1.0 - val_frac));
+    size_t nval = n - ntrain;
+    if (ntrain < window)
+        return err_set(err, errlen,
+                       "%s: %zu bytes leave %zu for training, fewer than one window of "
+                       "block + 1 = %zu bytes; use a longer file or a smaller --block",
+                       f->name, n, ntrain, window);
+    if (val_frac > 0.0 && nval < window)
+        return err_set(err, errlen,
+                       "%s: %zu bytes leave %zu for validation (--val-frac %g), fewer than one "
+                       "window of block + 1 = %zu bytes; use a longer file, a larger --val-frac "
+                       "or a smaller --block", f->name, n, nval, val_frac, window);
+    c->ids = malloc(n);
+    if (!c->ids)
+        return err_set(err, errlen, "%s: out of memory tokenizing", f->name);
+    if (tok_encode(&c->tok, f->bytes, n, c->ids, f->name, err, errlen)) {
+        corpus_free(c);
+        return -1;
+    }
+    c->n = n;
+    c->ntrain = ntrain;
+    c->nval = nval;
+    return 0;
+}
+
+void corpus_free(Corpus *c)
+{
+    free(c->ids);
+    c->ids = NULL;
+}

@@ -1,0 +1,636 @@
+/* synth: the built-in corpus generator (see synth.h and docs/corpus.md).
+ *
+ * Text is made one line at a time in a small Line buffer, which also collects the
+ * line's planted relations relative to its start; the driver copies lines into the
+ * caller's buffer until it is full. Because a line never depends on how many bytes
+ * were asked for, a shorter request is always a prefix of a longer one. A line
+ * that breaks a length or distance limit is drawn again from the same stream, so
+ * the output stays a pure function of the seed. This file knows nothing of
+ * tokens, batches or files. */
+#include "data/synth.h"
+
+#include <string.h>
+
+#include "model/rng.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define PICK(r, a) ((a)[rng_below((r), COUNT(a))])
+
+/* ---- The lexicon ------------------------------------------------------------ */
+
+typedef struct {
+    const char *sg;
+    const char *pl;
+} WordPair;
+
+/* Nouns that can act: they are the subjects of verbs. */
+static const WordPair ANIMATE[] = {
+    {"dog", "dogs"}, {"cat", "cats"}, {"bird", "birds"}, {"horse", "horses"},
+    {"cow", "cows"}, {"fox", "foxes"}, {"wolf", "wolves"}, {"mouse", "mice"},
+    {"duck", "ducks"}, {"frog", "frogs"}, {"goat", "goats"}, {"pig", "pigs"},
+    {"pony", "ponies"}, {"man", "men"}, {"woman", "women"}, {"child", "children"},
+    {"baby", "babies"}, {"farmer", "farmers"}, {"baker", "bakers"}, {"king", "kings"},
+    {"queen", "queens"}, {"girl", "girls"}, {"boy", "boys"}, {"teacher", "teachers"},
+    {"doctor", "doctors"}, {"sailor", "sailors"}, {"friend", "friends"},
+    {"student", "students"}, {"singer", "singers"}, {"painter", "painters"},
+    {"guard", "guards"},
+};
+
+/* Places and things: objects and the nouns of prepositional phrases. */
+static const WordPair THINGS[] = {
+    {"river", "rivers"}, {"tree", "trees"}, {"hill", "hills"}, {"house", "houses"},
+    {"barn", "barns"}, {"boat", "boats"}, {"road", "roads"}, {"field", "fields"},
+    {"garden", "gardens"}, {"window", "windows"}, {"door", "doors"}, {"box", "boxes"},
+    {"church", "churches"}, {"bridge", "bridges"}, {"lake", "lakes"},
+    {"forest", "forests"}, {"town", "towns"}, {"city", "cities"}, {"song", "songs"},
+    {"letter", "letters"}, {"book", "books"}, {"cup", "cups"}, {"apple", "apples"},
+    {"stone", "stones"}, {"coin", "coins"}, {"key", "keys"}, {"lamp", "lamps"},
+    {"wall", "walls"}, {"ship", "ships"}, {"cart", "carts"}, {"bell", "bells"},
+    {"star", "stars"}, {"cloud", "clouds"}, {"flower", "flowers"}, {"bench", "benches"},
+    {"fence", "fences"}, {"tower", "towers"}, {"shop", "shops"}, {"table", "tables"},
+    {"chair", "chairs"}, {"glass", "glasses"}, {"dish", "dishes"}, {"hat", "hats"},
+    {"coat", "coats"}, {"ball", "balls"}, {"map", "maps"}, {"gate", "gates"},
+};
+
+
+/* Present tense, {third person singular, plural}. */
+static const WordPair VERBS_INTRANS[] = {
+    {"runs", "run"}, {"sleeps", "sleep"}, {"sings", "sing"}, {"waits", "wait"},
+    {"walks", "walk"}, {"swims", "swim"}, {"laughs", "laugh"}, {"smiles", "smile"},
+    {"rests", "rest"}, {"works", "work"}, {"dances", "dance"}, {"jumps", "jump"},
+    {"flies", "fly"}, {"cries", "cry"}, {"goes", "go"}, {"stays", "stay"},
+    {"shouts", "shout"}, {"hides", "hide"}, {"falls", "fall"}, {"sits", "sit"},
+};
+
+static const WordPair VERBS_TRANS[] = {
+    {"sees", "see"}, {"likes", "like"}, {"wants", "want"}, {"follows", "follow"},
+    {"chases", "chase"}, {"helps", "help"}, {"carries", "carry"}, {"finds", "find"},
+    {"keeps", "keep"}, {"needs", "need"}, {"holds", "hold"}, {"watches", "watch"},
+    {"loves", "love"}, {"visits", "visit"}, {"opens", "open"}, {"pulls", "pull"},
+    {"pushes", "push"}, {"misses", "miss"}, {"fixes", "fix"}, {"reaches", "reach"},
+    {"has", "have"}, {"paints", "paint"}, {"catches", "catch"},
+};
+
+static const WordPair COPULA = {"is", "are"};
+
+static const char *const PAST_INTRANS[] = {
+    "slept", "ran", "sang", "waited", "walked", "swam", "laughed", "smiled", "rested",
+    "worked", "danced", "jumped", "left", "fell", "sat", "stood", "hid", "stayed",
+    "cried", "went",
+};
+
+static const char *const PAST_TRANS[] = {
+    "saw", "found", "took", "carried", "followed", "helped", "liked", "opened",
+    "pulled", "watched", "kept", "held", "met", "visited", "painted", "sold",
+    "bought", "fixed", "chased", "missed", "reached", "caught", "loved", "pushed",
+};
+
+static const char *const PAST_SPEECH[] = {"said", "wrote", "whispered", "shouted"};
+
+static const char *const ADJS[] = {
+    "old", "young", "red", "big", "small", "tall", "quiet", "happy", "dark", "green",
+    "cold", "warm", "little", "brave", "tired", "clever", "bright", "heavy", "slow",
+    "quick", "white", "black", "gentle", "busy", "sad", "kind", "proud", "lazy",
+    "empty", "angry", "strong", "wet", "dry", "new", "shy", "loud", "calm", "wild",
+    "blue", "yellow", "soft", "round",
+};
+
+/* "a" becomes "an" before a vowel; "the" is chosen separately, more often. */
+static const char *const DETS_SG[] = {"a", "this", "every", "one", "each"};
+static const char *const DETS_PL[] = {"these", "those", "some", "many", "two", "three", "all"};
+static const char *const DETS_OTHER[] = {"the", "an"};
+
+/* Prepositions of place can follow any noun; those of path only follow a verb. */
+static const char *const PREPS_PLACE[] = {
+    "near", "by", "behind", "under", "beside", "with", "above", "around", "beyond",
+    "inside", "at", "on", "in", "from", "over",
+};
+static const char *const PREPS_PATH[] = {"to", "into", "past", "across", "toward"};
+
+/* Adverbs that sit between a subject and its verb. */
+static const char *const ADVS_MID[] = {
+    "often", "never", "always", "still", "rarely", "sometimes", "usually", "also",
+};
+
+/* Adverbs that end a clause. */
+static const char *const ADVS_END[] = {
+    "slowly", "quietly", "again", "today", "here", "there", "home", "loudly", "early",
+    "twice", "once",
+};
+
+static const char *const CONJS[] = {"and", "but", "then", "so"};
+static const char *const FUNCTION_WORDS[] = {"that", "who"};
+
+static int words_equal(const char *lexicon_word, const char *word, size_t len)
+{
+    return strncmp(lexicon_word, word, len) == 0 && lexicon_word[len] == '\0';
+}
+
+static unsigned list_classes(const char *const *list, size_t n, unsigned cls,
+                             const char *word, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (words_equal(list[i], word, len))
+            return cls;
+    return 0;
+}
+
+static unsigned pair_classes(const WordPair *list, size_t n, unsigned sg_cls,
+                             unsigned pl_cls, const char *word, size_t len)
+{
+    unsigned cls = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (words_equal(list[i].sg, word, len))
+            cls |= sg_cls;
+        if (words_equal(list[i].pl, word, len))
+            cls |= pl_cls;
+    }
+    return cls;
+}
+
+unsigned synth_word_classes(const char *word, size_t len)
+{
+    unsigned c = 0;
+    c |= pair_classes(ANIMATE, COUNT(ANIMATE), SYNTH_NOUN_SG, SYNTH_NOUN_PL, word, len);
+    c |= pair_classes(THINGS, COUNT(THINGS), SYNTH_NOUN_SG, SYNTH_NOUN_PL, word, len);
+    c |= pair_classes(VERBS_INTRANS, COUNT(VERBS_INTRANS), SYNTH_VERB_SG, SYNTH_VERB_PL,
+                      word, len);
+    c |= pair_classes(VERBS_TRANS, COUNT(VERBS_TRANS), SYNTH_VERB_SG, SYNTH_VERB_PL,
+                      word, len);
+    c |= pair_classes(&COPULA, 1, SYNTH_VERB_SG, SYNTH_VERB_PL, word, len);
+    c |= list_classes(PAST_INTRANS, COUNT(PAST_INTRANS), SYNTH_VERB_PAST, word, len);
+    c |= list_classes(PAST_TRANS, COUNT(PAST_TRANS), SYNTH_VERB_PAST, word, len);
+    c |= list_classes(PAST_SPEECH, COUNT(PAST_SPEECH), SYNTH_VERB_PAST, word, len);
+    c |= list_classes(ADJS, COUNT(ADJS), SYNTH_ADJ, word, len);
+    c |= list_classes(DETS_SG, COUNT(DETS_SG), SYNTH_DET, word, len);
+    c |= list_classes(DETS_PL, COUNT(DETS_PL), SYNTH_DET, word, len);
+    c |= list_classes(DETS_OTHER, COUNT(DETS_OTHER), SYNTH_DET, word, len);
+    c |= list_classes(PREPS_PLACE, COUNT(PREPS_PLACE), SYNTH_PREP, word, len);
+    c |= list_classes(PREPS_PATH, COUNT(PREPS_PATH), SYNTH_PREP, word, len);
+    c |= list_classes(ADVS_MID, COUNT(ADVS_MID), SYNTH_OTHER, word, len);
+    c |= list_classes(ADVS_END, COUNT(ADVS_END), SYNTH_OTHER, word, len);
+    c |= list_classes(CONJS, COUNT(CONJS), SYNTH_OTHER, word, len);
+    c |= list_classes(FUNCTION_WORDS, COUNT(FUNCTION_WORDS), SYNTH_OTHER, word, len);
+    return c;
+}
+
+/* ---- One line and its relations ------------------------------------------- */
+
+enum { LINE_CAP = 192, LINE_REL_CAP = 48 };
+
+typedef struct {
+    char text[LINE_CAP];
+    size_t len;
+    int glue; /* the next word follows an opener directly, with no space */
+    int bad;  /* a limit was broken: the line is drawn again */
+    SynthRelation rel[LINE_REL_CAP]; /* positions relative to the line's start */
+    size_t nrel;
+} Line;
+
+static void line_reset(Line *l)
+{
+    l->len = 0;
+    l->glue = 0;
+    l->bad = 0;
+    l->nrel = 0;
+}
+
+static void line_char(Line *l, char c)
+{
+    if (l->len + 1 >= LINE_CAP) {
+        l->bad = 1;
+        return;
+    }
+    l->text[l->len++] = c;
+}
+
+/* Appends a word, after a space unless it starts the line or follows an opener;
+ * returns the position of its first byte. */
+static size_t line_word(Line *l, const char *w)
+{
+    if (l->len > 0 && !l->glue)
+        line_char(l, ' ');
+    l->glue = 0;
+    size_t start = l->len;
+    for (; *w; w++)
+        line_char(l, *w);
+    return start;
+}
+
+static void line_rel(Line *l, SynthRelKind kind, size_t query, size_t key)
+{
+    if (l->nrel >= LINE_REL_CAP) {
+        l->bad = 1;
+        return;
+    }
+    l->rel[l->nrel++] = (SynthRelation){kind, query, key};
+}
+
+/* An opening '(' or '"': spaced like a word, glued to what follows. */
+static size_t line_open(Line *l, char c)
+{
+    if (l->len > 0 && !l->glue)
+        line_char(l, ' ');
+    size_t pos = l->len;
+    line_char(l, c);
+    l->glue = 1;
+    return pos;
+}
+
+/* A closing ')' or '"', glued to the word before; planted as a bracket relation. */
+static void line_close(Line *l, char c, size_t opener)
+{
+    line_rel(l, SYNTH_REL_BRACKET, l->len - 1, opener);
+    line_char(l, c);
+}
+
+/* ---- Phrases ---------------------------------------------------------------- */
+
+static int is_vowel(char c)
+{
+    return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u';
+}
+
+/* Appends "det [adj] noun" of the given number, the noun animate when it is to be
+ * a subject and from the whole lexicon otherwise; returns the noun's last byte. */
+static size_t put_np(Line *l, Rng *r, int plural, int animate)
+{
+    const char *det = "the";
+    if (rng_below(r, 5) >= 3)
+        det = plural ? PICK(r, DETS_PL) : PICK(r, DETS_SG);
+    const char *adj = rng_below(r, 5) < 2 ? PICK(r, ADJS) : NULL;
+    size_t i = (size_t)rng_below(r, animate ? COUNT(ANIMATE) : COUNT(ANIMATE) + COUNT(THINGS));
+    const WordPair *pair = i < COUNT(ANIMATE) ? &ANIMATE[i] : &THINGS[i - COUNT(ANIMATE)];
+    const char *noun = plural ? pair->pl : pair->sg;
+    if (strcmp(det, "a") == 0 && is_vowel(adj ? adj[0] : noun[0]))
+        det = "an";
+    line_word(l, det);
+    if (adj)
+        line_word(l, adj);
+    size_t start = line_word(l, noun);
+    return start + strlen(noun) - 1;
+}
+
+/* A noun phrase of random number: put_animate for subjects (and listeners),
+ * put_np_any for objects and places. */
+static void put_np_any(Line *l, Rng *r)
+{
+    put_np(l, r, (int)rng_below(r, 2), 0);
+}
+
+static void put_animate(Line *l, Rng *r)
+{
+    put_np(l, r, (int)rng_below(r, 2), 1);
+}
+
+/* A prepositional phrase of place, which may follow a noun or a verb. */
+static void put_pp(Line *l, Rng *r)
+{
+    line_word(l, PICK(r, PREPS_PLACE));
+    put_np_any(l, r);
+}
+
+/* A prepositional phrase after a verb: of place or of path. */
+static void put_verb_pp(Line *l, Rng *r)
+{
+    size_t i = (size_t)rng_below(r, COUNT(PREPS_PLACE) + COUNT(PREPS_PATH));
+    line_word(l, i < COUNT(PREPS_PLACE) ? PREPS_PLACE[i] : PREPS_PATH[i - COUNT(PREPS_PLACE)]);
+    put_np_any(l, r);
+}
+
+/* Appends the present-tense form agreeing with the subject whose noun ends at
+ * subject_end, and plants the agreement relation at the first byte where the
+ * singular and plural forms part. */
+static void put_verb(Line *l, const WordPair *verb, int plural, size_t subject_end)
+{
+    size_t shared = 0;
+    while (verb->sg[shared] && verb->sg[shared] == verb->pl[shared])
+        shared++;
+    size_t start = line_word(l, plural ? verb->pl : verb->sg);
+    line_rel(l, SYNTH_REL_AGREE, start + shared - 1, subject_end);
+}
+
+/* ---- Line kinds ------------------------------------------------------------- */
+
+/* Past tense carries no number, so these lines exercise spelling and word order only. */
+static void gen_plain(Line *l, Rng *r)
+{
+    switch (rng_below(r, 4)) {
+    case 0:
+        put_animate(l, r);
+        line_word(l, PICK(r, PAST_TRANS));
+        put_np_any(l, r);
+        if (rng_below(r, 2))
+            put_verb_pp(l, r);
+        break;
+    case 1:
+        put_animate(l, r);
+        line_word(l, PICK(r, PAST_INTRANS));
+        if (rng_below(r, 2))
+            put_verb_pp(l, r);
+        if (rng_below(r, 2))
+            line_word(l, PICK(r, ADVS_END));
+        break;
+    case 2:
+        put_pp(l, r);
+        line_char(l, ',');
+        put_animate(l, r);
+        line_word(l, PICK(r, PAST_INTRANS));
+        break;
+    default:
+        put_animate(l, r);
+        line_word(l, PICK(r, PAST_INTRANS));
+        line_char(l, ',');
+        line_word(l, PICK(r, CONJS));
+        put_animate(l, r);
+        line_word(l, PICK(r, PAST_TRANS));
+        put_np_any(l, r);
+        break;
+    }
+}
+
+/* Subject, 0..8 intervening words, then a present-tense verb that agrees with it
+ * (and, in a relative clause, a second one). Nouns in between have a random
+ * number, so the nearest noun is no guide. */
+static void gen_agree(Line *l, Rng *r)
+{
+    int plural = (int)rng_below(r, 2);
+    size_t subject = put_np(l, r, plural, 1);
+    /* In twentieths: nothing 4, an adverb 3, one place 6, two places 3, a relative clause 4. */
+    uint64_t middle = rng_below(r, 20);
+    if (middle >= 4 && middle < 7) {
+        line_word(l, PICK(r, ADVS_MID));
+    } else if (middle >= 7 && middle < 13) {
+        put_pp(l, r);
+    } else if (middle >= 13 && middle < 16) {
+        put_pp(l, r);
+        put_pp(l, r);
+    } else if (middle >= 16) {
+        line_word(l, "that");
+        put_verb(l, &PICK(r, VERBS_TRANS), plural, subject);
+        put_np_any(l, r);
+    }
+    uint64_t predicate = rng_below(r, 20);
+    if (predicate < 8) {
+        put_verb(l, &PICK(r, VERBS_INTRANS), plural, subject);
+        uint64_t tail = rng_below(r, 4);
+        if (tail < 2)
+            put_verb_pp(l, r);
+        else if (tail == 2)
+            line_word(l, PICK(r, ADVS_END));
+    } else if (predicate < 15) {
+        put_verb(l, &PICK(r, VERBS_TRANS), plural, subject);
+        put_np_any(l, r);
+    } else {
+        put_verb(l, &COPULA, plural, subject);
+        line_word(l, PICK(r, ADJS));
+    }
+}
+
+/* What goes between brackets: a noun phrase, maybe with a place, or a clause. */
+static void put_inner(Line *l, Rng *r)
+{
+    switch (rng_below(r, 3)) {
+    case 0:
+        put_np_any(l, r);
+        if (rng_below(r, 2))
+            put_pp(l, r);
+        break;
+    case 1:
+        put_animate(l, r);
+        line_word(l, PICK(r, PAST_INTRANS));
+        break;
+    default:
+        put_animate(l, r);
+        line_word(l, PICK(r, PAST_TRANS));
+        put_np_any(l, r);
+        break;
+    }
+}
+
+/* A speaker and a quoted clause, with a parenthesis inside the quote when nest is set. */
+static void put_quote(Line *l, Rng *r, int nest)
+{
+    line_word(l, PICK(r, PAST_SPEECH));
+    size_t q = line_open(l, '"');
+    if (nest) {
+        put_animate(l, r);
+        size_t p = line_open(l, '(');
+        put_inner(l, r);
+        line_close(l, ')', p);
+        line_word(l, PICK(r, PAST_INTRANS));
+    } else {
+        put_inner(l, r);
+    }
+    line_close(l, '"', q);
+}
+
+/* ( ... ) after a subject, or "..." after a speech verb, and in one line in five
+ * one nested in the other, so the closer depends on which was opened last. */
+static void gen_bracket(Line *l, Rng *r)
+{
+    uint64_t form = rng_below(r, 10);
+    put_animate(l, r);
+    if (form < 4 || form == 8) {
+        size_t p = line_open(l, '(');
+        if (form == 8) {
+            line_word(l, "who");
+            put_quote(l, r, 0);
+        } else {
+            put_inner(l, r);
+        }
+        line_close(l, ')', p);
+        line_word(l, PICK(r, PAST_INTRANS));
+        if (rng_below(r, 2))
+            line_word(l, PICK(r, ADVS_END));
+    } else {
+        put_quote(l, r, form == 9);
+        if (rng_below(r, 2)) {
+            line_word(l, "to");
+            put_animate(l, r);
+        }
+    }
+}
+
+typedef struct {
+    char text[8];
+    size_t first; /* where it first occurs in the line */
+    int placed;
+} Name;
+
+/* A fresh name of 4-7 letters, consonants and vowels alternating so that it reads
+ * as a name, never a lexicon word, never starting with the letter `avoid`. */
+static void make_name(Name *nm, Rng *r, char avoid)
+{
+    static const char consonants[] = "bcdfghjklmnprstvwz";
+    static const char vowels[] = "aeiou";
+    size_t len;
+    do {
+        len = 4 + (size_t)rng_below(r, 4);
+        int vowel = rng_below(r, 4) == 0;
+        for (size_t i = 0; i < len; i++) {
+            nm->text[i] = vowel ? vowels[rng_below(r, 5)] : consonants[rng_below(r, 18)];
+            vowel = !vowel;
+        }
+        nm->text[len] = '\0';
+    } while (nm->text[0] == avoid || synth_word_classes(nm->text, len) != 0);
+    nm->text[0] = (char)(nm->text[0] - 'a' + 'A');
+    nm->placed = 0;
+}
+
+/* Appends a name; a repeat plants one copy relation per letter but the last. */
+static void put_name(Line *l, Name *nm)
+{
+    size_t start = line_word(l, nm->text);
+    if (!nm->placed) {
+        nm->placed = 1;
+        nm->first = start;
+        return;
+    }
+    if (start - nm->first > SYNTH_COPY_MAX_DISTANCE)
+        l->bad = 1;
+    size_t len = strlen(nm->text);
+    for (size_t j = 0; j + 1 < len; j++)
+        line_rel(l, SYNTH_REL_COPY, start + j, nm->first + j + 1);
+}
+
+/* The first clause of a copy line: it introduces a, and sometimes b too. */
+static void copy_intro(Line *l, Rng *r, Name *a, Name *b)
+{
+    switch (rng_below(r, 5)) {
+    case 0:
+        put_name(l, a);
+        line_word(l, PICK(r, PAST_TRANS));
+        put_np_any(l, r);
+        break;
+    case 1:
+        put_animate(l, r);
+        line_word(l, PICK(r, PAST_TRANS));
+        put_name(l, a);
+        break;
+    case 2:
+        put_name(l, a);
+        line_word(l, PICK(r, PAST_INTRANS));
+        put_verb_pp(l, r);
+        break;
+    case 3:
+        put_name(l, a);
+        line_word(l, "and");
+        put_name(l, b);
+        line_word(l, PICK(r, PAST_INTRANS));
+        break;
+    default:
+        put_name(l, a);
+        line_word(l, PICK(r, PAST_TRANS));
+        put_name(l, b);
+        break;
+    }
+}
+
+/* The second clause: it repeats one introduced name, and with two names sometimes both. */
+static void copy_repeat(Line *l, Rng *r, Name *a, Name *b)
+{
+    Name *x = (b->placed && rng_below(r, 2)) ? b : a;
+    switch (rng_below(r, 4)) {
+    case 0:
+        put_name(l, x);
+        line_word(l, PICK(r, PAST_INTRANS));
+        if (rng_below(r, 2))
+            line_word(l, PICK(r, ADVS_END));
+        break;
+    case 1:
+        put_name(l, x);
+        line_word(l, PICK(r, PAST_TRANS));
+        put_np_any(l, r);
+        break;
+    case 2:
+        put_animate(l, r);
+        line_word(l, PICK(r, PAST_TRANS));
+        put_name(l, x);
+        break;
+    default:
+        put_name(l, x);
+        line_word(l, PICK(r, PAST_TRANS));
+        if (b->placed)
+            put_name(l, x == a ? b : a);
+        else
+            put_np_any(l, r);
+        break;
+    }
+}
+
+/* A clause introducing one or two names, a conjunction, then a clause that
+ * repeats one of them (and, with two names, sometimes both). */
+static void gen_copy(Line *l, Rng *r)
+{
+    Name a, b;
+    make_name(&a, r, '\0');
+    make_name(&b, r, (char)(a.text[0] - 'A' + 'a'));
+    copy_intro(l, r, &a, &b);
+    line_char(l, ',');
+    line_word(l, PICK(r, CONJS));
+    copy_repeat(l, r, &a, &b);
+}
+
+/* ---- Driver ----------------------------------------------------------------- */
+
+typedef enum { KIND_PLAIN, KIND_AGREE, KIND_BRACKET, KIND_COPY } LineKind;
+
+/* Draws a line kind by its share, then draws lines of that kind until one keeps
+ * every limit; ends it with ".\n" and capitalises its first letter. */
+static void line_generate(Line *l, Rng *r)
+{
+    uint64_t pick = rng_below(r, 100);
+    LineKind kind = pick < SYNTH_PERCENT_PLAIN ? KIND_PLAIN
+                  : pick < SYNTH_PERCENT_PLAIN + SYNTH_PERCENT_AGREE ? KIND_AGREE
+                  : pick < 100 - SYNTH_PERCENT_COPY ? KIND_BRACKET
+                  : KIND_COPY;
+    size_t max_len = kind == KIND_AGREE ? SYNTH_AGREE_MAX_LINE : SYNTH_OTHER_MAX_LINE;
+    do {
+        line_reset(l);
+        if (kind == KIND_PLAIN)
+            gen_plain(l, r);
+        else if (kind == KIND_AGREE)
+            gen_agree(l, r);
+        else if (kind == KIND_BRACKET)
+            gen_bracket(l, r);
+        else
+            gen_copy(l, r);
+        line_char(l, '.');
+        line_char(l, '\n');
+    } while (l->bad || l->len > max_len);
+    if (l->text[0] >= 'a' && l->text[0] <= 'z')
+        l->text[0] = (char)(l->text[0] - 'a' + 'A');
+}
+
+size_t synth_generate_relations(char *buf, size_t nbytes, uint64_t seed,
+                                SynthRelation *rels, size_t cap)
+{
+    Rng rng;
+    rng_init(&rng, seed, RNG_STREAM_CORPUS);
+    Line line;
+    size_t pos = 0;
+    size_t total = 0;
+    while (pos < nbytes) {
+        line_generate(&line, &rng);
+        size_t n = line.len < nbytes - pos ? line.len : nbytes - pos;
+        memcpy(buf + pos, line.text, n);
+        for (size_t i = 0; i < line.nrel; i++) {
+            if (line.rel[i].query + 1 >= n)
+                continue;
+            if (total < cap) {
+                rels[total] = line.rel[i];
+                rels[total].query += pos;
+                rels[total].key += pos;
+            }
+            total++;
+        }
+        pos += n;
+    }
+    return total;
+}
+
+void synth_generate(char *buf, size_t nbytes, uint64_t seed)
+{
+    synth_generate_relations(buf, nbytes, seed, NULL, 0);
+}

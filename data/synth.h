@@ -1,0 +1,90 @@
+/* synth: the built-in training corpus, generated rather than downloaded.
+ *
+ * Writes a deterministic, pure-ASCII, English-like text from a small lexicon, one
+ * sentence per line, in which four relations that attention heads are known to
+ * learn are planted on purpose: local spelling and word order, subject-verb
+ * agreement across a varying distance, brackets and quotes that must be closed,
+ * and made-up names that are repeated later in the same line (copy / induction).
+ * docs/corpus.md describes every line kind with examples, proportions and
+ * distances. The generator can also report, for each planted relation, which
+ * earlier byte a head tracking that relation should attend to; reading files,
+ * tokenising and batching are left to data/corpus, data/tokenizer and data/batch. */
+#ifndef HEADCOUNT_SYNTH_H
+#define HEADCOUNT_SYNTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The default size of the built-in corpus, in bytes. */
+#define SYNTH_DEFAULT_BYTES 1000000
+
+/* Share of each line kind, in percent of lines (they sum to 100). */
+enum {
+    SYNTH_PERCENT_PLAIN = 30,   /* past-tense sentences: local spelling and word order */
+    SYNTH_PERCENT_AGREE = 30,   /* present tense: the verb agrees with a distant subject */
+    SYNTH_PERCENT_BRACKET = 15, /* a ( ... ) or "..." span, sometimes one nested in the other */
+    SYNTH_PERCENT_COPY = 25     /* a made-up name introduced and repeated in the line */
+};
+
+/* Longest line of each kind, in bytes including the '\n'. Agreement lines fit in a
+ * 64-byte context whole; a repeated name starts at most SYNTH_COPY_MAX_DISTANCE
+ * bytes after its first occurrence. */
+#define SYNTH_AGREE_MAX_LINE 64
+#define SYNTH_OTHER_MAX_LINE 72
+#define SYNTH_COPY_MAX_DISTANCE 50
+
+/* Fills buf with exactly nbytes of generated text (no NUL terminator added).
+ * Deterministic in seed: the same (seed, nbytes) always gives the same bytes, and
+ * a shorter nbytes gives a prefix of a longer one. */
+void synth_generate(char *buf, size_t nbytes, uint64_t seed);
+
+/* The planted relations, for probing heads. A relation says: the model, reading
+ * the byte at `query` and predicting the byte at query + 1, needs the byte at
+ * `key` (key < query), and a head that has learnt the relation attends there.
+ *   SYNTH_REL_AGREE:   query is the last byte the singular and plural verb forms
+ *                      share (the 'n' of run/runs, the space before is/are),
+ *                      key is the last byte of the subject noun.
+ *   SYNTH_REL_BRACKET: query is the byte before a closing ')' or '"', key is the
+ *                      byte that opened it.
+ *   SYNTH_REL_COPY:    query is a letter of a repeated name (all but its last),
+ *                      key is the byte after that letter in the name's first
+ *                      occurrence, so text[key - 1] == text[query] and
+ *                      text[key] == text[query + 1] (an induction head's target). */
+typedef enum {
+    SYNTH_REL_AGREE,
+    SYNTH_REL_BRACKET,
+    SYNTH_REL_COPY,
+    SYNTH_REL_KINDS
+} SynthRelKind;
+
+typedef struct {
+    SynthRelKind kind;
+    size_t query;
+    size_t key;
+} SynthRelation;
+
+/* Does exactly what synth_generate does (same bytes), and also lists the planted
+ * relations whose query + 1 lies inside buf, in order of query. Writes the first
+ * min(total, cap) of them to rels (which may be NULL when cap is 0) and returns
+ * the total, so a caller can call once to count and again to fill. */
+size_t synth_generate_relations(char *buf, size_t nbytes, uint64_t seed,
+                                SynthRelation *rels, size_t cap);
+
+/* Word classes of the lexicon, as bits: a word may belong to more than one. */
+enum {
+    SYNTH_NOUN_SG = 1 << 0,
+    SYNTH_NOUN_PL = 1 << 1,
+    SYNTH_VERB_SG = 1 << 2, /* present tense, third person singular: runs, is */
+    SYNTH_VERB_PL = 1 << 3, /* present tense, plural: run, are */
+    SYNTH_VERB_PAST = 1 << 4,
+    SYNTH_ADJ = 1 << 5,
+    SYNTH_DET = 1 << 6,
+    SYNTH_PREP = 1 << 7,
+    SYNTH_OTHER = 1 << 8 /* adverbs and conjunctions */
+};
+
+/* The classes of the lowercase word word[0..len) in the generator's lexicon, or 0
+ * if it is not a lexicon word (the made-up names never are). */
+unsigned synth_word_classes(const char *word, size_t len);
+
+#endif

@@ -1,0 +1,389 @@
+/* ckpt: checkpoint writing and validated reading (see ckpt.h, docs/checkpoint.md).
+ * The format is little-endian; this code assumes a little-endian host. */
+#include "ckpt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "errbuf.h"
+#include "hash.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "ckpt.c writes the host's byte order and the format is little-endian"
+#endif
+
+#define STATE_MAGIC "HCSTATE1"
+#define STATE_INTS 32
+#define STATE_DOUBLES 32
+#define VOCAB_BYTES 256
+#define HEADER_BYTES (CKPT_HEADER_INTS * 4)
+
+/* Bytes of the training-state section for P parameters, checksum included. */
+static uint64_t state_bytes(uint64_t P)
+{
+    return 8 + STATE_INTS * 8 + STATE_DOUBLES * 8 + CKPT_PATH_MAX + 2 * 4 * P + 8;
+}
+
+/* ---- writing ---- */
+
+typedef struct {
+    FILE *fp;
+    uint64_t hash;
+    int failed;
+} Writer;
+
+static void put(Writer *w, const void *p, size_t n)
+{
+    if (w->failed)
+        return;
+    if (fwrite(p, 1, n, w->fp) != n)
+        w->failed = 1;
+    w->hash = hash_fnv1a(w->hash, p, n);
+}
+
+static int first_nonfinite(const float *x, size_t n, size_t *at)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) {
+            *at = i;
+            return 1;
+        }
+    return 0;
+}
+
+/* Names the tensor holding flat index i, for messages. */
+static void describe_index(const ParamTable *t, size_t i, char *buf, size_t len)
+{
+    for (int k = 0; k < t->n; k++)
+        if (i >= t->spec[k].offset && i < t->spec[k].offset + t->spec[k].count) {
+            snprintf(buf, len, "%s[%zu]", t->spec[k].name, i - t->spec[k].offset);
+            return;
+        }
+    snprintf(buf, len, "#%zu", i);
+}
+
+static int check_finite(const ParamTable *t, const float *x, const char *what, char *err,
+                        size_t errlen)
+{
+    size_t at;
+    if (first_nonfinite(x, t->total, &at)) {
+        char where[64];
+        describe_index(t, at, where, sizeof where);
+        return err_set(err, errlen, "%s %s is not finite (%g)", what, where, (double)x[at]);
+    }
+    return 0;
+}
+
+static void put_state(Writer *w, const TrainState *ts, size_t P)
+{
+    int64_t iv[STATE_INTS] = {0};
+    double dv[STATE_DOUBLES] = {0};
+    char path[CKPT_PATH_MAX] = {0};
+    iv[0] = ts->step; iv[1] = ts->steps; iv[2] = ts->batch; iv[3] = ts->warmup;
+    iv[4] = ts->eval_every; iv[5] = ts->eval_iters; iv[6] = ts->save_every;
+    iv[7] = (int64_t)ts->seed; iv[8] = (int64_t)ts->batch_rng;
+    iv[9] = (int64_t)ts->data_size; iv[10] = (int64_t)ts->data_hash;
+    iv[11] = ts->allow_binary; iv[12] = ts->best_step;
+    dv[0] = ts->lr; dv[1] = ts->min_lr; dv[2] = ts->wd; dv[3] = ts->clip;
+    dv[4] = ts->dropout; dv[5] = ts->val_frac; dv[6] = ts->beta1; dv[7] = ts->beta2;
+    dv[8] = ts->eps; dv[9] = ts->best_step >= 0 ? ts->best_val : 0.0;
+    snprintf(path, sizeof path, "%s", ts->data_path);
+    put(w, STATE_MAGIC, 8);
+    put(w, iv, sizeof iv);
+    put(w, dv, sizeof dv);
+    put(w, path, sizeof path);
+    put(w, ts->adam_m, P * sizeof(float));
+    put(w, ts->adam_v, P * sizeof(float));
+}
+
+static int sync_dir_of(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    int fd = open(dir, O_RDONLY);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int ckpt_save(const char *path, const Model *m, const Tokenizer *tok, long steps_trained,
+              const TrainState *ts, char *err, size_t errlen)
+{
+    const ParamTable *t = &m->table;
+    if (check_finite(t, m->params, "refusing to save: parameter", err, errlen))
+        return -1;
+    if (ts && (check_finite(t, ts->adam_m, "refusing to save: Adam first moment", err, errlen) ||
+               check_finite(t, ts->adam_v, "refusing to save: Adam second moment", err, errlen)))
+        return -1;
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+        return err_set(err, errlen, "%s: path too long", path);
+
+    int32_t hdr[CKPT_HEADER_INTS] = {0};
+    hdr[0] = CKPT_MAGIC; hdr[1] = CKPT_VERSION;
+    hdr[2] = m->cfg.V; hdr[3] = m->cfg.T; hdr[4] = m->cfg.L; hdr[5] = m->cfg.H;
+    hdr[6] = m->cfg.C; hdr[7] = ts ? CKPT_FLAG_TRAIN_STATE : 0;
+    hdr[8] = (int32_t)steps_trained; hdr[9] = m->cfg.D;
+    unsigned char vocab[VOCAB_BYTES] = {0};
+    memcpy(vocab, tok->vocab, (size_t)tok->V);
+
+    Writer w = {fopen(tmp, "wb"), HASH_FNV_INIT, 0};
+    if (!w.fp)
+        return err_set(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+    put(&w, hdr, sizeof hdr);
+    put(&w, vocab, sizeof vocab);
+    put(&w, m->params, t->total * sizeof(float));
+    if (ts) {
+        put_state(&w, ts, t->total);
+        uint64_t sum = w.hash;
+        put(&w, &sum, sizeof sum);
+    }
+    int saved_errno = errno;
+    int ok = !w.failed && fflush(w.fp) == 0 && fsync(fileno(w.fp)) == 0;
+    if (!ok)
+        saved_errno = errno;
+    if (fclose(w.fp) != 0 && ok) {
+        ok = 0;
+        saved_errno = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        return err_set(err, errlen, "%s: write failed: %s; the previous checkpoint (if any) is "
+                       "untouched", tmp, strerror(saved_errno));
+    }
+    /* Test hook (docs/checkpoint.md): simulate a crash between write and rename. */
+    if (getenv("HEADCOUNT_TEST_CRASH_BEFORE_RENAME"))
+        abort();
+    if (rename(tmp, path) != 0) {
+        saved_errno = errno;
+        unlink(tmp);
+        return err_set(err, errlen, "%s: cannot rename into place: %s", path,
+                       strerror(saved_errno));
+    }
+    sync_dir_of(path);
+    return 0;
+}
+
+int ckpt_check_writable(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return err_set(err, errlen, "%s: is a directory, expected a checkpoint file path", path);
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+        return err_set(err, errlen, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0 && errno == EEXIST) {
+        /* A stale temporary from an interrupted save: it is ours to replace. */
+        unlink(tmp);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    }
+    if (fd < 0)
+        return err_set(err, errlen, "%s: cannot write there: %s", path,
+                       errno == ENOENT ? "directory does not exist" : strerror(errno));
+    close(fd);
+    unlink(tmp);
+    return 0;
+}
+
+/* ---- reading ---- */
+
+typedef struct {
+    FILE *fp;
+    uint64_t hash;
+} Reader;
+
+static int get(Reader *r, void *p, size_t n)
+{
+    if (fread(p, 1, n, r->fp) != n)
+        return -1;
+    r->hash = hash_fnv1a(r->hash, p, n);
+    return 0;
+}
+
+static int load_state(Reader *r, const char *path, const Model *m, TrainState *ts, char *err,
+                      size_t errlen)
+{
+    char magic[8];
+    int64_t iv[STATE_INTS];
+    double dv[STATE_DOUBLES];
+    if (get(r, magic, 8) || get(r, iv, sizeof iv) || get(r, dv, sizeof dv) ||
+        get(r, ts->data_path, CKPT_PATH_MAX))
+        return err_set(err, errlen, "%s: read error in the training state", path);
+    if (memcmp(magic, STATE_MAGIC, 8) != 0)
+        return err_set(err, errlen, "%s: training state section has a bad marker", path);
+    if (ts->data_path[CKPT_PATH_MAX - 1] != '\0')
+        return err_set(err, errlen, "%s: data path in the training state is not terminated", path);
+    for (int i = 0; i < STATE_DOUBLES; i++)
+        if (!isfinite(dv[i]))
+            return err_set(err, errlen, "%s: training setting %d is not finite", path, i);
+    ts->step = (long)iv[0]; ts->steps = (long)iv[1]; ts->batch = (long)iv[2];
+    ts->warmup = (long)iv[3]; ts->eval_every = (long)iv[4]; ts->eval_iters = (long)iv[5];
+    ts->save_every = (long)iv[6]; ts->seed = (uint64_t)iv[7]; ts->batch_rng = (uint64_t)iv[8];
+    ts->data_size = (uint64_t)iv[9]; ts->data_hash = (uint64_t)iv[10];
+    ts->allow_binary = (long)iv[11]; ts->best_step = (long)iv[12];
+    ts->lr = dv[0]; ts->min_lr = dv[1]; ts->wd = dv[2]; ts->clip = dv[3];
+    ts->dropout = dv[4]; ts->val_frac = dv[5]; ts->beta1 = dv[6]; ts->beta2 = dv[7];
+    ts->eps = dv[8]; ts->best_val = dv[9];
+    if (iv[0] < 0 || iv[1] < iv[0] || iv[2] < 1 || iv[2] > (1 << 20) || iv[3] < 0 || iv[4] < 0 ||
+        iv[5] < 0 || iv[6] < 0 || iv[9] < 0 || ts->dropout < 0 || ts->dropout >= 1 ||
+        ts->val_frac < 0 || ts->val_frac >= 1)
+        return err_set(err, errlen, "%s: training state holds impossible settings", path);
+    size_t P = m->table.total;
+    ts->adam_m = malloc(P * sizeof(float));
+    ts->adam_v = malloc(P * sizeof(float));
+    if (!ts->adam_m || !ts->adam_v)
+        return err_set(err, errlen, "%s: out of memory for the Adam moments", path);
+    if (get(r, ts->adam_m, P * sizeof(float)) || get(r, ts->adam_v, P * sizeof(float)))
+        return err_set(err, errlen, "%s: read error in the Adam moments", path);
+    uint64_t expect = r->hash, sum;
+    if (fread(&sum, 1, sizeof sum, r->fp) != sizeof sum)
+        return err_set(err, errlen, "%s: read error at the checksum", path);
+    if (sum != expect)
+        return err_set(err, errlen, "%s: checksum mismatch (stored %016llx, computed %016llx): "
+                       "the file is damaged", path, (unsigned long long)sum,
+                       (unsigned long long)expect);
+    if (check_finite(&m->table, ts->adam_m, "Adam first moment", err, errlen) ||
+        check_finite(&m->table, ts->adam_v, "Adam second moment", err, errlen))
+        return -1;
+    return 0;
+}
+
+/* Checks the header fields that do not depend on the file length. */
+static int check_header(const int32_t *h, const char *path, Config *cfg, char *err,
+                        size_t errlen)
+{
+    if (h[0] != CKPT_MAGIC)
+        return err_set(err, errlen, "%s: not a headcount checkpoint (magic %d, expected %d)",
+                       path, h[0], CKPT_MAGIC);
+    if (h[1] != CKPT_VERSION)
+        return err_set(err, errlen, "%s: checkpoint version %d, this build reads version %d",
+                       path, h[1], CKPT_VERSION);
+    if (h[7] & ~CKPT_FLAG_TRAIN_STATE)
+        return err_set(err, errlen, "%s: unknown flags 0x%x in the header", path, (unsigned)h[7]);
+    if (h[8] < 0)
+        return err_set(err, errlen, "%s: negative step count %d in the header", path, h[8]);
+    for (int i = 10; i < CKPT_HEADER_INTS; i++)
+        if (h[i] != 0)
+            return err_set(err, errlen, "%s: header field %d is %d, expected 0 (reserved)",
+                           path, i, h[i]);
+    *cfg = (Config){.V = h[2], .T = h[3], .L = h[4], .H = h[5], .C = h[6], .D = h[9]};
+    char why[200];
+    if (config_validate(cfg, why, sizeof why))
+        return err_set(err, errlen, "%s: bad dimensions in the header: %s", path, why);
+    return 0;
+}
+
+int ckpt_load(const char *path, Model *m, Tokenizer *tok, long *steps_trained, TrainState *ts,
+              int *has_state, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    if (has_state)
+        *has_state = 0;
+    if (ts)
+        memset(ts, 0, sizeof *ts);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return err_set(err, errlen, "%s: %s", path,
+                       errno == ENOENT ? "no such checkpoint file" : strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return err_set(err, errlen, "%s: is a directory, expected a checkpoint file", path);
+    uint64_t size = (uint64_t)st.st_size;
+    if (size < HEADER_BYTES + VOCAB_BYTES)
+        return err_set(err, errlen, "%s: %llu bytes is too short for a checkpoint (the header "
+                       "and vocabulary alone take %d): truncated or not a checkpoint", path,
+                       (unsigned long long)size, HEADER_BYTES + VOCAB_BYTES);
+    Reader r = {fopen(path, "rb"), HASH_FNV_INIT};
+    if (!r.fp)
+        return err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    int32_t hdr[CKPT_HEADER_INTS];
+    unsigned char vocab[VOCAB_BYTES];
+    Config cfg;
+    int rc = -1;
+    if (get(&r, hdr, sizeof hdr) || get(&r, vocab, sizeof vocab)) {
+        err_set(err, errlen, "%s: read error in the header", path);
+        goto done;
+    }
+    if (check_header(hdr, path, &cfg, err, errlen))
+        goto done;
+    uint64_t P = config_param_count(&cfg);
+    int with_state = hdr[7] & CKPT_FLAG_TRAIN_STATE;
+    uint64_t expect = HEADER_BYTES + VOCAB_BYTES + 4 * P + (with_state ? state_bytes(P) : 0);
+    if (size != expect) {
+        err_set(err, errlen, "%s: file is %llu bytes but its header (V=%d T=%d L=%d H=%d C=%d "
+                "D=%d%s) implies %llu: %s", path, (unsigned long long)size, cfg.V, cfg.T, cfg.L,
+                cfg.H, cfg.C, cfg.D, with_state ? ", with training state" : "",
+                (unsigned long long)expect, size < expect ? "truncated" : "trailing bytes");
+        goto done;
+    }
+    char why[1200];
+    if (tok_from_vocab(tok, vocab, cfg.V, why, sizeof why)) {
+        err_set(err, errlen, "%s: bad vocabulary: %s", path, why);
+        goto done;
+    }
+    for (int i = cfg.V; i < VOCAB_BYTES; i++)
+        if (vocab[i] != 0) {
+            err_set(err, errlen, "%s: vocabulary padding byte %d is not zero", path, i);
+            goto done;
+        }
+    if (model_init(m, &cfg, err, errlen))
+        goto done;
+    if (get(&r, m->params, P * sizeof(float))) {
+        err_set(err, errlen, "%s: read error in the parameters", path);
+        goto done;
+    }
+    if (check_finite(&m->table, m->params, "parameter", err, errlen)) {
+        char inner[300];
+        snprintf(inner, sizeof inner, "%s", err);
+        err_set(err, errlen, "%s: %s", path, inner);
+        goto done;
+    }
+    if (with_state) {
+        TrainState scratch;
+        TrainState *dst = ts ? ts : &scratch;
+        memset(&scratch, 0, sizeof scratch);
+        /* The checksum is verified even when the caller wants only parameters. */
+        int bad = load_state(&r, path, m, dst, err, errlen);
+        if (!bad && dst->step != hdr[8]) {
+            err_set(err, errlen, "%s: header says %d steps, training state says %ld", path,
+                    hdr[8], dst->step);
+            bad = 1;
+        }
+        if (bad || !ts)
+            ckpt_state_free(dst);
+        if (bad)
+            goto done;
+        if (has_state && ts)
+            *has_state = 1;
+    }
+    if (steps_trained)
+        *steps_trained = hdr[8];
+    rc = 0;
+done:
+    fclose(r.fp);
+    if (rc)
+        model_free(m);
+    return rc;
+}
+
+void ckpt_state_free(TrainState *ts)
+{
+    free(ts->adam_m);
+    free(ts->adam_v);
+    ts->adam_m = ts->adam_v = NULL;
+}

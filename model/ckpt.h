@@ -1,0 +1,59 @@
+/* ckpt: checkpoint files, format v1 (docs/checkpoint.md describes every byte).
+ *
+ * A checkpoint holds the header, the byte vocabulary and the parameters; when
+ * flag bit 0 is set, also the training state needed for an exact resume (Adam
+ * moments, step, batch RNG, settings, the data file's size and hash) and a
+ * checksum over the whole file. Writing is atomic: path.tmp is written, flushed,
+ * fsynced and renamed over path, so a crash leaves the previous file intact.
+ * Reading validates everything (magic, version, dimensions, exact length,
+ * vocabulary, finite values, checksum) before trusting a byte. */
+#ifndef HEADCOUNT_CKPT_H
+#define HEADCOUNT_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/tokenizer.h"
+#include "gpt.h"
+
+#define CKPT_MAGIC 20261122
+#define CKPT_VERSION 1
+#define CKPT_HEADER_INTS 256
+#define CKPT_FLAG_TRAIN_STATE 1
+#define CKPT_PATH_MAX 512
+
+/* Everything an exact resume needs besides the parameters. */
+typedef struct {
+    long step;              /* steps completed (also header field 8) */
+    long steps;             /* total steps of the run */
+    long batch, warmup, eval_every, eval_iters, save_every;
+    uint64_t seed;
+    uint64_t batch_rng;     /* the batch sampler's Rng state */
+    uint64_t data_size, data_hash;
+    long allow_binary;
+    long best_step;         /* step of best_val, -1 when none */
+    double lr, min_lr, wd, clip, dropout, val_frac, beta1, beta2, eps;
+    double best_val;        /* best estimated val loss so far (valid when best_step >= 0) */
+    char data_path[CKPT_PATH_MAX];
+    float *adam_m, *adam_v; /* [table.total] each */
+} TrainState;
+
+/* Writes m and tok (and ts, when not NULL) to path atomically. Refuses
+ * non-finite values. steps_trained goes into header field 8. */
+int ckpt_save(const char *path, const Model *m, const Tokenizer *tok, long steps_trained,
+              const TrainState *ts, char *err, size_t errlen);
+
+/* Loads path into a fresh model (model_init inside) and tokenizer. If ts is not
+ * NULL and the file has training state, fills ts (allocating adam_m/adam_v,
+ * released by ckpt_state_free) and sets *has_state = 1; else *has_state = 0.
+ * has_state and steps_trained may be NULL. On error nothing needs freeing. */
+int ckpt_load(const char *path, Model *m, Tokenizer *tok, long *steps_trained, TrainState *ts,
+              int *has_state, char *err, size_t errlen);
+void ckpt_state_free(TrainState *ts);
+
+/* 0 if a file can be created in path's directory (checked before training so a
+ * bad --out fails at once), else -1 with the reason. Creates and removes
+ * path.tmp to find out. */
+int ckpt_check_writable(const char *path, char *err, size_t errlen);
+
+#endif

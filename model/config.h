@@ -1,0 +1,31 @@
+/* config: the model's dimensions and the limits they must respect.
+ *
+ * V vocabulary (bytes, so at most 256), T block size, L layers, H heads,
+ * C channels (residual width), D head size (attention width is H*D, which need
+ * not equal C). The limits keep every size computation far from overflow, so
+ * a checkpoint header that passes config_validate can be trusted for sizes. */
+#ifndef HEADCOUNT_CONFIG_H
+#define HEADCOUNT_CONFIG_H
+
+#include <stddef.h>
+
+#define CONFIG_MAX_VOCAB 256
+#define CONFIG_MAX_BLOCK 4096
+#define CONFIG_MAX_LAYERS 64
+#define CONFIG_MAX_HEADS 256
+#define CONFIG_MAX_EMBD 8192
+#define CONFIG_MAX_HEAD_SIZE 4096
+/* At most 2^30 parameters (4 GiB of floats): a laptop cannot train more anyway. */
+#define CONFIG_MAX_PARAMS ((size_t)1 << 30)
+
+typedef struct {
+    int V, T, L, H, C, D;
+} Config;
+
+/* 0 if every dimension is in range and the parameter count fits; else -1 with a message. */
+int config_validate(const Config *cfg, char *err, size_t errlen);
+
+/* Number of float parameters (valid only for a validated config). */
+size_t config_param_count(const Config *cfg);
+
+#endif

@@ -1,0 +1,58 @@
+/* evaluate: whole-sequence loss in consecutive windows (see evaluate.h). */
+#include "evaluate.h"
+
+#include <stdlib.h>
+
+#include "errbuf.h"
+
+int eval_sequence(const Model *m, Activations *a, const uint8_t *ids, size_t n,
+                  const PassOptions *opt, double *mean_loss, size_t *count, float *token_loss,
+                  char *err, size_t errlen)
+{
+    if (n < 2)
+        return err_set(err, errlen, "need at least 2 tokens to score, got %zu", n);
+    int T = a->T, Bcap = a->B;
+    size_t predicted = n - 1, nfull = predicted / (size_t)T;
+    int tail = (int)(predicted % (size_t)T);
+    int *in = malloc((size_t)Bcap * T * sizeof(int)), *tg = malloc((size_t)Bcap * T * sizeof(int));
+    if (!in || !tg) {
+        free(in);
+        free(tg);
+        return err_set(err, errlen, "out of memory for evaluation batches");
+    }
+    double total = 0.0;
+    for (size_t w0 = 0; w0 < nfull; w0 += (size_t)Bcap) {
+        int B = nfull - w0 < (size_t)Bcap ? (int)(nfull - w0) : Bcap;
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++) {
+                size_t pos = (w0 + (size_t)b) * T + t;
+                in[b * T + t] = ids[pos];
+                tg[b * T + t] = ids[pos + 1];
+            }
+        gpt_forward(m, a, in, tg, B, T, opt);
+        for (int i = 0; i < B * T; i++) {
+            total += a->losses[i];
+            if (token_loss)
+                token_loss[w0 * T + (size_t)i] = a->losses[i];
+        }
+    }
+    if (tail > 0) {
+        size_t start = nfull * T;
+        for (int t = 0; t < tail; t++) {
+            in[t] = ids[start + t];
+            tg[t] = ids[start + t + 1];
+        }
+        gpt_forward(m, a, in, tg, 1, tail, opt);
+        for (int i = 0; i < tail; i++) {
+            total += a->losses[i];
+            if (token_loss)
+                token_loss[start + (size_t)i] = a->losses[i];
+        }
+    }
+    free(in);
+    free(tg);
+    *mean_loss = total / (double)predicted;
+    if (count)
+        *count = predicted;
+    return 0;
+}

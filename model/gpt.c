@@ -1,0 +1,234 @@
+/* gpt: model and activation lifetimes, and the whole-model forward and backward
+ * as flat lists of layer calls (see gpt.h for the architecture). */
+#include "gpt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "errbuf.h"
+#include "layers.h"
+#include "matmul.h"
+#include "rng.h"
+
+int model_init(Model *m, const Config *cfg, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    if (config_validate(cfg, err, errlen))
+        return -1;
+    m->cfg = *cfg;
+    params_table_init(&m->table, cfg);
+    m->params = calloc(m->table.total, sizeof(float));
+    if (!m->params)
+        return err_set(err, errlen, "out of memory allocating %zu parameters", m->table.total);
+    params_view(&m->table, m->params, &m->w);
+    return 0;
+}
+
+int model_alloc_grads(Model *m, char *err, size_t errlen)
+{
+    if (m->grads)
+        return 0;
+    m->grads = calloc(m->table.total, sizeof(float));
+    if (!m->grads)
+        return err_set(err, errlen, "out of memory allocating %zu gradients", m->table.total);
+    params_view(&m->table, m->grads, &m->g);
+    return 0;
+}
+
+void model_zero_grads(Model *m)
+{
+    memset(m->grads, 0, m->table.total * sizeof(float));
+}
+
+void model_free(Model *m)
+{
+    free(m->params);
+    free(m->grads);
+    m->params = m->grads = NULL;
+}
+
+int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
+              char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    if (B < 1 || T < 1 || T > cfg->T)
+        return err_set(err, errlen, "activations: batch %d x %d does not fit block size %d",
+                       B, T, cfg->T);
+    a->B = B;
+    a->T = T;
+    a->dropout = with_dropout;
+    size_t N = (size_t)B * T, C = cfg->C, A = (size_t)cfg->H * cfg->D, V = cfg->V;
+    size_t L = cfg->L, H = cfg->H, TT = (size_t)B * H * T * T;
+    a->N = N; a->C = C; a->A = A; a->V = V; a->L = L; a->H = H;
+    struct { float **p; size_t n; } parts[] = {
+        {&a->encoded, N * C},
+        {&a->ln1, L * N * C}, {&a->ln1_mean, L * N}, {&a->ln1_rstd, L * N},
+        {&a->qkv, L * N * 3 * A}, {&a->atty, L * N * A},
+        {&a->att, L * TT}, {&a->attd, with_dropout ? L * TT : 0},
+        {&a->attproj, L * N * C}, {&a->res2, L * N * C},
+        {&a->ln2, L * N * C}, {&a->ln2_mean, L * N}, {&a->ln2_rstd, L * N},
+        {&a->fch, L * N * 4 * C}, {&a->fch_gelu, L * N * 4 * C},
+        {&a->fcproj, L * N * C}, {&a->res3, L * N * C},
+        {&a->lnf, N * C}, {&a->lnf_mean, N}, {&a->lnf_rstd, N},
+        {&a->logits, N * V}, {&a->probs, N * V}, {&a->losses, N},
+        {&a->dres, N * C}, {&a->dbranch, N * C}, {&a->dln, N * 4 * C},
+        {&a->dqkv, N * 3 * A}, {&a->datty, N * A}, {&a->datt, TT},
+        {&a->dfch, N * 4 * C}, {&a->dfch_gelu, N * 4 * C}, {&a->dlogits, N * V},
+    };
+    size_t nparts = sizeof parts / sizeof parts[0], total = 0;
+    for (size_t i = 0; i < nparts; i++)
+        total += parts[i].n;
+    a->buf = calloc(total, sizeof(float));
+    if (!a->buf)
+        return err_set(err, errlen, "out of memory allocating %zu activation floats", total);
+    size_t off = 0;
+    for (size_t i = 0; i < nparts; i++) {
+        *parts[i].p = parts[i].n ? a->buf + off : NULL;
+        off += parts[i].n;
+    }
+    return 0;
+}
+
+void acts_free(Activations *a)
+{
+    free(a->buf);
+    memset(a, 0, sizeof *a);
+}
+
+enum { SITE_ATT = 0, SITE_ATTN_RESID = 1, SITE_MLP_RESID = 2 };
+
+static uint64_t site_key(const PassOptions *opt, int l, int site)
+{
+    return rng_hash(opt->dropout_key, (uint64_t)l, (uint64_t)site);
+}
+
+/* Zeroes the slices [hD, (h+1)D) of x[N][A] for every silenced head of layer l. */
+static void silence_heads(float *x, const PassOptions *opt, int l, size_t N, int H, int D)
+{
+    if (!opt || !opt->head_on)
+        return;
+    for (int h = 0; h < H; h++)
+        if (!opt->head_on[l * H + h])
+            for (size_t n = 0; n < N; n++)
+                memset(x + n * H * D + (size_t)h * D, 0, (size_t)D * sizeof(float));
+}
+
+double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
+                   int B, int T, const PassOptions *opt)
+{
+    static const PassOptions none = {0};
+    if (!opt)
+        opt = &none;
+    const Config *c = &m->cfg;
+    const Weights *w = &m->w;
+    int C = c->C, H = c->H, D = c->D, A = H * D, V = c->V;
+    int N = B * T;
+    size_t NC = a->N * a->C, TT = (size_t)a->B * a->H * a->T * a->T;
+    float p = opt->dropout;
+
+    encoder_forward(a->encoded, tokens, w->wte, w->wpe, B, T, C);
+    const float *res = a->encoded;
+    for (int l = 0; l < c->L; l++) {
+        const LayerWeights *lw = &w->layer[l];
+        float *ln1 = a->ln1 + l * NC, *qkv = a->qkv + l * a->N * 3 * a->A;
+        float *atty = a->atty + l * a->N * a->A, *att = a->att + l * TT;
+        float *attd = a->attd ? a->attd + l * TT : NULL;
+        float *attproj = a->attproj + l * NC, *res2 = a->res2 + l * NC;
+        float *ln2 = a->ln2 + l * NC, *fch = a->fch + l * NC * 4;
+        float *fch_gelu = a->fch_gelu + l * NC * 4, *fcproj = a->fcproj + l * NC;
+        float *res3 = a->res3 + l * NC;
+
+        layernorm_forward(ln1, a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, res,
+                          lw->ln1w, lw->ln1b, N, C);
+        matmul_forward(qkv, ln1, lw->qkvw, lw->qkvb, N, C, 3 * A);
+        attention_forward(atty, att, attd, qkv, B, T, H, D, p, site_key(opt, l, SITE_ATT));
+        silence_heads(atty, opt, l, (size_t)N, H, D);
+        matmul_forward(attproj, atty, lw->projw, lw->projb, N, A, C);
+        dropout_forward(res2, attproj, (size_t)N * C, p, site_key(opt, l, SITE_ATTN_RESID));
+        residual_forward(res2, res, res2, (size_t)N * C);
+
+        layernorm_forward(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
+                          lw->ln2w, lw->ln2b, N, C);
+        matmul_forward(fch, ln2, lw->fcw, lw->fcb, N, C, 4 * C);
+        gelu_forward(fch_gelu, fch, (size_t)N * 4 * C);
+        matmul_forward(fcproj, fch_gelu, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
+        dropout_forward(res3, fcproj, (size_t)N * C, p, site_key(opt, l, SITE_MLP_RESID));
+        residual_forward(res3, res2, res3, (size_t)N * C);
+        res = res3;
+    }
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, res, w->lnfw, w->lnfb, N, C);
+    matmul_forward(a->logits, a->lnf, w->wte, NULL, N, C, V);
+    return crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
+}
+
+/* The reverse of gpt_forward, layer by layer. dres carries d(loss)/d(residual
+ * stream): every block adds its branch's input gradient into it. */
+void gpt_backward(Model *m, Activations *a, const int *tokens, const int *targets,
+                  int B, int T, const PassOptions *opt)
+{
+    static const PassOptions none = {0};
+    if (!opt)
+        opt = &none;
+    const Config *c = &m->cfg;
+    const Weights *w = &m->w;
+    Weights *g = &m->g;
+    int C = c->C, H = c->H, D = c->D, A = H * D, V = c->V, L = c->L;
+    int N = B * T;
+    size_t NC = a->N * a->C, TT = (size_t)a->B * a->H * a->T * a->T, nc = (size_t)N * C;
+    float p = opt->dropout;
+
+    memset(a->dlogits, 0, (size_t)N * V * sizeof(float));
+    crossentropy_backward(a->dlogits, a->probs, targets, N, V, 1.0f / (float)N);
+    memset(a->dln, 0, nc * sizeof(float));
+    matmul_backward(a->dln, g->wte, NULL, a->dlogits, a->lnf, w->wte, N, C, V);
+    memset(a->dres, 0, nc * sizeof(float));
+    layernorm_backward(a->dres, g->lnfw, g->lnfb, a->dln, a->res3 + (L - 1) * NC, w->lnfw,
+                       a->lnf_mean, a->lnf_rstd, N, C);
+
+    for (int l = L - 1; l >= 0; l--) {
+        const LayerWeights *lw = &w->layer[l];
+        LayerWeights *lg = &g->layer[l];
+        const float *res = l == 0 ? a->encoded : a->res3 + (l - 1) * NC;
+        float *ln1 = a->ln1 + l * NC, *qkv = a->qkv + l * a->N * 3 * a->A;
+        float *atty = a->atty + l * a->N * a->A, *att = a->att + l * TT;
+        float *attd = a->attd ? a->attd + l * TT : NULL;
+        float *res2 = a->res2 + l * NC, *ln2 = a->ln2 + l * NC;
+        float *fch = a->fch + l * NC * 4, *fch_gelu = a->fch_gelu + l * NC * 4;
+        float *branch = a->dres;
+
+        /* res3 = res2 + dropout(fcproj(gelu(fc(ln2(res2))))) */
+        if (p > 0.0f) {
+            memset(a->dbranch, 0, nc * sizeof(float));
+            dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_MLP_RESID));
+            branch = a->dbranch;
+        }
+        memset(a->dfch_gelu, 0, nc * 4 * sizeof(float));
+        matmul_backward(a->dfch_gelu, lg->fcprojw, lg->fcprojb, branch, fch_gelu, lw->fcprojw,
+                        N, 4 * C, C);
+        memset(a->dfch, 0, nc * 4 * sizeof(float));
+        gelu_backward(a->dfch, a->dfch_gelu, fch, nc * 4);
+        memset(a->dln, 0, nc * sizeof(float));
+        matmul_backward(a->dln, lg->fcw, lg->fcb, a->dfch, ln2, lw->fcw, N, C, 4 * C);
+        layernorm_backward(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
+                           a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C);
+
+        /* res2 = res + dropout(proj(attn(qkv(ln1(res))))) */
+        branch = a->dres;
+        if (p > 0.0f) {
+            memset(a->dbranch, 0, nc * sizeof(float));
+            dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_ATTN_RESID));
+            branch = a->dbranch;
+        }
+        memset(a->datty, 0, (size_t)N * A * sizeof(float));
+        matmul_backward(a->datty, lg->projw, lg->projb, branch, atty, lw->projw, N, A, C);
+        silence_heads(a->datty, opt, l, (size_t)N, H, D);
+        memset(a->dqkv, 0, (size_t)N * 3 * A * sizeof(float));
+        attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);
+        memset(a->dln, 0, nc * sizeof(float));
+        matmul_backward(a->dln, lg->qkvw, lg->qkvb, a->dqkv, ln1, lw->qkvw, N, C, 3 * A);
+        layernorm_backward(a->dres, lg->ln1w, lg->ln1b, a->dln, res, lw->ln1w,
+                           a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, N, C);
+    }
+    encoder_backward(g->wte, g->wpe, a->dres, tokens, B, T, C);
+}

@@ -1,0 +1,78 @@
+/* gpt: the whole model: parameters, activations, forward and backward.
+ *
+ * x = wte[token] + wpe[t]; L pre-LayerNorm blocks
+ *   x += proj(attn(ln1(x)));  x += fcproj(gelu(fc(ln2(x))))
+ * then logits = lnf(x) wte^T (tied output weights) and a mean cross-entropy.
+ * Dropout (optional) hits the attention weights and both residual branches.
+ * A head mask can silence heads (their outputs are zeroed) for ablations. */
+#ifndef HEADCOUNT_GPT_H
+#define HEADCOUNT_GPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "params.h"
+
+typedef struct {
+    Config cfg;
+    ParamTable table;
+    float *params;   /* table.total floats */
+    float *grads;    /* same layout; NULL until model_alloc_grads */
+    Weights w, g;
+} Model;
+
+/* Allocates parameters (zeroed) for a validated config. */
+int model_init(Model *m, const Config *cfg, char *err, size_t errlen);
+int model_alloc_grads(Model *m, char *err, size_t errlen);
+void model_zero_grads(Model *m);
+void model_free(Model *m);
+
+/* Everything forward stores for backward, for a batch of up to B rows of up to
+ * T positions, in one allocation. Per layer l the arrays are indexed [l]. */
+typedef struct {
+    int B, T, dropout;   /* capacities; dropout: attd allocated */
+    size_t N, C, A, V, L, H;
+    float *encoded;                  /* [N][C] */
+    float *ln1, *ln1_mean, *ln1_rstd; /* [L][N][C], [L][N], [L][N] */
+    float *qkv;                      /* [L][N][3A] */
+    float *atty;                     /* [L][N][A] */
+    float *att, *attd;               /* [L][B][H][T][T] */
+    float *attproj;                  /* [L][N][C] */
+    float *res2;                     /* [L][N][C] */
+    float *ln2, *ln2_mean, *ln2_rstd;
+    float *fch, *fch_gelu;           /* [L][N][4C] */
+    float *fcproj;                   /* [L][N][C] */
+    float *res3;                     /* [L][N][C] */
+    float *lnf, *lnf_mean, *lnf_rstd;
+    float *logits, *probs;           /* [N][V] */
+    float *losses;                   /* [N] */
+    /* backward scratch */
+    float *dres, *dbranch, *dln, *dqkv, *datty, *datt, *dfch, *dfch_gelu, *dlogits;
+    float *buf;
+} Activations;
+
+int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
+              char *err, size_t errlen);
+void acts_free(Activations *a);
+
+/* How a forward/backward pass runs: dropout probability and the mask key
+ * (RNG_STREAM_DROPOUT seed mixed with the step), and an optional head gate
+ * head_on[L*H] (NULL: every head on; 0 silences a head). */
+typedef struct {
+    float dropout;
+    uint64_t dropout_key;
+    const unsigned char *head_on;
+} PassOptions;
+
+/* Forward over tokens[B][T] (B, T within the capacities). With targets it
+ * returns the mean loss (and fills a->losses); without, it fills logits and
+ * probs and returns 0. opt may be NULL (no dropout, all heads). */
+double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
+                   int B, int T, const PassOptions *opt);
+/* Adds d(mean loss)/d(params) into m->grads; needs the forward just run with
+ * the same arguments. */
+void gpt_backward(Model *m, Activations *a, const int *tokens, const int *targets,
+                  int B, int T, const PassOptions *opt);
+
+#endif

@@ -1,0 +1,285 @@
+/* layers: embedding, layernorm, GELU, residual, softmax/cross-entropy, dropout.
+ * See layers.h for shapes and conventions. Row sums use 8 lanes over full
+ * chunks, then a fixed lane tree, then the tail, so they vectorise without
+ * letting the thread split change any result. */
+#include "layers.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "config.h"
+#include "rng.h"
+#include "vmath.h"
+
+/* Sum of x[0..n) in a fixed order that depends only on n. */
+static float row_sum(const float *x, int n)
+{
+    v8f acc = v8_set1(0.0f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        acc += v8_load(x + i);
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+/* Sum of (x[i] - m)^2, same order as row_sum. */
+static float row_sqdev(const float *x, float m, int n)
+{
+    v8f acc = v8_set1(0.0f), mv = v8_set1(m);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8f d = v8_load(x + i) - mv;
+        acc += d * d;
+    }
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        s += (x[i] - m) * (x[i] - m);
+    return s;
+}
+
+/* Sum of a[i] * b[i], same order as row_sum. */
+static float row_dot(const float *a, const float *b, int n)
+{
+    v8f acc = v8_set1(0.0f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        acc += v8_load(a + i) * v8_load(b + i);
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+void encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe,
+                     int B, int T, int C)
+{
+    #pragma omp parallel for schedule(static)
+    for (int bt = 0; bt < B * T; bt++) {
+        const float *e = wte + (size_t)tokens[bt] * C, *p = wpe + (size_t)(bt % T) * C;
+        float *o = out + (size_t)bt * C;
+        for (int c = 0; c < C; c++)
+            o[c] = e[c] + p[c];
+    }
+}
+
+/* Backward of out[b][t] = wte[tok] + wpe[t]: both gradients receive dout. A token
+ * may occur at many positions, so threads split the channels, and each channel
+ * sums its positions in (b, t) order. */
+void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens,
+                      int B, int T, int C)
+{
+    const int CB = 16;
+    int nblocks = (C + CB - 1) / CB;
+    #pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nblocks; blk++) {
+        int c0 = blk * CB, c1 = c0 + CB < C ? c0 + CB : C;
+        for (int bt = 0; bt < B * T; bt++) {
+            const float *d = dout + (size_t)bt * C;
+            float *g = dwte + (size_t)tokens[bt] * C;
+            for (int c = c0; c < c1; c++)
+                g[c] += d[c];
+        }
+        for (int t = 0; t < T; t++) {
+            float *g = dwpe + (size_t)t * C;
+            for (int b = 0; b < B; b++) {
+                const float *d = dout + ((size_t)b * T + t) * C;
+                for (int c = c0; c < c1; c++)
+                    g[c] += d[c];
+            }
+        }
+    }
+}
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w,
+                       const float *b, int N, int C)
+{
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *x = in + (size_t)n * C;
+        float *o = out + (size_t)n * C;
+        float m = row_sum(x, C) / (float)C;
+        float var = row_sqdev(x, m, C) / (float)C;
+        float s = 1.0f / sqrtf(var + 1e-5f);
+        for (int c = 0; c < C; c++)
+            o[c] = (x[c] - m) * s * w[c] + b[c];
+        mean[n] = m;
+        rstd[n] = s;
+    }
+}
+
+/* Backward of y = xhat * w + b with xhat = (x - mean) * rstd:
+ *   dxhat = dy * w
+ *   dx    = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+ *   dw   += sum_n dy * xhat,  db += sum_n dy.
+ * Rows are independent for dx; dw and db sum over rows, so a second pass splits
+ * the channels instead. */
+void layernorm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                        const float *w, const float *mean, const float *rstd, int N, int C)
+{
+    #pragma omp parallel
+    {
+        float xhat[CONFIG_MAX_EMBD], dxhat[CONFIG_MAX_EMBD];
+        #pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            const float *x = in + (size_t)n * C, *dy = dout + (size_t)n * C;
+            float *dx = din + (size_t)n * C;
+            float m = mean[n], s = rstd[n];
+            for (int c = 0; c < C; c++) {
+                xhat[c] = (x[c] - m) * s;
+                dxhat[c] = dy[c] * w[c];
+            }
+            float mdx = row_sum(dxhat, C) / (float)C;
+            float mdxx = row_dot(dxhat, xhat, C) / (float)C;
+            for (int c = 0; c < C; c++)
+                dx[c] += s * (dxhat[c] - mdx - xhat[c] * mdxx);
+        }
+    }
+    const int CB = 16;
+    int nblocks = (C + CB - 1) / CB;
+    #pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nblocks; blk++) {
+        int c0 = blk * CB, c1 = c0 + CB < C ? c0 + CB : C;
+        for (int n = 0; n < N; n++) {
+            const float *x = in + (size_t)n * C, *dy = dout + (size_t)n * C;
+            float m = mean[n], s = rstd[n];
+            for (int c = c0; c < c1; c++) {
+                dw[c] += dy[c] * ((x[c] - m) * s);
+                db[c] += dy[c];
+            }
+        }
+    }
+}
+
+#define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
+#define GELU_A 0.044715f
+
+/* s = sigmoid(2u) = 1 / (1 + exp(-2u)), u = K (x + A x^3), for 8 lanes. */
+static inline v8f gelu_gate(v8f x)
+{
+    v8f u = v8_set1(GELU_K) * (x + v8_set1(GELU_A) * x * x * x);
+    return v8_set1(1.0f) / (v8_set1(1.0f) + v8_exp(v8_set1(-2.0f) * u));
+}
+
+void gelu_forward(float *out, const float *in, size_t n)
+{
+    size_t nv = (n + 7) / 8;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < nv; i++) {
+        float tmp[8] = {0};
+        size_t k = n - i * 8 < 8 ? n - i * 8 : 8;
+        memcpy(tmp, in + i * 8, k * sizeof(float));
+        v8f x = v8_load(tmp);
+        v8_store(tmp, x * gelu_gate(x));
+        memcpy(out + i * 8, tmp, k * sizeof(float));
+    }
+}
+
+/* Backward of y = x s(x), s = sigmoid(2u): dy/dx = s + x s (1 - s) 2 u'(x),
+ * u' = K (1 + 3 A x^2). */
+void gelu_backward(float *din, const float *dout, const float *in, size_t n)
+{
+    size_t nv = (n + 7) / 8;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < nv; i++) {
+        float tx[8] = {0}, td[8] = {0}, tg[8] = {0};
+        size_t k = n - i * 8 < 8 ? n - i * 8 : 8;
+        memcpy(tx, in + i * 8, k * sizeof(float));
+        memcpy(td, dout + i * 8, k * sizeof(float));
+        memcpy(tg, din + i * 8, k * sizeof(float));
+        v8f x = v8_load(tx), s = gelu_gate(x);
+        v8f du = v8_set1(2.0f * GELU_K) * (v8_set1(1.0f) + v8_set1(3.0f * GELU_A) * x * x);
+        v8f grad = s + x * s * (v8_set1(1.0f) - s) * du;
+        v8_store(tg, v8_load(tg) + v8_load(td) * grad);
+        memcpy(din + i * 8, tg, k * sizeof(float));
+    }
+}
+
+void residual_forward(float *out, const float *a, const float *b, size_t n)
+{
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+
+/* Softmax with max subtraction; loss = log(sum exp(z - max)) - (z_target - max). */
+double crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets,
+                            int N, int V)
+{
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *z = logits + (size_t)n * V;
+        float *p = probs + (size_t)n * V;
+        float mx = z[0];
+        for (int v = 1; v < V; v++)
+            mx = z[v] > mx ? z[v] : mx;
+        v8f acc = v8_set1(0.0f), mv = v8_set1(mx);
+        int v = 0;
+        for (; v + 8 <= V; v += 8) {
+            v8f e = v8_exp(v8_load(z + v) - mv);
+            v8_store(p + v, e);
+            acc += e;
+        }
+        if (v < V) {
+            float tmp[8];
+            for (int k = 0; k < 8; k++)
+                tmp[k] = v + k < V ? z[v + k] : mx;
+            v8f e = v8_exp(v8_load(tmp) - mv);
+            for (int k = 0; v + k < V; k++) {
+                p[v + k] = e[k];
+                acc[k] += e[k];
+            }
+        }
+        float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+        float inv = 1.0f / sum;
+        for (int u = 0; u < V; u++)
+            p[u] *= inv;
+        if (targets)
+            losses[n] = logf(sum) - (z[targets[n]] - mx);
+    }
+    if (!targets)
+        return 0.0;
+    double total = 0.0;
+    for (int n = 0; n < N; n++)
+        total += losses[n];
+    return total / N;
+}
+
+/* Backward of loss = -log softmax(z)[target]: dz = probs - onehot(target). */
+void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V,
+                           float scale)
+{
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *p = probs + (size_t)n * V;
+        float *d = dlogits + (size_t)n * V;
+        for (int v = 0; v < V; v++)
+            d[v] += scale * (p[v] - (v == targets[n] ? 1.0f : 0.0f));
+    }
+}
+
+int dropout_keep(uint64_t key, uint64_t i, float p)
+{
+    /* Compare 24 uniform bits with p * 2^24: keep with probability 1 - p. */
+    uint32_t u = (uint32_t)(rng_hash(key, i, 0) >> 40);
+    return (float)u >= p * 16777216.0f;
+}
+
+void dropout_forward(float *out, const float *in, size_t n, float p, uint64_t key)
+{
+    float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++)
+        out[i] = (p > 0.0f && !dropout_keep(key, i, p)) ? 0.0f : in[i] * scale;
+}
+
+/* Backward of out = in * keep / (1 - p): din += dout * keep / (1 - p). */
+void dropout_backward(float *din, const float *dout, size_t n, float p, uint64_t key)
+{
+    float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++)
+        if (p <= 0.0f || dropout_keep(key, i, p))
+            din[i] += dout[i] * scale;
+}

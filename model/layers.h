@@ -1,0 +1,53 @@
+/* layers: the element-wise and row-wise layers of the transformer, each forward
+ * next to its backward. The linear layer's products live in matmul.h and
+ * attention in attention.h.
+ *
+ * Conventions (STYLE.md): forward overwrites its outputs; backward adds into
+ * every gradient it is given. N = B*T rows. OpenMP splits only over independent
+ * outputs; every sum runs in one thread in a fixed order. */
+#ifndef HEADCOUNT_LAYERS_H
+#define HEADCOUNT_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* out[B][T][C] = wte[tokens[b][t]] + wpe[t]. Backward needs only tokens. */
+void encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe,
+                     int B, int T, int C);
+void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens,
+                      int B, int T, int C);
+
+/* out[N][C] = (in - mean) * rstd * w + b per row, biased variance, eps 1e-5.
+ * Stores mean[N] and rstd[N] for the backward, which also reads in and w. */
+void layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w,
+                       const float *b, int N, int C);
+void layernorm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                        const float *w, const float *mean, const float *rstd, int N, int C);
+
+/* GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as
+ * x * sigmoid(2u) (the same function). Backward reads the forward's input. */
+void gelu_forward(float *out, const float *in, size_t n);
+void gelu_backward(float *din, const float *dout, const float *in, size_t n);
+
+/* out = a + b, element-wise. */
+void residual_forward(float *out, const float *a, const float *b, size_t n);
+
+/* Softmax over V logits per row and the cross-entropy of the target.
+ * probs[N][V] (stored for the backward) and losses[N] in nats; targets may be
+ * NULL (inference: probs only). Returns the mean loss, summed in row order in
+ * double, or 0 when targets is NULL. */
+double crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets,
+                            int N, int V);
+/* dlogits += scale * (probs - onehot(target)); scale is 1/N for a mean loss. */
+void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V,
+                           float scale);
+
+/* Inverted dropout: out = in * keep / (1 - p), keep ~ Bernoulli(1 - p) decided by
+ * rng_hash(key, i), so a mask depends only on (key, element index) and the
+ * backward recomputes it. in and out may alias. p = 0 copies. */
+void dropout_forward(float *out, const float *in, size_t n, float p, uint64_t key);
+void dropout_backward(float *din, const float *dout, size_t n, float p, uint64_t key);
+/* The keep decision shared by every dropout site (attention uses it per weight). */
+int dropout_keep(uint64_t key, uint64_t i, float p);
+
+#endif

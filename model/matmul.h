@@ -1,0 +1,40 @@
+/* matmul: the dense matrix products that training spends its time in.
+ *
+ * Three shapes, all row-major, none needing a transposed copy:
+ *   nt: C[M][N] (+)= A[M][K] · B[N][K]^T   (linear forward: out = in · W^T)
+ *   nn: C[M][N] (+)= A[M][K] · B[K][N]     (linear input gradient: din = dout · W)
+ *   tn: C[M][N] (+)= A[K][M]^T · B[K][N]   (linear weight gradient: dW = dout^T · in)
+ * The sgemm_* kernels are single-threaded and take leading dimensions, so the
+ * attention code can call them on strided per-head views inside its own parallel
+ * loop. matmul_forward / matmul_backward are the linear layer, parallelised with
+ * OpenMP over independent output tiles.
+ *
+ * Determinism contract: every element of C is computed by one thread with the
+ * same sequence of float operations whatever M, N, the tiling, the element's
+ * position in a tile or the thread count; so computing a sub-block gives the
+ * same bits as computing the whole product. */
+#ifndef HEADCOUNT_MATMUL_H
+#define HEADCOUNT_MATMUL_H
+
+/* accumulate = 0: C = A·B; accumulate = 1: C = C + A·B (C's old value first). */
+void sgemm_nt(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+              float *C, int ldc, int accumulate);
+void sgemm_nn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+              float *C, int ldc, int accumulate);
+void sgemm_tn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+              float *C, int ldc, int accumulate);
+
+/* out[N][OC] = in[N][IC] · W[OC][IC]^T + bias[OC]; bias may be NULL. Overwrites out.
+ * The bias is added after the dot product: out = dot + bias. */
+void matmul_forward(float *out, const float *in, const float *W, const float *bias,
+                    int N, int IC, int OC);
+
+/* Adds into the gradients (the caller zeroes them once per step):
+ *   din[N][IC]  += dout[N][OC] · W[OC][IC]
+ *   dW[OC][IC]  += dout^T · in          (sum over n in order 0..N-1)
+ *   dbias[OC]   += sum_n dout[n][oc]    (in order 0..N-1)
+ * Any of din, dW, dbias may be NULL to skip that gradient. */
+void matmul_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
+                     const float *W, int N, int IC, int OC);
+
+#endif

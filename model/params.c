@@ -1,0 +1,101 @@
+/* params: building the parameter table, viewing buffers through it, and init. */
+#include "params.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "rng.h"
+
+static void add(ParamTable *t, ParamKind kind, int layer, const char *name, int rows, int cols,
+                InitRule init, int decay)
+{
+    ParamSpec *s = &t->spec[t->n++];
+    s->kind = kind;
+    s->layer = layer;
+    if (layer >= 0)
+        snprintf(s->name, sizeof s->name, "h%d.%s", layer, name);
+    else
+        snprintf(s->name, sizeof s->name, "%s", name);
+    s->rows = rows;
+    s->cols = cols;
+    s->offset = t->total;
+    s->count = (size_t)rows * cols;
+    s->init = init;
+    s->decay = decay;
+    t->total += s->count;
+}
+
+void params_table_init(ParamTable *t, const Config *c)
+{
+    int C = c->C, A = c->H * c->D;
+    t->cfg = *c;
+    t->n = 0;
+    t->total = 0;
+    add(t, P_WTE, -1, "wte", c->V, C, INIT_NORMAL, 1);
+    add(t, P_WPE, -1, "wpe", c->T, C, INIT_NORMAL, 1);
+    for (int l = 0; l < c->L; l++) {
+        add(t, P_LN1W, l, "ln1.w", 1, C, INIT_ONE, 0);
+        add(t, P_LN1B, l, "ln1.b", 1, C, INIT_ZERO, 0);
+        add(t, P_QKVW, l, "qkv.w", 3 * A, C, INIT_NORMAL, 1);
+        add(t, P_QKVB, l, "qkv.b", 1, 3 * A, INIT_ZERO, 0);
+        add(t, P_PROJW, l, "proj.w", C, A, INIT_NORMAL_RESID, 1);
+        add(t, P_PROJB, l, "proj.b", 1, C, INIT_ZERO, 0);
+        add(t, P_LN2W, l, "ln2.w", 1, C, INIT_ONE, 0);
+        add(t, P_LN2B, l, "ln2.b", 1, C, INIT_ZERO, 0);
+        add(t, P_FCW, l, "fc.w", 4 * C, C, INIT_NORMAL, 1);
+        add(t, P_FCB, l, "fc.b", 1, 4 * C, INIT_ZERO, 0);
+        add(t, P_FCPROJW, l, "fcproj.w", C, 4 * C, INIT_NORMAL_RESID, 1);
+        add(t, P_FCPROJB, l, "fcproj.b", 1, C, INIT_ZERO, 0);
+    }
+    add(t, P_LNFW, -1, "lnf.w", 1, C, INIT_ONE, 0);
+    add(t, P_LNFB, -1, "lnf.b", 1, C, INIT_ZERO, 0);
+}
+
+static float **slot(Weights *w, const ParamSpec *s)
+{
+    LayerWeights *lw = s->layer >= 0 ? &w->layer[s->layer] : NULL;
+    switch (s->kind) {
+    case P_WTE: return &w->wte;
+    case P_WPE: return &w->wpe;
+    case P_LN1W: return &lw->ln1w;
+    case P_LN1B: return &lw->ln1b;
+    case P_QKVW: return &lw->qkvw;
+    case P_QKVB: return &lw->qkvb;
+    case P_PROJW: return &lw->projw;
+    case P_PROJB: return &lw->projb;
+    case P_LN2W: return &lw->ln2w;
+    case P_LN2B: return &lw->ln2b;
+    case P_FCW: return &lw->fcw;
+    case P_FCB: return &lw->fcb;
+    case P_FCPROJW: return &lw->fcprojw;
+    case P_FCPROJB: return &lw->fcprojb;
+    case P_LNFW: return &w->lnfw;
+    case P_LNFB: return &w->lnfb;
+    }
+    return NULL;
+}
+
+void params_view(const ParamTable *t, float *base, Weights *w)
+{
+    for (int i = 0; i < t->n; i++)
+        *slot(w, &t->spec[i]) = base + t->spec[i].offset;
+}
+
+void params_init(const ParamTable *t, float *base, uint64_t seed)
+{
+    Rng rng;
+    rng_init(&rng, seed, RNG_STREAM_INIT);
+    double resid_std = 0.02 / sqrt(2.0 * t->cfg.L);
+    for (int i = 0; i < t->n; i++) {
+        const ParamSpec *s = &t->spec[i];
+        float *p = base + s->offset;
+        for (size_t j = 0; j < s->count; j++) {
+            switch (s->init) {
+            case INIT_NORMAL: p[j] = (float)(0.02 * rng_normal(&rng)); break;
+            case INIT_NORMAL_RESID: p[j] = (float)(resid_std * rng_normal(&rng)); break;
+            case INIT_ONE: p[j] = 1.0f; break;
+            case INIT_ZERO: p[j] = 0.0f; break;
+            }
+        }
+    }
+}

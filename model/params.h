@@ -1,0 +1,68 @@
+/* params: the one table of parameters.
+ *
+ * Every parameter tensor is listed once, in checkpoint order, with its shape,
+ * init rule and weight-decay flag. Sizes, pointers into the single buffer, the
+ * checkpoint order, AdamW's decay groups and the gradient-check loop all come
+ * from this table. Gradients and Adam moments use the same layout, so
+ * params_view works on any of those buffers. */
+#ifndef HEADCOUNT_PARAMS_H
+#define HEADCOUNT_PARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+typedef enum {
+    P_WTE, P_WPE,
+    P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_PROJW, P_PROJB,
+    P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPROJW, P_FCPROJB,
+    P_LNFW, P_LNFB
+} ParamKind;
+
+typedef enum {
+    INIT_NORMAL,       /* N(0, 0.02) */
+    INIT_NORMAL_RESID, /* N(0, 0.02 / sqrt(2L)): the two residual projections */
+    INIT_ONE,          /* LayerNorm weights */
+    INIT_ZERO          /* biases */
+} InitRule;
+
+typedef struct {
+    ParamKind kind;
+    int layer;          /* -1 for wte, wpe, lnf */
+    char name[24];      /* e.g. "h2.qkv.w" */
+    int rows, cols;     /* a vector has rows = 1 */
+    size_t offset;      /* in floats, into the parameter buffer */
+    size_t count;       /* rows * cols */
+    InitRule init;
+    int decay;          /* 1: AdamW weight decay applies (matrices and embeddings) */
+} ParamSpec;
+
+#define PARAMS_MAX_TENSORS (4 + 12 * CONFIG_MAX_LAYERS)
+
+typedef struct {
+    Config cfg;
+    int n;              /* number of tensors */
+    size_t total;       /* number of floats */
+    ParamSpec spec[PARAMS_MAX_TENSORS];
+} ParamTable;
+
+typedef struct {
+    float *ln1w, *ln1b, *qkvw, *qkvb, *projw, *projb;
+    float *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+} LayerWeights;
+
+/* Named pointers into one buffer laid out by a ParamTable. */
+typedef struct {
+    float *wte, *wpe;
+    LayerWeights layer[CONFIG_MAX_LAYERS];
+    float *lnfw, *lnfb;
+} Weights;
+
+/* cfg must be validated (config_validate) first. */
+void params_table_init(ParamTable *t, const Config *cfg);
+void params_view(const ParamTable *t, float *base, Weights *w);
+/* Fills base by the init rules, drawing normals in table order from (seed, RNG_STREAM_INIT). */
+void params_init(const ParamTable *t, float *base, uint64_t seed);
+
+#endif

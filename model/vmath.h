@@ -1,0 +1,72 @@
+/* vmath: an 8-lane exp written with GCC vector extensions.
+ *
+ * Softmax, cross-entropy and GELU spend most of their time in exp. libm's expf is
+ * scalar; this one runs 8 lanes at once on AVX2 and still compiles (as SSE or
+ * scalar code) without it. Every element, whether in a full group of 8 or in a
+ * padded tail, goes through the same operations, so results never depend on
+ * where an array was split between threads.
+ *
+ * Accuracy: the Cephes expf polynomial on [-ln2/2, ln2/2] after the usual
+ * range reduction x = n ln2 + r, about 1 ulp over [-87, 88]. Inputs are clamped
+ * to that range (exp(-87) ~ 1.6e-38 stands in for smaller results). */
+#ifndef HEADCOUNT_VMATH_H
+#define HEADCOUNT_VMATH_H
+
+#include <string.h>
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef int v8i __attribute__((vector_size(32)));
+
+static inline v8f v8_load(const float *p)
+{
+    v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void v8_store(float *p, v8f v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+static inline v8f v8_set1(float x)
+{
+    return (v8f){x, x, x, x, x, x, x, x};
+}
+
+/* Lane-wise select: mask lanes all-ones take a, zero lanes take b. */
+static inline v8f v8_select(v8i mask, v8f a, v8f b)
+{
+    return (v8f)(((v8i)a & mask) | ((v8i)b & ~mask));
+}
+
+static inline v8f v8_exp(v8f x)
+{
+    const v8f hi = v8_set1(88.0f), lo = v8_set1(-87.0f);
+    x = v8_select(x > hi, hi, x);
+    x = v8_select(x < lo, lo, x);
+    /* n = round(x / ln2) by the 1.5 * 2^23 trick (round-to-nearest mode). */
+    const v8f magic = v8_set1(12582912.0f);
+    v8f n = (x * v8_set1(1.44269504088896341f) + magic) - magic;
+    /* r = x - n ln2, with ln2 split in two for accuracy (Cody-Waite). */
+    v8f r = x - n * v8_set1(0.693359375f);
+    r = r - n * v8_set1(-2.12194440e-4f);
+    v8f p = v8_set1(1.9875691500e-4f);
+    p = p * r + v8_set1(1.3981999507e-3f);
+    p = p * r + v8_set1(8.3334519073e-3f);
+    p = p * r + v8_set1(4.1665795894e-2f);
+    p = p * r + v8_set1(1.6666665459e-1f);
+    p = p * r + v8_set1(5.0000001201e-1f);
+    p = p * (r * r) + r + v8_set1(1.0f);
+    v8i e = (__builtin_convertvector(n, v8i) + 127) << 23;
+    return p * (v8f)e;
+}
+
+/* The same function for one value, bit-identical to a lane of v8_exp. */
+static inline float vmath_exp(float x)
+{
+    v8f v = v8_exp(v8_set1(x));
+    return v[0];
+}
+
+#endif

@@ -1,0 +1,466 @@
+/* Tests for data/synth: determinism, the prefix property, the byte set, and that
+ * every planted relation is really in the text. The checks parse the generated
+ * text themselves, using only the lexicon lookup (synth_word_classes), so a
+ * generator that planted a relation wrongly would fail them. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/synth.h"
+
+enum { KIND_PLAIN, KIND_AGREE, KIND_BRACKET, KIND_COPY, KINDS };
+
+static char *generate(size_t n, uint64_t seed)
+{
+    char *buf = malloc(n + 1);
+    cr_assert_not_null(buf);
+    synth_generate(buf, n, seed);
+    buf[n] = '\0';
+    return buf;
+}
+
+static int is_letter(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int is_upper(char c)
+{
+    return c >= 'A' && c <= 'Z';
+}
+
+/* Lexicon classes of a word as written, with a capital first letter lowered. */
+static unsigned classes_of(const char *w, size_t len)
+{
+    char low[32];
+    if (len >= sizeof low)
+        return 0;
+    memcpy(low, w, len);
+    if (is_upper(low[0]))
+        low[0] = (char)(low[0] - 'A' + 'a');
+    return synth_word_classes(low, len);
+}
+
+/* The words of one line: runs of letters, as (start, length) pairs. */
+typedef struct {
+    size_t start[64];
+    size_t len[64];
+    size_t n;
+} Words;
+
+static void split_words(const char *line, size_t len, Words *w)
+{
+    w->n = 0;
+    for (size_t i = 0; i < len;) {
+        if (!is_letter(line[i])) {
+            i++;
+            continue;
+        }
+        size_t s = i;
+        while (i < len && is_letter(line[i]))
+            i++;
+        cr_assert_lt(w->n, 64u);
+        w->start[w->n] = s;
+        w->len[w->n] = i - s;
+        w->n++;
+    }
+}
+
+/* The kind of a line, read from its surface: brackets or quotes, else a word
+ * outside the lexicon (a name), else a present-tense verb, else plain. */
+static int classify(const char *line, size_t len)
+{
+    if (memchr(line, '(', len) || memchr(line, '"', len))
+        return KIND_BRACKET;
+    Words w;
+    split_words(line, len, &w);
+    int present = 0;
+    for (size_t i = 0; i < w.n; i++) {
+        unsigned c = classes_of(line + w.start[i], w.len[i]);
+        if (c == 0)
+            return KIND_COPY;
+        if (c & (SYNTH_VERB_SG | SYNTH_VERB_PL))
+            present = 1;
+    }
+    return present ? KIND_AGREE : KIND_PLAIN;
+}
+
+/* Calls fn on each complete line of text (without its '\n'). */
+typedef void (*LineFn)(const char *line, size_t len, void *ctx);
+
+static void each_line(const char *text, size_t n, LineFn fn, void *ctx)
+{
+    size_t s = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (text[i] == '\n') {
+            fn(text + s, i - s, ctx);
+            s = i + 1;
+        }
+    }
+}
+
+Test(synth, same_seed_gives_same_bytes)
+{
+    char *a = generate(SYNTH_DEFAULT_BYTES, 7);
+    char *b = generate(SYNTH_DEFAULT_BYTES, 7);
+    cr_assert_eq(memcmp(a, b, SYNTH_DEFAULT_BYTES), 0);
+    free(a);
+    free(b);
+}
+
+Test(synth, different_seeds_give_different_text)
+{
+    char *a = generate(4096, 1);
+    char *b = generate(4096, 2);
+    size_t same = 0;
+    for (size_t i = 0; i < 4096; i++)
+        same += a[i] == b[i];
+    /* Unrelated English-like texts agree on some bytes (spaces, common letters), not most. */
+    cr_assert_lt(same, 2048u, "seeds 1 and 2 agree on %zu of 4096 bytes", same);
+    free(a);
+    free(b);
+}
+
+Test(synth, shorter_request_is_a_prefix_and_nothing_past_it_is_written)
+{
+    const size_t full_n = 70000;
+    char *full = generate(full_n, 3);
+    const size_t sizes[] = {0, 1, 2, 37, 1000, 4097, 65536, full_n - 1};
+    char *buf = malloc(full_n + 16);
+    cr_assert_not_null(buf);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        memset(buf, 0x7f, full_n + 16);
+        synth_generate(buf, n, 3);
+        cr_assert_eq(memcmp(buf, full, n), 0, "%zu bytes are not a prefix", n);
+        for (size_t i = n; i < n + 16; i++)
+            cr_assert_eq(buf[i], 0x7f, "byte %zu written for a request of %zu", i, n);
+    }
+    free(buf);
+    free(full);
+}
+
+static void check_line_shape(const char *line, size_t len, void *ctx)
+{
+    (void)ctx;
+    cr_assert_geq(len, 2u);
+    cr_assert(is_upper(line[0]), "line does not start with a capital: %.*s", (int)len, line);
+    cr_assert_eq(line[len - 1], '.', "line does not end with '.': %.*s", (int)len, line);
+    cr_assert_leq(len + 1, (size_t)SYNTH_OTHER_MAX_LINE, "line too long: %.*s", (int)len, line);
+    for (size_t i = 1; i < len; i++)
+        cr_assert(line[i] != ' ' || line[i - 1] != ' ', "double space: %.*s", (int)len, line);
+}
+
+Test(synth, text_is_printable_ascii_lines_ending_in_a_period)
+{
+    char *t = generate(SYNTH_DEFAULT_BYTES, 1);
+    size_t bad = 0;
+    while (bad < SYNTH_DEFAULT_BYTES && ((t[bad] >= 32 && t[bad] <= 126) || t[bad] == '\n'))
+        bad++;
+    cr_assert_eq(bad, (size_t)SYNTH_DEFAULT_BYTES, "byte %zu is 0x%02x", bad,
+                 (unsigned)(unsigned char)t[bad]);
+    cr_assert_eq(t[0] != ' ' && t[0] != '\n', 1);
+    each_line(t, SYNTH_DEFAULT_BYTES, check_line_shape, NULL);
+    free(t);
+}
+
+Test(synth, byte_vocabulary_is_small_but_covers_the_alphabet)
+{
+    char *t = generate(SYNTH_DEFAULT_BYTES, 1);
+    int seen[256] = {0};
+    for (size_t i = 0; i < SYNTH_DEFAULT_BYTES; i++)
+        seen[(unsigned char)t[i]] = 1;
+    int distinct = 0;
+    for (int c = 0; c < 256; c++)
+        distinct += seen[c];
+    for (int c = 'a'; c <= 'z'; c++)
+        cr_assert(seen[c], "letter %c never occurs", c);
+    cr_assert(seen['('] && seen[')'] && seen['"'] && seen[','] && seen['.'] && seen['\n']);
+    /* docs/corpus.md gives 56 for seed 1; names bring in most capitals. */
+    cr_assert(distinct >= 45 && distinct <= 70, "%d distinct bytes", distinct);
+    free(t);
+}
+
+typedef struct {
+    size_t count[KINDS];
+    size_t lines;
+} KindCount;
+
+static void count_kind(const char *line, size_t len, void *ctx)
+{
+    KindCount *k = ctx;
+    int kind = classify(line, len);
+    k->count[kind]++;
+    k->lines++;
+    Words w;
+    split_words(line, len, &w);
+    for (size_t i = 0; i < w.n; i++) {
+        unsigned c = classes_of(line + w.start[i], w.len[i]);
+        cr_assert(!((c & (SYNTH_NOUN_SG | SYNTH_NOUN_PL)) &&
+                    (c & (SYNTH_VERB_SG | SYNTH_VERB_PL))),
+                  "%.*s is both noun and present verb", (int)w.len[i], line + w.start[i]);
+        if (kind != KIND_COPY)
+            cr_assert_neq(c, 0u, "%.*s is not in the lexicon", (int)w.len[i], line + w.start[i]);
+        if (kind != KIND_AGREE)
+            cr_assert_eq(c & (SYNTH_VERB_SG | SYNTH_VERB_PL), 0u,
+                         "present verb outside an agreement line: %.*s", (int)len, line);
+    }
+}
+
+Test(synth, line_kinds_occur_in_their_documented_shares)
+{
+    char *t = generate(SYNTH_DEFAULT_BYTES, 1);
+    KindCount k = {{0}, 0};
+    each_line(t, SYNTH_DEFAULT_BYTES, count_kind, &k);
+    const int share[KINDS] = {SYNTH_PERCENT_PLAIN, SYNTH_PERCENT_AGREE, SYNTH_PERCENT_BRACKET,
+                              SYNTH_PERCENT_COPY};
+    cr_assert_eq(share[0] + share[1] + share[2] + share[3], 100);
+    cr_assert_gt(k.lines, 15000u);
+    for (int i = 0; i < KINDS; i++) {
+        double got = 100.0 * (double)k.count[i] / (double)k.lines;
+        /* ~20k lines: one standard deviation of a share is under 0.35 points. */
+        cr_assert(got > share[i] - 2.0 && got < share[i] + 2.0,
+                  "kind %d: %.2f%% of lines, documented %d%%", i, got, share[i]);
+    }
+    free(t);
+}
+
+typedef struct {
+    size_t paren, quote, nested;
+} BracketCount;
+
+static void check_brackets(const char *line, size_t len, void *ctx)
+{
+    BracketCount *b = ctx;
+    char stack[8];
+    size_t depth = 0;
+    size_t max_depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = line[i];
+        if (c == ')') {
+            cr_assert(depth > 0 && stack[depth - 1] == '(', "stray ')': %.*s", (int)len, line);
+            depth--;
+        } else if (c == '"' && depth > 0 && stack[depth - 1] == '"') {
+            depth--;
+        } else if (c == '(' || c == '"') {
+            cr_assert_lt(depth, 8u);
+            stack[depth++] = c;
+            b->paren += c == '(';
+            b->quote += c == '"';
+            max_depth = depth > max_depth ? depth : max_depth;
+        }
+    }
+    cr_assert_eq(depth, 0u, "unclosed bracket or quote: %.*s", (int)len, line);
+    cr_assert_leq(max_depth, 2u, "nested more than one level: %.*s", (int)len, line);
+    b->nested += max_depth == 2;
+}
+
+Test(synth, brackets_and_quotes_close_within_each_line)
+{
+    char *t = generate(SYNTH_DEFAULT_BYTES, 1);
+    BracketCount b = {0, 0, 0};
+    each_line(t, SYNTH_DEFAULT_BYTES, check_brackets, &b);
+    cr_assert_gt(b.paren, 1000u);
+    cr_assert_gt(b.quote, 1000u);
+    cr_assert_gt(b.nested, 300u);
+    free(t);
+}
+
+enum { MAX_NAMES = 20000 };
+
+typedef struct {
+    size_t lines;
+    size_t names; /* distinct names per line, summed over lines */
+    char (*name)[8];
+} CopyCount;
+
+static void check_copy(const char *line, size_t len, void *ctx)
+{
+    if (classify(line, len) != KIND_COPY)
+        return;
+    CopyCount *cc = ctx;
+    Words w;
+    split_words(line, len, &w);
+    int repeated = 0;
+    for (size_t i = 0; i < w.n; i++) {
+        const char *wi = line + w.start[i];
+        if (classes_of(wi, w.len[i]) != 0)
+            continue;
+        cr_assert(is_upper(wi[0]) && w.len[i] >= 4 && w.len[i] <= 7,
+                  "bad name %.*s", (int)w.len[i], wi);
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) {
+            if (w.len[j] == w.len[i] && memcmp(line + w.start[j], wi, w.len[i]) == 0) {
+                cr_assert_leq(w.start[i] - w.start[j], (size_t)SYNTH_COPY_MAX_DISTANCE,
+                              "name repeated too far away: %.*s", (int)len, line);
+                seen = 1;
+            }
+        }
+        repeated |= seen;
+        if (!seen && cc->names < MAX_NAMES) {
+            memcpy(cc->name[cc->names], wi, w.len[i]);
+            cc->name[cc->names][w.len[i]] = '\0';
+            cc->names++;
+        }
+    }
+    cr_assert(repeated, "no name is repeated: %.*s", (int)len, line);
+    cc->lines++;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+Test(synth, copy_lines_repeat_a_fresh_name_within_50_bytes)
+{
+    char *t = generate(SYNTH_DEFAULT_BYTES, 1);
+    CopyCount cc = {0, 0, malloc(MAX_NAMES * sizeof(char[8]))};
+    cr_assert_not_null(cc.name);
+    each_line(t, SYNTH_DEFAULT_BYTES, check_copy, &cc);
+    cr_assert_gt(cc.lines, 4000u);
+    cr_assert_lt(cc.names, (size_t)MAX_NAMES);
+    /* Names are drawn fresh, so across lines they almost never recur (only short
+     * ones collide by chance): the second occurrence must be copied, not recalled. */
+    qsort(cc.name, cc.names, sizeof cc.name[0], compare_names);
+    size_t distinct = cc.names > 0;
+    for (size_t i = 1; i < cc.names; i++)
+        distinct += strcmp(cc.name[i - 1], cc.name[i]) != 0;
+    cr_assert_gt(distinct, cc.names * 9 / 10, "%zu distinct of %zu names", distinct, cc.names);
+    free(cc.name);
+    free(t);
+}
+
+typedef struct {
+    size_t lines, plural, attracted, far, max_distance;
+} AgreeCount;
+
+static void check_agree(const char *line, size_t len, void *ctx)
+{
+    if (classify(line, len) != KIND_AGREE)
+        return;
+    AgreeCount *a = ctx;
+    Words w;
+    split_words(line, len, &w);
+    size_t subject = w.n;
+    for (size_t i = 0; i < w.n && subject == w.n; i++)
+        if (classes_of(line + w.start[i], w.len[i]) & (SYNTH_NOUN_SG | SYNTH_NOUN_PL))
+            subject = i;
+    cr_assert_lt(subject, w.n, "no subject: %.*s", (int)len, line);
+    int plural = (classes_of(line + w.start[subject], w.len[subject]) & SYNTH_NOUN_PL) != 0;
+    size_t subject_end = w.start[subject] + w.len[subject];
+    int first_verb = 1;
+    int attracted = 0;
+    for (size_t i = subject + 1; i < w.n; i++) {
+        unsigned c = classes_of(line + w.start[i], w.len[i]);
+        if (first_verb && (c & (SYNTH_NOUN_SG | SYNTH_NOUN_PL)))
+            attracted |= ((c & SYNTH_NOUN_PL) != 0) != plural;
+        if (!(c & (SYNTH_VERB_SG | SYNTH_VERB_PL)))
+            continue;
+        cr_assert(c & (plural ? SYNTH_VERB_PL : SYNTH_VERB_SG),
+                  "verb %.*s does not agree with its subject: %.*s", (int)w.len[i],
+                  line + w.start[i], (int)len, line);
+        if (first_verb) {
+            size_t d = w.start[i] - subject_end;
+            a->max_distance = d > a->max_distance ? d : a->max_distance;
+            a->far += d >= 25;
+        }
+        first_verb = 0;
+    }
+    cr_assert(!first_verb, "no present-tense verb: %.*s", (int)len, line);
+    cr_assert_leq(len + 1, (size_t)SYNTH_AGREE_MAX_LINE);
+    a->lines++;
+    a->plural += plural;
+    a->attracted += attracted;
+}
+
+Test(synth, agreement_verbs_match_the_subject_not_the_nearest_noun)
+{
+    char *t = generate(SYNTH_DEFAULT_BYTES, 1);
+    AgreeCount a = {0, 0, 0, 0, 0};
+    each_line(t, SYNTH_DEFAULT_BYTES, check_agree, &a);
+    cr_assert_gt(a.lines, 5000u);
+    cr_assert(a.plural > a.lines / 3 && a.plural < 2 * a.lines / 3, "%zu plural of %zu",
+              a.plural, a.lines);
+    /* Lines with a noun of the other number between subject and verb: the ones a
+     * "nearest noun" guess gets wrong. */
+    cr_assert_gt(a.attracted, a.lines / 10);
+    cr_assert_gt(a.far, a.lines / 20, "too few long-distance agreements");
+    cr_assert_leq(a.max_distance, 60u);
+    free(t);
+}
+
+/* Whether the noun ending at key (inclusive) and the verb around query agree. */
+static void check_agree_relation(const char *t, const SynthRelation *r)
+{
+    size_t ns = r->key;
+    while (ns > 0 && is_letter(t[ns - 1]))
+        ns--;
+    cr_assert(!is_letter(t[r->key + 1]), "agreement key is not the end of a word");
+    unsigned noun = classes_of(t + ns, r->key + 1 - ns);
+    cr_assert(noun & (SYNTH_NOUN_SG | SYNTH_NOUN_PL), "agreement key is not a noun");
+    size_t vs = t[r->query] == ' ' ? r->query + 1 : r->query;
+    while (is_letter(t[vs - 1]))
+        vs--;
+    size_t ve = vs;
+    while (is_letter(t[ve]))
+        ve++;
+    unsigned verb = classes_of(t + vs, ve - vs);
+    cr_assert(verb & ((noun & SYNTH_NOUN_PL) ? SYNTH_VERB_PL : SYNTH_VERB_SG),
+              "%.*s does not agree with %.*s", (int)(ve - vs), t + vs,
+              (int)(r->key + 1 - ns), t + ns);
+    cr_assert_leq(r->query - r->key, 60u);
+}
+
+Test(synth, planted_relations_point_at_what_they_claim)
+{
+    const size_t n = 200000;
+    char *t = generate(n, 5);
+    char *u = malloc(n);
+    cr_assert_not_null(u);
+    size_t total = synth_generate_relations(u, n, 5, NULL, 0);
+    cr_assert_eq(memcmp(t, u, n), 0, "annotated generation gives other bytes");
+    SynthRelation *rel = malloc((total + 1) * sizeof *rel);
+    cr_assert_not_null(rel);
+    cr_assert_eq(synth_generate_relations(u, n, 5, rel, total), total);
+    size_t per_kind[SYNTH_REL_KINDS] = {0};
+    for (size_t i = 0; i < total; i++) {
+        const SynthRelation *r = &rel[i];
+        cr_assert(r->key < r->query && r->query + 1 < n, "relation %zu out of order", i);
+        cr_assert(i == 0 || rel[i - 1].query <= r->query, "relations not sorted at %zu", i);
+        cr_assert_lt((int)r->kind, SYNTH_REL_KINDS);
+        per_kind[r->kind]++;
+        if (r->kind == SYNTH_REL_COPY) {
+            cr_assert(is_letter(t[r->query]) && t[r->key - 1] == t[r->query] &&
+                      t[r->key] == t[r->query + 1], "copy relation %zu", i);
+            cr_assert_leq(r->query - r->key, (size_t)SYNTH_COPY_MAX_DISTANCE);
+        } else if (r->kind == SYNTH_REL_BRACKET) {
+            char open = t[r->key];
+            cr_assert((open == '(' && t[r->query + 1] == ')') ||
+                      (open == '"' && t[r->query + 1] == '"'), "bracket relation %zu", i);
+        } else {
+            check_agree_relation(t, r);
+        }
+    }
+    for (int k = 0; k < SYNTH_REL_KINDS; k++)
+        cr_assert_gt(per_kind[k], 300u, "relation kind %d: %zu", k, per_kind[k]);
+    free(rel);
+    free(u);
+    free(t);
+}
+
+Test(synth, relation_total_does_not_depend_on_cap_and_cap_is_respected)
+{
+    const size_t n = 20000;
+    char *buf = malloc(n);
+    cr_assert_not_null(buf);
+    size_t total = synth_generate_relations(buf, n, 9, NULL, 0);
+    cr_assert_gt(total, 20u);
+    SynthRelation rel[11];
+    memset(rel, 0xab, sizeof rel);
+    SynthRelation untouched = rel[10];
+    cr_assert_eq(synth_generate_relations(buf, n, 9, rel, 10), total);
+    cr_assert_eq(memcmp(&rel[10], &untouched, sizeof untouched), 0, "wrote past cap");
+    cr_assert_lt(rel[9].query, n);
+    free(buf);
+}

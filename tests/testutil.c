@@ -1,0 +1,123 @@
+/* testutil: see testutil.h. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void tu_fill(float *x, size_t n, Rng *rng, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = lo + (hi - lo) * rng_uniform(rng);
+}
+
+float *tu_alloc_random(size_t n, Rng *rng, float lo, float hi)
+{
+    float *x = malloc((n ? n : 1) * sizeof(float));
+    tu_fill(x, n, rng, lo, hi);
+    return x;
+}
+
+int tu_gradcheck(const char *name, float *x, const float *analytic, size_t n, TuObjective f,
+                 void *ctx, double h, double rtol, double atol, int checks, Rng *rng)
+{
+    double scale = 0.0;
+    size_t argmax = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(analytic[i]) > scale) {
+            scale = fabs(analytic[i]);
+            argmax = i;
+        }
+    int failures = 0;
+    int total = checks < (int)n ? checks : (int)n;
+    for (int c = 0; c <= total; c++) {
+        size_t i = c == total ? argmax : (checks >= (int)n ? (size_t)c : rng_below(rng, n));
+        float saved = x[i];
+        x[i] = (float)(saved + h);
+        double fp = f(ctx);
+        x[i] = (float)(saved - h);
+        double fm = f(ctx);
+        double step = (double)(float)(saved + h) - (double)(float)(saved - h);
+        x[i] = saved;
+        double num = (fp - fm) / step, a = analytic[i];
+        if (fabs(a - num) > rtol * fabs(num) + atol * scale || !isfinite(a)) {
+            fprintf(stderr, "gradcheck %s[%zu]: analytic %.8g numeric %.8g (scale %.3g)\n", name,
+                    i, a, num, scale);
+            failures++;
+        }
+    }
+    return failures;
+}
+
+const char *tu_shakespeare(void)
+{
+    static const char *path = "../shared/data/tinyshakespeare.txt";
+    return access(path, R_OK) == 0 ? path : NULL;
+}
+
+int tu_run(const char *cmd, char **out)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p) {
+        *out = strdup("popen failed");
+        return -1;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += got;
+        if (cap - len < 2) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+    }
+    buf[len] = '\0';
+    int status = pclose(p);
+    *out = buf;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+}
+
+const char *tu_tmpdir(const char *name)
+{
+    static char path[512];
+    char cmd[700];
+    snprintf(path, sizeof path, "build/test-tmp/%s-%d", name, (int)getpid());
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", path, path);
+    if (system(cmd) != 0)
+        return NULL;
+    return path;
+}
+
+int tu_write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(data, 1, n, f);
+    return (fclose(f) == 0 && w == n) ? 0 : -1;
+}
+
+unsigned char *tu_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        fclose(f);
+        return NULL;
+    }
+    unsigned char *buf = malloc((size_t)st.st_size + 1);
+    *n = fread(buf, 1, (size_t)st.st_size, f);
+    fclose(f);
+    return buf;
+}

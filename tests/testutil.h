@@ -1,0 +1,45 @@
+/* testutil: shared helpers for the Criterion suite: seeded random tensors, the
+ * central-difference gradient check, the corpus locator, and running the
+ * binaries for command-line tests. */
+#ifndef HEADCOUNT_TESTUTIL_H
+#define HEADCOUNT_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/rng.h"
+
+/* Fills x[n] with uniform values in [lo, hi). */
+void tu_fill(float *x, size_t n, Rng *rng, float lo, float hi);
+float *tu_alloc_random(size_t n, Rng *rng, float lo, float hi);
+
+/* The objective whose gradient is checked: evaluated at the current value of
+ * the perturbed tensor, in double. */
+typedef double (*TuObjective)(void *ctx);
+
+/* Central differences f(x + h) - f(x - h) / 2h at `checks` indices of x (drawn
+ * from rng, plus the index of the largest analytic entry), against analytic[].
+ * An entry passes when |a - n| <= rtol |n| + atol * scale, scale = max |analytic|
+ * over the tensor: float32 forwards leave noise of about 1e-7 * |f| / h in the
+ * numeric value, which atol absorbs for entries far smaller than the largest.
+ * Prints tensor, index, analytic and numeric on failure; returns the number of
+ * failures. */
+int tu_gradcheck(const char *name, float *x, const float *analytic, size_t n, TuObjective f,
+                 void *ctx, double h, double rtol, double atol, int checks, Rng *rng);
+
+/* Path of tiny Shakespeare beside the repository, or NULL when absent. */
+const char *tu_shakespeare(void);
+
+/* Runs a shell command with stdout and stderr captured into *out (malloc'd,
+ * NUL-terminated); returns the exit status (or 128 + signal). */
+int tu_run(const char *cmd, char **out);
+
+/* A fresh empty scratch directory under build/test-tmp; returns its path. */
+const char *tu_tmpdir(const char *name);
+
+/* Writes n bytes to path; returns 0 on success. */
+int tu_write_file(const char *path, const void *data, size_t n);
+/* Reads a whole file (malloc'd) or NULL. */
+unsigned char *tu_read_file(const char *path, size_t *n);
+
+#endif

@@ -28,7 +28,7 @@ $(BUILD)/libheadcount.a: $(LIB_OBJ)
 train: $(BUILD)/train.o $(BUILD)/cli.o $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-infer: $(BUILD)/infer.o $(BUILD)/cli.o $(BUILD)/libheadcount.a
+infer: $(BUILD)/infer.o $(BUILD)/infer_sample.o $(BUILD)/infer_heads.o $(BUILD)/cli.o $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libheadcount.a
@@ -41,4 +41,4 @@ test: $(BUILD)/run_tests train infer
 clean:
 	rm -rf $(BUILD) train infer
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/infer.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(wildcard $(BUILD)/*.d)

@@ -62,6 +62,9 @@ static inline float tree8(const float l[8])
 #ifndef MC
 #define MC 96
 #endif
+#ifndef NT_MB
+#define NT_MB 96
+#endif
 #ifndef NT_BLOCK
 #define NT_BLOCK 6144
 #endif
@@ -271,9 +274,10 @@ static void gemm_dot(int M, int N, int K, const float *A, size_t lda, const floa
                      size_t ldb, float *C, size_t ldc, const float *add, size_t ld_add)
 {
     int jb = imax(4, (NT_BLOCK / imax(K, 1)) & ~3);
+    for (int i0 = 0; i0 < M; i0 += NT_MB)
     for (int j0 = 0; j0 < N; j0 += jb) {
         int j1 = imin(j0 + jb, N);
-        for (int i = 0; i < M; i += 3) {
+        for (int i = i0; i < imin(i0 + NT_MB, M); i += 3) {
             int mr = imin(3, M - i);
             const float *ar[3];
             for (int r = 0; r < 3; r++)

@@ -1,0 +1,182 @@
+/* Whole-model tests: the gradient of the mean loss against central differences
+ * for every parameter tensor (H = 1, 4, 8, 16, a head size that is not C/H,
+ * dropout, a silenced head); thread-count bit identity of forward and backward;
+ * one batch overfits. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/adamw.h"
+#include "model/gpt.h"
+#include "tests/testutil.h"
+
+typedef struct {
+    Model m;
+    Activations a;
+    int B, T;
+    int *tok, *tgt;
+    PassOptions po;
+} GptCtx;
+
+static double gpt_obj(void *ctx)
+{
+    GptCtx *c = ctx;
+    return gpt_forward(&c->m, &c->a, c->tok, c->tgt, c->B, c->T, &c->po);
+}
+
+/* A small model with parameters spread wider than the real init (uniform
+ * +-0.3, LayerNorm weights near 1), so every nonlinearity is exercised. */
+static void setup(GptCtx *c, Config cfg, int B, int T, float dropout, uint64_t seed)
+{
+    char err[256];
+    memset(c, 0, sizeof *c);
+    cr_assert_eq(model_init(&c->m, &cfg, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(model_alloc_grads(&c->m, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(acts_init(&c->a, &cfg, B, T, dropout > 0, err, sizeof err), 0, "%s", err);
+    Rng rng;
+    rng_init(&rng, seed, 0);
+    const ParamTable *t = &c->m.table;
+    for (int k = 0; k < t->n; k++) {
+        const ParamSpec *s = &t->spec[k];
+        float lo = -0.3f, hi = 0.3f;
+        if (s->init == INIT_ONE) {
+            lo = 0.7f;
+            hi = 1.3f;
+        }
+        tu_fill(c->m.params + s->offset, s->count, &rng, lo, hi);
+    }
+    c->B = B;
+    c->T = T;
+    c->tok = malloc(sizeof(int) * B * T);
+    c->tgt = malloc(sizeof(int) * B * T);
+    for (int i = 0; i < B * T; i++) {
+        c->tok[i] = (int)rng_below(&rng, (uint64_t)cfg.V);
+        c->tgt[i] = (int)rng_below(&rng, (uint64_t)cfg.V);
+    }
+    c->po.dropout = dropout;
+    c->po.dropout_key = 1234;
+}
+
+static void teardown(GptCtx *c)
+{
+    model_free(&c->m);
+    acts_free(&c->a);
+    free(c->tok);
+    free(c->tgt);
+}
+
+/* Tolerance: the loss is a float32 mean of O(1) terms, so its rounding noise is
+ * ~1e-7; with h = 3e-3 that is ~2e-5 in a numeric gradient, covered by atol
+ * 1e-3 of the tensor's largest entry (>= 1e-2 here) and rtol 2e-2. */
+static void check_model(Config cfg, float dropout, const unsigned char *head_on)
+{
+    GptCtx c;
+    setup(&c, cfg, 2, cfg.T, dropout, 21 + (uint64_t)cfg.H);
+    c.po.head_on = head_on;
+    gpt_obj(&c);
+    model_zero_grads(&c.m);
+    gpt_backward(&c.m, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
+    Rng rng;
+    rng_init(&rng, 5, 0);
+    int bad = 0;
+    const ParamTable *t = &c.m.table;
+    for (int k = 0; k < t->n; k++) {
+        const ParamSpec *s = &t->spec[k];
+        bad += tu_gradcheck(s->name, c.m.params + s->offset, c.m.grads + s->offset, s->count,
+                            gpt_obj, &c, 3e-3, 2e-2, 1e-3, 6, &rng);
+    }
+    cr_assert_eq(bad, 0, "%d parameter gradients disagree (H=%d D=%d dropout=%g)", bad, cfg.H,
+                 cfg.D, dropout);
+    teardown(&c);
+}
+
+#define CFG(h, d) ((Config){.V = 11, .T = 8, .L = 2, .H = (h), .C = 16, .D = (d)})
+
+Test(gpt, model_gradient_matches_finite_differences_1_head) { check_model(CFG(1, 16), 0, NULL); }
+Test(gpt, model_gradient_matches_finite_differences_4_heads) { check_model(CFG(4, 4), 0, NULL); }
+Test(gpt, model_gradient_matches_finite_differences_8_heads) { check_model(CFG(8, 2), 0, NULL); }
+Test(gpt, model_gradient_matches_finite_differences_16_heads) { check_model(CFG(16, 1), 0, NULL); }
+Test(gpt, model_gradient_matches_finite_differences_head_size_not_c_over_h)
+{
+    check_model(CFG(4, 6), 0, NULL);
+}
+Test(gpt, model_gradient_matches_finite_differences_with_dropout) { check_model(CFG(4, 4), 0.2f, NULL); }
+Test(gpt, model_gradient_matches_finite_differences_with_a_silenced_head)
+{
+    unsigned char on[8] = {1, 0, 1, 1, 1, 1, 1, 0};
+    check_model(CFG(4, 4), 0, on);
+}
+
+Test(gpt, silenced_head_changes_the_loss_and_gets_no_gradient)
+{
+    GptCtx c;
+    setup(&c, CFG(4, 4), 2, 8, 0, 3);
+    double full = gpt_obj(&c);
+    unsigned char on[8] = {1, 1, 0, 1, 1, 1, 1, 1};
+    c.po.head_on = on;
+    double masked = gpt_obj(&c);
+    cr_assert_neq(full, masked);
+    model_zero_grads(&c.m);
+    gpt_backward(&c.m, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
+    /* Head 2 of layer 0 owns q rows [8, 12) of qkv.w: with the head silenced
+     * nothing downstream depends on them. */
+    const float *dq = c.m.g.layer[0].qkvw;
+    for (int r = 8; r < 12; r++)
+        for (int k = 0; k < 16; k++)
+            cr_assert_eq(dq[r * 16 + k], 0.0f);
+    teardown(&c);
+}
+
+static void run_pass(GptCtx *c, int threads, double *loss, float *grads)
+{
+    omp_set_num_threads(threads);
+    *loss = gpt_obj(c);
+    model_zero_grads(&c->m);
+    gpt_backward(&c->m, &c->a, c->tok, c->tgt, c->B, c->T, &c->po);
+    memcpy(grads, c->m.grads, c->m.table.total * sizeof(float));
+}
+
+Test(gpt, one_and_two_threads_give_identical_bits)
+{
+    /* Sizes past every kernel's tile edges: C = 40, 3 heads of 13, T = 37, V = 29. */
+    GptCtx c;
+    setup(&c, ((Config){.V = 29, .T = 37, .L = 2, .H = 3, .C = 40, .D = 13}), 3, 37, 0.1f, 9);
+    size_t P = c.m.table.total;
+    float *g1 = malloc(P * sizeof(float)), *g2 = malloc(P * sizeof(float));
+    double l1, l2;
+    run_pass(&c, 1, &l1, g1);
+    run_pass(&c, 2, &l2, g2);
+    cr_assert(memcmp(&l1, &l2, sizeof l1) == 0, "loss %.17g vs %.17g", l1, l2);
+    cr_assert(memcmp(g1, g2, P * sizeof(float)) == 0, "gradients differ between 1 and 2 threads");
+    free(g1);
+    free(g2);
+    teardown(&c);
+}
+
+Test(gpt, a_tiny_model_overfits_one_batch)
+{
+    GptCtx c;
+    Config cfg = {.V = 20, .T = 16, .L = 2, .H = 4, .C = 32, .D = 8};
+    setup(&c, cfg, 4, 16, 0, 17);
+    params_init(&c.m.table, c.m.params, 17);
+    size_t P = c.m.table.total;
+    float *m = calloc(P, sizeof(float)), *v = calloc(P, sizeof(float));
+    AdamW opt = {0.9f, 0.99f, 1e-8f, 0.0f};
+    double first = 0, loss = 0;
+    for (int step = 0; step < 300; step++) {
+        loss = gpt_obj(&c);
+        if (step == 0)
+            first = loss;
+        model_zero_grads(&c.m);
+        gpt_backward(&c.m, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
+        grad_clip(c.m.grads, P, 1.0f);
+        adamw_update(c.m.params, c.m.grads, m, v, &c.m.table, &opt, 3e-3f, step + 1);
+    }
+    cr_assert(first > 2.5, "initial loss %g should be near ln(20) = 3.0", first);
+    cr_assert(loss < 0.1, "loss after 300 steps on one batch is %g, expected < 0.1", loss);
+    free(m);
+    free(v);
+    teardown(&c);
+}

@@ -1,6 +1,7 @@
 # headcount build. `make` builds ./train and ./infer; `make test` runs the Criterion suite.
 # ARCH picks the instruction set: the default tunes for this machine (AVX2/FMA kernels where
 # the CPU has them); `make ARCH=` builds the portable fallback for any x86-64 or other CPU.
+# BUILD (objects) and BIN (the two programs) can be moved, e.g. for a sanitizer build.
 CC      ?= cc
 ARCH    ?= -march=native
 OPT     ?= -O3
@@ -8,15 +9,16 @@ CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(ARCH) -
            -ffp-contract=off -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP -I.
 LDLIBS  += -lm
 BUILD   ?= build
+BIN     ?= .
 
 LIB_SRC  := $(wildcard model/*.c data/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o
-BENCH_SRC := $(wildcard bench/*.c)
+INFER_OBJ := $(BUILD)/infer.o $(BUILD)/infer_sample.o $(BUILD)/infer_heads.o
 
-.PHONY: all test clean bench
-all: train infer
+.PHONY: all test clean bench ablation
+all: $(BIN)/train $(BIN)/infer
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -25,20 +27,23 @@ $(BUILD)/%.o: %.c
 $(BUILD)/libheadcount.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-train: $(BUILD)/train.o $(BUILD)/cli.o $(BUILD)/libheadcount.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BIN)/train: $(BUILD)/train.o $(BUILD)/cli.o $(BUILD)/libheadcount.a
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-infer: $(BUILD)/infer.o $(BUILD)/infer_sample.o $(BUILD)/infer_heads.o $(BUILD)/cli.o $(BUILD)/libheadcount.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BIN)/infer: $(INFER_OBJ) $(BUILD)/cli.o $(BUILD)/libheadcount.a
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libheadcount.a
-	$(CC) $(CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
-# The suite runs from the repository root (tests find ../shared and write under build/).
-test: $(BUILD)/run_tests train infer
-	OMP_NUM_THREADS=2 ./$(BUILD)/run_tests --jobs 2
+# The suite runs from the repository root: tests find ../shared, write under
+# build/test-tmp, and run the programs found in HEADCOUNT_BIN.
+test: $(BUILD)/run_tests $(BIN)/train $(BIN)/infer
+	HEADCOUNT_BIN=$(BIN) OMP_NUM_THREADS=2 ./$(BUILD)/run_tests --jobs 2
 
 clean:
-	rm -rf $(BUILD) train infer
+	rm -rf build build-* train infer
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(wildcard $(BUILD)/*.d)

@@ -114,6 +114,22 @@ static void silence_heads(float *x, const PassOptions *opt, int l, size_t N, int
                 memset(x + n * H * D + (size_t)h * D, 0, (size_t)D * sizeof(float));
 }
 
+/* grad[h] += sum_n sum_d dy[n][hD+d] * y[n][hD+d]: the derivative of the loss
+ * with respect to a scalar gate on head h's output, evaluated at gate 1. */
+static void gate_gradient(double *grad, const float *dy, const float *y, size_t N, int H, int D)
+{
+    #pragma omp parallel for schedule(static)
+    for (int h = 0; h < H; h++) {
+        double s = 0.0;
+        for (size_t n = 0; n < N; n++) {
+            const float *a = dy + n * H * D + (size_t)h * D, *b = y + n * H * D + (size_t)h * D;
+            for (int d = 0; d < D; d++)
+                s += (double)a[d] * b[d];
+        }
+        grad[h] += s;
+    }
+}
+
 double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
                    int B, int T, const PassOptions *opt)
 {
@@ -223,6 +239,8 @@ void gpt_backward(Model *m, Activations *a, const int *tokens, const int *target
         memset(a->datty, 0, (size_t)N * A * sizeof(float));
         matmul_backward(a->datty, lg->projw, lg->projb, branch, atty, lw->projw, N, A, C);
         silence_heads(a->datty, opt, l, (size_t)N, H, D);
+        if (opt->head_grad)
+            gate_gradient(opt->head_grad + (size_t)l * H, a->datty, atty, (size_t)N, H, D);
         memset(a->dqkv, 0, (size_t)N * 3 * A * sizeof(float));
         attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);
         memset(a->dln, 0, nc * sizeof(float));

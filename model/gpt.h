@@ -58,11 +58,15 @@ void acts_free(Activations *a);
 
 /* How a forward/backward pass runs: dropout probability and the mask key
  * (RNG_STREAM_DROPOUT seed mixed with the step), and an optional head gate
- * head_on[L*H] (NULL: every head on; 0 silences a head). */
+ * head_on[L*H] (NULL: every head on; 0 silences a head). When head_grad[L*H]
+ * is not NULL, gpt_backward adds into it dLoss/dxi_h for a gate xi_h = 1
+ * multiplying each head's output (Michel et al. 2019's head importance, before
+ * the absolute value): sum over positions of dy_h . y_h. */
 typedef struct {
     float dropout;
     uint64_t dropout_key;
     const unsigned char *head_on;
+    double *head_grad;
 } PassOptions;
 
 /* Forward over tokens[B][T] (B, T within the capacities). With targets it

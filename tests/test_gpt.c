@@ -180,3 +180,71 @@ Test(gpt, a_tiny_model_overfits_one_batch)
     free(v);
     teardown(&c);
 }
+
+/* The gate gradient is d loss / d xi at xi = 1 for out_h -> xi out_h: scaling a
+ * head's output by (1 +- e) is the same as scaling its value rows of qkv.w and
+ * qkv.b by (1 +- e), which the finite difference does. */
+typedef struct {
+    GptCtx *c;
+    int layer, head;
+    float *saved;
+    size_t nsaved;
+    double xi;
+} GateCtx;
+
+static double gate_obj(void *ctx)
+{
+    GateCtx *g = ctx;
+    Config cfg = g->c->m.cfg;
+    int A = cfg.H * cfg.D;
+    LayerWeights *lw = &g->c->m.w.layer[g->layer];
+    size_t k = 0;
+    for (int r = 2 * A + g->head * cfg.D; r < 2 * A + (g->head + 1) * cfg.D; r++) {
+        for (int i = 0; i < cfg.C; i++)
+            lw->qkvw[(size_t)r * cfg.C + i] = (float)(g->saved[k++] * g->xi);
+        lw->qkvb[r] = (float)(g->saved[k++] * g->xi);
+    }
+    double loss = gpt_obj(g->c);
+    k = 0;
+    for (int r = 2 * A + g->head * cfg.D; r < 2 * A + (g->head + 1) * cfg.D; r++) {
+        for (int i = 0; i < cfg.C; i++)
+            lw->qkvw[(size_t)r * cfg.C + i] = g->saved[k++];
+        lw->qkvb[r] = g->saved[k++];
+    }
+    return loss;
+}
+
+Test(gpt, head_gate_gradient_matches_finite_differences)
+{
+    GptCtx c;
+    Config cfg = CFG(4, 4);
+    setup(&c, cfg, 2, 8, 0, 31);
+    double hg[8] = {0};
+    c.po.head_grad = hg;
+    gpt_obj(&c);
+    model_zero_grads(&c.m);
+    gpt_backward(&c.m, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
+    c.po.head_grad = NULL;
+    for (int l = 0; l < 2; l++)
+        for (int h = 0; h < 4; h++) {
+            GateCtx g = {&c, l, h, malloc(sizeof(float) * cfg.D * (cfg.C + 1)), 0, 1.0};
+            LayerWeights *lw = &c.m.w.layer[l];
+            size_t k = 0;
+            int A = cfg.H * cfg.D;
+            for (int r = 2 * A + h * cfg.D; r < 2 * A + (h + 1) * cfg.D; r++) {
+                for (int i = 0; i < cfg.C; i++)
+                    g.saved[k++] = lw->qkvw[(size_t)r * cfg.C + i];
+                g.saved[k++] = lw->qkvb[r];
+            }
+            double e = 1e-3;
+            g.xi = 1 + e;
+            double fp = gate_obj(&g);
+            g.xi = 1 - e;
+            double fm = gate_obj(&g);
+            double num = (fp - fm) / (2 * e), a = hg[l * 4 + h];
+            cr_assert(fabs(num - a) <= 2e-2 * fabs(num) + 1e-4, "head %d.%d: analytic %g numeric %g",
+                      l, h, a, num);
+            free(g.saved);
+        }
+    teardown(&c);
+}

@@ -59,6 +59,12 @@ const char *tu_shakespeare(void)
     return access(path, R_OK) == 0 ? path : NULL;
 }
 
+const char *tu_bin(void)
+{
+    const char *b = getenv("HEADCOUNT_BIN");
+    return b && *b ? b : ".";
+}
+
 int tu_run(const char *cmd, char **out)
 {
     char full[8192];
@@ -88,7 +94,7 @@ int tu_run(const char *cmd, char **out)
 
 const char *tu_tmpdir(const char *name)
 {
-    static char path[512];
+    static char path[256];
     char cmd[700];
     snprintf(path, sizeof path, "build/test-tmp/%s-%d", name, (int)getpid());
     snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", path, path);

@@ -30,6 +30,9 @@ int tu_gradcheck(const char *name, float *x, const float *analytic, size_t n, Tu
 /* Path of tiny Shakespeare beside the repository, or NULL when absent. */
 const char *tu_shakespeare(void);
 
+/* Directory of the train and infer programs under test: $HEADCOUNT_BIN, or ".". */
+const char *tu_bin(void);
+
 /* Runs a shell command with stdout and stderr captured into *out (malloc'd,
  * NUL-terminated); returns the exit status (or 128 + signal). */
 int tu_run(const char *cmd, char **out);

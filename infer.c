@@ -163,7 +163,7 @@ static int run_eval(const InferOptions *o, const Model *m, const Tokenizer *tok)
     Activations a;
     if (acts_init(&a, &m->cfg, 16, m->cfg.T, 0, err, sizeof err))
         cli_fail("%s", err);
-    PassOptions po = {0.0f, 0, o->head_on};
+    PassOptions po = {.head_on = o->head_on};
     double loss;
     size_t n;
     if (eval_sequence(m, &a, ids, f.n, &po, &loss, &n, NULL, err, sizeof err))

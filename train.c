@@ -466,8 +466,8 @@ static void train_loop(Run *r, long start)
     for (long step = start; step < o->steps; step++) {
         double t0 = cli_now();
         batch_next(&r->sampler, r->corpus.ids, r->corpus.ntrain, B, T, r->inputs, r->targets);
-        PassOptions po = {(float)o->dropout, rng_hash(o->seed, RNG_STREAM_DROPOUT, (uint64_t)step),
-                          NULL};
+        PassOptions po = {.dropout = (float)o->dropout,
+                          .dropout_key = rng_hash(o->seed, RNG_STREAM_DROPOUT, (uint64_t)step)};
         double loss = gpt_forward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);
         model_zero_grads(&r->model);
         gpt_backward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);

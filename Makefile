@@ -47,3 +47,7 @@ clean:
 	rm -rf build build-* train infer
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(wildcard $(BUILD)/*.d)
+
+# Training throughput, sgemm peak, PyTorch (if installed) and sampling speed: docs/bench.md.
+bench: all $(BUILD)/libheadcount.a
+	bash scripts/bench.sh

@@ -1,0 +1,198 @@
+/* bench_train: training throughput of the model configurations of issue 6.
+ *
+ * For each configuration it runs warm-up steps, then timed full training steps
+ * (forward, backward, clipping, AdamW) on random tokens (V = 65, as tiny
+ * Shakespeare; speed does not depend on the text), each configuration in a child
+ * process so its peak memory can be read. Prints a table and, with --csv FILE,
+ * writes one CSV row per (configuration, threads).
+ *
+ * Model FLOPs per token (docs/bench.md): 6 N + 6 L A (T + 1), with N the weights
+ * that take part in matrix products (qkv, proj, fc, fcproj and the tied output
+ * layer) and A = H D; the second term is causal attention (each query scores
+ * (T + 1) / 2 keys on average, forward QK^T and AV, backward twice the forward).
+ * This is not a test: it asserts nothing about time. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "model/adamw.h"
+#include "model/gpt.h"
+#include "model/rng.h"
+#include "model/schedule.h"
+
+typedef struct {
+    const char *name;
+    int L, C, T, B, H;
+    int warmup, steps;
+} BenchConfig;
+
+static const BenchConfig CONFIGS[] = {
+    {"BABY", 4, 128, 64, 12, 1, 3, 30}, {"BABY", 4, 128, 64, 12, 4, 3, 30},
+    {"BABY", 4, 128, 64, 12, 8, 3, 30}, {"BABY", 4, 128, 64, 12, 16, 3, 30},
+    {"MID", 4, 256, 256, 16, 1, 2, 8},  {"MID", 4, 256, 256, 16, 4, 2, 8},
+    {"MID", 4, 256, 256, 16, 8, 2, 8},  {"MID", 4, 256, 256, 16, 16, 2, 8},
+    {"NANO", 6, 384, 256, 16, 6, 1, 5},
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_flops_per_token(const Config *c)
+{
+    double A = (double)c->H * c->D, C = c->C;
+    double n_mm = (double)c->L * (3 * A * C + A * C + 8 * C * C) + (double)c->V * C;
+    return 6.0 * n_mm + 6.0 * c->L * A * (c->T + 1);
+}
+
+/* Runs one configuration in this process; writes "median min max" ms to out. */
+static int run_config(const BenchConfig *bc, int threads, double out[3])
+{
+    omp_set_num_threads(threads);
+    Config cfg = {.V = 65, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C, .D = bc->C / bc->H};
+    char err[256];
+    Model m;
+    Activations a;
+    if (model_init(&m, &cfg, err, sizeof err) || model_alloc_grads(&m, err, sizeof err) ||
+        acts_init(&a, &cfg, bc->B, bc->T, 0, err, sizeof err)) {
+        fprintf(stderr, "bench: %s\n", err);
+        return -1;
+    }
+    params_init(&m.table, m.params, 1);
+    size_t P = m.table.total, N = (size_t)bc->B * bc->T;
+    float *mom = calloc(P, sizeof(float)), *vel = calloc(P, sizeof(float));
+    int *tok = malloc(N * sizeof(int)), *tgt = malloc(N * sizeof(int));
+    Rng rng;
+    rng_init(&rng, 7, 0);
+    AdamW opt = {0.9f, 0.99f, 1e-8f, 0.1f};
+    int total = bc->warmup + bc->steps;
+    double *ms = malloc(sizeof(double) * (size_t)bc->steps);
+    for (int s = 0; s < total; s++) {
+        for (size_t i = 0; i < N; i++) {
+            tok[i] = (int)rng_below(&rng, 65);
+            tgt[i] = (int)rng_below(&rng, 65);
+        }
+        double t0 = now();
+        gpt_forward(&m, &a, tok, tgt, bc->B, bc->T, NULL);
+        model_zero_grads(&m);
+        gpt_backward(&m, &a, tok, tgt, bc->B, bc->T, NULL);
+        grad_clip(m.grads, P, 1.0f);
+        adamw_update(m.params, m.grads, mom, vel, &m.table, &opt,
+                     schedule_lr(s, total, 2, 1e-3f, 1e-4f), s + 1);
+        double t1 = now();
+        if (s >= bc->warmup)
+            ms[s - bc->warmup] = (t1 - t0) * 1e3;
+    }
+    qsort(ms, (size_t)bc->steps, sizeof(double), cmp_double);
+    out[0] = ms[bc->steps / 2];
+    out[1] = ms[0];
+    out[2] = ms[bc->steps - 1];
+    return 0;
+}
+
+static int wanted(const char *list, const char *name)
+{
+    if (!list)
+        return 1;
+    char buf[256];
+    snprintf(buf, sizeof buf, ",%s,", list);
+    char key[32];
+    snprintf(key, sizeof key, ",%s,", name);
+    return strstr(buf, key) != NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *csv_path = NULL, *only = NULL, *threads_list = "1,2";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+            csv_path = argv[++i];
+        else if (!strcmp(argv[i], "--configs") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads_list = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_train [--configs BABY,MID,NANO] [--threads 1,2] "
+                            "[--csv FILE]\n");
+            return 2;
+        }
+    }
+    FILE *csv = NULL;
+    if (csv_path) {
+        csv = fopen(csv_path, "w");
+        if (!csv) {
+            fprintf(stderr, "bench: cannot write %s\n", csv_path);
+            return 1;
+        }
+        fprintf(csv, "config,L,C,T,B,H,D,threads,ms_median,ms_min,ms_max,tokens_per_s,"
+                     "gflops,params,peak_mb\n");
+    }
+    printf("%-5s %2s %4s %4s %3s %3s %3s | %8s %8s %8s | %9s %7s %8s\n", "cfg", "L", "C", "T",
+           "B", "H", "thr", "ms(med)", "min", "max", "tok/s", "GFLOP/s", "peak MB");
+    for (size_t k = 0; k < sizeof CONFIGS / sizeof CONFIGS[0]; k++) {
+        const BenchConfig *bc = &CONFIGS[k];
+        if (!wanted(only, bc->name))
+            continue;
+        char tl[64];
+        snprintf(tl, sizeof tl, "%s", threads_list);
+        for (char *tok = strtok(tl, ","); tok; tok = strtok(NULL, ",")) {
+            int threads = atoi(tok);
+            if (threads < 1)
+                continue;
+            int fd[2];
+            if (pipe(fd) != 0)
+                return 1;
+            pid_t pid = fork();
+            if (pid == 0) {
+                double r[3];
+                close(fd[0]);
+                int rc = run_config(bc, threads, r);
+                if (rc == 0 && write(fd[1], r, sizeof r) != (ssize_t)sizeof r)
+                    rc = 1;
+                _exit(rc ? 1 : 0);
+            }
+            close(fd[1]);
+            double r[3];
+            ssize_t got = read(fd[0], r, sizeof r);
+            close(fd[0]);
+            int status;
+            struct rusage ru;
+            wait4(pid, &status, 0, &ru);
+            if (got != (ssize_t)sizeof r || !WIFEXITED(status) || WEXITSTATUS(status)) {
+                fprintf(stderr, "bench: %s H=%d failed\n", bc->name, bc->H);
+                continue;
+            }
+            Config cfg = {.V = 65, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C,
+                          .D = bc->C / bc->H};
+            double tokens = (double)bc->B * bc->T, tps = tokens / (r[0] / 1e3);
+            double gflops = bench_flops_per_token(&cfg) * tps / 1e9;
+            double peak_mb = (double)ru.ru_maxrss / 1024.0;
+            printf("%-5s %2d %4d %4d %3d %3d %3d | %8.1f %8.1f %8.1f | %9.0f %7.1f %8.1f\n",
+                   bc->name, bc->L, bc->C, bc->T, bc->B, bc->H, threads, r[0], r[1], r[2], tps,
+                   gflops, peak_mb);
+            fflush(stdout);
+            if (csv)
+                fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.1f,%.2f,%zu,%.1f\n",
+                        bc->name, bc->L, bc->C, bc->T, bc->B, bc->H, cfg.D, threads, r[0], r[1],
+                        r[2], tps, gflops, config_param_count(&cfg), peak_mb);
+        }
+    }
+    if (csv)
+        fclose(csv);
+    return 0;
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# make bench: training throughput of BABY / MID / NANO (issue 6), this machine's
+# matrix-multiply peak, the same models in PyTorch when Debian's python3-torch is
+# installed, OpenBLAS sgemm when libopenblas-dev is, and sampling speed with and
+# without the KV cache. Prints tables; writes CSVs to $BENCH_OUT (default
+# build/bench). Not a test: nothing here asserts a time.
+#   BENCH_CONFIGS=BABY,MID,NANO  BENCH_THREADS=1,2  BENCH_TORCH=auto|0
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${BENCH_OUT:-build/bench}
+configs=${BENCH_CONFIGS:-BABY,MID,NANO}
+threads=${BENCH_THREADS:-1,2}
+mkdir -p "$out"
+cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O3 ${ARCH--march=native} -fopenmp -ffp-contract=off -I."
+
+echo "== machine"
+grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
+echo "cores: $(nproc)"
+
+blas_flags=""
+if [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || \
+   ls /usr/include/*/openblas*/cblas.h >/dev/null 2>&1; then
+    blas_flags="-DHAVE_OPENBLAS -lopenblas"
+fi
+gcc $cflags bench/bench_matmul.c model/matmul.c -lm $blas_flags -o build/bench_matmul 2>/dev/null \
+    || gcc $cflags bench/bench_matmul.c model/matmul.c -lm -o build/bench_matmul
+gcc $cflags bench/bench_train.c build/libheadcount.a -lm -o build/bench_train
+
+echo
+echo "== matrix multiply (GFLOP/s; OpenBLAS rows when libopenblas-dev is installed)"
+env -u OPENBLAS_CORETYPE ./build/bench_matmul --csv "$out/matmul.csv"
+
+echo
+echo "== training steps (ours)"
+./build/bench_train --configs "$configs" --threads "$threads" --csv "$out/train.csv"
+
+if [ "${BENCH_TORCH:-auto}" != 0 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    echo
+    echo "== training steps (PyTorch, 2 threads, OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE unset)"
+    env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 scripts/bench_torch.py \
+        --threads 2 --configs "$configs" | tee "$out/torch.csv"
+else
+    echo
+    echo "(PyTorch comparison skipped: install Debian's python3-torch to include it)"
+fi
+
+echo
+echo "== sampling (BABY H=4 checkpoint, 2000 bytes)"
+ck=build/bench/sample.ckpt
+./train --steps 2 --eval-every 0 --save-every 0 --out "$ck" >/dev/null 2>&1
+for mode in cache no-cache; do
+    flag=""; [ "$mode" = no-cache ] && flag=--no-cache
+    line=$(./infer --ckpt "$ck" --tokens 2000 --seed 1 $flag 2>&1 >/dev/null | tail -n 1)
+    echo "$mode: $line"
+    tps=$(printf '%s\n' "$line" | grep -oE '[0-9.]+ tok/s' | head -n 1 | cut -d' ' -f1)
+    echo "$mode,${tps:-}" >> "$out/sample.csv.tmp"
+done
+{ echo "mode,tokens_per_s"; cat "$out/sample.csv.tmp"; } > "$out/sample.csv"
+rm -f "$out/sample.csv.tmp"
+
+echo
+python3 scripts/bench_report.py "$out"

@@ -13,11 +13,8 @@
 
 #define RB 16
 
-/* Row i of S (scores, unscaled) becomes softmax(S * scale) over j <= i; the rest
- * of the row (up to T) is zeroed. */
-static void causal_softmax_row(float *s, int i, int T, float scale)
+void attention_softmax_row(float *s, int n, float scale)
 {
-    int n = i + 1;
     float mx = s[0] * scale;
     for (int j = 1; j < n; j++)
         mx = s[j] * scale > mx ? s[j] * scale : mx;
@@ -42,7 +39,14 @@ static void causal_softmax_row(float *s, int i, int T, float scale)
     float inv = 1.0f / sum;
     for (j = 0; j < n; j++)
         s[j] *= inv;
-    memset(s + n, 0, (size_t)(T - n) * sizeof(float));
+}
+
+/* Row i of S (scores, unscaled) becomes softmax(S * scale) over j <= i; the rest
+ * of the row (up to T) is zeroed. */
+static void causal_softmax_row(float *s, int i, int T, float scale)
+{
+    attention_softmax_row(s, i + 1, scale);
+    memset(s + i + 1, 0, (size_t)(T - i - 1) * sizeof(float));
 }
 
 void attention_forward(float *out, float *att, float *attd, const float *qkv,

@@ -24,4 +24,9 @@ void attention_forward(float *out, float *att, float *attd, const float *qkv,
 void attention_backward(float *dqkv, float *datt, const float *dout, const float *qkv,
                         const float *att, const float *attd, int B, int T, int H, int D, float p);
 
+/* s[0..n) <- softmax(s * scale), with the 8-lane exp of vmath.h and a fixed
+ * summation order. Shared by the full forward (each causal row) and the KV-cached
+ * sampler (one query row), so both give the same weights bit for bit. */
+void attention_softmax_row(float *s, int n, float scale);
+
 #endif

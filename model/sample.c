@@ -1,0 +1,272 @@
+/* sample: the cached decoder, its sliding window, and logits -> token (see
+ * sample.h). The cached step reuses the layer kernels with one row, and the
+ * matmul determinism contract (matmul.h) makes a one-row product give the same
+ * bits as the same row of a T-row product; so the cached logits match the full
+ * forward's, bit for bit in practice. */
+#include "sample.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "errbuf.h"
+#include "layers.h"
+#include "matmul.h"
+#include "vmath.h"
+
+int sampler_init(Sampler *s, const Model *m, const unsigned char *head_on, int use_cache,
+                 char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    const Config *c = &m->cfg;
+    s->m = m;
+    s->head_on = head_on;
+    s->use_cache = use_cache;
+    s->T = c->T;
+    s->A = c->H * c->D;
+    if (acts_init(&s->acts, c, 1, c->T, 0, err, errlen))
+        return -1;
+    s->window = malloc((size_t)c->T * sizeof(int));
+    if (!s->window) {
+        sampler_free(s);
+        return err_set(err, errlen, "sampler: out of memory for a %d-token window", c->T);
+    }
+    size_t C = c->C, A = s->A, T = c->T, L = c->L, H = c->H, V = c->V;
+    struct { float **p; size_t n; } parts[] = {
+        {&s->kv, use_cache ? L * T * 2 * A : 0},
+        {&s->x, C}, {&s->ln, C}, {&s->branch, C}, {&s->qkv, 3 * A}, {&s->atty, A},
+        {&s->scores, H * T}, {&s->fch, 4 * C}, {&s->fch_gelu, 4 * C}, {&s->logits, V},
+    };
+    size_t nparts = sizeof parts / sizeof parts[0], total = 0;
+    for (size_t i = 0; i < nparts; i++)
+        total += parts[i].n;
+    s->buf = calloc(total, sizeof(float));
+    if (!s->buf) {
+        sampler_free(s);
+        return err_set(err, errlen, "sampler: out of memory allocating %zu floats", total);
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < nparts; i++) {
+        *parts[i].p = parts[i].n ? s->buf + off : NULL;
+        off += parts[i].n;
+    }
+    return 0;
+}
+
+void sampler_free(Sampler *s)
+{
+    acts_free(&s->acts);
+    free(s->window);
+    free(s->buf);
+    memset(s, 0, sizeof *s);
+}
+
+/* One full forward over the window; copies the last row's logits out and,
+ * with the cache, every position's keys and values into it. */
+static const float *forward_window(Sampler *s)
+{
+    const Config *c = &s->m->cfg;
+    PassOptions po = {.head_on = s->head_on};
+    gpt_forward(s->m, &s->acts, s->window, NULL, 1, s->n, &po);
+    memcpy(s->logits, s->acts.logits + (size_t)(s->n - 1) * c->V, (size_t)c->V * sizeof(float));
+    if (s->use_cache) {
+        size_t A = (size_t)s->A;
+        for (int l = 0; l < c->L; l++) {
+            const float *qkv_l = s->acts.qkv + (size_t)l * s->acts.N * 3 * A;
+            float *kv_l = s->kv + (size_t)l * s->T * 2 * A;
+            for (int t = 0; t < s->n; t++)
+                memcpy(kv_l + (size_t)t * 2 * A, qkv_l + (size_t)t * 3 * A + A,
+                       2 * A * sizeof(float));
+        }
+    }
+    return s->logits;
+}
+
+const float *sampler_start(Sampler *s, const int *ids, int n)
+{
+    assert(n >= 1);
+    int keep = n < s->T ? n : s->T;
+    memcpy(s->window, ids + (n - keep), (size_t)keep * sizeof(int));
+    s->n = keep;
+    s->slides = 0;
+    return forward_window(s);
+}
+
+/* Attention of the query in s->qkv over positions 0..t of layer l's cache
+ * (position t already stored), into s->atty; silenced heads output zeros.
+ * Heads are independent, one thread each; below ~64k multiply-adds a parallel
+ * region costs more than it saves, so small ones run on the calling thread. */
+static void attend_cached(Sampler *s, int l, int t)
+{
+    const Config *c = &s->m->cfg;
+    int H = c->H, D = c->D, A = s->A, n = t + 1;
+    const float *kv_l = s->kv + (size_t)l * s->T * 2 * A;
+    float scale = 1.0f / sqrtf((float)D);
+    #pragma omp parallel for schedule(static) if ((long)H * n * D >= 65536)
+    for (int h = 0; h < H; h++) {
+        float *y = s->atty + (size_t)h * D;
+        if (s->head_on && !s->head_on[l * H + h]) {
+            memset(y, 0, (size_t)D * sizeof(float));
+            continue;
+        }
+        float *sc = s->scores + (size_t)h * s->T;
+        const float *k = kv_l + (size_t)h * D, *v = k + A;
+        sgemm_nt(1, n, D, s->qkv + (size_t)h * D, 3 * A, k, 2 * A, sc, s->T, 0);
+        attention_softmax_row(sc, n, scale);
+        sgemm_nn(1, D, n, sc, s->T, v, 2 * A, y, A, 0);
+    }
+}
+
+/* The forward of gpt_forward for the one token at position t = s->n - 1, every
+ * earlier position being in the cache. Layer calls in the same order, N = 1. */
+static const float *step_cached(Sampler *s, int token)
+{
+    const Config *c = &s->m->cfg;
+    const Weights *w = &s->m->w;
+    int C = c->C, A = s->A, V = c->V, t = s->n - 1;
+    float mean, rstd;
+    encoder_forward(s->x, &token, w->wte, w->wpe + (size_t)t * C, 1, 1, C);
+    for (int l = 0; l < c->L; l++) {
+        const LayerWeights *lw = &w->layer[l];
+        layernorm_forward(s->ln, &mean, &rstd, s->x, lw->ln1w, lw->ln1b, 1, C);
+        matmul_forward(s->qkv, s->ln, lw->qkvw, lw->qkvb, 1, C, 3 * A);
+        memcpy(s->kv + ((size_t)l * s->T + t) * 2 * A, s->qkv + A, 2 * (size_t)A * sizeof(float));
+        attend_cached(s, l, t);
+        matmul_forward(s->branch, s->atty, lw->projw, lw->projb, 1, A, C);
+        residual_forward(s->x, s->x, s->branch, (size_t)C);
+
+        layernorm_forward(s->ln, &mean, &rstd, s->x, lw->ln2w, lw->ln2b, 1, C);
+        matmul_forward(s->fch, s->ln, lw->fcw, lw->fcb, 1, C, 4 * C);
+        gelu_forward(s->fch_gelu, s->fch, 4 * (size_t)C);
+        matmul_forward(s->branch, s->fch_gelu, lw->fcprojw, lw->fcprojb, 1, 4 * C, C);
+        residual_forward(s->x, s->x, s->branch, (size_t)C);
+    }
+    layernorm_forward(s->ln, &mean, &rstd, s->x, w->lnfw, w->lnfb, 1, C);
+    matmul_forward(s->logits, s->ln, w->wte, NULL, 1, C, V);
+    return s->logits;
+}
+
+const float *sampler_step(Sampler *s, int token)
+{
+    assert(s->n >= 1 && token >= 0 && token < s->m->cfg.V);
+    if (s->n == s->T) {
+        /* Slide: keep the newest SAMPLER_KEEP(T) - 1 tokens, then the new one,
+         * re-encoded at positions 0.. by a full forward. */
+        int keep = SAMPLER_KEEP(s->T);
+        memmove(s->window, s->window + (s->T - keep + 1), (size_t)(keep - 1) * sizeof(int));
+        s->window[keep - 1] = token;
+        s->n = keep;
+        s->slides++;
+        return forward_window(s);
+    }
+    s->window[s->n++] = token;
+    return s->use_cache ? step_cached(s, token) : forward_window(s);
+}
+
+void sample_softmax(float *probs, const float *logits, int V, double temperature)
+{
+    /* (z - max) / temperature: the division is in double, so a tiny temperature
+     * gives 0 for the maximum and -inf (exp clamps it) for the rest, never a NaN;
+     * at temperature 1 these are the bits crossentropy_forward feeds its exp. */
+    float mx = logits[0];
+    for (int v = 1; v < V; v++)
+        mx = logits[v] > mx ? logits[v] : mx;
+    for (int v = 0; v < V; v++)
+        probs[v] = (float)((double)(logits[v] - mx) / temperature);
+    mx = 0.0f;
+    v8f acc = v8_set1(0.0f), mv = v8_set1(mx);
+    int v = 0;
+    for (; v + 8 <= V; v += 8) {
+        v8f e = v8_exp(v8_load(probs + v) - mv);
+        v8_store(probs + v, e);
+        acc += e;
+    }
+    if (v < V) {
+        float tmp[8];
+        for (int k = 0; k < 8; k++)
+            tmp[k] = v + k < V ? probs[v + k] : mx;
+        v8f e = v8_exp(v8_load(tmp) - mv);
+        for (int k = 0; v + k < V; k++) {
+            probs[v + k] = e[k];
+            acc[k] += e[k];
+        }
+    }
+    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    float inv = 1.0f / sum;
+    for (int u = 0; u < V; u++)
+        probs[u] *= inv;
+}
+
+int sample_argmax(const float *logits, int V)
+{
+    int best = 0;
+    for (int v = 1; v < V; v++)
+        if (logits[v] > logits[best])
+            best = v;
+    return best;
+}
+
+int sample_filter(float *probs, int V, int top_k, double top_p)
+{
+    int k = top_k > 0 && top_k < V ? top_k : V;
+    if (k == V && top_p >= 1.0)
+        return V;
+    int order[256];
+    for (int v = 0; v < V; v++)
+        order[v] = v;
+    /* Rank by probability, ties to the lower id (a strict order, so the ranking is
+     * unique). Insertion sort: V <= 256, and qsort would need the probabilities
+     * in a global for its comparator. */
+    for (int i = 1; i < V; i++) {
+        int x = order[i], j = i;
+        while (j > 0 && (probs[order[j - 1]] < probs[x] ||
+                         (probs[order[j - 1]] == probs[x] && order[j - 1] > x))) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = x;
+    }
+    int kept = k;
+    if (top_p < 1.0) {
+        double mass = 0.0, cum = 0.0;
+        for (int i = 0; i < k; i++)
+            mass += probs[order[i]];
+        for (kept = 0; kept < k;) {
+            cum += probs[order[kept++]];
+            if (cum >= top_p * mass)
+                break;
+        }
+    }
+    for (int i = kept; i < V; i++)
+        probs[order[i]] = 0.0f;
+    return kept;
+}
+
+int sample_draw(const float *probs, int V, double u)
+{
+    double total = 0.0;
+    for (int v = 0; v < V; v++)
+        total += probs[v];
+    double target = u * total, cum = 0.0;
+    int last = 0;
+    for (int v = 0; v < V; v++) {
+        if (probs[v] <= 0.0f)
+            continue;
+        cum += probs[v];
+        last = v;
+        if (cum > target)
+            return v;
+    }
+    return last; /* only when rounding left u * total at the very top */
+}
+
+int sample_next(const float *logits, int V, const SampleSettings *st, float *scratch, Rng *rng)
+{
+    if (st->temperature <= 0.0)
+        return sample_argmax(logits, V);
+    sample_softmax(scratch, logits, V, st->temperature);
+    sample_filter(scratch, V, st->top_k, st->top_p);
+    return sample_draw(scratch, V, rng_uniform_double(rng));
+}

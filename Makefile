@@ -17,7 +17,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o
 INFER_OBJ := $(BUILD)/infer.o $(BUILD)/infer_sample.o $(BUILD)/infer_heads.o
 
-.PHONY: all test clean bench ablation
+.PHONY: all test clean bench ablation ablation-check test-asan fuzz
 all: $(BIN)/train $(BIN)/infer
 
 $(BUILD)/%.o: %.c
@@ -41,13 +41,30 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libheadcount.a
 # The suite runs from the repository root: tests find ../shared, write under
 # build/test-tmp, and run the programs found in HEADCOUNT_BIN.
 test: $(BUILD)/run_tests $(BIN)/train $(BIN)/infer
-	HEADCOUNT_BIN=$(BIN) OMP_NUM_THREADS=2 ./$(BUILD)/run_tests --jobs 2
+	HEADCOUNT_BIN=$(BIN) OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$(BUILD)/run_tests --jobs 2
 
 clean:
-	rm -rf build build-* train infer
+	rm -rf build build-* train infer fuzz/seeds
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(wildcard $(BUILD)/*.d)
 
 # Training throughput, sgemm peak, PyTorch (if installed) and sampling speed: docs/bench.md.
 bench: all $(BUILD)/libheadcount.a
 	bash scripts/bench.sh
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+test-asan:
+	bash scripts/test_asan.sh
+
+# libFuzzer on the checkpoint loader for FUZZ_SECONDS (clang + libclang-rt-14-dev).
+FUZZ_SECONDS ?= 60
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
+
+# The head-count ablation (docs/ablation.md); e.g. make ablation ABLATION_FLAGS="--seeds 1"
+ablation: $(BIN)/train $(BIN)/infer
+	bash scripts/ablate.sh --bin $(BIN) $(ABLATION_FLAGS)
+
+# CI: the ablation pipeline on tiny settings, end to end.
+ablation-check: $(BIN)/train $(BIN)/infer
+	bash tests/ablation_check.sh $(BIN) $(BUILD)/ablation-check

@@ -27,7 +27,7 @@
 
 /* Every flag, with the defaults of nanoGPT's CPU Shakespeare configuration. */
 typedef struct {
-    const char *data, *out, *log, *resume;
+    const char *data, *out, *log, *resume, *dump_val;
     long layers, heads, embd, head_size, block, batch, steps, warmup;
     long eval_every, eval_iters, save_every, threads;
     double lr, min_lr, wd, clip, dropout, val_frac;
@@ -47,7 +47,7 @@ enum {
     OPT_DATA = 256, OPT_OUT, OPT_LOG, OPT_RESUME, OPT_LAYERS, OPT_HEADS, OPT_EMBD, OPT_HEAD_SIZE,
     OPT_BLOCK, OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_WD, OPT_CLIP,
     OPT_DROPOUT, OPT_SEED, OPT_VAL_FRAC, OPT_EVAL_EVERY, OPT_EVAL_ITERS, OPT_SAVE_EVERY,
-    OPT_THREADS, OPT_ALLOW_BINARY, OPT_KEEP_BEST, OPT_HELP, OPT_COUNT
+    OPT_THREADS, OPT_ALLOW_BINARY, OPT_KEEP_BEST, OPT_DUMP_VAL, OPT_HELP, OPT_COUNT
 };
 
 static void usage(void)
@@ -59,11 +59,13 @@ static void usage(void)
            "data and output:\n"
            "  -d, --data FILE        text file to train on (default: built-in corpus)\n"
            "  -o, --out CKPT         checkpoint path (default: %s)\n"
-           "      --log FILE         JSON lines: settings, each step, each eval, summary\n"
-           "      --resume CKPT      continue a run exactly from its checkpoint\n"
+           "      --log FILE         JSON lines: settings, each step, each eval, summary (default: none)\n"
+           "      --resume CKPT      continue a run exactly from its checkpoint (default: start fresh)\n"
            "      --save-every N     also save every N steps, 0 = only at the end (default: %ld)\n"
            "      --keep-best        also keep the checkpoint with the best val loss (*.best.ckpt)\n"
            "      --allow-binary     train on a file with NUL bytes (refused by default)\n"
+           "      --dump-val FILE    write the validation split (the bytes --eval should score)\n"
+           "                         to FILE and exit without training (default: none)\n"
            "model:\n"
            "  -L, --layers N         transformer blocks (default: %ld)\n"
            "  -H, --heads N          attention heads per block (default: %ld)\n"
@@ -110,7 +112,8 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
         {"save-every", required_argument, 0, OPT_SAVE_EVERY},
         {"threads", required_argument, 0, OPT_THREADS},
         {"allow-binary", no_argument, 0, OPT_ALLOW_BINARY},
-        {"keep-best", no_argument, 0, OPT_KEEP_BEST}, {"help", no_argument, 0, OPT_HELP},
+        {"keep-best", no_argument, 0, OPT_KEEP_BEST},
+        {"dump-val", required_argument, 0, OPT_DUMP_VAL}, {"help", no_argument, 0, OPT_HELP},
         {0, 0, 0, 0}};
     static const struct { char s; int id; } shorts[] = {
         {'d', OPT_DATA}, {'o', OPT_OUT}, {'L', OPT_LAYERS}, {'H', OPT_HEADS}, {'C', OPT_EMBD},
@@ -156,6 +159,7 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
         case OPT_THREADS: o->threads = cli_long("threads", optarg, 1, 1024); break;
         case OPT_ALLOW_BINARY: o->allow_binary = 1; break;
         case OPT_KEEP_BEST: o->keep_best = 1; break;
+        case OPT_DUMP_VAL: o->dump_val = optarg; break;
         case OPT_HELP: usage(); exit(0);
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
@@ -455,6 +459,19 @@ static void progress(Run *r, long done, double loss, float lr, double step_s, do
     (void)norm;
 }
 
+/* A non-finite loss or gradient norm ends the run before the update touches the
+ * parameters; whatever checkpoint was written before stays as it is. */
+static void stop_nonfinite(const Run *r, long step, double loss, double norm, long last_saved)
+{
+    const char *what = isfinite(loss) ? "the gradient norm" : "the loss";
+    if (last_saved > 0)
+        cli_fail("%s is not finite at step %ld (loss %g, gradient norm %g); stopping before the "
+                 "update. The last good checkpoint is %s (step %ld); try a lower --lr", what, step,
+                 loss, norm, r->o.out, last_saved);
+    cli_fail("%s is not finite at step %ld (loss %g, gradient norm %g); stopping before the "
+             "update. This run wrote no checkpoint; try a lower --lr", what, step, loss, norm);
+}
+
 static void train_loop(Run *r, long start)
 {
     const Options *o = &r->o;
@@ -473,11 +490,7 @@ static void train_loop(Run *r, long start)
         gpt_backward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);
         double norm = grad_clip(r->model.grads, P, (float)o->clip);
         if (!isfinite(loss) || !isfinite(norm))
-            cli_fail("%s is not finite at step %ld (loss %g, gradient norm %g); stopping before "
-                     "the update. The last good checkpoint is %s (step %ld)%s",
-                     isfinite(loss) ? "the gradient norm" : "the loss", step + 1, loss, norm,
-                     last_saved > 0 ? o->out : "(none written)", last_saved,
-                     " - try a lower --lr");
+            stop_nonfinite(r, step + 1, loss, norm, last_saved);
         float lr = schedule_lr(step, o->steps, o->warmup, (float)o->lr, (float)o->min_lr);
         adamw_update(r->model.params, r->model.grads, r->ts.adam_m, r->ts.adam_v,
                      &r->model.table, &r->adam, lr, step + 1);
@@ -518,6 +531,28 @@ static void train_loop(Run *r, long start)
     (void)t_start;
 }
 
+/* --dump-val: the held-out bytes, exactly as training splits them, for --eval
+ * and --heads (the built-in corpus has no file of its own). */
+static int dump_val(Run *r)
+{
+    char err[1500];
+    load_data(r, r->o.data, SYNTH_DEFAULT_BYTES);
+    if (corpus_prepare(&r->corpus, &r->file, NULL, r->o.val_frac, (int)r->o.block, err,
+                       sizeof err))
+        cli_fail("%s", err);
+    FILE *f = fopen(r->o.dump_val, "wb");
+    if (!f)
+        cli_fail("--dump-val %s: cannot open for writing", r->o.dump_val);
+    size_t n = r->corpus.nval;
+    if (fwrite(r->file.bytes + r->corpus.ntrain, 1, n, f) != n || fclose(f) != 0)
+        cli_fail("--dump-val %s: write failed", r->o.dump_val);
+    fprintf(stderr, "train: wrote the validation split of %s (%zu bytes) to %s\n", r->file.name,
+            n, r->o.dump_val);
+    corpus_free(&r->corpus);
+    textfile_free(&r->file);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     cli_prog = "train";
@@ -528,6 +563,8 @@ int main(int argc, char **argv)
     parse(argc, argv, &r->o, given);
     if (r->o.threads)
         omp_set_num_threads((int)r->o.threads);
+    if (r->o.dump_val)
+        return dump_val(r);
     char err[1500];
     if (ckpt_check_writable(r->o.out, err, sizeof err))
         cli_fail("--out %s", err);

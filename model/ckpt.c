@@ -2,6 +2,7 @@
  * The format is little-endian; this code assumes a little-endian host. */
 #include "ckpt.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -68,14 +69,15 @@ static void describe_index(const ParamTable *t, size_t i, char *buf, size_t len)
     snprintf(buf, len, "#%zu", i);
 }
 
-static int check_finite(const ParamTable *t, const float *x, const char *what, char *err,
-                        size_t errlen)
+static int check_finite(const ParamTable *t, const float *x, const char *path, const char *what,
+                        char *err, size_t errlen)
 {
     size_t at;
     if (first_nonfinite(x, t->total, &at)) {
         char where[64];
         describe_index(t, at, where, sizeof where);
-        return err_set(err, errlen, "%s %s is not finite (%g)", what, where, (double)x[at]);
+        return err_set(err, errlen, "%s: %s %s is not finite (%g)", path, what, where,
+                       (double)x[at]);
     }
     return 0;
 }
@@ -125,10 +127,13 @@ int ckpt_save(const char *path, const Model *m, const Tokenizer *tok, long steps
               const TrainState *ts, char *err, size_t errlen)
 {
     const ParamTable *t = &m->table;
-    if (check_finite(t, m->params, "refusing to save: parameter", err, errlen))
+    assert(!ts || ts->step == steps_trained);
+    if (check_finite(t, m->params, path, "refusing to save: parameter", err, errlen))
         return -1;
-    if (ts && (check_finite(t, ts->adam_m, "refusing to save: Adam first moment", err, errlen) ||
-               check_finite(t, ts->adam_v, "refusing to save: Adam second moment", err, errlen)))
+    if (ts && (check_finite(t, ts->adam_m, path, "refusing to save: Adam first moment", err,
+                            errlen) ||
+               check_finite(t, ts->adam_v, path, "refusing to save: Adam second moment", err,
+                            errlen)))
         return -1;
     char tmp[4200];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
@@ -258,8 +263,8 @@ static int load_state(Reader *r, const char *path, const Model *m, TrainState *t
         return err_set(err, errlen, "%s: checksum mismatch (stored %016llx, computed %016llx): "
                        "the file is damaged", path, (unsigned long long)sum,
                        (unsigned long long)expect);
-    if (check_finite(&m->table, ts->adam_m, "Adam first moment", err, errlen) ||
-        check_finite(&m->table, ts->adam_v, "Adam second moment", err, errlen))
+    if (check_finite(&m->table, ts->adam_m, path, "Adam first moment", err, errlen) ||
+        check_finite(&m->table, ts->adam_v, path, "Adam second moment", err, errlen))
         return -1;
     return 0;
 }
@@ -347,12 +352,8 @@ int ckpt_load(const char *path, Model *m, Tokenizer *tok, long *steps_trained, T
         err_set(err, errlen, "%s: read error in the parameters", path);
         goto done;
     }
-    if (check_finite(&m->table, m->params, "parameter", err, errlen)) {
-        char inner[300];
-        snprintf(inner, sizeof inner, "%s", err);
-        err_set(err, errlen, "%s: %s", path, inner);
+    if (check_finite(&m->table, m->params, path, "parameter", err, errlen))
         goto done;
-    }
     if (with_state) {
         TrainState scratch;
         TrainState *dst = ts ? ts : &scratch;

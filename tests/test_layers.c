@@ -61,6 +61,7 @@ Test(layers, encoder_backward_matches_finite_differences)
     bad += tu_gradcheck("wpe", c.wpe, dwpe, (size_t)c.T * c.C, enc_obj, &c, H_STEP, RTOL, ATOL,
                         1000, &rng);
     cr_assert_eq(bad, 0, "%d encoder gradient entries disagree", bad);
+    free(c.tok); free(c.wte); free(c.wpe); free(c.out); free(c.R); free(dwte); free(dwpe);
 }
 
 /* ---- layernorm ---- */
@@ -97,6 +98,8 @@ static void check_layernorm(int N, int C)
     bad += tu_gradcheck("ln.w", c.w, dw, (size_t)C, ln_obj, &c, H_STEP, RTOL, ATOL, 300, &rng);
     bad += tu_gradcheck("ln.b", c.b, db, (size_t)C, ln_obj, &c, H_STEP, RTOL, ATOL, 300, &rng);
     cr_assert_eq(bad, 0, "%d layernorm gradient entries disagree (N=%d C=%d)", bad, N, C);
+    free(c.in); free(c.w); free(c.b); free(c.out); free(c.mean); free(c.rstd); free(c.R);
+    free(din); free(dw); free(db);
 }
 
 Test(layers, layernorm_backward_matches_finite_differences)
@@ -131,6 +134,7 @@ Test(layers, gelu_backward_matches_finite_differences)
     /* h = 1e-3 here: GELU's curvature near 0 is O(1), and the entries are independent. */
     int bad = tu_gradcheck("gelu.in", c.in, din, c.n, gelu_obj, &c, 1e-3, RTOL, ATOL, 1000, &rng);
     cr_assert_eq(bad, 0, "%d gelu gradient entries disagree", bad);
+    free(c.in); free(c.out); free(c.R); free(din);
 }
 
 Test(layers, gelu_matches_the_tanh_formula)
@@ -175,6 +179,7 @@ Test(layers, crossentropy_backward_matches_finite_differences)
     int bad = tu_gradcheck("logits", c.logits, dlogits, n, ce_obj, &c, 1e-2, RTOL, ATOL, 1000,
                            &rng);
     cr_assert_eq(bad, 0, "%d cross-entropy gradient entries disagree", bad);
+    free(c.tgt); free(c.logits); free(c.probs); free(c.losses); free(dlogits);
 }
 
 Test(layers, crossentropy_equals_log_softmax)
@@ -224,6 +229,7 @@ Test(layers, dropout_backward_matches_forward_mask)
         dropped += c.out[i] == 0.0f;
     /* Binomial(4000, 0.25): mean 1000, sd 27; 6 sd either side. */
     cr_assert(dropped > 840 && dropped < 1160, "dropped %zu of 4000 at p = 0.25", dropped);
+    free(c.in); free(c.out); free(c.R); free(din);
 }
 
 /* ---- linear layer ---- */
@@ -258,6 +264,7 @@ static void check_linear(int N, int IC, int OC)
                         &rng);
     bad += tu_gradcheck("lin.b", c.b, db, (size_t)OC, lin_obj, &c, H_STEP, RTOL, ATOL, 200, &rng);
     cr_assert_eq(bad, 0, "%d linear gradient entries disagree (N=%d IC=%d OC=%d)", bad, N, IC, OC);
+    free(c.in); free(c.W); free(c.b); free(c.out); free(c.R); free(din); free(dW); free(db);
 }
 
 Test(layers, linear_backward_matches_finite_differences)

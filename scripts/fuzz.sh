@@ -1,0 +1,104 @@
+#!/bin/sh
+# fuzz.sh: fuzzes the checkpoint reader (fuzz/fuzz_ckpt.c) with libFuzzer,
+# AddressSanitizer and UndefinedBehaviorSanitizer for FUZZ_SECONDS (default 60).
+#
+# 1. Builds the library sources with clang (CLANG, default clang) and links the
+#    target with -fsanitize=fuzzer,address,undefined into build-fuzz/. ckpt_load
+#    runs no parallel code, but model/matmul.c calls the OpenMP runtime, so this
+#    links LLVM's libomp when present and GCC's libgomp otherwise.
+# 2. Writes seeds to fuzz/seeds/ (ignored by git, as *.ckpt): tiny checkpoints
+#    written by ./train (built with the normal Makefile into build-fuzz/gcc),
+#    with training state and, cut down with head/dd exactly as
+#    docs/checkpoint.md describes, without it.
+# 3. Runs the fuzzer. New inputs go to build-fuzz/corpus, crashes to
+#    build-fuzz/crash-*. A single allocation over 512 MB counts as a crash: the
+#    inputs are small, so only a size taken on trust from a header gets there.
+# Needs Debian's clang and libclang-rt-14-dev (libFuzzer). Exit status: 0 when
+# nothing was found, non-zero otherwise.
+set -eu
+cd "$(dirname "$0")/.."
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+CLANG=${CLANG:-clang}
+OUT=build-fuzz
+SEEDS=fuzz/seeds
+mkdir -p "$OUT/obj" "$OUT/corpus" "$SEEDS"
+
+if ! command -v "$CLANG" >/dev/null 2>&1; then
+    echo "fuzz.sh: $CLANG not found (apt-get install clang libclang-rt-14-dev)" >&2
+    exit 1
+fi
+probe="$OUT/probe.c"
+printf '#include <omp.h>\nint main(void) { return omp_get_max_threads() > 0 ? 0 : 1; }\n' >"$probe"
+if "$CLANG" -fopenmp "$probe" -o "$OUT/probe" 2>/dev/null; then
+    OMPFLAGS="-fopenmp"
+elif "$CLANG" -fopenmp=libgomp -isystem "$(gcc -print-file-name=include)" "$probe" \
+        -o "$OUT/probe" 2>/dev/null; then
+    OMPFLAGS="-fopenmp=libgomp -isystem $(gcc -print-file-name=include)"
+else
+    echo "fuzz.sh: $CLANG cannot link an OpenMP program (install libomp-dev)" >&2
+    exit 1
+fi
+printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' >"$probe"
+if ! "$CLANG" -fsanitize=fuzzer "$probe" -o "$OUT/probe" 2>/dev/null; then
+    echo "fuzz.sh: $CLANG has no libFuzzer (apt-get install libclang-rt-14-dev)" >&2
+    exit 1
+fi
+
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
+CFLAGS="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O1 -g -fno-omit-frame-pointer \
+-ffp-contract=off -I. $OMPFLAGS $SAN"
+# Everything is rebuilt when the flags changed or any source or header is newer
+# than the last fuzzer binary.
+if [ "$(cat "$OUT/obj/flags" 2>/dev/null)" != "$CLANG $CFLAGS" ] || [ ! -f "$OUT/fuzz_ckpt" ] ||
+    [ -n "$(find model data fuzz -name '*.[ch]' -newer "$OUT/fuzz_ckpt")" ]; then
+    rm -f "$OUT"/obj/*.o
+    echo "$CLANG $CFLAGS" >"$OUT/obj/flags"
+fi
+objs=""
+for src in model/*.c data/*.c; do
+    obj="$OUT/obj/$(echo "$src" | tr / _ | sed 's/\.c$/.o/')"
+    if [ ! -f "$obj" ]; then
+        # shellcheck disable=SC2086
+        "$CLANG" $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+    fi
+    objs="$objs $obj"
+done
+# shellcheck disable=SC2086
+"$CLANG" $CFLAGS -fsanitize=fuzzer fuzz/fuzz_ckpt.c $objs -lm -o "$OUT/fuzz_ckpt"
+
+# Seeds: a few tiny architectures, on text with a 3- and a 9-byte vocabulary.
+make -s BUILD="$OUT/gcc" BIN="$OUT/gcc" "$OUT/gcc/train"
+i=0
+while [ $i -lt 200 ]; do printf 'ab\nba\n'; i=$((i + 1)); done >"$OUT/abc.txt"
+i=0
+while [ $i -lt 40 ]; do printf 'the cat sat.\nthe hat.\n'; i=$((i + 1)); done >"$OUT/cat.txt"
+seed() { # name data flags...
+    name=$1 data=$2
+    shift 2
+    OMP_NUM_THREADS=1 "$OUT/gcc/train" --data "$data" --steps 2 --batch 2 --eval-iters 1 \
+        --out "$SEEDS/$name.ckpt" "$@" 2>"$OUT/seed.log" || { cat "$OUT/seed.log" >&2; exit 1; }
+    # Params-only copy: the header, vocabulary and 4P parameter bytes, flags set to 0.
+    # A file with state is 1280 + 4P + (1040 + 8P) bytes.
+    size=$(wc -c <"$SEEDS/$name.ckpt")
+    p=$(((size - 2320) / 12))
+    head -c $((1280 + 4 * p)) "$SEEDS/$name.ckpt" >"$SEEDS/$name-params.ckpt"
+    printf '\000\000\000\000' | dd of="$SEEDS/$name-params.ckpt" bs=1 seek=28 conv=notrunc \
+        status=none
+}
+seed tiny "$OUT/abc.txt" --layers 1 --embd 4 --heads 1 --block 4
+seed twolayer "$OUT/abc.txt" --layers 2 --embd 8 --heads 2 --head-size 3 --block 6 --dropout 0.1
+seed heads "$OUT/cat.txt" --layers 1 --embd 6 --heads 3 --block 5 --val-frac 0
+
+# Dictionary: the state marker, the magic, and int32 values at the dimension limits.
+for token in '"HCSTATE1"' '"\x02\x29\x35\x01"' '"\x01\x00\x00\x00"' '"\x00\x00\xc0\x7f"' \
+    '"\x40\x00\x00\x00"' '"\x00\x01\x00\x00"' '"\x00\x10\x00\x00"' '"\x00\x20\x00\x00"' \
+    '"\x00\x40\x00\x00"' '"\xff\xff\xff\x7f"' '"\xff\xff\xff\xff"'; do
+    echo "$token"
+done >"$OUT/ckpt.dict"
+echo "fuzz.sh: fuzzing ckpt_load for ${FUZZ_SECONDS}s ($(find "$SEEDS" -type f | wc -l) seeds)" >&2
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    "$OUT/fuzz_ckpt" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -malloc_limit_mb=512 \
+    -timeout=10 -max_len=65536 -dict="$OUT/ckpt.dict" -artifact_prefix="$OUT/" \
+    -print_final_stats=1 "$OUT/corpus" "$SEEDS"

@@ -1,0 +1,252 @@
+/* Corpus and tokenizer tests (data/corpus, data/tokenizer): every file the
+ * trainer must refuse (missing, a directory, not a regular file, empty, binary,
+ * too short for a train or a val window) gets a message naming the file and the
+ * problem; bytes that are not UTF-8 are fine (the vocabulary is bytes); and the
+ * tokenizer round-trips and names an unknown byte and its offset. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data/corpus.h"
+#include "data/tokenizer.h"
+#include "model/hash.h"
+#include "tests/testutil.h"
+
+/* Writes n bytes to dir/name and returns the path (static buffer). */
+static const char *put_file(const char *dir, const char *name, const void *data, size_t n)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(tu_write_file(path, data, n), 0, "cannot write %s", path);
+    return path;
+}
+
+/* textfile_read must fail with a message naming path and containing needle. */
+static void expect_read_fails(const char *path, int allow_binary, const char *needle)
+{
+    TextFile f;
+    char err[1500] = "";
+    cr_assert_eq(textfile_read(&f, path, allow_binary, err, sizeof err), -1,
+                 "%s was accepted (expected '%s')", path, needle);
+    cr_assert(strstr(err, path), "message does not name the file: %s", err);
+    cr_assert(strstr(err, needle), "expected '%s' in: %s", needle, err);
+    cr_assert_null(f.bytes);
+}
+
+/* corpus_prepare on these bytes must fail with a message containing needle. */
+static void expect_prepare_fails(const char *dir, const void *data, size_t n, double val_frac,
+                                 int T, const char *needle)
+{
+    const char *path = put_file(dir, "short.txt", data, n);
+    TextFile f;
+    Corpus c;
+    char err[1500] = "";
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, val_frac, T, err, sizeof err), -1,
+                 "%zu bytes with T=%d accepted (expected '%s')", n, T, needle);
+    cr_assert(strstr(err, path), "message does not name the file: %s", err);
+    cr_assert(strstr(err, needle), "expected '%s' in: %s", needle, err);
+    cr_assert_null(c.ids);
+    textfile_free(&f);
+}
+
+Test(corpus, missing_file_is_refused)
+{
+    const char *d = tu_tmpdir("corpus-missing");
+    char path[400];
+    snprintf(path, sizeof path, "%s/nope.txt", d);
+    expect_read_fails(path, 0, "no such file");
+}
+
+Test(corpus, directory_is_refused)
+{
+    const char *d = tu_tmpdir("corpus-dir");
+    expect_read_fails(d, 0, "is a directory");
+}
+
+Test(corpus, fifo_is_refused_as_not_a_regular_file)
+{
+    const char *d = tu_tmpdir("corpus-fifo");
+    char path[400];
+    snprintf(path, sizeof path, "%s/pipe", d);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    expect_read_fails(path, 0, "not a regular file");
+}
+
+Test(corpus, unreadable_file_is_refused)
+{
+    if (geteuid() == 0)
+        cr_skip_test("running as root: file permissions do not stop reads");
+    const char *d = tu_tmpdir("corpus-unreadable");
+    const char *path = put_file(d, "secret.txt", "some text\n", 10);
+    cr_assert_eq(chmod(path, 0), 0);
+    expect_read_fails(path, 0, "cannot open");
+}
+
+Test(corpus, empty_file_is_refused)
+{
+    const char *d = tu_tmpdir("corpus-empty");
+    expect_read_fails(put_file(d, "empty.txt", "", 0), 0, "file is empty");
+}
+
+Test(corpus, one_byte_file_reads_but_is_too_short_to_train)
+{
+    const char *d = tu_tmpdir("corpus-onebyte");
+    const char *path = put_file(d, "one.txt", "x", 1);
+    TextFile f;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(f.n, 1);
+    cr_assert_eq(f.hash, hash_fnv1a(HASH_FNV_INIT, "x", 1));
+    textfile_free(&f);
+    expect_prepare_fails(d, "x", 1, 0.0, 1, "fewer than one window");
+}
+
+Test(corpus, nul_bytes_are_refused_unless_binary_is_allowed)
+{
+    const char *d = tu_tmpdir("corpus-nul");
+    const unsigned char data[] = {'a', 'b', 0, 'c', 0, 0, 'd'};
+    const char *path = put_file(d, "bin.dat", data, sizeof data);
+    expect_read_fails(path, 0, "3 NUL bytes, the first at offset 2");
+    expect_read_fails(path, 0, "--allow-binary");
+    TextFile f;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(f.n, sizeof data);
+    cr_assert_eq(memcmp(f.bytes, data, sizeof data), 0);
+    Corpus c;
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.0, 2, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.tok.V, 5);
+    cr_assert_eq(c.tok.vocab[0], 0);
+    cr_assert_eq(c.ids[2], 0);
+    corpus_free(&c);
+    textfile_free(&f);
+}
+
+Test(corpus, bytes_that_are_not_utf8_are_ordinary_tokens)
+{
+    const char *d = tu_tmpdir("corpus-latin1");
+    /* Latin-1 "caf\xe9", a lone continuation byte, an overlong form, 0xff. */
+    const unsigned char data[] = {'c', 'a', 'f', 0xe9, '\n', 0x80, 0xc0, 0xaf, 0xff, 'a', '\n'};
+    const char *path = put_file(d, "latin1.txt", data, sizeof data);
+    TextFile f;
+    Corpus c;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.0, 4, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.tok.V, 9);
+    cr_assert_eq(c.tok.vocab[c.tok.V - 1], 0xff);
+    for (size_t i = 0; i < sizeof data; i++)
+        cr_assert_eq(c.tok.vocab[c.ids[i]], data[i], "byte %zu did not round-trip", i);
+    corpus_free(&c);
+    textfile_free(&f);
+}
+
+Test(corpus, too_short_for_a_train_window_names_the_sizes)
+{
+    const char *d = tu_tmpdir("corpus-shorttrain");
+    /* 10 bytes, val 0.1: 9 train bytes, a window of T + 1 = 10. */
+    expect_prepare_fails(d, "abcdefghij", 10, 0.1, 9, "leave 9 for training");
+    expect_prepare_fails(d, "abcdefghij", 10, 0.1, 9, "block + 1 = 10");
+}
+
+Test(corpus, too_short_for_a_val_window_names_the_sizes)
+{
+    const char *d = tu_tmpdir("corpus-shortval");
+    char text[101];
+    for (int i = 0; i < 100; i++)
+        text[i] = (char)('a' + i % 26);
+    /* 100 bytes, val 0.1: 90 train (fits T + 1 = 17), 10 val (does not). */
+    expect_prepare_fails(d, text, 100, 0.1, 16, "leave 10 for validation");
+    expect_prepare_fails(d, text, 100, 0.1, 16, "--val-frac 0.1");
+    /* The same file trains without a val split. */
+    const char *path = put_file(d, "ok.txt", text, 100);
+    TextFile f;
+    Corpus c;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.0, 16, err, sizeof err), 0, "%s", err);
+    cr_assert(c.ntrain == 100 && c.nval == 0);
+    corpus_free(&c);
+    textfile_free(&f);
+}
+
+Test(corpus, split_is_by_position_and_exact)
+{
+    const char *d = tu_tmpdir("corpus-split");
+    char text[1000];
+    for (int i = 0; i < 1000; i++)
+        text[i] = (char)('a' + (i * 7) % 26);
+    const char *path = put_file(d, "text.txt", text, sizeof text);
+    TextFile f;
+    Corpus c;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.25, 8, err, sizeof err), 0, "%s", err);
+    cr_assert(c.n == 1000 && c.ntrain == 750 && c.nval == 250);
+    cr_assert_str_eq(f.name, path);
+    corpus_free(&c);
+    textfile_free(&f);
+}
+
+Test(corpus, builtin_corpus_is_deterministic_and_named)
+{
+    TextFile a, b;
+    char err[300];
+    cr_assert_eq(textfile_builtin(&a, 5000, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(textfile_builtin(&b, 5000, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(memcmp(a.bytes, b.bytes, 5000), 0);
+    cr_assert_eq(a.hash, hash_fnv1a(HASH_FNV_INIT, a.bytes, 5000));
+    cr_assert_str_eq(a.name, CORPUS_BUILTIN_NAME);
+    textfile_free(&a);
+    textfile_free(&b);
+}
+
+Test(tokenizer, encode_then_vocab_lookup_round_trips_and_vocab_reloads)
+{
+    const unsigned char text[] = "the cat (sat) on \"the\" mat.\n\tthe end\n";
+    size_t n = sizeof text - 1;
+    Tokenizer tok, again;
+    tok_build(&tok, text, n);
+    for (int i = 1; i < tok.V; i++)
+        cr_assert_gt(tok.vocab[i], tok.vocab[i - 1], "vocabulary not sorted");
+    uint8_t ids[64];
+    char err[1500];
+    cr_assert_eq(tok_encode(&tok, text, n, ids, "text", err, sizeof err), 0, "%s", err);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_lt(ids[i], tok.V);
+        cr_assert_eq(tok.vocab[ids[i]], text[i], "byte %zu did not round-trip", i);
+    }
+    cr_assert_eq(tok_from_vocab(&again, tok.vocab, tok.V, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(memcmp(&again, &tok, sizeof tok), 0, "a stored vocabulary reloads differently");
+}
+
+Test(tokenizer, unknown_byte_is_named_with_its_offset)
+{
+    Tokenizer tok;
+    tok_build(&tok, (const unsigned char *)"abc\n", 4);
+    uint8_t ids[16];
+    char err[1500] = "";
+    cr_assert_eq(tok_encode(&tok, (const unsigned char *)"abcab z", 7, ids, "prompt.txt", err,
+                            sizeof err), -1);
+    cr_assert(strstr(err, "prompt.txt: byte ' ' at offset 5"), "%s", err);
+    cr_assert(strstr(err, "\"\\nabc\""), "the vocabulary is not shown: %s", err);
+    const unsigned char bin[] = {'a', 0xfe};
+    cr_assert_eq(tok_encode(&tok, bin, 2, ids, "x", err, sizeof err), -1);
+    cr_assert(strstr(err, "byte 0xfe at offset 1"), "%s", err);
+}
+
+Test(tokenizer, bad_stored_vocabularies_are_refused)
+{
+    Tokenizer tok;
+    char err[1500];
+    const unsigned char v[4] = {'a', 'c', 'b', 'd'};
+    cr_assert_eq(tok_from_vocab(&tok, v, 0, err, sizeof err), -1);
+    cr_assert(strstr(err, "size 0"), "%s", err);
+    cr_assert_eq(tok_from_vocab(&tok, v, 257, err, sizeof err), -1);
+    cr_assert_eq(tok_from_vocab(&tok, v, 4, err, sizeof err), -1);
+    cr_assert(strstr(err, "entry 2"), "%s", err);
+}

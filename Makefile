@@ -6,7 +6,7 @@ CC      ?= cc
 ARCH    ?= -march=native
 OPT     ?= -O3
 CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(ARCH) -fopenmp \
-           -ffp-contract=off -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP -I.
+           -ffp-contract=off -fno-math-errno -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP -I.
 LDLIBS  += -lm
 BUILD   ?= build
 BIN     ?= .

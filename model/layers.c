@@ -162,17 +162,34 @@ static inline v8f gelu_gate(v8f x)
     return v8_set1(1.0f) / (v8_set1(1.0f) + v8_exp(v8_set1(-2.0f) * u));
 }
 
+/* Loads up to 8 floats (zeros past k) and stores back k: how the last partial
+ * group of an element-wise pass goes through the same vector code as the rest. */
+static v8f load_partial(const float *p, size_t k)
+{
+    float tmp[8] = {0};
+    memcpy(tmp, p, k * sizeof(float));
+    return v8_load(tmp);
+}
+
+static void store_partial(float *p, v8f v, size_t k)
+{
+    float tmp[8];
+    v8_store(tmp, v);
+    memcpy(p, tmp, k * sizeof(float));
+}
+
 void gelu_forward(float *out, const float *in, size_t n)
 {
     size_t nv = (n + 7) / 8;
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < nv; i++) {
-        float tmp[8] = {0};
         size_t k = n - i * 8 < 8 ? n - i * 8 : 8;
-        memcpy(tmp, in + i * 8, k * sizeof(float));
-        v8f x = v8_load(tmp);
-        v8_store(tmp, x * gelu_gate(x));
-        memcpy(out + i * 8, tmp, k * sizeof(float));
+        v8f x = k == 8 ? v8_load(in + i * 8) : load_partial(in + i * 8, k);
+        v8f y = x * gelu_gate(x);
+        if (k == 8)
+            v8_store(out + i * 8, y);
+        else
+            store_partial(out + i * 8, y, k);
     }
 }
 
@@ -183,16 +200,17 @@ void gelu_backward(float *din, const float *dout, const float *in, size_t n)
     size_t nv = (n + 7) / 8;
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < nv; i++) {
-        float tx[8] = {0}, td[8] = {0}, tg[8] = {0};
-        size_t k = n - i * 8 < 8 ? n - i * 8 : 8;
-        memcpy(tx, in + i * 8, k * sizeof(float));
-        memcpy(td, dout + i * 8, k * sizeof(float));
-        memcpy(tg, din + i * 8, k * sizeof(float));
-        v8f x = v8_load(tx), s = gelu_gate(x);
+        size_t k = n - i * 8 < 8 ? n - i * 8 : 8, o = i * 8;
+        v8f x = k == 8 ? v8_load(in + o) : load_partial(in + o, k);
+        v8f d = k == 8 ? v8_load(dout + o) : load_partial(dout + o, k);
+        v8f g = k == 8 ? v8_load(din + o) : load_partial(din + o, k);
+        v8f s = gelu_gate(x);
         v8f du = v8_set1(2.0f * GELU_K) * (v8_set1(1.0f) + v8_set1(3.0f * GELU_A) * x * x);
-        v8f grad = s + x * s * (v8_set1(1.0f) - s) * du;
-        v8_store(tg, v8_load(tg) + v8_load(td) * grad);
-        memcpy(din + i * 8, tg, k * sizeof(float));
+        v8f r = g + d * (s + x * s * (v8_set1(1.0f) - s) * du);
+        if (k == 8)
+            v8_store(din + o, r);
+        else
+            store_partial(din + o, r, k);
     }
 }
 

@@ -15,9 +15,9 @@ LIB_SRC  := $(wildcard model/*.c data/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o
-INFER_OBJ := $(BUILD)/infer.o $(BUILD)/infer_sample.o $(BUILD)/infer_heads.o
+INFER_OBJ := $(BUILD)/infer.o $(BUILD)/infer_sample.o $(BUILD)/infer_heads.o $(BUILD)/report.o
 
-.PHONY: all test clean bench ablation ablation-check test-asan fuzz
+.PHONY: all test clean bench ablation ablation-check test-asan fuzz check-heads
 all: $(BIN)/train $(BIN)/infer
 
 $(BUILD)/%.o: %.c
@@ -68,3 +68,8 @@ ablation: $(BIN)/train $(BIN)/infer
 # CI: the ablation pipeline on tiny settings, end to end.
 ablation-check: $(BIN)/train $(BIN)/infer
 	bash tests/ablation_check.sh $(BIN) $(BUILD)/ablation-check
+
+# The slow ground-truth check: a small model on the built-in corpus must show heads
+# that track the planted relations (docs/heads.md). Not part of `make test`.
+check-heads: $(BIN)/train $(BIN)/infer
+	HEADCOUNT_BIN=$(BIN) BUILD=$(BUILD) bash scripts/check_heads.sh

@@ -1,11 +1,377 @@
-/* infer_heads: attention-head analysis driver (in progress: see issue 4). */
+/* infer_heads: the --heads driver. Picks the text windows and probes, runs the
+ * passes model/heads needs (statistics, JSD, one ablation per head, the gate
+ * gradient, the optional prune curve), prints the head table and a summary to
+ * stdout and hands the numbers to report.c for --report. docs/heads.md defines
+ * every number; the maths is in model/heads.c. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "data/corpus.h"
 #include "infer.h"
+#include "model/heads.h"
+#include "report.h"
+
+/* Windows per run when --windows is not given (fewer if the file is short). */
+#define DEFAULT_WINDOWS 64
+/* Activation memory for one batch is kept under this many attention floats. */
+#define MAX_ATT_FLOATS ((size_t)64 << 20)
+
+typedef struct {
+    const Model *m;
+    int L, H, n, T, nwin, Bcap, P;
+    size_t *start;              /* [nwin] first token of each window */
+    int *in, *tg, *match;       /* [nwin][T] */
+    unsigned char *delim;       /* [nwin][T] */
+    int *probe;                 /* [HEADS_PROBES][2P] */
+    HeadStats *st;              /* [n] */
+    double *jsd;                /* [n][n] */
+    double *layer_eff;          /* [L] */
+    double base_loss, delim_share, effective;
+    float *att_text, *att_probe;
+    unsigned char *text, *probe_text;
+    int *prune_order;
+    double *prune_loss;
+    int nprune;
+} Analysis;
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        cli_fail("out of memory (%zu x %zu bytes)", n, size);
+    return p;
+}
+
+/* Window k starts uniformly at random inside the k-th of nwin equal strata of
+ * the possible starts: evenly spread over the file, deterministic in the seed. */
+static void choose_windows(Analysis *an, const uint8_t *ids, size_t nids,
+                           const Tokenizer *tok, uint64_t seed)
+{
+    Rng rng;
+    rng_init(&rng, seed, RNG_STREAM_HEADS);
+    uint64_t S = nids - (size_t)an->T, N = (uint64_t)an->nwin;
+    for (int k = 0; k < an->nwin; k++) {
+        uint64_t lo = (uint64_t)k * S / N, hi = (uint64_t)(k + 1) * S / N;
+        size_t s = (size_t)(hi > lo ? lo + rng_below(&rng, hi - lo) : lo);
+        an->start[k] = s;
+        for (int t = 0; t < an->T; t++) {
+            size_t i = (size_t)k * an->T + t;
+            an->in[i] = ids[s + t];
+            an->tg[i] = ids[s + t + 1];
+            an->delim[i] = (unsigned char)heads_is_delim(tok->vocab[ids[s + t]]);
+        }
+    }
+    heads_repeat_targets(an->match, an->in, an->nwin, an->T);
+    double share = 0.0, rows = 0.0;
+    for (int k = 0; k < an->nwin; k++) {
+        double r;
+        share += heads_delim_share(an->delim + (size_t)k * an->T, an->T, &r);
+        rows += r;
+    }
+    an->delim_share = share / rows;
+    /* The probes get their own generator, so they do not change with --windows. */
+    Rng prng;
+    rng_init(&prng, rng_hash(seed, RNG_STREAM_HEADS, 1), RNG_STREAM_HEADS);
+    for (int p = 0; p < HEADS_PROBES; p++)
+        heads_probe_build(an->probe + (size_t)p * 2 * an->P, an->T, an->m->cfg.V, &prng);
+}
+
+/* Copies every head's attention for batch row 0 into dst[n][T][T]. */
+static void keep_heatmaps(float *dst, const Activations *a, int n, int H, int T)
+{
+    for (int k = 0; k < n; k++)
+        memcpy(dst + (size_t)k * T * T, heads_att(a, k / H, 0, k % H, T),
+               (size_t)T * T * sizeof(float));
+}
+
+/* The statistics passes: text windows (rows, JSD), then the probes. */
+static void measure_attention(Analysis *an, Activations *a, const unsigned char *head_on)
+{
+    char err[512];
+    HeadSums *sums = xcalloc((size_t)an->n, sizeof *sums);
+    PassOptions po = {.head_on = head_on};
+    int T = an->T;
+    for (int w0 = 0; w0 < an->nwin; w0 += an->Bcap) {
+        int B = an->nwin - w0 < an->Bcap ? an->nwin - w0 : an->Bcap;
+        size_t off = (size_t)w0 * T;
+        gpt_forward(an->m, a, an->in + off, NULL, B, T, &po);
+        heads_add_rows(sums, a, an->delim + off, an->match + off, B, T);
+        if (heads_add_jsd(an->jsd, a, B, T, err, sizeof err))
+            cli_fail("%s", err);
+        if (w0 == 0)
+            keep_heatmaps(an->att_text, a, an->n, an->H, T);
+    }
+    int Tp = 2 * an->P;
+    for (int p0 = 0; p0 < HEADS_PROBES; p0 += an->Bcap) {
+        int B = HEADS_PROBES - p0 < an->Bcap ? HEADS_PROBES - p0 : an->Bcap;
+        gpt_forward(an->m, a, an->probe + (size_t)p0 * Tp, NULL, B, Tp, &po);
+        heads_add_probe(sums, a, B, an->P);
+        if (p0 == 0)
+            keep_heatmaps(an->att_probe, a, an->n, an->H, Tp);
+    }
+    heads_finish(an->st, sums, an->n);
+    double rows = sums[0].rows;
+    for (size_t i = 0; i < (size_t)an->n * an->n; i++)
+        an->jsd[i] /= rows;
+    free(sums);
+}
+
+/* Ablation of each head in turn, and the gate gradient. */
+static void measure_importance(Analysis *an, Activations *a, const unsigned char *head_on)
+{
+    char err[512];
+    unsigned char *on = xcalloc((size_t)an->n, 1);
+    int tty = isatty(fileno(stderr));
+    for (int k = 0; k < an->n; k++)
+        an->st[k].masked = head_on && !head_on[k];
+    an->base_loss = heads_loss(an->m, a, an->in, an->tg, an->nwin, an->T, head_on);
+    for (int k = 0; k < an->n; k++) {
+        if (an->st[k].masked)
+            continue;
+        for (int q = 0; q < an->n; q++)
+            on[q] = !an->st[q].masked && q != k;
+        an->st[k].delta_loss = heads_loss(an->m, a, an->in, an->tg, an->nwin, an->T, on) -
+                               an->base_loss;
+        if (tty)
+            fprintf(stderr, "\rinfer: ablating head %d/%d", k + 1, an->n);
+    }
+    if (tty)
+        fprintf(stderr, "\n");
+    double *g = xcalloc((size_t)an->n, sizeof(double)), *gw = xcalloc((size_t)an->n, sizeof(double));
+    if (heads_gate_grad(g, gw, an->m, a, an->in, an->tg, an->nwin, an->T, head_on, err,
+                        sizeof err))
+        cli_fail("%s", err);
+    for (int k = 0; k < an->n; k++) {
+        an->st[k].grad = g[k];
+        an->st[k].grad_window = gw[k];
+    }
+    free(g);
+    free(gw);
+    free(on);
+}
+
+static void measure_redundancy(Analysis *an)
+{
+    char err[512];
+    int *idx = xcalloc((size_t)an->n, sizeof(int)), k = 0;
+    heads_redundancy(an->st, an->jsd, an->L, an->H);
+    for (int q = 0; q < an->n; q++)
+        if (!an->st[q].masked)
+            idx[k++] = q;
+    if (heads_effective(&an->effective, an->jsd, an->n, idx, k, err, sizeof err))
+        cli_fail("%s", err);
+    for (int l = 0; l < an->L; l++) {
+        int kl = 0;
+        for (int h = 0; h < an->H; h++)
+            if (!an->st[l * an->H + h].masked)
+                idx[kl++] = l * an->H + h;
+        if (heads_effective(&an->layer_eff[l], an->jsd, an->n, idx, kl, err, sizeof err))
+            cli_fail("%s", err);
+    }
+    for (int q = 0; q < an->n; q++)
+        an->st[q].type = heads_classify(&an->st[q], an->delim_share);
+    free(idx);
+}
+
+/* < 0 when head x goes before head y: by delta loss (ascending, or descending),
+ * ties by head index, so the order never depends on the sort. */
+static int head_order(const HeadStats *st, int x, int y, int descending)
+{
+    double dx = st[x].delta_loss, dy = st[y].delta_loss;
+    if (dx != dy)
+        return (dx < dy) != descending ? -1 : 1;
+    return x - y;
+}
+
+static void sort_heads(int *idx, int k, const HeadStats *st, int descending)
+{
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && head_order(st, idx[j - 1], idx[j], descending) > 0; j--) {
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+}
+
+/* Michel et al. 2019, fig. 3: remove heads least important first. */
+static void prune_curve(Analysis *an, Activations *a)
+{
+    unsigned char *on = xcalloc((size_t)an->n, 1);
+    an->prune_order = xcalloc((size_t)an->n, sizeof(int));
+    an->prune_loss = xcalloc((size_t)an->n + 1, sizeof(double));
+    int k = 0;
+    for (int q = 0; q < an->n; q++) {
+        on[q] = !an->st[q].masked;
+        if (on[q])
+            an->prune_order[k++] = q;
+    }
+    sort_heads(an->prune_order, k, an->st, 0);
+    an->nprune = k;
+    an->prune_loss[0] = an->base_loss;
+    printf("\nprune curve (heads removed least important first, by delta loss):\n"
+           "  removed  kept  head   loss      vs base\n"
+           "  %7d  %4d  %-5s  %.4f  %+7.2f%%\n", 0, k, "-", an->base_loss, 0.0);
+    for (int r = 1; r <= k; r++) {
+        int q = an->prune_order[r - 1];
+        on[q] = 0;
+        an->prune_loss[r] = heads_loss(an->m, a, an->in, an->tg, an->nwin, an->T, on);
+        char name[24];
+        snprintf(name, sizeof name, "%d.%d", q / an->H, q % an->H);
+        printf("  %7d  %4d  %-5s  %.4f  %+7.2f%%\n", r, k - r, name, an->prune_loss[r],
+               100.0 * (an->prune_loss[r] / an->base_loss - 1.0));
+    }
+    free(on);
+}
+
+static void print_table(const Analysis *an, const HeadsSummary *s)
+{
+    int *idx = xcalloc((size_t)an->n, sizeof(int)), k = 0;
+    for (int q = 0; q < an->n; q++)
+        if (!an->st[q].masked)
+            idx[k++] = q;
+    sort_heads(idx, k, an->st, 1);
+    for (int q = 0; q < an->n; q++)
+        if (an->st[q].masked)
+            idx[k++] = q;
+    printf("head  type            entropy  conf  dist  prev  self first delim  ind   dup"
+           "   dloss  dloss%%   grad   near\n");
+    for (int r = 0; r < an->n; r++) {
+        const HeadStats *h = &an->st[idx[r]];
+        char near[24] = "-";
+        if (h->nearest >= 0)
+            snprintf(near, sizeof near, "%d.%d", h->nearest / an->H, h->nearest % an->H);
+        printf("%d.%-3d %-15s %6.3f %5.2f %5.1f %5.2f %5.2f %5.2f %5.2f %5.2f %5.2f"
+               " %7.4f %6.2f%% %7.4f  %s\n", idx[r] / an->H, idx[r] % an->H,
+               heads_type_names[h->type], h->entropy, h->confidence, h->distance, h->prev,
+               h->self, h->first, h->delim, h->induction, h->duplicate, h->delta_loss,
+               100.0 * h->delta_loss / an->base_loss, h->grad, near);
+    }
+    printf("\nsorted by dloss (loss increase when the head alone is silenced); ind/dup on "
+           "%d probes of 2x%d random tokens\n", HEADS_PROBES, an->P);
+    printf("base loss %.4f over %d windows x %d tokens; %d heads, %d active\n", an->base_loss,
+           an->nwin, an->T, an->n, s->active);
+    printf("types:");
+    const char *sep = " ";
+    for (int t = 0; t < HEAD_TYPES; t++)
+        if (s->type_counts[t]) {
+            printf("%s%s %d", sep, heads_type_names[t], s->type_counts[t]);
+            sep = ", ";
+        }
+    printf("\neffective distinct heads %.2f of %d (per layer:", an->effective, s->active);
+    for (int l = 0; l < an->L; l++)
+        printf(" %.2f", an->layer_eff[l]);
+    printf("); mean JSD within a layer %.3f, between layers %.3f nats (max ln2 = 0.693)\n",
+           s->jsd_within, s->jsd_between);
+    printf("mean entropy %.3f, mean distance %.2f; %d heads each cost < 1%% of the loss; "
+           "the most important costs %+.4f (%.2f%%)\n", s->mean_entropy, s->mean_distance,
+           s->removable_1pct, s->max_importance, 100.0 * s->max_importance / an->base_loss);
+    free(idx);
+}
+
+static void write_report(const InferOptions *o, const Analysis *an, const HeadsSummary *s)
+{
+    char err[1500];
+    HeadsReport r = {
+        .ckpt = o->ckpt, .data = o->heads, .cfg = an->m->cfg, .windows = an->nwin, .T = an->T,
+        .probes = HEADS_PROBES, .probe_len = 2 * an->P, .seed = (unsigned long long)o->seed,
+        .st = an->st, .jsd = an->jsd, .layer_effective = an->layer_eff, .sum = *s,
+        .effective = an->effective, .base_loss = an->base_loss, .delim_share = an->delim_share,
+        .att_text = an->att_text, .text = an->text, .att_probe = an->att_probe,
+        .probe = an->probe_text, .prune_order = an->prune_order, .prune_loss = an->prune_loss,
+        .nprune = an->nprune,
+    };
+    if (report_write(o->report, &r, err, sizeof err))
+        cli_fail("--report: %s", err);
+    fprintf(stderr, "infer: report written to %s/index.html\n", o->report);
+}
+
+static void analysis_free(Analysis *an)
+{
+    free(an->start); free(an->in); free(an->tg); free(an->match); free(an->delim);
+    free(an->probe); free(an->st); free(an->jsd); free(an->layer_eff);
+    free(an->att_text); free(an->att_probe); free(an->text); free(an->probe_text);
+    free(an->prune_order); free(an->prune_loss);
+}
+
+/* Reads and encodes FILE, sizes the analysis and allocates its buffers. */
+static uint8_t *prepare(Analysis *an, const InferOptions *o, const Model *m,
+                        const Tokenizer *tok, size_t *nids)
+{
+    char err[1500];
+    TextFile f;
+    if (textfile_read(&f, o->heads, 1, err, sizeof err))
+        cli_fail("%s", err);
+    if (f.n < 3)
+        cli_fail("%s: %zu byte(s); head analysis needs at least 3", o->heads, f.n);
+    uint8_t *ids = xcalloc(f.n, 1);
+    if (tok_encode(tok, f.bytes, f.n, ids, o->heads, err, sizeof err))
+        cli_fail("%s", err);
+    *nids = f.n;
+    textfile_free(&f);
+    memset(an, 0, sizeof *an);
+    an->m = m;
+    an->L = m->cfg.L;
+    an->H = m->cfg.H;
+    an->n = an->L * an->H;
+    an->T = m->cfg.T < (int)(*nids - 1) ? m->cfg.T : (int)(*nids - 1);
+    size_t fit = (*nids - 1) / (size_t)an->T;
+    an->nwin = o->windows ? (int)o->windows : fit < DEFAULT_WINDOWS ? (int)fit : DEFAULT_WINDOWS;
+    size_t per_window = (size_t)an->n * an->T * an->T * 2;
+    size_t bcap = MAX_ATT_FLOATS / per_window;
+    an->Bcap = bcap < 1 ? 1 : bcap > 16 ? 16 : (int)bcap;
+    int P = an->P = an->T / 2 < m->cfg.V ? an->T / 2 : m->cfg.V;
+    size_t NT = (size_t)an->nwin * an->T;
+    an->start = xcalloc((size_t)an->nwin, sizeof(size_t));
+    an->in = xcalloc(NT, sizeof(int));
+    an->tg = xcalloc(NT, sizeof(int));
+    an->match = xcalloc(NT, sizeof(int));
+    an->delim = xcalloc(NT, 1);
+    an->probe = xcalloc((size_t)HEADS_PROBES * 2 * P, sizeof(int));
+    an->st = xcalloc((size_t)an->n, sizeof(HeadStats));
+    an->jsd = xcalloc((size_t)an->n * an->n, sizeof(double));
+    an->layer_eff = xcalloc((size_t)an->L, sizeof(double));
+    an->att_text = xcalloc((size_t)an->n * an->T * an->T, sizeof(float));
+    an->att_probe = xcalloc((size_t)an->n * 4 * P * P, sizeof(float));
+    an->text = xcalloc((size_t)an->T, 1);
+    an->probe_text = xcalloc((size_t)2 * P, 1);
+    return ids;
+}
 
 int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
 {
-    (void)o; (void)m; (void)tok;
-    cli_fail("head analysis is not implemented yet");
+    char err[1500];
+    Analysis an;
+    size_t nids;
+    if (o->report && report_prepare(o->report, err, sizeof err))
+        cli_fail("--report: %s", err);
+    uint8_t *ids = prepare(&an, o, m, tok, &nids);
+    choose_windows(&an, ids, nids, tok, o->seed);
+    for (int t = 0; t < an.T; t++)
+        an.text[t] = tok->vocab[an.in[t]];
+    for (int t = 0; t < 2 * an.P; t++)
+        an.probe_text[t] = tok->vocab[an.probe[t]];
+    fprintf(stderr, "infer: heads of %s (L=%d H=%d) on %s: %d windows x %d tokens (seed %llu, "
+            "%zu tokens in file), %d probes of 2x%d%s%s\n", o->ckpt, an.L, an.H, o->heads,
+            an.nwin, an.T, (unsigned long long)o->seed, nids, HEADS_PROBES, an.P,
+            o->mask ? ", mask " : "", o->mask ? o->mask : "");
+    Activations a;
+    if (acts_init(&a, &m->cfg, an.Bcap, an.T, 0, err, sizeof err))
+        cli_fail("%s", err);
+    measure_attention(&an, &a, o->head_on);
+    measure_importance(&an, &a, o->head_on);
+    measure_redundancy(&an);
+    HeadsSummary s;
+    heads_summarise(&s, an.st, an.jsd, an.L, an.H, an.base_loss);
+    print_table(&an, &s);
+    if (o->prune_curve)
+        prune_curve(&an, &a);
+    if (o->report)
+        write_report(o, &an, &s);
+    acts_free(&a);
+    analysis_free(&an);
+    free(ids);
+    return 0;
 }

@@ -22,6 +22,7 @@
 #include "model/ckpt.h"
 #include "model/evaluate.h"
 #include "model/gpt.h"
+#include "model/heads.h"
 #include "model/rng.h"
 #include "model/schedule.h"
 
@@ -29,7 +30,7 @@
 typedef struct {
     const char *data, *out, *log, *resume, *dump_val;
     long layers, heads, embd, head_size, block, batch, steps, warmup;
-    long eval_every, eval_iters, save_every, threads;
+    long eval_every, eval_iters, save_every, threads, heads_every;
     double lr, min_lr, wd, clip, dropout, val_frac;
     uint64_t seed;
     int allow_binary, keep_best;
@@ -47,7 +48,7 @@ enum {
     OPT_DATA = 256, OPT_OUT, OPT_LOG, OPT_RESUME, OPT_LAYERS, OPT_HEADS, OPT_EMBD, OPT_HEAD_SIZE,
     OPT_BLOCK, OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_WD, OPT_CLIP,
     OPT_DROPOUT, OPT_SEED, OPT_VAL_FRAC, OPT_EVAL_EVERY, OPT_EVAL_ITERS, OPT_SAVE_EVERY,
-    OPT_THREADS, OPT_ALLOW_BINARY, OPT_KEEP_BEST, OPT_DUMP_VAL, OPT_HELP, OPT_COUNT
+    OPT_THREADS, OPT_ALLOW_BINARY, OPT_KEEP_BEST, OPT_DUMP_VAL, OPT_HEADS_EVERY, OPT_HELP, OPT_COUNT
 };
 
 static void usage(void)
@@ -85,6 +86,8 @@ static void usage(void)
            "      --val-frac X       last fraction of the file held out for validation (default: %g)\n"
            "      --eval-every N     estimate train/val loss every N steps, 0 = only at the end (default: %ld)\n"
            "      --eval-iters N     batches per estimate (default: %ld)\n"
+           "      --heads-every N    log per-head attention metrics every N steps to --log\n"
+           "                         (entropy, prev, first, distance, repeat), 0 = off (default: 0)\n"
            "  -j, --threads N        OpenMP threads (default: all cores; results are identical)\n"
            "  -h, --help             this help\n",
            d->out, d->save_every, d->layers, d->heads, d->embd, d->block, d->batch, d->steps,
@@ -113,7 +116,8 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
         {"threads", required_argument, 0, OPT_THREADS},
         {"allow-binary", no_argument, 0, OPT_ALLOW_BINARY},
         {"keep-best", no_argument, 0, OPT_KEEP_BEST},
-        {"dump-val", required_argument, 0, OPT_DUMP_VAL}, {"help", no_argument, 0, OPT_HELP},
+        {"dump-val", required_argument, 0, OPT_DUMP_VAL},
+        {"heads-every", required_argument, 0, OPT_HEADS_EVERY}, {"help", no_argument, 0, OPT_HELP},
         {0, 0, 0, 0}};
     static const struct { char s; int id; } shorts[] = {
         {'d', OPT_DATA}, {'o', OPT_OUT}, {'L', OPT_LAYERS}, {'H', OPT_HEADS}, {'C', OPT_EMBD},
@@ -160,6 +164,9 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
         case OPT_ALLOW_BINARY: o->allow_binary = 1; break;
         case OPT_KEEP_BEST: o->keep_best = 1; break;
         case OPT_DUMP_VAL: o->dump_val = optarg; break;
+        case OPT_HEADS_EVERY:
+            o->heads_every = cli_long("heads-every", optarg, 0, 100000000);
+            break;
         case OPT_HELP: usage(); exit(0);
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
@@ -169,6 +176,9 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
                         argv[optind]);
     if (o->min_lr > o->lr)
         cli_usage_error("--min-lr %g is above --lr %g", o->min_lr, o->lr);
+    if (o->heads_every && !o->log)
+        cli_usage_error("--heads-every %ld needs --log FILE to write the metrics to",
+                        o->heads_every);
 }
 
 /* ---- signals: the first SIGINT/SIGTERM asks for a save, the second exits ---- */
@@ -209,6 +219,7 @@ typedef struct {
     BatchSampler sampler;
     AdamW adam;
     int *inputs, *targets;
+    float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
     FILE *log;
     double best_val;
     long best_step;
@@ -459,6 +470,29 @@ static void progress(Run *r, long done, double loss, float lr, double step_s, do
     (void)norm;
 }
 
+/* --heads-every: the per-head metrics of this step's batch (the forward just run
+ * left its attention weights in the activations), as one JSON line. */
+static void log_heads(Run *r, long done)
+{
+    const Config *c = &r->model.cfg;
+    char err[300];
+    if (heads_quick(r->head_metrics, &r->acts, r->inputs, (int)r->o.batch, c->T, err,
+                    sizeof err)) {
+        fprintf(stderr, "train: warning: head metrics skipped at step %ld: %s\n", done, err);
+        return;
+    }
+    fprintf(r->log, "{\"type\":\"heads\",\"step\":%ld,\"heads\":[", done);
+    for (int l = 0; l < c->L; l++)
+        for (int h = 0; h < c->H; h++) {
+            const float *m = r->head_metrics + ((size_t)l * c->H + h) * HEADS_QUICK_COUNT;
+            fprintf(r->log, "%s{\"layer\":%d,\"head\":%d", l + h ? "," : "", l, h);
+            for (int k = 0; k < HEADS_QUICK_COUNT; k++)
+                fprintf(r->log, ",\"%s\":%.5f", heads_quick_names[k], m[k]);
+            fputc('}', r->log);
+        }
+    fprintf(r->log, "]}\n");
+}
+
 /* A non-finite loss or gradient norm ends the run before the update touches the
  * parameters; whatever checkpoint was written before stays as it is. */
 static void stop_nonfinite(const Run *r, long step, double loss, double norm, long last_saved)
@@ -501,6 +535,8 @@ static void train_loop(Run *r, long start)
             fprintf(r->log, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6e,"
                     "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, lr, norm,
                     dt * 1e3, (double)B * T / dt);
+            if (o->heads_every && (done % o->heads_every == 0 || done == start + 1))
+                log_heads(r, done);
         }
         if (done == start + 1 || done == o->steps || t1 - last_print >= 1.0) {
             progress(r, done, loss, lr, dt, avg, norm);
@@ -582,6 +618,12 @@ int main(int argc, char **argv)
     r->targets = malloc(bt * sizeof(int));
     if (!r->inputs || !r->targets)
         cli_fail("out of memory for batches");
+    if (r->o.heads_every) {
+        r->head_metrics = malloc((size_t)r->model.cfg.L * r->model.cfg.H * HEADS_QUICK_COUNT *
+                                 sizeof(float));
+        if (!r->head_metrics)
+            cli_fail("out of memory for head metrics");
+    }
     if (r->o.log) {
         r->log = fopen(r->o.log, r->o.resume ? "a" : "w");
         if (!r->log)
@@ -621,6 +663,7 @@ int main(int argc, char **argv)
     }
     free(r->inputs);
     free(r->targets);
+    free(r->head_metrics);
     acts_free(&r->acts);
     ckpt_state_free(&r->ts);
     model_free(&r->model);

@@ -1,0 +1,478 @@
+/* heads: per-head attention statistics, probes, divergences, importance and
+ * types (see heads.h; docs/heads.md has the formulas and their sources).
+ * OpenMP splits work over heads (or pairs of heads): each output sum belongs
+ * to one thread and runs in a fixed order. */
+#include "heads.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errbuf.h"
+
+const char *const heads_type_names[HEAD_TYPES] = {
+    "induction", "previous-token", "first-position", "delimiter", "local", "broad", "mixed",
+    "masked",
+};
+
+const char *const heads_quick_names[HEADS_QUICK_COUNT] = {
+    "entropy", "prev", "first", "distance", "repeat",
+};
+
+int heads_skip(int T)
+{
+    int s = T / 4 < HEADS_SKIP_ROWS ? T / 4 : HEADS_SKIP_ROWS;
+    return s < 1 ? 1 : s;
+}
+
+const float *heads_att(const Activations *a, int l, int b, int h, int T)
+{
+    size_t layer = (size_t)a->B * a->H * a->T * a->T;
+    return a->att + (size_t)l * layer + ((size_t)b * a->H + (size_t)h) * T * T;
+}
+
+int heads_is_delim(unsigned char c)
+{
+    return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' ||
+           (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') ||
+           (c >= '{' && c <= '~');
+}
+
+void heads_repeat_targets(int *match, const int *tokens, int B, int T)
+{
+    for (int b = 0; b < B; b++) {
+        const int *x = tokens + (size_t)b * T;
+        int *mb = match + (size_t)b * T;
+        for (int i = 0; i < T; i++) {
+            mb[i] = -1;
+            for (int j = i - 3; j >= 1; j--)
+                if (x[j] == x[i] && x[j - 1] == x[i - 1]) {
+                    mb[i] = j + 1;
+                    break;
+                }
+        }
+    }
+}
+
+/* Row statistics of one head's attention on one window, added into s. */
+static void add_window_rows(HeadSums *s, const float *att, const unsigned char *delim,
+                            const int *match, int T)
+{
+    for (int i = heads_skip(T); i < T; i++) {
+        const float *row = att + (size_t)i * T;
+        double ent = 0.0, mx = 0.0, dist = 0.0, dl = 0.0;
+        for (int j = 0; j <= i; j++) {
+            double p = row[j];
+            if (p > 0.0)
+                ent -= p * log(p);
+            if (p > mx)
+                mx = p;
+            dist += p * (double)(i - j);
+            if (delim && delim[j])
+                dl += p;
+        }
+        s->entropy += ent / log((double)(i + 1));
+        s->confidence += mx;
+        s->distance += dist;
+        s->prev += row[i - 1];
+        s->self += row[i];
+        s->first += row[0];
+        s->delim += dl;
+        s->rows += 1.0;
+        if (match && match[i] >= 0) {
+            s->repeat += row[match[i]];
+            s->repeat_rows += 1.0;
+        }
+    }
+}
+
+void heads_add_rows(HeadSums *sums, const Activations *a, const unsigned char *delim,
+                    const int *match, int B, int T)
+{
+    int H = (int)a->H, n = (int)a->L * H;
+    #pragma omp parallel for schedule(static)
+    for (int k = 0; k < n; k++)
+        for (int b = 0; b < B; b++)
+            add_window_rows(&sums[k], heads_att(a, k / H, b, k % H, T),
+                            delim ? delim + (size_t)b * T : NULL,
+                            match ? match + (size_t)b * T : NULL, T);
+}
+
+double heads_delim_share(const unsigned char *delim, int T, double *rows)
+{
+    double share = 0.0;
+    int count = 0, skip = heads_skip(T);
+    *rows = 0.0;
+    for (int i = 0; i < T; i++) {
+        count += delim[i] != 0;
+        if (i >= skip) {
+            share += (double)count / (double)(i + 1);
+            *rows += 1.0;
+        }
+    }
+    return share;
+}
+
+int heads_probe_build(int *tokens, int T, int V, Rng *rng)
+{
+    int P = T / 2 < V ? T / 2 : V;
+    int *pool = malloc((size_t)V * sizeof(int));
+    if (pool) {
+        /* Partial Fisher-Yates: P distinct tokens, so each has one earlier copy. */
+        for (int v = 0; v < V; v++)
+            pool[v] = v;
+        for (int k = 0; k < P; k++) {
+            int r = k + (int)rng_below(rng, (uint64_t)(V - k));
+            int t = pool[k];
+            pool[k] = pool[r];
+            pool[r] = t;
+            tokens[k] = pool[k];
+        }
+        free(pool);
+    } else {
+        for (int k = 0; k < P; k++)
+            tokens[k] = (int)rng_below(rng, (uint64_t)V);
+    }
+    for (int k = 0; k < P; k++)
+        tokens[P + k] = tokens[k];
+    return P;
+}
+
+void heads_add_probe(HeadSums *sums, const Activations *a, int B, int P)
+{
+    int H = (int)a->H, n = (int)a->L * H, T = 2 * P;
+    #pragma omp parallel for schedule(static)
+    for (int k = 0; k < n; k++)
+        for (int b = 0; b < B; b++) {
+            const float *att = heads_att(a, k / H, b, k % H, T);
+            /* Query P + q repeats token q: its earlier copy is at q, and the
+             * token that followed that copy at q + 1 (<= P + q). */
+            for (int q = 0; q < P; q++) {
+                const float *row = att + (size_t)(P + q) * T;
+                sums[k].induction += row[q + 1];
+                sums[k].duplicate += row[q];
+                sums[k].probe_rows += 1.0;
+            }
+        }
+}
+
+static double ratio(double num, double den)
+{
+    return den > 0.0 ? num / den : 0.0;
+}
+
+void heads_finish(HeadStats *st, const HeadSums *s, int n)
+{
+    for (int k = 0; k < n; k++) {
+        double r = s[k].rows;
+        st[k].entropy = ratio(s[k].entropy, r);
+        st[k].confidence = ratio(s[k].confidence, r);
+        st[k].distance = ratio(s[k].distance, r);
+        st[k].prev = ratio(s[k].prev, r);
+        st[k].self = ratio(s[k].self, r);
+        st[k].first = ratio(s[k].first, r);
+        st[k].delim = ratio(s[k].delim, r);
+        st[k].repeat = ratio(s[k].repeat, s[k].repeat_rows);
+        st[k].induction = ratio(s[k].induction, s[k].probe_rows);
+        st[k].duplicate = ratio(s[k].duplicate, s[k].probe_rows);
+    }
+}
+
+/* sum_j x_j ln x_j over n entries (0 ln 0 = 0). */
+static double xlogx_sum(const float *x, int n)
+{
+    double s = 0.0;
+    for (int j = 0; j < n; j++)
+        if (x[j] > 0.0f)
+            s += (double)x[j] * log((double)x[j]);
+    return s;
+}
+
+/* JSD = (sum p ln p + sum q ln q) / 2 - sum m ln m, m = (p + q) / 2, given the
+ * first two sums; identical rows give exactly 0 (same terms, same order). */
+static double jsd_from_sums(const float *p, const float *q, int n, double plogp, double qlogq)
+{
+    double mm = 0.0;
+    for (int j = 0; j < n; j++) {
+        double m = 0.5 * ((double)p[j] + (double)q[j]);
+        if (m > 0.0)
+            mm += m * log(m);
+    }
+    double d = 0.5 * (plogp + qlogq) - mm;
+    return d > 0.0 ? d : 0.0;
+}
+
+double heads_jsd(const float *p, const float *q, int n)
+{
+    return jsd_from_sums(p, q, n, xlogx_sum(p, n), xlogx_sum(q, n));
+}
+
+int heads_add_jsd(double *jsd, const Activations *a, int B, int T, char *err, size_t errlen)
+{
+    int H = (int)a->H, n = (int)a->L * H, skip = heads_skip(T);
+    size_t rows = (size_t)B * T;
+    /* xl[k][b][i] = sum_j A ln A of row i: each row's own term of the JSD. */
+    double *xl = malloc((size_t)n * rows * sizeof(double));
+    if (!xl)
+        return err_set(err, errlen, "out of memory for %d x %zu attention-row entropies", n, rows);
+    #pragma omp parallel for schedule(static)
+    for (int k = 0; k < n; k++)
+        for (int b = 0; b < B; b++)
+            for (int i = skip; i < T; i++)
+                xl[(size_t)k * rows + (size_t)b * T + i] =
+                    xlogx_sum(heads_att(a, k / H, b, k % H, T) + (size_t)i * T, i + 1);
+    #pragma omp parallel for schedule(dynamic)
+    for (int p = 0; p < n; p++)
+        for (int q = p + 1; q < n; q++) {
+            double s = 0.0;
+            for (int b = 0; b < B; b++) {
+                const float *ap = heads_att(a, p / H, b, p % H, T);
+                const float *aq = heads_att(a, q / H, b, q % H, T);
+                for (int i = skip; i < T; i++) {
+                    size_t r = (size_t)b * T + i;
+                    s += jsd_from_sums(ap + (size_t)i * T, aq + (size_t)i * T, i + 1,
+                                       xl[(size_t)p * rows + r], xl[(size_t)q * rows + r]);
+                }
+            }
+            jsd[(size_t)p * n + q] += s;
+            jsd[(size_t)q * n + p] += s;
+        }
+    free(xl);
+    return 0;
+}
+
+/* Eigenvalues of the symmetric k x k matrix A (destroyed) into eig, by cyclic
+ * Jacobi rotations (Golub & Van Loan, Matrix Computations, 8.5). */
+static void sym_eigenvalues(double *A, int k, double *eig)
+{
+    for (int sweep = 0; sweep < 100; sweep++) {
+        double off = 0.0, total = 0.0;
+        for (int i = 0; i < k; i++)
+            for (int j = 0; j < k; j++) {
+                total += A[i * k + j] * A[i * k + j];
+                if (i != j)
+                    off += A[i * k + j] * A[i * k + j];
+            }
+        if (off <= 1e-24 * total)
+            break;
+        for (int p = 0; p < k; p++)
+            for (int q = p + 1; q < k; q++) {
+                double apq = A[p * k + q];
+                if (fabs(apq) < 1e-300)
+                    continue;
+                double theta = (A[q * k + q] - A[p * k + p]) / (2.0 * apq);
+                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int r = 0; r < k; r++) {
+                    double arp = A[r * k + p], arq = A[r * k + q];
+                    A[r * k + p] = c * arp - s * arq;
+                    A[r * k + q] = s * arp + c * arq;
+                }
+                for (int r = 0; r < k; r++) {
+                    double apr = A[p * k + r], aqr = A[q * k + r];
+                    A[p * k + r] = c * apr - s * aqr;
+                    A[q * k + r] = s * apr + c * aqr;
+                }
+            }
+    }
+    for (int i = 0; i < k; i++)
+        eig[i] = A[i * k + i];
+}
+
+int heads_effective(double *out, const double *jsd, int n, const int *idx, int k,
+                    char *err, size_t errlen)
+{
+    *out = 0.0;
+    if (k <= 0)
+        return 0;
+    double *S = malloc((size_t)k * k * sizeof(double)), *eig = malloc((size_t)k * sizeof(double));
+    if (!S || !eig) {
+        free(S);
+        free(eig);
+        return err_set(err, errlen, "out of memory for a %d x %d head similarity matrix", k, k);
+    }
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < k; j++)
+            S[i * k + j] = i == j ? 1.0 : 1.0 - jsd[(size_t)idx[i] * n + idx[j]] / log(2.0);
+    sym_eigenvalues(S, k, eig);
+    double sum = 0.0, ent = 0.0;
+    for (int i = 0; i < k; i++)
+        sum += eig[i] > 0.0 ? eig[i] : 0.0;
+    for (int i = 0; i < k; i++)
+        if (eig[i] > 0.0 && sum > 0.0)
+            ent -= eig[i] / sum * log(eig[i] / sum);
+    *out = exp(ent);
+    free(S);
+    free(eig);
+    return 0;
+}
+
+void heads_redundancy(HeadStats *st, const double *jsd, int L, int H)
+{
+    int n = L * H;
+    for (int p = 0; p < n; p++) {
+        double within = 0.0, best = 0.0;
+        int count = 0;
+        st[p].nearest = -1;
+        st[p].jsd_layer = st[p].jsd_nearest = 0.0;
+        if (st[p].masked)
+            continue;
+        for (int q = 0; q < n; q++) {
+            if (q == p || st[q].masked)
+                continue;
+            double d = jsd[(size_t)p * n + q];
+            if (q / H == p / H) {
+                within += d;
+                count++;
+            }
+            if (st[p].nearest < 0 || d < best) {
+                best = d;
+                st[p].nearest = q;
+            }
+        }
+        st[p].jsd_layer = ratio(within, count);
+        st[p].jsd_nearest = best;
+    }
+}
+
+HeadType heads_classify(const HeadStats *s, double delim_share)
+{
+    if (s->masked)
+        return HEAD_MASKED;
+    if (s->induction >= HEADS_INDUCTION_MIN && s->induction > s->duplicate)
+        return HEAD_INDUCTION;
+    if (s->prev >= HEADS_PREV_MIN)
+        return HEAD_PREVIOUS;
+    if (s->first >= HEADS_SINK_MIN)
+        return HEAD_SINK;
+    if (s->delim >= HEADS_DELIM_MIN && s->delim >= HEADS_DELIM_LIFT * delim_share)
+        return HEAD_DELIMITER;
+    if (s->distance <= HEADS_LOCAL_MAX)
+        return HEAD_LOCAL;
+    if (s->entropy >= HEADS_BROAD_MIN)
+        return HEAD_BROAD;
+    return HEAD_MIXED;
+}
+
+double heads_loss(const Model *m, Activations *a, const int *inputs, const int *targets,
+                  int n, int T, const unsigned char *head_on)
+{
+    PassOptions po = {.head_on = head_on};
+    double total = 0.0;
+    for (int w0 = 0; w0 < n; w0 += a->B) {
+        int B = n - w0 < a->B ? n - w0 : a->B;
+        size_t off = (size_t)w0 * T;
+        gpt_forward(m, a, inputs + off, targets + off, B, T, &po);
+        for (int i = 0; i < B * T; i++)
+            total += a->losses[i];
+    }
+    return total / ((double)n * T);
+}
+
+int heads_gate_grad(double *total, double *per_window, const Model *m, Activations *a,
+                    const int *inputs, const int *targets, int n, int T,
+                    const unsigned char *head_on, char *err, size_t errlen)
+{
+    int nh = m->cfg.L * m->cfg.H;
+    /* The backward needs somewhere to put parameter gradients: a view that
+     * shares m's (read-only) parameters and owns its own gradient buffer. */
+    Model *view = malloc(sizeof *view);
+    double *g = calloc((size_t)nh, sizeof(double));
+    if (!view || !g) {
+        free(view);
+        free(g);
+        return err_set(err, errlen, "out of memory for the gate gradient");
+    }
+    *view = *m;
+    view->grads = NULL;
+    if (model_alloc_grads(view, err, errlen)) {
+        free(view);
+        free(g);
+        return -1;
+    }
+    memset(total, 0, (size_t)nh * sizeof(double));
+    memset(per_window, 0, (size_t)nh * sizeof(double));
+    PassOptions po = {.head_on = head_on, .head_grad = g};
+    for (int w = 0; w < n; w++) {
+        const int *in = inputs + (size_t)w * T, *tg = targets + (size_t)w * T;
+        memset(g, 0, (size_t)nh * sizeof(double));
+        gpt_forward(view, a, in, tg, 1, T, &po);
+        gpt_backward(view, a, in, tg, 1, T, &po);
+        for (int k = 0; k < nh; k++) {
+            total[k] += g[k];
+            per_window[k] += fabs(g[k]);
+        }
+    }
+    for (int k = 0; k < nh; k++) {
+        total[k] = fabs(total[k]) / n;
+        per_window[k] /= n;
+    }
+    free(view->grads);
+    free(view);
+    free(g);
+    return 0;
+}
+
+void heads_summarise(HeadsSummary *s, const HeadStats *st, const double *jsd, int L, int H,
+                     double base_loss)
+{
+    int n = L * H, within = 0, between = 0;
+    memset(s, 0, sizeof *s);
+    for (int k = 0; k < n; k++) {
+        s->type_counts[st[k].type]++;
+        if (st[k].masked)
+            continue;
+        s->active++;
+        s->mean_entropy += st[k].entropy;
+        s->mean_distance += st[k].distance;
+        if (s->active == 1 || st[k].delta_loss > s->max_importance)
+            s->max_importance = st[k].delta_loss;
+        if (st[k].delta_loss < 0.01 * base_loss)
+            s->removable_1pct++;
+        for (int q = k + 1; q < n; q++) {
+            if (st[q].masked)
+                continue;
+            if (q / H == k / H) {
+                s->jsd_within += jsd[(size_t)k * n + q];
+                within++;
+            } else {
+                s->jsd_between += jsd[(size_t)k * n + q];
+                between++;
+            }
+        }
+    }
+    s->mean_entropy = ratio(s->mean_entropy, s->active);
+    s->mean_distance = ratio(s->mean_distance, s->active);
+    s->jsd_within = ratio(s->jsd_within, within);
+    s->jsd_between = ratio(s->jsd_between, between);
+}
+
+int heads_quick(float *out, const Activations *a, const int *tokens, int B, int T,
+                char *err, size_t errlen)
+{
+    int n = (int)(a->L * a->H);
+    int *match = malloc((size_t)B * T * sizeof(int));
+    HeadSums *sums = calloc((size_t)n, sizeof *sums);
+    HeadStats *st = calloc((size_t)n, sizeof *st);
+    if (!match || !sums || !st) {
+        free(match);
+        free(sums);
+        free(st);
+        return err_set(err, errlen, "out of memory for head metrics");
+    }
+    heads_repeat_targets(match, tokens, B, T);
+    heads_add_rows(sums, a, NULL, match, B, T);
+    heads_finish(st, sums, n);
+    for (int k = 0; k < n; k++) {
+        float *o = out + (size_t)k * HEADS_QUICK_COUNT;
+        o[HEADS_QUICK_ENTROPY] = (float)st[k].entropy;
+        o[HEADS_QUICK_PREV] = (float)st[k].prev;
+        o[HEADS_QUICK_FIRST] = (float)st[k].first;
+        o[HEADS_QUICK_DISTANCE] = (float)st[k].distance;
+        o[HEADS_QUICK_REPEAT] = (float)st[k].repeat;
+    }
+    free(match);
+    free(sums);
+    free(st);
+    return 0;
+}

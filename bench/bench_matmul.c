@@ -1,12 +1,13 @@
 /* bench_matmul: GFLOP/s of the matmul kernels, and of OpenBLAS on the same shapes.
  *
- * Build (from the repository root):
+ * Build (from the repository root; this file includes model/matmul.c itself):
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
- *       bench/bench_matmul.c model/matmul.c -lm -o build/bench_matmul
+ *       bench/bench_matmul.c -lm -o build/bench_matmul
  * With OpenBLAS for comparison (Debian: libopenblas-dev):
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. -DHAVE_OPENBLAS \
- *       bench/bench_matmul.c model/matmul.c -lopenblas -lm -o build/bench_matmul
+ *       bench/bench_matmul.c -lopenblas -lm -o build/bench_matmul
  * Run: build/bench_matmul [--rows N] [--reps R] [--csv FILE]
+ * OpenBLAS reads OPENBLAS_CORETYPE; the core it picked is printed first.
  *
  * Square n x n x n products go through the parallel layer functions (nt:
  * matmul_forward; nn: the din part of matmul_backward) on 1 and 2 threads. Training
@@ -15,13 +16,20 @@
  * (4*N*IC*OC flops). Each figure is the median over R timed repeats after one warm-up.
  * It only reports: timings are noisy and nothing here asserts on them. */
 #define _POSIX_C_SOURCE 200809L
-#include "model/matmul.h"
+
+/* libopenblas exports internal drivers named sgemm_nn, sgemm_nt, sgemm_tn; ours, with
+ * the same names in the executable, would interpose them and OpenBLAS's single-thread
+ * path would silently call our kernels with its own arguments. So the kernels are
+ * compiled into this file under other names. */
+#define sgemm_nt hc_sgemm_nt
+#define sgemm_nn hc_sgemm_nn
+#define sgemm_tn hc_sgemm_tn
+#include "model/matmul.c"
 
 #include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #ifdef HAVE_OPENBLAS
@@ -172,6 +180,10 @@ static int parse_args(int argc, char **argv, Opts *o)
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int ok;
+        if (!strcmp(flag, "--help")) {
+            printf("usage: bench_matmul [--rows N (768)] [--reps R (9)] [--csv FILE]\n");
+            exit(0);
+        }
         if (!strcmp(flag, "--rows"))
             ok = val && parse_int(val, 1, 65536, &o->rows);
         else if (!strcmp(flag, "--reps"))
@@ -179,13 +191,12 @@ static int parse_args(int argc, char **argv, Opts *o)
         else if (!strcmp(flag, "--csv"))
             ok = (o->csv = val) != NULL;
         else {
-            fprintf(stderr, "bench_matmul: error: unknown flag '%s' (use --rows N, "
-                            "--reps 1..63, --csv FILE)\n", flag);
+            fprintf(stderr, "bench_matmul: error: unknown flag '%s' (see --help)\n", flag);
             return 0;
         }
         if (!ok) {
-            fprintf(stderr, "bench_matmul: error: %s needs a value (--rows 1..65536, "
-                            "--reps 1..63, --csv FILE), got '%s'\n", flag, val ? val : "");
+            fprintf(stderr, "bench_matmul: error: bad value '%s' for %s (--rows 1..65536, "
+                            "--reps 1..63, --csv FILE)\n", val ? val : "", flag);
             return 0;
         }
         i++;
@@ -216,6 +227,19 @@ static void emit(FILE *csv, const char *kind, const char *shape, const double *g
     }
 }
 
+/* Prints the 1-minute load average where Linux provides one: other processes on the
+ * same cores make the 2-thread figures collapse (each parallel call ends in a
+ * barrier that waits for a descheduled thread), so the figures need this context. */
+static void print_load(const char *when)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double load;
+    if (f && fscanf(f, "%lf", &load) == 1)
+        printf("load average %s: %.2f\n", when, load);
+    if (f)
+        fclose(f);
+}
+
 static int have_blas(void)
 {
 #ifdef HAVE_OPENBLAS
@@ -225,61 +249,109 @@ static int have_blas(void)
 #endif
 }
 
+/* OpenBLAS's worker threads keep spinning for a while after a call; measured during
+ * that time, our 2-thread figures would mostly measure the competition for the cores.
+ * So every OpenBLAS section is followed by a pause before anything else is timed. */
+static void let_blas_idle(void)
+{
+    if (have_blas()) {
+        struct timespec ts = { 0, 500000000L };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Ours first, then OpenBLAS, so that neither library's idle threads (both spin a
+ * while after a parallel call) share the cores with the other's timed runs. */
 static void bench_square(const Opts *o, Bufs *m, FILE *csv)
 {
-    static const int sizes[] = { 256, 512, 1024 };
+    enum { NS = 3 };
+    static const int sizes[NS] = { 256, 512, 1024 };
+    double g[NS][2][4];
+    for (int lib = 0; lib < 1 + have_blas(); lib++)
+        for (int s = 0; s < NS; s++)
+            for (int nn = 0; nn < 2; nn++)
+                for (int t = 0; t < 2; t++) {
+                    Op op = lib ? (nn ? OP_BLAS_NN : OP_BLAS_NT) : (nn ? OP_NN : OP_FWD);
+                    Job j = { op, sizes[s], sizes[s], sizes[s], t + 1 };
+                    g[s][nn][2 * lib + t] = job_gflops(&j, m, o->reps);
+                    if (!have_blas())
+                        g[s][nn][2 + t] = -1.0;
+                }
+    let_blas_idle();
     printf("%-6s %-22s %9s %9s %9s %9s\n", "op", "shape (M=N=K)", "ours 1t", "ours 2t",
            "blas 1t", "blas 2t");
     if (csv)
         fprintf(csv, "op,shape,ours_1t,ours_2t,blas_1t,blas_2t\n");
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < NS; s++)
         for (int nn = 0; nn < 2; nn++) {
-            int n = sizes[s];
-            Op ours = nn ? OP_NN : OP_FWD, blas = nn ? OP_BLAS_NN : OP_BLAS_NT;
-            double g[4];
-            for (int t = 0; t < 2; t++) {
-                Job j = { ours, n, n, n, t + 1 };
-                Job jb = { blas, n, n, n, t + 1 };
-                g[t] = job_gflops(&j, m, o->reps);
-                g[2 + t] = have_blas() ? job_gflops(&jb, m, o->reps) : -1.0;
-            }
             char shape[32];
-            snprintf(shape, sizeof shape, "%d", n);
-            emit(csv, nn ? "nn" : "nt", shape, g, 4);
+            snprintf(shape, sizeof shape, "%d", sizes[s]);
+            emit(csv, nn ? "nn" : "nt", shape, g[s][nn], 4);
         }
 }
 
 static void bench_training(const Opts *o, Bufs *m, FILE *csv)
 {
-    static const int chans[] = { 128, 256, 384 };
+    enum { NC = 3, NL = 5 };
+    static const int chans[NC] = { 128, 256, 384 };
+    static const char *names[NL] = { "qkv", "proj", "fc", "fc2", "logits" };
+    double g[NC][NL][6];
+    for (int lib = 0; lib < 1 + have_blas(); lib++)
+        for (int ci = 0; ci < NC; ci++) {
+            int C = chans[ci];
+            const int ics[NL] = { C, C, C, 4 * C, C }, ocs[NL] = { 3 * C, C, 4 * C, C, 65 };
+            for (int l = 0; l < NL; l++) {
+                double *gl = g[ci][l];
+                if (lib) {
+                    Job bf = { OP_BLAS_NT, o->rows, ics[l], ocs[l], 2 };
+                    Job bb = { OP_BLAS_BWD, o->rows, ics[l], ocs[l], 2 };
+                    gl[4] = job_gflops(&bf, m, o->reps);
+                    gl[5] = job_gflops(&bb, m, o->reps);
+                    continue;
+                }
+                for (int t = 0; t < 2; t++) {
+                    Job f = { OP_FWD, o->rows, ics[l], ocs[l], t + 1 };
+                    Job b = { OP_BWD, o->rows, ics[l], ocs[l], t + 1 };
+                    gl[t] = job_gflops(&f, m, o->reps);
+                    gl[2 + t] = job_gflops(&b, m, o->reps);
+                }
+                gl[4] = gl[5] = -1.0;
+            }
+        }
+    let_blas_idle();
     printf("\ntraining shapes, N = %d rows; fwd = matmul_forward, bwd = matmul_backward\n",
            o->rows);
     printf("%-6s %-22s %9s %9s %9s %9s %9s %9s\n", "layer", "N x IC -> OC", "fwd 1t",
            "fwd 2t", "bwd 1t", "bwd 2t", "blasf 2t", "blasb 2t");
     if (csv)
         fprintf(csv, "layer,shape,fwd_1t,fwd_2t,bwd_1t,bwd_2t,blas_fwd_2t,blas_bwd_2t\n");
-    for (int ci = 0; ci < 3; ci++) {
+    for (int ci = 0; ci < NC; ci++) {
         int C = chans[ci];
-        const int ics[] = { C, C, C, 4 * C, C }, ocs[] = { 3 * C, C, 4 * C, C, 65 };
-        const char *names[] = { "qkv", "proj", "fc", "fc2", "logits" };
-        for (int l = 0; l < 5; l++) {
-            double g[6];
-            for (int t = 0; t < 2; t++) {
-                Job f = { OP_FWD, o->rows, ics[l], ocs[l], t + 1 };
-                Job b = { OP_BWD, o->rows, ics[l], ocs[l], t + 1 };
-                g[t] = job_gflops(&f, m, o->reps);
-                g[2 + t] = job_gflops(&b, m, o->reps);
-            }
-            Job bf = { OP_BLAS_NT, o->rows, ics[l], ocs[l], 2 };
-            Job bb = { OP_BLAS_BWD, o->rows, ics[l], ocs[l], 2 };
-            g[4] = have_blas() ? job_gflops(&bf, m, o->reps) : -1.0;
-            g[5] = have_blas() ? job_gflops(&bb, m, o->reps) : -1.0;
+        const int ics[NL] = { C, C, C, 4 * C, C }, ocs[NL] = { 3 * C, C, 4 * C, C, 65 };
+        for (int l = 0; l < NL; l++) {
             char shape[32];
             snprintf(shape, sizeof shape, "%dx%d->%d", o->rows, ics[l], ocs[l]);
-            emit(csv, names[l], shape, g, 6);
+            emit(csv, names[l], shape, g[ci][l], 6);
         }
     }
 }
+
+#ifdef HAVE_OPENBLAS
+/* Guards the comparison itself: OpenBLAS and our nt must agree on a small product. */
+static int blas_agrees(Bufs *m)
+{
+    enum { S = 96 };
+    static float ours[S * S];
+    openblas_set_num_threads(1);
+    matmul_forward(ours, m->a, m->b, NULL, S, S, S);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, S, S, 1.0f, m->a, S, m->b, S, 0.0f,
+                m->c, S);
+    for (int i = 0; i < S * S; i++)
+        if (fabsf(ours[i] - m->c[i]) > 1e-4f * (1.0f + fabsf(ours[i])))
+            return 0;
+    return 1;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -302,12 +374,21 @@ int main(int argc, char **argv)
 #ifdef HAVE_OPENBLAS
     printf("OpenBLAS core: %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(),
            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
+    if (!blas_agrees(&m)) {
+        fprintf(stderr, "bench_matmul: error: OpenBLAS and matmul_forward disagree on a "
+                        "96x96x96 product; the comparison would be meaningless\n");
+        bufs_free(&m);
+        return 1;
+    }
+    let_blas_idle();
 #else
     printf("OpenBLAS: not linked (build with -DHAVE_OPENBLAS ... -lopenblas)\n");
 #endif
     printf("median GFLOP/s over %d repeats\n", o.reps);
+    print_load("before");
     bench_square(&o, &m, csv);
     bench_training(&o, &m, csv);
+    print_load("after");
     if (csv && fclose(csv) != 0) {
         fprintf(stderr, "bench_matmul: error: writing '%s' failed\n", o.csv);
         bufs_free(&m);

@@ -1,0 +1,497 @@
+/* Tests for model/matmul: the three sgemm kernels against a double-precision
+ * reference on many shapes and strides, the float-operation scheme documented in
+ * model/matmul.c bit for bit, the determinism contract of matmul.h (any sub-block,
+ * any thread count: same bits), and the linear layer's forward and backward
+ * (bias after the dot product, gradients added, NULL gradients skipped).
+ * Timing is left to bench/bench_matmul.c. */
+#include "model/matmul.h"
+#include "model/rng.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { NT, NN, TN } Kind;
+
+typedef void (*SgemmFn)(int, int, int, const float *, int, const float *, int, float *, int,
+                        int);
+
+static const char *kind_name[] = { "nt", "nn", "tn" };
+static const SgemmFn kind_fn[] = { sgemm_nt, sgemm_nn, sgemm_tn };
+
+/* The operands of one product C[M][N] (+)= op(A) . op(B) with leading dimensions. */
+typedef struct {
+    Kind kind;
+    int M, N, K, lda, ldb, ldc;
+    float *A, *B, *C;
+} Prod;
+
+static float *alloc_uniform(size_t n, Rng *rng)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    cr_assert(p, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        p[i] = 2.0f * rng_uniform(rng) - 1.0f;
+    return p;
+}
+
+static size_t a_size(const Prod *p)
+{
+    return (size_t)(p->kind == TN ? p->K : p->M) * p->lda;
+}
+
+static size_t b_size(const Prod *p)
+{
+    return (size_t)(p->kind == NT ? p->N : p->K) * p->ldb;
+}
+
+static float a_at(const Prod *p, int i, int k)
+{
+    return p->kind == TN ? p->A[(size_t)k * p->lda + i] : p->A[(size_t)i * p->lda + k];
+}
+
+static float b_at(const Prod *p, int k, int j)
+{
+    return p->kind == NT ? p->B[(size_t)j * p->ldb + k] : p->B[(size_t)k * p->ldb + j];
+}
+
+/* Random operands; strides are the minimum plus pad (so pad > 0 gives odd strides). */
+static Prod prod_make(Kind kind, int M, int N, int K, int pad, Rng *rng)
+{
+    Prod p = { kind, M, N, K, 0, 0, N + pad, NULL, NULL, NULL };
+    p.lda = (kind == TN ? M : K) + pad;
+    p.ldb = (kind == NT ? K : N) + pad;
+    p.A = alloc_uniform(a_size(&p), rng);
+    p.B = alloc_uniform(b_size(&p), rng);
+    p.C = alloc_uniform((size_t)M * p.ldc, rng);
+    return p;
+}
+
+static void prod_free(Prod *p)
+{
+    free(p->A);
+    free(p->B);
+    free(p->C);
+}
+
+static void prod_run(const Prod *p, float *C, int accumulate)
+{
+    kind_fn[p->kind](p->M, p->N, p->K, p->A, p->lda, p->B, p->ldb, C, p->ldc, accumulate);
+}
+
+/* got vs the double reference old + sum_k a*b. Any order of float additions and
+ * FMAs over n terms is within n*u*(sum of |terms|) of the exact sum to first order
+ * (u = 2^-24; Higham, Accuracy and Stability, 3.1); K products, the old value and the
+ * nt lane tree (3 levels) give n <= K + 4, and we allow 2x that. A dropped, doubled or
+ * misplaced term is off by about sum/K, far outside the bound for K < 10^5. */
+static void check_reference(const Prod *p, const float *old, const float *got, int accumulate,
+                            const char *what)
+{
+    double u = ldexp(1.0, -24);
+    for (int i = 0; i < p->M; i++)
+        for (int j = 0; j < p->N; j++) {
+            size_t at = (size_t)i * p->ldc + j;
+            double s = accumulate ? old[at] : 0.0, mag = fabs(s);
+            for (int k = 0; k < p->K; k++) {
+                double t = (double)a_at(p, i, k) * b_at(p, k, j);
+                s += t;
+                mag += fabs(t);
+            }
+            double err = fabs(got[at] - s), tol = 2.0 * (p->K + 4) * u * mag;
+            if (!(err <= tol))
+                cr_assert_fail("%s %s M=%d N=%d K=%d lda=%d ldb=%d ldc=%d acc=%d: "
+                               "C[%d][%d] = %.9g, reference %.9g, |err| %.3g > tol %.3g",
+                               what, kind_name[p->kind], p->M, p->N, p->K, p->lda, p->ldb,
+                               p->ldc, accumulate, i, j, got[at], s, err, tol);
+        }
+}
+
+/* Cells of C past column N (ldc padding) must be left alone. */
+static void check_padding(const Prod *p, const float *old, const float *got)
+{
+    for (int i = 0; i < p->M; i++)
+        for (int j = p->N; j < p->ldc; j++) {
+            size_t at = (size_t)i * p->ldc + j;
+            cr_assert(memcmp(&old[at], &got[at], sizeof(float)) == 0,
+                      "%s M=%d N=%d: padding C[%d][%d] changed", kind_name[p->kind], p->M, p->N,
+                      i, j);
+        }
+}
+
+/* Runs p with accumulate 0 and 1 and checks both against the reference. */
+static void check_product(Prod *p)
+{
+    size_t n = (size_t)p->M * p->ldc;
+    float *c = malloc(n * sizeof(float));
+    cr_assert(c);
+    for (int accumulate = 0; accumulate <= 1; accumulate++) {
+        memcpy(c, p->C, n * sizeof(float));
+        prod_run(p, c, accumulate);
+        check_reference(p, p->C, c, accumulate, "reference");
+        check_padding(p, p->C, c);
+    }
+    free(c);
+}
+
+Test(matmul, kernels_match_double_reference_for_all_small_shapes)
+{
+    Rng rng;
+    rng_init(&rng, 1, 100);
+    for (int kind = NT; kind <= TN; kind++)
+        for (int M = 1; M <= 20; M++)
+            for (int N = 1; N <= 20; N++)
+                for (int K = 1; K <= 20; K += (N % 3) + 1) {
+                    Prod p = prod_make((Kind)kind, M, N, K, (M + N + K) % 4, &rng);
+                    check_product(&p);
+                    prod_free(&p);
+                }
+}
+
+/* Shapes past every tile, block and edge size: k blocks (> 256), row blocks, the
+ * logits width 65, head sizes that are not multiples of 8, and odd strides. */
+Test(matmul, kernels_match_double_reference_for_large_and_odd_shapes)
+{
+    static const int shapes[][4] = {
+        /* M, N, K, pad */
+        { 67, 65, 128, 0 }, { 130, 65, 37, 3 }, { 101, 40, 5, 1 },   { 64, 24, 64, 7 },
+        { 23, 129, 300, 2 }, { 200, 33, 520, 0 }, { 97, 17, 1030, 5 }, { 7, 250, 9, 1 },
+        { 1, 300, 70, 0 },  { 300, 1, 70, 3 },  { 65, 128, 255, 0 }, { 50, 48, 257, 1 },
+    };
+    Rng rng;
+    rng_init(&rng, 2, 100);
+    for (int kind = NT; kind <= TN; kind++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            Prod p = prod_make((Kind)kind, shapes[s][0], shapes[s][1], shapes[s][2],
+                               shapes[s][3], &rng);
+            check_product(&p);
+            prod_free(&p);
+        }
+}
+
+/* The scheme in model/matmul.c's header comment, one element at a time. The AVX2 path
+ * and the portable path on a target with fast fmaf use fmaf; the portable path
+ * without it uses a separate multiply and add. */
+#if (defined(__AVX2__) && defined(__FMA__)) || defined(FP_FAST_FMAF)
+static float madd(float a, float b, float s) { return fmaf(a, b, s); }
+#else
+static float madd(float a, float b, float s) { return s + a * b; }
+#endif
+
+static float scheme_element(const Prod *p, int i, int j, float old, int accumulate)
+{
+    if (p->kind != NT) {
+        float s = accumulate ? old : 0.0f;
+        for (int k = 0; k < p->K; k++)
+            s = madd(a_at(p, i, k), b_at(p, k, j), s);
+        return s;
+    }
+    float l[8] = { 0 };
+    for (int k = 0; k < p->K; k++)
+        l[k % 8] = madd(a_at(p, i, k), b_at(p, k, j), l[k % 8]);
+    float d = ((l[0] + l[2]) + (l[1] + l[3])) + ((l[4] + l[6]) + (l[5] + l[7]));
+    return accumulate ? old + d : d;
+}
+
+Test(matmul, kernels_follow_the_documented_float_scheme_bit_for_bit)
+{
+    static const int shapes[][3] = { { 1, 1, 1 },  { 5, 7, 3 },    { 13, 33, 17 },
+                                     { 7, 65, 40 }, { 19, 18, 300 }, { 12, 16, 8 } };
+    Rng rng;
+    rng_init(&rng, 3, 100);
+    for (int kind = NT; kind <= TN; kind++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int accumulate = 0; accumulate <= 1; accumulate++) {
+                Prod p = prod_make((Kind)kind, shapes[s][0], shapes[s][1], shapes[s][2], 1,
+                                   &rng);
+                size_t n = (size_t)p.M * p.ldc;
+                float *c = malloc(n * sizeof(float));
+                cr_assert(c);
+                memcpy(c, p.C, n * sizeof(float));
+                prod_run(&p, c, accumulate);
+                for (int i = 0; i < p.M; i++)
+                    for (int j = 0; j < p.N; j++) {
+                        size_t at = (size_t)i * p.ldc + j;
+                        float want = scheme_element(&p, i, j, p.C[at], accumulate);
+                        cr_assert(memcmp(&want, &c[at], sizeof(float)) == 0,
+                                  "%s M=%d N=%d K=%d acc=%d: C[%d][%d] = %.9g, scheme %.9g",
+                                  kind_name[kind], p.M, p.N, p.K, accumulate, i, j, c[at],
+                                  want);
+                    }
+                free(c);
+                prod_free(&p);
+            }
+}
+
+/* Computing the sub-block rows i0..i0+m-1, columns j0..j0+n-1 on its own (a
+ * different place in every tile) gives the same bits as the whole product. */
+static void check_sub_block(const Prod *p, const float *whole, int accumulate, int i0,
+                            int j0, int m, int n)
+{
+    size_t cn = (size_t)p->M * p->ldc;
+    float *c = malloc(cn * sizeof(float));
+    cr_assert(c);
+    memcpy(c, p->C, cn * sizeof(float));
+    const float *a = p->kind == TN ? p->A + i0 : p->A + (size_t)i0 * p->lda;
+    const float *b = p->kind == NT ? p->B + (size_t)j0 * p->ldb : p->B + j0;
+    float *cs = c + (size_t)i0 * p->ldc + j0;
+    kind_fn[p->kind](m, n, p->K, a, p->lda, b, p->ldb, cs, p->ldc, accumulate);
+    for (int i = i0; i < i0 + m; i++)
+        for (int j = j0; j < j0 + n; j++) {
+            size_t at = (size_t)i * p->ldc + j;
+            cr_assert(memcmp(&c[at], &whole[at], sizeof(float)) == 0,
+                      "%s M=%d N=%d K=%d acc=%d, block (%d,%d) %dx%d: C[%d][%d] = %.9g, "
+                      "whole product %.9g",
+                      kind_name[p->kind], p->M, p->N, p->K, accumulate, i0, j0, m, n, i, j,
+                      c[at], whole[at]);
+        }
+    free(c);
+}
+
+Test(matmul, any_sub_block_gives_the_same_bits_as_the_whole_product)
+{
+    static const int shapes[][3] = { { 37, 45, 29 }, { 50, 70, 261 }, { 130, 65, 128 },
+                                     { 9, 130, 5 } };
+    Rng rng;
+    rng_init(&rng, 4, 100);
+    for (int kind = NT; kind <= TN; kind++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int accumulate = 0; accumulate <= 1; accumulate++) {
+                Prod p = prod_make((Kind)kind, shapes[s][0], shapes[s][1], shapes[s][2], 3,
+                                   &rng);
+                size_t cn = (size_t)p.M * p.ldc;
+                float *whole = malloc(cn * sizeof(float));
+                cr_assert(whole);
+                memcpy(whole, p.C, cn * sizeof(float));
+                prod_run(&p, whole, accumulate);
+                for (int t = 0; t < 12; t++) {
+                    int i0 = (int)rng_below(&rng, (uint64_t)p.M);
+                    int j0 = (int)rng_below(&rng, (uint64_t)p.N);
+                    int m = 1 + (int)rng_below(&rng, (uint64_t)(p.M - i0));
+                    int n = 1 + (int)rng_below(&rng, (uint64_t)(p.N - j0));
+                    if (t == 0) /* a single element, alone in its tile */
+                        m = n = 1;
+                    check_sub_block(&p, whole, accumulate, i0, j0, m, n);
+                }
+                free(whole);
+                prod_free(&p);
+            }
+}
+
+Test(matmul, zero_k_gives_zero_or_leaves_c)
+{
+    Rng rng;
+    rng_init(&rng, 5, 100);
+    for (int kind = NT; kind <= TN; kind++) {
+        Prod p = prod_make((Kind)kind, 5, 9, 1, 1, &rng);
+        p.K = 0;
+        size_t n = (size_t)p.M * p.ldc;
+        float *c = malloc(n * sizeof(float));
+        cr_assert(c);
+        memcpy(c, p.C, n * sizeof(float));
+        prod_run(&p, c, 1);
+        cr_assert(memcmp(c, p.C, n * sizeof(float)) == 0, "%s K=0 acc=1 changed C",
+                  kind_name[kind]);
+        prod_run(&p, c, 0);
+        for (int i = 0; i < p.M; i++)
+            for (int j = 0; j < p.N; j++)
+                cr_assert(c[(size_t)i * p.ldc + j] == 0.0f, "%s K=0: C[%d][%d] = %g",
+                          kind_name[kind], i, j, c[(size_t)i * p.ldc + j]);
+        check_padding(&p, p.C, c);
+        free(c);
+        prod_free(&p);
+    }
+}
+
+/* ---- the linear layer ---- */
+
+typedef struct {
+    int N, IC, OC;
+    float *in, *W, *bias, *dout, *din, *dW, *dbias; /* gradients hold random "old" values */
+} Layer;
+
+static Layer layer_make(int N, int IC, int OC, Rng *rng)
+{
+    Layer l = { N, IC, OC, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+    l.in = alloc_uniform((size_t)N * IC, rng);
+    l.W = alloc_uniform((size_t)OC * IC, rng);
+    l.bias = alloc_uniform((size_t)OC, rng);
+    l.dout = alloc_uniform((size_t)N * OC, rng);
+    l.din = alloc_uniform((size_t)N * IC, rng);
+    l.dW = alloc_uniform((size_t)OC * IC, rng);
+    l.dbias = alloc_uniform((size_t)OC, rng);
+    return l;
+}
+
+static void layer_free(Layer *l)
+{
+    free(l->in);
+    free(l->W);
+    free(l->bias);
+    free(l->dout);
+    free(l->din);
+    free(l->dW);
+    free(l->dbias);
+}
+
+static float *copy_of(const float *p, size_t n)
+{
+    float *q = malloc(n * sizeof(float));
+    cr_assert(q);
+    memcpy(q, p, n * sizeof(float));
+    return q;
+}
+
+static void assert_same_bits(const float *got, const float *want, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_assert(memcmp(&got[i], &want[i], sizeof(float)) == 0,
+                  "%s: element %zu is %.9g, expected %.9g", what, i, got[i], want[i]);
+}
+
+/* Forward and backward at a given thread count, on copies of the old gradients. */
+typedef struct {
+    float *out, *out_nobias, *din, *dW, *dbias;
+} LayerRun;
+
+static LayerRun layer_run(const Layer *l, int threads)
+{
+    LayerRun r;
+    omp_set_num_threads(threads);
+    r.out = malloc((size_t)l->N * l->OC * sizeof(float));
+    r.out_nobias = malloc((size_t)l->N * l->OC * sizeof(float));
+    cr_assert(r.out && r.out_nobias);
+    matmul_forward(r.out, l->in, l->W, l->bias, l->N, l->IC, l->OC);
+    matmul_forward(r.out_nobias, l->in, l->W, NULL, l->N, l->IC, l->OC);
+    r.din = copy_of(l->din, (size_t)l->N * l->IC);
+    r.dW = copy_of(l->dW, (size_t)l->OC * l->IC);
+    r.dbias = copy_of(l->dbias, (size_t)l->OC);
+    matmul_backward(r.din, r.dW, r.dbias, l->dout, l->in, l->W, l->N, l->IC, l->OC);
+    return r;
+}
+
+static void layer_run_free(LayerRun *r)
+{
+    free(r->out);
+    free(r->out_nobias);
+    free(r->din);
+    free(r->dW);
+    free(r->dbias);
+}
+
+static const int layer_shapes[][3] = {
+    /* N, IC, OC: odd sizes, the logits width, and a training-like shape */
+    { 67, 40, 65 }, { 13, 5, 7 }, { 1, 1, 1 }, { 256, 128, 384 }, { 96, 512, 128 },
+};
+
+Test(matmul, forward_is_sgemm_nt_then_bias_and_matches_reference)
+{
+    Rng rng;
+    rng_init(&rng, 6, 100);
+    for (size_t s = 0; s < sizeof layer_shapes / sizeof layer_shapes[0]; s++) {
+        int N = layer_shapes[s][0], IC = layer_shapes[s][1], OC = layer_shapes[s][2];
+        Layer l = layer_make(N, IC, OC, &rng);
+        LayerRun r = layer_run(&l, 2);
+
+        /* out = in . W^T (nt), then + bias after the dot: the bit pattern of
+         * out_nobias + bias, and out_nobias is sgemm_nt's bits. */
+        float *want = malloc((size_t)N * OC * sizeof(float));
+        cr_assert(want);
+        sgemm_nt(N, OC, IC, l.in, IC, l.W, IC, want, OC, 0);
+        assert_same_bits(r.out_nobias, want, (size_t)N * OC, "forward without bias vs sgemm_nt");
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++)
+                want[(size_t)n * OC + o] += l.bias[o];
+        assert_same_bits(r.out, want, (size_t)N * OC, "forward: out = dot + bias");
+        Prod pf = { NT, N, OC, IC, IC, IC, OC, l.in, l.W, r.out_nobias };
+        check_reference(&pf, NULL, r.out_nobias, 0, "forward");
+        free(want);
+
+        layer_run_free(&r);
+        layer_free(&l);
+    }
+}
+
+Test(matmul, backward_adds_into_existing_gradients)
+{
+    Rng rng;
+    rng_init(&rng, 9, 100);
+    for (size_t s = 0; s < sizeof layer_shapes / sizeof layer_shapes[0]; s++) {
+        int N = layer_shapes[s][0], IC = layer_shapes[s][1], OC = layer_shapes[s][2];
+        Layer l = layer_make(N, IC, OC, &rng);
+        LayerRun r = layer_run(&l, 2);
+        /* din += dout . W (nn) and dW += dout^T . in (tn): sgemm's bits, added onto the
+         * old values, and within the reference tolerance. */
+        float *din = copy_of(l.din, (size_t)N * IC), *dW = copy_of(l.dW, (size_t)OC * IC);
+        sgemm_nn(N, IC, OC, l.dout, OC, l.W, IC, din, IC, 1);
+        sgemm_tn(OC, IC, N, l.dout, OC, l.in, IC, dW, IC, 1);
+        assert_same_bits(r.din, din, (size_t)N * IC, "din vs sgemm_nn");
+        assert_same_bits(r.dW, dW, (size_t)OC * IC, "dW vs sgemm_tn");
+        Prod pd = { NN, N, IC, OC, OC, IC, IC, l.dout, l.W, r.din };
+        check_reference(&pd, l.din, r.din, 1, "backward din");
+        Prod pw = { TN, OC, IC, N, OC, IC, IC, l.dout, l.in, r.dW };
+        check_reference(&pw, l.dW, r.dW, 1, "backward dW");
+        free(din);
+        free(dW);
+
+        /* dbias[o] = old + dout[0][o] + dout[1][o] + ... in order of n. */
+        for (int o = 0; o < OC; o++) {
+            float sum = l.dbias[o];
+            for (int n = 0; n < N; n++)
+                sum += l.dout[(size_t)n * OC + o];
+            cr_assert(memcmp(&sum, &r.dbias[o], sizeof(float)) == 0,
+                      "dbias[%d] = %.9g, in-order sum %.9g", o, r.dbias[o], sum);
+        }
+        layer_run_free(&r);
+        layer_free(&l);
+    }
+}
+
+Test(matmul, layer_gives_the_same_bits_on_1_2_and_3_threads)
+{
+    Rng rng;
+    rng_init(&rng, 7, 100);
+    for (size_t s = 0; s < sizeof layer_shapes / sizeof layer_shapes[0]; s++) {
+        int N = layer_shapes[s][0], IC = layer_shapes[s][1], OC = layer_shapes[s][2];
+        Layer l = layer_make(N, IC, OC, &rng);
+        LayerRun one = layer_run(&l, 1);
+        for (int threads = 2; threads <= 3; threads++) {
+            LayerRun r = layer_run(&l, threads);
+            assert_same_bits(r.out, one.out, (size_t)N * OC, "forward out");
+            assert_same_bits(r.din, one.din, (size_t)N * IC, "din");
+            assert_same_bits(r.dW, one.dW, (size_t)OC * IC, "dW");
+            assert_same_bits(r.dbias, one.dbias, (size_t)OC, "dbias");
+            layer_run_free(&r);
+        }
+        layer_run_free(&one);
+        layer_free(&l);
+    }
+}
+
+Test(matmul, backward_skips_null_gradients)
+{
+    Rng rng;
+    rng_init(&rng, 8, 100);
+    Layer l = layer_make(29, 24, 65, &rng);
+    LayerRun all = layer_run(&l, 2);
+    size_t nin = (size_t)l.N * l.IC, nw = (size_t)l.OC * l.IC;
+    for (int mask = 0; mask < 8; mask++) {
+        float *din = mask & 1 ? copy_of(l.din, nin) : NULL;
+        float *dW = mask & 2 ? copy_of(l.dW, nw) : NULL;
+        float *dbias = mask & 4 ? copy_of(l.dbias, (size_t)l.OC) : NULL;
+        matmul_backward(din, dW, dbias, l.dout, l.in, l.W, l.N, l.IC, l.OC);
+        if (din)
+            assert_same_bits(din, all.din, nin, "din with others NULL");
+        if (dW)
+            assert_same_bits(dW, all.dW, nw, "dW with others NULL");
+        if (dbias)
+            assert_same_bits(dbias, all.dbias, (size_t)l.OC, "dbias with others NULL");
+        free(din);
+        free(dW);
+        free(dbias);
+    }
+    layer_run_free(&all);
+    layer_free(&l);
+}

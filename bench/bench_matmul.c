@@ -17,13 +17,9 @@
  * It only reports: timings are noisy and nothing here asserts on them. */
 #define _POSIX_C_SOURCE 200809L
 
-/* libopenblas exports internal drivers named sgemm_nn, sgemm_nt, sgemm_tn; ours, with
- * the same names in the executable, would interpose them and OpenBLAS's single-thread
- * path would silently call our kernels with its own arguments. So the kernels are
- * compiled into this file under other names. */
-#define sgemm_nt hc_sgemm_nt
-#define sgemm_nn hc_sgemm_nn
-#define sgemm_tn hc_sgemm_tn
+/* The kernels are compiled into this file. (They were once named sgemm_nn/nt/tn,
+ * which libopenblas also exports as internal drivers: linked together, ours
+ * silently replaced OpenBLAS's. The matmul_ names cannot clash.) */
 #include "model/matmul.c"
 
 #include <errno.h>

@@ -66,7 +66,7 @@ void attention_forward(float *out, float *att, float *attd, const float *qkv,
             float *y = out + (size_t)b * T * A + (size_t)h * D;
             for (int i0 = 0; i0 < T; i0 += RB) {
                 int m = T - i0 < RB ? T - i0 : RB, ncols = i0 + m;
-                sgemm_nt(m, ncols, D, q + (size_t)i0 * ld, ld, k, ld, P + (size_t)i0 * T, T, 0);
+                matmul_nt(m, ncols, D, q + (size_t)i0 * ld, ld, k, ld, P + (size_t)i0 * T, T, 0);
                 for (int i = i0; i < i0 + m; i++) {
                     causal_softmax_row(P + (size_t)i * T, i, T, scale);
                     if (p > 0.0f)
@@ -76,7 +76,7 @@ void attention_forward(float *out, float *att, float *attd, const float *qkv,
                                                     ? P[(size_t)i * T + j] * keep_scale : 0.0f;
                         }
                 }
-                sgemm_nn(m, D, ncols, Pd + (size_t)i0 * T, T, v, ld, y + (size_t)i0 * A, A, 0);
+                matmul_nn(m, D, ncols, Pd + (size_t)i0 * T, T, v, ld, y + (size_t)i0 * A, A, 0);
             }
         }
 }
@@ -104,7 +104,7 @@ void attention_backward(float *dqkv, float *datt, const float *dout, const float
             const float *dy = dout + (size_t)b * T * A + (size_t)h * D;
             for (int i0 = 0; i0 < T; i0 += RB) {
                 int m = T - i0 < RB ? T - i0 : RB, ncols = i0 + m;
-                sgemm_nt(m, ncols, D, dy + (size_t)i0 * A, A, v, ld, dS + (size_t)i0 * T, T, 0);
+                matmul_nt(m, ncols, D, dy + (size_t)i0 * A, A, v, ld, dS + (size_t)i0 * T, T, 0);
                 for (int i = i0; i < i0 + m; i++) {
                     float *ds = dS + (size_t)i * T;
                     const float *pr = P + (size_t)i * T, *pdr = Pd + (size_t)i * T;
@@ -119,13 +119,13 @@ void attention_backward(float *dqkv, float *datt, const float *dout, const float
                     for (int j = i + 1; j < ncols; j++)
                         ds[j] = 0.0f;
                 }
-                sgemm_nn(m, D, ncols, dS + (size_t)i0 * T, T, k, ld, dq + (size_t)i0 * ld, ld, 1);
+                matmul_nn(m, D, ncols, dS + (size_t)i0 * T, T, k, ld, dq + (size_t)i0 * ld, ld, 1);
             }
             for (int j0 = 0; j0 < T; j0 += RB) {
                 int m = T - j0 < RB ? T - j0 : RB;
-                sgemm_tn(m, D, T - j0, dS + (size_t)j0 * T + j0, T, q + (size_t)j0 * ld, ld,
+                matmul_tn(m, D, T - j0, dS + (size_t)j0 * T + j0, T, q + (size_t)j0 * ld, ld,
                          dk + (size_t)j0 * ld, ld, 1);
-                sgemm_tn(m, D, T - j0, Pd + (size_t)j0 * T + j0, T, dy + (size_t)j0 * A, A,
+                matmul_tn(m, D, T - j0, Pd + (size_t)j0 * T + j0, T, dy + (size_t)j0 * A, A,
                          dv + (size_t)j0 * ld, ld, 1);
             }
         }

@@ -2,7 +2,7 @@
  *
  * Two implementations of the same arithmetic: an AVX2+FMA one with register-tiled
  * micro-kernels, used when the compiler targets AVX2 and FMA, and a portable C one.
- * The sgemm_* kernels never start threads (attention calls them inside its own
+ * The matmul_* kernels never start threads (attention calls them inside its own
  * parallel loop); only matmul_forward / matmul_backward do. Tiling and measured speed
  * are in docs/matmul.md; this comment states the float operations, because the
  * determinism contract in matmul.h is a promise about them.
@@ -409,7 +409,7 @@ static void gemm_dot(int M, int N, int K, const float *A, size_t lda, const floa
 
 #endif
 
-void sgemm_nt(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+void matmul_nt(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
               float *C, int ldc, int accumulate)
 {
     if (M <= 0 || N <= 0)
@@ -431,14 +431,14 @@ static int empty_product(int M, int N, int K, float *C, int ldc, int accumulate)
     return 1;
 }
 
-void sgemm_nn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+void matmul_nn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
               float *C, int ldc, int accumulate)
 {
     if (!empty_product(M, N, K, C, ldc, accumulate))
         gemm_nn(M, N, K, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate);
 }
 
-void sgemm_tn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+void matmul_tn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
               float *C, int ldc, int accumulate)
 {
     if (!empty_product(M, N, K, C, ldc, accumulate))
@@ -533,14 +533,14 @@ void matmul_backward(float *din, float *dW, float *dbias, const float *dout, con
         for (int tile = 0; tile < tin.nrb * tin.ncb; tile++) {
             int i0, j0, m, n;
             tile_at(&tin, tile, &i0, &j0, &m, &n);
-            sgemm_nn(m, n, OC, dout + (size_t)i0 * OC, OC, W + j0, IC,
+            matmul_nn(m, n, OC, dout + (size_t)i0 * OC, OC, W + j0, IC,
                      din + (size_t)i0 * IC + j0, IC, 1);
         }
         #pragma omp for schedule(dynamic, 1) nowait
         for (int tile = 0; tile < tw.nrb * tw.ncb; tile++) {
             int i0, j0, m, n;
             tile_at(&tw, tile, &i0, &j0, &m, &n);
-            sgemm_tn(m, n, N, dout + i0, OC, in + j0, IC, dW + (size_t)i0 * IC + j0, IC, 1);
+            matmul_tn(m, n, N, dout + i0, OC, in + j0, IC, dW + (size_t)i0 * IC + j0, IC, 1);
         }
         #pragma omp for schedule(dynamic, 1) nowait
         for (int b = 0; b < nb; b++)

@@ -4,7 +4,7 @@
  *   nt: C[M][N] (+)= A[M][K] · B[N][K]^T   (linear forward: out = in · W^T)
  *   nn: C[M][N] (+)= A[M][K] · B[K][N]     (linear input gradient: din = dout · W)
  *   tn: C[M][N] (+)= A[K][M]^T · B[K][N]   (linear weight gradient: dW = dout^T · in)
- * The sgemm_* kernels are single-threaded and take leading dimensions, so the
+ * The matmul_* kernels are single-threaded and take leading dimensions, so the
  * attention code can call them on strided per-head views inside its own parallel
  * loop. matmul_forward / matmul_backward are the linear layer, parallelised with
  * OpenMP over independent output tiles.
@@ -17,11 +17,11 @@
 #define HEADCOUNT_MATMUL_H
 
 /* accumulate = 0: C = A·B; accumulate = 1: C = C + A·B (C's old value first). */
-void sgemm_nt(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+void matmul_nt(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
               float *C, int ldc, int accumulate);
-void sgemm_nn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+void matmul_nn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
               float *C, int ldc, int accumulate);
-void sgemm_tn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+void matmul_tn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
               float *C, int ldc, int accumulate);
 
 /* out[N][OC] = in[N][IC] · W[OC][IC]^T + bias[OC]; bias may be NULL. Overwrites out.

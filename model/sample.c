@@ -113,9 +113,9 @@ static void attend_cached(Sampler *s, int l, int t)
         }
         float *sc = s->scores + (size_t)h * s->T;
         const float *k = kv_l + (size_t)h * D, *v = k + A;
-        sgemm_nt(1, n, D, s->qkv + (size_t)h * D, 3 * A, k, 2 * A, sc, s->T, 0);
+        matmul_nt(1, n, D, s->qkv + (size_t)h * D, 3 * A, k, 2 * A, sc, s->T, 0);
         attention_softmax_row(sc, n, scale);
-        sgemm_nn(1, D, n, sc, s->T, v, 2 * A, y, A, 0);
+        matmul_nn(1, D, n, sc, s->T, v, 2 * A, y, A, 0);
     }
 }
 

@@ -20,7 +20,7 @@ typedef void (*SgemmFn)(int, int, int, const float *, int, const float *, int, f
                         int);
 
 static const char *kind_name[] = { "nt", "nn", "tn" };
-static const SgemmFn kind_fn[] = { sgemm_nt, sgemm_nn, sgemm_tn };
+static const SgemmFn kind_fn[] = { matmul_nt, matmul_nn, matmul_tn };
 
 /* The operands of one product C[M][N] (+)= op(A) . op(B) with leading dimensions. */
 typedef struct {
@@ -386,7 +386,7 @@ static const int layer_shapes[][3] = {
     { 67, 40, 65 }, { 13, 5, 7 }, { 1, 1, 1 }, { 256, 128, 384 }, { 96, 512, 128 },
 };
 
-Test(matmul, forward_is_sgemm_nt_then_bias_and_matches_reference)
+Test(matmul, forward_is_matmul_nt_then_bias_and_matches_reference)
 {
     Rng rng;
     rng_init(&rng, 6, 100);
@@ -396,11 +396,11 @@ Test(matmul, forward_is_sgemm_nt_then_bias_and_matches_reference)
         LayerRun r = layer_run(&l, 2);
 
         /* out = in . W^T (nt), then + bias after the dot: the bit pattern of
-         * out_nobias + bias, and out_nobias is sgemm_nt's bits. */
+         * out_nobias + bias, and out_nobias is matmul_nt's bits. */
         float *want = malloc((size_t)N * OC * sizeof(float));
         cr_assert(want);
-        sgemm_nt(N, OC, IC, l.in, IC, l.W, IC, want, OC, 0);
-        assert_same_bits(r.out_nobias, want, (size_t)N * OC, "forward without bias vs sgemm_nt");
+        matmul_nt(N, OC, IC, l.in, IC, l.W, IC, want, OC, 0);
+        assert_same_bits(r.out_nobias, want, (size_t)N * OC, "forward without bias vs matmul_nt");
         for (int n = 0; n < N; n++)
             for (int o = 0; o < OC; o++)
                 want[(size_t)n * OC + o] += l.bias[o];
@@ -425,10 +425,10 @@ Test(matmul, backward_adds_into_existing_gradients)
         /* din += dout . W (nn) and dW += dout^T . in (tn): sgemm's bits, added onto the
          * old values, and within the reference tolerance. */
         float *din = copy_of(l.din, (size_t)N * IC), *dW = copy_of(l.dW, (size_t)OC * IC);
-        sgemm_nn(N, IC, OC, l.dout, OC, l.W, IC, din, IC, 1);
-        sgemm_tn(OC, IC, N, l.dout, OC, l.in, IC, dW, IC, 1);
-        assert_same_bits(r.din, din, (size_t)N * IC, "din vs sgemm_nn");
-        assert_same_bits(r.dW, dW, (size_t)OC * IC, "dW vs sgemm_tn");
+        matmul_nn(N, IC, OC, l.dout, OC, l.W, IC, din, IC, 1);
+        matmul_tn(OC, IC, N, l.dout, OC, l.in, IC, dW, IC, 1);
+        assert_same_bits(r.din, din, (size_t)N * IC, "din vs matmul_nn");
+        assert_same_bits(r.dW, dW, (size_t)OC * IC, "dW vs matmul_tn");
         Prod pd = { NN, N, IC, OC, OC, IC, IC, l.dout, l.W, r.din };
         check_reference(&pd, l.din, r.din, 1, "backward din");
         Prod pw = { TN, OC, IC, N, OC, IC, IC, l.dout, l.in, r.dW };

@@ -66,6 +66,21 @@ uint64_t cli_u64(const char *flag, const char *s)
     return (uint64_t)v;
 }
 
+int cli_next_option(int argc, char **argv, const char *shortopts, const struct option *longs,
+                    const CliShort *shorts, size_t nshorts)
+{
+    opterr = 0;
+    int idx, c = getopt_long(argc, argv, shortopts, longs, &idx);
+    for (size_t i = 0; i < nshorts; i++)
+        if (c == shorts[i].s)
+            return shorts[i].id;
+    if (c == '?')
+        cli_usage_error("unknown option '%s'", argv[optind - 1]);
+    if (c == ':')
+        cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+    return c;
+}
+
 void cli_duration(double s, char *buf, int len)
 {
     if (!(s >= 0))

@@ -4,6 +4,8 @@
 #ifndef HEADCOUNT_CLI_H
 #define HEADCOUNT_CLI_H
 
+#include <getopt.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Set once by main: the program name used in messages ("train", "infer"). */
@@ -19,6 +21,18 @@ void cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretur
 long cli_long(const char *flag, const char *s, long lo, long hi);
 double cli_double(const char *flag, const char *s, double lo, double hi);
 uint64_t cli_u64(const char *flag, const char *s);
+
+/* A short flag and the id of the long option it stands for. */
+typedef struct {
+    char s;
+    int id;
+} CliShort;
+
+/* getopt_long over argv with every short flag mapped to its long option's id;
+ * an unknown option or a missing value is a usage error. Returns the id (or -1
+ * at the end), with the value in optarg. opterr must be 0 (set on first call). */
+int cli_next_option(int argc, char **argv, const char *shortopts, const struct option *longs,
+                    const CliShort *shorts, size_t nshorts);
 
 /* Seconds as "1m21s", "2h03m", "45s", "0.8s". */
 void cli_duration(double seconds, char *buf, int len);

@@ -73,20 +73,13 @@ static void parse(int argc, char **argv, InferOptions *o)
         {"prune-curve", no_argument, 0, OPT_PRUNE_CURVE}, {"mask", required_argument, 0, OPT_MASK},
         {"threads", required_argument, 0, OPT_THREADS}, {"help", no_argument, 0, OPT_HELP},
         {0, 0, 0, 0}};
-    static const struct { char s; int id; } shorts[] = {
+    static const CliShort shorts[] = {
         {'c', OPT_CKPT}, {'p', OPT_PROMPT}, {'n', OPT_TOKENS}, {'t', OPT_TEMPERATURE},
         {'k', OPT_TOP_K}, {'s', OPT_SEED}, {'j', OPT_THREADS}, {'h', OPT_HELP}};
     *o = DEFAULTS;
-    opterr = 0;
-    int c, idx;
-    while ((c = getopt_long(argc, argv, ":c:p:n:t:k:s:j:h", longs, &idx)) != -1) {
-        for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++)
-            if (c == shorts[i].s)
-                c = shorts[i].id;
-        if (c == '?')
-            cli_usage_error("unknown option '%s'", argv[optind - 1]);
-        if (c == ':')
-            cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+    int c;
+    while ((c = cli_next_option(argc, argv, ":c:p:n:t:k:s:j:h", longs, shorts,
+                                sizeof shorts / sizeof shorts[0])) != -1) {
         switch (c) {
         case OPT_CKPT: o->ckpt = optarg; break;
         case OPT_EVAL: o->eval = optarg; break;

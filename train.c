@@ -119,21 +119,14 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
         {"dump-val", required_argument, 0, OPT_DUMP_VAL},
         {"heads-every", required_argument, 0, OPT_HEADS_EVERY}, {"help", no_argument, 0, OPT_HELP},
         {0, 0, 0, 0}};
-    static const struct { char s; int id; } shorts[] = {
+    static const CliShort shorts[] = {
         {'d', OPT_DATA}, {'o', OPT_OUT}, {'L', OPT_LAYERS}, {'H', OPT_HEADS}, {'C', OPT_EMBD},
         {'T', OPT_BLOCK}, {'B', OPT_BATCH}, {'n', OPT_STEPS}, {'s', OPT_SEED},
         {'j', OPT_THREADS}, {'h', OPT_HELP}};
     *o = DEFAULTS;
-    opterr = 0;
-    int c, idx;
-    while ((c = getopt_long(argc, argv, ":d:o:L:H:C:T:B:n:s:j:h", longs, &idx)) != -1) {
-        for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++)
-            if (c == shorts[i].s)
-                c = shorts[i].id;
-        if (c == '?')
-            cli_usage_error("unknown option '%s'", argv[optind - 1]);
-        if (c == ':')
-            cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+    int c;
+    while ((c = cli_next_option(argc, argv, ":d:o:L:H:C:T:B:n:s:j:h", longs, shorts,
+                                sizeof shorts / sizeof shorts[0])) != -1) {
         given[c] = 1;
         switch (c) {
         case OPT_DATA: o->data = optarg; break;

@@ -452,15 +452,13 @@ static void evaluate_now(Run *r, long done)
     }
 }
 
-static void progress(Run *r, long done, double loss, float lr, double step_s, double avg_s,
-                     double norm)
+static void progress(Run *r, long done, double loss, float lr, double step_s, double avg_s)
 {
     char eta[32];
     cli_duration(avg_s * (double)(r->o.steps - done), eta, sizeof eta);
     double tok = (double)r->o.batch * (double)r->o.block;
     fprintf(stderr, "step %ld/%ld | loss %.4f | lr %.2e | %.0f ms | %.1fk tok/s | eta %s\n", done,
             r->o.steps, loss, lr, step_s * 1e3, tok / avg_s / 1e3, eta);
-    (void)norm;
 }
 
 /* --heads-every: the per-head metrics of this step's batch (the forward just run
@@ -504,7 +502,7 @@ static void train_loop(Run *r, long start)
     const Options *o = &r->o;
     int B = (int)o->batch, T = (int)o->block;
     size_t P = r->model.table.total;
-    double t_start = cli_now(), last_print = 0.0, avg = 0.0;
+    double last_print = 0.0, avg = 0.0;
     long last_saved = start;
     char err[1500];
     for (long step = start; step < o->steps; step++) {
@@ -532,7 +530,7 @@ static void train_loop(Run *r, long start)
                 log_heads(r, done);
         }
         if (done == start + 1 || done == o->steps || t1 - last_print >= 1.0) {
-            progress(r, done, loss, lr, dt, avg, norm);
+            progress(r, done, loss, lr, dt, avg);
             last_print = t1;
         }
         if ((o->eval_every && done % o->eval_every == 0) || done == o->steps)
@@ -557,7 +555,6 @@ static void train_loop(Run *r, long start)
             exit(128 + stop_signal);
         }
     }
-    (void)t_start;
 }
 
 /* --dump-val: the held-out bytes, exactly as training splits them, for --eval

@@ -161,16 +161,24 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         attention_forward(atty, att, attd, qkv, B, T, H, D, p, site_key(opt, l, SITE_ATT));
         silence_heads(atty, opt, l, (size_t)N, H, D);
         matmul_forward(attproj, atty, lw->projw, lw->projb, N, A, C);
-        dropout_forward(res2, attproj, (size_t)N * C, p, site_key(opt, l, SITE_ATTN_RESID));
-        residual_forward(res2, res, res2, (size_t)N * C);
+        if (p > 0.0f) {
+            dropout_forward(res2, attproj, (size_t)N * C, p, site_key(opt, l, SITE_ATTN_RESID));
+            residual_forward(res2, res, res2, (size_t)N * C);
+        } else {
+            residual_forward(res2, res, attproj, (size_t)N * C);
+        }
 
         layernorm_forward(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
                           lw->ln2w, lw->ln2b, N, C);
         matmul_forward(fch, ln2, lw->fcw, lw->fcb, N, C, 4 * C);
         gelu_forward(fch_gelu, fch, (size_t)N * 4 * C);
         matmul_forward(fcproj, fch_gelu, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
-        dropout_forward(res3, fcproj, (size_t)N * C, p, site_key(opt, l, SITE_MLP_RESID));
-        residual_forward(res3, res2, res3, (size_t)N * C);
+        if (p > 0.0f) {
+            dropout_forward(res3, fcproj, (size_t)N * C, p, site_key(opt, l, SITE_MLP_RESID));
+            residual_forward(res3, res2, res3, (size_t)N * C);
+        } else {
+            residual_forward(res3, res2, fcproj, (size_t)N * C);
+        }
         res = res3;
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, res, w->lnfw, w->lnfb, N, C);

@@ -7,23 +7,18 @@
  * are in docs/matmul.md; this comment states the float operations, because the
  * determinism contract in matmul.h is a promise about them.
  *
- * nn and tn (broadcast kernels): C[i][j] is one chain s = fma(a_ik, b_kj, s) over
- * k = 0..K-1 in order, starting from 0, or from the old C[i][j] when accumulating.
- * The AVX2 tile holds 6 rows x 16 columns of such chains in registers; blocking over
- * k only stores s to C and reloads it, which changes no bit.
+ * All three kernels compute the same chains: C[i][j] is s = fma(a_ik, b_kj, s) over
+ * k = 0..K-1 in order, starting from 0, or from the old C[i][j] when accumulating;
+ * the linear layer's bias is added after the chain (out = s + bias[j]). So nt, nn and
+ * tn give the same bits for the same product, whatever layout its operands have.
+ * The AVX2 tile holds up to 6 rows x 16 columns of such chains in registers; blocking
+ * over k only stores s to C and reloads it, which changes no bit. B is read through a
+ * packed panel of 16 columns: a copy of B's rows (nn, tn), or a gather of B's
+ * columns by 8 x 8 transposes (nt).
  *
- * nt (dot-product kernel): with l[0..7] = 0, lane q accumulates l[q] = fma(a_k, b_k,
- * l[q]) for k = q, q+8, q+16, ... < K in order; then dot = ((l0+l2) + (l1+l3)) +
- * ((l4+l6) + (l5+l7)); then C = dot, or C = C_old + dot when accumulating (the old
- * value enters last, after the reduction), or out = dot + bias in matmul_forward.
- * The AVX2 tile holds 3 rows x 4 columns of eight-lane accumulators; the last partial
- * chunk of k is read with masked loads, whose zero lanes add fma(0, 0, l) = l (l is
- * never -0, as it starts at +0), so it equals skipping them.
- *
- * Edge tiles compute the same chains: rows past the edge repeat the last valid row
- * pointer and their results are dropped, nt narrows its tile at the right edge, and
- * nn/tn partial column vectors use masked loads and stores. So no float
- * sum depends on the tiling or on the split among threads.
+ * Edge tiles compute the same chains: a short last tile has its own row count, and
+ * partial column vectors use masked loads and stores. So no float sum depends on the
+ * tiling or on the split among threads.
  *
  * The portable code follows the same orders, with fmaf where the target has a fast
  * one (FP_FAST_FMAF; then its bits equal the AVX2 path's) and a separate multiply
@@ -50,19 +45,12 @@
 static int imin(int a, int b) { return a < b ? a : b; }
 static int imax(int a, int b) { return a > b ? a : b; }
 
-/* The nt lane reduction; reduce4 below is its vector form. */
-static inline float tree8(const float l[8])
-{
-    return ((l[0] + l[2]) + (l[1] + l[3])) + ((l[4] + l[6]) + (l[5] + l[7]));
-}
-
 #if MATMUL_AVX2
 
-/* Cache blocking (floats). nn: a KC x 16 panel of B (16 KiB) stays in L1 while an
+/* Cache blocking (floats). nn, nt: a KC x 16 panel of B (16 KiB) stays in L1 while an
  * MC x KC block of A sits in L2. tn: the same, with the MC_TN x KC block of A packed
- * (96 KiB). nt: NT_BLOCK floats of B rows (24 KiB) stay in L1 while NT_MB rows of A
- * pass by. The packing buffers live on the stack: 112 KiB at most, per call. */
-enum { KC = 256, MC = 96, MC_TN = 96, NT_MB = 96, NT_BLOCK = 6144 };
+ * (96 KiB). The packing buffers live on the stack: 112 KiB at most, per call. */
+enum { KC = 256, MC = 96, MC_TN = 96 };
 _Static_assert(MC_TN % 6 == 0, "tn packs whole 6-row tiles");
 
 /* Lane mask selecting the first n (0..8) lanes. */
@@ -84,39 +72,43 @@ ALWAYS_INLINE void store8(float *p, __m256 v, int masked, __m256i mask)
         _mm256_storeu_ps(p, v);
 }
 
-/* One tile of C for nn/tn: 6 rows x 8*nv columns (nv = 1 or 2), of which the first mr
- * rows are live; `masked` means C's last vector of columns is partial (lanes in mask).
- *   a -> A element (i0, k0); (r, k) at a + min(r, mr-1)*rsa + k*csa
+/* One tile of C: R rows (R = 1..6, a constant at each call) x 8*nv columns (nv = 1 or
+ * 2); `masked` means C's last vector of columns is partial (lanes in mask).
+ *   a -> A element (i0, k0); (r, k) at a + r*rsa + k*csa
  *   b -> packed B panel, row k at b + 16*k (zero past the live columns)
  *   c -> C[i0][j0], row r at c + r*ldc
- * load_c: start each chain from C (accumulating or a later k block), else from 0. */
-ALWAYS_INLINE void tile_bcast(int nv, int masked, __m256i mask, int mr, int K, const float *a,
+ * load_c: start each chain from C (accumulating or a later k block), else from 0.
+ * bias (last k block of the forward only): C = chain + bias[j], added after. */
+ALWAYS_INLINE void tile_bcast(int R, int nv, int masked, __m256i mask, int K, const float *a,
                               size_t rsa, size_t csa, const float *b, float *c, size_t ldc,
-                              int load_c)
+                              int load_c, const float *bias)
 {
     __m256 acc[6][2];
-    for (int r = 0; r < 6; r++)
+    for (int r = 0; r < R; r++)
         for (int v = 0; v < nv; v++)
-            acc[r][v] = (load_c && r < mr)
-                            ? load8(c + r * ldc + 8 * v, masked && v == nv - 1, mask)
-                            : _mm256_setzero_ps();
+            acc[r][v] = load_c ? load8(c + r * ldc + 8 * v, masked && v == nv - 1, mask)
+                               : _mm256_setzero_ps();
     const float *ar[6];
-    for (int r = 0; r < 6; r++)
-        ar[r] = a + (size_t)imin(r, mr - 1) * rsa;
+    for (int r = 0; r < R; r++)
+        ar[r] = a + (size_t)r * rsa;
     for (int k = 0; k < K; k++) {
         __m256 b0 = _mm256_load_ps(b + 16 * k);
         __m256 b1 = nv == 2 ? _mm256_load_ps(b + 16 * k + 8) : b0;
-        for (int r = 0; r < 6; r++) {
+        for (int r = 0; r < R; r++) {
             __m256 av = _mm256_broadcast_ss(ar[r] + (size_t)k * csa);
             acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
             if (nv == 2)
                 acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
         }
     }
-    for (int r = 0; r < 6; r++)
-        if (r < mr)
-            for (int v = 0; v < nv; v++)
-                store8(c + r * ldc + 8 * v, acc[r][v], masked && v == nv - 1, mask);
+    __m256 bv[2];
+    if (bias)
+        for (int v = 0; v < nv; v++)
+            bv[v] = load8(bias + 8 * v, masked && v == nv - 1, mask);
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < nv; v++)
+            store8(c + r * ldc + 8 * v, bias ? _mm256_add_ps(acc[r][v], bv[v]) : acc[r][v],
+                   masked && v == nv - 1, mask);
 }
 
 /* Copies B[0..kc-1][0..nc-1] (row stride ldb) into a kc x 16 panel, zero-padded. */
@@ -133,42 +125,107 @@ static void pack_panel(float *bp, const float *b, size_t ldb, int kc, int nc)
     }
 }
 
+/* In place 8 x 8 transpose: r[q][t] becomes r[t][q]. */
+static inline void transpose8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int q = 0; q < 8; q += 2) {
+        t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
+        t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
+    }
+    for (int q = 0; q < 8; q += 4) {
+        u[q] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int q = 0; q < 4; q++) {
+        r[q] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x20);
+        r[q + 4] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x31);
+    }
+}
+
+/* The transposing twin of pack_panel for nt: B is [N][K], so panel row k gathers
+ * B[0..nc-1][k] (b -> B[j0][k0]); eight k at a time through 8 x 8 transposes. */
+static void pack_panel_t(float *bp, const float *b, size_t ldb, int kc, int nc)
+{
+    int k = 0;
+    for (; k + 8 <= kc; k += 8)
+        for (int g = 0; g < 16; g += 8) {
+            __m256 r[8];
+            for (int q = 0; q < 8; q++)
+                r[q] = g + q < nc ? _mm256_loadu_ps(b + (size_t)(g + q) * ldb + k)
+                                  : _mm256_setzero_ps();
+            transpose8(r);
+            for (int t = 0; t < 8; t++)
+                _mm256_store_ps(bp + 16 * (k + t) + g, r[t]);
+        }
+    for (; k < kc; k++)
+        for (int j = 0; j < 16; j++)
+            bp[16 * k + j] = j < nc ? b[(size_t)j * ldb + k] : 0.0f;
+}
+
 /* The tiles of one stripe of C (M rows x 16 columns) against a packed B panel; tile
- * t's A starts at a + t*tstep. Full 6-row tiles get their own instantiation so their
- * row offsets are constants. */
+ * t's A starts at a + t*tstep. Full 6-row tiles, and the last short one, get their
+ * own instantiations so that row counts and offsets are constants (a 1-row product,
+ * as in sampling, does not pay for 6 rows). */
 ALWAYS_INLINE void stripe_bcast(int nv, int masked, __m256i mask, int M, int kc,
                                 const float *a, size_t rsa, size_t csa, size_t tstep,
-                                const float *bp, float *c, size_t ldc, int load_c)
+                                const float *bp, float *c, size_t ldc, int load_c,
+                                const float *bias)
 {
     int i = 0;
     for (; i + 6 <= M; i += 6, a += tstep)
-        tile_bcast(nv, masked, mask, 6, kc, a, rsa, csa, bp, c + (size_t)i * ldc, ldc, load_c);
-    if (i < M)
-        tile_bcast(nv, masked, mask, M - i, kc, a, rsa, csa, bp, c + (size_t)i * ldc, ldc,
-                   load_c);
+        tile_bcast(6, nv, masked, mask, kc, a, rsa, csa, bp, c + (size_t)i * ldc, ldc, load_c,
+                   bias);
+    float *ci = c + (size_t)i * ldc;
+    switch (M - i) {
+    case 5:
+        tile_bcast(5, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, bias);
+        break;
+    case 4:
+        tile_bcast(4, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, bias);
+        break;
+    case 3:
+        tile_bcast(3, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, bias);
+        break;
+    case 2:
+        tile_bcast(2, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, bias);
+        break;
+    case 1:
+        tile_bcast(1, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, bias);
+        break;
+    default:
+        break;
+    }
 }
 
 /* One block of C (mc rows x N columns) += one k block: a(r, k) = a[r*rsa + k*csa]
- * (tile t's rows start at a + t*tstep), B rows k0.. at B. Each 16-column panel of B is
- * first copied (not transposed) into bp, so the kernel reads it at unit stride, free
- * of cache-set conflicts. */
-ALWAYS_INLINE void block_bcast(int mc, int N, int kc, const float *a, size_t rsa, size_t csa,
-                               size_t tstep, const float *B, size_t ldb, float *bp, float *C,
-                               size_t ldc, int load_c)
+ * (tile t's rows start at a + t*tstep). Each 16-column panel of B is first copied into
+ * bp, so the kernel reads it at unit stride, free of cache-set conflicts: B rows
+ * k0.. at B (nn, tn: row stride ldb) or, with trans, B's rows j are columns of the
+ * product (nt: B[j][k] at B + j*ldb + k). bias: see tile_bcast (may be NULL). */
+ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a, size_t rsa,
+                               size_t csa, size_t tstep, const float *B, size_t ldb, float *bp,
+                               float *C, size_t ldc, int load_c, const float *bias)
 {
     for (int j = 0; j < N; j += 16) {
         int nc = imin(16, N - j);
         __m256i mask = mask_first(nc > 8 ? nc - 8 : nc);
         float *c = C + j;
-        pack_panel(bp, B + j, ldb, kc, nc);
-        if (nc == 16)
-            stripe_bcast(2, 0, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c);
-        else if (nc > 8)
-            stripe_bcast(2, 1, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c);
-        else if (nc == 8)
-            stripe_bcast(1, 0, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c);
+        const float *bj = bias ? bias + j : NULL;
+        if (trans)
+            pack_panel_t(bp, B + (size_t)j * ldb, ldb, kc, nc);
         else
-            stripe_bcast(1, 1, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c);
+            pack_panel(bp, B + j, ldb, kc, nc);
+        if (nc == 16)
+            stripe_bcast(2, 0, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, bj);
+        else if (nc > 8)
+            stripe_bcast(2, 1, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, bj);
+        else if (nc == 8)
+            stripe_bcast(1, 0, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, bj);
+        else
+            stripe_bcast(1, 1, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, bj);
     }
 }
 
@@ -181,8 +238,23 @@ static void gemm_nn(int M, int N, int K, const float *A, size_t lda, const float
     for (int k0 = 0; k0 < K; k0 += KC) {
         int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0;
         for (int i0 = 0; i0 < M; i0 += MC)
-            block_bcast(imin(MC, M - i0), N, kc, A + (size_t)i0 * lda + k0, lda, 1, 6 * lda,
-                        B + (size_t)k0 * ldb, ldb, bp, C + (size_t)i0 * ldc, ldc, load_c);
+            block_bcast(0, imin(MC, M - i0), N, kc, A + (size_t)i0 * lda + k0, lda, 1, 6 * lda,
+                        B + (size_t)k0 * ldb, ldb, bp, C + (size_t)i0 * ldc, ldc, load_c, NULL);
+    }
+}
+
+/* C[M][N] (+)= A[M][K] . B[N][K]^T (+ bias[j] after the sum), K >= 1: as gemm_nn, with
+ * B's panels gathered by pack_panel_t. */
+static void gemm_nt(int M, int N, int K, const float *A, size_t lda, const float *B,
+                    size_t ldb, float *C, size_t ldc, int accumulate, const float *bias)
+{
+    _Alignas(64) float bp[KC * 16];
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0;
+        const float *last_bias = k0 + kc >= K ? bias : NULL;
+        for (int i0 = 0; i0 < M; i0 += MC)
+            block_bcast(1, imin(MC, M - i0), N, kc, A + (size_t)i0 * lda + k0, lda, 1, 6 * lda,
+                        B + k0, ldb, bp, C + (size_t)i0 * ldc, ldc, load_c, last_bias);
     }
 }
 
@@ -215,127 +287,10 @@ static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float
         for (int i0 = 0; i0 < M; i0 += MC_TN) {
             int mc = imin(MC_TN, M - i0);
             pack_tn_block(ap, A + (size_t)k0 * lda + i0, lda, kc, mc);
-            block_bcast(mc, N, kc, ap, 1, 6, (size_t)6 * kc, B + (size_t)k0 * ldb, ldb, bp,
-                        C + (size_t)i0 * ldc, ldc, load_c);
+            block_bcast(0, mc, N, kc, ap, 1, 6, (size_t)6 * kc, B + (size_t)k0 * ldb, ldb, bp,
+                        C + (size_t)i0 * ldc, ldc, load_c, NULL);
         }
     }
-}
-
-/* Finishes four dot products: result q = tree8(lanes of cq). unpack + add pairs
- * lanes (0,2), (1,3), (4,6), (5,7); the shuffles + add join those pairs; the last
- * add joins the two 128-bit halves: the bracketing of tree8. */
-ALWAYS_INLINE __m128 reduce4(__m256 c0, __m256 c1, __m256 c2, __m256 c3)
-{
-    __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(c0, c1), _mm256_unpackhi_ps(c0, c1));
-    __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(c2, c3), _mm256_unpackhi_ps(c2, c3));
-    __m256 t = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
-    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-}
-
-/* One tile of C for nt: 3 rows (A rows ar[0..2], mr live; dead rows repeat the last
- * live pointer) x nr columns (B rows br[0..nr-1]; nr = 4, or 1..3 at the right edge
- * so that a narrow edge does not cost a full tile).
- * c -> C[i0][j0]; add (may be NULL) -> value added after the dot, row r at
- * add + r*ld_add (C itself when accumulating, the bias with ld_add = 0). */
-ALWAYS_INLINE void tile_dot(int nr, int mr, int K, const float *const ar[3],
-                            const float *const br[4], float *c, size_t ldc, const float *add,
-                            size_t ld_add)
-{
-    __m256 acc[3][4];
-    for (int r = 0; r < 3; r++)
-        for (int q = 0; q < 4; q++)
-            acc[r][q] = _mm256_setzero_ps();
-    const float *a0 = ar[0], *a1 = ar[1], *a2 = ar[2];
-    int k = 0;
-    /* The empty asm statements pin the loaded vectors in registers (12 accumulators
-     * + 3 + 1 = 16): gcc would otherwise fold them into the FMAs as memory operands
-     * and load each one 3 or 4 times, which makes the loop load-bound. */
-    for (; k + 8 <= K; k += 8) {
-        __m256 a[3] = { _mm256_loadu_ps(a0 + k), _mm256_loadu_ps(a1 + k),
-                        _mm256_loadu_ps(a2 + k) };
-        __asm__("" : "+x"(a[0]), "+x"(a[1]), "+x"(a[2]));
-        for (int q = 0; q < nr; q++) {
-            __m256 bv = _mm256_loadu_ps(br[q] + k);
-            __asm__("" : "+x"(bv));
-            for (int r = 0; r < 3; r++)
-                acc[r][q] = _mm256_fmadd_ps(a[r], bv, acc[r][q]);
-        }
-    }
-    if (k < K) {
-        __m256i m = mask_first(K - k);
-        __m256 a[3] = { _mm256_maskload_ps(a0 + k, m), _mm256_maskload_ps(a1 + k, m),
-                        _mm256_maskload_ps(a2 + k, m) };
-        for (int q = 0; q < nr; q++) {
-            __m256 bv = _mm256_maskload_ps(br[q] + k, m);
-            for (int r = 0; r < 3; r++)
-                acc[r][q] = _mm256_fmadd_ps(a[r], bv, acc[r][q]);
-        }
-    }
-    __m128 dots[3];
-    for (int r = 0; r < 3; r++)
-        dots[r] = reduce4(acc[r][0], acc[r][imin(1, nr - 1)], acc[r][imin(2, nr - 1)],
-                          acc[r][nr - 1]);
-    for (int r = 0; r < mr; r++) {
-        __m128 d = dots[r];
-        float *cr = c + r * ldc;
-        const float *addr = add ? add + r * ld_add : NULL;
-        if (nr == 4) {
-            if (addr)
-                d = _mm_add_ps(_mm_loadu_ps(addr), d);
-            _mm_storeu_ps(cr, d);
-        } else {
-            float t[4];
-            _mm_storeu_ps(t, d);
-            for (int q = 0; q < nr; q++)
-                cr[q] = addr ? addr[q] + t[q] : t[q];
-        }
-    }
-}
-
-/* The 3 x 4 tiles of one block of C for nt. */
-static void dot_block(int M, int N, int K, const float *A, size_t lda, const float *B,
-                      size_t ldb, float *C, size_t ldc, const float *add, size_t ld_add)
-{
-    for (int i = 0; i < M; i += 3) {
-        int mr = imin(3, M - i);
-        const float *ar[3];
-        for (int r = 0; r < 3; r++)
-            ar[r] = A + (size_t)(i + imin(r, mr - 1)) * lda;
-        for (int j = 0; j < N; j += 4) {
-            int nc = imin(4, N - j);
-            const float *br[4];
-            for (int q = 0; q < 4; q++)
-                br[q] = B + (size_t)(j + imin(q, nc - 1)) * ldb;
-            const float *addij = add ? add + (size_t)i * ld_add + j : NULL;
-            float *cij = C + (size_t)i * ldc + j;
-            switch (nc) {
-            case 1:
-                tile_dot(1, mr, K, ar, br, cij, ldc, addij, ld_add);
-                break;
-            case 2:
-                tile_dot(2, mr, K, ar, br, cij, ldc, addij, ld_add);
-                break;
-            case 3:
-                tile_dot(3, mr, K, ar, br, cij, ldc, addij, ld_add);
-                break;
-            default:
-                tile_dot(4, mr, K, ar, br, cij, ldc, addij, ld_add);
-            }
-        }
-    }
-}
-
-/* C[M][N] = add + A[M][K] . B[N][K]^T, `add` as in tile_dot (row stride ld_add). */
-static void gemm_dot(int M, int N, int K, const float *A, size_t lda, const float *B,
-                     size_t ldb, float *C, size_t ldc, const float *add, size_t ld_add)
-{
-    int jb = imax(4, (NT_BLOCK / imax(K, 1)) & ~3);
-    for (int i0 = 0; i0 < M; i0 += NT_MB)
-        for (int j0 = 0; j0 < N; j0 += jb)
-            dot_block(imin(NT_MB, M - i0), imin(jb, N - j0), K, A + (size_t)i0 * lda, lda,
-                      B + (size_t)j0 * ldb, ldb, C + (size_t)i0 * ldc + j0, ldc,
-                      add ? add + (size_t)i0 * ld_add + j0 : NULL, ld_add);
 }
 
 #else /* portable */
@@ -346,10 +301,12 @@ static void gemm_dot(int M, int N, int K, const float *A, size_t lda, const floa
 #define MADD(a, b, s) ((s) + (a) * (b))
 #endif
 
-/* C[M][N] (+)= sum_k a(i,k) * B[k][j], a(i,k) = A[i*rsa + k*csa]; one row of C at a
- * time, JC columns kept in a local array so the j loop vectorises. */
+/* C[M][N] (+)= sum_k a(i,k) * b(k,j) (+ bias[j] after the sum), a(i,k) = A[i*rsa +
+ * k*csa], b(k,j) = B[k*rsb + j*csb]; one row of C at a time, JC columns kept in a
+ * local array so the j loop vectorises when csb = 1. */
 static void gemm_bcast(int M, int N, int K, const float *A, size_t rsa, size_t csa,
-                       const float *B, size_t ldb, float *C, size_t ldc, int accumulate)
+                       const float *B, size_t rsb, size_t csb, float *C, size_t ldc,
+                       int accumulate, const float *bias)
 {
     enum { JC = 256 };
     float acc[JC];
@@ -361,11 +318,12 @@ static void gemm_bcast(int M, int N, int K, const float *A, size_t rsa, size_t c
                 acc[j] = accumulate ? c[j] : 0.0f;
             for (int k = 0; k < K; k++) {
                 float a = A[(size_t)i * rsa + (size_t)k * csa];
-                const float *b = B + (size_t)k * ldb + j0;
+                const float *b = B + (size_t)k * rsb + (size_t)j0 * csb;
                 for (int j = 0; j < nc; j++)
-                    acc[j] = MADD(a, b[j], acc[j]);
+                    acc[j] = MADD(a, b[(size_t)j * csb], acc[j]);
             }
-            memcpy(c, acc, (size_t)nc * sizeof(float));
+            for (int j = 0; j < nc; j++)
+                c[j] = bias ? acc[j] + bias[j0 + j] : acc[j];
         }
     }
 }
@@ -373,50 +331,22 @@ static void gemm_bcast(int M, int N, int K, const float *A, size_t rsa, size_t c
 static void gemm_nn(int M, int N, int K, const float *A, size_t lda, const float *B,
                     size_t ldb, float *C, size_t ldc, int accumulate)
 {
-    gemm_bcast(M, N, K, A, lda, 1, B, ldb, C, ldc, accumulate);
+    gemm_bcast(M, N, K, A, lda, 1, B, ldb, 1, C, ldc, accumulate, NULL);
 }
 
 static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float *B,
                     size_t ldb, float *C, size_t ldc, int accumulate)
 {
-    gemm_bcast(M, N, K, A, 1, lda, B, ldb, C, ldc, accumulate);
+    gemm_bcast(M, N, K, A, 1, lda, B, ldb, 1, C, ldc, accumulate, NULL);
 }
 
-/* The nt scheme of the header comment for one pair of rows. */
-static float dot_lanes(const float *a, const float *b, int K)
+static void gemm_nt(int M, int N, int K, const float *A, size_t lda, const float *B,
+                    size_t ldb, float *C, size_t ldc, int accumulate, const float *bias)
 {
-    float l[8] = { 0 };
-    int k = 0;
-    for (; k + 8 <= K; k += 8)
-        for (int q = 0; q < 8; q++)
-            l[q] = MADD(a[k + q], b[k + q], l[q]);
-    for (int q = 0; k + q < K; q++)
-        l[q] = MADD(a[k + q], b[k + q], l[q]);
-    return tree8(l);
-}
-
-static void gemm_dot(int M, int N, int K, const float *A, size_t lda, const float *B,
-                     size_t ldb, float *C, size_t ldc, const float *add, size_t ld_add)
-{
-    enum { JB = 64 };
-    for (int j0 = 0; j0 < N; j0 += JB)
-        for (int i = 0; i < M; i++)
-            for (int j = j0; j < imin(j0 + JB, N); j++) {
-                float d = dot_lanes(A + (size_t)i * lda, B + (size_t)j * ldb, K);
-                C[(size_t)i * ldc + j] = add ? add[(size_t)i * ld_add + j] + d : d;
-            }
+    gemm_bcast(M, N, K, A, lda, 1, B, 1, ldb, C, ldc, accumulate, bias);
 }
 
 #endif
-
-void matmul_nt(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-              float *C, int ldc, int accumulate)
-{
-    if (M <= 0 || N <= 0)
-        return;
-    gemm_dot(M, N, K, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc,
-             accumulate ? C : NULL, (size_t)ldc);
-}
 
 /* K = 0 leaves the empty sum: C = 0, or C unchanged when accumulating. */
 static int empty_product(int M, int N, int K, float *C, int ldc, int accumulate)
@@ -429,6 +359,13 @@ static int empty_product(int M, int N, int K, float *C, int ldc, int accumulate)
         for (int i = 0; i < M; i++)
             memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
     return 1;
+}
+
+void matmul_nt(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+              float *C, int ldc, int accumulate)
+{
+    if (!empty_product(M, N, K, C, ldc, accumulate))
+        gemm_nt(M, N, K, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate, NULL);
 }
 
 void matmul_nn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
@@ -492,15 +429,14 @@ static void tile_at(const Tiles *t, int tile, int *i0, int *j0, int *m, int *n)
 void matmul_forward(float *out, const float *in, const float *W, const float *bias,
                     int N, int IC, int OC)
 {
-    Tiles t = tiles_plan(N, OC, 3, 4, 48, 192, 4);
+    Tiles t = tiles_plan(N, OC, 6, 16, 48, 256, 4);
     double flops = 2.0 * N * IC * OC;
     #pragma omp parallel for schedule(dynamic, 1) if (flops >= PARALLEL_MIN_FLOPS)
     for (int tile = 0; tile < t.nrb * t.ncb; tile++) {
         int i0, j0, m, n;
         tile_at(&t, tile, &i0, &j0, &m, &n);
-        gemm_dot(m, n, IC, in + (size_t)i0 * IC, (size_t)IC, W + (size_t)j0 * IC,
-                 (size_t)IC, out + (size_t)i0 * OC + j0, (size_t)OC,
-                 bias ? bias + j0 : NULL, 0);
+        gemm_nt(m, n, IC, in + (size_t)i0 * IC, (size_t)IC, W + (size_t)j0 * IC, (size_t)IC,
+                out + (size_t)i0 * OC + j0, (size_t)OC, 0, bias ? bias + j0 : NULL);
     }
 }
 

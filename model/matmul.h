@@ -12,7 +12,9 @@
  * Determinism contract: every element of C is computed by one thread with the
  * same sequence of float operations whatever M, N, the tiling, the element's
  * position in a tile or the thread count; so computing a sub-block gives the
- * same bits as computing the whole product. */
+ * same bits as computing the whole product. That sequence is one fused multiply-add
+ * chain over k in order, the same for nt, nn and tn, so a product gives the same bits
+ * whichever kernel computes it (attention and the sampler's KV cache rely on it). */
 #ifndef HEADCOUNT_MATMUL_H
 #define HEADCOUNT_MATMUL_H
 

@@ -136,17 +136,42 @@ void layernorm_backward(float *din, float *dw, float *db, const float *dout, con
                 dx[c] += s * (dxhat[c] - mdx - xhat[c] * mdxx);
         }
     }
-    const int CB = 16;
+    /* Columns in blocks of 32, the sums in registers (dw and db may not be kept in
+     * registers through stores to them: the compiler must assume they alias). */
+    enum { CB = 32, NV = CB / 8 };
     int nblocks = (C + CB - 1) / CB;
     #pragma omp parallel for schedule(static)
     for (int blk = 0; blk < nblocks; blk++) {
-        int c0 = blk * CB, c1 = c0 + CB < C ? c0 + CB : C;
-        for (int n = 0; n < N; n++) {
-            const float *x = in + (size_t)n * C, *dy = dout + (size_t)n * C;
-            float m = mean[n], s = rstd[n];
-            for (int c = c0; c < c1; c++) {
-                dw[c] += dy[c] * ((x[c] - m) * s);
-                db[c] += dy[c];
+        int c0 = blk * CB;
+        if (c0 + CB <= C) {
+            v8f sw[NV], sb[NV];
+            for (int v = 0; v < NV; v++) {
+                sw[v] = v8_load(dw + c0 + 8 * v);
+                sb[v] = v8_load(db + c0 + 8 * v);
+            }
+            for (int n = 0; n < N; n++) {
+                const float *x = in + (size_t)n * C + c0, *dy = dout + (size_t)n * C + c0;
+                v8f m = v8_set1(mean[n]), s = v8_set1(rstd[n]);
+                for (int v = 0; v < NV; v++) {
+                    v8f d = v8_load(dy + 8 * v);
+                    sw[v] += d * ((v8_load(x + 8 * v) - m) * s);
+                    sb[v] += d;
+                }
+            }
+            for (int v = 0; v < NV; v++) {
+                v8_store(dw + c0 + 8 * v, sw[v]);
+                v8_store(db + c0 + 8 * v, sb[v]);
+            }
+        } else {
+            for (int c = c0; c < C; c++) {
+                float sw = dw[c], sb = db[c];
+                for (int n = 0; n < N; n++) {
+                    float d = dout[(size_t)n * C + c];
+                    sw += d * ((in[(size_t)n * C + c] - mean[n]) * rstd[n]);
+                    sb += d;
+                }
+                dw[c] = sw;
+                db[c] = sb;
             }
         }
     }

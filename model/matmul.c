@@ -78,23 +78,25 @@ ALWAYS_INLINE void store8(float *p, __m256 v, int masked, __m256i mask)
  *   b -> packed B panel, row k at b + 16*k (zero past the live columns)
  *   c -> C[i0][j0], row r at c + r*ldc
  * load_c: start each chain from C (accumulating or a later k block), else from 0.
- * bias (last k block of the forward only): C = chain + bias[j], added after. */
+ * bias (last k block of the forward only): C = chain + bias[j], added after.
+ * The unroll pragmas keep acc in registers: without them gcc 12 -O3 left some
+ * instantiations storing every accumulator to the stack once per k (2-3x slower). */
 ALWAYS_INLINE void tile_bcast(int R, int nv, int masked, __m256i mask, int K, const float *a,
                               size_t rsa, size_t csa, const float *b, float *c, size_t ldc,
                               int load_c, const float *bias)
 {
     __m256 acc[6][2];
-    for (int r = 0; r < R; r++)
-        for (int v = 0; v < nv; v++)
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++)
             acc[r][v] = load_c ? load8(c + r * ldc + 8 * v, masked && v == nv - 1, mask)
                                : _mm256_setzero_ps();
     const float *ar[6];
-    for (int r = 0; r < R; r++)
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
         ar[r] = a + (size_t)r * rsa;
     for (int k = 0; k < K; k++) {
         __m256 b0 = _mm256_load_ps(b + 16 * k);
         __m256 b1 = nv == 2 ? _mm256_load_ps(b + 16 * k + 8) : b0;
-        for (int r = 0; r < R; r++) {
+        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
             __m256 av = _mm256_broadcast_ss(ar[r] + (size_t)k * csa);
             acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
             if (nv == 2)
@@ -103,10 +105,10 @@ ALWAYS_INLINE void tile_bcast(int R, int nv, int masked, __m256i mask, int K, co
     }
     __m256 bv[2];
     if (bias)
-        for (int v = 0; v < nv; v++)
+        _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++)
             bv[v] = load8(bias + 8 * v, masked && v == nv - 1, mask);
-    for (int r = 0; r < R; r++)
-        for (int v = 0; v < nv; v++)
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++)
             store8(c + r * ldc + 8 * v, bias ? _mm256_add_ps(acc[r][v], bv[v]) : acc[r][v],
                    masked && v == nv - 1, mask);
 }
@@ -114,13 +116,22 @@ ALWAYS_INLINE void tile_bcast(int R, int nv, int masked, __m256i mask, int K, co
 /* Copies B[0..kc-1][0..nc-1] (row stride ldb) into a kc x 16 panel, zero-padded. */
 static void pack_panel(float *bp, const float *b, size_t ldb, int kc, int nc)
 {
-    for (int k = 0; k < kc; k++, b += ldb, bp += 16) {
-        if (nc == 16) {
+    if (nc == 16) {
+        for (int k = 0; k < kc; k++, b += ldb, bp += 16) {
             _mm256_store_ps(bp, _mm256_loadu_ps(b));
             _mm256_store_ps(bp + 8, _mm256_loadu_ps(b + 8));
-        } else {
-            for (int j = 0; j < 16; j++)
-                bp[j] = j < nc ? b[j] : 0.0f;
+        }
+    } else if (nc > 8) {
+        __m256i m = mask_first(nc - 8);
+        for (int k = 0; k < kc; k++, b += ldb, bp += 16) {
+            _mm256_store_ps(bp, _mm256_loadu_ps(b));
+            _mm256_store_ps(bp + 8, _mm256_maskload_ps(b + 8, m));
+        }
+    } else {
+        __m256i m = mask_first(nc);
+        for (int k = 0; k < kc; k++, b += ldb, bp += 16) {
+            _mm256_store_ps(bp, _mm256_maskload_ps(b, m));
+            _mm256_store_ps(bp + 8, _mm256_setzero_ps());
         }
     }
 }
@@ -293,6 +304,97 @@ static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float
     }
 }
 
+/* One tile of R = 1..6 rows against a 16-column panel, with runtime strides: the
+ * building block of the causal products, whose row ranges differ per panel. */
+#define TILE_R(RR)                                                                           \
+    static void tile_r##RR(int nc, int K, const float *a, size_t rsa, size_t csa,            \
+                           const float *bp, float *c, size_t ldc, int load_c)                \
+    {                                                                                        \
+        __m256i mask = mask_first(nc > 8 ? nc - 8 : nc);                                     \
+        if (nc == 16)                                                                        \
+            tile_bcast(RR, 2, 0, mask, K, a, rsa, csa, bp, c, ldc, load_c, NULL);            \
+        else if (nc > 8)                                                                     \
+            tile_bcast(RR, 2, 1, mask, K, a, rsa, csa, bp, c, ldc, load_c, NULL);            \
+        else if (nc == 8)                                                                    \
+            tile_bcast(RR, 1, 0, mask, K, a, rsa, csa, bp, c, ldc, load_c, NULL);            \
+        else                                                                                 \
+            tile_bcast(RR, 1, 1, mask, K, a, rsa, csa, bp, c, ldc, load_c, NULL);            \
+    }
+TILE_R(1)
+TILE_R(2)
+TILE_R(3)
+TILE_R(4)
+TILE_R(5)
+TILE_R(6)
+#undef TILE_R
+
+typedef void (*TileFn)(int, int, const float *, size_t, size_t, const float *, float *, size_t,
+                       int);
+static const TileFn tile_r[7] = { NULL, tile_r1, tile_r2, tile_r3, tile_r4, tile_r5, tile_r6 };
+
+static void tile_any(int R, int nc, int K, const float *a, size_t rsa, size_t csa,
+                     const float *bp, float *c, size_t ldc, int load_c)
+{
+    tile_r[R](nc, K, a, rsa, csa, bp, c, ldc, load_c);
+}
+
+static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, size_t ldb,
+                      float *C, size_t ldc, int accumulate)
+{
+    _Alignas(64) float bp[KC * 16];
+    for (int j0 = 0; j0 < T; j0 += 16) {
+        int nc = imin(16, T - j0);
+        for (int k0 = 0; k0 < K; k0 += KC) {
+            int kc = imin(KC, K - k0);
+            pack_panel_t(bp, B + (size_t)j0 * ldb + k0, ldb, kc, nc);
+            for (int i = j0; i < T; i += 6)
+                tile_any(imin(6, T - i), nc, kc, A + (size_t)i * lda + k0, lda, 1, bp,
+                         C + (size_t)i * ldc + j0, ldc, accumulate || k0 > 0);
+        }
+    }
+}
+
+static void nn_causal(int T, int N, const float *A, size_t lda, const float *B, size_t ldb,
+                      float *C, size_t ldc, int accumulate)
+{
+    _Alignas(64) float bp[KC * 16];
+    for (int j0 = 0; j0 < N; j0 += 16) {
+        int nc = imin(16, N - j0);
+        for (int k0 = 0; k0 < T; k0 += KC) {
+            int kc = imin(KC, T - k0);
+            pack_panel(bp, B + (size_t)k0 * ldb + j0, ldb, kc, nc);
+            /* Tiles sit at multiples of 6; one whose last row is below k0 has no terms
+             * here. A tile's k stops after its last row (later A entries are zero). */
+            for (int i = k0 / 6 * 6; i < T; i += 6) {
+                int R = imin(6, T - i);
+                tile_any(R, nc, imin(kc, i + R - k0), A + (size_t)i * lda + k0, lda, 1, bp,
+                         C + (size_t)i * ldc + j0, ldc, accumulate || k0 > 0);
+            }
+        }
+    }
+}
+
+static void tn_causal(int T, int N, const float *A, size_t lda, const float *B, size_t ldb,
+                      float *C, size_t ldc, int accumulate)
+{
+    _Alignas(64) float bp[KC * 16];
+    for (int j0 = 0; j0 < N; j0 += 16) {
+        int nc = imin(16, N - j0);
+        for (int k0 = 0; k0 < T; k0 += KC) {
+            int kc = imin(KC, T - k0);
+            pack_panel(bp, B + (size_t)k0 * ldb + j0, ldb, kc, nc);
+            /* The tile of output rows i..i+R-1 sums k = i..T-1 (earlier A entries are
+             * zero): in this block from max(k0, i). */
+            for (int i = 0; i < imin(T, k0 + kc); i += 6) {
+                int kb = imax(k0, i);
+                tile_any(imin(6, T - i), nc, k0 + kc - kb, A + (size_t)kb * lda + i, 1, lda,
+                         bp + (size_t)16 * (kb - k0), C + (size_t)i * ldc + j0, ldc,
+                         accumulate || kb > i);
+            }
+        }
+    }
+}
+
 #else /* portable */
 
 #ifdef FP_FAST_FMAF
@@ -346,6 +448,31 @@ static void gemm_nt(int M, int N, int K, const float *A, size_t lda, const float
     gemm_bcast(M, N, K, A, lda, 1, B, 1, ldb, C, ldc, accumulate, bias);
 }
 
+static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, size_t ldb,
+                      float *C, size_t ldc, int accumulate)
+{
+    for (int i = 0; i < T; i++)
+        gemm_nt(1, i + 1, K, A + (size_t)i * lda, lda, B, ldb, C + (size_t)i * ldc, ldc,
+                accumulate, NULL);
+}
+
+static void nn_causal(int T, int N, const float *A, size_t lda, const float *B, size_t ldb,
+                      float *C, size_t ldc, int accumulate)
+{
+    for (int i = 0; i < T; i++)
+        gemm_nn(1, N, i + 1, A + (size_t)i * lda, lda, B, ldb, C + (size_t)i * ldc, ldc,
+                accumulate);
+}
+
+static void tn_causal(int T, int N, const float *A, size_t lda, const float *B, size_t ldb,
+                      float *C, size_t ldc, int accumulate)
+{
+    for (int i = 0; i < T; i++)
+        gemm_tn(1, N, T - i, A + (size_t)i * lda + i, lda, B + (size_t)i * ldb, ldb,
+                C + (size_t)i * ldc, ldc, accumulate);
+}
+
+
 #endif
 
 /* K = 0 leaves the empty sum: C = 0, or C unchanged when accumulating. */
@@ -380,6 +507,27 @@ void matmul_tn(int M, int N, int K, const float *A, int lda, const float *B, int
 {
     if (!empty_product(M, N, K, C, ldc, accumulate))
         gemm_tn(M, N, K, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate);
+}
+
+void matmul_nt_causal(int T, int K, const float *A, int lda, const float *B, int ldb,
+                      float *C, int ldc, int accumulate)
+{
+    if (T > 0 && K > 0)
+        nt_causal(T, K, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate);
+}
+
+void matmul_nn_causal(int T, int N, const float *A, int lda, const float *B, int ldb,
+                      float *C, int ldc, int accumulate)
+{
+    if (T > 0 && N > 0)
+        nn_causal(T, N, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate);
+}
+
+void matmul_tn_causal(int T, int N, const float *A, int lda, const float *B, int ldb,
+                      float *C, int ldc, int accumulate)
+{
+    if (T > 0 && N > 0)
+        tn_causal(T, N, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate);
 }
 
 /* The split of an M x N output among threads into about per_thread tiles per thread:

@@ -26,6 +26,23 @@ void matmul_nn(int M, int N, int K, const float *A, int lda, const float *B, int
 void matmul_tn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
               float *C, int ldc, int accumulate);
 
+/* Causal products for attention over T positions, single-threaded, the same chains
+ * as above (so the same bits as matmul_nt / matmul_nn on the rows a sampler computes
+ * one at a time), with only the work the causal mask needs:
+ *   nt_causal: C[i][j] (+)= sum_k A[i][k] B[j][k] for j <= i < T (scores). Entries
+ *              above the diagonal near it are written with meaningless values.
+ *   nn_causal: C[i][n] (+)= sum_{k <= i} A[i][k] B[k][n]            (P V, dS K)
+ *   tn_causal: C[j][n] (+)= sum_{i >= j} A[i][j] B[i][n]            (dS^T Q, P^T dY)
+ * nn_causal and tn_causal read A a little past the diagonal (up to the end of a 6-row
+ * tile) and need it to hold zeros there: A is lower triangular. Adding those exact
+ * zeros leaves every chain unchanged. */
+void matmul_nt_causal(int T, int K, const float *A, int lda, const float *B, int ldb,
+                      float *C, int ldc, int accumulate);
+void matmul_nn_causal(int T, int N, const float *A, int lda, const float *B, int ldb,
+                      float *C, int ldc, int accumulate);
+void matmul_tn_causal(int T, int N, const float *A, int lda, const float *B, int ldb,
+                      float *C, int ldc, int accumulate);
+
 /* out[N][OC] = in[N][IC] · W[OC][IC]^T + bias[OC]; bias may be NULL. Overwrites out.
  * The bias is added after the dot product: out = dot + bias. */
 void matmul_forward(float *out, const float *in, const float *W, const float *bias,

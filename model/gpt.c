@@ -74,7 +74,7 @@ int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
         {&a->logits, N * V}, {&a->probs, N * V}, {&a->losses, N},
         {&a->dres, N * C}, {&a->dbranch, N * C}, {&a->dln, N * 4 * C},
         {&a->dqkv, N * 3 * A}, {&a->datty, N * A}, {&a->datt, TT},
-        {&a->dfch, N * 4 * C}, {&a->dfch_gelu, N * 4 * C}, {&a->dlogits, N * V},
+        {&a->dfch, N * 4 * C}, {&a->dlogits, N * V},
     };
     size_t nparts = sizeof parts / sizeof parts[0], total = 0;
     for (size_t i = 0; i < nparts; i++)
@@ -170,8 +170,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
 
         layernorm_forward(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
                           lw->ln2w, lw->ln2b, N, C);
-        matmul_forward(fch, ln2, lw->fcw, lw->fcb, N, C, 4 * C);
-        gelu_forward(fch_gelu, fch, (size_t)N * 4 * C);
+        matmul_forward_gelu(fch, fch_gelu, ln2, lw->fcw, lw->fcb, N, C, 4 * C);
         matmul_forward(fcproj, fch_gelu, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
         if (p > 0.0f) {
             dropout_forward(res3, fcproj, (size_t)N * C, p, site_key(opt, l, SITE_MLP_RESID));
@@ -227,11 +226,8 @@ void gpt_backward(Model *m, Activations *a, const int *tokens, const int *target
             dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_MLP_RESID));
             branch = a->dbranch;
         }
-        memset(a->dfch_gelu, 0, nc * 4 * sizeof(float));
-        matmul_backward(a->dfch_gelu, lg->fcprojw, lg->fcprojb, branch, fch_gelu, lw->fcprojw,
-                        N, 4 * C, C);
-        memset(a->dfch, 0, nc * 4 * sizeof(float));
-        gelu_backward(a->dfch, a->dfch_gelu, fch, nc * 4);
+        matmul_backward_gelu(a->dfch, lg->fcprojw, lg->fcprojb, branch, fch_gelu, lw->fcprojw,
+                             fch, N, 4 * C, C);
         memset(a->dln, 0, nc * sizeof(float));
         matmul_backward(a->dln, lg->fcw, lg->fcb, a->dfch, ln2, lw->fcw, N, C, 4 * C);
         layernorm_backward(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,

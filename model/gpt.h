@@ -48,7 +48,7 @@ typedef struct {
     float *logits, *probs;           /* [N][V] */
     float *losses;                   /* [N] */
     /* backward scratch */
-    float *dres, *dbranch, *dln, *dqkv, *datty, *datt, *dfch, *dfch_gelu, *dlogits;
+    float *dres, *dbranch, *dln, *dqkv, *datty, *datt, *dfch, *dlogits;
     float *buf;
 } Activations;
 

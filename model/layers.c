@@ -177,16 +177,6 @@ void layernorm_backward(float *din, float *dw, float *db, const float *dout, con
     }
 }
 
-#define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
-#define GELU_A 0.044715f
-
-/* s = sigmoid(2u) = 1 / (1 + exp(-2u)), u = K (x + A x^3), for 8 lanes. */
-static inline v8f gelu_gate(v8f x)
-{
-    v8f u = v8_set1(GELU_K) * (x + v8_set1(GELU_A) * x * x * x);
-    return v8_set1(1.0f) / (v8_set1(1.0f) + v8_exp(v8_set1(-2.0f) * u));
-}
-
 /* Loads up to 8 floats (zeros past k) and stores back k: how the last partial
  * group of an element-wise pass goes through the same vector code as the rest. */
 static v8f load_partial(const float *p, size_t k)
@@ -210,7 +200,7 @@ void gelu_forward(float *out, const float *in, size_t n)
     for (size_t i = 0; i < nv; i++) {
         size_t k = n - i * 8 < 8 ? n - i * 8 : 8;
         v8f x = k == 8 ? v8_load(in + i * 8) : load_partial(in + i * 8, k);
-        v8f y = x * gelu_gate(x);
+        v8f y = v8_gelu(x);
         if (k == 8)
             v8_store(out + i * 8, y);
         else
@@ -218,8 +208,7 @@ void gelu_forward(float *out, const float *in, size_t n)
     }
 }
 
-/* Backward of y = x s(x), s = sigmoid(2u): dy/dx = s + x s (1 - s) 2 u'(x),
- * u' = K (1 + 3 A x^2). */
+/* Backward of y = gelu(x): din += dout * v8_gelu_grad(x) (vmath.h). */
 void gelu_backward(float *din, const float *dout, const float *in, size_t n)
 {
     size_t nv = (n + 7) / 8;
@@ -229,9 +218,7 @@ void gelu_backward(float *din, const float *dout, const float *in, size_t n)
         v8f x = k == 8 ? v8_load(in + o) : load_partial(in + o, k);
         v8f d = k == 8 ? v8_load(dout + o) : load_partial(dout + o, k);
         v8f g = k == 8 ? v8_load(din + o) : load_partial(din + o, k);
-        v8f s = gelu_gate(x);
-        v8f du = v8_set1(2.0f * GELU_K) * (v8_set1(1.0f) + v8_set1(3.0f * GELU_A) * x * x);
-        v8f r = g + d * (s + x * s * (v8_set1(1.0f) - s) * du);
+        v8f r = g + d * v8_gelu_grad(x);
         if (k == 8)
             v8_store(din + o, r);
         else

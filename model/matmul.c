@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "vmath.h"
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -72,18 +74,35 @@ ALWAYS_INLINE void store8(float *p, __m256 v, int masked, __m256i mask)
         _mm256_storeu_ps(p, v);
 }
 
+/* What a tile does with its finished chains (only after the last k block; before it,
+ * EPI_NONE): store them (EPI_NONE), add the bias (EPI_BIAS: C = chain + bias[j]), add
+ * the bias and also store gelu(C) into the matrix `aux` (EPI_GELU), or scale by the
+ * GELU derivative at the pre-activation `aux` (EPI_DGELU: C = chain * gelu'(aux)).
+ * aux has C's layout (row stride ldc) and points at the same element as c. */
+enum { EPI_NONE, EPI_BIAS, EPI_GELU, EPI_DGELU };
+
+typedef struct {
+    const float *bias; /* may be NULL */
+    float *aux;
+} Epi;
+
+static inline Epi epi_at(Epi e, size_t row_off, int col)
+{
+    Epi r = { e.bias ? e.bias + col : NULL, e.aux ? e.aux + row_off + col : NULL };
+    return r;
+}
+
 /* One tile of C: R rows (R = 1..6, a constant at each call) x 8*nv columns (nv = 1 or
  * 2); `masked` means C's last vector of columns is partial (lanes in mask).
  *   a -> A element (i0, k0); (r, k) at a + r*rsa + k*csa
  *   b -> packed B panel, row k at b + 16*k (zero past the live columns)
  *   c -> C[i0][j0], row r at c + r*ldc
  * load_c: start each chain from C (accumulating or a later k block), else from 0.
- * bias (last k block of the forward only): C = chain + bias[j], added after.
  * The unroll pragmas keep acc in registers: without them gcc 12 -O3 left some
  * instantiations storing every accumulator to the stack once per k (2-3x slower). */
 ALWAYS_INLINE void tile_bcast(int R, int nv, int masked, __m256i mask, int K, const float *a,
                               size_t rsa, size_t csa, const float *b, float *c, size_t ldc,
-                              int load_c, const float *bias)
+                              int load_c, int epi, Epi e)
 {
     __m256 acc[6][2];
     _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
@@ -104,13 +123,21 @@ ALWAYS_INLINE void tile_bcast(int R, int nv, int masked, __m256i mask, int K, co
         }
     }
     __m256 bv[2];
-    if (bias)
+    int has_bias = (epi == EPI_BIAS || epi == EPI_GELU) && e.bias;
+    if (has_bias)
         _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++)
-            bv[v] = load8(bias + 8 * v, masked && v == nv - 1, mask);
+            bv[v] = load8(e.bias + 8 * v, masked && v == nv - 1, mask);
     _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++)
-            store8(c + r * ldc + 8 * v, bias ? _mm256_add_ps(acc[r][v], bv[v]) : acc[r][v],
-                   masked && v == nv - 1, mask);
+        _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++) {
+            int mk = masked && v == nv - 1;
+            size_t at = (size_t)r * ldc + 8 * (size_t)v;
+            __m256 o = has_bias ? _mm256_add_ps(acc[r][v], bv[v]) : acc[r][v];
+            if (epi == EPI_DGELU)
+                o = _mm256_mul_ps(o, (__m256)v8_gelu_grad((v8f)load8(e.aux + at, mk, mask)));
+            store8(c + at, o, mk, mask);
+            if (epi == EPI_GELU)
+                store8(e.aux + at, (__m256)v8_gelu((v8f)o), mk, mask);
+        }
 }
 
 /* Copies B[0..kc-1][0..nc-1] (row stride ldb) into a kc x 16 panel, zero-padded. */
@@ -182,29 +209,30 @@ static void pack_panel_t(float *bp, const float *b, size_t ldb, int kc, int nc)
  * as in sampling, does not pay for 6 rows). */
 ALWAYS_INLINE void stripe_bcast(int nv, int masked, __m256i mask, int M, int kc,
                                 const float *a, size_t rsa, size_t csa, size_t tstep,
-                                const float *bp, float *c, size_t ldc, int load_c,
-                                const float *bias)
+                                const float *bp, float *c, size_t ldc, int load_c, int epi,
+                                Epi e)
 {
     int i = 0;
     for (; i + 6 <= M; i += 6, a += tstep)
         tile_bcast(6, nv, masked, mask, kc, a, rsa, csa, bp, c + (size_t)i * ldc, ldc, load_c,
-                   bias);
+                   epi, epi_at(e, (size_t)i * ldc, 0));
     float *ci = c + (size_t)i * ldc;
+    Epi ei = epi_at(e, (size_t)i * ldc, 0);
     switch (M - i) {
     case 5:
-        tile_bcast(5, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, bias);
+        tile_bcast(5, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, epi, ei);
         break;
     case 4:
-        tile_bcast(4, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, bias);
+        tile_bcast(4, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, epi, ei);
         break;
     case 3:
-        tile_bcast(3, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, bias);
+        tile_bcast(3, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, epi, ei);
         break;
     case 2:
-        tile_bcast(2, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, bias);
+        tile_bcast(2, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, epi, ei);
         break;
     case 1:
-        tile_bcast(1, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, bias);
+        tile_bcast(1, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, epi, ei);
         break;
     default:
         break;
@@ -215,28 +243,51 @@ ALWAYS_INLINE void stripe_bcast(int nv, int masked, __m256i mask, int M, int kc,
  * (tile t's rows start at a + t*tstep). Each 16-column panel of B is first copied into
  * bp, so the kernel reads it at unit stride, free of cache-set conflicts: B rows
  * k0.. at B (nn, tn: row stride ldb) or, with trans, B's rows j are columns of the
- * product (nt: B[j][k] at B + j*ldb + k). bias: see tile_bcast (may be NULL). */
+ * product (nt: B[j][k] at B + j*ldb + k). epi, e: see tile_bcast. */
 ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a, size_t rsa,
                                size_t csa, size_t tstep, const float *B, size_t ldb, float *bp,
-                               float *C, size_t ldc, int load_c, const float *bias)
+                               float *C, size_t ldc, int load_c, int epi, Epi e)
 {
     for (int j = 0; j < N; j += 16) {
         int nc = imin(16, N - j);
         __m256i mask = mask_first(nc > 8 ? nc - 8 : nc);
         float *c = C + j;
-        const float *bj = bias ? bias + j : NULL;
+        Epi ej = epi_at(e, 0, j);
         if (trans)
             pack_panel_t(bp, B + (size_t)j * ldb, ldb, kc, nc);
         else
             pack_panel(bp, B + j, ldb, kc, nc);
         if (nc == 16)
-            stripe_bcast(2, 0, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, bj);
+            stripe_bcast(2, 0, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, epi, ej);
         else if (nc > 8)
-            stripe_bcast(2, 1, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, bj);
+            stripe_bcast(2, 1, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, epi, ej);
         else if (nc == 8)
-            stripe_bcast(1, 0, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, bj);
+            stripe_bcast(1, 0, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, epi, ej);
         else
-            stripe_bcast(1, 1, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, bj);
+            stripe_bcast(1, 1, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, epi, ej);
+    }
+}
+
+/* The k blocks of nn (trans = 0) or nt (trans = 1) over rows in blocks of MC, the
+ * epilogue on the last k block only. */
+ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, size_t lda,
+                               const float *B, size_t ldb, float *C, size_t ldc,
+                               int accumulate, int epi, Epi e)
+{
+    _Alignas(64) float bp[KC * 16];
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0, last = k0 + kc >= K;
+        const float *Bk = trans ? B + k0 : B + (size_t)k0 * ldb;
+        for (int i0 = 0; i0 < M; i0 += MC) {
+            const float *a = A + (size_t)i0 * lda + k0;
+            float *c = C + (size_t)i0 * ldc;
+            if (last)
+                block_bcast(trans, imin(MC, M - i0), N, kc, a, lda, 1, 6 * lda, Bk, ldb, bp, c,
+                            ldc, load_c, epi, epi_at(e, (size_t)i0 * ldc, 0));
+            else
+                block_bcast(trans, imin(MC, M - i0), N, kc, a, lda, 1, 6 * lda, Bk, ldb, bp, c,
+                            ldc, load_c, EPI_NONE, e);
+        }
     }
 }
 
@@ -245,28 +296,35 @@ ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a,
 static void gemm_nn(int M, int N, int K, const float *A, size_t lda, const float *B,
                     size_t ldb, float *C, size_t ldc, int accumulate)
 {
-    _Alignas(64) float bp[KC * 16];
-    for (int k0 = 0; k0 < K; k0 += KC) {
-        int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0;
-        for (int i0 = 0; i0 < M; i0 += MC)
-            block_bcast(0, imin(MC, M - i0), N, kc, A + (size_t)i0 * lda + k0, lda, 1, 6 * lda,
-                        B + (size_t)k0 * ldb, ldb, bp, C + (size_t)i0 * ldc, ldc, load_c, NULL);
-    }
+    Epi none = { NULL, NULL };
+    gemm_blocks(0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, EPI_NONE, none);
+}
+
+/* gemm_nn, then C = C * gelu'(x) (x has C's layout). */
+static void gemm_nn_dgelu(int M, int N, int K, const float *A, size_t lda, const float *B,
+                          size_t ldb, float *C, size_t ldc, const float *x)
+{
+    Epi e = { NULL, (float *)x }; /* EPI_DGELU only reads aux */
+    gemm_blocks(0, M, N, K, A, lda, B, ldb, C, ldc, 0, EPI_DGELU, e);
 }
 
 /* C[M][N] (+)= A[M][K] . B[N][K]^T (+ bias[j] after the sum), K >= 1: as gemm_nn, with
- * B's panels gathered by pack_panel_t. */
+ * B's panels gathered by pack_panel_t. With act, also act = gelu(C). */
 static void gemm_nt(int M, int N, int K, const float *A, size_t lda, const float *B,
                     size_t ldb, float *C, size_t ldc, int accumulate, const float *bias)
 {
-    _Alignas(64) float bp[KC * 16];
-    for (int k0 = 0; k0 < K; k0 += KC) {
-        int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0;
-        const float *last_bias = k0 + kc >= K ? bias : NULL;
-        for (int i0 = 0; i0 < M; i0 += MC)
-            block_bcast(1, imin(MC, M - i0), N, kc, A + (size_t)i0 * lda + k0, lda, 1, 6 * lda,
-                        B + k0, ldb, bp, C + (size_t)i0 * ldc, ldc, load_c, last_bias);
-    }
+    Epi e = { bias, NULL };
+    if (bias)
+        gemm_blocks(1, M, N, K, A, lda, B, ldb, C, ldc, accumulate, EPI_BIAS, e);
+    else
+        gemm_blocks(1, M, N, K, A, lda, B, ldb, C, ldc, accumulate, EPI_NONE, e);
+}
+
+static void gemm_nt_gelu(int M, int N, int K, const float *A, size_t lda, const float *B,
+                         size_t ldb, float *C, size_t ldc, const float *bias, float *act)
+{
+    Epi e = { bias, act };
+    gemm_blocks(1, M, N, K, A, lda, B, ldb, C, ldc, 0, EPI_GELU, e);
 }
 
 /* Copies A[k][i] (k < kc, i < mc, row stride lda) as 6-column pieces: piece t holds
@@ -293,13 +351,14 @@ static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float
 {
     _Alignas(64) float bp[KC * 16];
     _Alignas(64) float ap[MC_TN * KC];
+    Epi none = { NULL, NULL };
     for (int k0 = 0; k0 < K; k0 += KC) {
         int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0;
         for (int i0 = 0; i0 < M; i0 += MC_TN) {
             int mc = imin(MC_TN, M - i0);
             pack_tn_block(ap, A + (size_t)k0 * lda + i0, lda, kc, mc);
             block_bcast(0, mc, N, kc, ap, 1, 6, (size_t)6 * kc, B + (size_t)k0 * ldb, ldb, bp,
-                        C + (size_t)i0 * ldc, ldc, load_c, NULL);
+                        C + (size_t)i0 * ldc, ldc, load_c, EPI_NONE, none);
         }
     }
 }
@@ -311,14 +370,15 @@ static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float
                            const float *bp, float *c, size_t ldc, int load_c)                \
     {                                                                                        \
         __m256i mask = mask_first(nc > 8 ? nc - 8 : nc);                                     \
+        Epi none = { NULL, NULL };                                                           \
         if (nc == 16)                                                                        \
-            tile_bcast(RR, 2, 0, mask, K, a, rsa, csa, bp, c, ldc, load_c, NULL);            \
+            tile_bcast(RR, 2, 0, mask, K, a, rsa, csa, bp, c, ldc, load_c, EPI_NONE, none);       \
         else if (nc > 8)                                                                     \
-            tile_bcast(RR, 2, 1, mask, K, a, rsa, csa, bp, c, ldc, load_c, NULL);            \
+            tile_bcast(RR, 2, 1, mask, K, a, rsa, csa, bp, c, ldc, load_c, EPI_NONE, none);       \
         else if (nc == 8)                                                                    \
-            tile_bcast(RR, 1, 0, mask, K, a, rsa, csa, bp, c, ldc, load_c, NULL);            \
+            tile_bcast(RR, 1, 0, mask, K, a, rsa, csa, bp, c, ldc, load_c, EPI_NONE, none);       \
         else                                                                                 \
-            tile_bcast(RR, 1, 1, mask, K, a, rsa, csa, bp, c, ldc, load_c, NULL);            \
+            tile_bcast(RR, 1, 1, mask, K, a, rsa, csa, bp, c, ldc, load_c, EPI_NONE, none);       \
     }
 TILE_R(1)
 TILE_R(2)
@@ -448,6 +508,39 @@ static void gemm_nt(int M, int N, int K, const float *A, size_t lda, const float
     gemm_bcast(M, N, K, A, lda, 1, B, 1, ldb, C, ldc, accumulate, bias);
 }
 
+/* The epilogues of the AVX2 path, as a pass over the finished rows: act = gelu(C)
+ * (act != NULL) or C = C * gelu'(x) (x != NULL); 8 lanes at a time through vmath.h,
+ * padded at the end of a row, so the bits equal the AVX2 path's. */
+static void rows_epilogue(int M, int N, float *C, size_t ldc, float *act, const float *x)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j += 8) {
+            int n = imin(8, N - j);
+            size_t at = (size_t)i * ldc + j;
+            float t[8] = { 0 }, u[8] = { 0 };
+            memcpy(t, C + at, (size_t)n * sizeof(float));
+            if (x)
+                memcpy(u, x + at, (size_t)n * sizeof(float));
+            v8f r = x ? v8_load(t) * v8_gelu_grad(v8_load(u)) : v8_gelu(v8_load(t));
+            v8_store(t, r);
+            memcpy(x ? C + at : act + at, t, (size_t)n * sizeof(float));
+        }
+}
+
+static void gemm_nn_dgelu(int M, int N, int K, const float *A, size_t lda, const float *B,
+                          size_t ldb, float *C, size_t ldc, const float *x)
+{
+    gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, 0);
+    rows_epilogue(M, N, C, ldc, NULL, x);
+}
+
+static void gemm_nt_gelu(int M, int N, int K, const float *A, size_t lda, const float *B,
+                         size_t ldb, float *C, size_t ldc, const float *bias, float *act)
+{
+    gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, 0, bias);
+    rows_epilogue(M, N, C, ldc, act, NULL);
+}
+
 static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, size_t ldb,
                       float *C, size_t ldc, int accumulate)
 {
@@ -574,8 +667,9 @@ static void tile_at(const Tiles *t, int tile, int *i0, int *j0, int *m, int *n)
 /* Below this many flops a product runs on the calling thread alone. */
 #define PARALLEL_MIN_FLOPS (1 << 20)
 
-void matmul_forward(float *out, const float *in, const float *W, const float *bias,
-                    int N, int IC, int OC)
+/* The forward's tiles, about 4 per thread; act != NULL: the fused GELU. */
+static void forward_tiles(float *out, float *act, const float *in, const float *W,
+                          const float *bias, int N, int IC, int OC)
 {
     Tiles t = tiles_plan(N, OC, 6, 16, 48, 256, 4);
     double flops = 2.0 * N * IC * OC;
@@ -583,9 +677,27 @@ void matmul_forward(float *out, const float *in, const float *W, const float *bi
     for (int tile = 0; tile < t.nrb * t.ncb; tile++) {
         int i0, j0, m, n;
         tile_at(&t, tile, &i0, &j0, &m, &n);
-        gemm_nt(m, n, IC, in + (size_t)i0 * IC, (size_t)IC, W + (size_t)j0 * IC, (size_t)IC,
-                out + (size_t)i0 * OC + j0, (size_t)OC, 0, bias ? bias + j0 : NULL);
+        size_t at = (size_t)i0 * OC + j0;
+        const float *a = in + (size_t)i0 * IC, *b = W + (size_t)j0 * IC;
+        const float *bj = bias ? bias + j0 : NULL;
+        if (act)
+            gemm_nt_gelu(m, n, IC, a, (size_t)IC, b, (size_t)IC, out + at, (size_t)OC, bj,
+                         act + at);
+        else
+            gemm_nt(m, n, IC, a, (size_t)IC, b, (size_t)IC, out + at, (size_t)OC, 0, bj);
     }
+}
+
+void matmul_forward(float *out, const float *in, const float *W, const float *bias,
+                    int N, int IC, int OC)
+{
+    forward_tiles(out, NULL, in, W, bias, N, IC, OC);
+}
+
+void matmul_forward_gelu(float *pre, float *act, const float *in, const float *W,
+                         const float *bias, int N, int IC, int OC)
+{
+    forward_tiles(pre, act, in, W, bias, N, IC, OC);
 }
 
 /* dbias[o0..o0+no-1] += dout[0][o] + dout[1][o] + ... in order of n. */
@@ -603,9 +715,11 @@ static void bias_grad(float *dbias, const float *dout, int N, int OC, int o0, in
 }
 
 /* One parallel region; each loop hands out independent output tiles (nowait: the
- * three gradients share no output, so threads move on without a barrier). */
-void matmul_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
-                     const float *W, int N, int IC, int OC)
+ * three gradients share no output, so threads move on without a barrier).
+ * x != NULL: din = gelu'(x) * (dout . W), overwritten; else din += dout . W. */
+static void backward_tiles(float *din, float *dW, float *dbias, const float *dout,
+                           const float *in, const float *W, const float *x, int N, int IC,
+                           int OC)
 {
     Tiles tin = tiles_plan(din ? N : 0, IC, 6, 16, 48, 256, 4); /* din: nn over (n, ic) */
     Tiles tw = tiles_plan(dW ? OC : 0, IC, 6, 16, 48, 128, 2);  /* dW: tn over (oc, ic) */
@@ -617,8 +731,12 @@ void matmul_backward(float *din, float *dW, float *dbias, const float *dout, con
         for (int tile = 0; tile < tin.nrb * tin.ncb; tile++) {
             int i0, j0, m, n;
             tile_at(&tin, tile, &i0, &j0, &m, &n);
-            matmul_nn(m, n, OC, dout + (size_t)i0 * OC, OC, W + j0, IC,
-                     din + (size_t)i0 * IC + j0, IC, 1);
+            size_t at = (size_t)i0 * IC + j0;
+            if (x)
+                gemm_nn_dgelu(m, n, OC, dout + (size_t)i0 * OC, (size_t)OC, W + j0, (size_t)IC,
+                              din + at, (size_t)IC, x + at);
+            else
+                matmul_nn(m, n, OC, dout + (size_t)i0 * OC, OC, W + j0, IC, din + at, IC, 1);
         }
         #pragma omp for schedule(dynamic, 1) nowait
         for (int tile = 0; tile < tw.nrb * tw.ncb; tile++) {
@@ -630,4 +748,16 @@ void matmul_backward(float *din, float *dW, float *dbias, const float *dout, con
         for (int b = 0; b < nb; b++)
             bias_grad(dbias, dout, N, OC, 64 * b, imin(64, OC - 64 * b));
     }
+}
+
+void matmul_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
+                     const float *W, int N, int IC, int OC)
+{
+    backward_tiles(din, dW, dbias, dout, in, W, NULL, N, IC, OC);
+}
+
+void matmul_backward_gelu(float *din, float *dW, float *dbias, const float *dout,
+                          const float *in, const float *W, const float *x, int N, int IC, int OC)
+{
+    backward_tiles(din, dW, dbias, dout, in, W, x, N, IC, OC);
 }

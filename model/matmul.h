@@ -48,6 +48,12 @@ void matmul_tn_causal(int T, int N, const float *A, int lda, const float *B, int
 void matmul_forward(float *out, const float *in, const float *W, const float *bias,
                     int N, int IC, int OC);
 
+/* The MLP's first layer with its GELU fused into the tiles: pre = in . W^T + bias
+ * exactly as matmul_forward, and act = gelu(pre) exactly as gelu_forward (layers.h),
+ * without a second pass over memory. */
+void matmul_forward_gelu(float *pre, float *act, const float *in, const float *W,
+                         const float *bias, int N, int IC, int OC);
+
 /* Adds into the gradients (the caller zeroes them once per step):
  *   din[N][IC]  += dout[N][OC] · W[OC][IC]
  *   dW[OC][IC]  += dout^T · in          (sum over n in order 0..N-1)
@@ -55,5 +61,13 @@ void matmul_forward(float *out, const float *in, const float *W, const float *bi
  * Any of din, dW, dbias may be NULL to skip that gradient. */
 void matmul_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
                      const float *W, int N, int IC, int OC);
+
+/* matmul_backward for a layer whose input is act = gelu(x), with the GELU's backward
+ * fused into the din tiles: din = gelu'(x) * (dout . W) is the gradient of x, not of
+ * act. din is overwritten (it has no other contributor: the exception to the adding
+ * rule, which saves zeroing it); dW and dbias are added into as above. */
+void matmul_backward_gelu(float *din, float *dW, float *dbias, const float *dout,
+                          const float *in, const float *W, const float *x, int N, int IC,
+                          int OC);
 
 #endif

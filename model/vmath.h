@@ -69,4 +69,29 @@ static inline float vmath_exp(float x)
     return v[0];
 }
 
+/* GELU, tanh form, as x * sigmoid(2u) with u = K (x + A x^3) (the same function:
+ * 0.5 (1 + tanh(u)) = sigmoid(2u)), and its derivative
+ * s + x s (1 - s) 2 u'(x), u' = K (1 + 3 A x^2). Shared by the element-wise layer and
+ * the matmul epilogues, so the fused and the separate passes give the same bits. */
+#define VMATH_GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
+#define VMATH_GELU_A 0.044715f
+
+static inline v8f v8_gelu_gate(v8f x)
+{
+    v8f u = v8_set1(VMATH_GELU_K) * (x + v8_set1(VMATH_GELU_A) * x * x * x);
+    return v8_set1(1.0f) / (v8_set1(1.0f) + v8_exp(v8_set1(-2.0f) * u));
+}
+
+static inline v8f v8_gelu(v8f x)
+{
+    return x * v8_gelu_gate(x);
+}
+
+static inline v8f v8_gelu_grad(v8f x)
+{
+    v8f s = v8_gelu_gate(x);
+    v8f du = v8_set1(2.0f * VMATH_GELU_K) * (v8_set1(1.0f) + v8_set1(3.0f * VMATH_GELU_A) * x * x);
+    return s + x * s * (v8_set1(1.0f) - s) * du;
+}
+
 #endif

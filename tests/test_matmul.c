@@ -4,6 +4,7 @@
  * any thread count: same bits), and the linear layer's forward and backward
  * (bias after the dot product, gradients added, NULL gradients skipped).
  * Timing is left to bench/bench_matmul.c. */
+#include "model/layers.h"
 #include "model/matmul.h"
 #include "model/rng.h"
 
@@ -524,5 +525,52 @@ Test(matmul, nt_nn_and_tn_give_the_same_bits_for_the_same_product)
         free(at);
         free(bt);
         prod_free(&p);
+    }
+}
+
+/* The fused GELU layers equal the separate passes: forward bit for bit; backward's
+ * din equal to (dout . W) then gelu_backward, up to the sign of a zero (the separate
+ * pass adds onto a zeroed buffer), and the same dW and dbias; on 1 and 2 threads. */
+Test(matmul, fused_gelu_layers_equal_the_separate_passes)
+{
+    Rng rng;
+    rng_init(&rng, 11, 100);
+    for (size_t s = 0; s < sizeof layer_shapes / sizeof layer_shapes[0]; s++) {
+        int N = layer_shapes[s][0], IC = layer_shapes[s][1], OC = layer_shapes[s][2];
+        Layer l = layer_make(N, IC, OC, &rng);
+        size_t no = (size_t)N * OC, ni = (size_t)N * IC;
+        for (int threads = 1; threads <= 2; threads++) {
+            omp_set_num_threads(threads);
+            float *pre = malloc(no * sizeof(float)), *act = malloc(no * sizeof(float));
+            float *want_pre = malloc(no * sizeof(float)), *want_act = calloc(no, sizeof(float));
+            cr_assert(pre && act && want_pre && want_act);
+            matmul_forward_gelu(pre, act, l.in, l.W, l.bias, N, IC, OC);
+            matmul_forward(want_pre, l.in, l.W, l.bias, N, IC, OC);
+            gelu_forward(want_act, want_pre, no);
+            assert_same_bits(pre, want_pre, no, "fused forward: pre-activation");
+            assert_same_bits(act, want_act, no, "fused forward: gelu");
+
+            /* Backward of a layer whose input is gelu(x), x = l.in as the pre-activation. */
+            float *din = malloc(ni * sizeof(float)), *dW = copy_of(l.dW, (size_t)OC * IC);
+            float *dbias = copy_of(l.dbias, (size_t)OC);
+            float *dact = calloc(ni, sizeof(float)), *want_din = calloc(ni, sizeof(float));
+            float *want_dW = copy_of(l.dW, (size_t)OC * IC), *want_db = copy_of(l.dbias, (size_t)OC);
+            cr_assert(din && dact && want_din);
+            float *gin = malloc(ni * sizeof(float));
+            cr_assert(gin);
+            gelu_forward(gin, l.in, ni);
+            matmul_backward_gelu(din, dW, dbias, l.dout, gin, l.W, l.in, N, IC, OC);
+            matmul_backward(dact, want_dW, want_db, l.dout, gin, l.W, N, IC, OC);
+            gelu_backward(want_din, dact, l.in, ni);
+            for (size_t i = 0; i < ni; i++)
+                cr_assert(din[i] == want_din[i] && !(din[i] != din[i]),
+                          "fused backward din[%zu] = %.9g, separate passes %.9g", i, din[i],
+                          want_din[i]);
+            assert_same_bits(dW, want_dW, (size_t)OC * IC, "fused backward dW");
+            assert_same_bits(dbias, want_db, (size_t)OC, "fused backward dbias");
+            free(pre); free(act); free(want_pre); free(want_act); free(din); free(dW);
+            free(dbias); free(dact); free(want_din); free(want_dW); free(want_db); free(gin);
+        }
+        layer_free(&l);
     }
 }

@@ -329,16 +329,15 @@ static void gemm_nt_gelu(int M, int N, int K, const float *A, size_t lda, const 
 
 /* Copies A[k][i] (k < kc, i < mc, row stride lda) as 6-column pieces: piece t holds
  * A[k][6t..6t+5] at ap + t*6*kc + 6*k (zero past mc). A copy, not a transpose: each
- * piece is already contiguous in A. */
+ * piece is already contiguous in A. Each k moves 8 lanes (6 loaded, 2 zero); the two
+ * extra lanes land where the next k's copy goes, so ap needs 2 floats of slack. */
 static void pack_tn_block(float *ap, const float *A, size_t lda, int kc, int mc)
 {
     for (int t = 0; t * 6 < mc; t++) {
-        int live = imin(6, mc - 6 * t);
-        for (int k = 0; k < kc; k++) {
-            const float *src = A + (size_t)k * lda + 6 * t;
-            for (int r = 0; r < 6; r++)
-                ap[6 * k + r] = r < live ? src[r] : 0.0f;
-        }
+        __m256i m = mask_first(imin(6, mc - 6 * t));
+        const float *src = A + 6 * t;
+        for (int k = 0; k < kc; k++, src += lda)
+            _mm256_storeu_ps(ap + 6 * k, _mm256_maskload_ps(src, m));
         ap += 6 * kc;
     }
 }
@@ -350,7 +349,7 @@ static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float
                     size_t ldb, float *C, size_t ldc, int accumulate)
 {
     _Alignas(64) float bp[KC * 16];
-    _Alignas(64) float ap[MC_TN * KC];
+    _Alignas(64) float ap[MC_TN * KC + 2];
     Epi none = { NULL, NULL };
     for (int k0 = 0; k0 < K; k0 += KC) {
         int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0;

@@ -86,9 +86,9 @@ void attention_forward(float *out, float *att, float *attd, const float *qkv,
 }
 
 /* Backward of y = Pd v, Pd = dropout(P), P = softmax(scale * q k^T) (causal):
- *   dPd = dy v^T;  dv += Pd^T dy;  dP = dPd * keep / (1 - p)
+ *   dPd = dy v^T;  dv = Pd^T dy;  dP = dPd * keep / (1 - p)
  *   dS  = P * (dP - sum_j P dP) * scale   (softmax backward, row-wise)
- *   dq += dS k;    dk += dS^T q.
+ *   dq = dS k;     dk = dS^T q.
  * dS is kept lower triangular (zeros above the diagonal), as the causal products
  * that read it require. */
 void attention_backward(float *dqkv, float *datt, const float *dout, const float *qkv,
@@ -122,8 +122,8 @@ void attention_backward(float *dqkv, float *datt, const float *dout, const float
                     ds[j] = pr[j] * (ds[j] - dot) * scale;
                 memset(ds + i + 1, 0, (size_t)(T - i - 1) * sizeof(float));
             }
-            matmul_nn_causal(T, D, dS, T, k, ld, dq, ld, 1);
-            matmul_tn_causal(T, D, dS, T, q, ld, dk, ld, 1);
-            matmul_tn_causal(T, D, Pd, T, dy, A, dv, ld, 1);
+            matmul_nn_causal(T, D, dS, T, k, ld, dq, ld, 0);
+            matmul_tn_causal(T, D, dS, T, q, ld, dk, ld, 0);
+            matmul_tn_causal(T, D, Pd, T, dy, A, dv, ld, 0);
         }
 }

@@ -19,7 +19,8 @@
 void attention_forward(float *out, float *att, float *attd, const float *qkv,
                        int B, int T, int H, int D, float p, uint64_t key);
 
-/* Adds into dqkv[B][T][3A]; datt[B][H][T][T] is scratch (overwritten).
+/* Writes dqkv[B][T][3A] (overwritten: attention is qkv's only consumer, the exception
+ * to the adding rule that matmul.h's din also takes); datt[B][H][T][T] is scratch.
  * Reads dout[B][T][A], qkv, att and (when p > 0) attd. */
 void attention_backward(float *dqkv, float *datt, const float *dout, const float *qkv,
                         const float *att, const float *attd, int B, int T, int H, int D, float p);

@@ -203,7 +203,6 @@ void gpt_backward(Model *m, Activations *a, const int *tokens, const int *target
 
     memset(a->dlogits, 0, (size_t)N * V * sizeof(float));
     crossentropy_backward(a->dlogits, a->probs, targets, N, V, 1.0f / (float)N);
-    memset(a->dln, 0, nc * sizeof(float));
     matmul_backward(a->dln, g->wte, NULL, a->dlogits, a->lnf, w->wte, N, C, V);
     memset(a->dres, 0, nc * sizeof(float));
     layernorm_backward(a->dres, g->lnfw, g->lnfb, a->dln, a->res3 + (L - 1) * NC, w->lnfw,
@@ -228,7 +227,6 @@ void gpt_backward(Model *m, Activations *a, const int *tokens, const int *target
         }
         matmul_backward_gelu(a->dfch, lg->fcprojw, lg->fcprojb, branch, fch_gelu, lw->fcprojw,
                              fch, N, 4 * C, C);
-        memset(a->dln, 0, nc * sizeof(float));
         matmul_backward(a->dln, lg->fcw, lg->fcb, a->dfch, ln2, lw->fcw, N, C, 4 * C);
         layernorm_backward(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
                            a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C);
@@ -240,14 +238,11 @@ void gpt_backward(Model *m, Activations *a, const int *tokens, const int *target
             dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_ATTN_RESID));
             branch = a->dbranch;
         }
-        memset(a->datty, 0, (size_t)N * A * sizeof(float));
         matmul_backward(a->datty, lg->projw, lg->projb, branch, atty, lw->projw, N, A, C);
         silence_heads(a->datty, opt, l, (size_t)N, H, D);
         if (opt->head_grad)
             gate_gradient(opt->head_grad + (size_t)l * H, a->datty, atty, (size_t)N, H, D);
-        memset(a->dqkv, 0, (size_t)N * 3 * A * sizeof(float));
         attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);
-        memset(a->dln, 0, nc * sizeof(float));
         matmul_backward(a->dln, lg->qkvw, lg->qkvb, a->dqkv, ln1, lw->qkvw, N, C, 3 * A);
         layernorm_backward(a->dres, lg->ln1w, lg->ln1b, a->dln, res, lw->ln1w,
                            a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, N, C);

@@ -715,7 +715,7 @@ static void bias_grad(float *dbias, const float *dout, int N, int OC, int o0, in
 
 /* One parallel region; each loop hands out independent output tiles (nowait: the
  * three gradients share no output, so threads move on without a barrier).
- * x != NULL: din = gelu'(x) * (dout . W), overwritten; else din += dout . W. */
+ * din = dout . W, or with x != NULL din = gelu'(x) * (dout . W); overwritten. */
 static void backward_tiles(float *din, float *dW, float *dbias, const float *dout,
                            const float *in, const float *W, const float *x, int N, int IC,
                            int OC)
@@ -735,7 +735,7 @@ static void backward_tiles(float *din, float *dW, float *dbias, const float *dou
                 gemm_nn_dgelu(m, n, OC, dout + (size_t)i0 * OC, (size_t)OC, W + j0, (size_t)IC,
                               din + at, (size_t)IC, x + at);
             else
-                matmul_nn(m, n, OC, dout + (size_t)i0 * OC, OC, W + j0, IC, din + at, IC, 1);
+                matmul_nn(m, n, OC, dout + (size_t)i0 * OC, OC, W + j0, IC, din + at, IC, 0);
         }
         #pragma omp for schedule(dynamic, 1) nowait
         for (int tile = 0; tile < tw.nrb * tw.ncb; tile++) {

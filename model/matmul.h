@@ -54,18 +54,20 @@ void matmul_forward(float *out, const float *in, const float *W, const float *bi
 void matmul_forward_gelu(float *pre, float *act, const float *in, const float *W,
                          const float *bias, int N, int IC, int OC);
 
-/* Adds into the gradients (the caller zeroes them once per step):
- *   din[N][IC]  += dout[N][OC] · W[OC][IC]
+/* The linear layer's gradients:
+ *   din[N][IC]   = dout[N][OC] · W[OC][IC]          (overwritten)
  *   dW[OC][IC]  += dout^T · in          (sum over n in order 0..N-1)
  *   dbias[OC]   += sum_n dout[n][oc]    (in order 0..N-1)
+ * dW and dbias are added into (the caller zeroes them once per step). din is the one
+ * exception to that rule: a layer's input gradient has this layer as its only
+ * contributor, so it is written, which saves zeroing and re-reading it.
  * Any of din, dW, dbias may be NULL to skip that gradient. */
 void matmul_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
                      const float *W, int N, int IC, int OC);
 
 /* matmul_backward for a layer whose input is act = gelu(x), with the GELU's backward
  * fused into the din tiles: din = gelu'(x) * (dout . W) is the gradient of x, not of
- * act. din is overwritten (it has no other contributor: the exception to the adding
- * rule, which saves zeroing it); dW and dbias are added into as above. */
+ * act. din is overwritten and dW, dbias added into, as above. */
 void matmul_backward_gelu(float *din, float *dW, float *dbias, const float *dout,
                           const float *in, const float *W, const float *x, int N, int IC,
                           int OC);

@@ -2,7 +2,7 @@
  * reference on many shapes and strides, the float-operation scheme documented in
  * model/matmul.c bit for bit, the determinism contract of matmul.h (any sub-block,
  * any thread count: same bits), and the linear layer's forward and backward
- * (bias after the dot product, gradients added, NULL gradients skipped).
+ * (bias after the dot product, din written and the weight gradients added, NULL gradients skipped).
  * Timing is left to bench/bench_matmul.c. */
 #include "model/layers.h"
 #include "model/matmul.h"
@@ -408,7 +408,7 @@ Test(matmul, forward_is_matmul_nt_then_bias_and_matches_reference)
     }
 }
 
-Test(matmul, backward_adds_into_existing_gradients)
+Test(matmul, backward_writes_din_and_adds_into_dw_and_dbias)
 {
     Rng rng;
     rng_init(&rng, 9, 100);
@@ -416,15 +416,15 @@ Test(matmul, backward_adds_into_existing_gradients)
         int N = layer_shapes[s][0], IC = layer_shapes[s][1], OC = layer_shapes[s][2];
         Layer l = layer_make(N, IC, OC, &rng);
         LayerRun r = layer_run(&l, 2);
-        /* din += dout . W (nn) and dW += dout^T . in (tn): sgemm's bits, added onto the
-         * old values, and within the reference tolerance. */
+        /* din = dout . W (nn, the old values overwritten) and dW += dout^T . in (tn, added
+         * onto the old values): sgemm's bits, and within the reference tolerance. */
         float *din = copy_of(l.din, (size_t)N * IC), *dW = copy_of(l.dW, (size_t)OC * IC);
-        matmul_nn(N, IC, OC, l.dout, OC, l.W, IC, din, IC, 1);
+        matmul_nn(N, IC, OC, l.dout, OC, l.W, IC, din, IC, 0);
         matmul_tn(OC, IC, N, l.dout, OC, l.in, IC, dW, IC, 1);
         assert_same_bits(r.din, din, (size_t)N * IC, "din vs matmul_nn");
         assert_same_bits(r.dW, dW, (size_t)OC * IC, "dW vs matmul_tn");
         Prod pd = { NN, N, IC, OC, OC, IC, IC, l.dout, l.W, r.din };
-        check_reference(&pd, l.din, r.din, 1, "backward din");
+        check_reference(&pd, l.din, r.din, 0, "backward din");
         Prod pw = { TN, OC, IC, N, OC, IC, IC, l.dout, l.in, r.dW };
         check_reference(&pw, l.dW, r.dW, 1, "backward dW");
         free(din);

@@ -1,8 +1,8 @@
 /* Tests for model/matmul: the three sgemm kernels against a double-precision
  * reference on many shapes and strides, the float-operation scheme documented in
  * model/matmul.c bit for bit, the determinism contract of matmul.h (any sub-block,
- * any thread count: same bits), and the linear layer's forward and backward
- * (bias after the dot product, din written and the weight gradients added, NULL gradients skipped).
+ * any thread count: same bits), and the linear layer's forward and backward (bias
+ * after the dot product, din written, weight gradients added, NULL gradients skipped).
  * Timing is left to bench/bench_matmul.c. */
 #include "model/layers.h"
 #include "model/matmul.h"

@@ -11,6 +11,10 @@
 #include "rng.h"
 #include "vmath.h"
 
+/* Below this many elements a pass runs on the calling thread: a parallel region costs
+ * a few microseconds, more than a row or two of work (sampling runs one row). */
+#define PARALLEL_MIN 16384
+
 /* Sum of x[0..n) in a fixed order that depends only on n. */
 static float row_sum(const float *x, int n)
 {
@@ -55,7 +59,7 @@ static float row_dot(const float *a, const float *b, int n)
 void encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe,
                      int B, int T, int C)
 {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)B * T * C >= PARALLEL_MIN)
     for (int bt = 0; bt < B * T; bt++) {
         const float *e = wte + (size_t)tokens[bt] * C, *p = wpe + (size_t)(bt % T) * C;
         float *o = out + (size_t)bt * C;
@@ -72,7 +76,7 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
 {
     const int CB = 16;
     int nblocks = (C + CB - 1) / CB;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)B * T * C >= PARALLEL_MIN)
     for (int blk = 0; blk < nblocks; blk++) {
         int c0 = blk * CB, c1 = c0 + CB < C ? c0 + CB : C;
         for (int bt = 0; bt < B * T; bt++) {
@@ -95,7 +99,7 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
 void layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w,
                        const float *b, int N, int C)
 {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *x = in + (size_t)n * C;
         float *o = out + (size_t)n * C;
@@ -118,7 +122,7 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *in, co
 void layernorm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                         const float *w, const float *mean, const float *rstd, int N, int C)
 {
-    #pragma omp parallel
+    #pragma omp parallel if ((long)N * C >= PARALLEL_MIN)
     {
         float xhat[CONFIG_MAX_EMBD], dxhat[CONFIG_MAX_EMBD];
         #pragma omp for schedule(static)
@@ -140,7 +144,7 @@ void layernorm_backward(float *din, float *dw, float *db, const float *dout, con
      * registers through stores to them: the compiler must assume they alias). */
     enum { CB = 32, NV = CB / 8 };
     int nblocks = (C + CB - 1) / CB;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN)
     for (int blk = 0; blk < nblocks; blk++) {
         int c0 = blk * CB;
         if (c0 + CB <= C) {
@@ -196,7 +200,7 @@ static void store_partial(float *p, v8f v, size_t k)
 void gelu_forward(float *out, const float *in, size_t n)
 {
     size_t nv = (n + 7) / 8;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN)
     for (size_t i = 0; i < nv; i++) {
         size_t k = n - i * 8 < 8 ? n - i * 8 : 8;
         v8f x = k == 8 ? v8_load(in + i * 8) : load_partial(in + i * 8, k);
@@ -212,7 +216,7 @@ void gelu_forward(float *out, const float *in, size_t n)
 void gelu_backward(float *din, const float *dout, const float *in, size_t n)
 {
     size_t nv = (n + 7) / 8;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN)
     for (size_t i = 0; i < nv; i++) {
         size_t k = n - i * 8 < 8 ? n - i * 8 : 8, o = i * 8;
         v8f x = k == 8 ? v8_load(in + o) : load_partial(in + o, k);
@@ -228,7 +232,7 @@ void gelu_backward(float *din, const float *dout, const float *in, size_t n)
 
 void residual_forward(float *out, const float *a, const float *b, size_t n)
 {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         out[i] = a[i] + b[i];
 }
@@ -237,7 +241,7 @@ void residual_forward(float *out, const float *a, const float *b, size_t n)
 double crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets,
                             int N, int V)
 {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float *p = probs + (size_t)n * V;
@@ -280,7 +284,7 @@ double crossentropy_forward(float *losses, float *probs, const float *logits, co
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V,
                            float scale)
 {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *p = probs + (size_t)n * V;
         float *d = dlogits + (size_t)n * V;
@@ -299,7 +303,7 @@ int dropout_keep(uint64_t key, uint64_t i, float p)
 void dropout_forward(float *out, const float *in, size_t n, float p, uint64_t key)
 {
     float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         out[i] = (p > 0.0f && !dropout_keep(key, i, p)) ? 0.0f : in[i] * scale;
 }
@@ -308,7 +312,7 @@ void dropout_forward(float *out, const float *in, size_t n, float p, uint64_t ke
 void dropout_backward(float *din, const float *dout, size_t n, float p, uint64_t key)
 {
     float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         if (p <= 0.0f || dropout_keep(key, i, p))
             din[i] += dout[i] * scale;

@@ -95,14 +95,15 @@ static inline Epi epi_at(Epi e, size_t row_off, int col)
 /* One tile of C: R rows (R = 1..6, a constant at each call) x 8*nv columns (nv = 1 or
  * 2); `masked` means C's last vector of columns is partial (lanes in mask).
  *   a -> A element (i0, k0); (r, k) at a + r*rsa + k*csa
- *   b -> packed B panel, row k at b + 16*k (zero past the live columns)
+ *   b -> B panel: packed, row k at b + 16*k (zero past the live columns), or not
+ *        packed: B itself, row k at b + ldp*k (masked loads past the live columns)
  *   c -> C[i0][j0], row r at c + r*ldc
  * load_c: start each chain from C (accumulating or a later k block), else from 0.
  * The unroll pragmas keep acc in registers: without them gcc 12 -O3 left some
  * instantiations storing every accumulator to the stack once per k (2-3x slower). */
-ALWAYS_INLINE void tile_bcast(int R, int nv, int masked, __m256i mask, int K, const float *a,
-                              size_t rsa, size_t csa, const float *b, float *c, size_t ldc,
-                              int load_c, int epi, Epi e)
+ALWAYS_INLINE void tile_bcast_b(int R, int nv, int masked, __m256i mask, int K, const float *a,
+                                size_t rsa, size_t csa, int packed, const float *b, size_t ldp,
+                                float *c, size_t ldc, int load_c, int epi, Epi e)
 {
     __m256 acc[6][2];
     _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
@@ -113,8 +114,14 @@ ALWAYS_INLINE void tile_bcast(int R, int nv, int masked, __m256i mask, int K, co
     _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
         ar[r] = a + (size_t)r * rsa;
     for (int k = 0; k < K; k++) {
-        __m256 b0 = _mm256_load_ps(b + 16 * k);
-        __m256 b1 = nv == 2 ? _mm256_load_ps(b + 16 * k + 8) : b0;
+        __m256 b0, b1;
+        if (packed) {
+            b0 = _mm256_load_ps(b + 16 * k);
+            b1 = nv == 2 ? _mm256_load_ps(b + 16 * k + 8) : b0;
+        } else {
+            b0 = load8(b + ldp * k, masked && nv == 1, mask);
+            b1 = nv == 2 ? load8(b + ldp * k + 8, masked, mask) : b0;
+        }
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
             __m256 av = _mm256_broadcast_ss(ar[r] + (size_t)k * csa);
             acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
@@ -138,6 +145,14 @@ ALWAYS_INLINE void tile_bcast(int R, int nv, int masked, __m256i mask, int K, co
             if (epi == EPI_GELU)
                 store8(e.aux + at, (__m256)v8_gelu((v8f)o), mk, mask);
         }
+}
+
+/* tile_bcast_b on a packed panel (row k at b + 16*k, zero-padded). */
+ALWAYS_INLINE void tile_bcast(int R, int nv, int masked, __m256i mask, int K, const float *a,
+                              size_t rsa, size_t csa, const float *b, float *c, size_t ldc,
+                              int load_c, int epi, Epi e)
+{
+    tile_bcast_b(R, nv, masked, mask, K, a, rsa, csa, 1, b, 16, c, ldc, load_c, epi, e);
 }
 
 /* Copies B[0..kc-1][0..nc-1] (row stride ldb) into a kc x 16 panel, zero-padded. */
@@ -293,11 +308,46 @@ ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, s
 
 /* C[M][N] (+)= A[M][K] . B[K][N], K >= 1. A is read in place: its six rows per tile
  * are six unit-stride streams. */
+/* nn for one row of A (sampling): packing a panel of B would cost more than the one
+ * tile that reads it, so the tiles read B in place. Same chains as gemm_blocks. */
+ALWAYS_INLINE void gemm_row_epi(int N, int K, const float *a, const float *B, size_t ldb,
+                                float *C, int accumulate, int epi, Epi e)
+{
+    for (int j = 0; j < N; j += 16) {
+        int nc = imin(16, N - j);
+        __m256i mask = mask_first(nc > 8 ? nc - 8 : nc);
+        const float *b = B + j;
+        float *c = C + j;
+        Epi ej = epi_at(e, 0, j);
+        if (nc == 16)
+            tile_bcast_b(1, 2, 0, mask, K, a, 0, 1, 0, b, ldb, c, 0, accumulate, epi, ej);
+        else if (nc > 8)
+            tile_bcast_b(1, 2, 1, mask, K, a, 0, 1, 0, b, ldb, c, 0, accumulate, epi, ej);
+        else if (nc == 8)
+            tile_bcast_b(1, 1, 0, mask, K, a, 0, 1, 0, b, ldb, c, 0, accumulate, epi, ej);
+        else
+            tile_bcast_b(1, 1, 1, mask, K, a, 0, 1, 0, b, ldb, c, 0, accumulate, epi, ej);
+    }
+}
+
+static void gemm_nn_row(int N, int K, const float *a, const float *B, size_t ldb, float *C,
+                        int accumulate, const float *bias)
+{
+    Epi e = { bias, NULL };
+    if (bias)
+        gemm_row_epi(N, K, a, B, ldb, C, accumulate, EPI_BIAS, e);
+    else
+        gemm_row_epi(N, K, a, B, ldb, C, accumulate, EPI_NONE, e);
+}
+
 static void gemm_nn(int M, int N, int K, const float *A, size_t lda, const float *B,
                     size_t ldb, float *C, size_t ldc, int accumulate)
 {
     Epi none = { NULL, NULL };
-    gemm_blocks(0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, EPI_NONE, none);
+    if (M == 1)
+        gemm_nn_row(N, K, A, B, ldb, C, accumulate, NULL);
+    else
+        gemm_blocks(0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, EPI_NONE, none);
 }
 
 /* gemm_nn, then C = C * gelu'(x) (x has C's layout). */
@@ -526,6 +576,12 @@ static void rows_epilogue(int M, int N, float *C, size_t ldc, float *act, const 
         }
 }
 
+static void gemm_nn_row(int N, int K, const float *a, const float *B, size_t ldb, float *C,
+                        int accumulate, const float *bias)
+{
+    gemm_bcast(1, N, K, a, 0, 1, B, ldb, 1, C, 0, accumulate, bias);
+}
+
 static void gemm_nn_dgelu(int M, int N, int K, const float *A, size_t lda, const float *B,
                           size_t ldb, float *C, size_t ldc, const float *x)
 {
@@ -697,6 +753,21 @@ void matmul_forward_gelu(float *pre, float *act, const float *in, const float *W
                          const float *bias, int N, int IC, int OC)
 {
     forward_tiles(pre, act, in, W, bias, N, IC, OC);
+}
+
+void matmul_forward_t(float *out, const float *in, const float *Wt, const float *bias, int N,
+                      int IC, int OC)
+{
+    Tiles t = tiles_plan(N, OC, 1, 16, 1, 256, 2);
+    double flops = 2.0 * N * IC * OC;
+    #pragma omp parallel for schedule(dynamic, 1) if (flops >= PARALLEL_MIN_FLOPS)
+    for (int tile = 0; tile < t.nrb * t.ncb; tile++) {
+        int i0, j0, m, n;
+        tile_at(&t, tile, &i0, &j0, &m, &n);
+        for (int i = i0; i < i0 + m; i++)
+            gemm_nn_row(n, IC, in + (size_t)i * IC, Wt + j0, (size_t)OC,
+                        out + (size_t)i * OC + j0, 0, bias ? bias + j0 : NULL);
+    }
 }
 
 /* dbias[o0..o0+no-1] += dout[0][o] + dout[1][o] + ... in order of n. */

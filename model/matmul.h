@@ -54,6 +54,12 @@ void matmul_forward(float *out, const float *in, const float *W, const float *bi
 void matmul_forward_gelu(float *pre, float *act, const float *in, const float *W,
                          const float *bias, int N, int IC, int OC);
 
+/* matmul_forward with the weights given transposed, Wt[IC][OC] = W^T, for products of
+ * a few rows (sampling one token at a time): the tiles read Wt in place instead of
+ * gathering W's columns for every call. The same bits as matmul_forward. */
+void matmul_forward_t(float *out, const float *in, const float *Wt, const float *bias, int N,
+                      int IC, int OC);
+
 /* The linear layer's gradients:
  *   din[N][IC]   = dout[N][OC] · W[OC][IC]          (overwritten)
  *   dW[OC][IC]  += dout^T · in          (sum over n in order 0..N-1)

@@ -16,6 +16,15 @@
 #include "matmul.h"
 #include "vmath.h"
 
+/* dst[cols][rows] = src[rows][cols]^T; returns the end of dst. */
+static float *transpose_into(float *dst, const float *src, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            dst[c * rows + r] = src[r * cols + c];
+    return dst + rows * cols;
+}
+
 int sampler_init(Sampler *s, const Model *m, const unsigned char *head_on, int use_cache,
                  char *err, size_t errlen)
 {
@@ -36,6 +45,7 @@ int sampler_init(Sampler *s, const Model *m, const unsigned char *head_on, int u
     size_t C = c->C, A = s->A, T = c->T, L = c->L, H = c->H, V = c->V;
     struct { float **p; size_t n; } parts[] = {
         {&s->kv, use_cache ? L * T * 2 * A : 0},
+        {&s->wt, use_cache ? L * (3 * A * C + A * C + 8 * C * C) + C * V : 0},
         {&s->x, C}, {&s->ln, C}, {&s->branch, C}, {&s->qkv, 3 * A}, {&s->atty, A},
         {&s->scores, H * T}, {&s->fch, 4 * C}, {&s->fch_gelu, 4 * C}, {&s->logits, V},
     };
@@ -52,7 +62,30 @@ int sampler_init(Sampler *s, const Model *m, const unsigned char *head_on, int u
         *parts[i].p = parts[i].n ? s->buf + off : NULL;
         off += parts[i].n;
     }
+    if (use_cache) {
+        float *p = s->wt;
+        for (int l = 0; l < c->L; l++) {
+            const LayerWeights *lw = &m->w.layer[l];
+            p = transpose_into(p, lw->qkvw, 3 * A, C);
+            p = transpose_into(p, lw->projw, C, A);
+            p = transpose_into(p, lw->fcw, 4 * C, C);
+            p = transpose_into(p, lw->fcprojw, C, 4 * C);
+        }
+        transpose_into(p, m->w.wte, V, C);
+    }
     return 0;
+}
+
+/* The transposed weights of layer l (see Sampler.wt): 0 qkv, 1 proj, 2 fc, 3 fcproj;
+ * layer L: wte. */
+static const float *wt_at(const Sampler *s, int l, int which)
+{
+    size_t C = s->m->cfg.C, A = (size_t)s->A;
+    size_t sizes[4] = { 3 * A * C, A * C, 4 * C * C, 4 * C * C };
+    const float *p = s->wt + (size_t)l * (sizes[0] + sizes[1] + sizes[2] + sizes[3]);
+    for (int k = 0; k < which; k++)
+        p += sizes[k];
+    return p;
 }
 
 void sampler_free(Sampler *s)
@@ -131,20 +164,20 @@ static const float *step_cached(Sampler *s, int token)
     for (int l = 0; l < c->L; l++) {
         const LayerWeights *lw = &w->layer[l];
         layernorm_forward(s->ln, &mean, &rstd, s->x, lw->ln1w, lw->ln1b, 1, C);
-        matmul_forward(s->qkv, s->ln, lw->qkvw, lw->qkvb, 1, C, 3 * A);
+        matmul_forward_t(s->qkv, s->ln, wt_at(s, l, 0), lw->qkvb, 1, C, 3 * A);
         memcpy(s->kv + ((size_t)l * s->T + t) * 2 * A, s->qkv + A, 2 * (size_t)A * sizeof(float));
         attend_cached(s, l, t);
-        matmul_forward(s->branch, s->atty, lw->projw, lw->projb, 1, A, C);
+        matmul_forward_t(s->branch, s->atty, wt_at(s, l, 1), lw->projb, 1, A, C);
         residual_forward(s->x, s->x, s->branch, (size_t)C);
 
         layernorm_forward(s->ln, &mean, &rstd, s->x, lw->ln2w, lw->ln2b, 1, C);
-        matmul_forward(s->fch, s->ln, lw->fcw, lw->fcb, 1, C, 4 * C);
+        matmul_forward_t(s->fch, s->ln, wt_at(s, l, 2), lw->fcb, 1, C, 4 * C);
         gelu_forward(s->fch_gelu, s->fch, 4 * (size_t)C);
-        matmul_forward(s->branch, s->fch_gelu, lw->fcprojw, lw->fcprojb, 1, 4 * C, C);
+        matmul_forward_t(s->branch, s->fch_gelu, wt_at(s, l, 3), lw->fcprojb, 1, 4 * C, C);
         residual_forward(s->x, s->x, s->branch, (size_t)C);
     }
     layernorm_forward(s->ln, &mean, &rstd, s->x, w->lnfw, w->lnfb, 1, C);
-    matmul_forward(s->logits, s->ln, w->wte, NULL, 1, C, V);
+    matmul_forward_t(s->logits, s->ln, wt_at(s, c->L, 0), NULL, 1, C, V);
     return s->logits;
 }
 

@@ -38,6 +38,8 @@ typedef struct {
     Activations acts;             /* B = 1 x T: the full forwards */
     float *buf;                   /* the one allocation behind every array below */
     float *kv;                    /* [L][T][2A]: key, then value, of each position */
+    float *wt;                    /* with the cache: each layer's qkv, proj, fc, fcproj
+                                   * weights transposed ([in][out]), then wte^T [C][V] */
     float *x, *ln, *branch;       /* [C]: residual stream, layernorm out, branch out */
     float *qkv, *atty;            /* [3A], [A] */
     float *scores;                /* [H][T]: one attention row per head */

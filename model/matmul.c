@@ -703,6 +703,10 @@ static Tiles tiles_plan(int M, int N, int row_align, int col_align, int min_rows
     int nrb = imax(1, imin(ceil_div(want, ncb), M / min_rows));
     if (nrb * ncb < want)
         ncb = imax(ncb, imin(ceil_div(want, nrb), ceil_div(N, col_align)));
+    /* A tile count that is not a multiple of the thread count leaves threads idle at
+     * the end (9 tiles on 2 threads: one waits a whole tile); add row blocks. */
+    while ((nrb * ncb) % threads != 0 && nrb < M / min_rows)
+        nrb++;
     t.rb = ceil_div(ceil_div(M, nrb), row_align) * row_align;
     t.cb = ceil_div(ceil_div(N, ncb), col_align) * col_align;
     t.nrb = ceil_div(M, t.rb);
@@ -785,7 +789,8 @@ static void bias_grad(float *dbias, const float *dout, int N, int OC, int o0, in
 }
 
 /* One parallel region; each loop hands out independent output tiles (nowait: the
- * three gradients share no output, so threads move on without a barrier).
+ * three gradients share no output, so threads move on without a barrier). The dW
+ * tiles (the larger ones) go first, so the smaller din tiles even out the end.
  * din = dout . W, or with x != NULL din = gelu'(x) * (dout . W); overwritten. */
 static void backward_tiles(float *din, float *dW, float *dbias, const float *dout,
                            const float *in, const float *W, const float *x, int N, int IC,
@@ -798,6 +803,12 @@ static void backward_tiles(float *din, float *dW, float *dbias, const float *dou
     #pragma omp parallel if (flops >= PARALLEL_MIN_FLOPS)
     {
         #pragma omp for schedule(dynamic, 1) nowait
+        for (int tile = 0; tile < tw.nrb * tw.ncb; tile++) {
+            int i0, j0, m, n;
+            tile_at(&tw, tile, &i0, &j0, &m, &n);
+            matmul_tn(m, n, N, dout + i0, OC, in + j0, IC, dW + (size_t)i0 * IC + j0, IC, 1);
+        }
+        #pragma omp for schedule(dynamic, 1) nowait
         for (int tile = 0; tile < tin.nrb * tin.ncb; tile++) {
             int i0, j0, m, n;
             tile_at(&tin, tile, &i0, &j0, &m, &n);
@@ -807,12 +818,6 @@ static void backward_tiles(float *din, float *dW, float *dbias, const float *dou
                               din + at, (size_t)IC, x + at);
             else
                 matmul_nn(m, n, OC, dout + (size_t)i0 * OC, OC, W + j0, IC, din + at, IC, 0);
-        }
-        #pragma omp for schedule(dynamic, 1) nowait
-        for (int tile = 0; tile < tw.nrb * tw.ncb; tile++) {
-            int i0, j0, m, n;
-            tile_at(&tw, tile, &i0, &j0, &m, &n);
-            matmul_tn(m, n, N, dout + i0, OC, in + j0, IC, dW + (size_t)i0 * IC + j0, IC, 1);
         }
         #pragma omp for schedule(dynamic, 1) nowait
         for (int b = 0; b < nb; b++)

@@ -463,8 +463,10 @@ static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, 
     }
 }
 
-static void nn_causal(int T, int N, const float *A, size_t lda, const float *B, size_t ldb,
-                      float *C, size_t ldc, int accumulate)
+/* nn_causal (upper = 0) and tn_causal (upper = 1): the same panels of B (rows k, 16
+ * columns at a time), different row ranges per tile. */
+static void causal_bcast(int upper, int T, int N, const float *A, size_t lda, const float *B,
+                         size_t ldb, float *C, size_t ldc, int accumulate)
 {
     _Alignas(64) float bp[KC * 16];
     for (int j0 = 0; j0 < N; j0 += 16) {
@@ -472,36 +474,38 @@ static void nn_causal(int T, int N, const float *A, size_t lda, const float *B, 
         for (int k0 = 0; k0 < T; k0 += KC) {
             int kc = imin(KC, T - k0);
             pack_panel(bp, B + (size_t)k0 * ldb + j0, ldb, kc, nc);
-            /* Tiles sit at multiples of 6; one whose last row is below k0 has no terms
-             * here. A tile's k stops after its last row (later A entries are zero). */
-            for (int i = k0 / 6 * 6; i < T; i += 6) {
-                int R = imin(6, T - i);
-                tile_any(R, nc, imin(kc, i + R - k0), A + (size_t)i * lda + k0, lda, 1, bp,
-                         C + (size_t)i * ldc + j0, ldc, accumulate || k0 > 0);
+            if (!upper) {
+                /* nn: tiles sit at multiples of 6; one whose last row is below k0 has no
+                 * terms here. A tile's k stops after its last row (A is zero beyond). */
+                for (int i = k0 / 6 * 6; i < T; i += 6) {
+                    int R = imin(6, T - i);
+                    tile_any(R, nc, imin(kc, i + R - k0), A + (size_t)i * lda + k0, lda, 1,
+                             bp, C + (size_t)i * ldc + j0, ldc, accumulate || k0 > 0);
+                }
+            } else {
+                /* tn: the tile of output rows i..i+R-1 sums k = i..T-1 (earlier A
+                 * entries are zero): in this block from max(k0, i). */
+                for (int i = 0; i < imin(T, k0 + kc); i += 6) {
+                    int kb = imax(k0, i);
+                    tile_any(imin(6, T - i), nc, k0 + kc - kb, A + (size_t)kb * lda + i, 1,
+                             lda, bp + (size_t)16 * (kb - k0), C + (size_t)i * ldc + j0, ldc,
+                             accumulate || kb > i);
+                }
             }
         }
     }
 }
 
+static void nn_causal(int T, int N, const float *A, size_t lda, const float *B, size_t ldb,
+                      float *C, size_t ldc, int accumulate)
+{
+    causal_bcast(0, T, N, A, lda, B, ldb, C, ldc, accumulate);
+}
+
 static void tn_causal(int T, int N, const float *A, size_t lda, const float *B, size_t ldb,
                       float *C, size_t ldc, int accumulate)
 {
-    _Alignas(64) float bp[KC * 16];
-    for (int j0 = 0; j0 < N; j0 += 16) {
-        int nc = imin(16, N - j0);
-        for (int k0 = 0; k0 < T; k0 += KC) {
-            int kc = imin(KC, T - k0);
-            pack_panel(bp, B + (size_t)k0 * ldb + j0, ldb, kc, nc);
-            /* The tile of output rows i..i+R-1 sums k = i..T-1 (earlier A entries are
-             * zero): in this block from max(k0, i). */
-            for (int i = 0; i < imin(T, k0 + kc); i += 6) {
-                int kb = imax(k0, i);
-                tile_any(imin(6, T - i), nc, k0 + kc - kb, A + (size_t)kb * lda + i, 1, lda,
-                         bp + (size_t)16 * (kb - k0), C + (size_t)i * ldc + j0, ldc,
-                         accumulate || kb > i);
-            }
-        }
-    }
+    causal_bcast(1, T, N, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 #else /* portable */

@@ -501,7 +501,8 @@ Test(matmul, nt_nn_and_tn_give_the_same_bits_for_the_same_product)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
         Prod p = prod_make(NT, M, N, K, 0, &rng);
-        float *at = malloc((size_t)K * M * sizeof(float)), *bt = malloc((size_t)K * N * sizeof(float));
+        float *at = malloc((size_t)K * M * sizeof(float));
+        float *bt = malloc((size_t)K * N * sizeof(float));
         float *c[3];
         cr_assert(at && bt);
         for (int i = 0; i < M; i++)
@@ -554,7 +555,8 @@ Test(matmul, fused_gelu_layers_equal_the_separate_passes)
             float *din = malloc(ni * sizeof(float)), *dW = copy_of(l.dW, (size_t)OC * IC);
             float *dbias = copy_of(l.dbias, (size_t)OC);
             float *dact = calloc(ni, sizeof(float)), *want_din = calloc(ni, sizeof(float));
-            float *want_dW = copy_of(l.dW, (size_t)OC * IC), *want_db = copy_of(l.dbias, (size_t)OC);
+            float *want_dW = copy_of(l.dW, (size_t)OC * IC);
+            float *want_db = copy_of(l.dbias, (size_t)OC);
             cr_assert(din && dact && want_din);
             float *gin = malloc(ni * sizeof(float));
             cr_assert(gin);
@@ -571,6 +573,83 @@ Test(matmul, fused_gelu_layers_equal_the_separate_passes)
             free(pre); free(act); free(want_pre); free(want_act); free(din); free(dW);
             free(dbias); free(dact); free(want_din); free(want_dW); free(want_db); free(gin);
         }
+        layer_free(&l);
+    }
+}
+
+/* The causal products against the full ones: nt_causal equals matmul_nt on and
+ * below the diagonal; nn_causal and tn_causal, given a lower-triangular A, equal
+ * matmul_nn and matmul_tn everywhere (up to the sign of a zero), for T past a k block
+ * and odd widths; accumulate adds onto the old C. */
+Test(matmul, causal_products_equal_the_full_ones_on_the_causal_part)
+{
+    static const int shapes[][2] = { { 1, 8 }, { 7, 5 }, { 37, 16 }, { 64, 32 }, { 300, 24 } };
+    Rng rng;
+    rng_init(&rng, 12, 100);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int T = shapes[s][0], D = shapes[s][1];
+        size_t tt = (size_t)T * T, td = (size_t)T * D;
+        float *A = alloc_uniform(td, &rng), *B = alloc_uniform(td, &rng);
+        float *P = alloc_uniform(tt, &rng), *V = alloc_uniform(td, &rng);
+        for (int i = 0; i < T; i++) /* P lower triangular */
+            for (int j = i + 1; j < T; j++)
+                P[(size_t)i * T + j] = 0.0f;
+        for (int accumulate = 0; accumulate <= 1; accumulate++) {
+            float *old = alloc_uniform(tt, &rng), *full = copy_of(old, tt), *c = copy_of(old, tt);
+            matmul_nt(T, T, D, A, D, B, D, full, T, accumulate);
+            matmul_nt_causal(T, D, A, D, B, D, c, T, accumulate);
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j <= i; j++)
+                    cr_assert(memcmp(&c[(size_t)i * T + j], &full[(size_t)i * T + j],
+                                     sizeof(float)) == 0,
+                              "nt_causal T=%d D=%d acc=%d: S[%d][%d] = %.9g, full %.9g", T, D,
+                              accumulate, i, j, c[(size_t)i * T + j], full[(size_t)i * T + j]);
+            free(old); free(full); free(c);
+
+            float *oldy = alloc_uniform(td, &rng);
+            float *fy = copy_of(oldy, td), *cy = copy_of(oldy, td);
+            matmul_nn(T, D, T, P, T, V, D, fy, D, accumulate);
+            matmul_nn_causal(T, D, P, T, V, D, cy, D, accumulate);
+            for (size_t i = 0; i < td; i++)
+                cr_assert(cy[i] == fy[i], "nn_causal T=%d D=%d acc=%d: [%zu] %.9g vs %.9g", T, D,
+                          accumulate, i, cy[i], fy[i]);
+            memcpy(fy, oldy, td * sizeof(float));
+            memcpy(cy, oldy, td * sizeof(float));
+            matmul_tn(T, D, T, P, T, V, D, fy, D, accumulate);
+            matmul_tn_causal(T, D, P, T, V, D, cy, D, accumulate);
+            for (size_t i = 0; i < td; i++)
+                cr_assert(cy[i] == fy[i], "tn_causal T=%d D=%d acc=%d: [%zu] %.9g vs %.9g", T, D,
+                          accumulate, i, cy[i], fy[i]);
+            free(oldy); free(fy); free(cy);
+        }
+        free(A); free(B); free(P); free(V);
+    }
+}
+
+/* matmul_forward_t on W^T gives matmul_forward's bits, one row and several. */
+Test(matmul, forward_on_transposed_weights_equals_the_forward)
+{
+    Rng rng;
+    rng_init(&rng, 13, 100);
+    for (size_t s = 0; s < sizeof layer_shapes / sizeof layer_shapes[0]; s++) {
+        int N = layer_shapes[s][0], IC = layer_shapes[s][1], OC = layer_shapes[s][2];
+        Layer l = layer_make(N, IC, OC, &rng);
+        float *Wt = malloc((size_t)IC * OC * sizeof(float));
+        float *want = malloc((size_t)N * OC * sizeof(float));
+        float *got = malloc((size_t)N * OC * sizeof(float));
+        cr_assert(Wt && want && got);
+        for (int o = 0; o < OC; o++)
+            for (int i = 0; i < IC; i++)
+                Wt[(size_t)i * OC + o] = l.W[(size_t)o * IC + i];
+        for (int with_bias = 0; with_bias <= 1; with_bias++) {
+            const float *b = with_bias ? l.bias : NULL;
+            matmul_forward(want, l.in, l.W, b, N, IC, OC);
+            matmul_forward_t(got, l.in, Wt, b, N, IC, OC);
+            assert_same_bits(got, want, (size_t)N * OC, "forward_t vs forward");
+            matmul_forward_t(got, l.in + (size_t)(N - 1) * IC, Wt, b, 1, IC, OC);
+            assert_same_bits(got, want + (size_t)(N - 1) * OC, (size_t)OC, "one row");
+        }
+        free(Wt); free(want); free(got);
         layer_free(&l);
     }
 }

@@ -1,11 +1,13 @@
-/* matmul: the sgemm kernels (nt, nn, tn) and the OpenMP linear layer built on them.
+/* matmul: the sgemm kernels (nt, nn, tn, their causal variants for attention, and the
+ * epilogues the linear layer fuses into them); the OpenMP linear layer built on them
+ * is model/linear.c.
  *
  * Two implementations of the same arithmetic: an AVX2+FMA one with register-tiled
  * micro-kernels, used when the compiler targets AVX2 and FMA, and a portable C one.
- * The matmul_* kernels never start threads (attention calls them inside its own
- * parallel loop); only matmul_forward / matmul_backward do. Tiling and measured speed
- * are in docs/matmul.md; this comment states the float operations, because the
- * determinism contract in matmul.h is a promise about them.
+ * Nothing here starts threads (attention calls the kernels inside its own parallel
+ * loop). Tiling and measured speed are in docs/matmul.md; this comment states the
+ * float operations, because the determinism contract in matmul.h is a promise about
+ * them.
  *
  * All three kernels compute the same chains: C[i][j] is s = fma(a_ik, b_kj, s) over
  * k = 0..K-1 in order, starting from 0, or from the old C[i][j] when accumulating;
@@ -24,16 +26,13 @@
  * one (FP_FAST_FMAF; then its bits equal the AVX2 path's) and a separate multiply
  * and add otherwise. */
 #include "matmul.h"
+#include "matmul_kernels.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "vmath.h"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #if defined(__AVX2__) && defined(__FMA__)
 #define MATMUL_AVX2 1
@@ -45,9 +44,10 @@
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 static int imin(int a, int b) { return a < b ? a : b; }
-static int imax(int a, int b) { return a > b ? a : b; }
 
 #if MATMUL_AVX2
+
+static int imax(int a, int b) { return a > b ? a : b; }
 
 /* Cache blocking (floats). nn, nt: a KC x 16 panel of B (16 KiB) stays in L1 while an
  * MC x KC block of A sits in L2. tn: the same, with the MC_TN x KC block of A packed
@@ -682,161 +682,27 @@ void matmul_tn_causal(int T, int N, const float *A, int lda, const float *B, int
         tn_causal(T, N, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate);
 }
 
-/* The split of an M x N output among threads into about per_thread tiles per thread:
- * columns in blocks of at most max_cols, rows in blocks of at least min_rows, and
- * narrower column blocks when the rows alone do not give enough tiles. Sizes are
- * multiples of the kernel tile. Only speed depends on the split. */
-typedef struct {
-    int M, N, rb, cb, nrb, ncb;
-} Tiles;
-
-static int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
-static Tiles tiles_plan(int M, int N, int row_align, int col_align, int min_rows, int max_cols,
-                        int per_thread)
+/* The entry points model/linear.c builds the parallel layers from (matmul_kernels.h). */
+void matmul_kernel_nt(int M, int N, int K, const float *A, size_t lda, const float *B,
+                      size_t ldb, float *C, size_t ldc, const float *bias)
 {
-    int threads = 1;
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
-    Tiles t = { M, N, row_align, col_align, 0, 0 };
-    if (M <= 0 || N <= 0)
-        return t;
-    int want = threads * per_thread;
-    int ncb = ceil_div(N, max_cols);
-    int nrb = imax(1, imin(ceil_div(want, ncb), M / min_rows));
-    if (nrb * ncb < want)
-        ncb = imax(ncb, imin(ceil_div(want, nrb), ceil_div(N, col_align)));
-    /* A tile count that is not a multiple of the thread count leaves threads idle at
-     * the end (9 tiles on 2 threads: one waits a whole tile); add row blocks. */
-    while ((nrb * ncb) % threads != 0 && nrb < M / min_rows)
-        nrb++;
-    t.rb = ceil_div(ceil_div(M, nrb), row_align) * row_align;
-    t.cb = ceil_div(ceil_div(N, ncb), col_align) * col_align;
-    t.nrb = ceil_div(M, t.rb);
-    t.ncb = ceil_div(N, t.cb);
-    return t;
+    gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, 0, bias);
 }
 
-/* Tile number `tile`: rows i0..i0+m-1, columns j0..j0+n-1. */
-static void tile_at(const Tiles *t, int tile, int *i0, int *j0, int *m, int *n)
+void matmul_kernel_nt_gelu(int M, int N, int K, const float *A, size_t lda, const float *B,
+                           size_t ldb, float *C, size_t ldc, const float *bias, float *act)
 {
-    *i0 = tile / t->ncb * t->rb;
-    *j0 = tile % t->ncb * t->cb;
-    *m = imin(t->rb, t->M - *i0);
-    *n = imin(t->cb, t->N - *j0);
+    gemm_nt_gelu(M, N, K, A, lda, B, ldb, C, ldc, bias, act);
 }
 
-/* Below this many flops a product runs on the calling thread alone. */
-#define PARALLEL_MIN_FLOPS (1 << 20)
-
-/* The forward's tiles, about 4 per thread; act != NULL: the fused GELU. */
-static void forward_tiles(float *out, float *act, const float *in, const float *W,
-                          const float *bias, int N, int IC, int OC)
+void matmul_kernel_nn_dgelu(int M, int N, int K, const float *A, size_t lda, const float *B,
+                            size_t ldb, float *C, size_t ldc, const float *x)
 {
-    Tiles t = tiles_plan(N, OC, 6, 16, 48, 256, 4);
-    double flops = 2.0 * N * IC * OC;
-    #pragma omp parallel for schedule(dynamic, 1) if (flops >= PARALLEL_MIN_FLOPS)
-    for (int tile = 0; tile < t.nrb * t.ncb; tile++) {
-        int i0, j0, m, n;
-        tile_at(&t, tile, &i0, &j0, &m, &n);
-        size_t at = (size_t)i0 * OC + j0;
-        const float *a = in + (size_t)i0 * IC, *b = W + (size_t)j0 * IC;
-        const float *bj = bias ? bias + j0 : NULL;
-        if (act)
-            gemm_nt_gelu(m, n, IC, a, (size_t)IC, b, (size_t)IC, out + at, (size_t)OC, bj,
-                         act + at);
-        else
-            gemm_nt(m, n, IC, a, (size_t)IC, b, (size_t)IC, out + at, (size_t)OC, 0, bj);
-    }
+    gemm_nn_dgelu(M, N, K, A, lda, B, ldb, C, ldc, x);
 }
 
-void matmul_forward(float *out, const float *in, const float *W, const float *bias,
-                    int N, int IC, int OC)
+void matmul_kernel_nn_row(int N, int K, const float *a, const float *B, size_t ldb, float *C,
+                          const float *bias)
 {
-    forward_tiles(out, NULL, in, W, bias, N, IC, OC);
-}
-
-void matmul_forward_gelu(float *pre, float *act, const float *in, const float *W,
-                         const float *bias, int N, int IC, int OC)
-{
-    forward_tiles(pre, act, in, W, bias, N, IC, OC);
-}
-
-void matmul_forward_t(float *out, const float *in, const float *Wt, const float *bias, int N,
-                      int IC, int OC)
-{
-    Tiles t = tiles_plan(N, OC, 1, 16, 1, 256, 2);
-    double flops = 2.0 * N * IC * OC;
-    #pragma omp parallel for schedule(dynamic, 1) if (flops >= PARALLEL_MIN_FLOPS)
-    for (int tile = 0; tile < t.nrb * t.ncb; tile++) {
-        int i0, j0, m, n;
-        tile_at(&t, tile, &i0, &j0, &m, &n);
-        for (int i = i0; i < i0 + m; i++)
-            gemm_nn_row(n, IC, in + (size_t)i * IC, Wt + j0, (size_t)OC,
-                        out + (size_t)i * OC + j0, 0, bias ? bias + j0 : NULL);
-    }
-}
-
-/* dbias[o0..o0+no-1] += dout[0][o] + dout[1][o] + ... in order of n. */
-static void bias_grad(float *dbias, const float *dout, int N, int OC, int o0, int no)
-{
-    enum { OB = 64 };
-    float s[OB];
-    memcpy(s, dbias + o0, (size_t)no * sizeof(float));
-    for (int n = 0; n < N; n++) {
-        const float *d = dout + (size_t)n * OC + o0;
-        for (int o = 0; o < no; o++)
-            s[o] += d[o];
-    }
-    memcpy(dbias + o0, s, (size_t)no * sizeof(float));
-}
-
-/* One parallel region; each loop hands out independent output tiles (nowait: the
- * three gradients share no output, so threads move on without a barrier). The dW
- * tiles (the larger ones) go first, so the smaller din tiles even out the end.
- * din = dout . W, or with x != NULL din = gelu'(x) * (dout . W); overwritten. */
-static void backward_tiles(float *din, float *dW, float *dbias, const float *dout,
-                           const float *in, const float *W, const float *x, int N, int IC,
-                           int OC)
-{
-    Tiles tin = tiles_plan(din ? N : 0, IC, 6, 16, 48, 256, 4); /* din: nn over (n, ic) */
-    Tiles tw = tiles_plan(dW ? OC : 0, IC, 6, 16, 48, 128, 2);  /* dW: tn over (oc, ic) */
-    int nb = dbias ? (OC + 63) / 64 : 0;                /* dbias: 64 columns each */
-    double flops = 2.0 * N * IC * OC * ((din != NULL) + (dW != NULL));
-    #pragma omp parallel if (flops >= PARALLEL_MIN_FLOPS)
-    {
-        #pragma omp for schedule(dynamic, 1) nowait
-        for (int tile = 0; tile < tw.nrb * tw.ncb; tile++) {
-            int i0, j0, m, n;
-            tile_at(&tw, tile, &i0, &j0, &m, &n);
-            matmul_tn(m, n, N, dout + i0, OC, in + j0, IC, dW + (size_t)i0 * IC + j0, IC, 1);
-        }
-        #pragma omp for schedule(dynamic, 1) nowait
-        for (int tile = 0; tile < tin.nrb * tin.ncb; tile++) {
-            int i0, j0, m, n;
-            tile_at(&tin, tile, &i0, &j0, &m, &n);
-            size_t at = (size_t)i0 * IC + j0;
-            if (x)
-                gemm_nn_dgelu(m, n, OC, dout + (size_t)i0 * OC, (size_t)OC, W + j0, (size_t)IC,
-                              din + at, (size_t)IC, x + at);
-            else
-                matmul_nn(m, n, OC, dout + (size_t)i0 * OC, OC, W + j0, IC, din + at, IC, 0);
-        }
-        #pragma omp for schedule(dynamic, 1) nowait
-        for (int b = 0; b < nb; b++)
-            bias_grad(dbias, dout, N, OC, 64 * b, imin(64, OC - 64 * b));
-    }
-}
-
-void matmul_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
-                     const float *W, int N, int IC, int OC)
-{
-    backward_tiles(din, dW, dbias, dout, in, W, NULL, N, IC, OC);
-}
-
-void matmul_backward_gelu(float *din, float *dW, float *dbias, const float *dout,
-                          const float *in, const float *W, const float *x, int N, int IC, int OC)
-{
-    backward_tiles(din, dW, dbias, dout, in, W, x, N, IC, OC);
+    gemm_nn_row(N, K, a, B, ldb, C, 0, bias);
 }

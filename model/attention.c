@@ -11,20 +11,6 @@
 #include "matmul.h"
 #include "vmath.h"
 
-/* Sum of a[j] * b[j], j < n: eight lanes over full chunks, a fixed lane tree, then
- * the tail in order. */
-static float row_dot(const float *a, const float *b, int n)
-{
-    v8f acc = v8_set1(0.0f);
-    int j = 0;
-    for (; j + 8 <= n; j += 8)
-        acc += v8_load(a + j) * v8_load(b + j);
-    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; j < n; j++)
-        s += a[j] * b[j];
-    return s;
-}
-
 void attention_softmax_row(float *s, int n, float scale)
 {
     v8f sv = v8_set1(scale), mx8 = v8_set1(-INFINITY);
@@ -129,7 +115,7 @@ void attention_backward(float *dqkv, float *datt, const float *dout, const float
                 if (p > 0.0f)
                     for (int j = 0; j <= i; j++)
                         ds[j] = pdr[j] != 0.0f ? ds[j] * keep_scale : 0.0f;
-                float dot = row_dot(pr, ds, i + 1);
+                float dot = vmath_dot(pr, ds, i + 1);
                 for (int j = 0; j <= i; j++)
                     ds[j] = pr[j] * (ds[j] - dot) * scale;
                 memset(ds + i + 1, 0, (size_t)(T - i - 1) * sizeof(float));

@@ -43,19 +43,6 @@ static float row_sqdev(const float *x, float m, int n)
     return s;
 }
 
-/* Sum of a[i] * b[i], same order as row_sum. */
-static float row_dot(const float *a, const float *b, int n)
-{
-    v8f acc = v8_set1(0.0f);
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        acc += v8_load(a + i) * v8_load(b + i);
-    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; i < n; i++)
-        s += a[i] * b[i];
-    return s;
-}
-
 void encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe,
                      int B, int T, int C)
 {
@@ -135,7 +122,7 @@ void layernorm_backward(float *din, float *dw, float *db, const float *dout, con
                 dxhat[c] = dy[c] * w[c];
             }
             float mdx = row_sum(dxhat, C) / (float)C;
-            float mdxx = row_dot(dxhat, xhat, C) / (float)C;
+            float mdxx = vmath_dot(dxhat, xhat, C) / (float)C;
             for (int c = 0; c < C; c++)
                 dx[c] += s * (dxhat[c] - mdx - xhat[c] * mdxx);
         }

@@ -1,4 +1,4 @@
-/* vmath: an 8-lane exp written with GCC vector extensions.
+/* vmath: 8-lane exp, GELU and dot product, written with GCC vector extensions.
  *
  * Softmax, cross-entropy and GELU spend most of their time in exp. libm's expf is
  * scalar; this one runs 8 lanes at once on AVX2 and still compiles (as SSE or
@@ -67,6 +67,20 @@ static inline float vmath_exp(float x)
 {
     v8f v = v8_exp(v8_set1(x));
     return v[0];
+}
+
+/* Sum of a[i] * b[i], i < n: eight lanes over full chunks, joined by a fixed tree,
+ * then the tail in order; the order depends only on n. */
+static inline float vmath_dot(const float *a, const float *b, int n)
+{
+    v8f acc = v8_set1(0.0f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        acc += v8_load(a + i) * v8_load(b + i);
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        s += a[i] * b[i];
+    return s;
 }
 
 /* GELU, tanh form, as x * sigmoid(2u) with u = K (x + A x^3) (the same function:

@@ -225,6 +225,32 @@ void residual_forward(float *out, const float *a, const float *b, size_t n)
 }
 
 /* Softmax with max subtraction; loss = log(sum exp(z - max)) - (z_target - max). */
+float softmax_row(float *p, const float *z, float mx, int V)
+{
+    v8f acc = v8_set1(0.0f), mv = v8_set1(mx);
+    int v = 0;
+    for (; v + 8 <= V; v += 8) {
+        v8f e = v8_exp(v8_load(z + v) - mv);
+        v8_store(p + v, e);
+        acc += e;
+    }
+    if (v < V) {
+        float tmp[8];
+        for (int k = 0; k < 8; k++)
+            tmp[k] = v + k < V ? z[v + k] : mx;
+        v8f e = v8_exp(v8_load(tmp) - mv);
+        for (int k = 0; v + k < V; k++) {
+            p[v + k] = e[k];
+            acc[k] += e[k];
+        }
+    }
+    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    float inv = 1.0f / sum;
+    for (int u = 0; u < V; u++)
+        p[u] *= inv;
+    return sum;
+}
+
 double crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets,
                             int N, int V)
 {
@@ -235,27 +261,7 @@ double crossentropy_forward(float *losses, float *probs, const float *logits, co
         float mx = z[0];
         for (int v = 1; v < V; v++)
             mx = z[v] > mx ? z[v] : mx;
-        v8f acc = v8_set1(0.0f), mv = v8_set1(mx);
-        int v = 0;
-        for (; v + 8 <= V; v += 8) {
-            v8f e = v8_exp(v8_load(z + v) - mv);
-            v8_store(p + v, e);
-            acc += e;
-        }
-        if (v < V) {
-            float tmp[8];
-            for (int k = 0; k < 8; k++)
-                tmp[k] = v + k < V ? z[v + k] : mx;
-            v8f e = v8_exp(v8_load(tmp) - mv);
-            for (int k = 0; v + k < V; k++) {
-                p[v + k] = e[k];
-                acc[k] += e[k];
-            }
-        }
-        float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-        float inv = 1.0f / sum;
-        for (int u = 0; u < V; u++)
-            p[u] *= inv;
+        float sum = softmax_row(p, z, mx, V);
         if (targets)
             losses[n] = logf(sum) - (z[targets[n]] - mx);
     }

@@ -32,6 +32,11 @@ void gelu_backward(float *din, const float *dout, const float *in, size_t n);
 /* out = a + b, element-wise. */
 void residual_forward(float *out, const float *a, const float *b, size_t n);
 
+/* p[v] = exp(z[v] - mx) / sum over v < V (8-lane exp, lane sums joined by a fixed
+ * tree); returns the sum. p may be z. The row softmax of crossentropy_forward and of
+ * the sampler, so both give the same bits for the same logits. */
+float softmax_row(float *p, const float *z, float mx, int V);
+
 /* Softmax over V logits per row and the cross-entropy of the target.
  * probs[N][V] (stored for the backward) and losses[N] in nats; targets may be
  * NULL (inference: probs only). Returns the mean loss, summed in row order in

@@ -14,7 +14,6 @@
 #include "errbuf.h"
 #include "layers.h"
 #include "matmul.h"
-#include "vmath.h"
 
 /* dst[cols][rows] = src[rows][cols]^T; returns the end of dst. */
 static float *transpose_into(float *dst, const float *src, size_t rows, size_t cols)
@@ -202,34 +201,14 @@ void sample_softmax(float *probs, const float *logits, int V, double temperature
 {
     /* (z - max) / temperature: the division is in double, so a tiny temperature
      * gives 0 for the maximum and -inf (exp clamps it) for the rest, never a NaN;
-     * at temperature 1 these are the bits crossentropy_forward feeds its exp. */
+     * at temperature 1 these are the bits crossentropy_forward feeds its exp, and
+     * softmax_row is its softmax. */
     float mx = logits[0];
     for (int v = 1; v < V; v++)
         mx = logits[v] > mx ? logits[v] : mx;
     for (int v = 0; v < V; v++)
         probs[v] = (float)((double)(logits[v] - mx) / temperature);
-    mx = 0.0f;
-    v8f acc = v8_set1(0.0f), mv = v8_set1(mx);
-    int v = 0;
-    for (; v + 8 <= V; v += 8) {
-        v8f e = v8_exp(v8_load(probs + v) - mv);
-        v8_store(probs + v, e);
-        acc += e;
-    }
-    if (v < V) {
-        float tmp[8];
-        for (int k = 0; k < 8; k++)
-            tmp[k] = v + k < V ? probs[v + k] : mx;
-        v8f e = v8_exp(v8_load(tmp) - mv);
-        for (int k = 0; v + k < V; k++) {
-            probs[v + k] = e[k];
-            acc[k] += e[k];
-        }
-    }
-    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    float inv = 1.0f / sum;
-    for (int u = 0; u < V; u++)
-        probs[u] *= inv;
+    softmax_row(probs, probs, 0.0f, V);
 }
 
 int sample_argmax(const float *logits, int V)

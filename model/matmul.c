@@ -147,12 +147,25 @@ ALWAYS_INLINE void tile_bcast_b(int R, int nv, int masked, __m256i mask, int K, 
         }
 }
 
-/* tile_bcast_b on a packed panel (row k at b + 16*k, zero-padded). */
-ALWAYS_INLINE void tile_bcast(int R, int nv, int masked, __m256i mask, int K, const float *a,
-                              size_t rsa, size_t csa, const float *b, float *c, size_t ldc,
-                              int load_c, int epi, Epi e)
+/* tile_bcast_b for a panel of nc (1..16) live columns: the instantiation that fits
+ * (mask: the live lanes of the last vector, mask_first). */
+ALWAYS_INLINE void tile_nc(int R, int nc, __m256i mask, int K, const float *a, size_t rsa,
+                           size_t csa, int packed, const float *b, size_t ldp, float *c,
+                           size_t ldc, int load_c, int epi, Epi e)
 {
-    tile_bcast_b(R, nv, masked, mask, K, a, rsa, csa, 1, b, 16, c, ldc, load_c, epi, e);
+    if (nc == 16)
+        tile_bcast_b(R, 2, 0, mask, K, a, rsa, csa, packed, b, ldp, c, ldc, load_c, epi, e);
+    else if (nc > 8)
+        tile_bcast_b(R, 2, 1, mask, K, a, rsa, csa, packed, b, ldp, c, ldc, load_c, epi, e);
+    else if (nc == 8)
+        tile_bcast_b(R, 1, 0, mask, K, a, rsa, csa, packed, b, ldp, c, ldc, load_c, epi, e);
+    else
+        tile_bcast_b(R, 1, 1, mask, K, a, rsa, csa, packed, b, ldp, c, ldc, load_c, epi, e);
+}
+
+static inline __m256i panel_mask(int nc)
+{
+    return mask_first(nc > 8 ? nc - 8 : nc);
 }
 
 /* Copies B[0..kc-1][0..nc-1] (row stride ldb) into a kc x 16 panel, zero-padded. */
@@ -222,32 +235,32 @@ static void pack_panel_t(float *bp, const float *b, size_t ldb, int kc, int nc)
  * t's A starts at a + t*tstep. Full 6-row tiles, and the last short one, get their
  * own instantiations so that row counts and offsets are constants (a 1-row product,
  * as in sampling, does not pay for 6 rows). */
-ALWAYS_INLINE void stripe_bcast(int nv, int masked, __m256i mask, int M, int kc,
-                                const float *a, size_t rsa, size_t csa, size_t tstep,
-                                const float *bp, float *c, size_t ldc, int load_c, int epi,
-                                Epi e)
+ALWAYS_INLINE void stripe_bcast(int nc, int M, int kc, const float *a, size_t rsa, size_t csa,
+                                size_t tstep, const float *bp, float *c, size_t ldc, int load_c,
+                                int epi, Epi e)
 {
+    __m256i mask = panel_mask(nc);
     int i = 0;
     for (; i + 6 <= M; i += 6, a += tstep)
-        tile_bcast(6, nv, masked, mask, kc, a, rsa, csa, bp, c + (size_t)i * ldc, ldc, load_c,
-                   epi, epi_at(e, (size_t)i * ldc, 0));
+        tile_nc(6, nc, mask, kc, a, rsa, csa, 1, bp, 16, c + (size_t)i * ldc, ldc, load_c, epi,
+                epi_at(e, (size_t)i * ldc, 0));
     float *ci = c + (size_t)i * ldc;
     Epi ei = epi_at(e, (size_t)i * ldc, 0);
     switch (M - i) {
     case 5:
-        tile_bcast(5, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, epi, ei);
+        tile_nc(5, nc, mask, kc, a, rsa, csa, 1, bp, 16, ci, ldc, load_c, epi, ei);
         break;
     case 4:
-        tile_bcast(4, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, epi, ei);
+        tile_nc(4, nc, mask, kc, a, rsa, csa, 1, bp, 16, ci, ldc, load_c, epi, ei);
         break;
     case 3:
-        tile_bcast(3, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, epi, ei);
+        tile_nc(3, nc, mask, kc, a, rsa, csa, 1, bp, 16, ci, ldc, load_c, epi, ei);
         break;
     case 2:
-        tile_bcast(2, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, epi, ei);
+        tile_nc(2, nc, mask, kc, a, rsa, csa, 1, bp, 16, ci, ldc, load_c, epi, ei);
         break;
     case 1:
-        tile_bcast(1, nv, masked, mask, kc, a, rsa, csa, bp, ci, ldc, load_c, epi, ei);
+        tile_nc(1, nc, mask, kc, a, rsa, csa, 1, bp, 16, ci, ldc, load_c, epi, ei);
         break;
     default:
         break;
@@ -265,21 +278,12 @@ ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a,
 {
     for (int j = 0; j < N; j += 16) {
         int nc = imin(16, N - j);
-        __m256i mask = mask_first(nc > 8 ? nc - 8 : nc);
-        float *c = C + j;
-        Epi ej = epi_at(e, 0, j);
         if (trans)
             pack_panel_t(bp, B + (size_t)j * ldb, ldb, kc, nc);
         else
             pack_panel(bp, B + j, ldb, kc, nc);
-        if (nc == 16)
-            stripe_bcast(2, 0, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, epi, ej);
-        else if (nc > 8)
-            stripe_bcast(2, 1, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, epi, ej);
-        else if (nc == 8)
-            stripe_bcast(1, 0, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, epi, ej);
-        else
-            stripe_bcast(1, 1, mask, mc, kc, a, rsa, csa, tstep, bp, c, ldc, load_c, epi, ej);
+        stripe_bcast(nc, mc, kc, a, rsa, csa, tstep, bp, C + j, ldc, load_c, epi,
+                     epi_at(e, 0, j));
     }
 }
 
@@ -315,18 +319,8 @@ ALWAYS_INLINE void gemm_row_epi(int N, int K, const float *a, const float *B, si
 {
     for (int j = 0; j < N; j += 16) {
         int nc = imin(16, N - j);
-        __m256i mask = mask_first(nc > 8 ? nc - 8 : nc);
-        const float *b = B + j;
-        float *c = C + j;
-        Epi ej = epi_at(e, 0, j);
-        if (nc == 16)
-            tile_bcast_b(1, 2, 0, mask, K, a, 0, 1, 0, b, ldb, c, 0, accumulate, epi, ej);
-        else if (nc > 8)
-            tile_bcast_b(1, 2, 1, mask, K, a, 0, 1, 0, b, ldb, c, 0, accumulate, epi, ej);
-        else if (nc == 8)
-            tile_bcast_b(1, 1, 0, mask, K, a, 0, 1, 0, b, ldb, c, 0, accumulate, epi, ej);
-        else
-            tile_bcast_b(1, 1, 1, mask, K, a, 0, 1, 0, b, ldb, c, 0, accumulate, epi, ej);
+        tile_nc(1, nc, panel_mask(nc), K, a, 0, 1, 0, B + j, ldb, C + j, 0, accumulate, epi,
+                epi_at(e, 0, j));
     }
 }
 
@@ -414,20 +408,13 @@ static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float
 
 /* One tile of R = 1..6 rows against a 16-column panel, with runtime strides: the
  * building block of the causal products, whose row ranges differ per panel. */
-#define TILE_R(RR)                                                                           \
-    static void tile_r##RR(int nc, int K, const float *a, size_t rsa, size_t csa,            \
-                           const float *bp, float *c, size_t ldc, int load_c)                \
-    {                                                                                        \
-        __m256i mask = mask_first(nc > 8 ? nc - 8 : nc);                                     \
-        Epi none = { NULL, NULL };                                                           \
-        if (nc == 16)                                                                        \
-            tile_bcast(RR, 2, 0, mask, K, a, rsa, csa, bp, c, ldc, load_c, EPI_NONE, none);       \
-        else if (nc > 8)                                                                     \
-            tile_bcast(RR, 2, 1, mask, K, a, rsa, csa, bp, c, ldc, load_c, EPI_NONE, none);       \
-        else if (nc == 8)                                                                    \
-            tile_bcast(RR, 1, 0, mask, K, a, rsa, csa, bp, c, ldc, load_c, EPI_NONE, none);       \
-        else                                                                                 \
-            tile_bcast(RR, 1, 1, mask, K, a, rsa, csa, bp, c, ldc, load_c, EPI_NONE, none);       \
+#define TILE_R(RR)                                                                       \
+    static void tile_r##RR(int nc, int K, const float *a, size_t rsa, size_t csa,        \
+                           const float *bp, float *c, size_t ldc, int load_c)            \
+    {                                                                                    \
+        Epi none = { NULL, NULL };                                                       \
+        tile_nc(RR, nc, panel_mask(nc), K, a, rsa, csa, 1, bp, 16, c, ldc, load_c,        \
+                EPI_NONE, none);                                                         \
     }
 TILE_R(1)
 TILE_R(2)

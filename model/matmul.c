@@ -408,30 +408,30 @@ static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float
 
 /* One tile of R = 1..6 rows against a 16-column panel, with runtime strides: the
  * building block of the causal products, whose row ranges differ per panel. */
-#define TILE_R(RR)                                                                       \
-    static void tile_r##RR(int nc, int K, const float *a, size_t rsa, size_t csa,        \
-                           const float *bp, float *c, size_t ldc, int load_c)            \
-    {                                                                                    \
-        Epi none = { NULL, NULL };                                                       \
-        tile_nc(RR, nc, panel_mask(nc), K, a, rsa, csa, 1, bp, 16, c, ldc, load_c,        \
-                EPI_NONE, none);                                                         \
-    }
-TILE_R(1)
-TILE_R(2)
-TILE_R(3)
-TILE_R(4)
-TILE_R(5)
-TILE_R(6)
-#undef TILE_R
-
-typedef void (*TileFn)(int, int, const float *, size_t, size_t, const float *, float *, size_t,
-                       int);
-static const TileFn tile_r[7] = { NULL, tile_r1, tile_r2, tile_r3, tile_r4, tile_r5, tile_r6 };
-
 static void tile_any(int R, int nc, int K, const float *a, size_t rsa, size_t csa,
                      const float *bp, float *c, size_t ldc, int load_c)
 {
-    tile_r[R](nc, K, a, rsa, csa, bp, c, ldc, load_c);
+    __m256i mask = panel_mask(nc);
+    Epi none = { NULL, NULL };
+    switch (R) {
+    case 6:
+        tile_nc(6, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
+        break;
+    case 5:
+        tile_nc(5, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
+        break;
+    case 4:
+        tile_nc(4, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
+        break;
+    case 3:
+        tile_nc(3, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
+        break;
+    case 2:
+        tile_nc(2, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
+        break;
+    default:
+        tile_nc(1, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
+    }
 }
 
 static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, size_t ldb,

@@ -68,7 +68,7 @@ int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
         {&a->att, L * TT}, {&a->attd, with_dropout ? L * TT : 0},
         {&a->attproj, L * N * C}, {&a->res2, L * N * C},
         {&a->ln2, L * N * C}, {&a->ln2_mean, L * N}, {&a->ln2_rstd, L * N},
-        {&a->fch, L * N * 4 * C}, {&a->fch_gelu, L * N * 4 * C},
+        {&a->fch_dgelu, L * N * 4 * C}, {&a->fch_gelu, L * N * 4 * C},
         {&a->fcproj, L * N * C}, {&a->res3, L * N * C},
         {&a->lnf, N * C}, {&a->lnf_mean, N}, {&a->lnf_rstd, N},
         {&a->logits, N * V}, {&a->probs, N * V}, {&a->losses, N},
@@ -151,7 +151,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         float *atty = a->atty + l * a->N * a->A, *att = a->att + l * TT;
         float *attd = a->attd ? a->attd + l * TT : NULL;
         float *attproj = a->attproj + l * NC, *res2 = a->res2 + l * NC;
-        float *ln2 = a->ln2 + l * NC, *fch = a->fch + l * NC * 4;
+        float *ln2 = a->ln2 + l * NC, *fch_dgelu = a->fch_dgelu + l * NC * 4;
         float *fch_gelu = a->fch_gelu + l * NC * 4, *fcproj = a->fcproj + l * NC;
         float *res3 = a->res3 + l * NC;
 
@@ -170,7 +170,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
 
         layernorm_forward(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
                           lw->ln2w, lw->ln2b, N, C);
-        matmul_forward_gelu(fch, fch_gelu, ln2, lw->fcw, lw->fcb, N, C, 4 * C);
+        matmul_forward_gelu(fch_gelu, fch_dgelu, ln2, lw->fcw, lw->fcb, N, C, 4 * C);
         matmul_forward(fcproj, fch_gelu, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
         if (p > 0.0f) {
             dropout_forward(res3, fcproj, (size_t)N * C, p, site_key(opt, l, SITE_MLP_RESID));
@@ -216,7 +216,7 @@ void gpt_backward(Model *m, Activations *a, const int *tokens, const int *target
         float *atty = a->atty + l * a->N * a->A, *att = a->att + l * TT;
         float *attd = a->attd ? a->attd + l * TT : NULL;
         float *res2 = a->res2 + l * NC, *ln2 = a->ln2 + l * NC;
-        float *fch = a->fch + l * NC * 4, *fch_gelu = a->fch_gelu + l * NC * 4;
+        float *fch_dgelu = a->fch_dgelu + l * NC * 4, *fch_gelu = a->fch_gelu + l * NC * 4;
         float *branch = a->dres;
 
         /* res3 = res2 + dropout(fcproj(gelu(fc(ln2(res2))))) */
@@ -226,7 +226,7 @@ void gpt_backward(Model *m, Activations *a, const int *tokens, const int *target
             branch = a->dbranch;
         }
         matmul_backward_gelu(a->dfch, lg->fcprojw, lg->fcprojb, branch, fch_gelu, lw->fcprojw,
-                             fch, N, 4 * C, C);
+                             fch_dgelu, N, 4 * C, C);
         matmul_backward(a->dln, lg->fcw, lg->fcb, a->dfch, ln2, lw->fcw, N, C, 4 * C);
         layernorm_backward(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
                            a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C);

@@ -41,7 +41,7 @@ typedef struct {
     float *attproj;                  /* [L][N][C] */
     float *res2;                     /* [L][N][C] */
     float *ln2, *ln2_mean, *ln2_rstd;
-    float *fch, *fch_gelu;           /* [L][N][4C] */
+    float *fch_gelu, *fch_dgelu;     /* [L][N][4C]: gelu(fc) and gelu'(fc) */
     float *fcproj;                   /* [L][N][C] */
     float *res3;                     /* [L][N][C] */
     float *lnf, *lnf_mean, *lnf_rstd;

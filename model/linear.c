@@ -63,8 +63,9 @@ static void tile_at(const Tiles *t, int tile, int *i0, int *j0, int *m, int *n)
 /* Below this many flops a product runs on the calling thread alone. */
 #define PARALLEL_MIN_FLOPS (1 << 20)
 
-/* The forward's tiles, about 4 per thread; act != NULL: the fused GELU. */
-static void forward_tiles(float *out, float *act, const float *in, const float *W,
+/* The forward's tiles, about 4 per thread; dgelu != NULL: the fused GELU (out = gelu,
+ * dgelu = its derivative). */
+static void forward_tiles(float *out, float *dgelu, const float *in, const float *W,
                           const float *bias, int N, int IC, int OC)
 {
     Tiles t = tiles_plan(N, OC, 6, 16, 48, 256, 4);
@@ -76,9 +77,9 @@ static void forward_tiles(float *out, float *act, const float *in, const float *
         size_t at = (size_t)i0 * OC + j0;
         const float *a = in + (size_t)i0 * IC, *b = W + (size_t)j0 * IC;
         const float *bj = bias ? bias + j0 : NULL;
-        if (act)
+        if (dgelu)
             matmul_kernel_nt_gelu(m, n, IC, a, (size_t)IC, b, (size_t)IC, out + at, (size_t)OC, bj,
-                                  act + at);
+                                  dgelu + at);
         else
             matmul_kernel_nt(m, n, IC, a, (size_t)IC, b, (size_t)IC, out + at, (size_t)OC, bj);
     }
@@ -90,10 +91,10 @@ void matmul_forward(float *out, const float *in, const float *W, const float *bi
     forward_tiles(out, NULL, in, W, bias, N, IC, OC);
 }
 
-void matmul_forward_gelu(float *pre, float *act, const float *in, const float *W,
+void matmul_forward_gelu(float *act, float *dgelu, const float *in, const float *W,
                          const float *bias, int N, int IC, int OC)
 {
-    forward_tiles(pre, act, in, W, bias, N, IC, OC);
+    forward_tiles(act, dgelu, in, W, bias, N, IC, OC);
 }
 
 void matmul_forward_t(float *out, const float *in, const float *Wt, const float *bias, int N,
@@ -128,9 +129,9 @@ static void bias_grad(float *dbias, const float *dout, int N, int OC, int o0, in
 /* One parallel region; each loop hands out independent output tiles (nowait: the
  * three gradients share no output, so threads move on without a barrier). The dW
  * tiles (the larger ones) go first, so the smaller din tiles even out the end.
- * din = dout . W, or with x != NULL din = gelu'(x) * (dout . W); overwritten. */
+ * din = dout . W, or with dgelu != NULL din = dgelu * (dout . W); overwritten. */
 static void backward_tiles(float *din, float *dW, float *dbias, const float *dout,
-                           const float *in, const float *W, const float *x, int N, int IC,
+                           const float *in, const float *W, const float *dgelu, int N, int IC,
                            int OC)
 {
     Tiles tin = tiles_plan(din ? N : 0, IC, 6, 16, 48, 256, 4); /* din: nn over (n, ic) */
@@ -150,9 +151,9 @@ static void backward_tiles(float *din, float *dW, float *dbias, const float *dou
             int i0, j0, m, n;
             tile_at(&tin, tile, &i0, &j0, &m, &n);
             size_t at = (size_t)i0 * IC + j0;
-            if (x)
-                matmul_kernel_nn_dgelu(m, n, OC, dout + (size_t)i0 * OC, (size_t)OC, W + j0,
-                                       (size_t)IC, din + at, (size_t)IC, x + at);
+            if (dgelu)
+                matmul_kernel_nn_scaled(m, n, OC, dout + (size_t)i0 * OC, (size_t)OC, W + j0,
+                                        (size_t)IC, din + at, (size_t)IC, dgelu + at);
             else
                 matmul_nn(m, n, OC, dout + (size_t)i0 * OC, OC, W + j0, IC, din + at, IC, 0);
         }
@@ -169,7 +170,8 @@ void matmul_backward(float *din, float *dW, float *dbias, const float *dout, con
 }
 
 void matmul_backward_gelu(float *din, float *dW, float *dbias, const float *dout,
-                          const float *in, const float *W, const float *x, int N, int IC, int OC)
+                          const float *in, const float *W, const float *dgelu, int N, int IC,
+                          int OC)
 {
-    backward_tiles(din, dW, dbias, dout, in, W, x, N, IC, OC);
+    backward_tiles(din, dW, dbias, dout, in, W, dgelu, N, IC, OC);
 }

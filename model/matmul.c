@@ -76,10 +76,11 @@ ALWAYS_INLINE void store8(float *p, __m256 v, int masked, __m256i mask)
 
 /* What a tile does with its finished chains (only after the last k block; before it,
  * EPI_NONE): store them (EPI_NONE), add the bias (EPI_BIAS: C = chain + bias[j]), add
- * the bias and also store gelu(C) into the matrix `aux` (EPI_GELU), or scale by the
- * GELU derivative at the pre-activation `aux` (EPI_DGELU: C = chain * gelu'(aux)).
- * aux has C's layout (row stride ldc) and points at the same element as c. */
-enum { EPI_NONE, EPI_BIAS, EPI_GELU, EPI_DGELU };
+ * the bias x = chain + bias[j] and store C = gelu(x) and aux = gelu'(x) (EPI_GELU), or
+ * scale by the matrix aux (EPI_SCALE: C = chain * aux; the backward through the GELU,
+ * aux holding the gelu'(x) that the forward stored). aux has C's layout (row stride
+ * ldc) and points at the same element as c. */
+enum { EPI_NONE, EPI_BIAS, EPI_GELU, EPI_SCALE };
 
 typedef struct {
     const float *bias; /* may be NULL */
@@ -139,11 +140,14 @@ ALWAYS_INLINE void tile_bcast_b(int R, int nv, int masked, __m256i mask, int K, 
             int mk = masked && v == nv - 1;
             size_t at = (size_t)r * ldc + 8 * (size_t)v;
             __m256 o = has_bias ? _mm256_add_ps(acc[r][v], bv[v]) : acc[r][v];
-            if (epi == EPI_DGELU)
-                o = _mm256_mul_ps(o, (__m256)v8_gelu_grad((v8f)load8(e.aux + at, mk, mask)));
+            if (epi == EPI_SCALE)
+                o = _mm256_mul_ps(o, load8(e.aux + at, mk, mask));
+            if (epi == EPI_GELU) {
+                v8f x = (v8f)o, s = v8_gelu_gate(x);
+                store8(e.aux + at, (__m256)v8_gelu_grad_gated(x, s), mk, mask);
+                o = (__m256)(x * s);
+            }
             store8(c + at, o, mk, mask);
-            if (epi == EPI_GELU)
-                store8(e.aux + at, (__m256)v8_gelu((v8f)o), mk, mask);
         }
 }
 
@@ -344,16 +348,16 @@ static void gemm_nn(int M, int N, int K, const float *A, size_t lda, const float
         gemm_blocks(0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, EPI_NONE, none);
 }
 
-/* gemm_nn, then C = C * gelu'(x) (x has C's layout). */
-static void gemm_nn_dgelu(int M, int N, int K, const float *A, size_t lda, const float *B,
-                          size_t ldb, float *C, size_t ldc, const float *x)
+/* gemm_nn, then C = C * s (s has C's layout). */
+static void gemm_nn_scaled(int M, int N, int K, const float *A, size_t lda, const float *B,
+                           size_t ldb, float *C, size_t ldc, const float *s)
 {
-    Epi e = { NULL, (float *)x }; /* EPI_DGELU only reads aux */
-    gemm_blocks(0, M, N, K, A, lda, B, ldb, C, ldc, 0, EPI_DGELU, e);
+    Epi e = { NULL, (float *)s }; /* EPI_SCALE only reads aux */
+    gemm_blocks(0, M, N, K, A, lda, B, ldb, C, ldc, 0, EPI_SCALE, e);
 }
 
 /* C[M][N] (+)= A[M][K] . B[N][K]^T (+ bias[j] after the sum), K >= 1: as gemm_nn, with
- * B's panels gathered by pack_panel_t. With act, also act = gelu(C). */
+ * B's panels gathered by pack_panel_t. */
 static void gemm_nt(int M, int N, int K, const float *A, size_t lda, const float *B,
                     size_t ldb, float *C, size_t ldc, int accumulate, const float *bias)
 {
@@ -364,10 +368,11 @@ static void gemm_nt(int M, int N, int K, const float *A, size_t lda, const float
         gemm_blocks(1, M, N, K, A, lda, B, ldb, C, ldc, accumulate, EPI_NONE, e);
 }
 
+/* x = A . B^T + bias as gemm_nt; C = gelu(x), dC = gelu'(x) (dC has C's layout). */
 static void gemm_nt_gelu(int M, int N, int K, const float *A, size_t lda, const float *B,
-                         size_t ldb, float *C, size_t ldc, const float *bias, float *act)
+                         size_t ldb, float *C, size_t ldc, const float *bias, float *dC)
 {
-    Epi e = { bias, act };
+    Epi e = { bias, dC };
     gemm_blocks(1, M, N, K, A, lda, B, ldb, C, ldc, 0, EPI_GELU, e);
 }
 
@@ -548,10 +553,10 @@ static void gemm_nt(int M, int N, int K, const float *A, size_t lda, const float
     gemm_bcast(M, N, K, A, lda, 1, B, 1, ldb, C, ldc, accumulate, bias);
 }
 
-/* The epilogues of the AVX2 path, as a pass over the finished rows: act = gelu(C)
- * (act != NULL) or C = C * gelu'(x) (x != NULL); 8 lanes at a time through vmath.h,
- * padded at the end of a row, so the bits equal the AVX2 path's. */
-static void rows_epilogue(int M, int N, float *C, size_t ldc, float *act, const float *x)
+/* The epilogues of the AVX2 path, as a pass over the finished rows: C = gelu(C) and
+ * dC = gelu'(C) (dC != NULL), or C = C * s (s != NULL); 8 lanes at a time through
+ * vmath.h, padded at the end of a row, so the bits equal the AVX2 path's. */
+static void rows_epilogue(int M, int N, float *C, size_t ldc, float *dC, const float *s)
 {
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j += 8) {
@@ -559,11 +564,17 @@ static void rows_epilogue(int M, int N, float *C, size_t ldc, float *act, const 
             size_t at = (size_t)i * ldc + j;
             float t[8] = { 0 }, u[8] = { 0 };
             memcpy(t, C + at, (size_t)n * sizeof(float));
-            if (x)
-                memcpy(u, x + at, (size_t)n * sizeof(float));
-            v8f r = x ? v8_load(t) * v8_gelu_grad(v8_load(u)) : v8_gelu(v8_load(t));
-            v8_store(t, r);
-            memcpy(x ? C + at : act + at, t, (size_t)n * sizeof(float));
+            v8f x = v8_load(t);
+            if (s) {
+                memcpy(u, s + at, (size_t)n * sizeof(float));
+                v8_store(t, x * v8_load(u));
+            } else {
+                v8f g = v8_gelu_gate(x);
+                v8_store(t, x * g);
+                v8_store(u, v8_gelu_grad_gated(x, g));
+                memcpy(dC + at, u, (size_t)n * sizeof(float));
+            }
+            memcpy(C + at, t, (size_t)n * sizeof(float));
         }
 }
 
@@ -573,18 +584,18 @@ static void gemm_nn_row(int N, int K, const float *a, const float *B, size_t ldb
     gemm_bcast(1, N, K, a, 0, 1, B, ldb, 1, C, 0, accumulate, bias);
 }
 
-static void gemm_nn_dgelu(int M, int N, int K, const float *A, size_t lda, const float *B,
-                          size_t ldb, float *C, size_t ldc, const float *x)
+static void gemm_nn_scaled(int M, int N, int K, const float *A, size_t lda, const float *B,
+                           size_t ldb, float *C, size_t ldc, const float *s)
 {
     gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, 0);
-    rows_epilogue(M, N, C, ldc, NULL, x);
+    rows_epilogue(M, N, C, ldc, NULL, s);
 }
 
 static void gemm_nt_gelu(int M, int N, int K, const float *A, size_t lda, const float *B,
-                         size_t ldb, float *C, size_t ldc, const float *bias, float *act)
+                         size_t ldb, float *C, size_t ldc, const float *bias, float *dC)
 {
     gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, 0, bias);
-    rows_epilogue(M, N, C, ldc, act, NULL);
+    rows_epilogue(M, N, C, ldc, dC, NULL);
 }
 
 static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, size_t ldb,
@@ -677,15 +688,15 @@ void matmul_kernel_nt(int M, int N, int K, const float *A, size_t lda, const flo
 }
 
 void matmul_kernel_nt_gelu(int M, int N, int K, const float *A, size_t lda, const float *B,
-                           size_t ldb, float *C, size_t ldc, const float *bias, float *act)
+                           size_t ldb, float *C, size_t ldc, const float *bias, float *dC)
 {
-    gemm_nt_gelu(M, N, K, A, lda, B, ldb, C, ldc, bias, act);
+    gemm_nt_gelu(M, N, K, A, lda, B, ldb, C, ldc, bias, dC);
 }
 
-void matmul_kernel_nn_dgelu(int M, int N, int K, const float *A, size_t lda, const float *B,
-                            size_t ldb, float *C, size_t ldc, const float *x)
+void matmul_kernel_nn_scaled(int M, int N, int K, const float *A, size_t lda, const float *B,
+                             size_t ldb, float *C, size_t ldc, const float *s)
 {
-    gemm_nn_dgelu(M, N, K, A, lda, B, ldb, C, ldc, x);
+    gemm_nn_scaled(M, N, K, A, lda, B, ldb, C, ldc, s);
 }
 
 void matmul_kernel_nn_row(int N, int K, const float *a, const float *B, size_t ldb, float *C,

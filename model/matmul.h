@@ -48,10 +48,12 @@ void matmul_tn_causal(int T, int N, const float *A, int lda, const float *B, int
 void matmul_forward(float *out, const float *in, const float *W, const float *bias,
                     int N, int IC, int OC);
 
-/* The MLP's first layer with its GELU fused into the tiles: pre = in . W^T + bias
- * exactly as matmul_forward, and act = gelu(pre) exactly as gelu_forward (layers.h),
- * without a second pass over memory. */
-void matmul_forward_gelu(float *pre, float *act, const float *in, const float *W,
+/* The MLP's first layer with its GELU fused into the tiles: for pre = in . W^T + bias
+ * (exactly as matmul_forward), act = gelu(pre) exactly as gelu_forward (layers.h) and
+ * dgelu = gelu'(pre) exactly as gelu_backward uses it, without a second pass over
+ * memory. The backward needs only dgelu (matmul_backward_gelu), so pre is not kept:
+ * storing the derivative instead saves recomputing the GELU in the backward. */
+void matmul_forward_gelu(float *act, float *dgelu, const float *in, const float *W,
                          const float *bias, int N, int IC, int OC);
 
 /* matmul_forward with the weights given transposed, Wt[IC][OC] = W^T, for products of
@@ -72,10 +74,11 @@ void matmul_backward(float *din, float *dW, float *dbias, const float *dout, con
                      const float *W, int N, int IC, int OC);
 
 /* matmul_backward for a layer whose input is act = gelu(x), with the GELU's backward
- * fused into the din tiles: din = gelu'(x) * (dout . W) is the gradient of x, not of
- * act. din is overwritten and dW, dbias added into, as above. */
+ * fused into the din tiles: given dgelu = gelu'(x) (from matmul_forward_gelu),
+ * din = dgelu * (dout . W) is the gradient of x, not of act. din is overwritten and
+ * dW, dbias added into, as above. */
 void matmul_backward_gelu(float *din, float *dW, float *dbias, const float *dout,
-                          const float *in, const float *W, const float *x, int N, int IC,
+                          const float *in, const float *W, const float *dgelu, int N, int IC,
                           int OC);
 
 #endif

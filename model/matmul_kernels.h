@@ -2,8 +2,8 @@
  * the parallel linear layers from; internal to model/. Strides in floats; the float
  * operations are matmul.c's (one FMA chain per element, bias added after it).
  *   nt:       C = A[M][K] . B[N][K]^T (+ bias[j])                (overwrites C)
- *   nt_gelu:  as nt with bias, and act = gelu(C) (act has C's layout)
- *   nn_dgelu: C = (A[M][K] . B[K][N]) * gelu'(x)       (x has C's layout)
+ *   nt_gelu:   x = A . B^T + bias as nt; C = gelu(x), dC = gelu'(x) (C's layout)
+ *   nn_scaled: C = (A[M][K] . B[K][N]) * s             (s has C's layout)
  *   nn_row:   C[N] = a[K] . B[K][N] (+ bias), one row read in place */
 #ifndef HEADCOUNT_MATMUL_KERNELS_H
 #define HEADCOUNT_MATMUL_KERNELS_H
@@ -13,9 +13,9 @@
 void matmul_kernel_nt(int M, int N, int K, const float *A, size_t lda, const float *B,
                       size_t ldb, float *C, size_t ldc, const float *bias);
 void matmul_kernel_nt_gelu(int M, int N, int K, const float *A, size_t lda, const float *B,
-                           size_t ldb, float *C, size_t ldc, const float *bias, float *act);
-void matmul_kernel_nn_dgelu(int M, int N, int K, const float *A, size_t lda, const float *B,
-                            size_t ldb, float *C, size_t ldc, const float *x);
+                           size_t ldb, float *C, size_t ldc, const float *bias, float *dC);
+void matmul_kernel_nn_scaled(int M, int N, int K, const float *A, size_t lda, const float *B,
+                             size_t ldb, float *C, size_t ldc, const float *s);
 void matmul_kernel_nn_row(int N, int K, const float *a, const float *B, size_t ldb, float *C,
                           const float *bias);
 

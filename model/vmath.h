@@ -101,11 +101,17 @@ static inline v8f v8_gelu(v8f x)
     return x * v8_gelu_gate(x);
 }
 
-static inline v8f v8_gelu_grad(v8f x)
+/* gelu'(x) given the gate s = v8_gelu_gate(x): the forward that stores both gelu(x)
+ * and gelu'(x) computes s once; the bits equal v8_gelu_grad's. */
+static inline v8f v8_gelu_grad_gated(v8f x, v8f s)
 {
-    v8f s = v8_gelu_gate(x);
     v8f du = v8_set1(2.0f * VMATH_GELU_K) * (v8_set1(1.0f) + v8_set1(3.0f * VMATH_GELU_A) * x * x);
     return s + x * s * (v8_set1(1.0f) - s) * du;
+}
+
+static inline v8f v8_gelu_grad(v8f x)
+{
+    return v8_gelu_grad_gated(x, v8_gelu_gate(x));
 }
 
 #endif

@@ -529,9 +529,30 @@ Test(matmul, nt_nn_and_tn_give_the_same_bits_for_the_same_product)
     }
 }
 
-/* The fused GELU layers equal the separate passes: forward bit for bit; backward's
- * din equal to (dout . W) then gelu_backward, up to the sign of a zero (the separate
- * pass adds onto a zeroed buffer), and the same dW and dbias; on 1 and 2 threads. */
+/* gelu'(x) as gelu_backward computes it: 0 + 1 * gelu'(x). */
+static float *gelu_grad_of(const float *x, size_t n)
+{
+    float *ones = malloc(n * sizeof(float)), *g = calloc(n, sizeof(float));
+    cr_assert(ones && g);
+    for (size_t i = 0; i < n; i++)
+        ones[i] = 1.0f;
+    gelu_backward(g, ones, x, n);
+    free(ones);
+    return g;
+}
+
+/* Equal as numbers, neither a NaN: the separate GELU pass adds onto a zeroed buffer,
+ * so it may turn a -0 into +0 where the fused one keeps the sign. */
+static void assert_same_values(const float *got, const float *want, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_assert(got[i] == want[i] && !(got[i] != got[i]), "%s[%zu] = %.9g, separate passes %.9g",
+                  what, i, got[i], want[i]);
+}
+
+/* The fused GELU layers equal the separate passes: the forward's gelu(pre) bit for bit
+ * and its gelu'(pre) equal to what gelu_backward uses; the backward's din equal to
+ * (dout . W) then gelu_backward, and the same dW and dbias; on 1 and 2 threads. */
 Test(matmul, fused_gelu_layers_equal_the_separate_passes)
 {
     Rng rng;
@@ -542,14 +563,15 @@ Test(matmul, fused_gelu_layers_equal_the_separate_passes)
         size_t no = (size_t)N * OC, ni = (size_t)N * IC;
         for (int threads = 1; threads <= 2; threads++) {
             omp_set_num_threads(threads);
-            float *pre = malloc(no * sizeof(float)), *act = malloc(no * sizeof(float));
+            float *act = malloc(no * sizeof(float)), *dgelu = malloc(no * sizeof(float));
             float *want_pre = malloc(no * sizeof(float)), *want_act = calloc(no, sizeof(float));
-            cr_assert(pre && act && want_pre && want_act);
-            matmul_forward_gelu(pre, act, l.in, l.W, l.bias, N, IC, OC);
+            cr_assert(act && dgelu && want_pre && want_act);
+            matmul_forward_gelu(act, dgelu, l.in, l.W, l.bias, N, IC, OC);
             matmul_forward(want_pre, l.in, l.W, l.bias, N, IC, OC);
             gelu_forward(want_act, want_pre, no);
-            assert_same_bits(pre, want_pre, no, "fused forward: pre-activation");
+            float *want_dgelu = gelu_grad_of(want_pre, no);
             assert_same_bits(act, want_act, no, "fused forward: gelu");
+            assert_same_values(dgelu, want_dgelu, no, "fused forward: gelu'");
 
             /* Backward of a layer whose input is gelu(x), x = l.in as the pre-activation. */
             float *din = malloc(ni * sizeof(float)), *dW = copy_of(l.dW, (size_t)OC * IC);
@@ -557,21 +579,18 @@ Test(matmul, fused_gelu_layers_equal_the_separate_passes)
             float *dact = calloc(ni, sizeof(float)), *want_din = calloc(ni, sizeof(float));
             float *want_dW = copy_of(l.dW, (size_t)OC * IC);
             float *want_db = copy_of(l.dbias, (size_t)OC);
-            cr_assert(din && dact && want_din);
-            float *gin = malloc(ni * sizeof(float));
-            cr_assert(gin);
+            float *gin = malloc(ni * sizeof(float)), *gin_grad = gelu_grad_of(l.in, ni);
+            cr_assert(din && dact && want_din && gin);
             gelu_forward(gin, l.in, ni);
-            matmul_backward_gelu(din, dW, dbias, l.dout, gin, l.W, l.in, N, IC, OC);
+            matmul_backward_gelu(din, dW, dbias, l.dout, gin, l.W, gin_grad, N, IC, OC);
             matmul_backward(dact, want_dW, want_db, l.dout, gin, l.W, N, IC, OC);
             gelu_backward(want_din, dact, l.in, ni);
-            for (size_t i = 0; i < ni; i++)
-                cr_assert(din[i] == want_din[i] && !(din[i] != din[i]),
-                          "fused backward din[%zu] = %.9g, separate passes %.9g", i, din[i],
-                          want_din[i]);
+            assert_same_values(din, want_din, ni, "fused backward din");
             assert_same_bits(dW, want_dW, (size_t)OC * IC, "fused backward dW");
             assert_same_bits(dbias, want_db, (size_t)OC, "fused backward dbias");
-            free(pre); free(act); free(want_pre); free(want_act); free(din); free(dW);
-            free(dbias); free(dact); free(want_din); free(want_dW); free(want_db); free(gin);
+            free(act); free(dgelu); free(want_pre); free(want_act); free(want_dgelu); free(din);
+            free(dW); free(dbias); free(dact); free(want_din); free(want_dW); free(want_db);
+            free(gin); free(gin_grad);
         }
         layer_free(&l);
     }

@@ -11,6 +11,7 @@
 
 #include "model/layers.h"
 #include "model/matmul.h"
+#include "model/vmath.h"
 #include "tests/testutil.h"
 
 #define H_STEP 1e-2
@@ -146,6 +147,24 @@ Test(layers, gelu_matches_the_tanh_formula)
         cr_assert(fabs(y - ref) <= 2e-6 * (1.0 + fabs(ref)), "gelu(%g) = %g, tanh form %g", x, y,
                   ref);
     }
+}
+
+/* vmath's exp (softmax, cross-entropy and GELU all rest on it): within 2 float ulps
+ * (relative 2^-22) of the exact value over its whole range, clamped outside it
+ * (exp(-87) for anything smaller, exp(88) for anything larger), NaN kept. */
+Test(layers, vmath_exp_is_within_two_ulps_and_clamps)
+{
+    double worst = 0.0;
+    for (int i = 0; i <= 200000; i++) {
+        float x = -87.0f + 175.0f * (float)i / 200000.0f;
+        double want = exp((double)x), rel = fabs(vmath_exp(x) - want) / want;
+        worst = rel > worst ? rel : worst;
+        cr_assert(rel <= 0x1p-22, "exp(%.9g) = %.9g, exact %.9g", x, vmath_exp(x), want);
+    }
+    cr_log_info("vmath_exp: worst relative error %.3g (2 ulps = %.3g)", worst, 0x1p-22);
+    cr_assert_eq(vmath_exp(-500.0f), vmath_exp(-87.0f));
+    cr_assert_eq(vmath_exp(500.0f), vmath_exp(88.0f));
+    cr_assert(vmath_exp(NAN) != vmath_exp(NAN), "exp(NaN) is not NaN");
 }
 
 /* ---- softmax + cross-entropy ---- */

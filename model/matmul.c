@@ -379,17 +379,24 @@ static void gemm_nt_gelu(int M, int N, int K, const float *A, size_t lda, const 
 }
 
 /* Copies A[k][i] (k < kc, i < mc, row stride lda) as 6-column pieces: piece t holds
- * A[k][6t..6t+5] at ap + t*6*kc + 6*k (zero past mc). A copy, not a transpose: each
- * piece is already contiguous in A. Each k moves 8 lanes (6 loaded, 2 zero); the two
- * extra lanes land where the next k's copy goes, so ap needs 2 floats of slack. */
-static void pack_tn_block(float *ap, const float *A, size_t lda, int kc, int mc)
+ * A[k][6t..6t+5] at ap + t*ps + 6*k (zero past mc), ps >= 6*kc + 2. A copy, not a
+ * transpose: each piece is already contiguous in A. Each k moves 8 lanes (6 loaded,
+ * 2 zero); the two extra lanes land where the next k's copy goes, or in the gap after
+ * the piece. Rows are taken 8 at a time for all pieces: going down one piece's whole
+ * column instead read kc rows at stride lda, which for lda a multiple of 256 floats
+ * share a few L1 sets and were evicted before the next piece reused them (the weight
+ * gradient with a 1024-float stride ran ~14 % faster this way). */
+static void pack_tn_block(float *ap, const float *A, size_t lda, int kc, int mc, size_t ps)
 {
-    for (int t = 0; t * 6 < mc; t++) {
-        __m256i m = mask_first(imin(6, mc - 6 * t));
-        const float *src = A + 6 * t;
-        for (int k = 0; k < kc; k++, src += lda)
-            _mm256_storeu_ps(ap + 6 * k, _mm256_maskload_ps(src, m));
-        ap += 6 * kc;
+    for (int k0 = 0; k0 < kc; k0 += 8) {
+        int k1 = imin(k0 + 8, kc);
+        for (int t = 0; t * 6 < mc; t++) {
+            __m256i m = mask_first(imin(6, mc - 6 * t));
+            const float *src = A + (size_t)k0 * lda + 6 * t;
+            float *dst = ap + t * ps + 6 * k0;
+            for (int k = k0; k < k1; k++, src += lda, dst += 6)
+                _mm256_storeu_ps(dst, _mm256_maskload_ps(src, m));
+        }
     }
 }
 
@@ -400,14 +407,14 @@ static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float
                     size_t ldb, float *C, size_t ldc, int accumulate)
 {
     _Alignas(64) float bp[KC * 16];
-    _Alignas(64) float ap[MC_TN * KC + 2];
+    _Alignas(64) float ap[MC_TN / 6 * (6 * KC + 8)];
     Epi none = { NULL, NULL };
     for (int k0 = 0; k0 < K; k0 += KC) {
         int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0;
         for (int i0 = 0; i0 < M; i0 += MC_TN) {
             int mc = imin(MC_TN, M - i0);
-            pack_tn_block(ap, A + (size_t)k0 * lda + i0, lda, kc, mc);
-            block_bcast(0, mc, N, kc, ap, 1, 6, (size_t)6 * kc, B + (size_t)k0 * ldb, ldb, bp,
+            pack_tn_block(ap, A + (size_t)k0 * lda + i0, lda, kc, mc, (size_t)6 * kc + 8);
+            block_bcast(0, mc, N, kc, ap, 1, 6, (size_t)6 * kc + 8, B + (size_t)k0 * ldb, ldb, bp,
                         C + (size_t)i0 * ldc, ldc, load_c, EPI_NONE, none);
         }
     }
@@ -557,7 +564,8 @@ static void gemm_nt(int M, int N, int K, const float *A, size_t lda, const float
 
 /* The epilogues of the AVX2 path, as a pass over the finished rows: C = gelu(C) and
  * dC = gelu'(C) (dC != NULL), or C = C * s (s != NULL); 8 lanes at a time through
- * vmath.h, padded at the end of a row, so the bits equal the AVX2 path's. */
+ * vmath.h, padded at the end of a row, the same operations as the AVX2 tiles' (the
+ * same bits where the target has a fast fmaf, as for the chains above). */
 static void rows_epilogue(int M, int N, float *C, size_t ldc, float *dC, const float *s)
 {
     for (int i = 0; i < M; i++)

@@ -141,7 +141,8 @@ static inline v8f v8_gelu(v8f x)
  * and gelu'(x) computes s once; the bits equal v8_gelu_grad's. */
 static inline v8f v8_gelu_grad_gated(v8f x, v8f s)
 {
-    v8f du = v8_set1(2.0f * VMATH_GELU_K) * v8_fma(v8_set1(3.0f * VMATH_GELU_A) * x, x, v8_set1(1.0f));
+    v8f a3x = v8_set1(3.0f * VMATH_GELU_A) * x;
+    v8f du = v8_set1(2.0f * VMATH_GELU_K) * v8_fma(a3x, x, v8_set1(1.0f));
     return v8_fma(x * s * (v8_set1(1.0f) - s), du, s);
 }
 

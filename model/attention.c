@@ -40,7 +40,7 @@ void attention_softmax_row(float *s, int n, float scale)
             acc[k] += e[k];
         }
     }
-    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    float sum = v8_hsum(acc);
     v8f inv = v8_set1(1.0f / sum);
     for (j = 0; j + 8 <= n; j += 8)
         v8_store(s + j, v8_load(s + j) * inv);

@@ -22,7 +22,7 @@ static float row_sum(const float *x, int n)
     int i = 0;
     for (; i + 8 <= n; i += 8)
         acc += v8_load(x + i);
-    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    float s = v8_hsum(acc);
     for (; i < n; i++)
         s += x[i];
     return s;
@@ -37,7 +37,7 @@ static float row_sqdev(const float *x, float m, int n)
         v8f d = v8_load(x + i) - mv;
         acc += d * d;
     }
-    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    float s = v8_hsum(acc);
     for (; i < n; i++)
         s += (x[i] - m) * (x[i] - m);
     return s;
@@ -224,7 +224,7 @@ void residual_forward(float *out, const float *a, const float *b, size_t n)
         out[i] = a[i] + b[i];
 }
 
-/* Softmax with max subtraction; loss = log(sum exp(z - max)) - (z_target - max). */
+/* The row softmax shared by cross-entropy and the sampler (layers.h). */
 float softmax_row(float *p, const float *z, float mx, int V)
 {
     v8f acc = v8_set1(0.0f), mv = v8_set1(mx);
@@ -244,13 +244,14 @@ float softmax_row(float *p, const float *z, float mx, int V)
             acc[k] += e[k];
         }
     }
-    float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    float sum = v8_hsum(acc);
     float inv = 1.0f / sum;
     for (int u = 0; u < V; u++)
         p[u] *= inv;
     return sum;
 }
 
+/* Softmax with max subtraction; loss = log(sum exp(z - max)) - (z_target - max). */
 double crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets,
                             int N, int V)
 {

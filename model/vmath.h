@@ -105,6 +105,13 @@ static inline float vmath_exp(float x)
     return v[0];
 }
 
+/* The eight lanes of v summed by one fixed tree, (0+4 + 1+5) + (2+6 + 3+7): every
+ * lane-wise sum in the project is joined this way, so its order depends only on n. */
+static inline float v8_hsum(v8f v)
+{
+    return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+}
+
 /* Sum of a[i] * b[i], i < n: eight lanes of fused multiply-adds over full chunks,
  * joined by a fixed tree, then the tail in order; the order depends only on n. */
 static inline float vmath_dot(const float *a, const float *b, int n)
@@ -113,7 +120,7 @@ static inline float vmath_dot(const float *a, const float *b, int n)
     int i = 0;
     for (; i + 8 <= n; i += 8)
         acc = v8_fma(v8_load(a + i), v8_load(b + i), acc);
-    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    float s = v8_hsum(acc);
     for (; i < n; i++)
         s += a[i] * b[i];
     return s;

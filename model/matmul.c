@@ -237,10 +237,41 @@ static void pack_panel_t(float *bp, const float *b, size_t ldb, int kc, int nc)
             bp[16 * k + j] = j < nc ? b[(size_t)j * ldb + k] : 0.0f;
 }
 
+/* One tile of R = 0..6 rows (R known only at run time) against a packed 16-column
+ * panel: each row count has its own instantiation, so row counts and offsets are
+ * constants in the loop (a 1-row product, as in sampling, does not pay for 6 rows). */
+ALWAYS_INLINE void tile_rows(int R, int nc, __m256i mask, int K, const float *a, size_t rsa,
+                             size_t csa, const float *bp, float *c, size_t ldc, int load_c,
+                             int epi, Epi e)
+{
+    switch (R) {
+    case 6:
+        tile_nc(6, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        break;
+    case 5:
+        tile_nc(5, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        break;
+    case 4:
+        tile_nc(4, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        break;
+    case 3:
+        tile_nc(3, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        break;
+    case 2:
+        tile_nc(2, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        break;
+    case 1:
+        tile_nc(1, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        break;
+    default:
+        break;
+    }
+}
+
 /* The tiles of one stripe of C (M rows x 16 columns) against a packed B panel; tile
- * t's A starts at a + t*tstep. Full 6-row tiles, and the last short one, get their
- * own instantiations so that row counts and offsets are constants (a 1-row product,
- * as in sampling, does not pay for 6 rows). */
+ * t's A starts at a + t*tstep: full 6-row tiles, then the short one (tile_rows). The
+ * full tiles are called directly: sending them through tile_rows' switch too made tn
+ * ~13% slower. */
 ALWAYS_INLINE void stripe_bcast(int nc, int M, int kc, const float *a, size_t rsa, size_t csa,
                                 size_t tstep, const float *bp, float *c, size_t ldc, int load_c,
                                 int epi, Epi e)
@@ -250,27 +281,9 @@ ALWAYS_INLINE void stripe_bcast(int nc, int M, int kc, const float *a, size_t rs
     for (; i + 6 <= M; i += 6, a += tstep)
         tile_nc(6, nc, mask, kc, a, rsa, csa, 1, bp, 16, c + (size_t)i * ldc, ldc, load_c, epi,
                 epi_at(e, (size_t)i * ldc, 0));
-    float *ci = c + (size_t)i * ldc;
-    Epi ei = epi_at(e, (size_t)i * ldc, 0);
-    switch (M - i) {
-    case 5:
-        tile_nc(5, nc, mask, kc, a, rsa, csa, 1, bp, 16, ci, ldc, load_c, epi, ei);
-        break;
-    case 4:
-        tile_nc(4, nc, mask, kc, a, rsa, csa, 1, bp, 16, ci, ldc, load_c, epi, ei);
-        break;
-    case 3:
-        tile_nc(3, nc, mask, kc, a, rsa, csa, 1, bp, 16, ci, ldc, load_c, epi, ei);
-        break;
-    case 2:
-        tile_nc(2, nc, mask, kc, a, rsa, csa, 1, bp, 16, ci, ldc, load_c, epi, ei);
-        break;
-    case 1:
-        tile_nc(1, nc, mask, kc, a, rsa, csa, 1, bp, 16, ci, ldc, load_c, epi, ei);
-        break;
-    default:
-        break;
-    }
+    if (i < M)
+        tile_rows(M - i, nc, mask, kc, a, rsa, csa, bp, c + (size_t)i * ldc, ldc, load_c, epi,
+                  epi_at(e, (size_t)i * ldc, 0));
 }
 
 /* One block of C (mc rows x N columns) += one k block: a(r, k) = a[r*rsa + k*csa]
@@ -421,31 +434,13 @@ static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float
 }
 
 /* One tile of R = 1..6 rows against a 16-column panel, with runtime strides: the
- * building block of the causal products, whose row ranges differ per panel. */
+ * building block of the causal products, whose row ranges differ per panel. Out of
+ * line, so the causal loops share one copy of the instantiations. */
 static void tile_any(int R, int nc, int K, const float *a, size_t rsa, size_t csa,
                      const float *bp, float *c, size_t ldc, int load_c)
 {
-    __m256i mask = panel_mask(nc);
     Epi none = { NULL, NULL };
-    switch (R) {
-    case 6:
-        tile_nc(6, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
-        break;
-    case 5:
-        tile_nc(5, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
-        break;
-    case 4:
-        tile_nc(4, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
-        break;
-    case 3:
-        tile_nc(3, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
-        break;
-    case 2:
-        tile_nc(2, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
-        break;
-    default:
-        tile_nc(1, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, EPI_NONE, none);
-    }
+    tile_rows(R, nc, panel_mask(nc), K, a, rsa, csa, bp, c, ldc, load_c, EPI_NONE, none);
 }
 
 static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, size_t ldb,

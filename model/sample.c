@@ -15,6 +15,19 @@
 #include "layers.h"
 #include "matmul.h"
 
+/* Floats of one layer's transposed weights in Sampler.wt: 0 qkv, 1 proj, 2 fc,
+ * 3 fcproj, in that order; and of all four. */
+static size_t wt_part(size_t C, size_t A, int which)
+{
+    size_t sizes[4] = { 3 * A * C, A * C, 4 * C * C, 4 * C * C };
+    return sizes[which];
+}
+
+static size_t wt_layer_size(size_t C, size_t A)
+{
+    return wt_part(C, A, 0) + wt_part(C, A, 1) + wt_part(C, A, 2) + wt_part(C, A, 3);
+}
+
 /* dst[cols][rows] = src[rows][cols]^T; returns the end of dst. */
 static float *transpose_into(float *dst, const float *src, size_t rows, size_t cols)
 {
@@ -44,7 +57,7 @@ int sampler_init(Sampler *s, const Model *m, const unsigned char *head_on, int u
     size_t C = c->C, A = s->A, T = c->T, L = c->L, H = c->H, V = c->V;
     struct { float **p; size_t n; } parts[] = {
         {&s->kv, use_cache ? L * T * 2 * A : 0},
-        {&s->wt, use_cache ? L * (3 * A * C + A * C + 8 * C * C) + C * V : 0},
+        {&s->wt, use_cache ? L * wt_layer_size(C, A) + C * V : 0},
         {&s->x, C}, {&s->ln, C}, {&s->branch, C}, {&s->qkv, 3 * A}, {&s->atty, A},
         {&s->scores, H * T}, {&s->fch, 4 * C}, {&s->fch_gelu, 4 * C}, {&s->logits, V},
     };
@@ -80,10 +93,9 @@ int sampler_init(Sampler *s, const Model *m, const unsigned char *head_on, int u
 static const float *wt_at(const Sampler *s, int l, int which)
 {
     size_t C = s->m->cfg.C, A = (size_t)s->A;
-    size_t sizes[4] = { 3 * A * C, A * C, 4 * C * C, 4 * C * C };
-    const float *p = s->wt + (size_t)l * (sizes[0] + sizes[1] + sizes[2] + sizes[3]);
+    const float *p = s->wt + (size_t)l * wt_layer_size(C, A);
     for (int k = 0; k < which; k++)
-        p += sizes[k];
+        p += wt_part(C, A, k);
     return p;
 }
 

@@ -16,17 +16,18 @@ static int lin_min(int a, int b) { return a < b ? a : b; }
 static int lin_max(int a, int b) { return a > b ? a : b; }
 
 /* The split of an M x N output among threads into about per_thread tiles per thread:
- * columns in blocks of at most max_cols, rows in blocks of at least min_rows, and
- * narrower column blocks when the rows alone do not give enough tiles. Sizes are
- * multiples of the kernel tile. Only speed depends on the split. */
+ * columns in blocks of at most max_cols, rows in blocks of at least min_rows (and of
+ * at most max_rows, which wins over min_rows), and narrower column blocks when the
+ * rows alone do not give enough tiles. Sizes are multiples of the kernel tile. Only
+ * speed depends on the split. */
 typedef struct {
     int M, N, rb, cb, nrb, ncb;
 } Tiles;
 
 static int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-static Tiles tiles_plan(int M, int N, int row_align, int col_align, int min_rows, int max_cols,
-                        int per_thread)
+static Tiles tiles_plan(int M, int N, int row_align, int col_align, int min_rows, int max_rows,
+                        int max_cols, int per_thread)
 {
     int threads = 1;
 #ifdef _OPENMP
@@ -40,6 +41,7 @@ static Tiles tiles_plan(int M, int N, int row_align, int col_align, int min_rows
     int nrb = lin_max(1, lin_min(ceil_div(want, ncb), M / min_rows));
     if (nrb * ncb < want)
         ncb = lin_max(ncb, lin_min(ceil_div(want, nrb), ceil_div(N, col_align)));
+    nrb = lin_max(nrb, ceil_div(M, max_rows));
     /* A tile count that is not a multiple of the thread count leaves threads idle at
      * the end (9 tiles on 2 threads: one waits a whole tile); add row blocks. */
     while ((nrb * ncb) % threads != 0 && nrb < M / min_rows)
@@ -68,7 +70,7 @@ static void tile_at(const Tiles *t, int tile, int *i0, int *j0, int *m, int *n)
 static void forward_tiles(float *out, float *dgelu, const float *in, const float *W,
                           const float *bias, int N, int IC, int OC)
 {
-    Tiles t = tiles_plan(N, OC, 6, 16, 48, 256, 4);
+    Tiles t = tiles_plan(N, OC, 6, 16, 48, N, 256, 4);
     double flops = 2.0 * N * IC * OC;
     #pragma omp parallel for schedule(dynamic, 1) if (flops >= PARALLEL_MIN_FLOPS)
     for (int tile = 0; tile < t.nrb * t.ncb; tile++) {
@@ -100,7 +102,7 @@ void matmul_forward_gelu(float *act, float *dgelu, const float *in, const float 
 void matmul_forward_t(float *out, const float *in, const float *Wt, const float *bias, int N,
                       int IC, int OC)
 {
-    Tiles t = tiles_plan(N, OC, 1, 16, 1, 256, 2);
+    Tiles t = tiles_plan(N, OC, 1, 16, 1, N, 256, 2);
     double flops = 2.0 * N * IC * OC;
     #pragma omp parallel for schedule(dynamic, 1) if (flops >= PARALLEL_MIN_FLOPS)
     for (int tile = 0; tile < t.nrb * t.ncb; tile++) {
@@ -134,8 +136,11 @@ static void backward_tiles(float *din, float *dW, float *dbias, const float *dou
                            const float *in, const float *W, const float *dgelu, int N, int IC,
                            int OC)
 {
-    Tiles tin = tiles_plan(din ? N : 0, IC, 6, 16, 48, 256, 4); /* din: nn over (n, ic) */
-    Tiles tw = tiles_plan(dW ? OC : 0, IC, 6, 16, 48, 128, 2);  /* dW: tn over (oc, ic) */
+    /* din: nn over (n, ic). dW: tn over (oc, ic), in tiles of at most MATMUL_TN_ROWS
+     * rows, so that each k block of a tile packs its B panels once, and as wide as the
+     * layer (up to 256 columns), so that fewer tiles pack the same A rows. */
+    Tiles tin = tiles_plan(din ? N : 0, IC, 6, 16, 48, N, 256, 4);
+    Tiles tw = tiles_plan(dW ? OC : 0, IC, 6, 16, 48, MATMUL_TN_ROWS, 256, 2);
     int nb = dbias ? (OC + 63) / 64 : 0;                /* dbias: 64 columns each */
     double flops = 2.0 * N * IC * OC * ((din != NULL) + (dW != NULL));
     #pragma omp parallel if (flops >= PARALLEL_MIN_FLOPS)

@@ -54,7 +54,7 @@ static int imax(int a, int b) { return a > b ? a : b; }
  * (192 KiB; 96 rows measured ~5 % slower on the weight gradients, each B panel being
  * packed twice as often from a large, strided B). The packing buffers live on the
  * stack: 208 KiB at most, per call. */
-enum { KC = 256, MC = 192, MC_TN = 192 };
+enum { KC = 256, MC = 192, MC_TN = MATMUL_TN_ROWS };
 _Static_assert(MC_TN % 6 == 0, "tn packs whole 6-row tiles");
 
 /* Lane mask selecting the first n (0..8) lanes. */
@@ -268,19 +268,44 @@ ALWAYS_INLINE void tile_rows(int R, int nc, __m256i mask, int K, const float *a,
     }
 }
 
+/* Memory the next panel's packing will read: rows of `bytes` bytes, `stride` apart
+ * (rows = 0: nothing). */
+typedef struct {
+    const char *p;
+    size_t stride;
+    int rows, bytes;
+} Ahead;
+
+/* Asks for rows r0..r1-1 of f in the cache (prefetches change no value). */
+static inline void ahead_rows(Ahead f, int r0, int r1)
+{
+    for (int r = r0; r < imin(r1, f.rows); r++) {
+        const char *row = f.p + (size_t)r * f.stride;
+        for (int b = 0; b < f.bytes; b += 64)
+            _mm_prefetch(row + b, _MM_HINT_T1);
+        _mm_prefetch(row + f.bytes - 1, _MM_HINT_T1);
+    }
+}
+
 /* The tiles of one stripe of C (M rows x 16 columns) against a packed B panel; tile
  * t's A starts at a + t*tstep: full 6-row tiles, then the short one (tile_rows). The
  * full tiles are called directly: sending them through tile_rows' switch too made tn
- * ~13% slower. */
+ * ~13% slower. Each full tile first prefetches its share of `next` (the next panel's
+ * B), so that packing it finds B in cache: B panels are 64-byte pieces of rows a
+ * page or more apart, which the hardware prefetchers do not fetch ahead (tn with a
+ * 1024-float B ran ~15% faster with this). */
 ALWAYS_INLINE void stripe_bcast(int nc, int M, int kc, const float *a, size_t rsa, size_t csa,
                                 size_t tstep, const float *bp, float *c, size_t ldc, int load_c,
-                                int epi, Epi e)
+                                int epi, Epi e, Ahead next)
 {
     __m256i mask = panel_mask(nc);
+    int share = M >= 6 ? (next.rows + M / 6 - 1) / (M / 6) : 0;
     int i = 0;
-    for (; i + 6 <= M; i += 6, a += tstep)
+    for (int t = 0; i + 6 <= M; i += 6, a += tstep, t++) {
+        ahead_rows(next, t * share, (t + 1) * share);
         tile_nc(6, nc, mask, kc, a, rsa, csa, 1, bp, 16, c + (size_t)i * ldc, ldc, load_c, epi,
                 epi_at(e, (size_t)i * ldc, 0));
+    }
     if (i < M)
         tile_rows(M - i, nc, mask, kc, a, rsa, csa, bp, c + (size_t)i * ldc, ldc, load_c, epi,
                   epi_at(e, (size_t)i * ldc, 0));
@@ -296,13 +321,20 @@ ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a,
                                float *C, size_t ldc, int load_c, int epi, Epi e)
 {
     for (int j = 0; j < N; j += 16) {
-        int nc = imin(16, N - j);
+        int nc = imin(16, N - j), nn = imin(16, N - j - 16);
+        Ahead next = { NULL, ldb * sizeof(float), 0, 0 };
         if (trans)
             pack_panel_t(bp, B + (size_t)j * ldb, ldb, kc, nc);
         else
             pack_panel(bp, B + j, ldb, kc, nc);
+        if (nn > 0 && trans)
+            next = (Ahead){ (const char *)(B + (size_t)(j + 16) * ldb), ldb * sizeof(float), nn,
+                            kc * (int)sizeof(float) };
+        else if (nn > 0)
+            next = (Ahead){ (const char *)(B + j + 16), ldb * sizeof(float), kc,
+                            nn * (int)sizeof(float) };
         stripe_bcast(nc, mc, kc, a, rsa, csa, tstep, bp, C + j, ldc, load_c, epi,
-                     epi_at(e, 0, j));
+                     epi_at(e, 0, j), next);
     }
 }
 
@@ -393,17 +425,26 @@ static void gemm_nt_gelu(int M, int N, int K, const float *A, size_t lda, const 
 
 /* Copies A[k][i] (k < kc, i < mc, row stride lda) as 6-column pieces: piece t holds
  * A[k][6t..6t+5] at ap + t*ps + 6*k (zero past mc), ps >= 6*kc + 2. A copy, not a
- * transpose: each piece is already contiguous in A. Each k moves 8 lanes (6 loaded,
- * 2 zero); the two extra lanes land where the next k's copy goes, or in the gap after
- * the piece. Rows are taken 8 at a time for all pieces: going down one piece's whole
- * column instead read kc rows at stride lda, which for lda a multiple of 256 floats
- * share a few L1 sets and were evicted before the next piece reused them (the weight
- * gradient with a 1024-float stride ran ~14 % faster this way). */
+ * transpose: each piece is already contiguous in A. Each k moves 8 lanes (the piece's
+ * 6, then the next piece's first two or zeros past the block); the two extra lanes
+ * land where the next k's copy goes, or in the gap after the piece, never read. Rows
+ * are taken 8 at a time for all pieces: going down one piece's whole column instead
+ * read kc rows at stride lda, which for lda a multiple of 256 floats share a few L1
+ * sets and were evicted before the next piece reused them (the weight gradient with
+ * a 1024-float stride ran ~14 % faster this way). */
 static void pack_tn_block(float *ap, const float *A, size_t lda, int kc, int mc, size_t ps)
 {
     for (int k0 = 0; k0 < kc; k0 += 8) {
-        int k1 = imin(k0 + 8, kc);
-        for (int t = 0; t * 6 < mc; t++) {
+        int k1 = imin(k0 + 8, kc), t = 0;
+        /* Pieces whose 8 loaded lanes lie inside the block: plain loads (masked ones
+         * are slower); the last piece or two mask what lies past the block. */
+        for (; 6 * t + 8 <= mc; t++) {
+            const float *src = A + (size_t)k0 * lda + 6 * t;
+            float *dst = ap + t * ps + 6 * k0;
+            for (int k = k0; k < k1; k++, src += lda, dst += 6)
+                _mm256_storeu_ps(dst, _mm256_loadu_ps(src));
+        }
+        for (; t * 6 < mc; t++) {
             __m256i m = mask_first(imin(6, mc - 6 * t));
             const float *src = A + (size_t)k0 * lda + 6 * t;
             float *dst = ap + t * ps + 6 * k0;

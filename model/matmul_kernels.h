@@ -10,6 +10,10 @@
 
 #include <stddef.h>
 
+/* tn packs its A in blocks of this many rows (a multiple of the 6-row tile); a tn
+ * product of at most this many rows packs each panel of B once per k block. */
+enum { MATMUL_TN_ROWS = 192 };
+
 void matmul_kernel_nt(int M, int N, int K, const float *A, size_t lda, const float *B,
                       size_t ldb, float *C, size_t ldc, const float *bias);
 void matmul_kernel_nt_gelu(int M, int N, int K, const float *A, size_t lda, const float *B,

@@ -484,10 +484,36 @@ static void tile_any(int R, int nc, int K, const float *a, size_t rsa, size_t cs
     tile_rows(R, nc, panel_mask(nc), K, a, rsa, csa, bp, c, ldc, load_c, EPI_NONE, none);
 }
 
+/* nt_causal when all of B's panels fit in NT_ROWS_MAX floats (short keys, T x K of
+ * at most 64 KiB: heads of 16 to 64 dimensions): B is packed once, then the tiles go
+ * along C's rows, each 6-row tile across the panels up to its diagonal. Going down the
+ * panels instead (as below) wrote C a 64-byte piece per row, 6 rows a page apart,
+ * which for a fresh C stalled on every tile: scores with K = 32 ran at 24 GFLOP/s
+ * on one thread. */
+enum { NT_ROWS_MAX = 16384 };
+
+static void nt_causal_rows(int T, int K, const float *A, size_t lda, const float *B,
+                           size_t ldb, float *C, size_t ldc, int accumulate)
+{
+    _Alignas(64) float bp[NT_ROWS_MAX];
+    for (int j0 = 0; j0 < T; j0 += 16)
+        pack_panel_t(bp + (size_t)j0 * K, B + (size_t)j0 * ldb, ldb, K, imin(16, T - j0));
+    for (int i = 0; i < T; i += 6) {
+        int R = imin(6, T - i);
+        for (int j0 = 0; j0 < i + R; j0 += 16)
+            tile_any(R, imin(16, T - j0), K, A + (size_t)i * lda, lda, 1, bp + (size_t)j0 * K,
+                     C + (size_t)i * ldc + j0, ldc, accumulate);
+    }
+}
+
 static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, size_t ldb,
                       float *C, size_t ldc, int accumulate)
 {
     _Alignas(64) float bp[KC * 16];
+    if ((size_t)(T + 15) / 16 * 16 * K <= NT_ROWS_MAX) {
+        nt_causal_rows(T, K, A, lda, B, ldb, C, ldc, accumulate);
+        return;
+    }
     for (int j0 = 0; j0 < T; j0 += 16) {
         int nc = imin(16, T - j0);
         for (int k0 = 0; k0 < K; k0 += KC) {

@@ -599,11 +599,13 @@ Test(matmul, fused_gelu_layers_equal_the_separate_passes)
 /* The causal products against the full ones: nt_causal equals matmul_nt on and
  * below the diagonal; nn_causal and tn_causal, given a lower-triangular A, equal
  * matmul_nn and matmul_tn everywhere (up to the sign of a zero), for T past a k block,
- * a head size past one (D = 300) and odd widths; accumulate adds onto the old C. */
+ * a head size past one (D = 300) and odd widths, through both of nt_causal's paths (B
+ * packed whole when T x D is small, panel by panel otherwise: the last two shapes);
+ * accumulate adds onto the old C. */
 Test(matmul, causal_products_equal_the_full_ones_on_the_causal_part)
 {
-    static const int shapes[][2] = { { 1, 8 }, { 7, 5 }, { 37, 16 }, { 64, 32 }, { 300, 24 },
-                                     { 20, 300 } };
+    static const int shapes[][2] = { { 1, 8 },    { 7, 5 },    { 37, 16 }, { 64, 32 },
+                                     { 300, 24 }, { 20, 300 }, { 300, 64 }, { 70, 300 } };
     Rng rng;
     rng_init(&rng, 12, 100);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {

@@ -52,10 +52,10 @@ static int imax(int a, int b) { return a > b ? a : b; }
 /* Cache blocking (floats). nn, nt: a KC x 16 panel of B (16 KiB) stays in L1 while an
  * MC x KC block of A sits in L2. tn: the same, with the MC_TN x KC block of A packed
  * (192 KiB; 96 rows measured ~5 % slower on the weight gradients, each B panel being
- * packed twice as often from a large, strided B). The packing buffers live on the
- * stack: 208 KiB at most, per call. */
+ * packed twice as often from a large, strided B). nn and nt pack their MC x KC block
+ * of A too. The packing buffers live on the stack: 213 KiB at most, per call. */
 enum { KC = 256, MC = 192, MC_TN = MATMUL_TN_ROWS };
-_Static_assert(MC_TN % 6 == 0, "tn packs whole 6-row tiles");
+_Static_assert(MC % 6 == 0 && MC_TN % 6 == 0, "A is packed in whole 6-row tiles");
 
 /* Lane mask selecting the first n (0..8) lanes. */
 static inline __m256i mask_first(int n)
@@ -351,31 +351,58 @@ ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a,
     }
 }
 
-/* The k blocks of nn (trans = 0) or nt (trans = 1) over rows in blocks of MC, the
- * epilogue on the last k block only. */
+/* Copies A[i][k] (i < mc, k < kc, row stride lda) as 6-row pieces: piece t holds
+ * A[6t..6t+5][k] at ap + t*ps + 6*k (zero past mc), ps >= 6*kc + 2: the tiles then read
+ * one unit-stride stream instead of six rows a stride apart (nn and nt ran a few
+ * percent faster, more than the copy costs). Eight k at a time through an 8 x 8
+ * transpose of the piece's rows (two zero rows); each k's 8 lanes land as in
+ * pack_tn_block, the last two overwritten by the next k or in the unread gap. */
+static void pack_rows_block(float *ap, const float *A, size_t lda, int kc, int mc, size_t ps)
+{
+    for (int t = 0; t * 6 < mc; t++) {
+        int R = imin(6, mc - 6 * t), k = 0;
+        const float *src = A + (size_t)6 * t * lda;
+        float *dst = ap + t * ps;
+        for (; k + 8 <= kc; k += 8) {
+            __m256 r[8];
+            for (int q = 0; q < 8; q++)
+                r[q] = q < R ? _mm256_loadu_ps(src + (size_t)q * lda + k) : _mm256_setzero_ps();
+            transpose8(r);
+            for (int q = 0; q < 8; q++)
+                _mm256_storeu_ps(dst + 6 * (k + q), r[q]);
+        }
+        for (; k < kc; k++)
+            for (int q = 0; q < 6; q++)
+                dst[6 * k + q] = q < R ? src[(size_t)q * lda + k] : 0.0f;
+    }
+}
+
+/* The k blocks of nn (trans = 0) or nt (trans = 1) over rows in blocks of MC, each
+ * block of A packed (pack_rows_block), the epilogue on the last k block only. */
 ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, size_t lda,
                                const float *B, size_t ldb, float *C, size_t ldc,
                                int accumulate, int epi, Epi e)
 {
     _Alignas(64) float bp[KC * 16];
+    _Alignas(64) float ap[MC / 6 * (6 * KC + 8)];
     for (int k0 = 0; k0 < K; k0 += KC) {
         int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0, last = k0 + kc >= K;
         const float *Bk = trans ? B + k0 : B + (size_t)k0 * ldb;
+        size_t ps = (size_t)6 * kc + 8;
         for (int i0 = 0; i0 < M; i0 += MC) {
-            const float *a = A + (size_t)i0 * lda + k0;
+            int mc = imin(MC, M - i0);
             float *c = C + (size_t)i0 * ldc;
+            pack_rows_block(ap, A + (size_t)i0 * lda + k0, lda, kc, mc, ps);
             if (last)
-                block_bcast(trans, imin(MC, M - i0), N, kc, a, lda, 1, 6 * lda, Bk, ldb, bp, c,
-                            ldc, load_c, epi, epi_at(e, (size_t)i0 * ldc, 0));
+                block_bcast(trans, mc, N, kc, ap, 1, 6, ps, Bk, ldb, bp, c, ldc, load_c, epi,
+                            epi_at(e, (size_t)i0 * ldc, 0));
             else
-                block_bcast(trans, imin(MC, M - i0), N, kc, a, lda, 1, 6 * lda, Bk, ldb, bp, c,
-                            ldc, load_c, EPI_NONE, e);
+                block_bcast(trans, mc, N, kc, ap, 1, 6, ps, Bk, ldb, bp, c, ldc, load_c,
+                            EPI_NONE, e);
         }
     }
 }
 
-/* C[M][N] (+)= A[M][K] . B[K][N], K >= 1. A is read in place: its six rows per tile
- * are six unit-stride streams. */
 /* nn for one row of A (sampling): packing a panel of B would cost more than the one
  * tile that reads it, so the tiles read B in place. Same chains as gemm_blocks. */
 ALWAYS_INLINE void gemm_row_epi(int N, int K, const float *a, const float *B, size_t ldb,

@@ -105,48 +105,58 @@ static int run_config(const BenchConfig *bc, int threads, double out[3])
     return 0;
 }
 
-static int wanted(const char *list, const char *name)
+/* Whether --configs (NAME or NAME:H entries, comma-separated) selects this run. */
+static int wanted(const char *list, const char *name, int H)
 {
     if (!list)
         return 1;
-    char buf[256];
+    char buf[256], key[32], keyh[40];
     snprintf(buf, sizeof buf, ",%s,", list);
-    char key[32];
     snprintf(key, sizeof key, ",%s,", name);
-    return strstr(buf, key) != NULL;
+    snprintf(keyh, sizeof keyh, ",%s:%d,", name, H);
+    return strstr(buf, key) != NULL || strstr(buf, keyh) != NULL;
 }
 
 int main(int argc, char **argv)
 {
     const char *csv_path = NULL, *only = NULL, *threads_list = "1,2";
+    int header = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--csv") && i + 1 < argc)
             csv_path = argv[++i];
+        else if (!strcmp(argv[i], "--no-header"))
+            header = 0;
         else if (!strcmp(argv[i], "--configs") && i + 1 < argc)
             only = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads_list = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_train [--configs BABY,MID,NANO] [--threads 1,2] "
-                            "[--csv FILE]\n");
-            return 2;
+            int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+            fprintf(help ? stdout : stderr,
+                    "usage: bench_train [--configs BABY,MID:4,...] [--threads 1,2] "
+                    "[--csv FILE] [--no-header]\n"
+                    "  --configs: NAME (every H) or NAME:H entries\n"
+                    "  --csv: rows appended; the header only to a new file\n");
+            return help ? 0 : 2;
         }
     }
     FILE *csv = NULL;
     if (csv_path) {
-        csv = fopen(csv_path, "w");
+        csv = fopen(csv_path, "a");
         if (!csv) {
             fprintf(stderr, "bench: cannot write %s\n", csv_path);
             return 1;
         }
-        fprintf(csv, "config,L,C,T,B,H,D,threads,ms_median,ms_min,ms_max,tokens_per_s,"
-                     "gflops,params,peak_mb\n");
+        if (fseek(csv, 0, SEEK_END) == 0 && ftell(csv) == 0)
+            fprintf(csv, "config,L,C,T,B,H,D,threads,ms_median,ms_min,ms_max,tokens_per_s,"
+                         "gflops,params,peak_mb\n");
     }
-    printf("%-5s %2s %4s %4s %3s %3s %3s | %8s %8s %8s | %9s %7s %8s\n", "cfg", "L", "C", "T",
-           "B", "H", "thr", "ms(med)", "min", "max", "tok/s", "GFLOP/s", "peak MB");
+    if (header)
+        printf("%-5s %2s %4s %4s %3s %3s %3s | %8s %8s %8s | %9s %7s %8s\n", "cfg", "L", "C",
+               "T", "B", "H", "thr", "ms(med)", "min", "max", "tok/s", "GFLOP/s", "peak MB");
     for (size_t k = 0; k < sizeof CONFIGS / sizeof CONFIGS[0]; k++) {
         const BenchConfig *bc = &CONFIGS[k];
-        if (!wanted(only, bc->name))
+        if (!wanted(only, bc->name, bc->H))
             continue;
         char tl[64];
         snprintf(tl, sizeof tl, "%s", threads_list);

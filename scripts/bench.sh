@@ -30,16 +30,26 @@ echo
 echo "== matrix multiply (GFLOP/s; OpenBLAS rows when libopenblas-dev is installed)"
 env -u OPENBLAS_CORETYPE ./build/bench_matmul --csv "$out/matmul.csv"
 
-echo
-echo "== training steps (ours)"
-./build/bench_train --configs "$configs" --threads "$threads" --csv "$out/train.csv"
-
+rm -f "$out/train.csv" "$out/torch.csv"
 if [ "${BENCH_TORCH:-auto}" != 0 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    # Ours and PyTorch take turns, one (configuration, H) at a time, so that each
+    # ratio compares runs seconds apart: this host's speed drifts by 20-30% over
+    # minutes, which decided the ratios when all of ours ran before all of PyTorch's.
     echo
-    echo "== training steps (PyTorch, 2 threads, OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE unset)"
-    env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 scripts/bench_torch.py \
-        --threads 2 --configs "$configs" | tee "$out/torch.csv"
+    echo "== training steps, ours (1 and 2 threads) then PyTorch (2 threads,"
+    echo "   OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE unset), one configuration at a time"
+    header=""
+    for run in BABY:1 BABY:4 BABY:8 BABY:16 MID:1 MID:4 MID:8 MID:16 NANO:6; do
+        case ",$configs," in *",${run%%:*},"*|*",$run,"*) ;; *) continue ;; esac
+        ./build/bench_train --configs "$run" --threads "$threads" --csv "$out/train.csv" $header
+        env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 scripts/bench_torch.py \
+            --threads 2 --configs "$run" $header | tee -a "$out/torch.csv" | sed 's/^/torch: /'
+        header=--no-header
+    done
 else
+    echo
+    echo "== training steps (ours)"
+    ./build/bench_train --configs "$configs" --threads "$threads" --csv "$out/train.csv"
     echo
     echo "(PyTorch comparison skipped: install Debian's python3-torch to include it)"
 fi

@@ -89,13 +89,16 @@ def run(cfg):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--configs", default="BABY,MID,NANO")
+    ap.add_argument("--configs", default="BABY,MID,NANO",
+                    help="NAME (every H) or NAME:H entries, comma-separated")
+    ap.add_argument("--no-header", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     wanted = set(a.configs.split(","))
-    print("config,L,C,T,B,H,threads,ms_median,ms_min,ms_max,tokens_per_s,torch")
+    if not a.no_header:
+        print("config,L,C,T,B,H,threads,ms_median,ms_min,ms_max,tokens_per_s,torch")
     for cfg in CONFIGS:
-        if cfg[0] not in wanted:
+        if cfg[0] not in wanted and f"{cfg[0]}:{cfg[5]}" not in wanted:
             continue
         med, lo, hi = run(cfg)
         name, L, C, T, B, H = cfg[:6]

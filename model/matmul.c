@@ -1,6 +1,7 @@
-/* matmul: the sgemm kernels (nt, nn, tn, their causal variants for attention, and the
- * epilogues the linear layer fuses into them); the OpenMP linear layer built on them
- * is model/linear.c.
+/* matmul: the sgemm kernels (nt, nn, tn, and the epilogues the linear layer fuses
+ * into them). The OpenMP linear layer built on them is model/linear.c, their causal
+ * variants for attention model/matmul_causal.c, and the AVX2 register tile and B-panel
+ * packing both files share model/matmul_tile.h.
  *
  * Two implementations of the same arithmetic: an AVX2+FMA one with register-tiled
  * micro-kernels, used when the compiler targets AVX2 and FMA, and a portable C one.
@@ -27,6 +28,7 @@
  * and add otherwise. */
 #include "matmul.h"
 #include "matmul_kernels.h"
+#include "matmul_tile.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -34,252 +36,15 @@
 
 #include "vmath.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
-#define MATMUL_AVX2 1
-#include <immintrin.h>
-#else
-#define MATMUL_AVX2 0
-#endif
-
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-
-static int imin(int a, int b) { return a < b ? a : b; }
-
 #if MATMUL_AVX2
-
-static int imax(int a, int b) { return a > b ? a : b; }
 
 /* Cache blocking (floats). nn, nt: a KC x 16 panel of B (16 KiB) stays in L1 while an
  * MC x KC block of A sits in L2. tn: the same, with the MC_TN x KC block of A packed
  * (192 KiB; 96 rows measured ~5 % slower on the weight gradients, each B panel being
  * packed twice as often from a large, strided B). nn and nt pack their MC x KC block
  * of A too. The packing buffers live on the stack: 213 KiB at most, per call. */
-enum { KC = 256, MC = 192, MC_TN = MATMUL_TN_ROWS };
+enum { MC = 192, MC_TN = MATMUL_TN_ROWS };
 _Static_assert(MC % 6 == 0 && MC_TN % 6 == 0, "A is packed in whole 6-row tiles");
-
-/* Lane mask selecting the first n (0..8) lanes. */
-static inline __m256i mask_first(int n)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-ALWAYS_INLINE __m256 load8(const float *p, int masked, __m256i mask)
-{
-    return masked ? _mm256_maskload_ps(p, mask) : _mm256_loadu_ps(p);
-}
-
-ALWAYS_INLINE void store8(float *p, __m256 v, int masked, __m256i mask)
-{
-    if (masked)
-        _mm256_maskstore_ps(p, mask, v);
-    else
-        _mm256_storeu_ps(p, v);
-}
-
-/* What a tile does with its finished chains (only after the last k block; before it,
- * EPI_NONE): store them (EPI_NONE), add the bias (EPI_BIAS: C = chain + bias[j]), add
- * the bias x = chain + bias[j] and store C = gelu(x) and aux = gelu'(x) (EPI_GELU), or
- * scale by the matrix aux (EPI_SCALE: C = chain * aux; the backward through the GELU,
- * aux holding the gelu'(x) that the forward stored). aux has C's layout (row stride
- * ldc) and points at the same element as c. */
-enum { EPI_NONE, EPI_BIAS, EPI_GELU, EPI_SCALE };
-
-typedef struct {
-    const float *bias; /* may be NULL */
-    float *aux;
-} Epi;
-
-static inline Epi epi_at(Epi e, size_t row_off, int col)
-{
-    Epi r = { e.bias ? e.bias + col : NULL, e.aux ? e.aux + row_off + col : NULL };
-    return r;
-}
-
-/* One tile of C: R rows (R = 1..6, a constant at each call) x 8*nv columns (nv = 1 or
- * 2); `masked` means C's last vector of columns is partial (lanes in mask).
- *   a -> A element (i0, k0); (r, k) at a + r*rsa + k*csa
- *   b -> B panel: packed, row k at b + 16*k (zero past the live columns), or not
- *        packed: B itself, row k at b + ldp*k (masked loads past the live columns)
- *   c -> C[i0][j0], row r at c + r*ldc
- * load_c: start each chain from C (accumulating or a later k block), else from 0.
- * The unroll pragmas keep acc in registers: without them gcc 12 -O3 left some
- * instantiations storing every accumulator to the stack once per k (2-3x slower). */
-ALWAYS_INLINE void tile_bcast_b(int R, int nv, int masked, __m256i mask, int K, const float *a,
-                                size_t rsa, size_t csa, int packed, const float *b, size_t ldp,
-                                float *c, size_t ldc, int load_c, int epi, Epi e)
-{
-    __m256 acc[6][2];
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++)
-            acc[r][v] = load_c ? load8(c + r * ldc + 8 * v, masked && v == nv - 1, mask)
-                               : _mm256_setzero_ps();
-    const float *ar[6];
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
-        ar[r] = a + (size_t)r * rsa;
-    /* The rows this tile will store (and the GELU epilogues' aux rows) are usually
-     * not in cache, 6 rows a stride apart: asked for now, they arrive while the k
-     * loop runs (the backward through the GELU ran ~10% faster). Prefetches change
-     * no value. */
-    if (!load_c)
-        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
-            _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
-            _mm_prefetch((const char *)(c + r * ldc + 8 * nv - 1), _MM_HINT_T0);
-            if (epi == EPI_GELU || epi == EPI_SCALE) {
-                _mm_prefetch((const char *)(e.aux + r * ldc), _MM_HINT_T0);
-                _mm_prefetch((const char *)(e.aux + r * ldc + 8 * nv - 1), _MM_HINT_T0);
-            }
-        }
-    for (int k = 0; k < K; k++) {
-        __m256 b0, b1;
-        if (packed) {
-            b0 = _mm256_load_ps(b + 16 * k);
-            b1 = nv == 2 ? _mm256_load_ps(b + 16 * k + 8) : b0;
-        } else {
-            b0 = load8(b + ldp * k, masked && nv == 1, mask);
-            b1 = nv == 2 ? load8(b + ldp * k + 8, masked, mask) : b0;
-        }
-        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
-            __m256 av = _mm256_broadcast_ss(ar[r] + (size_t)k * csa);
-            acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
-            if (nv == 2)
-                acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
-        }
-    }
-    __m256 bv[2];
-    int has_bias = (epi == EPI_BIAS || epi == EPI_GELU) && e.bias;
-    if (has_bias)
-        _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++)
-            bv[v] = load8(e.bias + 8 * v, masked && v == nv - 1, mask);
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 2") for (int v = 0; v < nv; v++) {
-            int mk = masked && v == nv - 1;
-            size_t at = (size_t)r * ldc + 8 * (size_t)v;
-            __m256 o = has_bias ? _mm256_add_ps(acc[r][v], bv[v]) : acc[r][v];
-            if (epi == EPI_SCALE)
-                o = _mm256_mul_ps(o, load8(e.aux + at, mk, mask));
-            if (epi == EPI_GELU) {
-                v8f x = (v8f)o, s = v8_gelu_gate(x);
-                store8(e.aux + at, (__m256)v8_gelu_grad_gated(x, s), mk, mask);
-                o = (__m256)(x * s);
-            }
-            store8(c + at, o, mk, mask);
-        }
-}
-
-/* tile_bcast_b for a panel of nc (1..16) live columns: the instantiation that fits
- * (mask: the live lanes of the last vector, mask_first). */
-ALWAYS_INLINE void tile_nc(int R, int nc, __m256i mask, int K, const float *a, size_t rsa,
-                           size_t csa, int packed, const float *b, size_t ldp, float *c,
-                           size_t ldc, int load_c, int epi, Epi e)
-{
-    if (nc == 16)
-        tile_bcast_b(R, 2, 0, mask, K, a, rsa, csa, packed, b, ldp, c, ldc, load_c, epi, e);
-    else if (nc > 8)
-        tile_bcast_b(R, 2, 1, mask, K, a, rsa, csa, packed, b, ldp, c, ldc, load_c, epi, e);
-    else if (nc == 8)
-        tile_bcast_b(R, 1, 0, mask, K, a, rsa, csa, packed, b, ldp, c, ldc, load_c, epi, e);
-    else
-        tile_bcast_b(R, 1, 1, mask, K, a, rsa, csa, packed, b, ldp, c, ldc, load_c, epi, e);
-}
-
-static inline __m256i panel_mask(int nc)
-{
-    return mask_first(nc > 8 ? nc - 8 : nc);
-}
-
-/* Copies B[0..kc-1][0..nc-1] (row stride ldb) into a kc x 16 panel, zero-padded. */
-static void pack_panel(float *bp, const float *b, size_t ldb, int kc, int nc)
-{
-    if (nc == 16) {
-        for (int k = 0; k < kc; k++, b += ldb, bp += 16) {
-            _mm256_store_ps(bp, _mm256_loadu_ps(b));
-            _mm256_store_ps(bp + 8, _mm256_loadu_ps(b + 8));
-        }
-    } else if (nc > 8) {
-        __m256i m = mask_first(nc - 8);
-        for (int k = 0; k < kc; k++, b += ldb, bp += 16) {
-            _mm256_store_ps(bp, _mm256_loadu_ps(b));
-            _mm256_store_ps(bp + 8, _mm256_maskload_ps(b + 8, m));
-        }
-    } else {
-        __m256i m = mask_first(nc);
-        for (int k = 0; k < kc; k++, b += ldb, bp += 16) {
-            _mm256_store_ps(bp, _mm256_maskload_ps(b, m));
-            _mm256_store_ps(bp + 8, _mm256_setzero_ps());
-        }
-    }
-}
-
-/* In place 8 x 8 transpose: r[q][t] becomes r[t][q]. */
-static inline void transpose8(__m256 r[8])
-{
-    __m256 t[8], u[8];
-    for (int q = 0; q < 8; q += 2) {
-        t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
-        t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
-    }
-    for (int q = 0; q < 8; q += 4) {
-        u[q] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int q = 0; q < 4; q++) {
-        r[q] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x20);
-        r[q + 4] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x31);
-    }
-}
-
-/* The transposing twin of pack_panel for nt: B is [N][K], so panel row k gathers
- * B[0..nc-1][k] (b -> B[j0][k0]); eight k at a time through 8 x 8 transposes. */
-static void pack_panel_t(float *bp, const float *b, size_t ldb, int kc, int nc)
-{
-    int k = 0;
-    for (; k + 8 <= kc; k += 8)
-        for (int g = 0; g < 16; g += 8) {
-            __m256 r[8];
-            for (int q = 0; q < 8; q++)
-                r[q] = g + q < nc ? _mm256_loadu_ps(b + (size_t)(g + q) * ldb + k)
-                                  : _mm256_setzero_ps();
-            transpose8(r);
-            for (int t = 0; t < 8; t++)
-                _mm256_store_ps(bp + 16 * (k + t) + g, r[t]);
-        }
-    for (; k < kc; k++)
-        for (int j = 0; j < 16; j++)
-            bp[16 * k + j] = j < nc ? b[(size_t)j * ldb + k] : 0.0f;
-}
-
-/* One tile of R = 0..6 rows (R known only at run time) against a packed 16-column
- * panel: each row count has its own instantiation, so row counts and offsets are
- * constants in the loop (a 1-row product, as in sampling, does not pay for 6 rows). */
-ALWAYS_INLINE void tile_rows(int R, int nc, __m256i mask, int K, const float *a, size_t rsa,
-                             size_t csa, const float *bp, float *c, size_t ldc, int load_c,
-                             int epi, Epi e)
-{
-    switch (R) {
-    case 6:
-        tile_nc(6, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
-        break;
-    case 5:
-        tile_nc(5, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
-        break;
-    case 4:
-        tile_nc(4, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
-        break;
-    case 3:
-        tile_nc(3, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
-        break;
-    case 2:
-        tile_nc(2, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
-        break;
-    case 1:
-        tile_nc(1, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
-        break;
-    default:
-        break;
-    }
-}
 
 /* Memory the next panel's packing will read: rows of `bytes` bytes, `stride` apart
  * (rows = 0: nothing). */
@@ -514,103 +279,6 @@ static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float
     }
 }
 
-/* One tile of R = 1..6 rows against a 16-column panel, with runtime strides: the
- * building block of the causal products, whose row ranges differ per panel. Out of
- * line, so the causal loops share one copy of the instantiations. */
-static void tile_any(int R, int nc, int K, const float *a, size_t rsa, size_t csa,
-                     const float *bp, float *c, size_t ldc, int load_c)
-{
-    Epi none = { NULL, NULL };
-    tile_rows(R, nc, panel_mask(nc), K, a, rsa, csa, bp, c, ldc, load_c, EPI_NONE, none);
-}
-
-/* nt_causal when all of B's panels fit in NT_ROWS_MAX floats (short keys, T x K of
- * at most 64 KiB: heads of 16 to 64 dimensions): B is packed once, then the tiles go
- * along C's rows, each 6-row tile across the panels up to its diagonal. Going down the
- * panels instead (as below) wrote C a 64-byte piece per row, 6 rows a page apart,
- * which for a fresh C stalled on every tile: scores with K = 32 ran at 24 GFLOP/s
- * on one thread. */
-enum { NT_ROWS_MAX = 16384 };
-
-static void nt_causal_rows(int T, int K, const float *A, size_t lda, const float *B,
-                           size_t ldb, float *C, size_t ldc, int accumulate)
-{
-    _Alignas(64) float bp[NT_ROWS_MAX];
-    for (int j0 = 0; j0 < T; j0 += 16)
-        pack_panel_t(bp + (size_t)j0 * K, B + (size_t)j0 * ldb, ldb, K, imin(16, T - j0));
-    for (int i = 0; i < T; i += 6) {
-        int R = imin(6, T - i);
-        for (int j0 = 0; j0 < i + R; j0 += 16)
-            tile_any(R, imin(16, T - j0), K, A + (size_t)i * lda, lda, 1, bp + (size_t)j0 * K,
-                     C + (size_t)i * ldc + j0, ldc, accumulate);
-    }
-}
-
-static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, size_t ldb,
-                      float *C, size_t ldc, int accumulate)
-{
-    _Alignas(64) float bp[KC * 16];
-    if ((size_t)(T + 15) / 16 * 16 * K <= NT_ROWS_MAX) {
-        nt_causal_rows(T, K, A, lda, B, ldb, C, ldc, accumulate);
-        return;
-    }
-    for (int j0 = 0; j0 < T; j0 += 16) {
-        int nc = imin(16, T - j0);
-        for (int k0 = 0; k0 < K; k0 += KC) {
-            int kc = imin(KC, K - k0);
-            pack_panel_t(bp, B + (size_t)j0 * ldb + k0, ldb, kc, nc);
-            for (int i = j0; i < T; i += 6)
-                tile_any(imin(6, T - i), nc, kc, A + (size_t)i * lda + k0, lda, 1, bp,
-                         C + (size_t)i * ldc + j0, ldc, accumulate || k0 > 0);
-        }
-    }
-}
-
-/* nn_causal (upper = 0) and tn_causal (upper = 1): the same panels of B (rows k, 16
- * columns at a time), different row ranges per tile. */
-static void causal_bcast(int upper, int T, int N, const float *A, size_t lda, const float *B,
-                         size_t ldb, float *C, size_t ldc, int accumulate)
-{
-    _Alignas(64) float bp[KC * 16];
-    for (int j0 = 0; j0 < N; j0 += 16) {
-        int nc = imin(16, N - j0);
-        for (int k0 = 0; k0 < T; k0 += KC) {
-            int kc = imin(KC, T - k0);
-            pack_panel(bp, B + (size_t)k0 * ldb + j0, ldb, kc, nc);
-            if (!upper) {
-                /* nn: tiles sit at multiples of 6; one whose last row is below k0 has no
-                 * terms here. A tile's k stops after its last row (A is zero beyond). */
-                for (int i = k0 / 6 * 6; i < T; i += 6) {
-                    int R = imin(6, T - i);
-                    tile_any(R, nc, imin(kc, i + R - k0), A + (size_t)i * lda + k0, lda, 1,
-                             bp, C + (size_t)i * ldc + j0, ldc, accumulate || k0 > 0);
-                }
-            } else {
-                /* tn: the tile of output rows i..i+R-1 sums k = i..T-1 (earlier A
-                 * entries are zero): in this block from max(k0, i). */
-                for (int i = 0; i < imin(T, k0 + kc); i += 6) {
-                    int kb = imax(k0, i);
-                    tile_any(imin(6, T - i), nc, k0 + kc - kb, A + (size_t)kb * lda + i, 1,
-                             lda, bp + (size_t)16 * (kb - k0), C + (size_t)i * ldc + j0, ldc,
-                             accumulate || kb > i);
-                }
-            }
-        }
-    }
-}
-
-static void nn_causal(int T, int N, const float *A, size_t lda, const float *B, size_t ldb,
-                      float *C, size_t ldc, int accumulate)
-{
-    causal_bcast(0, T, N, A, lda, B, ldb, C, ldc, accumulate);
-}
-
-static void tn_causal(int T, int N, const float *A, size_t lda, const float *B, size_t ldb,
-                      float *C, size_t ldc, int accumulate)
-{
-    causal_bcast(1, T, N, A, lda, B, ldb, C, ldc, accumulate);
-}
-
 #else /* portable */
 
 #ifdef FP_FAST_FMAF
@@ -710,31 +378,6 @@ static void gemm_nt_gelu(int M, int N, int K, const float *A, size_t lda, const 
     rows_epilogue(M, N, C, ldc, dC, NULL);
 }
 
-static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, size_t ldb,
-                      float *C, size_t ldc, int accumulate)
-{
-    for (int i = 0; i < T; i++)
-        gemm_nt(1, i + 1, K, A + (size_t)i * lda, lda, B, ldb, C + (size_t)i * ldc, ldc,
-                accumulate, NULL);
-}
-
-static void nn_causal(int T, int N, const float *A, size_t lda, const float *B, size_t ldb,
-                      float *C, size_t ldc, int accumulate)
-{
-    for (int i = 0; i < T; i++)
-        gemm_nn(1, N, i + 1, A + (size_t)i * lda, lda, B, ldb, C + (size_t)i * ldc, ldc,
-                accumulate);
-}
-
-static void tn_causal(int T, int N, const float *A, size_t lda, const float *B, size_t ldb,
-                      float *C, size_t ldc, int accumulate)
-{
-    for (int i = 0; i < T; i++)
-        gemm_tn(1, N, T - i, A + (size_t)i * lda + i, lda, B + (size_t)i * ldb, ldb,
-                C + (size_t)i * ldc, ldc, accumulate);
-}
-
-
 #endif
 
 /* K = 0 leaves the empty sum: C = 0, or C unchanged when accumulating. */
@@ -769,27 +412,6 @@ void matmul_tn(int M, int N, int K, const float *A, int lda, const float *B, int
 {
     if (!empty_product(M, N, K, C, ldc, accumulate))
         gemm_tn(M, N, K, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate);
-}
-
-void matmul_nt_causal(int T, int K, const float *A, int lda, const float *B, int ldb,
-                      float *C, int ldc, int accumulate)
-{
-    if (T > 0 && K > 0)
-        nt_causal(T, K, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate);
-}
-
-void matmul_nn_causal(int T, int N, const float *A, int lda, const float *B, int ldb,
-                      float *C, int ldc, int accumulate)
-{
-    if (T > 0 && N > 0)
-        nn_causal(T, N, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate);
-}
-
-void matmul_tn_causal(int T, int N, const float *A, int lda, const float *B, int ldb,
-                      float *C, int ldc, int accumulate)
-{
-    if (T > 0 && N > 0)
-        tn_causal(T, N, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate);
 }
 
 /* The entry points model/linear.c builds the parallel layers from (matmul_kernels.h). */

@@ -56,7 +56,7 @@ fi
 
 echo
 echo "== sampling (BABY H=4 checkpoint, 2000 bytes)"
-ck=build/bench/sample.ckpt
+ck="$out/sample.ckpt"
 ./train --steps 2 --eval-every 0 --save-every 0 --out "$ck" >/dev/null 2>&1
 for mode in cache no-cache; do
     flag=""; [ "$mode" = no-cache ] && flag=--no-cache

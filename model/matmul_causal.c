@@ -45,11 +45,12 @@ static void nt_causal_rows(int T, int K, const float *A, size_t lda, const float
 static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, size_t ldb,
                       float *C, size_t ldc, int accumulate)
 {
-    _Alignas(64) float bp[KC * 16];
     if ((size_t)(T + 15) / 16 * 16 * K <= NT_ROWS_MAX) {
         nt_causal_rows(T, K, A, lda, B, ldb, C, ldc, accumulate);
         return;
     }
+    /* Longer keys: one panel of B at a time, its scores for query rows j0..T-1. */
+    _Alignas(64) float bp[KC * 16];
     for (int j0 = 0; j0 < T; j0 += 16) {
         int nc = imin(16, T - j0);
         for (int k0 = 0; k0 < K; k0 += KC) {

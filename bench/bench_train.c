@@ -126,6 +126,11 @@ int main(int argc, char **argv)
             csv_path = argv[++i];
         else if (!strcmp(argv[i], "--no-header"))
             header = 0;
+        else if (!strcmp(argv[i], "--list")) {
+            for (size_t k = 0; k < sizeof CONFIGS / sizeof CONFIGS[0]; k++)
+                printf("%s:%d\n", CONFIGS[k].name, CONFIGS[k].H);
+            return 0;
+        }
         else if (!strcmp(argv[i], "--configs") && i + 1 < argc)
             only = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -134,9 +139,10 @@ int main(int argc, char **argv)
             int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
             fprintf(help ? stdout : stderr,
                     "usage: bench_train [--configs BABY,MID:4,...] [--threads 1,2] "
-                    "[--csv FILE] [--no-header]\n"
+                    "[--csv FILE] [--no-header] [--list]\n"
                     "  --configs: NAME (every H) or NAME:H entries\n"
-                    "  --csv: rows appended; the header only to a new file\n");
+                    "  --csv: rows appended; the header only to a new file\n"
+                    "  --list: print the NAME:H entries and exit\n");
             return help ? 0 : 2;
         }
     }

@@ -39,7 +39,7 @@ if [ "${BENCH_TORCH:-auto}" != 0 ] && /usr/bin/python3 -c 'import torch' 2>/dev/
     echo "== training steps, ours (1 and 2 threads) then PyTorch (2 threads,"
     echo "   OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE unset), one configuration at a time"
     header=""
-    for run in BABY:1 BABY:4 BABY:8 BABY:16 MID:1 MID:4 MID:8 MID:16 NANO:6; do
+    for run in $(./build/bench_train --list); do
         case ",$configs," in *",${run%%:*},"*|*",$run,"*) ;; *) continue ;; esac
         ./build/bench_train --configs "$run" --threads "$threads" --csv "$out/train.csv" $header
         env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 scripts/bench_torch.py \

@@ -27,11 +27,11 @@ $(BUILD)/%.o: %.c
 $(BUILD)/libheadcount.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-$(BIN)/train: $(BUILD)/train.o $(BUILD)/cli.o $(BUILD)/libheadcount.a
+$(BIN)/train: $(BUILD)/train.o $(BUILD)/cli.o $(BUILD)/fileguard.o $(BUILD)/libheadcount.a
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN)/infer: $(INFER_OBJ) $(BUILD)/cli.o $(BUILD)/libheadcount.a
+$(BIN)/infer: $(INFER_OBJ) $(BUILD)/cli.o $(BUILD)/fileguard.o $(BUILD)/libheadcount.a
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -5,16 +5,21 @@
  * steady interval, evaluations and a final summary follow, and --log writes one
  * JSON object per line (settings, every step, every evaluation, the summary).
  * Checkpoints carry the training state, so --resume continues bit-exactly. */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "fileguard.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/synth.h"
@@ -23,6 +28,7 @@
 #include "model/evaluate.h"
 #include "model/gpt.h"
 #include "model/heads.h"
+#include "model/limits.h"
 #include "model/rng.h"
 #include "model/schedule.h"
 
@@ -36,6 +42,8 @@ typedef struct {
     int allow_binary, keep_best;
 } Options;
 
+
+
 static const Options DEFAULTS = {
     .data = NULL, .out = "headcount.ckpt", .log = NULL, .resume = NULL,
     .layers = 4, .heads = 4, .embd = 128, .head_size = 0, .block = 64, .batch = 12,
@@ -48,7 +56,8 @@ enum {
     OPT_DATA = 256, OPT_OUT, OPT_LOG, OPT_RESUME, OPT_LAYERS, OPT_HEADS, OPT_EMBD, OPT_HEAD_SIZE,
     OPT_BLOCK, OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_WD, OPT_CLIP,
     OPT_DROPOUT, OPT_SEED, OPT_VAL_FRAC, OPT_EVAL_EVERY, OPT_EVAL_ITERS, OPT_SAVE_EVERY,
-    OPT_THREADS, OPT_ALLOW_BINARY, OPT_KEEP_BEST, OPT_DUMP_VAL, OPT_HEADS_EVERY, OPT_HELP, OPT_COUNT
+    OPT_THREADS, OPT_ALLOW_BINARY, OPT_KEEP_BEST, OPT_DUMP_VAL, OPT_HEADS_EVERY, OPT_HELP,
+    OPT_VERSION, OPT_COUNT
 };
 
 static void usage(void)
@@ -59,9 +68,11 @@ static void usage(void)
            "Without --data it trains on the built-in generated corpus (docs/corpus.md).\n\n"
            "data and output:\n"
            "  -d, --data FILE        text file to train on (default: built-in corpus)\n"
-           "  -o, --out CKPT         checkpoint path (default: %s)\n"
+           "  -o, --out CKPT         checkpoint path (default: %s, or the --resume file)\n"
            "      --log FILE         JSON lines: settings, each step, each eval, summary (default: none)\n"
+           "                         (on --resume: appended to)\n"
            "      --resume CKPT      continue a run exactly from its checkpoint (default: start fresh)\n"
+           "                         and into it, unless --out names another file\n"
            "      --save-every N     also save every N steps, 0 = only at the end (default: %ld)\n"
            "      --keep-best        also keep the checkpoint with the best val loss (*.best.ckpt)\n"
            "      --allow-binary     train on a file with NUL bytes (refused by default)\n"
@@ -89,7 +100,10 @@ static void usage(void)
            "      --heads-every N    log per-head attention metrics every N steps to --log\n"
            "                         (entropy, prev, first, distance, repeat), 0 = off (default: 0)\n"
            "  -j, --threads N        OpenMP threads (default: all cores; results are identical)\n"
-           "  -h, --help             this help\n",
+           "  -h, --help             this help\n"
+           "      --version          the version\n"
+           "Outputs are never the same file as an input; other files are never written or\n"
+           "deleted (docs/checkpoint.md, \"Files\").\n",
            d->out, d->save_every, d->layers, d->heads, d->embd, d->block, d->batch, d->steps,
            d->lr, d->min_lr, d->warmup, d->wd, d->clip, d->dropout,
            (unsigned long long)d->seed, d->val_frac, d->eval_every, d->eval_iters);
@@ -118,6 +132,7 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
         {"keep-best", no_argument, 0, OPT_KEEP_BEST},
         {"dump-val", required_argument, 0, OPT_DUMP_VAL},
         {"heads-every", required_argument, 0, OPT_HEADS_EVERY}, {"help", no_argument, 0, OPT_HELP},
+        {"version", no_argument, 0, OPT_VERSION},
         {0, 0, 0, 0}};
     static const CliShort shorts[] = {
         {'d', OPT_DATA}, {'o', OPT_OUT}, {'L', OPT_LAYERS}, {'H', OPT_HEADS}, {'C', OPT_EMBD},
@@ -140,19 +155,27 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
             o->head_size = cli_long("head-size", optarg, 1, CONFIG_MAX_HEAD_SIZE);
             break;
         case OPT_BLOCK: o->block = cli_long("block", optarg, 1, CONFIG_MAX_BLOCK); break;
-        case OPT_BATCH: o->batch = cli_long("batch", optarg, 1, 65536); break;
-        case OPT_STEPS: o->steps = cli_long("steps", optarg, 1, 100000000); break;
-        case OPT_LR: o->lr = cli_double("lr", optarg, 1e-9, 10); break;
-        case OPT_MIN_LR: o->min_lr = cli_double("min-lr", optarg, 0, 10); break;
-        case OPT_WARMUP: o->warmup = cli_long("warmup", optarg, 0, 100000000); break;
-        case OPT_WD: o->wd = cli_double("wd", optarg, 0, 10); break;
-        case OPT_CLIP: o->clip = cli_double("clip", optarg, 0, 1e6); break;
-        case OPT_DROPOUT: o->dropout = cli_double("dropout", optarg, 0, 0.95); break;
+        case OPT_BATCH: o->batch = cli_long("batch", optarg, 1, LIMIT_BATCH_MAX); break;
+        case OPT_STEPS: o->steps = cli_long("steps", optarg, 1, LIMIT_STEPS_MAX); break;
+        case OPT_LR: o->lr = cli_double("lr", optarg, LIMIT_LR_MIN, LIMIT_LR_MAX); break;
+        case OPT_MIN_LR: o->min_lr = cli_double("min-lr", optarg, 0, LIMIT_LR_MAX); break;
+        case OPT_WARMUP: o->warmup = cli_long("warmup", optarg, 0, LIMIT_STEPS_MAX); break;
+        case OPT_WD: o->wd = cli_double("wd", optarg, 0, LIMIT_LR_MAX); break;
+        case OPT_CLIP: o->clip = cli_double("clip", optarg, 0, LIMIT_CLIP_MAX); break;
+        case OPT_DROPOUT: o->dropout = cli_double("dropout", optarg, 0, LIMIT_DROPOUT_MAX); break;
         case OPT_SEED: o->seed = cli_u64("seed", optarg); break;
-        case OPT_VAL_FRAC: o->val_frac = cli_double("val-frac", optarg, 0, 0.9); break;
-        case OPT_EVAL_EVERY: o->eval_every = cli_long("eval-every", optarg, 0, 100000000); break;
-        case OPT_EVAL_ITERS: o->eval_iters = cli_long("eval-iters", optarg, 1, 100000); break;
-        case OPT_SAVE_EVERY: o->save_every = cli_long("save-every", optarg, 0, 100000000); break;
+        case OPT_VAL_FRAC:
+            o->val_frac = cli_double("val-frac", optarg, 0, LIMIT_VAL_FRAC_MAX);
+            break;
+        case OPT_EVAL_EVERY:
+            o->eval_every = cli_long("eval-every", optarg, 0, LIMIT_STEPS_MAX);
+            break;
+        case OPT_EVAL_ITERS:
+            o->eval_iters = cli_long("eval-iters", optarg, 1, LIMIT_EVAL_ITERS_MAX);
+            break;
+        case OPT_SAVE_EVERY:
+            o->save_every = cli_long("save-every", optarg, 0, LIMIT_STEPS_MAX);
+            break;
         case OPT_THREADS: o->threads = cli_long("threads", optarg, 1, 1024); break;
         case OPT_ALLOW_BINARY: o->allow_binary = 1; break;
         case OPT_KEEP_BEST: o->keep_best = 1; break;
@@ -161,6 +184,7 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
             o->heads_every = cli_long("heads-every", optarg, 0, 100000000);
             break;
         case OPT_HELP: usage(); exit(0);
+        case OPT_VERSION: printf("train (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
@@ -169,14 +193,20 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
                         argv[optind]);
     if (o->min_lr > o->lr)
         cli_usage_error("--min-lr %g is above --lr %g", o->min_lr, o->lr);
-    if (o->heads_every && !o->log)
+    if (o->heads_every && !o->log && !o->resume)
         cli_usage_error("--heads-every %ld needs --log FILE to write the metrics to",
                         o->heads_every);
+    if (o->data && strlen(o->data) >= CKPT_PATH_MAX)
+        cli_usage_error("--data: the path is %zu bytes; a checkpoint records at most %d, so "
+                        "the run could not be resumed (use a shorter path)", strlen(o->data),
+                        CKPT_PATH_MAX - 1);
 }
 
 /* ---- signals: the first SIGINT/SIGTERM asks for a save, the second exits ---- */
 
 static volatile sig_atomic_t stop_signal = 0;
+/* The held checkpoint lock's path, so that the second signal can remove it. */
+static const char *volatile lock_path_held = NULL;
 
 static void on_signal(int sig)
 {
@@ -185,11 +215,15 @@ static void on_signal(int sig)
                                   "the last saved checkpoint is intact\n";
         ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)ignored;
+        if (lock_path_held)
+            unlink(lock_path_held);
         _exit(128 + sig);
     }
     stop_signal = sig;
 }
 
+/* SIGINT/SIGTERM ask for a save; SIGXFSZ (a file over `ulimit -f`) becomes an
+ * EFBIG write error, reported like any other. */
 static void install_signals(void)
 {
     struct sigaction sa;
@@ -198,6 +232,7 @@ static void install_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 /* ---- the run ---- */
@@ -214,23 +249,60 @@ typedef struct {
     int *inputs, *targets;
     float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
     FILE *log;
-    double best_val;
-    long best_step;
+    int log_errno;          /* the first failed write to the log; 0 while all went well */
+    GuardLock lock, best_lock;
+    char best[4200];        /* the --keep-best checkpoint, "" without --keep-best */
+    long last_saved;        /* step of this run's newest checkpoint at --out, -1 when none */
+    long resumed_step;      /* the step resumed from, -1 for a fresh run */
 } Run;
 
-static void json_string(FILE *f, const char *s)
+/* The run whose locks are released at exit, whichever way main ends. */
+static Run *exiting_run = NULL;
+
+static void release_locks(void)
 {
-    fputc('"', f);
-    for (; *s; s++) {
+    if (!exiting_run)
+        return;
+    lock_path_held = NULL;
+    guard_unlock(&exiting_run->lock);
+    guard_unlock(&exiting_run->best_lock);
+}
+
+/* s as a JSON string literal into buf (cut to fit). */
+static void json_string(char *buf, size_t len, const char *s)
+{
+    size_t k = 0;
+    if (len < 3)
+        return;
+    buf[k++] = '"';
+    for (; *s && k + 8 < len; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
+            k += (size_t)snprintf(buf + k, len - k, "\\%c", c);
         else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
+            k += (size_t)snprintf(buf + k, len - k, "\\u%04x", c);
         else
-            fputc(c, f);
+            buf[k++] = (char)c;
     }
-    fputc('"', f);
+    buf[k++] = '"';
+    buf[k] = '\0';
+}
+
+/* One checked write to the log (line-buffered, so each JSON line reaches the
+ * file when its newline is written); the first failure is kept in log_errno and
+ * the training loop stops on it. */
+static void log_printf(Run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_printf(Run *r, const char *fmt, ...)
+{
+    if (!r->log || r->log_errno)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    errno = 0;
+    int rc = vfprintf(r->log, fmt, ap);
+    va_end(ap);
+    if (rc < 0 || ferror(r->log))
+        r->log_errno = errno ? errno : EIO;
 }
 
 static void load_data(Run *r, const char *path, size_t builtin_bytes)
@@ -240,6 +312,23 @@ static void load_data(Run *r, const char *path, size_t builtin_bytes)
                   : textfile_builtin(&r->file, builtin_bytes, err, sizeof err);
     if (rc)
         cli_fail("%s", err);
+}
+
+/* Refuses, with the figure, a model and batch that would not fit in the memory
+ * this machine has free; `held` floats are already allocated (a resumed model). */
+static void check_memory(const Run *r, const Config *cfg, size_t held)
+{
+    size_t P = (size_t)config_param_count(cfg);
+    double floats = 4.0 * (double)P - (double)held +
+                    (double)acts_floats(cfg, (int)r->o.batch, cfg->T, r->o.dropout > 0);
+    double bytes = 4.0 * floats + 8.0 * (double)r->o.batch * (double)cfg->T;
+    unsigned long long avail = guard_mem_available();
+    if (avail && bytes > (double)avail)
+        cli_fail("out of memory: %.3fM parameters with batch %ld x %d need %.2f GiB (weights, "
+                 "gradients, Adam moments, activations), and this machine has %.2f GiB "
+                 "available (MemAvailable); lower --batch, --block, --embd or --layers",
+                 (double)P / 1e6, r->o.batch, cfg->T, bytes / 1073741824.0,
+                 (double)avail / 1073741824.0);
 }
 
 static void setup_fresh(Run *r)
@@ -257,6 +346,7 @@ static void setup_fresh(Run *r)
                   .D = (int)(o->head_size ? o->head_size : o->embd / o->heads)};
     if (config_validate(&cfg, err, sizeof err))
         cli_usage_error("%s", err);
+    check_memory(r, &cfg, 0);
     if (model_init(&r->model, &cfg, err, sizeof err))
         cli_fail("%s", err);
     params_init(&r->model.table, r->model.params, o->seed);
@@ -277,15 +367,16 @@ static void conflict(const unsigned char *given, int id, const char *flag, doubl
         cli_usage_error("--%s %g contradicts the checkpoint (%g): %s", flag, want, have, what);
 }
 
-static void setup_resume(Run *r, const unsigned char *given)
+/* Reads the checkpoint to resume and takes its settings; the data is loaded
+ * later (load_resumed_data), once the outputs are known to be safe to write. */
+static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
 {
     Options *o = &r->o;
     TrainState *ts = &r->ts;
     char err[1500];
     long steps_done;
     int has_state;
-    Tokenizer tok;
-    if (ckpt_load(o->resume, &r->model, &tok, &steps_done, ts, &has_state, err, sizeof err))
+    if (ckpt_load(o->resume, &r->model, tok, &steps_done, ts, &has_state, err, sizeof err))
         cli_fail("%s", err);
     if (!has_state)
         cli_fail("%s: has no training state (flags 0): it can be evaluated and sampled, not "
@@ -305,7 +396,10 @@ static void setup_resume(Run *r, const unsigned char *given)
     conflict(given, OPT_WD, "wd", o->wd, ts->wd, same);
     conflict(given, OPT_CLIP, "clip", o->clip, ts->clip, same);
     conflict(given, OPT_DROPOUT, "dropout", o->dropout, ts->dropout, same);
-    conflict(given, OPT_SEED, "seed", (double)o->seed, (double)ts->seed, same);
+    /* Seeds are 64-bit integers: as doubles, neighbours above 2^53 compare equal. */
+    if (given[OPT_SEED] && o->seed != ts->seed)
+        cli_usage_error("--seed %llu contradicts the checkpoint (%llu): %s",
+                        (unsigned long long)o->seed, (unsigned long long)ts->seed, same);
     conflict(given, OPT_VAL_FRAC, "val-frac", o->val_frac, ts->val_frac, same);
     o->layers = c->L; o->heads = c->H; o->embd = c->C; o->head_size = c->D; o->block = c->T;
     o->batch = ts->batch; o->lr = ts->lr; o->min_lr = ts->min_lr; o->warmup = ts->warmup;
@@ -319,15 +413,34 @@ static void setup_resume(Run *r, const unsigned char *given)
     if (steps_done >= o->steps)
         cli_usage_error("%s has already trained %ld of %ld steps; give --steps above %ld to "
                         "train further", o->resume, steps_done, o->steps, steps_done);
+    /* Continue into the same files unless told otherwise. */
+    if (!given[OPT_OUT])
+        o->out = o->resume;
+    if (!o->log)
+        fprintf(stderr, "train: note: this resumed run writes no log; pass --log FILE to append "
+                "to the run's log (checkpoints do not record it, so that their bytes depend "
+                "on the run's settings alone)\n");
+    if (!given[OPT_DATA] && strcmp(ts->data_path, CORPUS_BUILTIN_NAME) != 0)
+        o->data = ts->data_path;
+    if (o->heads_every && !o->log)
+        cli_usage_error("--heads-every %ld needs --log FILE to write the metrics to",
+                        o->heads_every);
+    r->resumed_step = steps_done;
+    r->last_saved = guard_same_file(o->out, o->resume) ? steps_done : -1;
+}
 
-    int builtin = strcmp(ts->data_path, CORPUS_BUILTIN_NAME) == 0;
+static void load_resumed_data(Run *r, const unsigned char *given, const Tokenizer *tok)
+{
+    Options *o = &r->o;
+    TrainState *ts = &r->ts;
+    char err[1500];
+    check_memory(r, &r->model.cfg, 3 * r->model.table.total);
     if (given[OPT_DATA]) {
         load_data(r, o->data, 0);
         if (r->file.hash != ts->data_hash || r->file.n != ts->data_size)
             fprintf(stderr, "train: note: %s differs from the data this run started on (%s); "
                     "continuing on it as asked\n", o->data, ts->data_path);
     } else {
-        o->data = builtin ? NULL : ts->data_path;
         load_data(r, o->data, (size_t)ts->data_size);
         if (r->file.hash != ts->data_hash || r->file.n != ts->data_size)
             cli_fail("%s changed since the checkpoint was written (%llu bytes, hash %016llx; "
@@ -336,13 +449,64 @@ static void setup_resume(Run *r, const unsigned char *given)
                      (unsigned long long)ts->data_hash, r->file.n,
                      (unsigned long long)r->file.hash, ts->data_path);
     }
-    if (corpus_prepare(&r->corpus, &r->file, &tok, o->val_frac, c->T, err, sizeof err))
+    if (corpus_prepare(&r->corpus, &r->file, tok, o->val_frac, r->model.cfg.T, err, sizeof err))
         cli_fail("%s", err);
     r->sampler.rng.state = ts->batch_rng;
-    fprintf(stderr, "train: resuming %s at step %ld of %ld\n", o->resume, steps_done, o->steps);
+    fprintf(stderr, "train: resuming %s at step %ld of %ld\n", o->resume, r->resumed_step,
+            o->steps);
     if (given[OPT_STEPS] && o->steps != ts->steps)
         fprintf(stderr, "train: note: total steps changed from %ld to %ld (the cosine schedule "
                 "stretches to the new end)\n", ts->steps, o->steps);
+}
+
+/* The --keep-best path: x.ckpt -> x.best.ckpt, anything else -> anything.best. */
+static void best_path(const char *out, char *buf, size_t len)
+{
+    size_t n = strlen(out);
+    if (n > 5 && strcmp(out + n - 5, ".ckpt") == 0)
+        snprintf(buf, len, "%.*s.best.ckpt", (int)(n - 5), out);
+    else
+        snprintf(buf, len, "%s.best", out);
+}
+
+/* Before anything is written: no output is an input or another output, the
+ * checkpoints can be written and are locked against a second trainer, and the
+ * leftovers of interrupted saves are reported (never removed). */
+static void claim_outputs(Run *r)
+{
+    Options *o = &r->o;
+    char err[5000];
+    if (o->keep_best)
+        best_path(o->out, r->best, sizeof r->best);
+    GuardPath paths[] = {
+        {"--data", o->data, 0, NULL},
+        {"--resume", o->resume, 0, NULL},
+        {"--out", o->out, 1, "--resume"},
+        {"--keep-best", r->best[0] ? r->best : NULL, 1, NULL},
+        {"--log", o->log, 1, NULL},
+    };
+    if (guard_check_paths(paths, (int)(sizeof paths / sizeof paths[0]), err, sizeof err))
+        cli_usage_error("%s", err);
+    if (ckpt_check_writable(o->out, err, sizeof err))
+        cli_fail("--out %s", err);
+    if (r->best[0] && ckpt_check_writable(r->best, err, sizeof err))
+        cli_fail("--keep-best %s", err);
+    if (guard_lock(&r->lock, o->out, err, sizeof err))
+        cli_fail("%s", err);
+    lock_path_held = guard_lock_path(&r->lock);
+    if (r->best[0] && guard_lock(&r->best_lock, r->best, err, sizeof err))
+        cli_fail("%s", err);
+    for (int k = 0; k < 2; k++) {
+        const char *path = k ? r->best : o->out;
+        if (!path[0])
+            continue;
+        char list[2000];
+        int n = guard_leftovers(path, list, sizeof list);
+        if (n)
+            fprintf(stderr, "train: note: %d leftover temporary file%s of an interrupted save "
+                    "beside %s (not removed; delete %s when no run writes there):\n%s\n", n,
+                    n > 1 ? "s" : "", path, n > 1 ? "them" : "it", list);
+    }
 }
 
 /* Copies the settings of the run into the training state a checkpoint stores. */
@@ -369,14 +533,41 @@ static int save(Run *r, const char *path, long step, char *err, size_t errlen)
     return ckpt_save(path, &r->model, &r->corpus.tok, step, &r->ts, err, errlen);
 }
 
-/* The --keep-best path: x.ckpt -> x.best.ckpt, anything else -> anything.best. */
-static void best_path(const char *out, char *buf, size_t len)
+/* Saves --out at step done, remembering it as the last good checkpoint. */
+static int save_out(Run *r, long done, char *err, size_t errlen)
 {
-    size_t n = strlen(out);
-    if (n > 5 && strcmp(out + n - 5, ".ckpt") == 0)
-        snprintf(buf, len, "%.*s.best.ckpt", (int)(n - 5), out);
+    if (save(r, r->o.out, done, err, errlen))
+        return -1;
+    r->last_saved = done;
+    return 0;
+}
+
+/* Where the last good checkpoint is, for messages after a failure. */
+static void last_good(const Run *r, char *buf, size_t len)
+{
+    if (r->last_saved >= 0)
+        snprintf(buf, len, "The last good checkpoint is %s (step %ld)", r->o.out, r->last_saved);
+    else if (r->resumed_step >= 0)
+        snprintf(buf, len, "This run saved no checkpoint; the one it resumed from, %s (step "
+                 "%ld), is intact", r->o.resume, r->resumed_step);
     else
-        snprintf(buf, len, "%s.best", out);
+        snprintf(buf, len, "This run wrote no checkpoint");
+}
+
+/* The command that continues this run into the same files, quoted for a shell. */
+static void resume_command(const Run *r, char *buf, size_t len)
+{
+    char q[4400];
+    guard_shell_quote(r->o.out, q, sizeof q);
+    int n = snprintf(buf, len, "./train --resume %s", q);
+    if (r->o.log && n > 0 && (size_t)n < len) {
+        guard_shell_quote(r->o.log, q, sizeof q);
+        n += snprintf(buf + n, len - (size_t)n, " --log %s", q);
+    }
+    if (r->o.keep_best && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " --keep-best");
+    if (r->o.heads_every && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, " --heads-every %ld", r->o.heads_every);
 }
 
 /* Mean loss over eval_iters fixed batches of a split (the same batches at every
@@ -410,19 +601,16 @@ static void print_settings(Run *r)
             (unsigned long long)o->seed, omp_get_max_threads());
     fprintf(stderr, "train: checkpoint %s (every %ld steps and at the end)%s%s\n", o->out,
             o->save_every, o->log ? ", log " : "", o->log ? o->log : "");
-    if (r->log) {
-        fprintf(r->log, "{\"type\":\"settings\",\"data\":");
-        json_string(r->log, r->file.name);
-        fprintf(r->log, ",\"data_bytes\":%zu,\"vocab\":%d,\"layers\":%d,\"heads\":%d,"
-                "\"embd\":%d,\"head_size\":%d,\"block\":%d,\"params\":%zu,\"batch\":%ld,"
-                "\"steps\":%ld,\"lr\":%g,\"min_lr\":%g,\"warmup\":%ld,\"wd\":%g,\"clip\":%g,"
-                "\"dropout\":%g,\"seed\":%llu,\"val_frac\":%g,\"threads\":%d,\"resume\":%s}\n",
-                r->file.n, c->V, c->L, c->H, c->C, c->D, c->T, r->model.table.total, o->batch,
-                o->steps, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
-                (unsigned long long)o->seed, o->val_frac, omp_get_max_threads(),
-                o->resume ? "true" : "false");
-        fflush(r->log);
-    }
+    char name[1100];
+    json_string(name, sizeof name, r->file.name);
+    log_printf(r, "{\"type\":\"settings\",\"data\":%s,\"data_bytes\":%zu,\"vocab\":%d,"
+               "\"layers\":%d,\"heads\":%d,\"embd\":%d,\"head_size\":%d,\"block\":%d,"
+               "\"params\":%zu,\"batch\":%ld,\"steps\":%ld,\"lr\":%g,\"min_lr\":%g,"
+               "\"warmup\":%ld,\"wd\":%g,\"clip\":%g,\"dropout\":%g,\"seed\":%llu,"
+               "\"val_frac\":%g,\"threads\":%d,\"resume\":%s}\n", name, r->file.n, c->V, c->L,
+               c->H, c->C, c->D, c->T, r->model.table.total, o->batch, o->steps, o->lr,
+               o->min_lr, o->warmup, o->wd, o->clip, o->dropout, (unsigned long long)o->seed,
+               o->val_frac, omp_get_max_threads(), o->resume ? "true" : "false");
 }
 
 /* The estimate at an evaluation point; keeps the best checkpoint if asked. */
@@ -433,20 +621,17 @@ static void evaluate_now(Run *r, long done)
                                : NAN;
     fprintf(stderr, "eval step %ld: train loss %.4f | val loss %.4f (%ld batches each)\n", done,
             tr, va, r->o.eval_iters);
-    if (r->log) {
-        fprintf(r->log, "{\"type\":\"eval\",\"step\":%ld,\"train_loss\":%.6f", done, tr);
-        if (isfinite(va))
-            fprintf(r->log, ",\"val_loss\":%.6f", va);
-        fprintf(r->log, "}\n");
-        fflush(r->log);
-    }
+    if (isfinite(va))
+        log_printf(r, "{\"type\":\"eval\",\"step\":%ld,\"train_loss\":%.6f,\"val_loss\":%.6f}\n",
+                   done, tr, va);
+    else
+        log_printf(r, "{\"type\":\"eval\",\"step\":%ld,\"train_loss\":%.6f}\n", done, tr);
     if (isfinite(va) && (r->ts.best_step < 0 || va < r->ts.best_val)) {
         r->ts.best_val = va;
         r->ts.best_step = done;
         if (r->o.keep_best) {
-            char path[4200], err[1500];
-            best_path(r->o.out, path, sizeof path);
-            if (save(r, path, done, err, sizeof err))
+            char err[1500];
+            if (save(r, r->best, done, err, sizeof err))
                 fprintf(stderr, "train: warning: could not save the best checkpoint: %s\n", err);
         }
     }
@@ -472,29 +657,56 @@ static void log_heads(Run *r, long done)
         fprintf(stderr, "train: warning: head metrics skipped at step %ld: %s\n", done, err);
         return;
     }
-    fprintf(r->log, "{\"type\":\"heads\",\"step\":%ld,\"heads\":[", done);
+    log_printf(r, "{\"type\":\"heads\",\"step\":%ld,\"heads\":[", done);
     for (int l = 0; l < c->L; l++)
         for (int h = 0; h < c->H; h++) {
             const float *m = r->head_metrics + ((size_t)l * c->H + h) * HEADS_QUICK_COUNT;
-            fprintf(r->log, "%s{\"layer\":%d,\"head\":%d", l + h ? "," : "", l, h);
+            log_printf(r, "%s{\"layer\":%d,\"head\":%d", l + h ? "," : "", l, h);
             for (int k = 0; k < HEADS_QUICK_COUNT; k++)
-                fprintf(r->log, ",\"%s\":%.5f", heads_quick_names[k], m[k]);
-            fputc('}', r->log);
+                log_printf(r, ",\"%s\":%.5f", heads_quick_names[k], m[k]);
+            log_printf(r, "}");
         }
-    fprintf(r->log, "]}\n");
+    log_printf(r, "]}\n");
 }
 
 /* A non-finite loss or gradient norm ends the run before the update touches the
  * parameters; whatever checkpoint was written before stays as it is. */
-static void stop_nonfinite(const Run *r, long step, double loss, double norm, long last_saved)
+static void stop_nonfinite(const Run *r, long step, double loss, double norm)
 {
     const char *what = isfinite(loss) ? "the gradient norm" : "the loss";
-    if (last_saved > 0)
-        cli_fail("%s is not finite at step %ld (loss %g, gradient norm %g); stopping before the "
-                 "update. The last good checkpoint is %s (step %ld); try a lower --lr", what, step,
-                 loss, norm, r->o.out, last_saved);
+    char good[5000];
+    last_good(r, good, sizeof good);
     cli_fail("%s is not finite at step %ld (loss %g, gradient norm %g); stopping before the "
-             "update. This run wrote no checkpoint; try a lower --lr", what, step, loss, norm);
+             "update. %s; try a lower --lr", what, step, loss, norm, good);
+}
+
+/* A write to the log failed: save what was trained (if anything since the last
+ * save) and stop, saying why and where the model is. */
+static void stop_log_failed(Run *r, long done)
+{
+    char err[1500], good[5000], cmd[4600];
+    const char *why = strerror(r->log_errno);
+    if (done > r->last_saved && save_out(r, done, err, sizeof err))
+        fprintf(stderr, "train: saving after the log failed did not work either: %s\n", err);
+    last_good(r, good, sizeof good);
+    resume_command(r, cmd, sizeof cmd);
+    cli_fail("--log %s: write failed at step %ld: %s. %s%s%s", r->o.log, done, why, good,
+             r->last_saved >= 0 ? "; continue with: " : "", r->last_saved >= 0 ? cmd : "");
+}
+
+/* Ctrl-C / SIGTERM after a step: save (unless this step was just saved) and exit. */
+static void stop_on_signal(Run *r, long done)
+{
+    char err[1500], cmd[4600];
+    if (done > r->last_saved && save_out(r, done, err, sizeof err))
+        cli_fail("interrupted at step %ld, and saving failed: %s", done, err);
+    resume_command(r, cmd, sizeof cmd);
+    fprintf(stderr, "train: %s at step %ld of %ld: saved %s; continue with: %s\n",
+            stop_signal == SIGINT ? "interrupted" : "terminated", done, r->o.steps, r->o.out,
+            cmd);
+    if (r->log)
+        fclose(r->log);
+    exit(128 + stop_signal);
 }
 
 static void train_loop(Run *r, long start)
@@ -503,7 +715,6 @@ static void train_loop(Run *r, long start)
     int B = (int)o->batch, T = (int)o->block;
     size_t P = r->model.table.total;
     double last_print = 0.0, avg = 0.0;
-    long last_saved = start;
     char err[1500];
     for (long step = start; step < o->steps; step++) {
         double t0 = cli_now();
@@ -515,90 +726,115 @@ static void train_loop(Run *r, long start)
         gpt_backward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);
         double norm = grad_clip(r->model.grads, P, (float)o->clip);
         if (!isfinite(loss) || !isfinite(norm))
-            stop_nonfinite(r, step + 1, loss, norm, last_saved);
+            stop_nonfinite(r, step + 1, loss, norm);
         float lr = schedule_lr(step, o->steps, o->warmup, (float)o->lr, (float)o->min_lr);
         adamw_update(r->model.params, r->model.grads, r->ts.adam_m, r->ts.adam_v,
                      &r->model.table, &r->adam, lr, step + 1);
         double t1 = cli_now(), dt = t1 - t0;
         long done = step + 1;
         avg = step == start ? dt : 0.9 * avg + 0.1 * dt;
-        if (r->log) {
-            fprintf(r->log, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6e,"
-                    "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, lr, norm,
-                    dt * 1e3, (double)B * T / dt);
-            if (o->heads_every && (done % o->heads_every == 0 || done == start + 1))
-                log_heads(r, done);
-        }
+        log_printf(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6e,"
+                   "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, lr, norm,
+                   dt * 1e3, (double)B * T / dt);
+        if (r->log && o->heads_every && (done % o->heads_every == 0 || done == start + 1))
+            log_heads(r, done);
         if (done == start + 1 || done == o->steps || t1 - last_print >= 1.0) {
             progress(r, done, loss, lr, dt, avg);
             last_print = t1;
         }
         if ((o->eval_every && done % o->eval_every == 0) || done == o->steps)
             evaluate_now(r, done);
-        int periodic = o->save_every && done % o->save_every == 0 && done < o->steps;
-        if (periodic || (stop_signal && done < o->steps)) {
-            if (save(r, o->out, done, err, sizeof err)) {
-                if (stop_signal)
-                    cli_fail("interrupted at step %ld, and saving failed: %s", done, err);
-                fprintf(stderr, "train: warning: checkpoint not saved: %s (the previous one is "
-                        "intact)\n", err);
-            } else {
-                last_saved = done;
-            }
-        }
-        if (stop_signal && done < o->steps) {
-            fprintf(stderr, "train: %s at step %ld of %ld: saved %s; continue with "
-                    "./train --resume %s\n", stop_signal == SIGINT ? "interrupted" : "terminated",
-                    done, o->steps, o->out, o->out);
-            if (r->log)
-                fclose(r->log);
-            exit(128 + stop_signal);
-        }
+        if (r->log_errno)
+            stop_log_failed(r, done);
+        if (o->save_every && done % o->save_every == 0 && done < o->steps &&
+            save_out(r, done, err, sizeof err))
+            fprintf(stderr, "train: warning: checkpoint not saved: %s (the previous one is "
+                    "intact)\n", err);
+        if (stop_signal && done < o->steps)
+            stop_on_signal(r, done);
     }
 }
 
+/* Writes n bytes to fd, checking for a signal between pieces; 0, -1 (errno set)
+ * or 1 when a signal asked to stop. */
+static int write_stoppable(int fd, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        if (stop_signal)
+            return 1;
+        size_t piece = n < ((size_t)1 << 20) ? n : (size_t)1 << 20;
+        ssize_t w = write(fd, p, piece);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 /* --dump-val: the held-out bytes, exactly as training splits them, for --eval
- * and --heads (the built-in corpus has no file of its own). */
+ * and --heads (the built-in corpus has no file of its own). A regular file is
+ * replaced atomically (a temporary beside it, renamed when complete), so no
+ * partial file is ever left; a device or FIFO is written directly. */
 static int dump_val(Run *r)
 {
-    char err[1500];
+    char err[5000];
+    const char *path = r->o.dump_val;
+    GuardPath paths[] = {{"--data", r->o.data, 0, NULL}, {"--dump-val", path, 1, NULL}};
+    if (guard_check_paths(paths, 2, err, sizeof err))
+        cli_usage_error("%s", err);
+    struct stat st;
+    int exists = stat(path, &st) == 0, direct = exists && !S_ISREG(st.st_mode);
+    if (exists && S_ISDIR(st.st_mode))
+        cli_fail("--dump-val %s: is a directory, expected a file path", path);
     load_data(r, r->o.data, SYNTH_DEFAULT_BYTES);
     if (corpus_prepare(&r->corpus, &r->file, NULL, r->o.val_frac, (int)r->o.block, err,
                        sizeof err))
         cli_fail("%s", err);
-    FILE *f = fopen(r->o.dump_val, "wb");
-    if (!f)
-        cli_fail("--dump-val %s: cannot open for writing", r->o.dump_val);
+    char tmp[4200] = "";
+    int fd = direct ? open(path, O_WRONLY | O_CLOEXEC) : ckpt_tmp_create(path, tmp, sizeof tmp);
+    if (fd < 0)
+        cli_fail("--dump-val %s: cannot write there: %s", path,
+                 errno == ENOENT ? "directory does not exist" : strerror(errno));
     size_t n = r->corpus.nval;
-    if (fwrite(r->file.bytes + r->corpus.ntrain, 1, n, f) != n || fclose(f) != 0)
-        cli_fail("--dump-val %s: write failed", r->o.dump_val);
+    int rc = write_stoppable(fd, r->file.bytes + r->corpus.ntrain, n);
+    int saved = errno;
+    if (rc == 0 && !direct && fsync(fd) != 0) {
+        rc = -1;
+        saved = errno;
+    }
+    if (close(fd) != 0 && rc == 0) {
+        rc = -1;
+        saved = errno;
+    }
+    if (rc == 0 && !direct && rename(tmp, path) != 0) {
+        rc = -1;
+        saved = errno;
+    }
+    if (rc != 0 && tmp[0])
+        unlink(tmp); /* ours: created above */
+    if (rc == 1) {
+        fprintf(stderr, "train: interrupted; %s was not written\n", path);
+        exit(128 + stop_signal);
+    }
+    if (rc != 0)
+        cli_fail("--dump-val %s: write failed: %s%s", path, strerror(saved),
+                 direct ? "" : "; nothing was written there");
     fprintf(stderr, "train: wrote the validation split of %s (%zu bytes) to %s\n", r->file.name,
-            n, r->o.dump_val);
+            n, path);
     corpus_free(&r->corpus);
     textfile_free(&r->file);
     return 0;
 }
 
-int main(int argc, char **argv)
+static void alloc_buffers(Run *r)
 {
-    cli_prog = "train";
-    Run run;
-    memset(&run, 0, sizeof run);
-    Run *r = &run;
-    unsigned char given[OPT_COUNT] = {0};
-    parse(argc, argv, &r->o, given);
-    if (r->o.threads)
-        omp_set_num_threads((int)r->o.threads);
-    if (r->o.dump_val)
-        return dump_val(r);
     char err[1500];
-    if (ckpt_check_writable(r->o.out, err, sizeof err))
-        cli_fail("--out %s", err);
-    if (r->o.resume)
-        setup_resume(r, given);
-    else
-        setup_fresh(r);
-    r->adam = (AdamW){.beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = (float)r->o.wd};
     if (model_alloc_grads(&r->model, err, sizeof err) ||
         acts_init(&r->acts, &r->model.cfg, (int)r->o.batch, r->model.cfg.T, r->o.dropout > 0,
                   err, sizeof err))
@@ -614,43 +850,102 @@ int main(int argc, char **argv)
         if (!r->head_metrics)
             cli_fail("out of memory for head metrics");
     }
-    if (r->o.log) {
-        r->log = fopen(r->o.log, r->o.resume ? "a" : "w");
-        if (!r->log)
-            cli_fail("--log %s: cannot open for writing", r->o.log);
-    }
-    long start = r->ts.step;
-    print_settings(r);
-    install_signals();
-    double t0 = cli_now();
-    train_loop(r, start);
-    double train_s = cli_now() - t0;
+}
 
-    /* Final numbers: the train estimate and the loss over the whole val split,
-     * computed exactly as ./infer --eval does. */
+static void open_log(Run *r)
+{
+    if (!r->o.log)
+        return;
+    r->log = fopen(r->o.log, r->o.resume ? "a" : "w");
+    if (!r->log)
+        cli_fail("--log %s: cannot open for writing: %s", r->o.log, strerror(errno));
+    setvbuf(r->log, NULL, _IOLBF, 0);
+}
+
+/* After the last step: save first, so that the final evaluation (the whole val
+ * split, which can take a while) can be interrupted without losing anything. */
+static void finish(Run *r, long start, double t0, double train_s)
+{
+    char err[1500], good[5000];
+    if (r->last_saved < r->o.steps && save_out(r, r->o.steps, err, sizeof err)) {
+        last_good(r, good, sizeof good);
+        cli_fail("training finished but the checkpoint was not saved: %s. %s", err, good);
+    }
     double val = NAN;
     size_t nval_tok = 0;
-    if (r->corpus.nval >= 2 &&
-        eval_sequence(&r->model, &r->acts, r->corpus.ids + r->corpus.ntrain, r->corpus.nval, NULL,
-                      &val, &nval_tok, NULL, err, sizeof err))
-        cli_fail("%s", err);
-    double train_est = estimate(r, r->corpus.ids, r->corpus.ntrain);
-    if (save(r, r->o.out, r->o.steps, err, sizeof err))
-        cli_fail("training finished but the checkpoint was not saved: %s", err);
+    if (r->corpus.nval >= 2) {
+        fprintf(stderr, "train: scoring the whole val split (%zu tokens)\n", r->corpus.nval - 1);
+        int rc = eval_sequence_until(&r->model, &r->acts, r->corpus.ids + r->corpus.ntrain,
+                                     r->corpus.nval, NULL, &val, &nval_tok, NULL,
+                                     &stop_signal, err, sizeof err);
+        if (rc < 0)
+            cli_fail("%s", err);
+    }
+    double train_est = stop_signal ? NAN : estimate(r, r->corpus.ids, r->corpus.ntrain);
+    if (stop_signal) {
+        fprintf(stderr, "train: %s during the final evaluation; %s is saved and complete "
+                "(step %ld of %ld)\n", stop_signal == SIGINT ? "interrupted" : "terminated",
+                r->o.out, r->o.steps, r->o.steps);
+        if (r->log)
+            fclose(r->log);
+        exit(128 + stop_signal);
+    }
     double wall = cli_now() - t0;
     long steps_run = r->o.steps - start;
-    double tok_s = (double)steps_run * bt / train_s;
+    double tok_s = (double)steps_run * (double)r->o.batch * (double)r->o.block / train_s;
     char dur[32];
     cli_duration(wall, dur, sizeof dur);
     fprintf(stderr, "done: %ld steps in %.1f s (%.0f tok/s) | train loss %.4f (estimate) | "
             "val loss %.4f (whole val split, %zu tokens) | total %s | saved %s\n", steps_run,
             train_s, tok_s, train_est, val, nval_tok, dur, r->o.out);
-    if (r->log) {
-        fprintf(r->log, "{\"type\":\"final\",\"step\":%ld,\"train_loss\":%.6f,\"val_loss\":%.6f,"
-                "\"val_tokens\":%zu,\"train_seconds\":%.3f,\"wall_seconds\":%.3f,\"tok_s\":%.1f}\n",
-                r->o.steps, train_est, isfinite(val) ? val : -1.0, nval_tok, train_s, wall, tok_s);
-        fclose(r->log);
+    log_printf(r, "{\"type\":\"final\",\"step\":%ld,\"train_loss\":%.6f,\"val_loss\":%.6f,"
+               "\"val_tokens\":%zu,\"train_seconds\":%.3f,\"wall_seconds\":%.3f,\"tok_s\":%.1f}\n",
+               r->o.steps, train_est, isfinite(val) ? val : -1.0, nval_tok, train_s, wall, tok_s);
+    if (r->log && (fclose(r->log) != 0 || r->log_errno)) {
+        r->log = NULL;
+        cli_fail("--log %s: write failed at the end of the run: %s; %s is saved", r->o.log,
+                 strerror(r->log_errno ? r->log_errno : errno), r->o.out);
     }
+    r->log = NULL;
+}
+
+int main(int argc, char **argv)
+{
+    cli_prog = "train";
+    Run run;
+    memset(&run, 0, sizeof run);
+    Run *r = &run;
+    r->lock.fd = r->best_lock.fd = -1;
+    r->last_saved = r->resumed_step = -1;
+    unsigned char given[OPT_COUNT] = {0};
+    parse(argc, argv, &r->o, given);
+    if (r->o.threads)
+        omp_set_num_threads((int)r->o.threads);
+    install_signals();
+    if (r->o.dump_val)
+        return dump_val(r);
+    exiting_run = r;
+    atexit(release_locks);
+    Tokenizer tok;
+    if (r->o.resume)
+        open_resume(r, given, &tok);
+    claim_outputs(r);
+    if (r->o.resume)
+        load_resumed_data(r, given, &tok);
+    else
+        setup_fresh(r);
+    r->adam = (AdamW){.beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = (float)r->o.wd};
+    alloc_buffers(r);
+    open_log(r);
+    long start = r->ts.step;
+    print_settings(r);
+    if (stop_signal) {
+        fprintf(stderr, "train: interrupted before the first step; nothing was written\n");
+        return 128 + stop_signal;
+    }
+    double t0 = cli_now();
+    train_loop(r, start);
+    finish(r, start, t0, cli_now() - t0);
     free(r->inputs);
     free(r->targets);
     free(r->head_metrics);

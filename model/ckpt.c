@@ -14,6 +14,7 @@
 
 #include "errbuf.h"
 #include "hash.h"
+#include "limits.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ckpt.c writes the host's byte order and the format is little-endian"
@@ -123,6 +124,54 @@ static int sync_dir_of(const char *path)
     return rc;
 }
 
+int ckpt_tmp_create(const char *path, char *tmp, size_t tmplen)
+{
+    if ((size_t)snprintf(tmp, tmplen, "%s.tmp.XXXXXX", path) >= tmplen) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = mkstemp(tmp); /* O_CREAT | O_EXCL: never an existing file or symlink */
+    if (fd < 0)
+        return -1;
+    /* mkstemp makes the file 0600; a checkpoint gets the mode any new file would. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0) {
+        int saved = errno;
+        close(fd);
+        unlink(tmp);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/* Writes the whole checkpoint to the open temporary fp; 0 or errno. */
+static int write_all(FILE *fp, const Model *m, const Tokenizer *tok, long steps_trained,
+                     const TrainState *ts)
+{
+    const ParamTable *t = &m->table;
+    int32_t hdr[CKPT_HEADER_INTS] = {0};
+    hdr[0] = CKPT_MAGIC; hdr[1] = CKPT_VERSION;
+    hdr[2] = m->cfg.V; hdr[3] = m->cfg.T; hdr[4] = m->cfg.L; hdr[5] = m->cfg.H;
+    hdr[6] = m->cfg.C; hdr[7] = ts ? CKPT_FLAG_TRAIN_STATE : 0;
+    hdr[8] = (int32_t)steps_trained; hdr[9] = m->cfg.D;
+    unsigned char vocab[VOCAB_BYTES] = {0};
+    memcpy(vocab, tok->vocab, (size_t)tok->V);
+    Writer w = {fp, HASH_FNV_INIT, 0};
+    put(&w, hdr, sizeof hdr);
+    put(&w, vocab, sizeof vocab);
+    put(&w, m->params, t->total * sizeof(float));
+    if (ts) {
+        put_state(&w, ts, t->total);
+        uint64_t sum = w.hash;
+        put(&w, &sum, sizeof sum);
+    }
+    if (w.failed || fflush(fp) != 0 || fsync(fileno(fp)) != 0)
+        return errno ? errno : EIO;
+    return 0;
+}
+
 int ckpt_save(const char *path, const Model *m, const Tokenizer *tok, long steps_trained,
               const TrainState *ts, char *err, size_t errlen)
 {
@@ -135,50 +184,37 @@ int ckpt_save(const char *path, const Model *m, const Tokenizer *tok, long steps
                check_finite(t, ts->adam_v, path, "refusing to save: Adam second moment", err,
                             errlen)))
         return -1;
+    if (ts && strlen(ts->data_path) >= CKPT_PATH_MAX)
+        return err_set(err, errlen, "%s: the data path takes more than the %d bytes a "
+                       "checkpoint stores", path, CKPT_PATH_MAX - 1);
     char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
-        return err_set(err, errlen, "%s: path too long", path);
-
-    int32_t hdr[CKPT_HEADER_INTS] = {0};
-    hdr[0] = CKPT_MAGIC; hdr[1] = CKPT_VERSION;
-    hdr[2] = m->cfg.V; hdr[3] = m->cfg.T; hdr[4] = m->cfg.L; hdr[5] = m->cfg.H;
-    hdr[6] = m->cfg.C; hdr[7] = ts ? CKPT_FLAG_TRAIN_STATE : 0;
-    hdr[8] = (int32_t)steps_trained; hdr[9] = m->cfg.D;
-    unsigned char vocab[VOCAB_BYTES] = {0};
-    memcpy(vocab, tok->vocab, (size_t)tok->V);
-
-    Writer w = {fopen(tmp, "wb"), HASH_FNV_INIT, 0};
-    if (!w.fp)
-        return err_set(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
-    put(&w, hdr, sizeof hdr);
-    put(&w, vocab, sizeof vocab);
-    put(&w, m->params, t->total * sizeof(float));
-    if (ts) {
-        put_state(&w, ts, t->total);
-        uint64_t sum = w.hash;
-        put(&w, &sum, sizeof sum);
-    }
-    int saved_errno = errno;
-    int ok = !w.failed && fflush(w.fp) == 0 && fsync(fileno(w.fp)) == 0;
-    if (!ok)
-        saved_errno = errno;
-    if (fclose(w.fp) != 0 && ok) {
-        ok = 0;
-        saved_errno = errno;
-    }
-    if (!ok) {
+    int fd = ckpt_tmp_create(path, tmp, sizeof tmp);
+    if (fd < 0)
+        return err_set(err, errlen, "%s: cannot create a temporary file beside it: %s", path,
+                       strerror(errno));
+    FILE *fp = fdopen(fd, "wb");
+    if (!fp) {
+        int saved = errno;
+        close(fd);
         unlink(tmp);
+        return err_set(err, errlen, "%s: cannot write: %s", tmp, strerror(saved));
+    }
+    errno = 0;
+    int failed = write_all(fp, m, tok, steps_trained, ts);
+    if (fclose(fp) != 0 && !failed)
+        failed = errno ? errno : EIO;
+    if (failed) {
+        unlink(tmp); /* ours: created above */
         return err_set(err, errlen, "%s: write failed: %s; the previous checkpoint (if any) is "
-                       "untouched", tmp, strerror(saved_errno));
+                       "untouched", tmp, strerror(failed));
     }
     /* Test hook (docs/checkpoint.md): simulate a crash between write and rename. */
     if (getenv("HEADCOUNT_TEST_CRASH_BEFORE_RENAME"))
         abort();
     if (rename(tmp, path) != 0) {
-        saved_errno = errno;
+        int saved = errno;
         unlink(tmp);
-        return err_set(err, errlen, "%s: cannot rename into place: %s", path,
-                       strerror(saved_errno));
+        return err_set(err, errlen, "%s: cannot rename into place: %s", path, strerror(saved));
     }
     sync_dir_of(path);
     return 0;
@@ -189,20 +225,16 @@ int ckpt_check_writable(const char *path, char *err, size_t errlen)
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return err_set(err, errlen, "%s: is a directory, expected a checkpoint file path", path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return err_set(err, errlen, "%s: is not a regular file (a device, FIFO or socket); a "
+                       "checkpoint replaces its file, so it must be a plain file path", path);
     char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
-        return err_set(err, errlen, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0 && errno == EEXIST) {
-        /* A stale temporary from an interrupted save: it is ours to replace. */
-        unlink(tmp);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    }
+    int fd = ckpt_tmp_create(path, tmp, sizeof tmp);
     if (fd < 0)
         return err_set(err, errlen, "%s: cannot write there: %s", path,
                        errno == ENOENT ? "directory does not exist" : strerror(errno));
     close(fd);
-    unlink(tmp);
+    unlink(tmp); /* ours: created just above */
     return 0;
 }
 
@@ -218,6 +250,41 @@ static int get(Reader *r, void *p, size_t n)
     if (fread(p, 1, n, r->fp) != n)
         return -1;
     r->hash = hash_fnv1a(r->hash, p, n);
+    return 0;
+}
+
+/* The stored settings must be values ./train's flags could have produced
+ * (limits.h), so whatever the checksum lets through is still sane. */
+static int check_settings(const int64_t *iv, const double *dv, char *why, size_t len)
+{
+    static const struct { const char *name; int i; int64_t lo, hi; } ints[] = {
+        {"step", 0, 0, LIMIT_STEPS_MAX}, {"steps", 1, 1, LIMIT_STEPS_MAX},
+        {"batch", 2, 1, LIMIT_BATCH_MAX}, {"warmup", 3, 0, LIMIT_STEPS_MAX},
+        {"eval_every", 4, 0, LIMIT_STEPS_MAX}, {"eval_iters", 5, 1, LIMIT_EVAL_ITERS_MAX},
+        {"save_every", 6, 0, LIMIT_STEPS_MAX}, {"data_size", 9, 0, INT64_MAX},
+        {"allow_binary", 11, 0, 1}, {"best_step", 12, -1, LIMIT_STEPS_MAX}};
+    static const struct { const char *name; int i; double lo, hi; } reals[] = {
+        {"lr", 0, LIMIT_LR_MIN, LIMIT_LR_MAX}, {"min_lr", 1, 0, LIMIT_LR_MAX},
+        {"wd", 2, 0, LIMIT_LR_MAX}, {"clip", 3, 0, LIMIT_CLIP_MAX},
+        {"dropout", 4, 0, LIMIT_DROPOUT_MAX}, {"val_frac", 5, 0, LIMIT_VAL_FRAC_MAX},
+        {"beta1", 6, 0, 0.9999999}, {"beta2", 7, 0, 0.9999999}, {"eps", 8, 1e-30, 1.0}};
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+        if (iv[ints[k].i] < ints[k].lo || iv[ints[k].i] > ints[k].hi)
+            return err_set(why, len, "%s %lld outside [%lld, %lld]", ints[k].name,
+                           (long long)iv[ints[k].i], (long long)ints[k].lo,
+                           (long long)ints[k].hi);
+    for (size_t k = 0; k < sizeof reals / sizeof reals[0]; k++)
+        if (!(dv[reals[k].i] >= reals[k].lo && dv[reals[k].i] <= reals[k].hi))
+            return err_set(why, len, "%s %g outside [%g, %g]", reals[k].name, dv[reals[k].i],
+                           reals[k].lo, reals[k].hi);
+    if (iv[0] > iv[1])
+        return err_set(why, len, "step %lld beyond the run's %lld steps", (long long)iv[0],
+                       (long long)iv[1]);
+    if (dv[1] > dv[0])
+        return err_set(why, len, "min_lr %g above lr %g", dv[1], dv[0]);
+    if (iv[12] > iv[0])
+        return err_set(why, len, "best_step %lld after step %lld", (long long)iv[12],
+                       (long long)iv[0]);
     return 0;
 }
 
@@ -245,10 +312,10 @@ static int load_state(Reader *r, const char *path, const Model *m, TrainState *t
     ts->lr = dv[0]; ts->min_lr = dv[1]; ts->wd = dv[2]; ts->clip = dv[3];
     ts->dropout = dv[4]; ts->val_frac = dv[5]; ts->beta1 = dv[6]; ts->beta2 = dv[7];
     ts->eps = dv[8]; ts->best_val = dv[9];
-    if (iv[0] < 0 || iv[1] < iv[0] || iv[2] < 1 || iv[2] > (1 << 20) || iv[3] < 0 || iv[4] < 0 ||
-        iv[5] < 0 || iv[6] < 0 || iv[9] < 0 || ts->dropout < 0 || ts->dropout >= 1 ||
-        ts->val_frac < 0 || ts->val_frac >= 1)
-        return err_set(err, errlen, "%s: training state holds impossible settings", path);
+    char why[160];
+    if (check_settings(iv, dv, why, sizeof why))
+        return err_set(err, errlen, "%s: training state holds impossible settings: %s", path,
+                       why);
     size_t P = m->table.total;
     ts->adam_m = malloc(P * sizeof(float));
     ts->adam_v = malloc(P * sizeof(float));

@@ -3,8 +3,10 @@
  * A checkpoint holds the header, the byte vocabulary and the parameters; when
  * flag bit 0 is set, also the training state needed for an exact resume (Adam
  * moments, step, batch RNG, settings, the data file's size and hash) and a
- * checksum over the whole file. Writing is atomic: path.tmp is written, flushed,
- * fsynced and renamed over path, so a crash leaves the previous file intact.
+ * checksum over the whole file. Writing is atomic: a temporary file of its own,
+ * path.tmp.XXXXXX (created exclusively, never a fixed name that another process
+ * or a symlink could own), is written, flushed, fsynced and renamed over path, so
+ * a crash leaves the previous file intact.
  * Reading validates everything (magic, version, dimensions, exact length,
  * vocabulary, finite values, checksum) before trusting a byte. */
 #ifndef HEADCOUNT_CKPT_H
@@ -51,9 +53,16 @@ int ckpt_load(const char *path, Model *m, Tokenizer *tok, long *steps_trained, T
               int *has_state, char *err, size_t errlen);
 void ckpt_state_free(TrainState *ts);
 
-/* 0 if a file can be created in path's directory (checked before training so a
- * bad --out fails at once), else -1 with the reason. Creates and removes
- * path.tmp to find out. */
+/* 0 if a checkpoint can be written at path (checked before training so a bad
+ * --out fails at once), else -1 with the reason: path must not be a directory or
+ * an existing non-regular file (a device, a FIFO), and a file must be creatable in
+ * its directory, which is found out by creating and removing a temporary file of
+ * its own (path.tmp.XXXXXX). No other file is touched. */
 int ckpt_check_writable(const char *path, char *err, size_t errlen);
+
+/* Creates a fresh temporary file beside path (path.tmp.XXXXXX, O_EXCL, mode 0666
+ * less the umask) and returns its descriptor with its name in tmp, or -1 with
+ * errno set. Used for every file that is replaced atomically. */
+int ckpt_tmp_create(const char *path, char *tmp, size_t tmplen);
 
 #endif

@@ -9,6 +9,14 @@ int eval_sequence(const Model *m, Activations *a, const uint8_t *ids, size_t n,
                   const PassOptions *opt, double *mean_loss, size_t *count, float *token_loss,
                   char *err, size_t errlen)
 {
+    return eval_sequence_until(m, a, ids, n, opt, mean_loss, count, token_loss, NULL, err,
+                               errlen);
+}
+
+int eval_sequence_until(const Model *m, Activations *a, const uint8_t *ids, size_t n,
+                        const PassOptions *opt, double *mean_loss, size_t *count,
+                        float *token_loss, const volatile int *stop, char *err, size_t errlen)
+{
     if (n < 2)
         return err_set(err, errlen, "need at least 2 tokens to score, got %zu", n);
     int T = a->T, Bcap = a->B;
@@ -22,6 +30,11 @@ int eval_sequence(const Model *m, Activations *a, const uint8_t *ids, size_t n,
     }
     double total = 0.0;
     for (size_t w0 = 0; w0 < nfull; w0 += (size_t)Bcap) {
+        if (stop && *stop) {
+            free(in);
+            free(tg);
+            return 1;
+        }
         int B = nfull - w0 < (size_t)Bcap ? (int)(nfull - w0) : Bcap;
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++) {

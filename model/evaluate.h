@@ -21,4 +21,11 @@ int eval_sequence(const Model *m, Activations *a, const uint8_t *ids, size_t n,
                   const PassOptions *opt, double *mean_loss, size_t *count, float *token_loss,
                   char *err, size_t errlen);
 
+/* The same, checking *stop (when not NULL) before each batch of windows: once it
+ * is non-zero, returns 1 without a result, so a program can honour a signal in a
+ * long evaluation. 0 and -1 as above. */
+int eval_sequence_until(const Model *m, Activations *a, const uint8_t *ids, size_t n,
+                        const PassOptions *opt, double *mean_loss, size_t *count,
+                        float *token_loss, const volatile int *stop, char *err, size_t errlen);
+
 #endif

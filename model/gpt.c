@@ -2,6 +2,7 @@
  * as flat lists of layer calls (see gpt.h for the architecture). */
 #include "gpt.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,20 +49,22 @@ void model_free(Model *m)
     m->params = m->grads = NULL;
 }
 
-int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
-              char *err, size_t errlen)
+/* The activation buffer's parts for (cfg, B, T): pointers into a and sizes in
+ * floats; returns the count. acts_init and acts_floats share it, so the memory
+ * estimate is the allocation. */
+typedef struct {
+    float **p;
+    size_t n;
+} ActsPart;
+
+#define ACTS_MAX_PARTS 31 /* the entries of acts_parts' list */
+
+static size_t acts_parts(ActsPart parts[ACTS_MAX_PARTS], Activations *a, const Config *cfg, int B, int T,
+                         int with_dropout)
 {
-    memset(a, 0, sizeof *a);
-    if (B < 1 || T < 1 || T > cfg->T)
-        return err_set(err, errlen, "activations: batch %d x %d does not fit block size %d",
-                       B, T, cfg->T);
-    a->B = B;
-    a->T = T;
-    a->dropout = with_dropout;
     size_t N = (size_t)B * T, C = cfg->C, A = (size_t)cfg->H * cfg->D, V = cfg->V;
     size_t L = cfg->L, H = cfg->H, TT = (size_t)B * H * T * T;
-    a->N = N; a->C = C; a->A = A; a->V = V; a->L = L; a->H = H;
-    struct { float **p; size_t n; } parts[] = {
+    ActsPart list[] = {
         {&a->encoded, N * C},
         {&a->ln1, L * N * C}, {&a->ln1_mean, L * N}, {&a->ln1_rstd, L * N},
         {&a->qkv, L * N * 3 * A}, {&a->atty, L * N * A},
@@ -76,7 +79,38 @@ int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
         {&a->dqkv, N * 3 * A}, {&a->datty, N * A}, {&a->datt, TT},
         {&a->dfch, N * 4 * C}, {&a->dlogits, N * V},
     };
-    size_t nparts = sizeof parts / sizeof parts[0], total = 0;
+    size_t n = sizeof list / sizeof list[0];
+    assert(n <= ACTS_MAX_PARTS);
+    for (size_t i = 0; i < n; i++)
+        parts[i] = list[i];
+    return n;
+}
+
+size_t acts_floats(const Config *cfg, int B, int T, int with_dropout)
+{
+    Activations scratch;
+    ActsPart parts[ACTS_MAX_PARTS];
+    size_t n = acts_parts(parts, &scratch, cfg, B, T, with_dropout), total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += parts[i].n;
+    return total;
+}
+
+int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
+              char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    if (B < 1 || T < 1 || T > cfg->T)
+        return err_set(err, errlen, "activations: batch %d x %d does not fit block size %d",
+                       B, T, cfg->T);
+    a->B = B;
+    a->T = T;
+    a->dropout = with_dropout;
+    size_t N = (size_t)B * T;
+    a->N = N; a->C = cfg->C; a->A = (size_t)cfg->H * cfg->D; a->V = cfg->V;
+    a->L = cfg->L; a->H = cfg->H;
+    ActsPart parts[ACTS_MAX_PARTS];
+    size_t nparts = acts_parts(parts, a, cfg, B, T, with_dropout), total = 0;
     for (size_t i = 0; i < nparts; i++)
         total += parts[i].n;
     a->buf = calloc(total, sizeof(float));

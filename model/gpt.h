@@ -55,6 +55,8 @@ typedef struct {
 int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
               char *err, size_t errlen);
 void acts_free(Activations *a);
+/* Floats acts_init allocates for these arguments (for memory estimates). */
+size_t acts_floats(const Config *cfg, int B, int T, int with_dropout);
 
 /* How a forward/backward pass runs: dropout probability and the mask key
  * (RNG_STREAM_DROPOUT seed mixed with the step), and an optional head gate

@@ -522,6 +522,8 @@ Test(ckpt, saving_non_finite_values_is_refused_and_keeps_the_old_file)
     unsigned char *after = slurp(f.path, &n1);
     cr_assert(n0 == n1 && memcmp(before, after, n0) == 0, "the old checkpoint changed");
     cr_assert_neq(access(tmp, F_OK), 0, "a temporary file was left behind");
+    cr_assert_eq(tu_find_prefix(f.dir, "model.ckpt.tmp", NULL, 0), 0,
+                 "a temporary file was left behind");
     free(before);
     free(after);
     fix_free(&f);
@@ -563,14 +565,19 @@ Test(ckpt, a_save_interrupted_before_rename_leaves_the_old_file_intact)
     cr_assert_eq(steps, 30);
     cr_assert_eq(memcmp(m.params, f.m.params, f.m.table.total * sizeof(float)), 0);
     model_free(&m);
-    /* The complete new file waits in path.tmp; the next writability check clears it. */
-    snprintf(tmp, sizeof tmp, "%s.tmp", f.path);
+    /* The complete new file waits in the save's own path.tmp.XXXXXX; nothing
+     * removes it later (the program did not create it in this process), and a
+     * writability check does not touch it. */
+    cr_assert_eq(tu_find_prefix(f.dir, "model.ckpt.tmp.", tmp, sizeof tmp), 1,
+                 "expected exactly one leftover model.ckpt.tmp.XXXXXX");
     cr_assert_eq(ckpt_load(tmp, &m, &tok, &steps, NULL, NULL, err, sizeof err), 0, "%s", err);
     cr_assert_eq(steps, 31);
     cr_assert_eq(m.params[0], f.m.params[0] + 1.0f);
     model_free(&m);
     cr_assert_eq(ckpt_check_writable(f.path, err, sizeof err), 0, "%s", err);
-    cr_assert_neq(access(tmp, F_OK), 0, "the stale temporary is still there");
+    cr_assert_eq(access(tmp, F_OK), 0, "the leftover was deleted");
+    cr_assert_eq(tu_find_prefix(f.dir, "model.ckpt.tmp.", NULL, 0), 1,
+                 "the writability check left a file of its own");
     free(before);
     free(after);
     fix_free(&f);
@@ -601,6 +608,8 @@ Test(ckpt, saving_over_a_directory_fails_and_leaves_no_temporary)
     cr_assert(strstr(err, "cannot rename"), "%s", err);
     snprintf(tmp, sizeof tmp, "%s.tmp", f.path);
     cr_assert_neq(access(tmp, F_OK), 0, "a temporary file was left behind");
+    cr_assert_eq(tu_find_prefix(f.dir, "model.ckpt.tmp", NULL, 0), 0,
+                 "a temporary file was left behind");
     cr_assert_eq(ckpt_check_writable(f.path, err, sizeof err), -1);
     cr_assert(strstr(err, "is a directory"), "%s", err);
     fix_free(&f);

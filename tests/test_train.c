@@ -144,6 +144,8 @@ static void expect_nothing_written(const Env *e)
     char tmp[400];
     snprintf(tmp, sizeof tmp, "%s.tmp", e->out);
     cr_assert_neq(access(tmp, F_OK), 0, "%s was left behind", tmp);
+    cr_assert_eq(tu_find_prefix(e->dir, "out.ckpt.tmp", tmp, sizeof tmp), 0, "%s was left behind",
+                 tmp);
     cr_assert_neq(access(e->log, F_OK), 0, "a refused run wrote its log");
 }
 
@@ -609,7 +611,7 @@ Test(train, one_and_two_threads_give_identical_losses_and_checkpoints)
 }
 
 /* The checkpoint written at step 8 of a 24-step run is captured with the crash
- * hook: the run aborts right after writing it to out.tmp, before the rename.
+ * hook: the run aborts right after writing it to out.tmp.XXXXXX, before the rename.
  * Resuming from it (with the other thread count) must reproduce the
  * uninterrupted run's steps 9..24 and its final checkpoint byte for byte. */
 Test(train, resumed_run_matches_an_uninterrupted_one)
@@ -636,6 +638,7 @@ Test(train, resumed_run_matches_an_uninterrupted_one)
     cr_assert_eq(rc, 128 + SIGABRT, "the crash hook did not fire: %d\n%s", rc, out);
     free(out);
     cr_assert_neq(access(part, F_OK), 0);
+    cr_assert_eq(tu_find_prefix(e.dir, "part.ckpt.tmp.", parttmp, sizeof parttmp), 1);
     cr_assert_eq(rename(parttmp, at8), 0);
     Model m;
     Tokenizer tok;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -126,4 +127,20 @@ unsigned char *tu_read_file(const char *path, size_t *n)
     *n = fread(buf, 1, (size_t)st.st_size, f);
     fclose(f);
     return buf;
+}
+
+int tu_find_prefix(const char *dir, const char *prefix, char *found, size_t len)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL)
+        if (strncmp(ent->d_name, prefix, strlen(prefix)) == 0) {
+            if (n++ == 0 && found)
+                snprintf(found, len, "%s/%s", dir, ent->d_name);
+        }
+    closedir(d);
+    return n;
 }

@@ -42,6 +42,10 @@ const char *tu_tmpdir(const char *name);
 
 /* Writes n bytes to path; returns 0 on success. */
 int tu_write_file(const char *path, const void *data, size_t n);
+/* Number of entries of dir whose names start with prefix; the first one's path
+ * (dir/name) goes to found when found is not NULL. */
+int tu_find_prefix(const char *dir, const char *prefix, char *found, size_t len);
+
 /* Reads a whole file (malloc'd) or NULL. */
 unsigned char *tu_read_file(const char *path, size_t *n);
 

@@ -1,0 +1,306 @@
+/* fileguard: identity checks, the checkpoint lock, leftovers, memory (see fileguard.h). */
+#include "fileguard.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "model/errbuf.h"
+
+#define LOCK_MAGIC "headcount lock\n"
+
+/* What a path names: an existing file by device and inode, a file that does not
+ * exist yet by its resolved directory and name. */
+typedef struct {
+    int exists;
+    dev_t dev;
+    ino_t ino;
+    char canon[2 * PATH_MAX + 2];
+} FileKey;
+
+/* Splits path into its directory (or ".") and last component. */
+static void split_path(const char *path, char *dir, size_t dlen, const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(dir, dlen, ".");
+        *base = path;
+    } else if (slash == path) {
+        snprintf(dir, dlen, "/");
+        *base = slash + 1;
+    } else {
+        snprintf(dir, dlen, "%.*s", (int)(slash - path), path);
+        *base = slash + 1;
+    }
+}
+
+static void key_of(const char *path, FileKey *k)
+{
+    struct stat st;
+    memset(k, 0, sizeof *k);
+    if (stat(path, &st) == 0) {
+        k->exists = 1;
+        k->dev = st.st_dev;
+        k->ino = st.st_ino;
+        return;
+    }
+    /* Not there: follow a dangling symlink to the file it would create. */
+    char cur[PATH_MAX], dir[PATH_MAX];
+    const char *base;
+    snprintf(cur, sizeof cur, "%s", path);
+    for (int hops = 0; hops < 40; hops++) {
+        struct stat lst;
+        char target[PATH_MAX];
+        if (lstat(cur, &lst) != 0 || !S_ISLNK(lst.st_mode))
+            break;
+        ssize_t n = readlink(cur, target, sizeof target - 1);
+        if (n < 0)
+            break;
+        target[n] = '\0';
+        if (target[0] == '/') {
+            snprintf(cur, sizeof cur, "%s", target);
+        } else {
+            split_path(cur, dir, sizeof dir, &base);
+            char joined[2 * PATH_MAX + 2];
+            snprintf(joined, sizeof joined, "%s/%s", dir, target);
+            if ((size_t)snprintf(cur, sizeof cur, "%s", joined) >= sizeof cur)
+                break;
+        }
+    }
+    split_path(cur, dir, sizeof dir, &base);
+    char real[PATH_MAX];
+    if (!realpath(dir, real) ||
+        (size_t)snprintf(k->canon, sizeof k->canon, "%s/%s", real, base) >= sizeof k->canon)
+        snprintf(k->canon, sizeof k->canon, "%s", cur);
+}
+
+static int same_key(const FileKey *a, const FileKey *b)
+{
+    if (a->exists != b->exists)
+        return 0;
+    if (a->exists)
+        return a->dev == b->dev && a->ino == b->ino;
+    return strcmp(a->canon, b->canon) == 0;
+}
+
+int guard_same_file(const char *a, const char *b)
+{
+    FileKey ka, kb;
+    key_of(a, &ka);
+    key_of(b, &kb);
+    return same_key(&ka, &kb);
+}
+
+/* Whether output o may be the same file as the entry x. */
+static int allowed(const GuardPath *o, const GuardPath *x)
+{
+    return o->output && o->may_be && strcmp(o->may_be, x->flag) == 0;
+}
+
+int guard_check_paths(const GuardPath *p, int n, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (!p[i].path || !p[j].path || !(p[i].output || p[j].output))
+                continue;
+            if (allowed(&p[i], &p[j]) || allowed(&p[j], &p[i]))
+                continue;
+            if (!guard_same_file(p[i].path, p[j].path))
+                continue;
+            /* Name the output first: it is the one that would do the damage. */
+            const GuardPath *o = p[i].output ? &p[i] : &p[j], *x = o == &p[i] ? &p[j] : &p[i];
+            return err_set(err, errlen, "%s %s is the same file as %s %s: %s; nothing was "
+                           "written", o->flag, o->path, x->flag, x->path,
+                           x->output ? "two outputs cannot share a file"
+                                     : "an output must not overwrite an input");
+        }
+    return 0;
+}
+
+/* "pid N (command line)" of the process named in a lock file's text, or "". */
+static void describe_holder(const char *text, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    const char *at = strstr(text, "pid ");
+    long pid = at ? strtol(at + 4, NULL, 10) : 0;
+    if (pid <= 0)
+        return;
+    char path[64], cmd[256] = "";
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        size_t n = fread(cmd, 1, sizeof cmd - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < n; i++)
+            if (cmd[i] == '\0')
+                cmd[i] = ' ';
+        cmd[n] = '\0';
+        while (n > 0 && cmd[n - 1] == ' ')
+            cmd[--n] = '\0';
+    }
+    if (cmd[0])
+        snprintf(buf, len, " (pid %ld: %s)", pid, cmd);
+    else
+        snprintf(buf, len, " (pid %ld)", pid);
+}
+
+int guard_lock(GuardLock *lk, const char *out, char *err, size_t errlen)
+{
+    lk->fd = -1;
+    if ((size_t)snprintf(lk->path, sizeof lk->path, "%s.lock", out) >= sizeof lk->path)
+        return err_set(err, errlen, "%s: path too long", out);
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int created = 1;
+        int fd = open(lk->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == EEXIST) {
+            created = 0;
+            fd = open(lk->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0 && errno == ENOENT)
+                continue; /* removed by its holder meanwhile */
+        }
+        if (fd < 0)
+            return err_set(err, errlen, "%s: cannot open the lock file: %s", lk->path,
+                           errno == ELOOP ? "it is a symlink" : strerror(errno));
+        char text[256] = "";
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int busy = errno == EWOULDBLOCK, saved = errno;
+            ssize_t n = pread(fd, text, sizeof text - 1, 0);
+            text[n > 0 ? n : 0] = '\0';
+            char who[400];
+            describe_holder(text, who, sizeof who);
+            close(fd);
+            if (busy)
+                return err_set(err, errlen, "%s is being written by another running "
+                               "process%s; wait for it to finish or choose another --out", out,
+                               who);
+            return err_set(err, errlen, "%s: cannot lock: %s", lk->path, strerror(saved));
+        }
+        /* The holder we raced with may have removed the file before we locked it:
+         * the lock counts only on the inode still at the path. */
+        struct stat a, b;
+        if (fstat(fd, &a) != 0 || stat(lk->path, &b) != 0 || a.st_dev != b.st_dev ||
+            a.st_ino != b.st_ino) {
+            close(fd);
+            continue;
+        }
+        /* A file this program did not create must be one of its lock files (a
+         * run that was killed leaves one behind); anything else is not ours. */
+        ssize_t n = pread(fd, text, sizeof text - 1, 0);
+        text[n > 0 ? n : 0] = '\0';
+        if (!created && strncmp(text, LOCK_MAGIC, strlen(LOCK_MAGIC)) != 0) {
+            close(fd);
+            return err_set(err, errlen, "%s exists and is not a headcount lock file; the "
+                           "checkpoint %s is locked through it, so move it away or choose "
+                           "another --out", lk->path, out);
+        }
+        char rec[64];
+        int len = snprintf(rec, sizeof rec, LOCK_MAGIC "pid %ld\n", (long)getpid());
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, rec, (size_t)len, 0) != len) {
+            int saved = errno;
+            close(fd);
+            if (created)
+                unlink(lk->path);
+            return err_set(err, errlen, "%s: cannot write the lock file: %s", lk->path,
+                           strerror(saved));
+        }
+        lk->fd = fd;
+        return 0;
+    }
+    return err_set(err, errlen, "%s: the lock file keeps changing; is another run starting?",
+                   lk->path);
+}
+
+void guard_unlock(GuardLock *lk)
+{
+    if (lk->fd < 0)
+        return;
+    struct stat a, b;
+    /* Remove it while still holding it, and only if it is still ours. */
+    if (fstat(lk->fd, &a) == 0 && stat(lk->path, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        unlink(lk->path);
+    close(lk->fd);
+    lk->fd = -1;
+}
+
+const char *guard_lock_path(const GuardLock *lk)
+{
+    return lk->fd >= 0 ? lk->path : NULL;
+}
+
+int guard_leftovers(const char *out, char *list, size_t len)
+{
+    char dir[PATH_MAX], prefix[PATH_MAX];
+    const char *base;
+    split_path(out, dir, sizeof dir, &base);
+    snprintf(prefix, sizeof prefix, "%s.tmp", base);
+    size_t k = strlen(prefix);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int count = 0;
+    size_t used = 0;
+    if (len)
+        list[0] = '\0';
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, k) != 0 || (e->d_name[k] != '\0' && e->d_name[k] != '.'))
+            continue;
+        count++;
+        if (used < len) {
+            int w = snprintf(list + used, len - used, "%s%s%s%s", used ? "\n" : "",
+                             strcmp(dir, ".") ? dir : "", strcmp(dir, ".") ? "/" : "", e->d_name);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    closedir(d);
+    return count;
+}
+
+unsigned long long guard_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024ULL;
+}
+
+void guard_shell_quote(const char *s, char *buf, size_t len)
+{
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789_./:=,+-@%";
+    if (*s && strspn(s, safe) == strlen(s) && s[0] != '-') {
+        snprintf(buf, len, "%s", s);
+        return;
+    }
+    size_t used = 0;
+    if (len < 3) {
+        if (len)
+            buf[0] = '\0';
+        return;
+    }
+    buf[used++] = '\'';
+    for (; *s && used + 5 < len; s++) {
+        if (*s == '\'') {
+            memcpy(buf + used, "'\\''", 4);
+            used += 4;
+        } else {
+            buf[used++] = *s;
+        }
+    }
+    buf[used++] = '\'';
+    buf[used] = '\0';
+}

@@ -14,7 +14,7 @@ BIN     ?= .
 LIB_SRC  := $(wildcard model/*.c data/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/tests/progutil.o
 INFER_OBJ := $(BUILD)/infer.o $(BUILD)/infer_sample.o $(BUILD)/infer_heads.o $(BUILD)/report.o
 
 .PHONY: all test clean bench ablation ablation-check test-asan fuzz check-heads
@@ -35,7 +35,7 @@ $(BIN)/infer: $(INFER_OBJ) $(BUILD)/cli.o $(BUILD)/fileguard.o $(BUILD)/libheadc
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libheadcount.a
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/fileguard.o $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root: tests find ../shared, write under

@@ -1,0 +1,194 @@
+/* progutil: see progutil.h. */
+#include "progutil.h"
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "data/synth.h"
+#include "tests/testutil.h"
+
+
+void env_init(Env *e, const char *name)
+{
+    const char *d = tu_tmpdir(name);
+    cr_assert_not_null(d);
+    snprintf(e->dir, sizeof e->dir, "%s", d);
+    snprintf(e->data, sizeof e->data, "%s/data.txt", d);
+    snprintf(e->out, sizeof e->out, "%s/out.ckpt", d);
+    snprintf(e->log, sizeof e->log, "%s/run.log", d);
+    char *text = malloc(DATA_BYTES);
+    synth_generate(text, DATA_BYTES, 5);
+    cr_assert_eq(tu_write_file(e->data, text, DATA_BYTES), 0);
+    free(text);
+}
+
+/* Runs "<bin>/<prog> <args>"; returns the exit status, output (both streams) in *out. */
+int run(char **out, const char *prog, const char *fmt, ...)
+{
+    char args[3000], cmd[4000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "ulimit -c 0; OMP_WAIT_POLICY=passive %s/%s %s", tu_bin(), prog,
+             args);
+    return tu_run(cmd, out);
+}
+
+int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+int has_line_starting(const char *s, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    for (const char *line = s; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        if (strncmp(line, prefix, k) == 0)
+            return 1;
+    return 0;
+}
+
+/* needle within s[0..n) (memmem is a GNU extension). */
+const char *find_in(const char *s, size_t n, const char *needle)
+{
+    size_t k = strlen(needle);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(s + i, needle, k) == 0)
+            return s + i;
+    return NULL;
+}
+
+/* out without the lines a sanitizer adds ("==123==WARNING: ..."): they are not
+ * the program's output (ASan warns before malloc returns NULL as asked). */
+char *program_output(const char *out)
+{
+    char *res = malloc(strlen(out) + 1), *w = res;
+    for (const char *line = out; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t ll = end ? (size_t)(end - line) + 1 : strlen(line);
+        int sanitizer = 0;
+        if (strncmp(line, "==", 2) == 0) {
+            size_t digits = strspn(line + 2, "0123456789");
+            sanitizer = digits > 0 && strncmp(line + 2 + digits, "==", 2) == 0;
+        }
+        if (!sanitizer) {
+            memcpy(w, line, ll);
+            w += ll;
+        }
+        line += ll;
+    }
+    *w = '\0';
+    return res;
+}
+
+/* One "PROG: error: ..." line containing needle (plus the "see --help" hint
+ * after a usage error), the expected exit status, and no training output. */
+void expect_error(const char *raw, int rc, int code, const char *prog, const char *needle)
+{
+    char head[64], hint[64];
+    char *out = program_output(raw);
+    snprintf(head, sizeof head, "%s: error: ", prog);
+    snprintf(hint, sizeof hint, "%s: see '%s --help'\n", prog, prog);
+    cr_assert_eq(rc, code, "exit %d, expected %d; output:\n%s", rc, code, raw);
+    cr_assert_eq(strncmp(out, head, strlen(head)), 0, "no error line first:\n%s", raw);
+    const char *nl = strchr(out, '\n');
+    cr_assert_not_null(nl);
+    cr_assert(find_in(out, (size_t)(nl - out), needle),
+              "expected '%s' in the error line:\n%s", needle, raw);
+    if (code == 2)
+        cr_assert_str_eq(nl + 1, hint, "more than the error line and the hint:\n%s", raw);
+    else
+        cr_assert_eq(count_lines(out), 1, "more than one line:\n%s", raw);
+    free(out);
+}
+
+void put_sentinel(const Env *e)
+{
+    cr_assert_eq(tu_write_file(e->out, "sentinel\n", 9), 0);
+    unlink(e->log);
+}
+
+/* A refused run must leave the old --out as it was, no temporary and no log. */
+void expect_nothing_written(const Env *e)
+{
+    size_t n;
+    unsigned char *b = tu_read_file(e->out, &n);
+    cr_assert(b && n == 9 && memcmp(b, "sentinel\n", 9) == 0, "%s was overwritten", e->out);
+    free(b);
+    char tmp[400];
+    snprintf(tmp, sizeof tmp, "%s.tmp", e->out);
+    cr_assert_neq(access(tmp, F_OK), 0, "%s was left behind", tmp);
+    cr_assert_eq(tu_find_prefix(e->dir, "out.ckpt.tmp", tmp, sizeof tmp), 0, "%s was left behind",
+                 tmp);
+    cr_assert_neq(access(e->log, F_OK), 0, "a refused run wrote its log");
+}
+
+/* train with --data path (and extra flags) must fail with code and needle. */
+void refuse_train(const Env *e, const char *extra, int code, const char *needle)
+{
+    char *out;
+    put_sentinel(e);
+    int rc = run(&out, "train", TINY " --steps 5 --out %s --log %s %s", e->out, e->log, extra);
+    expect_error(out, rc, code, "train", needle);
+    cr_assert(!has_line_starting(out, "step "), "training ran:\n%s", out);
+    expect_nothing_written(e);
+    free(out);
+}
+
+void make_file(const Env *e, const char *name, const void *data, size_t n, char *path,
+                      size_t len)
+{
+    snprintf(path, len, "%s/%s", e->dir, name);
+    cr_assert_eq(tu_write_file(path, data, n), 0);
+}
+
+
+/* Starts train in the background with stderr in errpath; returns its pid once
+ * it has printed its first step (so the signal handlers are installed). */
+pid_t start_train(const Env *e, const char *errpath)
+{
+    char bin[400];
+    snprintf(bin, sizeof bin, "%s/train", tu_bin());
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        FILE *f = freopen(errpath, "w", stderr);
+        if (!f || dup2(fileno(stderr), STDOUT_FILENO) < 0)
+            _exit(99);
+        setenv("OMP_WAIT_POLICY", "passive", 1);
+        execl(bin, bin, "--layers", "1", "--embd", "16", "--heads", "2", "--block", "16",
+              "--batch", "4", "--threads", "1", "--steps", "100000000", "--eval-every", "0",
+              "--data", e->data, "--out", e->out, "--log", e->log, (char *)NULL);
+        _exit(98);
+    }
+    for (int i = 0; i < 4000; i++) {
+        size_t n;
+        char *text = (char *)tu_read_file(errpath, &n);
+        int started = 0;
+        if (text) {
+            text[n] = '\0';
+            started = strstr(text, "\nstep 1/") != NULL;
+            free(text);
+        }
+        if (started)
+            return pid;
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    cr_assert_fail("train did not start within 20 s");
+    return -1;
+}
+

@@ -912,6 +912,7 @@ static void finish(Run *r, long start, double t0, double train_s)
 int main(int argc, char **argv)
 {
     cli_prog = "train";
+    cli_passive_openmp(argv);
     Run run;
     memset(&run, 0, sizeof run);
     Run *r = &run;

@@ -494,6 +494,48 @@ Test(ckpt, damaged_training_state_is_refused)
     fix_free(&f);
 }
 
+/* Values no flag of ./train could produce (model/limits.h), behind a valid
+ * checksum: the reader holds them to the flags' ranges, naming the field. */
+Test(ckpt, stored_settings_outside_the_flags_ranges_are_refused)
+{
+    Fix f;
+    fix_init(&f, "ckpt-ranges");
+    fix_save(&f, f.path, 1);
+    size_t n;
+    unsigned char *good = slurp(f.path, &n);
+    unsigned char *b = malloc(n);
+    size_t P = f.m.table.total, S = PARAMS_AT + 4 * P, I = S + STATE_INTS_AT,
+           R = S + STATE_DOUBLES_AT;
+    struct { const char *needle; size_t at; int real; double v; } cases[] = {
+        {"eval_iters 0 outside", I + 5 * 8, 0, 0},
+        {"batch 65537 outside", I + 2 * 8, 0, 65537},
+        {"steps 100000001 outside", I + 1 * 8, 0, 100000001},
+        {"warmup -1 outside", I + 3 * 8, 0, -1},
+        {"allow_binary 2 outside", I + 11 * 8, 0, 2},
+        {"best_step 31 after step 30", I + 12 * 8, 0, 31},
+        {"lr 0 outside", R + 0 * 8, 1, 0},
+        {"lr 11 outside", R + 0 * 8, 1, 11},
+        {"min_lr 0.01 above lr", R + 1 * 8, 1, 0.01},
+        {"clip 1e+07 outside", R + 3 * 8, 1, 1e7},
+        {"dropout 0.96 outside", R + 4 * 8, 1, 0.96},
+        {"val_frac 0.95 outside", R + 5 * 8, 1, 0.95},
+        {"beta1 1 outside", R + 6 * 8, 1, 1.0},
+        {"eps 0 outside", R + 8 * 8, 1, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        memcpy(b, good, n);
+        if (cases[c].real)
+            put_f64(b, cases[c].at, cases[c].v);
+        else
+            put_i64(b, cases[c].at, (int64_t)cases[c].v);
+        reseal(b, n);
+        write_and_refuse(f.path, b, n, 1, cases[c].needle);
+    }
+    free(b);
+    free(good);
+    fix_free(&f);
+}
+
 Test(ckpt, missing_file_and_directory_are_refused)
 {
     Fix f;

@@ -477,18 +477,18 @@ Test(sample, cli_stdout_is_prompt_then_continuation_with_separators)
     const char *p = (const char *)r.out;
     char sep[64];
     for (int k = 1; k <= 3; k++) {
-        if (k > 1) {
-            snprintf(sep, sizeof sep, "\n----- sample %d -----\n", k);
-            cr_assert_eq(strncmp(p, sep, strlen(sep)), 0, "no separator before sample %d", k);
-            p += strlen(sep);
-        }
+        /* Every sample, the first too, under the same header; a newline ends the
+         * text before the next one. */
+        snprintf(sep, sizeof sep, "%s----- sample %d -----\n", k > 1 ? "\n" : "", k);
+        cr_assert_eq(strncmp(p, sep, strlen(sep)), 0, "no header before sample %d", k);
+        p += strlen(sep);
         cr_assert_eq(strncmp(p, "Hi, you.", 8), 0, "sample %d does not start with the prompt",
                      k);
         p += 8 + 30;
     }
     cr_assert_eq((size_t)(p - (const char *)r.out), r.n, "stdout has extra bytes");
     /* The samples continue one random stream, so they differ. */
-    const char *s1 = (const char *)r.out + 8;
+    const char *s1 = (const char *)r.out + strlen("----- sample 1 -----\n") + 8;
     cr_assert_neq(memcmp(s1, s1 + 38 + strlen(sep), 30), 0);
     run_free(&r);
 }

@@ -603,3 +603,47 @@ Test(sample, cli_mask_silences_heads_while_sampling)
     cr_assert(strstr(a.err, "heads off 0.0,1.1"), "%s", a.err);
     run_free(&a); run_free(&b); run_free(&c);
 }
+
+Test(sample, cli_text_on_a_terminal_ends_with_a_newline)
+{
+    Fixture f;
+    write_ckpt(&f, "sample-tty", VOCAB);
+    char *plain, *tty, cmd[2048];
+    /* script(1) gives infer a pseudo-terminal as stdout (it turns "\n" into "\r\n"). */
+    snprintf(cmd, sizeof cmd, "script -qec '%s/infer --ckpt %s --threads 1 --tokens 9 --seed 4 "
+             "2>/dev/null' /dev/null", tu_bin(), f.ckpt);
+    int rc = tu_run(cmd, &tty);
+    if (rc == 127 || strstr(tty, "not found")) {
+        free(tty);
+        cr_skip_test("script(1) is not installed");
+    }
+    cr_assert_eq(rc, 0, "%s", tty);
+    snprintf(cmd, sizeof cmd, "(%s/infer --ckpt %s --threads 1 --tokens 9 --seed 4 "
+             "2>/dev/null)", tu_bin(), f.ckpt);
+    cr_assert_eq(tu_run(cmd, &plain), 0, "%s", plain);
+    cr_assert_eq(strlen(plain), 9, "into a pipe: the 9 bytes alone, got %zu", strlen(plain));
+    cr_assert_neq(plain[8], '\n', "the sample itself ends with a newline: pick another seed");
+    size_t n = strlen(tty);
+    cr_assert(n >= 2 && strcmp(tty + n - 2, "\r\n") == 0, "on a terminal: no final newline");
+    free(plain);
+    free(tty);
+}
+
+Test(sample, cli_prompt_file_dash_reads_standard_input)
+{
+    Fixture f;
+    write_ckpt(&f, "sample-stdin", VOCAB);
+    char path[400], args[600];
+    snprintf(path, sizeof path, "%s/p.txt", f.dir);
+    cr_assert_eq(tu_write_file(path, "to be", 5), 0);
+    snprintf(args, sizeof args, "--prompt-file %s --tokens 20 --seed 2", path);
+    Run a = infer(&f, args);
+    snprintf(args, sizeof args, "--prompt-file - --tokens 20 --seed 2 < %s", path);
+    Run b = infer(&f, args);
+    cr_assert_eq(a.rc, 0, "%s", a.err);
+    cr_assert_eq(b.rc, 0, "%s", b.err);
+    cr_assert(a.n == 25 && b.n == a.n && memcmp(a.out, b.out, a.n) == 0,
+              "file and stdin differ:\n%s\n%s", a.out, b.out);
+    run_free(&a);
+    run_free(&b);
+}

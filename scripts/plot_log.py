@@ -200,21 +200,36 @@ def heads_plot(runs, labels):
                     ax.polyline(xs, ys, head_colour(l, h, H), width=1.4, dash=layer_dash(l),
                                 tip="L%dH%d" % (l, h))
                     if p == 0:
-                        entries.append(("L%dH%d" % (l, h), head_colour(l, h, H),
-                                        "line" if layer_dash(l) is None else "dash"))
+                        entries.append(("L%dH%d" % (l, h), head_colour(l, h, H), layer_dash(l)))
             else:
                 pick = max if best == "max" else min
                 ys = [pick(finite([num(x.get(key)) for x in rec["heads"]]) or [float("nan")])
                       for rec in run["heads"]]
                 ax.polyline(xs, ys, PALETTE[k % len(PALETTE)], width=1.8, tip=labels[k])
     if not single:
-        entries = [(labels[k], PALETTE[k % len(PALETTE)], "line") for k in range(len(runs))]
-    if entries:
-        if len(entries) > 24:   # 4 x 16 heads: the panel tooltips name them instead
-            entries = entries[:23] + [("... (%d heads; hover a line)" % len(entries), "#fff", "box")]
-        svg.h = max(svg.h, 50 + 18 * len(entries) + 20)
-        legend(svg, 900, 40, entries)
+        legend(svg, 900, 40, [(labels[k], PALETTE[k % len(PALETTE)], "line")
+                              for k in range(len(runs))])
+    elif entries:
+        head_legend(svg, 900, 40, entries)
     return svg
+
+
+def head_legend(svg, x, y, entries):
+    """entries: (label, colour, dash); a key per head with its layer's stroke. Past
+    32 heads the rest are summarised (the lines' tooltips name them)."""
+    more = len(entries) - 32
+    if more > 0:
+        entries = entries[:31]
+    rows = len(entries) + (1 if more > 0 else 0)
+    svg.h = max(svg.h, y + 8 + 18 * rows + 10)
+    svg.rect(x, y, 110, 8 + 18 * rows, "#fff", stroke="#bbb", opacity=0.92)
+    cy = y + 17
+    for label, colour, dash in entries:
+        svg.line(x + 8, cy - 4, x + 34, cy - 4, stroke=colour, width=2.0, dash=dash)
+        svg.text(x + 40, cy, label, size=11)
+        cy += 18
+    if more > 0:
+        svg.text(x + 8, cy, "+%d more heads" % (more + 1), size=11, fill="#555")
 
 
 def relations_plot(runs, labels):

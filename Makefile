@@ -15,13 +15,26 @@ LIB_SRC  := $(wildcard model/*.c data/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/tests/progutil.o
-INFER_OBJ := $(BUILD)/infer.o $(BUILD)/infer_sample.o $(BUILD)/infer_heads.o $(BUILD)/report.o
+INFER_OBJ := $(BUILD)/infer.o $(BUILD)/infer_sample.o $(BUILD)/infer_heads.o $(BUILD)/report.o \
+             $(BUILD)/infer_explore.o $(BUILD)/explore.o $(BUILD)/explore_page.o
 
-.PHONY: all test clean bench ablation ablation-check test-asan fuzz check-heads
+.PHONY: all test clean bench ablation ablation-check test-asan fuzz check-heads test-browser
 all: $(BIN)/train $(BIN)/infer
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+# The explorer's page (HTML, CSS, JavaScript) as one C string: each line quoted,
+# backslashes, quotes and question marks (trigraphs) escaped.
+$(BUILD)/explore_page.c: explore_page.html
+	@mkdir -p $(dir $@)
+	{ echo '/* Generated from explore_page.html by the Makefile; do not edit. */'; \
+	  echo 'const char explore_page[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/explore_page.o: $(BUILD)/explore_page.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libheadcount.a: $(LIB_OBJ)
@@ -73,3 +86,8 @@ ablation-check: $(BIN)/train $(BIN)/infer
 # that track the planted relations (docs/heads.md). Not part of `make test`.
 check-heads: $(BIN)/train $(BIN)/infer
 	HEADCOUNT_BIN=$(BIN) BUILD=$(BUILD) bash scripts/check_heads.sh
+
+# The explorer page in headless Chromium (apt-get install -y chromium; node 18+):
+# hover, layer switch and head toggle checked against ./infer --explore-json.
+test-browser: $(BIN)/train $(BIN)/infer
+	bash tests/browser/run.sh $(BIN) $(BUILD)/test-browser

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The release both programs print for --version. */
+/* The version both programs print with --version ("infer (headcount) 0.2.0"). */
 #define HEADCOUNT_VERSION "0.2.0"
 
 /* Set once by main: the program name used in messages ("train", "infer"). */

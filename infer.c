@@ -1,7 +1,8 @@
 /* infer: uses a checkpoint: --eval scores a file, --heads analyses what every
- * attention head does, and otherwise it samples text. This file parses flags,
- * loads and checks the checkpoint and runs --eval; the sampling and heads
- * drivers are in infer_sample.c and infer_heads.c. */
+ * attention head does, --explore writes an interactive page of every head's
+ * attention on a text, and otherwise it samples text. This file parses flags,
+ * loads and checks the checkpoint and runs --eval; the sampling, heads and
+ * explorer drivers are in infer_sample.c, infer_heads.c and infer_explore.c. */
 #include "infer.h"
 
 #include <getopt.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "data/corpus.h"
@@ -19,7 +21,8 @@
 enum {
     OPT_CKPT = 256, OPT_EVAL, OPT_PROMPT, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMPERATURE, OPT_TOP_K,
     OPT_TOP_P, OPT_SEED, OPT_SAMPLES, OPT_NO_CACHE, OPT_HEADS, OPT_REPORT, OPT_WINDOWS,
-    OPT_PRUNE_CURVE, OPT_MASK, OPT_THREADS, OPT_HELP
+    OPT_PRUNE_CURVE, OPT_MASK, OPT_THREADS, OPT_HELP, OPT_EXPLORE, OPT_EXPLORE_JSON, OPT_TEXT,
+    OPT_TEXT_FILE, OPT_VERSION
 };
 
 static const InferOptions DEFAULTS = {
@@ -33,28 +36,67 @@ static void usage(void)
            "Uses a checkpoint written by ./train. Modes:\n"
            "  (default)              sample text to stdout\n"
            "  --eval FILE            score FILE; prints one line: eval loss, ppl, bpc, tokens\n"
-           "  --heads FILE           measure what every attention head does on FILE\n\n"
+           "  --heads FILE           measure what every attention head does on FILE\n"
+           "  --explore OUT.html     write an interactive page of every head's attention on\n"
+           "                         --text or --text-file, or else on the first sample\n\n"
            "  -c, --ckpt CKPT        checkpoint to load (required)\n"
            "sampling:\n"
            "  -p, --prompt TEXT      text to continue (default: a newline)\n"
-           "      --prompt-file FILE read the prompt from FILE\n"
+           "      --prompt-file FILE read the prompt from FILE ('-': standard input)\n"
            "  -n, --tokens N         bytes to generate per sample (default: %ld)\n"
            "  -t, --temperature X    0 = greedy (argmax) (default: %g)\n"
            "  -k, --top-k K          keep the K most likely bytes, 0 = all (default: %ld)\n"
            "      --top-p P          nucleus: smallest set with probability >= P (default: %g)\n"
            "  -s, --seed N           sampling seed (default: %llu)\n"
-           "      --samples N        independent samples, separated by a rule (default: %ld)\n"
+           "      --samples N        independent samples, each under a header when N > 1\n"
+           "                         (default: %ld)\n"
            "      --no-cache         recompute the whole context per byte (benchmarks)\n"
            "heads analysis:\n"
            "      --report DIR       write heads.csv, heads.json, SVG heatmaps and index.html\n"
            "      --windows N        windows of FILE to average over (default: automatic)\n"
            "      --prune-curve      remove heads least important first; print loss vs heads kept\n"
+           "explorer:\n"
+           "      --text TEXT        the text to explore (its first block-size bytes)\n"
+           "      --text-file FILE   read it from FILE ('-': standard input)\n"
+           "      --explore-json F   also write the attention weights at full precision\n"
            "shared:\n"
            "      --mask L.H,...     silence these heads (layer.head, 0-based) in every mode\n"
            "  -j, --threads N        OpenMP threads (default: all cores; results are identical)\n"
-           "  -h, --help             this help\n",
+           "  -h, --help             this help\n"
+           "      --version          print the version and exit\n",
            DEFAULTS.tokens, DEFAULTS.temperature, DEFAULTS.top_k, DEFAULTS.top_p,
            (unsigned long long)DEFAULTS.seed, DEFAULTS.samples);
+}
+
+/* A flag that would do nothing in the chosen mode is an error, not ignored. */
+static void check_mode_flags(const InferOptions *o)
+{
+    if (!o->heads) {
+        if (o->report)
+            cli_usage_error("--report needs --heads FILE (it writes the heads report)");
+        if (o->prune_curve)
+            cli_usage_error("--prune-curve needs --heads FILE");
+        if (o->windows)
+            cli_usage_error("--windows needs --heads FILE");
+    }
+    if (o->explore && (o->eval || o->heads))
+        cli_usage_error("--explore is its own mode; give it without --%s",
+                        o->eval ? "eval" : "heads");
+    if (!o->explore) {
+        if (o->text || o->text_file)
+            cli_usage_error("--%s needs --explore OUT.html", o->text ? "text" : "text-file");
+        if (o->explore_json)
+            cli_usage_error("--explore-json needs --explore OUT.html");
+    }
+    if (o->text && o->text_file)
+        cli_usage_error("--text and --text-file both given; give one");
+    if ((o->text || o->text_file) && (o->prompt || o->prompt_file))
+        cli_usage_error("--%s explores a given text, so a prompt would not be used; give "
+                        "--explore with a prompt alone to explore a sample",
+                        o->text ? "text" : "text-file");
+    if (o->prompt_file && o->text_file && !strcmp(o->prompt_file, "-") &&
+        !strcmp(o->text_file, "-"))
+        cli_usage_error("only one of --prompt-file and --text-file can read standard input");
 }
 
 static void parse(int argc, char **argv, InferOptions *o)
@@ -72,7 +114,11 @@ static void parse(int argc, char **argv, InferOptions *o)
         {"windows", required_argument, 0, OPT_WINDOWS},
         {"prune-curve", no_argument, 0, OPT_PRUNE_CURVE}, {"mask", required_argument, 0, OPT_MASK},
         {"threads", required_argument, 0, OPT_THREADS}, {"help", no_argument, 0, OPT_HELP},
-        {0, 0, 0, 0}};
+        {"explore", required_argument, 0, OPT_EXPLORE},
+        {"explore-json", required_argument, 0, OPT_EXPLORE_JSON},
+        {"text", required_argument, 0, OPT_TEXT},
+        {"text-file", required_argument, 0, OPT_TEXT_FILE},
+        {"version", no_argument, 0, OPT_VERSION}, {0, 0, 0, 0}};
     static const CliShort shorts[] = {
         {'c', OPT_CKPT}, {'p', OPT_PROMPT}, {'n', OPT_TOKENS}, {'t', OPT_TEMPERATURE},
         {'k', OPT_TOP_K}, {'s', OPT_SEED}, {'j', OPT_THREADS}, {'h', OPT_HELP}};
@@ -99,6 +145,11 @@ static void parse(int argc, char **argv, InferOptions *o)
         case OPT_MASK: o->mask = optarg; break;
         case OPT_THREADS: o->threads = cli_long("threads", optarg, 1, 1024); break;
         case OPT_HELP: usage(); exit(0);
+        case OPT_VERSION: printf("infer (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
+        case OPT_EXPLORE: o->explore = optarg; break;
+        case OPT_EXPLORE_JSON: o->explore_json = optarg; break;
+        case OPT_TEXT: o->text = optarg; break;
+        case OPT_TEXT_FILE: o->text_file = optarg; break;
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
@@ -111,6 +162,7 @@ static void parse(int argc, char **argv, InferOptions *o)
         cli_usage_error("--eval and --heads are separate modes; give one");
     if (o->prompt && o->prompt_file)
         cli_usage_error("--prompt and --prompt-file both given; give one");
+    check_mode_flags(o);
 }
 
 /* "L.H,L.H" -> head_on[L*H] with the listed heads 0. */
@@ -137,6 +189,65 @@ static unsigned char *parse_mask(const char *spec, const Config *c)
         p = *end == ',' ? end + 1 : end;
     }
     return on;
+}
+
+void infer_read_input(TextFile *f, const char *path, const char *flag)
+{
+    char err[1500];
+    if (strcmp(path, "-") != 0) {
+        if (textfile_read(f, path, 1, err, sizeof err))
+            cli_fail("--%s %s", flag, err);
+        return;
+    }
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "<stdin>");
+    size_t cap = 4096;
+    f->bytes = malloc(cap);
+    for (;;) {
+        if (!f->bytes)
+            cli_fail("out of memory reading standard input");
+        size_t got = fread(f->bytes + f->n, 1, cap - f->n, stdin);
+        f->n += got;
+        if (got == 0)
+            break;
+        if (f->n == cap) {
+            if (cap > CORPUS_MAX_BYTES)
+                cli_fail("--%s -: standard input is larger than %zu bytes", flag,
+                         CORPUS_MAX_BYTES);
+            cap *= 2;
+            f->bytes = realloc(f->bytes, cap);
+        }
+    }
+    if (ferror(stdin))
+        cli_fail("--%s -: reading standard input failed", flag);
+}
+
+/* --heads on a file with few windows still runs, but says the numbers are rough. */
+static void note_short_heads_file(const char *path, int T)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    long long windows = st.st_size > 1 ? (long long)(st.st_size - 1) / T : 0;
+    if (windows < 8)
+        fprintf(stderr, "infer: note: %s has %lld byte(s): %s; the head scores will be rough "
+                "(8 windows, %lld bytes or more, give steadier ones)\n", path,
+                (long long)st.st_size, windows == 0 ? "shorter than one window of the block "
+                "size, so windows are cut short" : windows == 1 ? "one window of the block size"
+                : "only a few windows of the block size", 8LL * T + 1);
+}
+
+/* --explore with --text or --text-file: the page of that text. */
+static int run_explore_text(const InferOptions *o, const Model *m, const Tokenizer *tok)
+{
+    if (o->text)
+        return infer_explore(o, m, tok, (const unsigned char *)o->text, strlen(o->text),
+                             "--text", 0);
+    TextFile f;
+    infer_read_input(&f, o->text_file, "text-file");
+    int rc = infer_explore(o, m, tok, f.bytes, f.n, f.name, 0);
+    textfile_free(&f);
+    return rc;
 }
 
 static int run_eval(const InferOptions *o, const Model *m, const Tokenizer *tok)
@@ -186,8 +297,11 @@ int main(int argc, char **argv)
     int rc;
     if (o.eval)
         rc = run_eval(&o, &m, &tok);
-    else if (o.heads)
+    else if (o.heads) {
+        note_short_heads_file(o.heads, m.cfg.T);
         rc = infer_heads(&o, &m, &tok);
+    } else if (o.explore && (o.text || o.text_file))
+        rc = run_explore_text(&o, &m, &tok);
     else
         rc = infer_sample(&o, &m, &tok);
     free(o.head_on);

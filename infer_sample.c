@@ -2,13 +2,17 @@
  *
  * Reads the prompt, checks it against the vocabulary, and writes each sample
  * to stdout as prompt + continuation, one byte at a time as it is produced;
- * settings, notes and the final statistics go to stderr. The decoder, the
+ * settings, notes and the final statistics go to stderr. With several samples
+ * each one (the first too) comes under the same header; on a terminal the text
+ * ends with a newline. With --explore (and no --text) the first sample's bytes
+ * are kept and handed to the explorer. The decoder, the
  * window policy and the sampling rule are in model/sample.h; the policies
  * users see are in docs/sampling.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "data/corpus.h"
@@ -16,7 +20,25 @@
 #include "model/rng.h"
 #include "model/sample.h"
 
-#define SAMPLE_SEPARATOR "\n----- sample %ld -----\n"
+#define SAMPLE_HEADER "----- sample %ld -----\n"
+
+/* The bytes of one sample, kept for the explorer. */
+typedef struct {
+    unsigned char *bytes;
+    size_t n, cap;
+} Kept;
+
+static void kept_add(Kept *k, const void *bytes, size_t n)
+{
+    if (k->n + n > k->cap) {
+        k->cap = (k->n + n) * 2 + 64;
+        k->bytes = realloc(k->bytes, k->cap);
+        if (!k->bytes)
+            cli_fail("out of memory");
+    }
+    memcpy(k->bytes + k->n, bytes, n);
+    k->n += n;
+}
 
 /* The prompt's bytes: --prompt, --prompt-file, or none. An empty file counts
  * as no prompt. *owned is set when the bytes must be freed (textfile_free). */
@@ -34,6 +56,12 @@ static void read_prompt(const InferOptions *o, const unsigned char **bytes, size
     }
     if (!o->prompt_file)
         return;
+    if (strcmp(o->prompt_file, "-") == 0) {
+        infer_read_input(owned, "-", "prompt-file");
+        *bytes = owned->bytes;
+        *n = owned->n;
+        return;
+    }
     struct stat st;
     if (stat(o->prompt_file, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
         return;
@@ -93,7 +121,8 @@ static int *start_context(const Tokenizer *tok, const uint8_t *pids, size_t plen
 /* One sample: n bytes after the context, each written as soon as it is drawn.
  * Sets *ttft (seconds since t0) at the first byte if it is still negative. */
 static void generate(Sampler *s, const int *ctx, int nctx, long n, const SampleSettings *st,
-                     Rng *rng, float *scratch, const Tokenizer *tok, double t0, double *ttft)
+                     Rng *rng, float *scratch, const Tokenizer *tok, double t0, double *ttft,
+                     Kept *keep)
 {
     if (n == 0)
         return;
@@ -101,6 +130,8 @@ static void generate(Sampler *s, const int *ctx, int nctx, long n, const SampleS
     for (long i = 0; i < n; i++) {
         int id = sample_next(logits, tok->V, st, scratch, rng);
         emit(&tok->vocab[id], 1);
+        if (keep)
+            kept_add(keep, &tok->vocab[id], 1);
         if (*ttft < 0.0)
             *ttft = cli_now() - t0;
         if (i + 1 < n)
@@ -138,15 +169,23 @@ int infer_sample(const InferOptions *o, const Model *m, const Tokenizer *tok)
 
     double t0 = cli_now(), ttft = -1.0;
     long slides = 0;
+    int tty = isatty(fileno(stdout));
+    Kept keep = {0};
     for (long k = 0; k < o->samples; k++) {
-        if (k > 0) {
-            char sep[64];
-            int len = snprintf(sep, sizeof sep, SAMPLE_SEPARATOR, k + 1);
-            emit(sep, (size_t)len);
+        if (o->samples > 1) {
+            char head[64];
+            int len = snprintf(head, sizeof head, "%s" SAMPLE_HEADER, k > 0 && !tty ? "\n" : "",
+                               k + 1);
+            emit(head, (size_t)len);
         }
         emit(prompt, plen);
-        generate(&s, ctx, nctx, o->tokens, &st, &rng, scratch, tok, t0, &ttft);
+        Kept *kp = o->explore && k == 0 ? &keep : NULL;
+        if (kp)
+            kept_add(kp, prompt, plen);
+        generate(&s, ctx, nctx, o->tokens, &st, &rng, scratch, tok, t0, &ttft, kp);
         slides += s.slides;
+        if (tty)
+            emit("\n", 1);
     }
     double secs = cli_now() - t0;
     long total = o->tokens * o->samples;
@@ -157,10 +196,14 @@ int infer_sample(const InferOptions *o, const Model *m, const Tokenizer *tok)
             "time(s)\n", total, secs, secs > 0 ? (double)total / secs : 0.0, first,
             o->no_cache ? "no cache" : "KV cache", slides);
 
+    int rc = 0;
+    if (o->explore)
+        rc = infer_explore(o, m, tok, keep.bytes, keep.n, "the first sample", 1);
+    free(keep.bytes);
     free(scratch);
     sampler_free(&s);
     free(ctx);
     free(pids);
     textfile_free(&pf);
-    return 0;
+    return rc;
 }

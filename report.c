@@ -143,9 +143,10 @@ static void colour(char out[8], double w)
     ramp(out, sqrt(w < 0 ? 0 : w));
 }
 
+/* "L1H10": no spreadsheet reads it as a number (as it would "1.10"). */
 static const char *head_label(char buf[32], int k, int H)
 {
-    snprintf(buf, 32, "%d.%d", k / H, k % H);
+    snprintf(buf, 32, "L%dH%d", k / H, k % H);
     return buf;
 }
 
@@ -253,20 +254,52 @@ static int write_prune(const char *dir, const HeadsReport *r, char *err, size_t 
     return out_close(&o, err, errlen);
 }
 
+/* The colour bar of a heatmap at (x, y), h tall: weight 1 at the top, 0 at the
+ * bottom, positioned by sqrt(w) as the cells are coloured. */
+static void svg_colour_bar(FILE *f, int x, int y, int h)
+{
+    static const double ticks[] = {0, 0.01, 0.05, 0.1, 0.25, 0.5, 1};
+    for (int k = 0; k < 40; k++) {
+        char c[8];
+        ramp(c, 1.0 - (k + 0.5) / 40.0);
+        fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"12\" height=\"%.2f\" fill=\"%s\"/>", x,
+                y + k * h / 40.0, h / 40.0 + 0.3, c);
+    }
+    fprintf(f, "\n<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"%d\" fill=\"none\" "
+            "stroke=\"#999\"/>\n<g class=\"lab\" font-size=\"11\" font-family=\"sans-serif\" fill=\"#333\">"
+            "<text x=\"%d\" y=\"%d\">weight</text>\n", x, y, h, x - 4, y - 8);
+    for (size_t k = 0; k < sizeof ticks / sizeof ticks[0]; k++) {
+        double py = y + (1.0 - sqrt(ticks[k])) * h;
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\"/>"
+                "<text x=\"%d\" y=\"%.1f\">%g</text>\n", x + 12, py, x + 16, py, x + 19, py + 4,
+                ticks[k]);
+    }
+    fprintf(f, "</g>\n");
+}
+
 /* One head's attention att[T][T] on the bytes text[T]: keys along the top,
- * queries down the left, the masked upper triangle grey. */
+ * queries down the left, the masked upper triangle grey, a colour bar on the
+ * right, axis titles. All text is hidden when the picture is shown at less than
+ * 80% of its size (a thumbnail), where it would be a few pixels high; the page
+ * around a thumbnail names the head and the axes. */
 static void svg_heatmap(FILE *f, const float *att, const unsigned char *text, int T,
                         const char *title)
 {
-    int cell = 12, left = 18, top = 40, size = T * cell;
+    int cell = 12, left = 40, top = 58, size = T * cell, bar = 70;
+    int width = left + size + bar, height = top + size + 8;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-            "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans Mono, Menlo, Consolas, monospace\">\n",
-            left + size + 4, top + size + 4, left + size + 4, top + size + 4);
+            "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans Mono, Menlo, Consolas, monospace\">\n"
+            "<style>@media (max-width: %dpx) { .lab { display: none } }</style>\n",
+            width, height, width, height, width * 4 / 5);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n"
-            "<text x=\"%d\" y=\"14\" font-size=\"13\" font-family=\"sans-serif\" "
+            "<text class=\"lab\" x=\"%d\" y=\"14\" font-size=\"13\" font-family=\"sans-serif\" "
             "font-weight=\"bold\">", left);
     xml_text(f, title);
-    fprintf(f, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#eee\"/>\n",
+    fprintf(f, "</text>\n<g class=\"lab\" font-size=\"12\" font-family=\"sans-serif\" fill=\"#333\">"
+            "<text x=\"%d\" y=\"32\">key (the position attended to) &#8594;</text>"
+            "<text transform=\"translate(6 %d) rotate(90)\">"
+            "query (the position attending) &#8594;</text></g>\n", left, top);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#eee\"/>\n",
             left, top, size, size);
     for (int i = 0; i < T; i++)
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", left,
@@ -281,15 +314,17 @@ static void svg_heatmap(FILE *f, const float *att, const unsigned char *text, in
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
                     left + j * cell, top + i * cell, cell, cell, c);
         }
-    fprintf(f, "<g font-size=\"9\" text-anchor=\"middle\" fill=\"#333\">\n");
+    fprintf(f, "<g class=\"lab\" font-size=\"9\" text-anchor=\"middle\" fill=\"#333\">\n");
     for (int t = 0; t < T; t++) {
         fprintf(f, "<text x=\"%d\" y=\"%d\">", left + t * cell + cell / 2, top - 4);
         xml_byte(f, text[t]);
-        fprintf(f, "</text><text x=\"%d\" y=\"%d\">", left / 2, top + t * cell + cell - 3);
+        fprintf(f, "</text><text x=\"%d\" y=\"%d\">", left - 10, top + t * cell + cell - 3);
         xml_byte(f, text[t]);
         fprintf(f, "</text>\n");
     }
-    fprintf(f, "</g>\n</svg>\n");
+    fprintf(f, "</g>\n");
+    svg_colour_bar(f, left + size + 12, top, size < 240 ? size : 240);
+    fprintf(f, "</svg>\n");
 }
 
 static int heatmap_dir(char *sub, size_t len, const char *dir, char *err, size_t errlen)
@@ -318,7 +353,7 @@ static int write_heatmaps(const char *dir, const HeadsReport *r, char *err, size
             char name[64], title[160];
             const HeadStats *s = &r->st[k];
             snprintf(name, sizeof name, "%s_L%d_H%d.svg", probe ? "probe" : "text", k / H, k % H);
-            snprintf(title, sizeof title, "head %d.%d  %s  (%s)", k / H, k % H,
+            snprintf(title, sizeof title, "head L%dH%d  %s  (%s)", k / H, k % H,
                      heads_type_names[s->type], probe ? "repeated random probe" : "text window");
             Out o;
             if (out_open(&o, sub, name, err, errlen))
@@ -387,7 +422,8 @@ static void html_grid(FILE *f, const HeadsReport *r, int probe)
 {
     int H = r->cfg.H;
     fprintf(f, "<h2>%s</h2>\n<p class=\"note\">%s Rows are queries, columns keys; colour is "
-            "the square root of the weight. Click a map for the full-size SVG.</p>\n"
+            "the square root of the weight (white 0, dark blue 1). Click a map for the full-size "
+            "SVG, with the bytes on both axes and a colour scale.</p>\n"
             "<div class=\"grid%s\">\n",
             probe ? "Heads on a repeated random probe" :
                     "Heads on one text window (layer &times; head)",
@@ -402,8 +438,8 @@ static void html_grid(FILE *f, const HeadsReport *r, int probe)
             const HeadStats *s = &r->st[l * H + h];
             char name[64];
             snprintf(name, sizeof name, "heatmaps/%s_L%d_H%d.svg", probe ? "probe" : "text", l, h);
-            fprintf(f, "<figure style=\"--c:%s\"><a href=\"%s\"><img src=\"%s\" alt=\"head %d.%d"
-                    "\"></a><figcaption><b>%d.%d</b> <span class=\"tag\" style=\"--c:%s\">%s"
+            fprintf(f, "<figure style=\"--c:%s\"><a href=\"%s\"><img src=\"%s\" alt=\"head L%dH%d"
+                    "\"></a><figcaption><b>L%dH%d</b> <span class=\"tag\" style=\"--c:%s\">%s"
                     "</span><br>", TYPE_COLOURS[s->type], name, name, l, h, l, h,
                     TYPE_COLOURS[s->type], heads_type_names[s->type]);
             if (probe)
@@ -423,20 +459,22 @@ static void html_table(FILE *f, const HeadsReport *r)
     int H = r->cfg.H, n = r->cfg.L * H;
     fprintf(f, "<h2>Metrics</h2>\n<table><tr><th>head</th><th>type</th>");
     for (size_t i = 0; i < NFIELDS; i++)
-        fprintf(f, "<th>%s</th>", FIELDS[i].name);
+        fprintf(f, "<th>%s</th>", FIELDS[i].offset == offsetof(HeadStats, entropy)
+                ? "entropy (normalised, 0&ndash;1)" : FIELDS[i].name);
     fprintf(f, "<th>nearest</th></tr>\n");
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
         char near[32] = "-";
         if (s->nearest >= 0)
             head_label(near, s->nearest, H);
-        fprintf(f, "<tr><td>%d.%d</td><td><span class=\"tag\" style=\"--c:%s\">%s</span></td>",
+        fprintf(f, "<tr><td>L%dH%d</td><td><span class=\"tag\" style=\"--c:%s\">%s</span></td>",
                 k / H, k % H, TYPE_COLOURS[s->type], heads_type_names[s->type]);
         for (size_t i = 0; i < NFIELDS; i++)
             fprintf(f, "<td>%.3f</td>", field(s, &FIELDS[i]));
         fprintf(f, "<td>%s</td></tr>\n", near);
     }
-    fprintf(f, "</table>\n<p class=\"note\">Definitions and sources: docs/heads.md. Share of "
+    fprintf(f, "</table>\n<p class=\"note\">Entropy is H(row) / ln(keys in the row): 0 = one "
+            "key, 1 = uniform. Definitions and sources: docs/heads.md. Share of "
             "delimiter keys (what a uniform head scores on delim): %.3f.</p>\n", r->delim_share);
 }
 
@@ -462,7 +500,7 @@ static void html_importance(FILE *f, const HeadsReport *r)
         const HeadStats *s = &r->st[k];
         int y = 20 + k * row;
         double d = s->delta_loss / md * bw, g = s->grad / mg * bw;
-        fprintf(f, "<text x=\"0\" y=\"%d\">%d.%d</text>", y + 12, k / H, k % H);
+        fprintf(f, "<text x=\"0\" y=\"%d\">L%dH%d</text>", y + 12, k / H, k % H);
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>", lab,
                 y + 2, fmax(d, 0.0), row - 5, s->masked ? "#ccc" : "#1f77b4");
         fprintf(f, "<text x=\"%.1f\" y=\"%d\">%+.4f (%+.2f%%)</text>", lab + fmax(d, 0.0) + 4,
@@ -507,7 +545,7 @@ static void html_divergence(FILE *f, const HeadsReport *r)
             double d = r->jsd[(size_t)p * n + q];
             ramp(c, 1.0 - d / mx);
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\">"
-                    "<title>%d.%d vs %d.%d: %.3f</title></rect>", lab + q * cell, lab + p * cell,
+                    "<title>L%dH%d vs L%dH%d: %.3f</title></rect>", lab + q * cell, lab + p * cell,
                     cell, cell, c, p / H, p % H, q / H, q % H, d);
         }
         fputc('\n', f);
@@ -529,35 +567,73 @@ static void html_divergence(FILE *f, const HeadsReport *r)
             "</svg>\n", bx + 18, lab + 9, bx + 18, lab + bh, mx);
 }
 
-/* Loss against heads removed, with the base loss as a dashed line. */
+/* A round tick step (1, 2, 2.5 or 5 times a power of ten) giving about n
+ * ticks over span. */
+static double nice_step(double span, int n)
+{
+    double raw = span / n, mag = pow(10.0, floor(log10(raw)));
+    static const double m[] = {1, 2, 2.5, 5, 10};
+    for (size_t k = 0; k < sizeof m / sizeof m[0]; k++)
+        if (m[k] * mag >= raw * 0.999)
+            return m[k] * mag;
+    return 10 * mag;
+}
+
+/* Loss against heads removed, with the base loss as a dashed line, ticks and
+ * labels on both axes. */
 static void html_prune(FILE *f, const HeadsReport *r)
 {
     if (!r->prune_order)
         return;
-    int w = 640, h = 260, x0 = 60, y0 = 20, pw = w - x0 - 20, ph = h - y0 - 40;
+    int w = 680, h = 300, x0 = 78, y0 = 20, pw = w - x0 - 24, ph = h - y0 - 58;
     double lo = r->prune_loss[0], hi = r->prune_loss[0];
     for (int k = 0; k <= r->nprune; k++) {
         lo = fmin(lo, r->prune_loss[k]);
         hi = fmax(hi, r->prune_loss[k]);
     }
-    if (hi - lo < 1e-9)
-        hi = lo + 1e-9;
-    double dx = r->nprune > 0 ? (double)pw / r->nprune : 0.0;
+    double pad = (hi - lo) * 0.06 + 1e-9;
+    lo -= pad;
+    hi += pad;
+    int nx = r->nprune > 0 ? r->nprune : 1;
+    double dx = (double)pw / nx;
+#define PRUNE_Y(v) (y0 + ph - ((v) - lo) / (hi - lo) * ph)
     fprintf(f, "<h2>Pruning curve</h2>\n<p class=\"note\">Heads removed one at a time, least "
-            "important (by &#916; loss) first (after Michel et al. 2019, fig. 3).</p>\n"
+            "important (by &#916; loss) first (after Michel et al. 2019, fig. 3); the dashed "
+            "line is the loss with every head.</p>\n"
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
             "font-size=\"11\" font-family=\"sans-serif\"><rect x=\"%d\" y=\"%d\" width=\"%d\" "
-            "height=\"%d\" fill=\"#fff\" stroke=\"#ccc\"/>\n", w, h, x0, y0, pw, ph);
-    double yb = y0 + ph - (r->prune_loss[0] - lo) / (hi - lo) * ph;
+            "height=\"%d\" fill=\"#fff\" stroke=\"#999\"/>\n", w, h, x0, y0, pw, ph);
+    double ys = nice_step(hi - lo, 5);
+    for (double v = ceil(lo / ys) * ys; v <= hi; v += ys)
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>"
+                "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#555\"/>"
+                "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", x0, PRUNE_Y(v),
+                x0 + pw, PRUNE_Y(v), x0 - 4, PRUNE_Y(v), x0, PRUNE_Y(v), x0 - 7, PRUNE_Y(v) + 4, v);
+    double xs = fmax(1.0, round(nice_step(nx, 8)));
+    for (double v = 0; v <= nx + 1e-9; v += xs)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#555\"/>"
+                "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", x0 + v * dx,
+                y0 + ph, x0 + v * dx, y0 + ph + 4, x0 + v * dx, y0 + ph + 17, v);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\">heads removed "
+            "(of %d active)</text><text transform=\"translate(16 %d) rotate(-90)\" "
+            "text-anchor=\"middle\" font-size=\"12\">loss (nats per byte)</text>\n",
+            x0 + pw / 2, y0 + ph + 38, r->nprune, y0 + ph / 2);
     fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#999\" "
             "stroke-dasharray=\"4 3\"/>\n<polyline fill=\"none\" stroke=\"#1f77b4\" "
-            "stroke-width=\"2\" points=\"", x0, yb, x0 + pw, yb);
+            "stroke-width=\"2\" points=\"", x0, PRUNE_Y(r->prune_loss[0]), x0 + pw,
+            PRUNE_Y(r->prune_loss[0]));
     for (int k = 0; k <= r->nprune; k++)
-        fprintf(f, "%.1f,%.1f ", x0 + k * dx, y0 + ph - (r->prune_loss[k] - lo) / (hi - lo) * ph);
-    fprintf(f, "\"/>\n<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3f</text><text x=\"%d\" "
-            "y=\"%d\" text-anchor=\"end\">%.3f</text><text x=\"%d\" y=\"%d\">0</text><text "
-            "x=\"%d\" y=\"%d\" text-anchor=\"end\">%d heads removed</text>\n</svg>\n", x0 - 4,
-            y0 + 10, hi, x0 - 4, y0 + ph, lo, x0, y0 + ph + 16, x0 + pw, y0 + ph + 16, r->nprune);
+        fprintf(f, "%.1f,%.1f ", x0 + k * dx, PRUNE_Y(r->prune_loss[k]));
+    fprintf(f, "\"/>\n");
+    for (int k = 0; k <= r->nprune; k++) {
+        char name[32];
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#1f77b4\"><title>%d removed"
+                "%s%s: loss %.4f</title></circle>", x0 + k * dx, PRUNE_Y(r->prune_loss[k]), k,
+                k ? ", last " : "", k ? head_label(name, r->prune_order[k - 1], r->cfg.H) : "",
+                r->prune_loss[k]);
+    }
+#undef PRUNE_Y
+    fprintf(f, "\n</svg>\n");
 }
 
 static int write_index(const char *dir, const HeadsReport *r, char *err, size_t errlen)

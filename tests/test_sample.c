@@ -477,18 +477,18 @@ Test(sample, cli_stdout_is_prompt_then_continuation_with_separators)
     const char *p = (const char *)r.out;
     char sep[64];
     for (int k = 1; k <= 3; k++) {
-        if (k > 1) {
-            snprintf(sep, sizeof sep, "\n----- sample %d -----\n", k);
-            cr_assert_eq(strncmp(p, sep, strlen(sep)), 0, "no separator before sample %d", k);
-            p += strlen(sep);
-        }
+        /* Every sample, the first too, under the same header; a newline ends the
+         * text before the next one. */
+        snprintf(sep, sizeof sep, "%s----- sample %d -----\n", k > 1 ? "\n" : "", k);
+        cr_assert_eq(strncmp(p, sep, strlen(sep)), 0, "no header before sample %d", k);
+        p += strlen(sep);
         cr_assert_eq(strncmp(p, "Hi, you.", 8), 0, "sample %d does not start with the prompt",
                      k);
         p += 8 + 30;
     }
     cr_assert_eq((size_t)(p - (const char *)r.out), r.n, "stdout has extra bytes");
     /* The samples continue one random stream, so they differ. */
-    const char *s1 = (const char *)r.out + 8;
+    const char *s1 = (const char *)r.out + strlen("----- sample 1 -----\n") + 8;
     cr_assert_neq(memcmp(s1, s1 + 38 + strlen(sep), 30), 0);
     run_free(&r);
 }
@@ -602,4 +602,48 @@ Test(sample, cli_mask_silences_heads_while_sampling)
     cr_assert(c.n == 60 && memcmp(a.out, c.out, 60) != 0, "the mask changed nothing");
     cr_assert(strstr(a.err, "heads off 0.0,1.1"), "%s", a.err);
     run_free(&a); run_free(&b); run_free(&c);
+}
+
+Test(sample, cli_text_on_a_terminal_ends_with_a_newline)
+{
+    Fixture f;
+    write_ckpt(&f, "sample-tty", VOCAB);
+    char *plain, *tty, cmd[2048];
+    /* script(1) gives infer a pseudo-terminal as stdout (it turns "\n" into "\r\n"). */
+    snprintf(cmd, sizeof cmd, "script -qec '%s/infer --ckpt %s --threads 1 --tokens 9 --seed 4 "
+             "2>/dev/null' /dev/null", tu_bin(), f.ckpt);
+    int rc = tu_run(cmd, &tty);
+    if (rc == 127 || strstr(tty, "not found")) {
+        free(tty);
+        cr_skip_test("script(1) is not installed");
+    }
+    cr_assert_eq(rc, 0, "%s", tty);
+    snprintf(cmd, sizeof cmd, "(%s/infer --ckpt %s --threads 1 --tokens 9 --seed 4 "
+             "2>/dev/null)", tu_bin(), f.ckpt);
+    cr_assert_eq(tu_run(cmd, &plain), 0, "%s", plain);
+    cr_assert_eq(strlen(plain), 9, "into a pipe: the 9 bytes alone, got %zu", strlen(plain));
+    cr_assert_neq(plain[8], '\n', "the sample itself ends with a newline: pick another seed");
+    size_t n = strlen(tty);
+    cr_assert(n >= 2 && strcmp(tty + n - 2, "\r\n") == 0, "on a terminal: no final newline");
+    free(plain);
+    free(tty);
+}
+
+Test(sample, cli_prompt_file_dash_reads_standard_input)
+{
+    Fixture f;
+    write_ckpt(&f, "sample-stdin", VOCAB);
+    char path[400], args[600];
+    snprintf(path, sizeof path, "%s/p.txt", f.dir);
+    cr_assert_eq(tu_write_file(path, "to be", 5), 0);
+    snprintf(args, sizeof args, "--prompt-file %s --tokens 20 --seed 2", path);
+    Run a = infer(&f, args);
+    snprintf(args, sizeof args, "--prompt-file - --tokens 20 --seed 2 < %s", path);
+    Run b = infer(&f, args);
+    cr_assert_eq(a.rc, 0, "%s", a.err);
+    cr_assert_eq(b.rc, 0, "%s", b.err);
+    cr_assert(a.n == 25 && b.n == a.n && memcmp(a.out, b.out, a.n) == 0,
+              "file and stdin differ:\n%s\n%s", a.out, b.out);
+    run_free(&a);
+    run_free(&b);
 }

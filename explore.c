@@ -1,0 +1,210 @@
+/* explore: the files of --explore and --explore-json (see explore.h). */
+#include "explore.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "model/errbuf.h"
+
+/* Where explore_page.html wants the data: `const DATA = {...};` replaces it. */
+#define DATA_MARKER "/*@DATA@*/"
+
+/* The per-head scores the page shows, in its table's order. */
+typedef struct {
+    const char *name;
+    size_t offset;   /* of a double in HeadStats */
+} Score;
+
+static const Score SCORES[] = {
+    {"entropy", offsetof(HeadStats, entropy)},
+    {"prev", offsetof(HeadStats, prev)},
+    {"first", offsetof(HeadStats, first)},
+    {"self", offsetof(HeadStats, self)},
+    {"distance", offsetof(HeadStats, distance)},
+    {"delim", offsetof(HeadStats, delim)},
+    {"repeat", offsetof(HeadStats, repeat)},
+    {"induction", offsetof(HeadStats, induction)},
+    {"duplicate", offsetof(HeadStats, duplicate)},
+    {"delta_loss", offsetof(HeadStats, delta_loss)},
+};
+
+/* A JSON number, or null for a non-finite value. */
+static void jnum(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.6g", v);
+    else
+        fputs("null", f);
+}
+
+/* A JSON string; "</" is written "<\/" so the text cannot close the page's
+ * <script> element. */
+static void jstr(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '/' && p > (const unsigned char *)s && p[-1] == '<')
+            fputs("\\/", f);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* Base64 (RFC 4648, padded) of bytes streamed in through b64_put. */
+typedef struct {
+    FILE *f;
+    unsigned char buf[3];
+    int n;
+} B64;
+
+static void b64_flush(B64 *b)
+{
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (b->n == 0)
+        return;
+    unsigned v = (unsigned)b->buf[0] << 16 | (b->n > 1 ? (unsigned)b->buf[1] << 8 : 0) |
+                 (b->n > 2 ? b->buf[2] : 0);
+    char out[4] = {A[v >> 18 & 63], A[v >> 12 & 63], b->n > 1 ? A[v >> 6 & 63] : '=',
+                   b->n > 2 ? A[v & 63] : '='};
+    fwrite(out, 1, 4, b->f);
+    b->n = 0;
+}
+
+static void b64_put(B64 *b, unsigned char c)
+{
+    b->buf[b->n++] = c;
+    if (b->n == 3)
+        b64_flush(b);
+}
+
+/* A weight as the page stores it: round(255 w), clamped to [0, 255]. */
+static unsigned char quantise(float w)
+{
+    double q = floor((double)w * 255.0 + 0.5);
+    return (unsigned char)(q < 0 ? 0 : q > 255 ? 255 : q);
+}
+
+static void head_id(char buf[32], int k, int H)
+{
+    snprintf(buf, 32, "L%dH%d", k / H, k % H);
+}
+
+static void write_heads(FILE *f, const Explore *e)
+{
+    int n = e->cfg.L * e->cfg.H;
+    fputs("\"heads\":[", f);
+    for (int k = 0; k < n; k++) {
+        const HeadStats *s = &e->st[k];
+        char id[32];
+        head_id(id, k, e->cfg.H);
+        fprintf(f, "%s{\"id\":\"%s\",\"layer\":%d,\"head\":%d,\"type\":\"%s\"", k ? ",\n" : "\n",
+                id, k / e->cfg.H, k % e->cfg.H, heads_type_names[s->type]);
+        for (size_t q = 0; q < sizeof SCORES / sizeof SCORES[0]; q++) {
+            fprintf(f, ",\"%s\":", SCORES[q].name);
+            jnum(f, *(const double *)((const char *)s + SCORES[q].offset));
+        }
+        fputc('}', f);
+    }
+    fputs("]", f);
+}
+
+/* The DATA object: settings, tokens, quantised attention, head scores. */
+static void write_data(FILE *f, const Explore *e)
+{
+    int L = e->cfg.L, H = e->cfg.H, T = e->T;
+    fputs("{\"program\":", f);
+    jstr(f, "infer (headcount) " HEADCOUNT_VERSION);
+    fputs(",\"ckpt\":", f);
+    jstr(f, e->ckpt);
+    fputs(",\"source\":", f);
+    jstr(f, e->source);
+    fprintf(f, ",\"L\":%d,\"H\":%d,\"C\":%d,\"block\":%d,\"T\":%d,\"text_bytes\":%zu,"
+            "\"scored_rows\":%d,\"quant\":255,\"loss\":", L, H, e->cfg.C, e->cfg.T, T,
+            e->text_bytes, e->scored_rows);
+    jnum(f, e->loss);
+    fputs(",\"delim_share\":", f);
+    jnum(f, e->delim_share);
+    fputs(",\"tokens\":[", f);
+    for (int t = 0; t < T; t++)
+        fprintf(f, "%s%d", t ? "," : "", e->text[t]);
+    fputs("],\n\"att\":\"", f);
+    B64 b = {.f = f};
+    for (int k = 0; k < L * H; k++)
+        for (int i = 0; i < T; i++) {
+            const float *row = e->att + ((size_t)k * T + i) * T;
+            for (int j = 0; j <= i; j++)
+                b64_put(&b, quantise(row[j]));
+        }
+    b64_flush(&b);
+    fputs("\",\n", f);
+    write_heads(f, e);
+    fputs(",\n\"relations\":", f);
+    fputs(e->relations_json ? e->relations_json : "null", f);
+    fputs("}", f);
+}
+
+static int close_checked(FILE *f, const char *path, char *err, size_t errlen)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return err_set(err, errlen, "%s: write failed: %s", path, strerror(errno));
+    return 0;
+}
+
+int explore_write_html(const char *path, const Explore *e, char *err, size_t errlen)
+{
+    const char *mark = strstr(explore_page, DATA_MARKER);
+    if (!mark)
+        return err_set(err, errlen, "the built-in page has no data marker (a build problem)");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return err_set(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    fwrite(explore_page, 1, (size_t)(mark - explore_page), f);
+    fputs("const DATA = ", f);
+    write_data(f, e);
+    fputs(";", f);
+    fputs(mark + strlen(DATA_MARKER), f);
+    return close_checked(f, path, err, errlen);
+}
+
+int explore_write_json(const char *path, const Explore *e, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return err_set(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    int L = e->cfg.L, H = e->cfg.H, T = e->T;
+    fprintf(f, "{\"L\":%d,\"H\":%d,\"T\":%d,\"tokens\":[", L, H, T);
+    for (int t = 0; t < T; t++)
+        fprintf(f, "%s%d", t ? "," : "", e->text[t]);
+    fputs("],\n", f);
+    write_heads(f, e);
+    fputs(",\n\"attention\":[", f);
+    for (int l = 0; l < L; l++) {
+        fputs(l ? ",\n[" : "\n[", f);
+        for (int h = 0; h < H; h++) {
+            fputs(h ? ",\n[" : "[", f);
+            const float *att = e->att + (size_t)(l * H + h) * T * T;
+            for (int i = 0; i < T; i++) {
+                fputs(i ? ",[" : "[", f);
+                for (int j = 0; j <= i; j++) {
+                    if (j)
+                        fputc(',', f);
+                    fprintf(f, "%.6g", (double)att[(size_t)i * T + j]);
+                }
+                fputc(']', f);
+            }
+            fputc(']', f);
+        }
+        fputc(']', f);
+    }
+    fputs("]}\n", f);
+    return close_checked(f, path, err, errlen);
+}

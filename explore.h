@@ -1,0 +1,48 @@
+/* explore: writes the files of `./infer --explore OUT.html`: one self-contained
+ * HTML page (inline CSS and JavaScript, no network, no fonts) showing every
+ * head's attention on one text, and optionally the same weights at full
+ * precision as JSON (--explore-json) for other tools and for the browser test.
+ *
+ * The page embeds each head's causal attention rows quantised to one byte
+ * (q = round(255 w), so a shown weight is within 1/510 of the float) and
+ * base64-encoded: 64 heads at T = 256 take about 2.8 MB. The page's code is
+ * explore_page.html, embedded at build time (Makefile: explore_page.c). The
+ * numbers come from the caller (infer_explore.c); this file writes files but
+ * never prints or exits: errors come back as -1 with a message naming the file. */
+#ifndef HEADCOUNT_EXPLORE_H
+#define HEADCOUNT_EXPLORE_H
+
+#include <stddef.h>
+
+#include "model/config.h"
+#include "model/heads.h"
+
+typedef struct {
+    const char *ckpt;             /* names shown on the page */
+    const char *source;           /* where the text came from: a file, "--text", ... */
+    Config cfg;
+    int T;                        /* tokens shown (<= cfg.T) */
+    const unsigned char *text;    /* [T] bytes */
+    size_t text_bytes;            /* bytes the user gave (> T: the page says it was cut) */
+    const float *att;             /* [L*H][T][T], row i valid for keys j <= i */
+    const HeadStats *st;          /* [L*H]: scores on this text and the probes */
+    int scored_rows;              /* query rows behind the row scores */
+    double loss;                  /* mean next-byte loss on the text (NAN: too short) */
+    double delim_share;
+    /* The planted-relation scores (summary.json's "relations" object) as JSON
+     * text, inserted verbatim as the page's DATA.relations; NULL when there are
+     * none. The page shows them in its "Relations" section. */
+    const char *relations_json;
+} Explore;
+
+/* The page (explore_page.html), split at its data marker: prefix, then the
+ * DATA object, then the rest. Defined in the generated explore_page.c. */
+extern const char explore_page[];
+
+/* Writes the page to path. */
+int explore_write_html(const char *path, const Explore *e, char *err, size_t errlen);
+
+/* Writes {"tokens":[bytes], "text", L, H, T, "attention":[L][H][T][i+1] floats}. */
+int explore_write_json(const char *path, const Explore *e, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,144 @@
+/* infer_explore: the --explore driver. Runs the model over one text (the
+ * user's, or a sample just generated), keeps every head's attention, scores
+ * the heads on that text and on the repeated random probes with model/heads
+ * (the same numbers --heads reports, over one window instead of many), and
+ * hands everything to explore.c, which writes the page. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "explore.h"
+#include "infer.h"
+#include "model/heads.h"
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        cli_fail("out of memory (%zu x %zu bytes)", n, size);
+    return p;
+}
+
+/* Row statistics and JSD over the one text window, with its attention kept in
+ * att[n][T][T]; the probe scores over HEADS_PROBES probes, one at a time. */
+static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_share,
+                        const Model *m, Activations *a, const int *in, const Tokenizer *tok,
+                        int T, uint64_t seed, const unsigned char *head_on)
+{
+    char err[512];
+    int L = m->cfg.L, H = m->cfg.H, n = L * H;
+    HeadSums *sums = xcalloc((size_t)n, sizeof *sums);
+    unsigned char *delim = xcalloc((size_t)T, 1);
+    int *match = xcalloc((size_t)T, sizeof(int));
+    for (int t = 0; t < T; t++)
+        delim[t] = (unsigned char)heads_is_delim(tok->vocab[in[t]]);
+    heads_repeat_targets(match, in, 1, T);
+    PassOptions po = {.head_on = head_on};
+    gpt_forward(m, a, in, NULL, 1, T, &po);
+    for (int k = 0; k < n; k++)
+        memcpy(att + (size_t)k * T * T, heads_att(a, k / H, 0, k % H, T),
+               (size_t)T * T * sizeof(float));
+    heads_add_rows(sums, a, delim, match, 1, T);
+    if (heads_add_jsd(jsd, a, 1, T, err, sizeof err))
+        cli_fail("%s", err);
+    double rows;
+    *delim_share = heads_delim_share(delim, T, &rows);
+    *delim_share = rows > 0 ? *delim_share / rows : NAN;
+    for (size_t i = 0; i < (size_t)n * n; i++)
+        jsd[i] = sums[0].rows > 0 ? jsd[i] / sums[0].rows : 0.0;
+
+    int P = m->cfg.T / 2 < m->cfg.V ? m->cfg.T / 2 : m->cfg.V;
+    int *probe = xcalloc((size_t)2 * P, sizeof(int));
+    Rng rng;
+    rng_init(&rng, rng_hash(seed, RNG_STREAM_HEADS, 1), RNG_STREAM_HEADS);
+    for (int p = 0; p < HEADS_PROBES && P >= 1; p++) {
+        heads_probe_build(probe, m->cfg.T, m->cfg.V, &rng);
+        gpt_forward(m, a, probe, NULL, 1, 2 * P, &po);
+        heads_add_probe(sums, a, 1, P);
+    }
+    heads_finish(st, sums, n);
+    free(probe);
+    free(match);
+    free(delim);
+    free(sums);
+}
+
+/* The loss on the text, and how much it rises when each head alone is off. */
+static double score_importance(HeadStats *st, const Model *m, Activations *a, const int *in,
+                               size_t nids, const unsigned char *head_on)
+{
+    int n = m->cfg.L * m->cfg.H;
+    int Tl = nids - 1 < (size_t)m->cfg.T ? (int)(nids - 1) : m->cfg.T;
+    unsigned char *on = xcalloc((size_t)n, 1);
+    for (int k = 0; k < n; k++)
+        st[k].masked = head_on && !head_on[k];
+    double base = heads_loss(m, a, in, in + 1, 1, Tl, head_on);
+    for (int k = 0; k < n; k++) {
+        st[k].delta_loss = NAN;
+        if (st[k].masked)
+            continue;
+        for (int q = 0; q < n; q++)
+            on[q] = !st[q].masked && q != k;
+        st[k].delta_loss = heads_loss(m, a, in, in + 1, 1, Tl, on) - base;
+    }
+    free(on);
+    return base;
+}
+
+int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
+                  const unsigned char *bytes, size_t nbytes, const char *source, int from_end)
+{
+    char err[1500];
+    if (nbytes < 2)
+        cli_fail("%s: %zu byte(s); the explorer needs at least 2", source, nbytes);
+    int T = nbytes < (size_t)m->cfg.T ? (int)nbytes : m->cfg.T;
+    /* One byte more than shown when there is one, as the last target. */
+    size_t nids = nbytes > (size_t)T ? (size_t)T + 1 : (size_t)T;
+    const unsigned char *text = from_end ? bytes + (nbytes - (size_t)T) : bytes;
+    if (from_end)
+        nids = (size_t)T;
+    uint8_t *ids8 = xcalloc(nids, 1);
+    if (tok_encode(tok, text, nids, ids8, source, err, sizeof err))
+        cli_fail("%s", err);
+    int *in = xcalloc(nids, sizeof(int));
+    for (size_t i = 0; i < nids; i++)
+        in[i] = ids8[i];
+    if (nbytes > (size_t)T)
+        fprintf(stderr, "infer: note: %s is %zu bytes; the explorer shows its %s %d (the block "
+                "size)\n", source, nbytes, from_end ? "last" : "first", T);
+
+    int L = m->cfg.L, H = m->cfg.H, n = L * H;
+    Activations a;
+    if (acts_init(&a, &m->cfg, 1, m->cfg.T, 0, err, sizeof err))
+        cli_fail("%s", err);
+    HeadStats *st = xcalloc((size_t)n, sizeof *st);
+    double *jsd = xcalloc((size_t)n * n, sizeof(double));
+    float *att = xcalloc((size_t)n * T * T, sizeof(float));
+    Explore e = {.ckpt = o->ckpt, .source = source, .cfg = m->cfg, .T = T, .text = text,
+                 .text_bytes = nbytes, .att = att, .st = st, .loss = NAN};
+    score_heads(st, jsd, att, &e.delim_share, m, &a, in, tok, T, o->seed, o->head_on);
+    e.scored_rows = T - heads_skip(T);
+    if (nids >= 2)
+        e.loss = score_importance(st, m, &a, in, nids, o->head_on);
+    heads_redundancy(st, jsd, L, H);
+    for (int k = 0; k < n; k++)
+        st[k].type = heads_classify(&st[k], e.delim_share);
+    if (e.scored_rows < 32)
+        fprintf(stderr, "infer: note: the head scores rest on %d query row(s) of this text; "
+                "they are rough below a few dozen (the probe scores are not affected)\n",
+                e.scored_rows);
+    if (explore_write_html(o->explore, &e, err, sizeof err))
+        cli_fail("--explore: %s", err);
+    if (o->explore_json && explore_write_json(o->explore_json, &e, err, sizeof err))
+        cli_fail("--explore-json: %s", err);
+    fprintf(stderr, "infer: explorer for %d byte(s) of %s written to %s\n", T, source, o->explore);
+    acts_free(&a);
+    free(att);
+    free(jsd);
+    free(st);
+    free(in);
+    free(ids8);
+    return 0;
+}

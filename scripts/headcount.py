@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""headcount: load a headcount checkpoint into PyTorch and look at its heads.
+
+For people with a Python stack: the model as a ``torch.nn.Module`` built from
+nothing but the documented checkpoint layout (docs/checkpoint.md, format v1),
+with every head's attention available through forward hooks, and a loss that
+equals ``./infer --eval`` (to about 1e-5; float32 sums run in another order).
+
+    import sys; sys.path.insert(0, "scripts")
+    import headcount
+
+    model = headcount.load("run.ckpt")            # HeadcountGPT, eval mode
+    ids = model.encode(b"The old mouse went twice.")
+    att = model.attention(ids)                    # [L, H, t, t], rows sum to 1
+    loss, n = headcount.evaluate(model, open("val.txt", "rb").read())
+
+    # or a hook of your own: every block's `attn.weights` module sees the
+    # softmaxed weights [B, H, t, t] on each forward
+    model.blocks[0].attn.weights.register_forward_hook(
+        lambda mod, inp, out: print(out.shape))
+
+From the shell (Debian: apt-get install python3-torch; /usr/bin/python3):
+
+    python3 scripts/headcount.py eval CKPT FILE        # the line ./infer --eval prints
+    python3 scripts/headcount.py attention CKPT TEXT   # each head's strongest key per byte
+
+The model: x = wte[token] + wpe[t]; L pre-LayerNorm blocks
+x += proj(attn(ln1(x))); x += fcproj(gelu_tanh(fc(ln2(x)))); logits = lnf(x) wte^T.
+"""
+import math
+import struct
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+MAGIC, VERSION = 20261122, 1
+
+
+class Config:
+    """The dimensions in a checkpoint's header."""
+
+    def __init__(self, V, T, L, H, C, D):
+        self.V, self.T, self.L, self.H, self.C, self.D = V, T, L, H, C, D
+
+    def __repr__(self):
+        return "Config(V=%d, T=%d, L=%d, H=%d, C=%d, D=%d)" % (
+            self.V, self.T, self.L, self.H, self.C, self.D)
+
+
+class AttentionWeights(nn.Identity):
+    """Passes the softmaxed attention [B, H, t, t] through unchanged: a place for
+    forward hooks (HeadcountGPT.attention uses one)."""
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        A = cfg.H * cfg.D
+        self.H, self.D = cfg.H, cfg.D
+        self.qkv = nn.Linear(cfg.C, 3 * A)
+        self.proj = nn.Linear(A, cfg.C)
+        self.weights = AttentionWeights()
+
+    def forward(self, x, head_on=None):
+        B, t, _ = x.shape
+        A = self.H * self.D
+        qkv = self.qkv(x)
+        q, k, v = (qkv[..., i * A:(i + 1) * A].reshape(B, t, self.H, self.D).transpose(1, 2)
+                   for i in range(3))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(self.D)
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        att = self.weights(att.masked_fill(~mask, float("-inf")).softmax(-1))
+        y = att @ v                                   # [B, H, t, D]
+        if head_on is not None:                       # a silenced head's output is zero
+            y = y * head_on.to(y.dtype).view(1, self.H, 1, 1)
+        return self.proj(y.transpose(1, 2).reshape(B, t, A))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.C, eps=1e-5)
+        self.attn = Attention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.C, eps=1e-5)
+        self.fc = nn.Linear(cfg.C, 4 * cfg.C)
+        self.fcproj = nn.Linear(4 * cfg.C, cfg.C)
+
+    def forward(self, x, head_on=None):
+        x = x + self.attn(self.ln1(x), head_on)
+        return x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class HeadcountGPT(nn.Module):
+    """The headcount transformer. forward(ids [B, t]) gives logits [B, t, V];
+    with targets, also the mean cross-entropy. head_on [L, H] of 0/1 silences
+    heads as ./infer --mask does."""
+
+    def __init__(self, cfg, vocab):
+        super().__init__()
+        self.cfg, self.vocab = cfg, bytes(vocab)
+        self.wte = nn.Parameter(torch.zeros(cfg.V, cfg.C))
+        self.wpe = nn.Parameter(torch.zeros(cfg.T, cfg.C))
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.L))
+        self.lnf = nn.LayerNorm(cfg.C, eps=1e-5)
+
+    def forward(self, ids, targets=None, head_on=None):
+        t = ids.shape[1]
+        if t > self.cfg.T:
+            raise ValueError("%d positions; the model's block size is %d" % (t, self.cfg.T))
+        x = self.wte[ids] + self.wpe[:t]
+        for l, block in enumerate(self.blocks):
+            x = block(x, None if head_on is None else head_on[l])
+        logits = self.lnf(x) @ self.wte.t()
+        if targets is None:
+            return logits
+        return logits, F.cross_entropy(logits.reshape(-1, self.cfg.V), targets.reshape(-1))
+
+    def encode(self, text):
+        """Bytes -> token ids [t]; a byte outside the vocabulary is a ValueError."""
+        lut = {b: i for i, b in enumerate(self.vocab)}
+        bad = [b for b in set(text) if b not in lut]
+        if bad:
+            raise ValueError("byte(s) %s not in the model's vocabulary of %d bytes"
+                             % (", ".join("0x%02x" % b for b in sorted(bad)), self.cfg.V))
+        return torch.tensor([lut[b] for b in text], dtype=torch.long)
+
+    def decode(self, ids):
+        return bytes(self.vocab[i] for i in ids)
+
+    @torch.no_grad()
+    def attention(self, ids, head_on=None):
+        """Every head's attention on one sequence ids [t] (t <= T), as [L, H, t, t],
+        collected by forward hooks on each block's attn.weights."""
+        got = []
+        hooks = [b.attn.weights.register_forward_hook(lambda m, i, out: got.append(out[0]))
+                 for b in self.blocks]
+        try:
+            self(ids[None], head_on=head_on)
+        finally:
+            for h in hooks:
+                h.remove()
+        return torch.stack(got)
+
+
+def _tensors(cfg):
+    """The parameter table (model/params.c): names and shapes, in file order."""
+    V, T, L, C, A = cfg.V, cfg.T, cfg.L, cfg.C, cfg.H * cfg.D
+    out = [("wte", (V, C)), ("wpe", (T, C))]
+    for l in range(L):
+        p = "blocks.%d." % l
+        out += [(p + "ln1.weight", (C,)), (p + "ln1.bias", (C,)),
+                (p + "attn.qkv.weight", (3 * A, C)), (p + "attn.qkv.bias", (3 * A,)),
+                (p + "attn.proj.weight", (C, A)), (p + "attn.proj.bias", (C,)),
+                (p + "ln2.weight", (C,)), (p + "ln2.bias", (C,)),
+                (p + "fc.weight", (4 * C, C)), (p + "fc.bias", (4 * C,)),
+                (p + "fcproj.weight", (C, 4 * C)), (p + "fcproj.bias", (C,))]
+    return out + [("lnf.weight", (C,)), ("lnf.bias", (C,))]
+
+
+def load(path):
+    """Reads a checkpoint (format v1) into a HeadcountGPT in eval mode. The
+    training state after the parameters, if any, is not read."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 1280:
+        raise ValueError("%s: %d bytes, shorter than a checkpoint header" % (path, len(data)))
+    hdr = struct.unpack_from("<256i", data, 0)
+    if hdr[0] != MAGIC or hdr[1] != VERSION:
+        raise ValueError("%s: not a headcount v%d checkpoint" % (path, VERSION))
+    cfg = Config(V=hdr[2], T=hdr[3], L=hdr[4], H=hdr[5], C=hdr[6], D=hdr[9])
+    model = HeadcountGPT(cfg, data[1024:1024 + cfg.V])
+    state, off = {}, 1280
+    for name, shape in _tensors(cfg):
+        n = math.prod(shape)
+        if off + 4 * n > len(data):
+            raise ValueError("%s: truncated at %s" % (path, name))
+        state[name] = torch.frombuffer(bytearray(data[off:off + 4 * n]),
+                                       dtype=torch.float32).reshape(shape)
+        off += 4 * n
+    model.load_state_dict(state)
+    return model.eval()
+
+
+@torch.no_grad()
+def evaluate(model, text, head_on=None):
+    """The mean loss over text as ./infer --eval computes it: consecutive windows
+    of T inputs (the last one shorter), every predicted byte counted once.
+    Returns (loss, tokens)."""
+    ids = model.encode(text)
+    T, total, count = model.cfg.T, 0.0, 0
+    for s in range(0, len(ids) - 1, T):
+        inp = ids[s:s + T][:len(ids) - 1 - s]
+        tgt = ids[s + 1:s + 1 + len(inp)]
+        logits = model(inp[None], head_on=head_on)
+        total += F.cross_entropy(logits[0].double(), tgt, reduction="sum").item()
+        count += len(tgt)
+    return total / count, count
+
+
+def _glyph(b):
+    return {32: "\u2423", 10: "\u21b5", 9: "\u21e5"}.get(b, chr(b) if 32 < b < 127 else "\u00b7")
+
+
+def main(argv):
+    if len(argv) == 3 and argv[0] == "eval":
+        model = load(argv[1])
+        with open(argv[2], "rb") as f:
+            loss, n = evaluate(model, f.read())
+        print("eval loss %.6f ppl %.4f bpc %.4f tokens %d"
+              % (loss, math.exp(loss), loss / math.log(2), n))
+    elif len(argv) == 3 and argv[0] == "attention":
+        model = load(argv[1])
+        text = argv[2].encode()[:model.cfg.T]
+        att = model.attention(model.encode(text))
+        for l in range(model.cfg.L):
+            for h in range(model.cfg.H):
+                top = att[l, h].argmax(-1).tolist()
+                print("L%dH%d %s" % (l, h, " ".join(
+                    "%s>%s" % (_glyph(text[i]), _glyph(text[j])) for i, j in enumerate(top))))
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The explorer's browser test (make test-browser): trains a small checkpoint in
+# a few seconds, writes an --explore page and its --explore-json weights, and a
+# page of a full-size untrained model (4 layers x 16 heads, T = 256), then runs
+# tests/browser/test_explore.mjs on them in headless Chromium (node 18 or later
+# and Debian's chromium; no npm packages).
+#   tests/browser/run.sh [BIN_DIR] [WORK_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin=${1:-.}
+work=${2:-build/test-browser}
+export OMP_WAIT_POLICY=passive
+rm -rf "$work"
+mkdir -p "$work"
+
+# A model that has learnt a little of the built-in corpus: its heads differ.
+"$bin/train" --steps 150 -L 2 -H 4 -C 32 -T 64 --eval-every 0 --eval-iters 2 --threads 1 \
+    --out "$work/small.ckpt" >"$work/train.log" 2>&1
+"$bin/train" --dump-val "$work/val.txt" --out "$work/unused.ckpt" >/dev/null 2>&1
+text="The old mouse went twice. The boys still shout early. The old mouse went twice."
+"$bin/infer" --ckpt "$work/small.ckpt" --threads 1 --explore "$work/small.html" \
+    --explore-json "$work/small.json" --text "$text" 2>"$work/small.err"
+
+# The largest page the explorer is meant for: every head of a 4 x 16 model over
+# a whole block of 256 bytes (one optimizer step: the weights need not be good).
+"$bin/train" --steps 1 -L 4 -H 16 -C 64 -T 256 -B 1 --eval-every 0 --eval-iters 1 --threads 1 \
+    --out "$work/big.ckpt" >>"$work/train.log" 2>&1
+"$bin/infer" --ckpt "$work/big.ckpt" --threads 1 --explore "$work/big.html" \
+    --text-file "$work/val.txt" 2>"$work/big.err"
+
+node tests/browser/test_explore.mjs "$work/small.html" "$work/small.json" "$work/big.html"

@@ -1,0 +1,250 @@
+/* Command-line tests of ./infer --explore (the program in $HEADCOUNT_BIN): the
+ * page is one self-contained file (no address it could fetch, no external
+ * font or script), its embedded weights are the --explore-json weights rounded
+ * to bytes, a text on standard input gives the same page as the same text in a
+ * file, a sample can be explored, and flags that would do nothing are usage
+ * errors. The browser side of the page is tested in tests/browser. Every model
+ * is tiny (one layer, C = 16, block 16), trained for a few steps. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/synth.h"
+#include "tests/testutil.h"
+
+#define TINY "--layers 2 --embd 16 --heads 2 --block 16 --batch 4 --eval-iters 2 --threads 1"
+#define TEXT "The old mouse went twice. The boys"   /* built-in corpus bytes */
+
+typedef struct {
+    char dir[256], data[320], ckpt[320];
+} Env;
+
+static int run(char **out, const char *fmt, ...)
+{
+    char args[3000], cmd[4000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "ulimit -c 0; OMP_WAIT_POLICY=passive %s", args);
+    return tu_run(cmd, out);
+}
+
+static void env_init(Env *e, const char *name)
+{
+    const char *d = tu_tmpdir(name);
+    cr_assert_not_null(d);
+    snprintf(e->dir, sizeof e->dir, "%s", d);
+    snprintf(e->data, sizeof e->data, "%s/data.txt", d);
+    snprintf(e->ckpt, sizeof e->ckpt, "%s/m.ckpt", d);
+    char *text = malloc(20000);
+    synth_generate(text, 20000, 5);
+    cr_assert_eq(tu_write_file(e->data, text, 20000), 0);
+    free(text);
+    char *out;
+    int rc = run(&out, "%s/train " TINY " --steps 20 --data %s --out %s", tu_bin(), e->data,
+                 e->ckpt);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+}
+
+static char *read_text(const char *path)
+{
+    size_t n;
+    unsigned char *b = tu_read_file(path, &n);
+    cr_assert_not_null(b, "%s was not written", path);
+    b[n] = '\0';
+    return (char *)b;
+}
+
+/* The base64 "att" string of a page, decoded; *n receives its length. */
+static unsigned char *page_weights(const char *page, size_t *n)
+{
+    const char *p = strstr(page, "\"att\":\"");
+    cr_assert_not_null(p, "no attention data in the page");
+    p += 7;
+    const char *end = strchr(p, '"');
+    cr_assert_not_null(end);
+    unsigned char *out = malloc((size_t)(end - p));
+    *n = 0;
+    unsigned v = 0;
+    int bits = 0;
+    for (; p < end && *p != '='; p++) {
+        const char *A = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const char *c = strchr(A, *p);
+        cr_assert(c && *p, "bad base64 byte '%c'", *p);
+        v = v << 6 | (unsigned)(c - A);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[(*n)++] = (unsigned char)(v >> bits & 255);
+        }
+    }
+    return out;
+}
+
+Test(explore, page_is_self_contained)
+{
+    Env e;
+    env_init(&e, "explore-self");
+    char *out, html[400];
+    snprintf(html, sizeof html, "%s/p.html", e.dir);
+    int rc = run(&out, "%s/infer --ckpt %s --explore %s --text '" TEXT "'", tu_bin(), e.ckpt, html);
+    cr_assert_eq(rc, 0, "%s", out);
+    char *page = read_text(html);
+    static const char *const banned[] = {"http:", "https:", "//cdn", "<link", "@import",
+                                         "src=", "url(", "@font-face", "fetch(",
+                                         "XMLHttpRequest", "/*@DATA@*/"};
+    for (size_t k = 0; k < sizeof banned / sizeof banned[0]; k++)
+        cr_assert_null(strstr(page, banned[k]), "the page contains '%s'", banned[k]);
+    cr_assert_not_null(strstr(page, "const DATA = {"), "no data in the page");
+    cr_assert_not_null(strstr(page, "\"relations\":null"), "no place for the relation scores");
+    cr_assert_not_null(strstr(page, "</html>"), "the page is cut short");
+    free(page);
+    free(out);
+}
+
+Test(explore, page_weights_are_the_json_weights_rounded_to_bytes)
+{
+    Env e;
+    env_init(&e, "explore-json");
+    char *out, html[400], json[400];
+    snprintf(html, sizeof html, "%s/p.html", e.dir);
+    snprintf(json, sizeof json, "%s/w.json", e.dir);
+    int rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '" TEXT "'",
+                 tu_bin(), e.ckpt, html, json);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_not_null(strstr(out, "shows its first 16"), "no note that the text was cut:\n%s",
+                       out);
+    char *page = read_text(html), *js = read_text(json);
+    size_t n;
+    unsigned char *q = page_weights(page, &n);
+    const int L = 2, H = 2, T = 16;
+    cr_assert_eq(n, (size_t)L * H * T * (T + 1) / 2, "%zu bytes of weights", n);
+    /* Walk the JSON's numbers after "attention": row by row, as the page stores them. */
+    const char *p = strstr(js, "\"attention\":");
+    cr_assert_not_null(p);
+    p += 12;
+    size_t k = 0;
+    while (k < n) {
+        p += strspn(p, "[],\n ");
+        char *end;
+        double w = strtod(p, &end);
+        cr_assert(end != p, "the JSON ends after %zu weights", k);
+        p = end;
+        cr_assert(w >= 0 && w <= 1, "weight %zu is %g", k, w);
+        cr_assert(fabs(q[k] / 255.0 - w) <= 0.5 / 255 + 1e-6,
+                  "weight %zu: page %d/255, JSON %g", k, q[k], w);
+        k++;
+    }
+    p += strspn(p, "[],\n ");
+    cr_assert_eq(*p, '}', "the JSON has more weights than the page");
+    free(q);
+    free(page);
+    free(js);
+    free(out);
+}
+
+Test(explore, stdin_gives_the_same_weights_as_a_file)
+{
+    Env e;
+    env_init(&e, "explore-stdin");
+    char *out, a[400], b[400], txt[400];
+    snprintf(a, sizeof a, "%s/a.html", e.dir);
+    snprintf(b, sizeof b, "%s/b.html", e.dir);
+    snprintf(txt, sizeof txt, "%s/t.txt", e.dir);
+    cr_assert_eq(tu_write_file(txt, TEXT, strlen(TEXT)), 0);
+    int rc = run(&out, "%s/infer --ckpt %s --explore %s --text-file %s", tu_bin(), e.ckpt, a, txt);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "%s/infer --ckpt %s --explore %s --text-file - < %s", tu_bin(), e.ckpt, b, txt);
+    cr_assert_eq(rc, 0, "%s", out);
+    char *pa = read_text(a), *pb = read_text(b);
+    const char *wa = strstr(pa, "\"att\":"), *wb = strstr(pb, "\"att\":");
+    cr_assert(wa && wb);
+    cr_assert_not_null(strstr(pb, "\"source\":\"<stdin>\""), "stdin is not named as the source");
+    cr_assert_eq(strcmp(wa, wb), 0, "the pages differ after their header");
+    free(pa);
+    free(pb);
+    free(out);
+}
+
+Test(explore, a_sample_can_be_explored)
+{
+    Env e;
+    env_init(&e, "explore-sample");
+    char *out, html[400], json[400];
+    snprintf(html, sizeof html, "%s/s.html", e.dir);
+    snprintf(json, sizeof json, "%s/s.json", e.dir);
+    /* stdout alone: the pipe's last command gets tu_run's 2>&1. */
+    int rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --prompt 'The' "
+                 "--tokens 7 --seed 3 2>/dev/null | cat", tu_bin(), e.ckpt, html, json);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_eq(strncmp(out, "The", 3), 0, "the sample is not on stdout:\n%s", out);
+    char *js = read_text(json);
+    cr_assert_not_null(strstr(js, "\"T\":10,"), "the page does not hold prompt + sample:\n%.200s",
+                       js);
+    /* The explored bytes are the printed ones. */
+    char expect[64] = "\"tokens\":[";
+    for (int i = 0; i < 10; i++)
+        snprintf(expect + strlen(expect), sizeof expect - strlen(expect), "%s%d", i ? "," : "",
+                 (unsigned char)out[i]);
+    cr_assert_not_null(strstr(js, expect), "tokens differ from stdout: want %s", expect);
+    free(js);
+    free(out);
+}
+
+Test(explore, flags_that_would_do_nothing_are_usage_errors)
+{
+    Env e;
+    env_init(&e, "explore-flags");
+    static const char *const cases[][2] = {
+        {"--report r", "--report needs --heads"},
+        {"--prune-curve", "--prune-curve needs --heads"},
+        {"--windows 4", "--windows needs --heads"},
+        {"--text abc", "--text needs --explore"},
+        {"--explore-json w.json", "--explore-json needs --explore"},
+        {"--explore p.html --heads x.txt", "--explore is its own mode"},
+        {"--explore p.html --text abc --prompt x", "a prompt would not be used"},
+        {"--explore p.html --text abc --text-file f", "--text and --text-file both given"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char *out;
+        int rc = run(&out, "%s/infer --ckpt %s %s", tu_bin(), e.ckpt, cases[k][0]);
+        cr_assert_eq(rc, 2, "'%s': exit %d, expected 2:\n%s", cases[k][0], rc, out);
+        cr_assert_not_null(strstr(out, cases[k][1]), "'%s': expected '%s' in:\n%s",
+                           cases[k][0], cases[k][1], out);
+        free(out);
+    }
+}
+
+Test(explore, version_names_the_program)
+{
+    char *out;
+    int rc = run(&out, "%s/infer --version", tu_bin());
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_eq(strncmp(out, "infer (headcount) ", 18), 0, "%s", out);
+    cr_assert(out[18] >= '0' && out[18] <= '9' && strchr(out, '\n'), "%s", out);
+    free(out);
+}
+
+Test(explore, heads_on_a_short_file_says_the_numbers_are_rough)
+{
+    Env e;
+    env_init(&e, "explore-short");
+    char *out, txt[400];
+    snprintf(txt, sizeof txt, "%s/short.txt", e.dir);
+    cr_assert_eq(tu_write_file(txt, TEXT, strlen(TEXT)), 0);
+    int rc = run(&out, "%s/infer --ckpt %s --heads %s", tu_bin(), e.ckpt, txt);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_not_null(strstr(out, "will be rough"), "no note on a %zu-byte file:\n%s",
+                       strlen(TEXT), out);
+    free(out);
+    rc = run(&out, "%s/infer --ckpt %s --heads %s --windows 4", tu_bin(), e.ckpt, e.data);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_null(strstr(out, "will be rough"), "a 20 KB file is called short:\n%s", out);
+    free(out);
+}

@@ -1,0 +1,120 @@
+/* Tests of scripts/headcount.py, the PyTorch bridge: on a small trained
+ * checkpoint its loss equals ./infer --eval (with and without a head mask), and
+ * the attention its hooks return equals the weights ./infer --explore-json
+ * wrote. Skipped where Debian's python3-torch is not installed. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/synth.h"
+#include "tests/testutil.h"
+
+#define PY "/usr/bin/python3"
+
+static int run(char **out, const char *fmt, ...)
+{
+    char cmd[4000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return tu_run(cmd, out);
+}
+
+static void need_torch(void)
+{
+    char *out;
+    int rc = run(&out, PY " -c 'import torch'");
+    free(out);
+    if (rc != 0)
+        cr_skip_test("python3-torch is not installed");
+}
+
+typedef struct {
+    char dir[256], data[320], ckpt[320];
+} Env;
+
+static void env_init(Env *e, const char *name)
+{
+    const char *d = tu_tmpdir(name);
+    cr_assert_not_null(d);
+    snprintf(e->dir, sizeof e->dir, "%s", d);
+    snprintf(e->data, sizeof e->data, "%s/data.txt", d);
+    snprintf(e->ckpt, sizeof e->ckpt, "%s/m.ckpt", d);
+    char *text = malloc(6000);
+    synth_generate(text, 6000, 7);
+    cr_assert_eq(tu_write_file(e->data, text, 6000), 0);
+    free(text);
+    char *out;
+    int rc = run(&out, "OMP_WAIT_POLICY=passive %s/train --layers 2 --heads 4 --embd 16 "
+                 "--block 32 --batch 4 --steps 40 --eval-iters 2 --threads 1 --data %s --out %s",
+                 tu_bin(), e->data, e->ckpt);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+}
+
+static double loss_of(const char *line)
+{
+    const char *p = strstr(line, "eval loss ");
+    cr_assert_not_null(p, "no loss in: %s", line);
+    return strtod(p + 10, NULL);
+}
+
+Test(headcount_py, loss_equals_infer_eval_with_and_without_a_mask)
+{
+    need_torch();
+    Env e;
+    env_init(&e, "bridge-loss");
+    char *a, *b;
+    int rc = run(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), e.ckpt, e.data);
+    cr_assert_eq(rc, 0, "%s", a);
+    rc = run(&b, PY " scripts/headcount.py eval %s %s", e.ckpt, e.data);
+    cr_assert_eq(rc, 0, "%s", b);
+    /* float32 sums in another order: agreement to ~1e-6, checked at 2e-5. */
+    cr_assert(fabs(loss_of(a) - loss_of(b)) < 2e-5, "infer: %s\ntorch: %s", a, b);
+    cr_assert_not_null(strstr(b, "tokens 5999"), "%s", b);
+    free(a);
+    free(b);
+    rc = run(&a, "%s/infer --ckpt %s --eval %s -j 1 --mask 0.1,1.3", tu_bin(), e.ckpt, e.data);
+    cr_assert_eq(rc, 0, "%s", a);
+    rc = run(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount, torch; "
+             "m = headcount.load('%s'); on = torch.ones(2, 4); on[0, 1] = 0; on[1, 3] = 0; "
+             "print('eval loss %%.6f' %% headcount.evaluate(m, open('%s', 'rb').read(), "
+             "head_on=on)[0])\"", e.ckpt, e.data);
+    cr_assert_eq(rc, 0, "%s", b);
+    cr_assert(fabs(loss_of(a) - loss_of(b)) < 2e-5, "masked: infer: %s\ntorch: %s", a, b);
+    free(a);
+    free(b);
+}
+
+Test(headcount_py, hooked_attention_equals_infer_explore_json)
+{
+    need_torch();
+    Env e;
+    env_init(&e, "bridge-att");
+    char *out, html[400], json[400];
+    snprintf(html, sizeof html, "%s/p.html", e.dir);
+    snprintf(json, sizeof json, "%s/w.json", e.dir);
+    const char *text = "The old mouse went twice. The boys";
+    int rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s' -j 1",
+                 tu_bin(), e.ckpt, html, json, text);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, PY " -c \"import sys, json; sys.path.insert(0, 'scripts'); import headcount; "
+             "m = headcount.load('%s'); J = json.load(open('%s')); "
+             "att = m.attention(m.encode(bytes(J['tokens']))); "
+             "print('shape', tuple(att.shape)); "
+             "print('maxdiff %%.3g' %% max(abs(att[l, h, i, j].item() - J['attention'][l][h][i][j]) "
+             "for l in range(2) for h in range(4) for i in range(J['T']) for j in range(i + 1)))\"",
+             e.ckpt, json);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_not_null(strstr(out, "shape (2, 4, 32, 32)"), "%s", out);
+    const char *p = strstr(out, "maxdiff ");
+    cr_assert_not_null(p, "%s", out);
+    /* JSON has 6 significant digits: 5e-7 of a weight <= 1, plus float noise. */
+    cr_assert(strtod(p + 8, NULL) < 1e-5, "%s", out);
+    free(out);
+}

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "fileguard.h"
 #include "data/corpus.h"
 #include "model/ckpt.h"
 #include "model/evaluate.h"
@@ -279,11 +280,60 @@ static int run_eval(const InferOptions *o, const Model *m, const Tokenizer *tok)
     return 0;
 }
 
+/* "-" is standard input, not a file. */
+static const char *file_arg(const char *path)
+{
+    return path && strcmp(path, "-") != 0 ? path : NULL;
+}
+
+/* No output may be an input or another output (fileguard.h): the explorer's
+ * files, and the fixed names --report writes in its directory; an input inside
+ * DIR/heatmaps, whose SVGs are rewritten, is refused as well. */
+static void check_outputs(const InferOptions *o)
+{
+    static const char *const REPORT_FILES[] = {"heads.csv", "heads.json", "summary.json",
+                                               "prune.csv", "index.html"};
+    enum { NREPORT = sizeof REPORT_FILES / sizeof REPORT_FILES[0] };
+    char report[NREPORT][4200], flags[NREPORT][64], heatmaps[4200], err[9000];
+    GuardPath paths[7 + NREPORT] = {
+        {"--ckpt", o->ckpt, 0, NULL}, {"--eval", o->eval, 0, NULL},
+        {"--heads", o->heads, 0, NULL}, {"--prompt-file", file_arg(o->prompt_file), 0, NULL},
+        {"--text-file", file_arg(o->text_file), 0, NULL}, {"--explore", o->explore, 1, NULL},
+        {"--explore-json", o->explore_json, 1, NULL}};
+    int n = 7;
+    for (int k = 0; o->report && k < NREPORT; k++) {
+        snprintf(report[k], sizeof report[k], "%s/%s", o->report, REPORT_FILES[k]);
+        snprintf(flags[k], sizeof flags[k], "--report (its %s)", REPORT_FILES[k]);
+        paths[n++] = (GuardPath){flags[k], report[k], 1, NULL};
+    }
+    if (guard_check_paths(paths, n, err, sizeof err))
+        cli_usage_error("%s", err);
+    if (!o->report)
+        return;
+    snprintf(heatmaps, sizeof heatmaps, "%s/heatmaps", o->report);
+    for (int k = 0; k < 5; k++) {
+        if (!paths[k].path)
+            continue;
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s", paths[k].path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+        if (guard_same_file(dir, heatmaps))
+            cli_usage_error("%s %s is inside %s, whose files --report rewrites; keep inputs "
+                            "out of it", paths[k].flag, paths[k].path, heatmaps);
+    }
+}
+
 int main(int argc, char **argv)
 {
     cli_prog = "infer";
+    cli_passive_openmp(argv);
     InferOptions o;
     parse(argc, argv, &o);
+    check_outputs(&o);
     if (o.threads)
         omp_set_num_threads((int)o.threads);
     Model m;

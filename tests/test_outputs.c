@@ -442,3 +442,25 @@ Test(outputs, shell_quoting_reads_back_as_the_same_word)
         free(out);
     }
 }
+
+Test(outputs, infer_outputs_that_are_its_inputs_are_refused)
+{
+    Env e;
+    env_init(&e, "out-infer");
+    char *out, csv[400];
+    train_to(&e, e.out, "");
+    Snapshot ck = snap(e.out);
+    int rc = run(&out, "infer", "--ckpt %s --explore %s --text hello", e.out, e.out);
+    expect_error(out, rc, 2, "infer", "--explore");
+    cr_assert(strstr(out, "same file as --ckpt"), "%s", out);
+    free(out);
+    expect_unchanged(e.out, &ck);
+    /* --report DIR rewrites DIR/heads.csv: not when that is the text analysed. */
+    snprintf(csv, sizeof csv, "%s/heads.csv", e.dir);
+    cr_assert_eq(rename(e.data, csv), 0);
+    Snapshot text = snap(csv);
+    rc = run(&out, "infer", "--ckpt %s --heads %s --report %s", e.out, csv, e.dir);
+    expect_error(out, rc, 2, "infer", "same file as --heads");
+    free(out);
+    expect_unchanged(csv, &text);
+}

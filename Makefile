@@ -8,6 +8,13 @@ OPT     ?= -O3
 CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(ARCH) -fopenmp \
            -ffp-contract=off -fno-math-errno -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP -I.
 LDLIBS  += -lm
+# MPI=1 builds ./train with Open MPI (mpicc) for `mpirun -np N ./train` (README,
+# "Scaling out"); switching MPI rebuilds the parts that differ.
+MPI     ?= 0
+ifeq ($(MPI),1)
+CC      := mpicc
+CFLAGS  += -DHEADCOUNT_MPI
+endif
 BUILD   ?= build
 BIN     ?= .
 
@@ -37,10 +44,16 @@ $(BUILD)/explore_page.c: explore_page.html
 $(BUILD)/explore_page.o: $(BUILD)/explore_page.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/mpi-$(MPI).stamp:
+	@mkdir -p $(BUILD)
+	@rm -f $(BUILD)/mpi-*.stamp
+	@touch $@
+$(BUILD)/train.o $(BUILD)/dist.o $(BUILD)/cli.o: $(BUILD)/mpi-$(MPI).stamp
+
 $(BUILD)/libheadcount.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-$(BIN)/train: $(BUILD)/train.o $(BUILD)/cli.o $(BUILD)/fileguard.o $(BUILD)/libheadcount.a
+$(BIN)/train: $(BUILD)/train.o $(BUILD)/cli.o $(BUILD)/fileguard.o $(BUILD)/dist.o $(BUILD)/libheadcount.a
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

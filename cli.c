@@ -10,12 +10,34 @@
 #include <unistd.h>
 
 const char *cli_prog = "headcount";
+static void (*exit_fn)(int) = NULL;
+static FILE *err_stream = NULL; /* stderr unless cli_set_error_stream */
+
+void cli_set_error_stream(FILE *f)
+{
+    err_stream = f;
+}
+
+void cli_set_exit(void (*fn)(int code))
+{
+    exit_fn = fn;
+}
+
+static void leave(int code) __attribute__((noreturn));
+static void leave(int code)
+{
+    if (exit_fn)
+        exit_fn(code);
+    exit(code);
+}
 
 static void vreport(const char *fmt, va_list ap)
 {
-    fprintf(stderr, "%s: error: ", cli_prog);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    FILE *f = err_stream ? err_stream : stderr;
+    fprintf(f, "%s: error: ", cli_prog);
+    vfprintf(f, fmt, ap);
+    fputc('\n', f);
+    fflush(f);
 }
 
 void cli_usage_error(const char *fmt, ...)
@@ -24,8 +46,8 @@ void cli_usage_error(const char *fmt, ...)
     va_start(ap, fmt);
     vreport(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: see '%s --help'\n", cli_prog, cli_prog);
-    exit(2);
+    fprintf(err_stream ? err_stream : stderr, "%s: see '%s --help'\n", cli_prog, cli_prog);
+    leave(2);
 }
 
 void cli_fail(const char *fmt, ...)
@@ -34,7 +56,7 @@ void cli_fail(const char *fmt, ...)
     va_start(ap, fmt);
     vreport(fmt, ap);
     va_end(ap);
-    exit(1);
+    leave(1);
 }
 
 long cli_long(const char *flag, const char *s, long lo, long hi)

@@ -7,12 +7,21 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* The version both programs print with --version ("infer (headcount) 0.2.0"). */
 #define HEADCOUNT_VERSION "0.2.0"
 
 /* Set once by main: the program name used in messages ("train", "infer"). */
 extern const char *cli_prog;
+
+/* Called instead of exit() by the two error functions below when set (once, by
+ * main): a program that must end other processes too (MPI ranks) sets it. */
+void cli_set_exit(void (*fn)(int code));
+
+/* Where the two error functions below print (stderr unless set): a process whose
+ * stderr is silenced (an MPI rank other than 0) still reports its errors. */
+void cli_set_error_stream(FILE *f);
 
 /* Prints "PROG: error: ..." and exits 2 (usage error). */
 void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "dist.h"
 #include "fileguard.h"
 #include "data/batch.h"
 #include "data/corpus.h"
@@ -36,7 +37,7 @@
 typedef struct {
     const char *data, *out, *log, *resume, *dump_val;
     long layers, heads, embd, head_size, block, batch, steps, warmup;
-    long eval_every, eval_iters, save_every, threads, heads_every;
+    long eval_every, eval_iters, save_every, threads, heads_every, accum;
     double lr, min_lr, wd, clip, dropout, val_frac;
     uint64_t seed;
     int allow_binary, keep_best;
@@ -49,7 +50,7 @@ static const Options DEFAULTS = {
     .layers = 4, .heads = 4, .embd = 128, .head_size = 0, .block = 64, .batch = 12,
     .steps = 2000, .warmup = 100, .eval_every = 250, .eval_iters = 20, .save_every = 500,
     .threads = 0, .lr = 1e-3, .min_lr = 1e-4, .wd = 0.1, .clip = 1.0, .dropout = 0.0,
-    .val_frac = 0.1, .seed = 1337, .allow_binary = 0, .keep_best = 0,
+    .val_frac = 0.1, .seed = 1337, .allow_binary = 0, .keep_best = 0, .accum = 1,
 };
 
 enum {
@@ -57,7 +58,7 @@ enum {
     OPT_BLOCK, OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_WD, OPT_CLIP,
     OPT_DROPOUT, OPT_SEED, OPT_VAL_FRAC, OPT_EVAL_EVERY, OPT_EVAL_ITERS, OPT_SAVE_EVERY,
     OPT_THREADS, OPT_ALLOW_BINARY, OPT_KEEP_BEST, OPT_DUMP_VAL, OPT_HEADS_EVERY, OPT_HELP,
-    OPT_VERSION, OPT_COUNT
+    OPT_VERSION, OPT_ACCUM, OPT_COUNT
 };
 
 static void usage(void)
@@ -85,7 +86,9 @@ static void usage(void)
            "      --head-size D      head size (default: embd / heads)\n"
            "  -T, --block N          context length in bytes (default: %ld)\n"
            "training:\n"
-           "  -B, --batch N          sequences per step (default: %ld)\n"
+           "  -B, --batch N          sequences per micro-batch (default: %ld)\n"
+           "      --accum K          micro-batches summed per optimizer step, each rank's share\n"
+           "                         under mpirun (default: 1; the step sees K x ranks x batch)\n"
            "  -n, --steps N          optimizer steps (default: %ld)\n"
            "      --lr X             peak learning rate (default: %g)\n"
            "      --min-lr X         final learning rate of the cosine decay (default: %g)\n"
@@ -132,7 +135,7 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
         {"keep-best", no_argument, 0, OPT_KEEP_BEST},
         {"dump-val", required_argument, 0, OPT_DUMP_VAL},
         {"heads-every", required_argument, 0, OPT_HEADS_EVERY}, {"help", no_argument, 0, OPT_HELP},
-        {"version", no_argument, 0, OPT_VERSION},
+        {"version", no_argument, 0, OPT_VERSION}, {"accum", required_argument, 0, OPT_ACCUM},
         {0, 0, 0, 0}};
     static const CliShort shorts[] = {
         {'d', OPT_DATA}, {'o', OPT_OUT}, {'L', OPT_LAYERS}, {'H', OPT_HEADS}, {'C', OPT_EMBD},
@@ -184,6 +187,7 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
             o->heads_every = cli_long("heads-every", optarg, 0, 100000000);
             break;
         case OPT_HELP: usage(); exit(0);
+        case OPT_ACCUM: o->accum = cli_long("accum", optarg, 1, LIMIT_ACCUM_MAX); break;
         case OPT_VERSION: printf("train (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
@@ -254,7 +258,25 @@ typedef struct {
     char best[4200];        /* the --keep-best checkpoint, "" without --keep-best */
     long last_saved;        /* step of this run's newest checkpoint at --out, -1 when none */
     long resumed_step;      /* the step resumed from, -1 for a fresh run */
+    Dist dist;              /* this process's rank among dist.size (1 without MPI) */
+    long micro;             /* micro-batches per step, all ranks together: accum x size */
+    float *acc;             /* [P] the step's summed gradient when micro > 1 */
+    int *mb_in, *mb_tg;     /* [B*T] batches of other ranks' micro-batches, drawn and dropped */
 } Run;
+
+/* Only rank 0 writes files and prints progress. */
+static int lead(const Run *r)
+{
+    return r->dist.rank == 0;
+}
+
+/* Ends this process after an orderly stop that every rank reached together. */
+static void run_exit(Run *r, int code) __attribute__((noreturn));
+static void run_exit(Run *r, int code)
+{
+    dist_finish(&r->dist);
+    exit(code);
+}
 
 /* The run whose locks are released at exit, whichever way main ends. */
 static Run *exiting_run = NULL;
@@ -320,7 +342,8 @@ static void check_memory(const Run *r, const Config *cfg, size_t held)
 {
     size_t P = (size_t)config_param_count(cfg);
     double floats = 4.0 * (double)P - (double)held +
-                    (double)acts_floats(cfg, (int)r->o.batch, cfg->T, r->o.dropout > 0);
+                    (double)acts_floats(cfg, (int)r->o.batch, cfg->T, r->o.dropout > 0) +
+                    (r->micro > 1 ? 2.0 * (double)P : 0.0);
     double bytes = 4.0 * floats + 8.0 * (double)r->o.batch * (double)cfg->T;
     unsigned long long avail = guard_mem_available();
     if (avail && bytes > (double)avail)
@@ -413,6 +436,17 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     if (steps_done >= o->steps)
         cli_usage_error("%s has already trained %ld of %ld steps; give --steps above %ld to "
                         "train further", o->resume, steps_done, o->steps, steps_done);
+    /* The step's micro-batch count is the run's; the ranks may change with it. */
+    long n = r->dist.size;
+    if (given[OPT_ACCUM] && o->accum * n != ts->accum)
+        cli_usage_error("--accum %ld on %ld rank%s sums %ld micro-batches a step, and the run "
+                        "sums %ld: %s", o->accum, n, n > 1 ? "s" : "", o->accum * n, ts->accum,
+                        same);
+    if (ts->accum % n != 0)
+        cli_usage_error("the run sums %ld micro-batches a step, which %ld ranks cannot share "
+                        "evenly; resume it on a number of ranks that divides %ld", ts->accum, n,
+                        ts->accum);
+    o->accum = ts->accum / n;
     /* Continue into the same files unless told otherwise. */
     if (!given[OPT_OUT])
         o->out = o->resume;
@@ -478,6 +512,8 @@ static void claim_outputs(Run *r)
     char err[5000];
     if (o->keep_best)
         best_path(o->out, r->best, sizeof r->best);
+    if (!lead(r))
+        return;
     GuardPath paths[] = {
         {"--data", o->data, 0, NULL},
         {"--resume", o->resume, 0, NULL},
@@ -524,6 +560,7 @@ static void sync_state(Run *r, long step)
     ts->lr = o->lr; ts->min_lr = o->min_lr; ts->wd = o->wd; ts->clip = o->clip;
     ts->dropout = o->dropout; ts->val_frac = o->val_frac;
     ts->beta1 = r->adam.beta1; ts->beta2 = r->adam.beta2; ts->eps = r->adam.eps;
+    ts->accum = r->micro;
     snprintf(ts->data_path, sizeof ts->data_path, "%s", r->file.name);
 }
 
@@ -536,7 +573,7 @@ static int save(Run *r, const char *path, long step, char *err, size_t errlen)
 /* Saves --out at step done, remembering it as the last good checkpoint. */
 static int save_out(Run *r, long done, char *err, size_t errlen)
 {
-    if (save(r, r->o.out, done, err, errlen))
+    if (lead(r) && save(r, r->o.out, done, err, errlen))
         return -1;
     r->last_saved = done;
     return 0;
@@ -706,7 +743,59 @@ static void stop_on_signal(Run *r, long done)
             cmd);
     if (r->log)
         fclose(r->log);
-    exit(128 + stop_signal);
+    run_exit(r, 128 + stop_signal);
+}
+
+/* The loss and gradient of micro-batch i of the step (into model.grads, zeroed
+ * first), on the batch in r->inputs / r->targets. Dropout masks depend on the
+ * micro-batch's number in the whole run, so any split over ranks draws the same;
+ * with one micro-batch a step that number is the step, as it always was. */
+static double micro_pass(Run *r, long step, long i)
+{
+    int B = (int)r->o.batch, T = (int)r->o.block;
+    uint64_t n = (uint64_t)step * (uint64_t)r->micro + (uint64_t)i;
+    PassOptions po = {.dropout = (float)r->o.dropout,
+                      .dropout_key = rng_hash(r->o.seed, RNG_STREAM_DROPOUT, n)};
+    double loss = gpt_forward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);
+    model_zero_grads(&r->model);
+    gpt_backward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);
+    return loss;
+}
+
+/* One step's gradient and mean loss. With one micro-batch in all, the gradient
+ * is model.grads itself; with more (--accum, or several ranks), the micro-batches
+ * are drawn in order from the one sampler, each rank computes its own (round j,
+ * micro-batch j * ranks + rank), and dist folds them in micro-batch order (dist.h),
+ * so the bits do not depend on the number of ranks. Returns the gradient. */
+static float *step_gradient(Run *r, long step, double *loss)
+{
+    int B = (int)r->o.batch, T = (int)r->o.block;
+    const uint8_t *ids = r->corpus.ids;
+    size_t ntrain = r->corpus.ntrain;
+    if (r->micro == 1) {
+        batch_next(&r->sampler, ids, ntrain, B, T, r->inputs, r->targets);
+        *loss = micro_pass(r, step, 0);
+        return r->model.grads;
+    }
+    int n = r->dist.size, me = r->dist.rank;
+    long k = r->o.accum;
+    double mine[LIMIT_ACCUM_MAX], all[LIMIT_ACCUM_MAX];
+    for (long j = 0; j < k; j++) {
+        for (int q = 0; q < n; q++) {
+            int keep = q == me;
+            batch_next(&r->sampler, ids, ntrain, B, T, keep ? r->inputs : r->mb_in,
+                       keep ? r->targets : r->mb_tg);
+        }
+        mine[j] = micro_pass(r, step, j * n + me);
+        dist_fold(&r->dist, r->acc, r->model.grads, (int)j);
+    }
+    dist_gather(&r->dist, r->acc, 1.0f / (float)r->micro);
+    dist_losses(&r->dist, mine, (int)k, all);
+    double total = 0.0;
+    for (long i = 0; i < r->micro; i++)
+        total += all[i];
+    *loss = total / (double)r->micro;
+    return r->acc;
 }
 
 static void train_loop(Run *r, long start)
@@ -717,41 +806,45 @@ static void train_loop(Run *r, long start)
     double last_print = 0.0, avg = 0.0;
     char err[1500];
     for (long step = start; step < o->steps; step++) {
-        double t0 = cli_now();
-        batch_next(&r->sampler, r->corpus.ids, r->corpus.ntrain, B, T, r->inputs, r->targets);
-        PassOptions po = {.dropout = (float)o->dropout,
-                          .dropout_key = rng_hash(o->seed, RNG_STREAM_DROPOUT, (uint64_t)step)};
-        double loss = gpt_forward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);
-        model_zero_grads(&r->model);
-        gpt_backward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);
-        double norm = grad_clip(r->model.grads, P, (float)o->clip);
+        double t0 = cli_now(), loss;
+        float *grads = step_gradient(r, step, &loss);
+        double norm = grad_clip(grads, P, (float)o->clip);
         if (!isfinite(loss) || !isfinite(norm))
             stop_nonfinite(r, step + 1, loss, norm);
         float lr = schedule_lr(step, o->steps, o->warmup, (float)o->lr, (float)o->min_lr);
-        adamw_update(r->model.params, r->model.grads, r->ts.adam_m, r->ts.adam_v,
-                     &r->model.table, &r->adam, lr, step + 1);
+        adamw_update(r->model.params, grads, r->ts.adam_m, r->ts.adam_v, &r->model.table,
+                     &r->adam, lr, step + 1);
         double t1 = cli_now(), dt = t1 - t0;
         long done = step + 1;
         avg = step == start ? dt : 0.9 * avg + 0.1 * dt;
+        double tokens = (double)B * T * (double)r->micro;
         log_printf(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6e,"
                    "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, lr, norm,
-                   dt * 1e3, (double)B * T / dt);
+                   dt * 1e3, tokens / dt);
         if (r->log && o->heads_every && (done % o->heads_every == 0 || done == start + 1))
             log_heads(r, done);
         if (done == start + 1 || done == o->steps || t1 - last_print >= 1.0) {
             progress(r, done, loss, lr, dt, avg);
             last_print = t1;
         }
-        if ((o->eval_every && done % o->eval_every == 0) || done == o->steps)
+        if (lead(r) && ((o->eval_every && done % o->eval_every == 0) || done == o->steps))
             evaluate_now(r, done);
-        if (r->log_errno)
+        /* Every rank stops at the same step: a signal to any of them, or the log
+         * (rank 0's) failing, ends all (256 marks the log). */
+        int stop = stop_signal | (r->log_errno ? 256 : 0);
+        if (r->dist.size > 1)
+            stop = dist_any(&r->dist, stop);
+        if (stop & 256)
             stop_log_failed(r, done);
         if (o->save_every && done % o->save_every == 0 && done < o->steps &&
             save_out(r, done, err, sizeof err))
             fprintf(stderr, "train: warning: checkpoint not saved: %s (the previous one is "
                     "intact)\n", err);
-        if (stop_signal && done < o->steps)
+        if (stop && done < o->steps) {
+            if (!stop_signal)
+                stop_signal = stop & 255;
             stop_on_signal(r, done);
+        }
     }
 }
 
@@ -850,11 +943,31 @@ static void alloc_buffers(Run *r)
         if (!r->head_metrics)
             cli_fail("out of memory for head metrics");
     }
+    if (r->micro > 1) {
+        r->acc = malloc(r->model.table.total * sizeof(float));
+        r->mb_in = malloc(bt * sizeof(int));
+        r->mb_tg = malloc(bt * sizeof(int));
+        if (!r->acc || !r->mb_in || !r->mb_tg || dist_setup(&r->dist, r->model.table.total))
+            cli_fail("out of memory for gradient accumulation");
+    }
+}
+
+/* Every rank must train on the same bytes: a copy that differs on one node would
+ * make the ranks' gradients disagree silently. */
+static void check_same_data(const Run *r)
+{
+    int bad;
+    uint64_t size, hash;
+    if (!dist_same_data(&r->dist, r->file.n, r->file.hash, &bad, &size, &hash))
+        cli_fail("rank %d read %s as %llu bytes with hash %016llx, rank 0 as %zu bytes with "
+                 "hash %016llx: every rank needs the same data file", bad, r->file.name,
+                 (unsigned long long)size, (unsigned long long)hash, r->file.n,
+                 (unsigned long long)r->file.hash);
 }
 
 static void open_log(Run *r)
 {
-    if (!r->o.log)
+    if (!r->o.log || !lead(r))
         return;
     r->log = fopen(r->o.log, r->o.resume ? "a" : "w");
     if (!r->log)
@@ -871,6 +984,8 @@ static void finish(Run *r, long start, double t0, double train_s)
         last_good(r, good, sizeof good);
         cli_fail("training finished but the checkpoint was not saved: %s. %s", err, good);
     }
+    if (!lead(r))
+        return; /* the evaluation and the summary are rank 0's */
     double val = NAN;
     size_t nval_tok = 0;
     if (r->corpus.nval >= 2) {
@@ -888,11 +1003,12 @@ static void finish(Run *r, long start, double t0, double train_s)
                 r->o.out, r->o.steps, r->o.steps);
         if (r->log)
             fclose(r->log);
-        exit(128 + stop_signal);
+        run_exit(r, 128 + stop_signal);
     }
     double wall = cli_now() - t0;
     long steps_run = r->o.steps - start;
-    double tok_s = (double)steps_run * (double)r->o.batch * (double)r->o.block / train_s;
+    double tok_s = (double)steps_run * (double)r->o.batch * (double)r->o.block *
+                   (double)r->micro / train_s;
     char dur[32];
     cli_duration(wall, dur, sizeof dur);
     fprintf(stderr, "done: %ld steps in %.1f s (%.0f tok/s) | train loss %.4f (estimate) | "
@@ -909,6 +1025,13 @@ static void finish(Run *r, long start, double t0, double train_s)
     r->log = NULL;
 }
 
+/* Error exits: release the locks, then end every rank (dist_abort). */
+static void train_exit(int code)
+{
+    release_locks();
+    dist_abort(code);
+}
+
 int main(int argc, char **argv)
 {
     cli_prog = "train";
@@ -918,37 +1041,61 @@ int main(int argc, char **argv)
     Run *r = &run;
     r->lock.fd = r->best_lock.fd = -1;
     r->last_saved = r->resumed_step = -1;
+    if (dist_init(&r->dist, &argc, &argv))
+        cli_fail("cannot start MPI");
+    if (r->dist.size > 1) {
+        /* Rank 0 speaks for the job; the others report only their errors. */
+        static char prog[32];
+        cli_set_exit(train_exit);
+        if (!lead(r)) {
+            snprintf(prog, sizeof prog, "train[rank %d]", r->dist.rank);
+            cli_prog = prog;
+            int fd = dup(STDERR_FILENO);
+            FILE *err = fd >= 0 ? fdopen(fd, "w") : NULL;
+            if (err && freopen("/dev/null", "w", stderr))
+                cli_set_error_stream(err);
+        }
+    }
     unsigned char given[OPT_COUNT] = {0};
     parse(argc, argv, &r->o, given);
     if (r->o.threads)
         omp_set_num_threads((int)r->o.threads);
     install_signals();
-    if (r->o.dump_val)
-        return dump_val(r);
+    if (r->o.dump_val) {
+        int rc = lead(r) ? dump_val(r) : 0;
+        dist_finish(&r->dist);
+        return rc;
+    }
     exiting_run = r;
     atexit(release_locks);
     Tokenizer tok;
     if (r->o.resume)
         open_resume(r, given, &tok);
+    r->micro = r->o.accum * r->dist.size;
     claim_outputs(r);
     if (r->o.resume)
         load_resumed_data(r, given, &tok);
     else
         setup_fresh(r);
     r->adam = (AdamW){.beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = (float)r->o.wd};
+    check_same_data(r);
     alloc_buffers(r);
     open_log(r);
     long start = r->ts.step;
     print_settings(r);
-    if (stop_signal) {
+    if (dist_any(&r->dist, stop_signal)) {
         fprintf(stderr, "train: interrupted before the first step; nothing was written\n");
-        return 128 + stop_signal;
+        run_exit(r, 128 + (stop_signal ? stop_signal : SIGINT));
     }
     double t0 = cli_now();
     train_loop(r, start);
     finish(r, start, t0, cli_now() - t0);
+    dist_finish(&r->dist);
     free(r->inputs);
     free(r->targets);
+    free(r->mb_in);
+    free(r->mb_tg);
+    free(r->acc);
     free(r->head_metrics);
     acts_free(&r->acts);
     ckpt_state_free(&r->ts);

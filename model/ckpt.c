@@ -93,6 +93,7 @@ static void put_state(Writer *w, const TrainState *ts, size_t P)
     iv[7] = (int64_t)ts->seed; iv[8] = (int64_t)ts->batch_rng;
     iv[9] = (int64_t)ts->data_size; iv[10] = (int64_t)ts->data_hash;
     iv[11] = ts->allow_binary; iv[12] = ts->best_step;
+    iv[13] = ts->accum > 1 ? ts->accum : 0; /* 0: one micro-batch, as before the field */
     dv[0] = ts->lr; dv[1] = ts->min_lr; dv[2] = ts->wd; dv[3] = ts->clip;
     dv[4] = ts->dropout; dv[5] = ts->val_frac; dv[6] = ts->beta1; dv[7] = ts->beta2;
     dv[8] = ts->eps; dv[9] = ts->best_step >= 0 ? ts->best_val : 0.0;
@@ -262,7 +263,8 @@ static int check_settings(const int64_t *iv, const double *dv, char *why, size_t
         {"batch", 2, 1, LIMIT_BATCH_MAX}, {"warmup", 3, 0, LIMIT_STEPS_MAX},
         {"eval_every", 4, 0, LIMIT_STEPS_MAX}, {"eval_iters", 5, 1, LIMIT_EVAL_ITERS_MAX},
         {"save_every", 6, 0, LIMIT_STEPS_MAX}, {"data_size", 9, 0, INT64_MAX},
-        {"allow_binary", 11, 0, 1}, {"best_step", 12, -1, LIMIT_STEPS_MAX}};
+        {"allow_binary", 11, 0, 1}, {"best_step", 12, -1, LIMIT_STEPS_MAX},
+        {"accum", 13, 0, LIMIT_ACCUM_MAX}};
     static const struct { const char *name; int i; double lo, hi; } reals[] = {
         {"lr", 0, LIMIT_LR_MIN, LIMIT_LR_MAX}, {"min_lr", 1, 0, LIMIT_LR_MAX},
         {"wd", 2, 0, LIMIT_LR_MAX}, {"clip", 3, 0, LIMIT_CLIP_MAX},
@@ -309,6 +311,7 @@ static int load_state(Reader *r, const char *path, const Model *m, TrainState *t
     ts->save_every = (long)iv[6]; ts->seed = (uint64_t)iv[7]; ts->batch_rng = (uint64_t)iv[8];
     ts->data_size = (uint64_t)iv[9]; ts->data_hash = (uint64_t)iv[10];
     ts->allow_binary = (long)iv[11]; ts->best_step = (long)iv[12];
+    ts->accum = iv[13] > 1 ? (long)iv[13] : 1;
     ts->lr = dv[0]; ts->min_lr = dv[1]; ts->wd = dv[2]; ts->clip = dv[3];
     ts->dropout = dv[4]; ts->val_frac = dv[5]; ts->beta1 = dv[6]; ts->beta2 = dv[7];
     ts->eps = dv[8]; ts->best_val = dv[9];

@@ -34,6 +34,7 @@ typedef struct {
     uint64_t data_size, data_hash;
     long allow_binary;
     long best_step;         /* step of best_val, -1 when none */
+    long accum;             /* micro-batches summed per step (--accum x ranks), >= 1 */
     double lr, min_lr, wd, clip, dropout, val_frac, beta1, beta2, eps;
     double best_val;        /* best estimated val loss so far (valid when best_step >= 0) */
     char data_path[CKPT_PATH_MAX];

@@ -40,16 +40,16 @@ static void jnum(FILE *f, double v)
         fputs("null", f);
 }
 
-/* A JSON string; "</" is written "<\/" so the text cannot close the page's
- * <script> element. */
+/* A JSON string; '<' is written \u003c, so no name can close the page's
+ * <script> element or open a comment in it. */
 static void jstr(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '"' || *p == '\\')
             fprintf(f, "\\%c", *p);
-        else if (*p == '/' && p > (const unsigned char *)s && p[-1] == '<')
-            fputs("\\/", f);
+        else if (*p == '<')
+            fputs("\\u003c", f);
         else if (*p < 0x20)
             fprintf(f, "\\u%04x", *p);
         else

@@ -243,7 +243,7 @@ static int run_explore_text(const InferOptions *o, const Model *m, const Tokeniz
 {
     if (o->text)
         return infer_explore(o, m, tok, (const unsigned char *)o->text, strlen(o->text),
-                             "--text", 0);
+                             "the --text argument", 0);
     TextFile f;
     infer_read_input(&f, o->text_file, "text-file");
     int rc = infer_explore(o, m, tok, f.bytes, f.n, f.name, 0);

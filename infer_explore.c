@@ -125,6 +125,9 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     heads_redundancy(st, jsd, L, H);
     for (int k = 0; k < n; k++)
         st[k].type = heads_classify(&st[k], e.delim_share);
+    /* e.relations_json (NULL here) is where the planted-relation scores of a text
+     * from the built-in corpus go, as summary.json's "relations" object: the page
+     * shows whatever it holds in its "Planted relations" section. */
     if (e.scored_rows < 32)
         fprintf(stderr, "infer: note: the head scores rest on %d query row(s) of this text; "
                 "they are rough below a few dozen (the probe scores are not affected)\n",

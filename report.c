@@ -266,7 +266,8 @@ static void svg_colour_bar(FILE *f, int x, int y, int h)
                 y + k * h / 40.0, h / 40.0 + 0.3, c);
     }
     fprintf(f, "\n<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"%d\" fill=\"none\" "
-            "stroke=\"#999\"/>\n<g class=\"lab\" font-size=\"11\" font-family=\"sans-serif\" fill=\"#333\">"
+            "stroke=\"#999\"/>\n<g class=\"lab\" font-size=\"11\" font-family=\"sans-serif\" "
+            "fill=\"#333\">"
             "<text x=\"%d\" y=\"%d\">weight</text>\n", x, y, h, x - 4, y - 8);
     for (size_t k = 0; k < sizeof ticks / sizeof ticks[0]; k++) {
         double py = y + (1.0 - sqrt(ticks[k])) * h;
@@ -295,7 +296,8 @@ static void svg_heatmap(FILE *f, const float *att, const unsigned char *text, in
             "<text class=\"lab\" x=\"%d\" y=\"14\" font-size=\"13\" font-family=\"sans-serif\" "
             "font-weight=\"bold\">", left);
     xml_text(f, title);
-    fprintf(f, "</text>\n<g class=\"lab\" font-size=\"12\" font-family=\"sans-serif\" fill=\"#333\">"
+    fprintf(f, "</text>\n<g class=\"lab\" font-size=\"12\" font-family=\"sans-serif\" "
+            "fill=\"#333\">"
             "<text x=\"%d\" y=\"32\">key (the position attended to) &#8594;</text>"
             "<text transform=\"translate(6 %d) rotate(90)\">"
             "query (the position attending) &#8594;</text></g>\n", left, top);

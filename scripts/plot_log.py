@@ -143,8 +143,8 @@ def lr_plot(runs, labels):
               title="Learning rate (warm-up, then cosine decay)", xlabel="step",
               ylabel="learning rate")
     for k, run in enumerate(runs):
-        ax.polyline([num(r["step"]) for r in run["steps"]], [num(r.get("lr")) for r in run["steps"]],
-                    PALETTE[k % len(PALETTE)], width=1.8)
+        ax.polyline([num(r["step"]) for r in run["steps"]],
+                    [num(r.get("lr")) for r in run["steps"]], PALETTE[k % len(PALETTE)], width=1.8)
     if not ys:
         ax.message("no step records")
     legend(svg, 652, 40, [(labels[k], PALETTE[k % len(PALETTE)], "line") for k in range(len(runs))])
@@ -191,11 +191,13 @@ def heads_plot(runs, labels):
             if single:
                 H = int(run["settings"].get("heads", 0)) or 1 + max(
                     (h["head"] for rec in run["heads"] for h in rec["heads"]), default=0)
-                ids = sorted({(h["layer"], h["head"]) for rec in run["heads"] for h in rec["heads"]})
+                ids = sorted({(h["layer"], h["head"])
+                              for rec in run["heads"] for h in rec["heads"]})
                 for (l, h) in ids:
                     ys = []
                     for rec in run["heads"]:
-                        m = [num(x.get(key)) for x in rec["heads"] if x["layer"] == l and x["head"] == h]
+                        m = [num(x.get(key)) for x in rec["heads"]
+                             if x["layer"] == l and x["head"] == h]
                         ys.append(m[0] if m else float("nan"))
                     ax.polyline(xs, ys, head_colour(l, h, H), width=1.4, dash=layer_dash(l),
                                 tip="L%dH%d" % (l, h))

@@ -107,6 +107,27 @@ Test(explore, page_is_self_contained)
     free(out);
 }
 
+Test(explore, names_cannot_end_the_pages_script)
+{
+    Env e;
+    env_init(&e, "explore-names");
+    char *out, html[400];
+    snprintf(html, sizeof html, "%s/p.html", e.dir);
+    int rc = run(&out, "mkdir -p '%s/x</script><!--' && cp %s '%s/x</script><!--/m.ckpt' && "
+                 "%s/infer --ckpt '%s/x</script><!--/m.ckpt' --explore %s --text 'The old'",
+                 e.dir, e.ckpt, e.dir, tu_bin(), e.dir, html);
+    cr_assert_eq(rc, 0, "%s", out);
+    char *page = read_text(html);
+    const char *first = strstr(page, "</script>");
+    cr_assert_not_null(first);
+    cr_assert_null(strstr(first + 1, "</script>"), "a second </script> in the page");
+    cr_assert_null(strstr(page, "<!--'"), "the name's <!-- is in the page as is");
+    cr_assert_not_null(strstr(page, "x\\u003c/script>\\u003c!--/m.ckpt"),
+                       "the name is not escaped");
+    free(page);
+    free(out);
+}
+
 Test(explore, page_weights_are_the_json_weights_rounded_to_bytes)
 {
     Env e;
@@ -165,7 +186,8 @@ Test(explore, stdin_gives_the_same_weights_as_a_file)
     char *pa = read_text(a), *pb = read_text(b);
     const char *wa = strstr(pa, "\"att\":"), *wb = strstr(pb, "\"att\":");
     cr_assert(wa && wb);
-    cr_assert_not_null(strstr(pb, "\"source\":\"<stdin>\""), "stdin is not named as the source");
+    cr_assert_not_null(strstr(pb, "\"source\":\"\\u003cstdin>\""),
+                       "stdin is not named as the source");
     cr_assert_eq(strcmp(wa, wb), 0, "the pages differ after their header");
     free(pa);
     free(pb);

@@ -107,7 +107,8 @@ Test(headcount_py, hooked_attention_equals_infer_explore_json)
              "m = headcount.load('%s'); J = json.load(open('%s')); "
              "att = m.attention(m.encode(bytes(J['tokens']))); "
              "print('shape', tuple(att.shape)); "
-             "print('maxdiff %%.3g' %% max(abs(att[l, h, i, j].item() - J['attention'][l][h][i][j]) "
+             "print('maxdiff %%.3g' %% max(abs(att[l, h, i, j].item() - "
+             "J['attention'][l][h][i][j]) "
              "for l in range(2) for h in range(4) for i in range(J['T']) for j in range(i + 1)))\"",
              e.ckpt, json);
     cr_assert_eq(rc, 0, "%s", out);

@@ -58,7 +58,7 @@ enum {
     OPT_BLOCK, OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_WD, OPT_CLIP,
     OPT_DROPOUT, OPT_SEED, OPT_VAL_FRAC, OPT_EVAL_EVERY, OPT_EVAL_ITERS, OPT_SAVE_EVERY,
     OPT_THREADS, OPT_ALLOW_BINARY, OPT_KEEP_BEST, OPT_DUMP_VAL, OPT_HEADS_EVERY, OPT_HELP,
-    OPT_VERSION, OPT_ACCUM, OPT_COUNT
+    OPT_VERSION, OPT_ACCUM, OPT_PRINT_SETTINGS, OPT_COUNT
 };
 
 static void usage(void)
@@ -105,11 +105,52 @@ static void usage(void)
            "  -j, --threads N        OpenMP threads (default: all cores; results are identical)\n"
            "  -h, --help             this help\n"
            "      --version          the version\n"
+           "      --print-settings   print the settings these flags give, as JSON, and exit\n"
            "Outputs are never the same file as an input; other files are never written or\n"
            "deleted (docs/checkpoint.md, \"Files\").\n",
            d->out, d->save_every, d->layers, d->heads, d->embd, d->block, d->batch, d->steps,
            d->lr, d->min_lr, d->warmup, d->wd, d->clip, d->dropout,
            (unsigned long long)d->seed, d->val_frac, d->eval_every, d->eval_iters);
+}
+
+/* s as a JSON string literal into buf (cut to fit). */
+static void json_string(char *buf, size_t len, const char *s)
+{
+    size_t k = 0;
+    if (len < 3)
+        return;
+    buf[k++] = '"';
+    for (; *s && k + 8 < len; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            k += (size_t)snprintf(buf + k, len - k, "\\%c", c);
+        else if (c < 0x20)
+            k += (size_t)snprintf(buf + k, len - k, "\\u%04x", c);
+        else
+            buf[k++] = (char)c;
+    }
+    buf[k++] = '"';
+    buf[k] = '\0';
+}
+
+/* --print-settings: what a run with these flags would use, for scripts (one JSON
+ * object; a path not given is null, 0 for head_size and threads means automatic). */
+static void print_settings_json(const Options *o)
+{
+    char data[1100], out[1100];
+    json_string(data, sizeof data, o->data ? o->data : "");
+    json_string(out, sizeof out, o->out);
+    printf("{\"data\":%s,\"out\":%s,\"layers\":%ld,\"heads\":%ld,\"embd\":%ld,\"head_size\":%ld,"
+           "\"block\":%ld,\"batch\":%ld,\"accum\":%ld,\"steps\":%ld,\"lr\":%.17g,"
+           "\"min_lr\":%.17g,\"warmup\":%ld,\"wd\":%.17g,\"clip\":%.17g,\"dropout\":%.17g,"
+           "\"seed\":%llu,\"val_frac\":%.17g,\"eval_every\":%ld,\"eval_iters\":%ld,"
+           "\"save_every\":%ld,\"heads_every\":%ld,\"threads\":%ld,\"keep_best\":%s,"
+           "\"allow_binary\":%s,\"version\":\"%s\"}\n", o->data ? data : "null", out, o->layers, o->heads, o->embd,
+           o->head_size, o->block, o->batch, o->accum, o->steps, o->lr, o->min_lr, o->warmup,
+           o->wd, o->clip, o->dropout, (unsigned long long)o->seed, o->val_frac, o->eval_every,
+           o->eval_iters, o->save_every, o->heads_every, o->threads,
+           o->keep_best ? "true" : "false", o->allow_binary ? "true" : "false",
+           HEADCOUNT_VERSION);
 }
 
 static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COUNT])
@@ -136,6 +177,7 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
         {"dump-val", required_argument, 0, OPT_DUMP_VAL},
         {"heads-every", required_argument, 0, OPT_HEADS_EVERY}, {"help", no_argument, 0, OPT_HELP},
         {"version", no_argument, 0, OPT_VERSION}, {"accum", required_argument, 0, OPT_ACCUM},
+        {"print-settings", no_argument, 0, OPT_PRINT_SETTINGS},
         {0, 0, 0, 0}};
     static const CliShort shorts[] = {
         {'d', OPT_DATA}, {'o', OPT_OUT}, {'L', OPT_LAYERS}, {'H', OPT_HEADS}, {'C', OPT_EMBD},
@@ -187,6 +229,7 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
             o->heads_every = cli_long("heads-every", optarg, 0, 100000000);
             break;
         case OPT_HELP: usage(); exit(0);
+        case OPT_PRINT_SETTINGS: break;
         case OPT_ACCUM: o->accum = cli_long("accum", optarg, 1, LIMIT_ACCUM_MAX); break;
         case OPT_VERSION: printf("train (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
@@ -200,6 +243,10 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
     if (o->heads_every && !o->log && !o->resume)
         cli_usage_error("--heads-every %ld needs --log FILE to write the metrics to",
                         o->heads_every);
+    if (given[OPT_PRINT_SETTINGS]) {
+        print_settings_json(o);
+        exit(0);
+    }
     if (o->data && strlen(o->data) >= CKPT_PATH_MAX)
         cli_usage_error("--data: the path is %zu bytes; a checkpoint records at most %d, so "
                         "the run could not be resumed (use a shorter path)", strlen(o->data),
@@ -288,26 +335,6 @@ static void release_locks(void)
     lock_path_held = NULL;
     guard_unlock(&exiting_run->lock);
     guard_unlock(&exiting_run->best_lock);
-}
-
-/* s as a JSON string literal into buf (cut to fit). */
-static void json_string(char *buf, size_t len, const char *s)
-{
-    size_t k = 0;
-    if (len < 3)
-        return;
-    buf[k++] = '"';
-    for (; *s && k + 8 < len; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            k += (size_t)snprintf(buf + k, len - k, "\\%c", c);
-        else if (c < 0x20)
-            k += (size_t)snprintf(buf + k, len - k, "\\u%04x", c);
-        else
-            buf[k++] = (char)c;
-    }
-    buf[k++] = '"';
-    buf[k] = '\0';
 }
 
 /* One checked write to the log (line-buffered, so each JSON line reaches the

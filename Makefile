@@ -25,7 +25,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/test
 INFER_OBJ := $(BUILD)/infer.o $(BUILD)/infer_sample.o $(BUILD)/infer_heads.o $(BUILD)/report.o \
              $(BUILD)/infer_explore.o $(BUILD)/explore.o $(BUILD)/explore_page.o
 
-.PHONY: all test clean bench ablation ablation-check test-asan fuzz check-heads test-browser
+.PHONY: all test clean bench ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
 all: $(BIN)/train $(BIN)/infer
 
 $(BUILD)/%.o: %.c
@@ -61,7 +61,7 @@ $(BIN)/infer: $(INFER_OBJ) $(BUILD)/cli.o $(BUILD)/fileguard.o $(BUILD)/libheadc
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/fileguard.o $(BUILD)/libheadcount.a
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/fileguard.o $(BUILD)/dist.o $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root: tests find ../shared, write under
@@ -104,3 +104,7 @@ check-heads: $(BIN)/train $(BIN)/infer
 # hover, layer switch and head toggle checked against ./infer --explore-json.
 test-browser: $(BIN)/train $(BIN)/infer
 	bash tests/browser/run.sh $(BIN) $(BUILD)/test-browser
+
+# ./train over MPI ranks against one process (tests/mpi_check.sh; skips without Open MPI).
+test-mpi: $(BIN)/train
+	bash tests/mpi_check.sh

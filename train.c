@@ -311,6 +311,8 @@ typedef struct {
     int *mb_in, *mb_tg;     /* [B*T] batches of other ranks' micro-batches, drawn and dropped */
 } Run;
 
+static void train_exit(int code) __attribute__((noreturn));
+
 /* Only rank 0 writes files and prints progress. */
 static int lead(const Run *r)
 {
@@ -663,6 +665,10 @@ static void print_settings(Run *r)
             "cosine), wd %g, clip %g, dropout %g, seed %llu, %d threads\n", o->steps, o->batch,
             c->T, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
             (unsigned long long)o->seed, omp_get_max_threads());
+    if (r->micro > 1)
+        fprintf(stderr, "train: each step sums %ld micro-batches (--accum %ld x %d rank%s): "
+                "%ld sequences a step\n", r->micro, o->accum, r->dist.size,
+                r->dist.size > 1 ? "s" : "", r->micro * o->batch);
     fprintf(stderr, "train: checkpoint %s (every %ld steps and at the end)%s%s\n", o->out,
             o->save_every, o->log ? ", log " : "", o->log ? o->log : "");
     char name[1100];
@@ -671,10 +677,11 @@ static void print_settings(Run *r)
                "\"layers\":%d,\"heads\":%d,\"embd\":%d,\"head_size\":%d,\"block\":%d,"
                "\"params\":%zu,\"batch\":%ld,\"steps\":%ld,\"lr\":%g,\"min_lr\":%g,"
                "\"warmup\":%ld,\"wd\":%g,\"clip\":%g,\"dropout\":%g,\"seed\":%llu,"
-               "\"val_frac\":%g,\"threads\":%d,\"resume\":%s}\n", name, r->file.n, c->V, c->L,
-               c->H, c->C, c->D, c->T, r->model.table.total, o->batch, o->steps, o->lr,
-               o->min_lr, o->warmup, o->wd, o->clip, o->dropout, (unsigned long long)o->seed,
-               o->val_frac, omp_get_max_threads(), o->resume ? "true" : "false");
+               "\"val_frac\":%g,\"threads\":%d,\"resume\":%s,\"accum\":%ld,\"ranks\":%d}\n",
+               name, r->file.n, c->V, c->L, c->H, c->C, c->D, c->T, r->model.table.total,
+               o->batch, o->steps, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
+               (unsigned long long)o->seed, o->val_frac, omp_get_max_threads(),
+               o->resume ? "true" : "false", o->accum, r->dist.size);
 }
 
 /* The estimate at an evaluation point; keeps the best checkpoint if asked. */
@@ -985,11 +992,14 @@ static void check_same_data(const Run *r)
 {
     int bad;
     uint64_t size, hash;
-    if (!dist_same_data(&r->dist, r->file.n, r->file.hash, &bad, &size, &hash))
-        cli_fail("rank %d read %s as %llu bytes with hash %016llx, rank 0 as %zu bytes with "
-                 "hash %016llx: every rank needs the same data file", bad, r->file.name,
-                 (unsigned long long)size, (unsigned long long)hash, r->file.n,
-                 (unsigned long long)r->file.hash);
+    if (dist_same_data(&r->dist, r->file.n, r->file.hash, &bad, &size, &hash))
+        return;
+    if (!lead(r))
+        train_exit(1); /* rank 0 says why */
+    cli_fail("the ranks read different data: rank 0 read %s as %zu bytes with hash %016llx, "
+             "rank %d as %llu bytes with hash %016llx; every rank needs the same data file",
+             r->file.name, r->file.n, (unsigned long long)r->file.hash, bad,
+             (unsigned long long)size, (unsigned long long)hash);
 }
 
 static void open_log(Run *r)

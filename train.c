@@ -38,7 +38,7 @@ typedef struct {
     const char *data, *out, *log, *resume, *dump_val;
     long layers, heads, embd, head_size, block, batch, steps, warmup;
     long eval_every, eval_iters, save_every, threads, heads_every, accum;
-    double lr, min_lr, wd, clip, dropout, val_frac;
+    double lr, min_lr, wd, clip, dropout, val_frac, beta1, beta2, eps;
     uint64_t seed;
     int allow_binary, keep_best;
 } Options;
@@ -51,6 +51,7 @@ static const Options DEFAULTS = {
     .steps = 2000, .warmup = 100, .eval_every = 250, .eval_iters = 20, .save_every = 500,
     .threads = 0, .lr = 1e-3, .min_lr = 1e-4, .wd = 0.1, .clip = 1.0, .dropout = 0.0,
     .val_frac = 0.1, .seed = 1337, .allow_binary = 0, .keep_best = 0, .accum = 1,
+    .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8,
 };
 
 enum {
@@ -58,7 +59,7 @@ enum {
     OPT_BLOCK, OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_WD, OPT_CLIP,
     OPT_DROPOUT, OPT_SEED, OPT_VAL_FRAC, OPT_EVAL_EVERY, OPT_EVAL_ITERS, OPT_SAVE_EVERY,
     OPT_THREADS, OPT_ALLOW_BINARY, OPT_KEEP_BEST, OPT_DUMP_VAL, OPT_HEADS_EVERY, OPT_HELP,
-    OPT_VERSION, OPT_ACCUM, OPT_PRINT_SETTINGS, OPT_COUNT
+    OPT_VERSION, OPT_ACCUM, OPT_PRINT_SETTINGS, OPT_BETA1, OPT_BETA2, OPT_EPS, OPT_COUNT
 };
 
 static void usage(void)
@@ -94,6 +95,9 @@ static void usage(void)
            "      --min-lr X         final learning rate of the cosine decay (default: %g)\n"
            "      --warmup N         linear warm-up steps (default: %ld)\n"
            "      --wd X             AdamW weight decay on matrices and embeddings (default: %g)\n"
+           "      --beta1 X          Adam first-moment decay (default: %g)\n"
+           "      --beta2 X          Adam second-moment decay (default: %g)\n"
+           "      --eps X            Adam epsilon (default: %g)\n"
            "      --clip X           gradient clipping by global norm, 0 = off (default: %g)\n"
            "      --dropout X        dropout on attention weights and residual branches (default: %g)\n"
            "  -s, --seed N           seed for init, batches and dropout (default: %llu)\n"
@@ -109,7 +113,7 @@ static void usage(void)
            "Outputs are never the same file as an input; other files are never written or\n"
            "deleted (docs/checkpoint.md, \"Files\").\n",
            d->out, d->save_every, d->layers, d->heads, d->embd, d->block, d->batch, d->steps,
-           d->lr, d->min_lr, d->warmup, d->wd, d->clip, d->dropout,
+           d->lr, d->min_lr, d->warmup, d->wd, d->beta1, d->beta2, d->eps, d->clip, d->dropout,
            (unsigned long long)d->seed, d->val_frac, d->eval_every, d->eval_iters);
 }
 
@@ -142,12 +146,13 @@ static void print_settings_json(const Options *o)
     json_string(out, sizeof out, o->out);
     printf("{\"data\":%s,\"out\":%s,\"layers\":%ld,\"heads\":%ld,\"embd\":%ld,\"head_size\":%ld,"
            "\"block\":%ld,\"batch\":%ld,\"accum\":%ld,\"steps\":%ld,\"lr\":%.17g,"
-           "\"min_lr\":%.17g,\"warmup\":%ld,\"wd\":%.17g,\"clip\":%.17g,\"dropout\":%.17g,"
+           "\"min_lr\":%.17g,\"warmup\":%ld,\"wd\":%.17g,\"beta1\":%.17g,\"beta2\":%.17g,"
+           "\"eps\":%.17g,\"clip\":%.17g,\"dropout\":%.17g,"
            "\"seed\":%llu,\"val_frac\":%.17g,\"eval_every\":%ld,\"eval_iters\":%ld,"
            "\"save_every\":%ld,\"heads_every\":%ld,\"threads\":%ld,\"keep_best\":%s,"
            "\"allow_binary\":%s,\"version\":\"%s\"}\n", o->data ? data : "null", out, o->layers, o->heads, o->embd,
            o->head_size, o->block, o->batch, o->accum, o->steps, o->lr, o->min_lr, o->warmup,
-           o->wd, o->clip, o->dropout, (unsigned long long)o->seed, o->val_frac, o->eval_every,
+           o->wd, o->beta1, o->beta2, o->eps, o->clip, o->dropout, (unsigned long long)o->seed, o->val_frac, o->eval_every,
            o->eval_iters, o->save_every, o->heads_every, o->threads,
            o->keep_best ? "true" : "false", o->allow_binary ? "true" : "false",
            HEADCOUNT_VERSION);
@@ -178,6 +183,8 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
         {"heads-every", required_argument, 0, OPT_HEADS_EVERY}, {"help", no_argument, 0, OPT_HELP},
         {"version", no_argument, 0, OPT_VERSION}, {"accum", required_argument, 0, OPT_ACCUM},
         {"print-settings", no_argument, 0, OPT_PRINT_SETTINGS},
+        {"beta1", required_argument, 0, OPT_BETA1}, {"beta2", required_argument, 0, OPT_BETA2},
+        {"eps", required_argument, 0, OPT_EPS},
         {0, 0, 0, 0}};
     static const CliShort shorts[] = {
         {'d', OPT_DATA}, {'o', OPT_OUT}, {'L', OPT_LAYERS}, {'H', OPT_HEADS}, {'C', OPT_EMBD},
@@ -230,6 +237,9 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
             break;
         case OPT_HELP: usage(); exit(0);
         case OPT_PRINT_SETTINGS: break;
+        case OPT_BETA1: o->beta1 = cli_double("beta1", optarg, 0, LIMIT_BETA_MAX); break;
+        case OPT_BETA2: o->beta2 = cli_double("beta2", optarg, 0, LIMIT_BETA_MAX); break;
+        case OPT_EPS: o->eps = cli_double("eps", optarg, LIMIT_EPS_MIN, 1); break;
         case OPT_ACCUM: o->accum = cli_long("accum", optarg, 1, LIMIT_ACCUM_MAX); break;
         case OPT_VERSION: printf("train (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
@@ -446,6 +456,10 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     conflict(given, OPT_MIN_LR, "min-lr", o->min_lr, ts->min_lr, same);
     conflict(given, OPT_WARMUP, "warmup", (double)o->warmup, (double)ts->warmup, same);
     conflict(given, OPT_WD, "wd", o->wd, ts->wd, same);
+    /* Adam's constants are float32 in the optimizer, stored widened to double. */
+    conflict(given, OPT_BETA1, "beta1", (float)o->beta1, (float)ts->beta1, same);
+    conflict(given, OPT_BETA2, "beta2", (float)o->beta2, (float)ts->beta2, same);
+    conflict(given, OPT_EPS, "eps", (float)o->eps, (float)ts->eps, same);
     conflict(given, OPT_CLIP, "clip", o->clip, ts->clip, same);
     conflict(given, OPT_DROPOUT, "dropout", o->dropout, ts->dropout, same);
     /* Seeds are 64-bit integers: as doubles, neighbours above 2^53 compare equal. */
@@ -456,6 +470,7 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     o->layers = c->L; o->heads = c->H; o->embd = c->C; o->head_size = c->D; o->block = c->T;
     o->batch = ts->batch; o->lr = ts->lr; o->min_lr = ts->min_lr; o->warmup = ts->warmup;
     o->wd = ts->wd; o->clip = ts->clip; o->dropout = ts->dropout; o->seed = ts->seed;
+    o->beta1 = ts->beta1; o->beta2 = ts->beta2; o->eps = ts->eps;
     o->val_frac = ts->val_frac;
     o->allow_binary = o->allow_binary || ts->allow_binary;
     if (!given[OPT_STEPS]) o->steps = ts->steps;
@@ -1114,7 +1129,8 @@ int main(int argc, char **argv)
         load_resumed_data(r, given, &tok);
     else
         setup_fresh(r);
-    r->adam = (AdamW){.beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = (float)r->o.wd};
+    r->adam = (AdamW){.beta1 = (float)r->o.beta1, .beta2 = (float)r->o.beta2,
+                      .eps = (float)r->o.eps, .weight_decay = (float)r->o.wd};
     check_same_data(r);
     alloc_buffers(r);
     open_log(r);

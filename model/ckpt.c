@@ -269,7 +269,8 @@ static int check_settings(const int64_t *iv, const double *dv, char *why, size_t
         {"lr", 0, LIMIT_LR_MIN, LIMIT_LR_MAX}, {"min_lr", 1, 0, LIMIT_LR_MAX},
         {"wd", 2, 0, LIMIT_LR_MAX}, {"clip", 3, 0, LIMIT_CLIP_MAX},
         {"dropout", 4, 0, LIMIT_DROPOUT_MAX}, {"val_frac", 5, 0, LIMIT_VAL_FRAC_MAX},
-        {"beta1", 6, 0, 0.9999999}, {"beta2", 7, 0, 0.9999999}, {"eps", 8, 1e-30, 1.0}};
+        {"beta1", 6, 0, LIMIT_BETA_MAX}, {"beta2", 7, 0, LIMIT_BETA_MAX},
+        {"eps", 8, LIMIT_EPS_MIN, 1.0}};
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
         if (iv[ints[k].i] < ints[k].lo || iv[ints[k].i] > ints[k].hi)
             return err_set(why, len, "%s %lld outside [%lld, %lld]", ints[k].name,

@@ -14,6 +14,8 @@
 #define LIMIT_CLIP_MAX 1e6              /* --clip */
 #define LIMIT_DROPOUT_MAX 0.95          /* --dropout */
 #define LIMIT_VAL_FRAC_MAX 0.9          /* --val-frac */
+#define LIMIT_BETA_MAX 0.9999999        /* --beta1, --beta2 */
+#define LIMIT_EPS_MIN 1e-30             /* --eps, up to 1 */
 #define LIMIT_ACCUM_MAX 4096L           /* micro-batches per step (--accum times ranks) */
 
 #endif

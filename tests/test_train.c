@@ -697,3 +697,30 @@ Test(train, infer_eval_reproduces_the_final_val_loss)
     free(final);
     free(out);
 }
+
+/* Adam's constants are stored in the checkpoint and used again on resume (they
+ * used to be saved and then ignored, so a resumed run with --beta2 0.95 went on
+ * with 0.99). Warm-up beyond the last step keeps the schedule independent of
+ * --steps, so 3 + 3 steps must equal 6. */
+Test(train, a_resumed_run_keeps_its_adam_constants)
+{
+    Env e;
+    env_init(&e, "train-betas");
+    char whole[400], part[400], *out;
+    snprintf(whole, sizeof whole, "%s/whole.ckpt", e.dir);
+    snprintf(part, sizeof part, "%s/part.ckpt", e.dir);
+    const char *flags = TINY " --beta1 0.8 --beta2 0.95 --eps 1e-6 --warmup 100 --eval-every 0";
+    int rc = run(&out, "train", "%s --steps 6 --data %s --out %s", flags, e.data, whole);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "train", "%s --steps 3 --data %s --out %s", flags, e.data, part);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "train", "--resume %s --steps 6 --beta2 0.99", part);
+    expect_error(out, rc, 2, "train", "--beta2 0.99 contradicts the checkpoint");
+    free(out);
+    rc = run(&out, "train", "--resume %s --steps 6", part);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    expect_same_files(whole, part);
+}

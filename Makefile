@@ -48,12 +48,14 @@ $(BUILD)/mpi-$(MPI).stamp:
 	@mkdir -p $(BUILD)
 	@rm -f $(BUILD)/mpi-*.stamp
 	@touch $@
-$(BUILD)/train.o $(BUILD)/dist.o $(BUILD)/cli.o: $(BUILD)/mpi-$(MPI).stamp
+$(BUILD)/dist.o: $(BUILD)/mpi-$(MPI).stamp
 
 $(BUILD)/libheadcount.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-$(BIN)/train: $(BUILD)/train.o $(BUILD)/cli.o $(BUILD)/fileguard.o $(BUILD)/dist.o $(BUILD)/libheadcount.a
+TRAIN_OBJ := $(BUILD)/train.o $(BUILD)/app/train_options.o $(BUILD)/app/train_loop.o \
+             $(BUILD)/cli.o $(BUILD)/fileguard.o $(BUILD)/dist.o
+$(BIN)/train: $(TRAIN_OBJ) $(BUILD)/libheadcount.a
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -72,7 +74,7 @@ test: $(BUILD)/run_tests $(BIN)/train $(BIN)/infer
 clean:
 	rm -rf build build-* train infer fuzz/seeds
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(wildcard $(BUILD)/*.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(wildcard $(BUILD)/*.d $(BUILD)/app/*.d)
 
 # Training throughput, sgemm peak, PyTorch (if installed) and sampling speed: docs/bench.md.
 bench: all $(BUILD)/libheadcount.a

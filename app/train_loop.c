@@ -1,0 +1,391 @@
+/* train_loop: the training loop of ./train and everything that happens inside it
+ * (see train_run.h): each step's gradient (one batch, or micro-batches summed in a
+ * fixed order over --accum and MPI ranks), clipping and AdamW, progress, the JSON
+ * log, periodic evaluations and saves, and the three ways a run stops early: a
+ * signal, a failed log write, a non-finite loss. */
+#include "app/train_run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "model/heads.h"
+#include "model/limits.h"
+#include "model/rng.h"
+#include "model/schedule.h"
+
+volatile sig_atomic_t run_stop_signal = 0;
+/* The held checkpoint lock's path, so that the second signal can remove it. */
+const char *volatile run_lock_path = NULL;
+
+static void on_signal(int sig)
+{
+    if (run_stop_signal) {
+        static const char msg[] = "\ntrain: second signal, exiting at once; "
+                                  "the last saved checkpoint is intact\n";
+        ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)ignored;
+        if (run_lock_path)
+            unlink(run_lock_path);
+        _exit(128 + sig);
+    }
+    run_stop_signal = sig;
+}
+
+/* SIGINT/SIGTERM ask for a save; SIGXFSZ (a file over `ulimit -f`) becomes an
+ * EFBIG write error, reported like any other. */
+void run_install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+/* Only rank 0 writes files and prints progress. */
+int run_lead(const Run *r)
+{
+    return r->dist.rank == 0;
+}
+
+/* Ends this process after an orderly stop that every rank reached together. */
+void run_exit(Run *r, int code)
+{
+    dist_finish(&r->dist);
+    exit(code);
+}
+
+/* One checked write to the log (line-buffered, so each JSON line reaches the
+ * file when its newline is written); the first failure is kept in log_errno and
+ * the training loop stops on it. */
+void run_log(Run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void run_log(Run *r, const char *fmt, ...)
+{
+    if (!r->log || r->log_errno)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    errno = 0;
+    int rc = vfprintf(r->log, fmt, ap);
+    va_end(ap);
+    if (rc < 0 || ferror(r->log))
+        r->log_errno = errno ? errno : EIO;
+}
+
+/* Copies the settings of the run into the training state a checkpoint stores. */
+static void sync_state(Run *r, long step)
+{
+    TrainState *ts = &r->ts;
+    const Options *o = &r->o;
+    ts->step = step;
+    ts->steps = o->steps; ts->batch = o->batch; ts->warmup = o->warmup;
+    ts->eval_every = o->eval_every; ts->eval_iters = o->eval_iters;
+    ts->save_every = o->save_every; ts->seed = o->seed;
+    ts->batch_rng = r->sampler.rng.state;
+    ts->data_size = r->file.n; ts->data_hash = r->file.hash;
+    ts->allow_binary = o->allow_binary;
+    ts->lr = o->lr; ts->min_lr = o->min_lr; ts->wd = o->wd; ts->clip = o->clip;
+    ts->dropout = o->dropout; ts->val_frac = o->val_frac;
+    ts->beta1 = r->adam.beta1; ts->beta2 = r->adam.beta2; ts->eps = r->adam.eps;
+    ts->accum = r->micro;
+    snprintf(ts->data_path, sizeof ts->data_path, "%s", r->file.name);
+}
+
+static int save(Run *r, const char *path, long step, char *err, size_t errlen)
+{
+    sync_state(r, step);
+    return ckpt_save(path, &r->model, &r->corpus.tok, step, &r->ts, err, errlen);
+}
+
+/* Saves --out at step done, remembering it as the last good checkpoint. */
+int run_save_out(Run *r, long done, char *err, size_t errlen)
+{
+    if (run_lead(r) && save(r, r->o.out, done, err, errlen))
+        return -1;
+    r->last_saved = done;
+    return 0;
+}
+
+/* Where the last good checkpoint is, for messages after a failure. */
+void run_last_good(const Run *r, char *buf, size_t len)
+{
+    if (r->last_saved >= 0)
+        snprintf(buf, len, "The last good checkpoint is %s (step %ld)", r->o.out, r->last_saved);
+    else if (r->resumed_step >= 0)
+        snprintf(buf, len, "This run saved no checkpoint; the one it resumed from, %s (step "
+                 "%ld), is intact", r->o.resume, r->resumed_step);
+    else
+        snprintf(buf, len, "This run wrote no checkpoint");
+}
+
+/* The command that continues this run into the same files, quoted for a shell. */
+static void resume_command(const Run *r, char *buf, size_t len)
+{
+    char q[4400];
+    guard_shell_quote(r->o.out, q, sizeof q);
+    int n = snprintf(buf, len, "./train --resume %s", q);
+    if (r->o.log && n > 0 && (size_t)n < len) {
+        guard_shell_quote(r->o.log, q, sizeof q);
+        n += snprintf(buf + n, len - (size_t)n, " --log %s", q);
+    }
+    if (r->o.keep_best && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " --keep-best");
+    if (r->o.heads_every && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, " --heads-every %ld", r->o.heads_every);
+}
+
+/* Mean loss over eval_iters fixed batches of a split (the same batches at every
+ * evaluation: their sampler is re-seeded each time). */
+double run_estimate(Run *r, const uint8_t *ids, size_t len)
+{
+    BatchSampler s;
+    batch_init(&s, r->o.seed, RNG_STREAM_EVAL);
+    int B = (int)r->o.batch, T = (int)r->o.block;
+    double total = 0.0;
+    for (long i = 0; i < r->o.eval_iters; i++) {
+        batch_next(&s, ids, len, B, T, r->inputs, r->targets);
+        total += gpt_forward(&r->model, &r->acts, r->inputs, r->targets, B, T, NULL);
+    }
+    return total / (double)r->o.eval_iters;
+}
+
+void run_print_settings(Run *r)
+{
+    const Options *o = &r->o;
+    const Config *c = &r->model.cfg;
+    char voc[1100];
+    tok_describe(&r->corpus.tok, voc, sizeof voc);
+    fprintf(stderr, "train: data %s: %zu bytes, vocabulary %d, train %zu / val %zu tokens\n",
+            r->file.name, r->file.n, c->V, r->corpus.ntrain, r->corpus.nval);
+    fprintf(stderr, "train: model L=%d H=%d C=%d D=%d T=%d V=%d, %.3fM parameters\n", c->L, c->H,
+            c->C, c->D, c->T, c->V, (double)r->model.table.total / 1e6);
+    fprintf(stderr, "train: %ld steps x batch %ld x %d tokens, lr %g -> %g (warm-up %ld, "
+            "cosine), wd %g, clip %g, dropout %g, seed %llu, %d threads\n", o->steps, o->batch,
+            c->T, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
+            (unsigned long long)o->seed, omp_get_max_threads());
+    if (r->micro > 1)
+        fprintf(stderr, "train: each step sums %ld micro-batches (--accum %ld x %d rank%s): "
+                "%ld sequences a step\n", r->micro, o->accum, r->dist.size,
+                r->dist.size > 1 ? "s" : "", r->micro * o->batch);
+    fprintf(stderr, "train: checkpoint %s (every %ld steps and at the end)%s%s\n", o->out,
+            o->save_every, o->log ? ", log " : "", o->log ? o->log : "");
+    char name[1100];
+    train_json_string(name, sizeof name, r->file.name);
+    run_log(r, "{\"type\":\"settings\",\"data\":%s,\"data_bytes\":%zu,\"vocab\":%d,"
+               "\"layers\":%d,\"heads\":%d,\"embd\":%d,\"head_size\":%d,\"block\":%d,"
+               "\"params\":%zu,\"batch\":%ld,\"steps\":%ld,\"lr\":%g,\"min_lr\":%g,"
+               "\"warmup\":%ld,\"wd\":%g,\"clip\":%g,\"dropout\":%g,\"seed\":%llu,"
+               "\"val_frac\":%g,\"threads\":%d,\"resume\":%s,\"accum\":%ld,\"ranks\":%d}\n",
+               name, r->file.n, c->V, c->L, c->H, c->C, c->D, c->T, r->model.table.total,
+               o->batch, o->steps, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
+               (unsigned long long)o->seed, o->val_frac, omp_get_max_threads(),
+               o->resume ? "true" : "false", o->accum, r->dist.size);
+}
+
+/* The estimate at an evaluation point; keeps the best checkpoint if asked. */
+static void evaluate_now(Run *r, long done)
+{
+    double tr = run_estimate(r, r->corpus.ids, r->corpus.ntrain);
+    double va = r->corpus.nval ? run_estimate(r, r->corpus.ids + r->corpus.ntrain, r->corpus.nval)
+                               : NAN;
+    fprintf(stderr, "eval step %ld: train loss %.4f | val loss %.4f (%ld batches each)\n", done,
+            tr, va, r->o.eval_iters);
+    if (isfinite(va))
+        run_log(r, "{\"type\":\"eval\",\"step\":%ld,\"train_loss\":%.6f,\"val_loss\":%.6f}\n",
+                   done, tr, va);
+    else
+        run_log(r, "{\"type\":\"eval\",\"step\":%ld,\"train_loss\":%.6f}\n", done, tr);
+    if (isfinite(va) && (r->ts.best_step < 0 || va < r->ts.best_val)) {
+        r->ts.best_val = va;
+        r->ts.best_step = done;
+        if (r->o.keep_best) {
+            char err[1500];
+            if (save(r, r->best, done, err, sizeof err))
+                fprintf(stderr, "train: warning: could not save the best checkpoint: %s\n", err);
+        }
+    }
+}
+
+static void progress(Run *r, long done, double loss, float lr, double step_s, double avg_s)
+{
+    char eta[32];
+    cli_duration(avg_s * (double)(r->o.steps - done), eta, sizeof eta);
+    double tok = (double)r->o.batch * (double)r->o.block;
+    fprintf(stderr, "step %ld/%ld | loss %.4f | lr %.2e | %.0f ms | %.1fk tok/s | eta %s\n", done,
+            r->o.steps, loss, lr, step_s * 1e3, tok / avg_s / 1e3, eta);
+}
+
+/* --heads-every: the per-head metrics of this step's batch (the forward just run
+ * left its attention weights in the activations), as one JSON line. */
+static void log_heads(Run *r, long done)
+{
+    const Config *c = &r->model.cfg;
+    char err[300];
+    if (heads_quick(r->head_metrics, &r->acts, r->inputs, (int)r->o.batch, c->T, err,
+                    sizeof err)) {
+        fprintf(stderr, "train: warning: head metrics skipped at step %ld: %s\n", done, err);
+        return;
+    }
+    run_log(r, "{\"type\":\"heads\",\"step\":%ld,\"heads\":[", done);
+    for (int l = 0; l < c->L; l++)
+        for (int h = 0; h < c->H; h++) {
+            const float *m = r->head_metrics + ((size_t)l * c->H + h) * HEADS_QUICK_COUNT;
+            run_log(r, "%s{\"layer\":%d,\"head\":%d", l + h ? "," : "", l, h);
+            for (int k = 0; k < HEADS_QUICK_COUNT; k++)
+                run_log(r, ",\"%s\":%.5f", heads_quick_names[k], m[k]);
+            run_log(r, "}");
+        }
+    run_log(r, "]}\n");
+}
+
+/* A non-finite loss or gradient norm ends the run before the update touches the
+ * parameters; whatever checkpoint was written before stays as it is. */
+static void stop_nonfinite(const Run *r, long step, double loss, double norm)
+{
+    const char *what = isfinite(loss) ? "the gradient norm" : "the loss";
+    char good[5000];
+    run_last_good(r, good, sizeof good);
+    cli_fail("%s is not finite at step %ld (loss %g, gradient norm %g); stopping before the "
+             "update. %s; try a lower --lr", what, step, loss, norm, good);
+}
+
+/* A write to the log failed: save what was trained (if anything since the last
+ * save) and stop, saying why and where the model is. */
+static void stop_log_failed(Run *r, long done)
+{
+    char err[1500], good[5000], cmd[4600];
+    const char *why = strerror(r->log_errno);
+    if (done > r->last_saved && run_save_out(r, done, err, sizeof err))
+        fprintf(stderr, "train: saving after the log failed did not work either: %s\n", err);
+    run_last_good(r, good, sizeof good);
+    resume_command(r, cmd, sizeof cmd);
+    cli_fail("--log %s: write failed at step %ld: %s. %s%s%s", r->o.log, done, why, good,
+             r->last_saved >= 0 ? "; continue with: " : "", r->last_saved >= 0 ? cmd : "");
+}
+
+/* Ctrl-C / SIGTERM after a step: save (unless this step was just saved) and exit. */
+static void stop_on_signal(Run *r, long done)
+{
+    char err[1500], cmd[4600];
+    if (done > r->last_saved && run_save_out(r, done, err, sizeof err))
+        cli_fail("interrupted at step %ld, and saving failed: %s", done, err);
+    resume_command(r, cmd, sizeof cmd);
+    fprintf(stderr, "train: %s at step %ld of %ld: saved %s; continue with: %s\n",
+            run_stop_signal == SIGINT ? "interrupted" : "terminated", done, r->o.steps, r->o.out,
+            cmd);
+    if (r->log)
+        fclose(r->log);
+    run_exit(r, 128 + run_stop_signal);
+}
+
+/* The loss and gradient of micro-batch i of the step (into model.grads, zeroed
+ * first), on the batch in r->inputs / r->targets. Dropout masks depend on the
+ * micro-batch's number in the whole run, so any split over ranks draws the same;
+ * with one micro-batch a step that number is the step, as it always was. */
+static double micro_pass(Run *r, long step, long i)
+{
+    int B = (int)r->o.batch, T = (int)r->o.block;
+    uint64_t n = (uint64_t)step * (uint64_t)r->micro + (uint64_t)i;
+    PassOptions po = {.dropout = (float)r->o.dropout,
+                      .dropout_key = rng_hash(r->o.seed, RNG_STREAM_DROPOUT, n)};
+    double loss = gpt_forward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);
+    model_zero_grads(&r->model);
+    gpt_backward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);
+    return loss;
+}
+
+/* One step's gradient and mean loss. With one micro-batch in all, the gradient
+ * is model.grads itself; with more (--accum, or several ranks), the micro-batches
+ * are drawn in order from the one sampler, each rank computes its own (round j,
+ * micro-batch j * ranks + rank), and dist folds them in micro-batch order (dist.h),
+ * so the bits do not depend on the number of ranks. Returns the gradient. */
+static float *step_gradient(Run *r, long step, double *loss)
+{
+    int B = (int)r->o.batch, T = (int)r->o.block;
+    const uint8_t *ids = r->corpus.ids;
+    size_t ntrain = r->corpus.ntrain;
+    if (r->micro == 1) {
+        batch_next(&r->sampler, ids, ntrain, B, T, r->inputs, r->targets);
+        *loss = micro_pass(r, step, 0);
+        return r->model.grads;
+    }
+    int n = r->dist.size, me = r->dist.rank;
+    long k = r->o.accum;
+    double mine[LIMIT_ACCUM_MAX], all[LIMIT_ACCUM_MAX];
+    for (long j = 0; j < k; j++) {
+        for (int q = 0; q < n; q++) {
+            int keep = q == me;
+            batch_next(&r->sampler, ids, ntrain, B, T, keep ? r->inputs : r->mb_in,
+                       keep ? r->targets : r->mb_tg);
+        }
+        mine[j] = micro_pass(r, step, j * n + me);
+        dist_fold(&r->dist, r->acc, r->model.grads, (int)j);
+    }
+    dist_gather(&r->dist, r->acc, 1.0f / (float)r->micro);
+    dist_losses(&r->dist, mine, (int)k, all);
+    double total = 0.0;
+    for (long i = 0; i < r->micro; i++)
+        total += all[i];
+    *loss = total / (double)r->micro;
+    return r->acc;
+}
+
+void run_train_loop(Run *r, long start)
+{
+    const Options *o = &r->o;
+    int B = (int)o->batch, T = (int)o->block;
+    size_t P = r->model.table.total;
+    double last_print = 0.0, avg = 0.0;
+    char err[1500];
+    for (long step = start; step < o->steps; step++) {
+        double t0 = cli_now(), loss;
+        float *grads = step_gradient(r, step, &loss);
+        double norm = grad_clip(grads, P, (float)o->clip);
+        if (!isfinite(loss) || !isfinite(norm))
+            stop_nonfinite(r, step + 1, loss, norm);
+        float lr = schedule_lr(step, o->steps, o->warmup, (float)o->lr, (float)o->min_lr);
+        adamw_update(r->model.params, grads, r->ts.adam_m, r->ts.adam_v, &r->model.table,
+                     &r->adam, lr, step + 1);
+        double t1 = cli_now(), dt = t1 - t0;
+        long done = step + 1;
+        avg = step == start ? dt : 0.9 * avg + 0.1 * dt;
+        double tokens = (double)B * T * (double)r->micro;
+        run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6e,"
+                   "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, lr, norm,
+                   dt * 1e3, tokens / dt);
+        if (r->log && o->heads_every && (done % o->heads_every == 0 || done == start + 1))
+            log_heads(r, done);
+        if (done == start + 1 || done == o->steps || t1 - last_print >= 1.0) {
+            progress(r, done, loss, lr, dt, avg);
+            last_print = t1;
+        }
+        if (run_lead(r) && ((o->eval_every && done % o->eval_every == 0) || done == o->steps))
+            evaluate_now(r, done);
+        /* Every rank stops at the same step: a signal to any of them, or the log
+         * (rank 0's) failing, ends all (256 marks the log). */
+        int stop = run_stop_signal | (r->log_errno ? 256 : 0);
+        if (r->dist.size > 1)
+            stop = dist_any(&r->dist, stop);
+        if (stop & 256)
+            stop_log_failed(r, done);
+        if (o->save_every && done % o->save_every == 0 && done < o->steps &&
+            run_save_out(r, done, err, sizeof err))
+            fprintf(stderr, "train: warning: checkpoint not saved: %s (the previous one is "
+                    "intact)\n", err);
+        if (stop && done < o->steps) {
+            if (!run_stop_signal)
+                run_stop_signal = stop & 255;
+            stop_on_signal(r, done);
+        }
+    }
+}

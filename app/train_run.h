@@ -1,0 +1,69 @@
+/* train_run: the state of one ./train run (Run) and the functions app/train_loop.c
+ * gives train.c: signals, the training loop with its evaluations, logging and
+ * saves, and the orderly ways a run stops. Setting a run up (data, model, resume,
+ * output checks) and finishing it are in train.c. */
+#ifndef HEADCOUNT_TRAIN_RUN_H
+#define HEADCOUNT_TRAIN_RUN_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "app/train_options.h"
+#include "data/batch.h"
+#include "data/corpus.h"
+#include "dist.h"
+#include "fileguard.h"
+#include "model/adamw.h"
+#include "model/ckpt.h"
+#include "model/gpt.h"
+
+typedef struct {
+    Options o;
+    TextFile file;
+    Corpus corpus;
+    Model model;
+    Activations acts;
+    TrainState ts;          /* settings, position and Adam moments: what a checkpoint stores */
+    BatchSampler sampler;
+    AdamW adam;
+    int *inputs, *targets;
+    float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
+    FILE *log;
+    int log_errno;          /* the first failed write to the log; 0 while all went well */
+    GuardLock lock, best_lock;
+    char best[4200];        /* the --keep-best checkpoint, "" without --keep-best */
+    long last_saved;        /* step of this run's newest checkpoint at --out, -1 when none */
+    long resumed_step;      /* the step resumed from, -1 for a fresh run */
+    Dist dist;              /* this process's rank among dist.size (1 without MPI) */
+    long micro;             /* micro-batches per step, all ranks together: accum x size */
+    float *acc;             /* [P] the step's summed gradient when micro > 1 */
+    int *mb_in, *mb_tg;     /* [B*T] batches of other ranks' micro-batches, drawn and dropped */
+} Run;
+
+/* The first SIGINT/SIGTERM (0 until then): the run saves and stops after the step. */
+extern volatile sig_atomic_t run_stop_signal;
+/* The held checkpoint lock's path, removed by a second signal's immediate exit. */
+extern const char *volatile run_lock_path;
+
+/* SIGINT/SIGTERM set run_stop_signal (a second one exits at once); SIGXFSZ is
+ * ignored so an over-large file is a write error. */
+void run_install_signals(void);
+/* Only rank 0 writes files and prints progress. */
+int run_lead(const Run *r);
+/* Ends the process after an orderly stop that every rank reached together. */
+void run_exit(Run *r, int code) __attribute__((noreturn));
+/* A checked write to the log (see log_errno). */
+void run_log(Run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Saves --out at step done (rank 0), remembering it as the last good checkpoint. */
+int run_save_out(Run *r, long done, char *err, size_t errlen);
+/* Where the last good checkpoint is, as a sentence for messages. */
+void run_last_good(const Run *r, char *buf, size_t len);
+/* Mean loss over eval_iters fixed batches of a split. */
+double run_estimate(Run *r, const uint8_t *ids, size_t len);
+/* The settings once on stderr and as the log's first record. */
+void run_print_settings(Run *r);
+/* Steps start .. steps - 1, with evaluations, periodic saves and stops. */
+void run_train_loop(Run *r, long start);
+
+#endif

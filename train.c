@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "data/induction.h"
 #include "data/synth.h"
 #include "model/adamw.h"
 #include "model/ckpt.h"
@@ -28,7 +29,7 @@
 
 /* Every flag, with the defaults of nanoGPT's CPU Shakespeare configuration. */
 typedef struct {
-    const char *data, *out, *log, *resume, *dump_val;
+    const char *data, *out, *log, *resume, *dump_val, *corpus;
     long layers, heads, embd, head_size, block, batch, steps, warmup;
     long eval_every, eval_iters, save_every, threads, heads_every;
     double lr, min_lr, wd, clip, dropout, val_frac;
@@ -37,7 +38,7 @@ typedef struct {
 } Options;
 
 static const Options DEFAULTS = {
-    .data = NULL, .out = "headcount.ckpt", .log = NULL, .resume = NULL,
+    .data = NULL, .corpus = "text", .out = "headcount.ckpt", .log = NULL, .resume = NULL,
     .layers = 4, .heads = 4, .embd = 128, .head_size = 0, .block = 64, .batch = 12,
     .steps = 2000, .warmup = 100, .eval_every = 250, .eval_iters = 20, .save_every = 500,
     .threads = 0, .lr = 1e-3, .min_lr = 1e-4, .wd = 0.1, .clip = 1.0, .dropout = 0.0,
@@ -48,7 +49,8 @@ enum {
     OPT_DATA = 256, OPT_OUT, OPT_LOG, OPT_RESUME, OPT_LAYERS, OPT_HEADS, OPT_EMBD, OPT_HEAD_SIZE,
     OPT_BLOCK, OPT_BATCH, OPT_STEPS, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_WD, OPT_CLIP,
     OPT_DROPOUT, OPT_SEED, OPT_VAL_FRAC, OPT_EVAL_EVERY, OPT_EVAL_ITERS, OPT_SAVE_EVERY,
-    OPT_THREADS, OPT_ALLOW_BINARY, OPT_KEEP_BEST, OPT_DUMP_VAL, OPT_HEADS_EVERY, OPT_HELP, OPT_COUNT
+    OPT_THREADS, OPT_ALLOW_BINARY, OPT_KEEP_BEST, OPT_DUMP_VAL, OPT_HEADS_EVERY, OPT_CORPUS,
+    OPT_HELP, OPT_COUNT
 };
 
 static void usage(void)
@@ -59,6 +61,8 @@ static void usage(void)
            "Without --data it trains on the built-in generated corpus (docs/corpus.md).\n\n"
            "data and output:\n"
            "  -d, --data FILE        text file to train on (default: built-in corpus)\n"
+           "      --corpus NAME      built-in corpus when no --data: text, or induction (repeated\n"
+           "                         random strings, with its own recipe: docs/corpus.md) (default: %s)\n"
            "  -o, --out CKPT         checkpoint path (default: %s)\n"
            "      --log FILE         JSON lines: settings, each step, each eval, summary (default: none)\n"
            "      --resume CKPT      continue a run exactly from its checkpoint (default: start fresh)\n"
@@ -90,9 +94,28 @@ static void usage(void)
            "                         (entropy, prev, first, distance, repeat), 0 = off (default: 0)\n"
            "  -j, --threads N        OpenMP threads (default: all cores; results are identical)\n"
            "  -h, --help             this help\n",
-           d->out, d->save_every, d->layers, d->heads, d->embd, d->block, d->batch, d->steps,
-           d->lr, d->min_lr, d->warmup, d->wd, d->clip, d->dropout,
+           d->corpus, d->out, d->save_every, d->layers, d->heads, d->embd, d->block, d->batch,
+           d->steps, d->lr, d->min_lr, d->warmup, d->wd, d->clip, d->dropout,
            (unsigned long long)d->seed, d->val_frac, d->eval_every, d->eval_iters);
+}
+
+static int is_induction(const Options *o)
+{
+    return strcmp(o->corpus, "induction") == 0;
+}
+
+/* --corpus induction: the recipe of docs/corpus.md, for every setting not given. */
+static void induction_recipe(Options *o, const unsigned char *given)
+{
+    if (!given[OPT_LAYERS]) o->layers = 2;
+    if (!given[OPT_HEADS]) o->heads = 4;
+    if (!given[OPT_EMBD]) o->embd = 64;
+    if (!given[OPT_BLOCK]) o->block = 64;
+    if (!given[OPT_BATCH]) o->batch = 32;
+    if (!given[OPT_STEPS]) o->steps = 3000;
+    if (!given[OPT_WARMUP]) o->warmup = 200;
+    if (!given[OPT_LR]) o->lr = 5e-3;
+    if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
 }
 
 static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COUNT])
@@ -118,6 +141,7 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
         {"keep-best", no_argument, 0, OPT_KEEP_BEST},
         {"dump-val", required_argument, 0, OPT_DUMP_VAL},
         {"heads-every", required_argument, 0, OPT_HEADS_EVERY}, {"help", no_argument, 0, OPT_HELP},
+        {"corpus", required_argument, 0, OPT_CORPUS},
         {0, 0, 0, 0}};
     static const CliShort shorts[] = {
         {'d', OPT_DATA}, {'o', OPT_OUT}, {'L', OPT_LAYERS}, {'H', OPT_HEADS}, {'C', OPT_EMBD},
@@ -160,6 +184,11 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
         case OPT_HEADS_EVERY:
             o->heads_every = cli_long("heads-every", optarg, 0, 100000000);
             break;
+        case OPT_CORPUS:
+            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "induction") != 0)
+                cli_usage_error("--corpus '%s': expected text or induction", optarg);
+            o->corpus = optarg;
+            break;
         case OPT_HELP: usage(); exit(0);
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
@@ -167,6 +196,10 @@ static void parse(int argc, char **argv, Options *o, unsigned char given[OPT_COU
     if (optind < argc)
         cli_usage_error("unexpected argument '%s' (flags take the form --name value)",
                         argv[optind]);
+    if (given[OPT_DATA] && given[OPT_CORPUS])
+        cli_usage_error("--data and --corpus both choose the training text; give one");
+    if (is_induction(o))
+        induction_recipe(o, given);
     if (o->min_lr > o->lr)
         cli_usage_error("--min-lr %g is above --lr %g", o->min_lr, o->lr);
     if (o->heads_every && !o->log)
@@ -233,11 +266,18 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* The size of a fresh run's built-in corpus. */
+static size_t builtin_size(const Options *o)
+{
+    return is_induction(o) ? INDUCTION_DEFAULT_BYTES : SYNTH_DEFAULT_BYTES;
+}
+
 static void load_data(Run *r, const char *path, size_t builtin_bytes)
 {
     char err[1500];
     int rc = path ? textfile_read(&r->file, path, r->o.allow_binary, err, sizeof err)
-                  : textfile_builtin(&r->file, builtin_bytes, err, sizeof err);
+           : is_induction(&r->o) ? induction_textfile(&r->file, builtin_bytes, err, sizeof err)
+                                 : textfile_builtin(&r->file, builtin_bytes, err, sizeof err);
     if (rc)
         cli_fail("%s", err);
 }
@@ -246,7 +286,7 @@ static void setup_fresh(Run *r)
 {
     Options *o = &r->o;
     char err[1500];
-    load_data(r, o->data, SYNTH_DEFAULT_BYTES);
+    load_data(r, o->data, builtin_size(o));
     if (corpus_prepare(&r->corpus, &r->file, NULL, o->val_frac, (int)o->block, err, sizeof err))
         cli_fail("%s", err);
     if (!o->head_size && o->embd % o->heads != 0)
@@ -321,13 +361,18 @@ static void setup_resume(Run *r, const unsigned char *given)
                         "train further", o->resume, steps_done, o->steps, steps_done);
 
     int builtin = strcmp(ts->data_path, CORPUS_BUILTIN_NAME) == 0;
+    int induction = strcmp(ts->data_path, INDUCTION_CORPUS_NAME) == 0;
+    if (given[OPT_CORPUS] && is_induction(o) != induction)
+        cli_usage_error("--corpus %s contradicts the checkpoint, which trained on %s", o->corpus,
+                        ts->data_path);
+    o->corpus = induction ? "induction" : "text";
     if (given[OPT_DATA]) {
         load_data(r, o->data, 0);
         if (r->file.hash != ts->data_hash || r->file.n != ts->data_size)
             fprintf(stderr, "train: note: %s differs from the data this run started on (%s); "
                     "continuing on it as asked\n", o->data, ts->data_path);
     } else {
-        o->data = builtin ? NULL : ts->data_path;
+        o->data = builtin || induction ? NULL : ts->data_path;
         load_data(r, o->data, (size_t)ts->data_size);
         if (r->file.hash != ts->data_hash || r->file.n != ts->data_size)
             cli_fail("%s changed since the checkpoint was written (%llu bytes, hash %016llx; "
@@ -557,12 +602,34 @@ static void train_loop(Run *r, long start)
     }
 }
 
+/* --corpus induction: the final loss on the val split's letters of a first copy
+ * and of a later copy whose earlier copy is in the same window (data/induction.h). */
+static void copy_loss(Run *r, const float *token_loss, double *first, double *repeat)
+{
+    char err[300];
+    InductionSpec spec = induction_default_spec();
+    uint8_t *back = malloc(r->file.n);
+    if (!back)
+        cli_fail("out of memory for the copy loss");
+    char *text = malloc(r->file.n);
+    if (!text || induction_generate(text, back, r->file.n, INDUCTION_CORPUS_SEED, &spec, err,
+                                    sizeof err))
+        cli_fail("the copy loss: %s", text ? err : "out of memory");
+    free(text);
+    size_t nf, nr;
+    induction_copy_loss(back, r->corpus.ntrain, r->corpus.nval, r->model.cfg.T, token_loss, first,
+                        &nf, repeat, &nr);
+    free(back);
+    fprintf(stderr, "copy: loss %.4f on %zu letters of a first copy, %.4f on %zu repeated "
+            "letters (ratio %.3f)\n", *first, nf, *repeat, nr, *repeat / *first);
+}
+
 /* --dump-val: the held-out bytes, exactly as training splits them, for --eval
  * and --heads (the built-in corpus has no file of its own). */
 static int dump_val(Run *r)
 {
     char err[1500];
-    load_data(r, r->o.data, SYNTH_DEFAULT_BYTES);
+    load_data(r, r->o.data, builtin_size(&r->o));
     if (corpus_prepare(&r->corpus, &r->file, NULL, r->o.val_frac, (int)r->o.block, err,
                        sizeof err))
         cli_fail("%s", err);
@@ -630,10 +697,18 @@ int main(int argc, char **argv)
      * computed exactly as ./infer --eval does. */
     double val = NAN;
     size_t nval_tok = 0;
+    int copy = is_induction(&r->o) && !r->o.data && r->corpus.nval >= 2;
+    float *token_loss = copy ? malloc((r->corpus.nval - 1) * sizeof(float)) : NULL;
+    if (copy && !token_loss)
+        cli_fail("out of memory for the copy loss");
     if (r->corpus.nval >= 2 &&
         eval_sequence(&r->model, &r->acts, r->corpus.ids + r->corpus.ntrain, r->corpus.nval, NULL,
-                      &val, &nval_tok, NULL, err, sizeof err))
+                      &val, &nval_tok, token_loss, err, sizeof err))
         cli_fail("%s", err);
+    double copy_first = NAN, copy_repeat = NAN;
+    if (copy)
+        copy_loss(r, token_loss, &copy_first, &copy_repeat);
+    free(token_loss);
     double train_est = estimate(r, r->corpus.ids, r->corpus.ntrain);
     if (save(r, r->o.out, r->o.steps, err, sizeof err))
         cli_fail("training finished but the checkpoint was not saved: %s", err);
@@ -647,8 +722,12 @@ int main(int argc, char **argv)
             train_s, tok_s, train_est, val, nval_tok, dur, r->o.out);
     if (r->log) {
         fprintf(r->log, "{\"type\":\"final\",\"step\":%ld,\"train_loss\":%.6f,\"val_loss\":%.6f,"
-                "\"val_tokens\":%zu,\"train_seconds\":%.3f,\"wall_seconds\":%.3f,\"tok_s\":%.1f}\n",
+                "\"val_tokens\":%zu,\"train_seconds\":%.3f,\"wall_seconds\":%.3f,\"tok_s\":%.1f",
                 r->o.steps, train_est, isfinite(val) ? val : -1.0, nval_tok, train_s, wall, tok_s);
+        if (copy && isfinite(copy_first) && isfinite(copy_repeat))
+            fprintf(r->log, ",\"copy_loss_first\":%.6f,\"copy_loss_repeat\":%.6f", copy_first,
+                    copy_repeat);
+        fprintf(r->log, "}\n");
         fclose(r->log);
     }
     free(r->inputs);

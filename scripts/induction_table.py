@@ -43,7 +43,7 @@ def main():
         key = (settings["heads"], settings["embd"], settings["head_size"])
         groups.setdefault(key, []).append(induction_phase.analyse(path, a.threshold))
     print("| H | C | D | formed | phase-change step, median (range) | copy loss ratio, "
-          "median (range) | final val loss, median | seeds |")
+          "median (range) | final val loss, median (range) | seeds |")
     print("|---|---|---|---|---|---|---|---|")
     for (H, C, D), runs in sorted(groups.items()):
         done = [r for r in runs if "final_val_loss" in r]

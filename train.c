@@ -27,6 +27,7 @@
 #include "fileguard.h"
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "data/induction.h"
 #include "data/synth.h"
 #include "model/ckpt.h"
 #include "model/evaluate.h"
@@ -48,11 +49,22 @@ static void release_locks(void)
     guard_unlock(&exiting_run->best_lock);
 }
 
+/* The size of a fresh run's built-in corpus. */
+static size_t builtin_size(const Options *o)
+{
+    return train_is_induction(o) ? INDUCTION_DEFAULT_BYTES : SYNTH_DEFAULT_BYTES;
+}
+
 static void load_data(Run *r, const char *path, size_t builtin_bytes)
 {
     char err[1500];
-    int rc = path ? textfile_read(&r->file, path, r->o.allow_binary, err, sizeof err)
-                  : textfile_builtin(&r->file, builtin_bytes, err, sizeof err);
+    int rc;
+    if (path)
+        rc = textfile_read(&r->file, path, r->o.allow_binary, err, sizeof err);
+    else if (train_is_induction(&r->o))
+        rc = induction_textfile(&r->file, builtin_bytes, err, sizeof err);
+    else
+        rc = textfile_builtin(&r->file, builtin_bytes, err, sizeof err);
     if (rc)
         cli_fail("%s", err);
 }
@@ -79,7 +91,7 @@ static void setup_fresh(Run *r)
 {
     Options *o = &r->o;
     char err[1500];
-    load_data(r, o->data, SYNTH_DEFAULT_BYTES);
+    load_data(r, o->data, builtin_size(o));
     if (corpus_prepare(&r->corpus, &r->file, NULL, o->val_frac, (int)o->block, err, sizeof err))
         cli_fail("%s", err);
     if (!o->head_size && o->embd % o->heads != 0)
@@ -180,7 +192,13 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
         fprintf(stderr, "train: note: this resumed run writes no log; pass --log FILE to append "
                 "to the run's log (checkpoints do not record it, so that their bytes depend "
                 "on the run's settings alone)\n");
-    if (!given[OPT_DATA] && strcmp(ts->data_path, CORPUS_BUILTIN_NAME) != 0)
+    int builtin = strcmp(ts->data_path, CORPUS_BUILTIN_NAME) == 0;
+    int induction = strcmp(ts->data_path, INDUCTION_CORPUS_NAME) == 0;
+    if (given[OPT_CORPUS] && train_is_induction(o) != induction)
+        cli_usage_error("--corpus %s contradicts the checkpoint, which trained on %s", o->corpus,
+                        ts->data_path);
+    o->corpus = induction ? "induction" : "text";
+    if (!given[OPT_DATA] && !builtin && !induction)
         o->data = ts->data_path;
     if (o->heads_every && !o->log)
         cli_usage_error("--heads-every %ld needs --log FILE to write the metrics to",
@@ -308,7 +326,7 @@ static int dump_val(Run *r)
     int exists = stat(path, &st) == 0, direct = exists && !S_ISREG(st.st_mode);
     if (exists && S_ISDIR(st.st_mode))
         cli_fail("--dump-val %s: is a directory, expected a file path", path);
-    load_data(r, r->o.data, SYNTH_DEFAULT_BYTES);
+    load_data(r, r->o.data, builtin_size(&r->o));
     if (corpus_prepare(&r->corpus, &r->file, NULL, r->o.val_frac, (int)r->o.block, err,
                        sizeof err))
         cli_fail("%s", err);
@@ -401,6 +419,27 @@ static void open_log(Run *r)
     setvbuf(r->log, NULL, _IOLBF, 0);
 }
 
+/* --corpus induction: the final loss on the val split's letters of a first copy
+ * and of a later copy whose earlier copy is in the same window (data/induction.h). */
+static void copy_loss(Run *r, const float *token_loss, double *first, double *repeat)
+{
+    char err[300];
+    InductionSpec spec = induction_default_spec();
+    uint8_t *back = malloc(r->file.n);
+    char *text = malloc(r->file.n);
+    if (!back || !text)
+        cli_fail("out of memory for the copy loss");
+    if (induction_generate(text, back, r->file.n, INDUCTION_CORPUS_SEED, &spec, err, sizeof err))
+        cli_fail("the copy loss: %s", err);
+    free(text);
+    size_t nf, nr;
+    induction_copy_loss(back, r->corpus.ntrain, r->corpus.nval, r->model.cfg.T, token_loss, first,
+                        &nf, repeat, &nr);
+    free(back);
+    fprintf(stderr, "copy: loss %.4f on %zu letters of a first copy, %.4f on %zu repeated "
+            "letters (ratio %.3f)\n", *first, nf, *repeat, nr, *repeat / *first);
+}
+
 /* After the last step: save first, so that the final evaluation (the whole val
  * split, which can take a while) can be interrupted without losing anything. */
 static void finish(Run *r, long start, double t0, double train_s)
@@ -412,16 +451,23 @@ static void finish(Run *r, long start, double t0, double train_s)
     }
     if (!run_lead(r))
         return; /* the evaluation and the summary are rank 0's */
-    double val = NAN;
+    double val = NAN, copy_first = NAN, copy_repeat = NAN;
     size_t nval_tok = 0;
+    int copy = train_is_induction(&r->o) && !r->o.data && r->corpus.nval >= 2;
+    float *token_loss = copy ? malloc((r->corpus.nval - 1) * sizeof(float)) : NULL;
+    if (copy && !token_loss)
+        cli_fail("out of memory for the copy loss");
     if (r->corpus.nval >= 2) {
         fprintf(stderr, "train: scoring the whole val split (%zu tokens)\n", r->corpus.nval - 1);
         int rc = eval_sequence_until(&r->model, &r->acts, r->corpus.ids + r->corpus.ntrain,
-                                     r->corpus.nval, NULL, &val, &nval_tok, NULL,
+                                     r->corpus.nval, NULL, &val, &nval_tok, token_loss,
                                      &run_stop_signal, err, sizeof err);
         if (rc < 0)
             cli_fail("%s", err);
+        if (rc == 0 && copy)
+            copy_loss(r, token_loss, &copy_first, &copy_repeat);
     }
+    free(token_loss);
     double train_est = run_stop_signal ? NAN : run_estimate(r, r->corpus.ids, r->corpus.ntrain);
     if (run_stop_signal) {
         fprintf(stderr, "train: %s during the final evaluation; %s is saved and complete "
@@ -440,9 +486,16 @@ static void finish(Run *r, long start, double t0, double train_s)
     fprintf(stderr, "done: %ld steps in %.1f s (%.0f tok/s) | train loss %.4f (estimate) | "
             "val loss %.4f (whole val split, %zu tokens) | total %s | saved %s\n", steps_run,
             train_s, tok_s, train_est, val, nval_tok, dur, r->o.out);
-    run_log(r, "{\"type\":\"final\",\"step\":%ld,\"train_loss\":%.6f,\"val_loss\":%.6f,"
-               "\"val_tokens\":%zu,\"train_seconds\":%.3f,\"wall_seconds\":%.3f,\"tok_s\":%.1f}\n",
-               r->o.steps, train_est, isfinite(val) ? val : -1.0, nval_tok, train_s, wall, tok_s);
+    char vbuf[32] = "null";
+    if (isfinite(val))
+        snprintf(vbuf, sizeof vbuf, "%.6f", val);
+    run_log(r, "{\"type\":\"final\",\"step\":%ld,\"train_loss\":%.6f,\"val_loss\":%s,"
+               "\"val_tokens\":%zu,\"train_seconds\":%.3f,\"wall_seconds\":%.3f,\"tok_s\":%.1f",
+               r->o.steps, train_est, vbuf, nval_tok, train_s, wall, tok_s);
+    if (isfinite(copy_first) && isfinite(copy_repeat))
+        run_log(r, ",\"copy_loss_first\":%.6f,\"copy_loss_repeat\":%.6f", copy_first,
+                copy_repeat);
+    run_log(r, "}\n");
     if (r->log && (fclose(r->log) != 0 || r->log_errno)) {
         r->log = NULL;
         cli_fail("--log %s: write failed at the end of the run: %s; %s is saved", r->o.log,

@@ -12,7 +12,7 @@
 #include "model/limits.h"
 
 static const Options DEFAULTS = {
-    .data = NULL, .out = "headcount.ckpt", .log = NULL, .resume = NULL,
+    .data = NULL, .corpus = "text", .out = "headcount.ckpt", .log = NULL, .resume = NULL,
     .layers = 4, .heads = 4, .embd = 128, .head_size = 0, .block = 64, .batch = 12,
     .steps = 2000, .warmup = 100, .eval_every = 250, .eval_iters = 20, .save_every = 500,
     .threads = 0, .lr = 1e-3, .min_lr = 1e-4, .wd = 0.1, .clip = 1.0, .dropout = 0.0,
@@ -28,6 +28,8 @@ static void usage(void)
            "Without --data it trains on the built-in generated corpus (docs/corpus.md).\n\n"
            "data and output:\n"
            "  -d, --data FILE        text file to train on (default: built-in corpus)\n"
+           "      --corpus NAME      built-in corpus when no --data: text, or induction (repeated\n"
+           "                         random strings, with its own recipe: docs/corpus.md) (default: %s)\n"
            "  -o, --out CKPT         checkpoint path (default: %s, or the --resume file)\n"
            "      --log FILE         JSON lines: settings, each step, each eval, summary (default: none)\n"
            "                         (on --resume: appended to)\n"
@@ -70,7 +72,8 @@ static void usage(void)
            "      --print-settings   print the settings these flags give, as JSON, and exit\n"
            "Outputs are never the same file as an input; other files are never written or\n"
            "deleted (docs/checkpoint.md, \"Files\").\n",
-           d->out, d->save_every, d->layers, d->heads, d->embd, d->block, d->batch, d->steps,
+           d->corpus, d->out, d->save_every, d->layers, d->heads, d->embd, d->block, d->batch,
+           d->steps,
            d->lr, d->min_lr, d->warmup, d->wd, d->beta1, d->beta2, d->eps, d->clip, d->dropout,
            (unsigned long long)d->seed, d->val_frac, d->eval_every, d->eval_iters);
 }
@@ -101,18 +104,39 @@ static void print_settings_json(const Options *o)
     char data[1100], out[1100];
     train_json_string(data, sizeof data, o->data ? o->data : "");
     train_json_string(out, sizeof out, o->out);
-    printf("{\"data\":%s,\"out\":%s,\"layers\":%ld,\"heads\":%ld,\"embd\":%ld,\"head_size\":%ld,"
-           "\"block\":%ld,\"batch\":%ld,\"accum\":%ld,\"steps\":%ld,\"lr\":%.17g,"
-           "\"min_lr\":%.17g,\"warmup\":%ld,\"wd\":%.17g,\"beta1\":%.17g,\"beta2\":%.17g,"
-           "\"eps\":%.17g,\"clip\":%.17g,\"dropout\":%.17g,"
+    printf("{\"data\":%s,\"corpus\":\"%s\",\"out\":%s,\"layers\":%ld,\"heads\":%ld,"
+           "\"embd\":%ld,\"head_size\":%ld,\"block\":%ld,\"batch\":%ld,\"accum\":%ld,"
+           "\"steps\":%ld,\"lr\":%.17g,\"min_lr\":%.17g,\"warmup\":%ld,\"wd\":%.17g,"
+           "\"beta1\":%.17g,\"beta2\":%.17g,\"eps\":%.17g,\"clip\":%.17g,\"dropout\":%.17g,"
            "\"seed\":%llu,\"val_frac\":%.17g,\"eval_every\":%ld,\"eval_iters\":%ld,"
            "\"save_every\":%ld,\"heads_every\":%ld,\"threads\":%ld,\"keep_best\":%s,"
-           "\"allow_binary\":%s,\"version\":\"%s\"}\n", o->data ? data : "null", out, o->layers, o->heads, o->embd,
-           o->head_size, o->block, o->batch, o->accum, o->steps, o->lr, o->min_lr, o->warmup,
-           o->wd, o->beta1, o->beta2, o->eps, o->clip, o->dropout, (unsigned long long)o->seed, o->val_frac, o->eval_every,
-           o->eval_iters, o->save_every, o->heads_every, o->threads,
-           o->keep_best ? "true" : "false", o->allow_binary ? "true" : "false",
+           "\"allow_binary\":%s,\"version\":\"%s\"}\n",
+           o->data ? data : "null", o->corpus, out, o->layers, o->heads, o->embd, o->head_size,
+           o->block, o->batch, o->accum, o->steps, o->lr, o->min_lr, o->warmup, o->wd,
+           o->beta1, o->beta2, o->eps, o->clip, o->dropout, (unsigned long long)o->seed,
+           o->val_frac, o->eval_every, o->eval_iters, o->save_every, o->heads_every,
+           o->threads, o->keep_best ? "true" : "false", o->allow_binary ? "true" : "false",
            HEADCOUNT_VERSION);
+}
+
+int train_is_induction(const Options *o)
+{
+    return strcmp(o->corpus, "induction") == 0;
+}
+
+/* --corpus induction: the recipe of docs/corpus.md ("The induction task"), for
+ * every setting the command line does not give. */
+static void induction_recipe(Options *o, const unsigned char *given)
+{
+    if (!given[OPT_LAYERS]) o->layers = 2;
+    if (!given[OPT_HEADS]) o->heads = 4;
+    if (!given[OPT_EMBD]) o->embd = 64;
+    if (!given[OPT_BLOCK]) o->block = 64;
+    if (!given[OPT_BATCH]) o->batch = 32;
+    if (!given[OPT_STEPS]) o->steps = 3000;
+    if (!given[OPT_WARMUP]) o->warmup = 200;
+    if (!given[OPT_LR]) o->lr = 5e-3;
+    if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
 }
 
 void train_options_parse(int argc, char **argv, Options *o, unsigned char given[OPT_COUNT])
@@ -141,7 +165,7 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
         {"version", no_argument, 0, OPT_VERSION}, {"accum", required_argument, 0, OPT_ACCUM},
         {"print-settings", no_argument, 0, OPT_PRINT_SETTINGS},
         {"beta1", required_argument, 0, OPT_BETA1}, {"beta2", required_argument, 0, OPT_BETA2},
-        {"eps", required_argument, 0, OPT_EPS},
+        {"eps", required_argument, 0, OPT_EPS}, {"corpus", required_argument, 0, OPT_CORPUS},
         {0, 0, 0, 0}};
     static const CliShort shorts[] = {
         {'d', OPT_DATA}, {'o', OPT_OUT}, {'L', OPT_LAYERS}, {'H', OPT_HEADS}, {'C', OPT_EMBD},
@@ -194,6 +218,11 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
             break;
         case OPT_HELP: usage(); exit(0);
         case OPT_PRINT_SETTINGS: break;
+        case OPT_CORPUS:
+            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "induction") != 0)
+                cli_usage_error("--corpus '%s': expected text or induction", optarg);
+            o->corpus = optarg;
+            break;
         case OPT_BETA1: o->beta1 = cli_double("beta1", optarg, 0, LIMIT_BETA_MAX); break;
         case OPT_BETA2: o->beta2 = cli_double("beta2", optarg, 0, LIMIT_BETA_MAX); break;
         case OPT_EPS: o->eps = cli_double("eps", optarg, LIMIT_EPS_MIN, 1); break;
@@ -205,6 +234,10 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
     if (optind < argc)
         cli_usage_error("unexpected argument '%s' (flags take the form --name value)",
                         argv[optind]);
+    if (given[OPT_DATA] && given[OPT_CORPUS])
+        cli_usage_error("--data and --corpus both choose the training text; give one");
+    if (train_is_induction(o))
+        induction_recipe(o, given);
     if (o->min_lr > o->lr)
         cli_usage_error("--min-lr %g is above --lr %g", o->min_lr, o->lr);
     if (o->heads_every && !o->log && !o->resume)

@@ -63,7 +63,7 @@ static void usage(void)
            "  -s, --seed N           seed for init, batches and dropout (default: %llu)\n"
            "      --val-frac X       last fraction of the file held out for validation (default: %g)\n"
            "      --eval-every N     estimate train/val loss every N steps, 0 = only at the end (default: %ld)\n"
-           "      --eval-iters N     batches per run_estimate (default: %ld)\n"
+           "      --eval-iters N     batches per estimate (default: %ld)\n"
            "      --heads-every N    log per-head attention metrics every N steps to --log\n"
            "                         (entropy, prev, first, distance, repeat), 0 = off (default: 0)\n"
            "  -j, --threads N        OpenMP threads (default: all cores; results are identical)\n"

@@ -115,14 +115,6 @@ static void setup_fresh(Run *r)
     batch_init(&r->sampler, o->seed, RNG_STREAM_BATCH);
 }
 
-/* A flag given on the command line that disagrees with the checkpoint. */
-static void conflict(const unsigned char *given, int id, const char *flag, double want,
-                     double have, const char *what)
-{
-    if (given[id] && want != have)
-        cli_usage_error("--%s %g contradicts the checkpoint (%g): %s", flag, want, have, what);
-}
-
 /* Reads the checkpoint to resume and takes its settings; the data is loaded
  * later (load_resumed_data), once the outputs are known to be safe to write. */
 static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
@@ -137,40 +129,8 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     if (!has_state)
         cli_fail("%s: has no training state (flags 0): it can be evaluated and sampled, not "
                  "resumed", o->resume);
-    const Config *c = &r->model.cfg;
-    const char *arch = "the architecture comes from the checkpoint";
-    conflict(given, OPT_LAYERS, "layers", (double)o->layers, c->L, arch);
-    conflict(given, OPT_HEADS, "heads", (double)o->heads, c->H, arch);
-    conflict(given, OPT_EMBD, "embd", (double)o->embd, c->C, arch);
-    conflict(given, OPT_HEAD_SIZE, "head-size", (double)o->head_size, c->D, arch);
-    conflict(given, OPT_BLOCK, "block", (double)o->block, c->T, arch);
-    const char *same = "an exact resume continues the run as it was set up";
-    conflict(given, OPT_BATCH, "batch", (double)o->batch, (double)ts->batch, same);
-    conflict(given, OPT_LR, "lr", o->lr, ts->lr, same);
-    conflict(given, OPT_MIN_LR, "min-lr", o->min_lr, ts->min_lr, same);
-    conflict(given, OPT_WARMUP, "warmup", (double)o->warmup, (double)ts->warmup, same);
-    conflict(given, OPT_WD, "wd", o->wd, ts->wd, same);
-    /* Adam's constants are float32 in the optimizer, stored widened to double. */
-    conflict(given, OPT_BETA1, "beta1", (float)o->beta1, (float)ts->beta1, same);
-    conflict(given, OPT_BETA2, "beta2", (float)o->beta2, (float)ts->beta2, same);
-    conflict(given, OPT_EPS, "eps", (float)o->eps, (float)ts->eps, same);
-    conflict(given, OPT_CLIP, "clip", o->clip, ts->clip, same);
-    conflict(given, OPT_DROPOUT, "dropout", o->dropout, ts->dropout, same);
-    /* Seeds are 64-bit integers: as doubles, neighbours above 2^53 compare equal. */
-    if (given[OPT_SEED] && o->seed != ts->seed)
-        cli_usage_error("--seed %llu contradicts the checkpoint (%llu): %s",
-                        (unsigned long long)o->seed, (unsigned long long)ts->seed, same);
-    conflict(given, OPT_VAL_FRAC, "val-frac", o->val_frac, ts->val_frac, same);
-    o->layers = c->L; o->heads = c->H; o->embd = c->C; o->head_size = c->D; o->block = c->T;
-    o->batch = ts->batch; o->lr = ts->lr; o->min_lr = ts->min_lr; o->warmup = ts->warmup;
-    o->wd = ts->wd; o->clip = ts->clip; o->dropout = ts->dropout; o->seed = ts->seed;
-    o->beta1 = ts->beta1; o->beta2 = ts->beta2; o->eps = ts->eps;
-    o->val_frac = ts->val_frac;
+    train_options_resume(o, given, &r->model.cfg, ts);
     o->allow_binary = o->allow_binary || ts->allow_binary;
-    if (!given[OPT_STEPS]) o->steps = ts->steps;
-    if (!given[OPT_EVAL_EVERY]) o->eval_every = ts->eval_every;
-    if (!given[OPT_EVAL_ITERS]) o->eval_iters = ts->eval_iters;
-    if (!given[OPT_SAVE_EVERY]) o->save_every = ts->save_every;
     if (steps_done >= o->steps)
         cli_usage_error("%s has already trained %ld of %ld steps; give --steps above %ld to "
                         "train further", o->resume, steps_done, o->steps, steps_done);
@@ -178,8 +138,8 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     long n = r->dist.size;
     if (given[OPT_ACCUM] && o->accum * n != ts->accum)
         cli_usage_error("--accum %ld on %ld rank%s sums %ld micro-batches a step, and the run "
-                        "sums %ld: %s", o->accum, n, n > 1 ? "s" : "", o->accum * n, ts->accum,
-                        same);
+                        "sums %ld: an exact resume continues the run as it was set up", o->accum,
+                        n, n > 1 ? "s" : "", o->accum * n, ts->accum);
     if (ts->accum % n != 0)
         cli_usage_error("the run sums %ld micro-batches a step, which %ld ranks cannot share "
                         "evenly; resume it on a number of ranks that divides %ld", ts->accum, n,

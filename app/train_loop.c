@@ -87,16 +87,11 @@ static void sync_state(Run *r, long step)
 {
     TrainState *ts = &r->ts;
     const Options *o = &r->o;
+    train_options_store(o, ts); /* every setting the table marks KEEP or CHANGE */
     ts->step = step;
-    ts->steps = o->steps; ts->batch = o->batch; ts->warmup = o->warmup;
-    ts->eval_every = o->eval_every; ts->eval_iters = o->eval_iters;
-    ts->save_every = o->save_every; ts->seed = o->seed;
     ts->batch_rng = r->sampler.rng.state;
     ts->data_size = r->file.n; ts->data_hash = r->file.hash;
     ts->allow_binary = o->allow_binary;
-    ts->lr = o->lr; ts->min_lr = o->min_lr; ts->wd = o->wd; ts->clip = o->clip;
-    ts->dropout = o->dropout; ts->val_frac = o->val_frac;
-    ts->beta1 = r->adam.beta1; ts->beta2 = r->adam.beta2; ts->eps = r->adam.eps;
     ts->accum = r->micro;
     snprintf(ts->data_path, sizeof ts->data_path, "%s", r->file.name);
 }

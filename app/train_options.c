@@ -2,80 +2,119 @@
 #include "app/train_options.h"
 
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "model/ckpt.h"
-#include "model/config.h"
-#include "model/limits.h"
 
-static const Options DEFAULTS = {
-    .data = NULL, .corpus = "text", .out = "headcount.ckpt", .log = NULL, .resume = NULL,
-    .layers = 4, .heads = 4, .embd = 128, .head_size = 0, .block = 64, .batch = 12,
-    .steps = 2000, .warmup = 100, .eval_every = 250, .eval_iters = 20, .save_every = 500,
-    .threads = 0, .lr = 1e-3, .min_lr = 1e-4, .wd = 0.1, .clip = 1.0, .dropout = 0.0,
-    .val_frac = 0.1, .seed = 1337, .allow_binary = 0, .keep_best = 0, .accum = 1,
-    .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8,
+/* One row per setting, generated from TRAIN_SETTINGS. */
+typedef struct {
+    int id;
+    const char *flag;
+    char short_flag;
+    SetType type;
+    double dnum;
+    const char *dstr;
+    double lo, hi;
+    SetResume resume;
+    size_t at;      /* offset in Config (ARCH) or TrainState (KEEP, CHANGE) */
+    const char *meta;
+    int section;
+    const char *help, *more, *dtext;
+    size_t field;   /* offset in Options */
+    const char *key; /* the field's name: its key in JSON */
+} Setting;
+
+static const Setting SETTINGS[] = {
+#define X(ID, field, flag, sh, type, dn, ds, lo, hi, res, at, meta, sec, help, more, dtext) \
+    {OPT_##ID, flag, sh, type, dn, ds, lo, hi, res, at, meta, sec, help, more, dtext,       \
+     offsetof(Options, field), #field},
+    TRAIN_SETTINGS(X)
+#undef X
 };
+enum { NSET = sizeof SETTINGS / sizeof SETTINGS[0] };
+
+static const char *const SECTIONS[] = {"data and output", "model", "training", "program"};
+/* The names --corpus accepts. */
+static const char *const CORPORA[] = {"text", "induction"};
+
+static void *value_of(Options *o, const Setting *s)
+{
+    return (char *)o + s->field;
+}
+
+static const void *cvalue_of(const Options *o, const Setting *s)
+{
+    return (const char *)o + s->field;
+}
+
+static void set_default(Options *o, const Setting *s)
+{
+    void *v = value_of(o, s);
+    switch (s->type) {
+    case SET_LONG: *(long *)v = (long)s->dnum; break;
+    case SET_REAL:
+    case SET_F32: *(double *)v = s->dnum; break;
+    case SET_SEED: *(uint64_t *)v = (uint64_t)s->dnum; break;
+    case SET_PATH:
+    case SET_NAME: *(const char **)v = s->dstr; break;
+    case SET_SWITCH: *(int *)v = (int)s->dnum; break;
+    }
+}
+
+/* The value as --help and messages print it. */
+static void format_value(const Options *o, const Setting *s, char *buf, size_t len)
+{
+    const void *v = cvalue_of(o, s);
+    switch (s->type) {
+    case SET_LONG: snprintf(buf, len, "%ld", *(const long *)v); break;
+    case SET_REAL:
+    case SET_F32: snprintf(buf, len, "%g", *(const double *)v); break;
+    case SET_SEED: snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)v); break;
+    case SET_PATH:
+    case SET_NAME:
+        snprintf(buf, len, "%s", *(const char *const *)v ? *(const char *const *)v : "none");
+        break;
+    case SET_SWITCH: snprintf(buf, len, "%s", *(const int *)v ? "on" : "off"); break;
+    }
+}
 
 static void usage(void)
 {
-    const Options *d = &DEFAULTS;
+    Options d;
+    for (int i = 0; i < NSET; i++)
+        set_default(&d, &SETTINGS[i]);
     printf("usage: ./train [--data FILE] [options]\n"
            "Trains a small GPT (byte vocabulary, multi-head attention) and writes a checkpoint.\n"
-           "Without --data it trains on the built-in generated corpus (docs/corpus.md).\n\n"
-           "data and output:\n"
-           "  -d, --data FILE        text file to train on (default: built-in corpus)\n"
-           "      --corpus NAME      built-in corpus when no --data: text, or induction (repeated\n"
-           "                         random strings, with its own recipe: docs/corpus.md) (default: %s)\n"
-           "  -o, --out CKPT         checkpoint path (default: %s, or the --resume file)\n"
-           "      --log FILE         JSON lines: settings, each step, each eval, summary (default: none)\n"
-           "                         (on --resume: appended to)\n"
-           "      --resume CKPT      continue a run exactly from its checkpoint (default: start fresh)\n"
-           "                         and into it, unless --out names another file\n"
-           "      --save-every N     also save every N steps, 0 = only at the end (default: %ld)\n"
-           "      --keep-best        also keep the checkpoint with the best val loss (*.best.ckpt)\n"
-           "      --allow-binary     train on a file with NUL bytes (refused by default)\n"
-           "      --dump-val FILE    write the validation split (the bytes --eval should score)\n"
-           "                         to FILE and exit without training (default: none)\n"
-           "model:\n"
-           "  -L, --layers N         transformer blocks (default: %ld)\n"
-           "  -H, --heads N          attention heads per block (default: %ld)\n"
-           "  -C, --embd N           residual width C (default: %ld)\n"
-           "      --head-size D      head size (default: embd / heads)\n"
-           "  -T, --block N          context length in bytes (default: %ld)\n"
-           "training:\n"
-           "  -B, --batch N          sequences per micro-batch (default: %ld)\n"
-           "      --accum K          micro-batches summed per optimizer step, each rank's share\n"
-           "                         under mpirun (default: 1; the step sees K x ranks x batch)\n"
-           "  -n, --steps N          optimizer steps (default: %ld)\n"
-           "      --lr X             peak learning rate (default: %g)\n"
-           "      --min-lr X         final learning rate of the cosine decay (default: %g)\n"
-           "      --warmup N         linear warm-up steps (default: %ld)\n"
-           "      --wd X             AdamW weight decay on matrices and embeddings (default: %g)\n"
-           "      --beta1 X          Adam first-moment decay (default: %g)\n"
-           "      --beta2 X          Adam second-moment decay (default: %g)\n"
-           "      --eps X            Adam epsilon (default: %g)\n"
-           "      --clip X           gradient clipping by global norm, 0 = off (default: %g)\n"
-           "      --dropout X        dropout on attention weights and residual branches (default: %g)\n"
-           "  -s, --seed N           seed for init, batches and dropout (default: %llu)\n"
-           "      --val-frac X       last fraction of the file held out for validation (default: %g)\n"
-           "      --eval-every N     estimate train/val loss every N steps, 0 = only at the end (default: %ld)\n"
-           "      --eval-iters N     batches per estimate (default: %ld)\n"
-           "      --heads-every N    log per-head attention metrics every N steps to --log\n"
-           "                         (entropy, prev, first, distance, repeat), 0 = off (default: 0)\n"
-           "  -j, --threads N        OpenMP threads (default: all cores; results are identical)\n"
-           "  -h, --help             this help\n"
-           "      --version          the version\n"
-           "      --print-settings   print the settings these flags give, as JSON, and exit\n"
-           "Outputs are never the same file as an input; other files are never written or\n"
-           "deleted (docs/checkpoint.md, \"Files\").\n",
-           d->corpus, d->out, d->save_every, d->layers, d->heads, d->embd, d->block, d->batch,
-           d->steps,
-           d->lr, d->min_lr, d->warmup, d->wd, d->beta1, d->beta2, d->eps, d->clip, d->dropout,
-           (unsigned long long)d->seed, d->val_frac, d->eval_every, d->eval_iters);
+           "Without --data it trains on the built-in generated corpus (docs/corpus.md).\n");
+    for (int sec = 0; sec < 4; sec++) {
+        printf("\n%s:\n", SECTIONS[sec]);
+        for (int i = 0; i < NSET; i++) {
+            const Setting *s = &SETTINGS[i];
+            if (s->section != sec)
+                continue;
+            char left[64], def[64];
+            if (s->short_flag)
+                snprintf(left, sizeof left, "  -%c, --%s %s", s->short_flag, s->flag, s->meta);
+            else
+                snprintf(left, sizeof left, "      --%s %s", s->flag, s->meta);
+            if (s->dtext)
+                snprintf(def, sizeof def, "%s", s->dtext);
+            else
+                format_value(&d, s, def, sizeof def);
+            printf("%-24s %s (default: %s)\n", left, s->help, def);
+            if (s->more)
+                printf("%-24s %s\n", "", s->more);
+        }
+        if (sec == 3)
+            printf("%-24s this help\n%-24s the version\n%-24s print the settings these flags "
+                   "give, as JSON, and exit\n", "  -h, --help", "      --version",
+                   "      --print-settings");
+    }
+    printf("\nOutputs are never the same file as an input; other files are never written or\n"
+           "deleted (docs/checkpoint.md, \"Files\").\n");
 }
 
 void train_json_string(char *buf, size_t len, const char *s)
@@ -97,26 +136,122 @@ void train_json_string(char *buf, size_t len, const char *s)
     buf[k] = '\0';
 }
 
-/* --print-settings: what a run with these flags would use, for scripts (one JSON
- * object; a path not given is null, 0 for head_size and threads means automatic). */
+/* --print-settings: what a run with these flags would use, for scripts: one JSON
+ * object keyed by the settings' field names (a path not given is null; 0 for
+ * head_size and threads means automatic). */
 static void print_settings_json(const Options *o)
 {
-    char data[1100], out[1100];
-    train_json_string(data, sizeof data, o->data ? o->data : "");
-    train_json_string(out, sizeof out, o->out);
-    printf("{\"data\":%s,\"corpus\":\"%s\",\"out\":%s,\"layers\":%ld,\"heads\":%ld,"
-           "\"embd\":%ld,\"head_size\":%ld,\"block\":%ld,\"batch\":%ld,\"accum\":%ld,"
-           "\"steps\":%ld,\"lr\":%.17g,\"min_lr\":%.17g,\"warmup\":%ld,\"wd\":%.17g,"
-           "\"beta1\":%.17g,\"beta2\":%.17g,\"eps\":%.17g,\"clip\":%.17g,\"dropout\":%.17g,"
-           "\"seed\":%llu,\"val_frac\":%.17g,\"eval_every\":%ld,\"eval_iters\":%ld,"
-           "\"save_every\":%ld,\"heads_every\":%ld,\"threads\":%ld,\"keep_best\":%s,"
-           "\"allow_binary\":%s,\"version\":\"%s\"}\n",
-           o->data ? data : "null", o->corpus, out, o->layers, o->heads, o->embd, o->head_size,
-           o->block, o->batch, o->accum, o->steps, o->lr, o->min_lr, o->warmup, o->wd,
-           o->beta1, o->beta2, o->eps, o->clip, o->dropout, (unsigned long long)o->seed,
-           o->val_frac, o->eval_every, o->eval_iters, o->save_every, o->heads_every,
-           o->threads, o->keep_best ? "true" : "false", o->allow_binary ? "true" : "false",
-           HEADCOUNT_VERSION);
+    printf("{");
+    for (int i = 0; i < NSET; i++) {
+        const Setting *s = &SETTINGS[i];
+        const void *v = cvalue_of(o, s);
+        printf("%s\"%s\":", i ? "," : "", s->key);
+        switch (s->type) {
+        case SET_LONG: printf("%ld", *(const long *)v); break;
+        case SET_REAL:
+        case SET_F32: printf("%.17g", *(const double *)v); break;
+        case SET_SEED: printf("%llu", (unsigned long long)*(const uint64_t *)v); break;
+        case SET_PATH:
+        case SET_NAME: {
+            const char *str = *(const char *const *)v;
+            char buf[1100];
+            train_json_string(buf, sizeof buf, str ? str : "");
+            printf("%s", str ? buf : "null");
+            break;
+        }
+        case SET_SWITCH: printf("%s", *(const int *)v ? "true" : "false"); break;
+        }
+    }
+    printf(",\"version\":\"%s\"}\n", HEADCOUNT_VERSION);
+}
+
+/* A KEEP or CHANGE setting's stored value, as the Options field's type. */
+static void stored_value(const TrainState *ts, const Setting *s, Options *into)
+{
+    const char *p = (const char *)ts + s->at;
+    void *v = value_of(into, s);
+    switch (s->type) {
+    case SET_LONG: *(long *)v = *(const long *)p; break;
+    case SET_REAL:
+    case SET_F32: *(double *)v = *(const double *)p; break;
+    case SET_SEED: *(uint64_t *)v = *(const uint64_t *)p; break;
+    default: break;
+    }
+}
+
+static void copy_value(Options *dst, const Options *src, const Setting *s)
+{
+    switch (s->type) {
+    case SET_LONG: *(long *)value_of(dst, s) = *(const long *)cvalue_of(src, s); break;
+    case SET_REAL:
+    case SET_F32: *(double *)value_of(dst, s) = *(const double *)cvalue_of(src, s); break;
+    case SET_SEED: *(uint64_t *)value_of(dst, s) = *(const uint64_t *)cvalue_of(src, s); break;
+    default: break;
+    }
+}
+
+/* Whether two values of setting s are the same setting (F32 as the optimizer
+ * sees them). */
+static int same_value(const Options *a, const Options *b, const Setting *s)
+{
+    const void *x = cvalue_of(a, s), *y = cvalue_of(b, s);
+    switch (s->type) {
+    case SET_LONG: return *(const long *)x == *(const long *)y;
+    case SET_REAL: return *(const double *)x == *(const double *)y;
+    case SET_F32: return (float)*(const double *)x == (float)*(const double *)y;
+    case SET_SEED: return *(const uint64_t *)x == *(const uint64_t *)y;
+    default: return 1;
+    }
+}
+
+void train_options_resume(Options *o, const unsigned char *given, const Config *c,
+                          const TrainState *ts)
+{
+    Options have = *o;
+    for (int i = 0; i < NSET; i++) {
+        const Setting *s = &SETTINGS[i];
+        const char *why;
+        if (s->resume == RES_ARCH) {
+            *(long *)value_of(&have, s) = *(const int *)((const char *)c + s->at);
+            why = "the architecture comes from the checkpoint";
+        } else if (s->resume == RES_KEEP || s->resume == RES_CHANGE) {
+            stored_value(ts, s, &have);
+            why = "an exact resume continues the run as it was set up";
+        } else {
+            continue;
+        }
+        if (s->resume == RES_CHANGE) {
+            if (!given[s->id])
+                copy_value(o, &have, s);
+            continue;
+        }
+        if (given[s->id] && !same_value(o, &have, s)) {
+            char want[64], got[64];
+            format_value(o, s, want, sizeof want);
+            format_value(&have, s, got, sizeof got);
+            cli_usage_error("--%s %s contradicts the checkpoint (%s): %s", s->flag, want, got,
+                            why);
+        }
+        copy_value(o, &have, s);
+    }
+}
+
+void train_options_store(const Options *o, TrainState *ts)
+{
+    for (int i = 0; i < NSET; i++) {
+        const Setting *s = &SETTINGS[i];
+        if (s->resume != RES_KEEP && s->resume != RES_CHANGE)
+            continue;
+        char *p = (char *)ts + s->at;
+        const void *v = cvalue_of(o, s);
+        switch (s->type) {
+        case SET_LONG: *(long *)p = *(const long *)v; break;
+        case SET_REAL: *(double *)p = *(const double *)v; break;
+        case SET_F32: *(double *)p = (double)(float)*(const double *)v; break;
+        case SET_SEED: *(uint64_t *)p = *(const uint64_t *)v; break;
+        default: break;
+        }
+    }
 }
 
 int train_is_induction(const Options *o)
@@ -139,95 +274,64 @@ static void induction_recipe(Options *o, const unsigned char *given)
     if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
 }
 
+/* One flag's value from optarg, checked against the setting's range. */
+static void parse_value(Options *o, const Setting *s, const char *arg)
+{
+    void *v = value_of(o, s);
+    switch (s->type) {
+    case SET_LONG: *(long *)v = cli_long(s->flag, arg, (long)s->lo, (long)s->hi); break;
+    case SET_REAL:
+    case SET_F32: *(double *)v = cli_double(s->flag, arg, s->lo, s->hi); break;
+    case SET_SEED: *(uint64_t *)v = cli_u64(s->flag, arg); break;
+    case SET_PATH: *(const char **)v = arg; break;
+    case SET_NAME:
+        for (size_t k = 0; k < sizeof CORPORA / sizeof CORPORA[0]; k++)
+            if (strcmp(arg, CORPORA[k]) == 0) {
+                *(const char **)v = CORPORA[k];
+                return;
+            }
+        cli_usage_error("--%s '%s': expected text or induction", s->flag, arg);
+    case SET_SWITCH: *(int *)v = 1; break;
+    }
+}
+
 void train_options_parse(int argc, char **argv, Options *o, unsigned char given[OPT_COUNT])
 {
-    static const struct option longs[] = {
-        {"data", required_argument, 0, OPT_DATA}, {"out", required_argument, 0, OPT_OUT},
-        {"log", required_argument, 0, OPT_LOG}, {"resume", required_argument, 0, OPT_RESUME},
-        {"layers", required_argument, 0, OPT_LAYERS}, {"heads", required_argument, 0, OPT_HEADS},
-        {"embd", required_argument, 0, OPT_EMBD},
-        {"head-size", required_argument, 0, OPT_HEAD_SIZE},
-        {"block", required_argument, 0, OPT_BLOCK}, {"batch", required_argument, 0, OPT_BATCH},
-        {"steps", required_argument, 0, OPT_STEPS}, {"lr", required_argument, 0, OPT_LR},
-        {"min-lr", required_argument, 0, OPT_MIN_LR},
-        {"warmup", required_argument, 0, OPT_WARMUP}, {"wd", required_argument, 0, OPT_WD},
-        {"clip", required_argument, 0, OPT_CLIP}, {"dropout", required_argument, 0, OPT_DROPOUT},
-        {"seed", required_argument, 0, OPT_SEED},
-        {"val-frac", required_argument, 0, OPT_VAL_FRAC},
-        {"eval-every", required_argument, 0, OPT_EVAL_EVERY},
-        {"eval-iters", required_argument, 0, OPT_EVAL_ITERS},
-        {"save-every", required_argument, 0, OPT_SAVE_EVERY},
-        {"threads", required_argument, 0, OPT_THREADS},
-        {"allow-binary", no_argument, 0, OPT_ALLOW_BINARY},
-        {"keep-best", no_argument, 0, OPT_KEEP_BEST},
-        {"dump-val", required_argument, 0, OPT_DUMP_VAL},
-        {"heads-every", required_argument, 0, OPT_HEADS_EVERY}, {"help", no_argument, 0, OPT_HELP},
-        {"version", no_argument, 0, OPT_VERSION}, {"accum", required_argument, 0, OPT_ACCUM},
-        {"print-settings", no_argument, 0, OPT_PRINT_SETTINGS},
-        {"beta1", required_argument, 0, OPT_BETA1}, {"beta2", required_argument, 0, OPT_BETA2},
-        {"eps", required_argument, 0, OPT_EPS}, {"corpus", required_argument, 0, OPT_CORPUS},
-        {0, 0, 0, 0}};
-    static const CliShort shorts[] = {
-        {'d', OPT_DATA}, {'o', OPT_OUT}, {'L', OPT_LAYERS}, {'H', OPT_HEADS}, {'C', OPT_EMBD},
-        {'T', OPT_BLOCK}, {'B', OPT_BATCH}, {'n', OPT_STEPS}, {'s', OPT_SEED},
-        {'j', OPT_THREADS}, {'h', OPT_HELP}};
-    *o = DEFAULTS;
+    static struct option longs[NSET + 4];
+    static CliShort shorts[NSET + 1];
+    static char shortopts[3 * NSET + 4];
+    size_t nshorts = 0, k = 0;
+    shortopts[k++] = ':';
+    for (int i = 0; i < NSET; i++) {
+        const Setting *s = &SETTINGS[i];
+        longs[i] = (struct option){s->flag, s->type == SET_SWITCH ? no_argument
+                                                                   : required_argument, 0, s->id};
+        if (s->short_flag) {
+            shorts[nshorts++] = (CliShort){s->short_flag, s->id};
+            shortopts[k++] = s->short_flag;
+            if (s->type != SET_SWITCH)
+                shortopts[k++] = ':';
+        }
+        set_default(o, s);
+    }
+    longs[NSET] = (struct option){"help", no_argument, 0, OPT_HELP};
+    longs[NSET + 1] = (struct option){"version", no_argument, 0, OPT_VERSION};
+    longs[NSET + 2] = (struct option){"print-settings", no_argument, 0, OPT_PRINT_SETTINGS};
+    longs[NSET + 3] = (struct option){0, 0, 0, 0};
+    shorts[nshorts++] = (CliShort){'h', OPT_HELP};
+    shortopts[k++] = 'h';
+    shortopts[k] = '\0';
     int c;
-    while ((c = cli_next_option(argc, argv, ":d:o:L:H:C:T:B:n:s:j:h", longs, shorts,
-                                sizeof shorts / sizeof shorts[0])) != -1) {
-        given[c] = 1;
+    while ((c = cli_next_option(argc, argv, shortopts, longs, shorts, nshorts)) != -1) {
+        if (c > OPT_FIRST && c < OPT_HELP) {
+            given[c] = 1;
+            parse_value(o, &SETTINGS[c - OPT_FIRST - 1], optarg);
+            continue;
+        }
         switch (c) {
-        case OPT_DATA: o->data = optarg; break;
-        case OPT_OUT: o->out = optarg; break;
-        case OPT_LOG: o->log = optarg; break;
-        case OPT_RESUME: o->resume = optarg; break;
-        case OPT_LAYERS: o->layers = cli_long("layers", optarg, 1, CONFIG_MAX_LAYERS); break;
-        case OPT_HEADS: o->heads = cli_long("heads", optarg, 1, CONFIG_MAX_HEADS); break;
-        case OPT_EMBD: o->embd = cli_long("embd", optarg, 1, CONFIG_MAX_EMBD); break;
-        case OPT_HEAD_SIZE:
-            o->head_size = cli_long("head-size", optarg, 1, CONFIG_MAX_HEAD_SIZE);
-            break;
-        case OPT_BLOCK: o->block = cli_long("block", optarg, 1, CONFIG_MAX_BLOCK); break;
-        case OPT_BATCH: o->batch = cli_long("batch", optarg, 1, LIMIT_BATCH_MAX); break;
-        case OPT_STEPS: o->steps = cli_long("steps", optarg, 1, LIMIT_STEPS_MAX); break;
-        case OPT_LR: o->lr = cli_double("lr", optarg, LIMIT_LR_MIN, LIMIT_LR_MAX); break;
-        case OPT_MIN_LR: o->min_lr = cli_double("min-lr", optarg, 0, LIMIT_LR_MAX); break;
-        case OPT_WARMUP: o->warmup = cli_long("warmup", optarg, 0, LIMIT_STEPS_MAX); break;
-        case OPT_WD: o->wd = cli_double("wd", optarg, 0, LIMIT_LR_MAX); break;
-        case OPT_CLIP: o->clip = cli_double("clip", optarg, 0, LIMIT_CLIP_MAX); break;
-        case OPT_DROPOUT: o->dropout = cli_double("dropout", optarg, 0, LIMIT_DROPOUT_MAX); break;
-        case OPT_SEED: o->seed = cli_u64("seed", optarg); break;
-        case OPT_VAL_FRAC:
-            o->val_frac = cli_double("val-frac", optarg, 0, LIMIT_VAL_FRAC_MAX);
-            break;
-        case OPT_EVAL_EVERY:
-            o->eval_every = cli_long("eval-every", optarg, 0, LIMIT_STEPS_MAX);
-            break;
-        case OPT_EVAL_ITERS:
-            o->eval_iters = cli_long("eval-iters", optarg, 1, LIMIT_EVAL_ITERS_MAX);
-            break;
-        case OPT_SAVE_EVERY:
-            o->save_every = cli_long("save-every", optarg, 0, LIMIT_STEPS_MAX);
-            break;
-        case OPT_THREADS: o->threads = cli_long("threads", optarg, 1, 1024); break;
-        case OPT_ALLOW_BINARY: o->allow_binary = 1; break;
-        case OPT_KEEP_BEST: o->keep_best = 1; break;
-        case OPT_DUMP_VAL: o->dump_val = optarg; break;
-        case OPT_HEADS_EVERY:
-            o->heads_every = cli_long("heads-every", optarg, 0, 100000000);
-            break;
         case OPT_HELP: usage(); exit(0);
-        case OPT_PRINT_SETTINGS: break;
-        case OPT_CORPUS:
-            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "induction") != 0)
-                cli_usage_error("--corpus '%s': expected text or induction", optarg);
-            o->corpus = optarg;
-            break;
-        case OPT_BETA1: o->beta1 = cli_double("beta1", optarg, 0, LIMIT_BETA_MAX); break;
-        case OPT_BETA2: o->beta2 = cli_double("beta2", optarg, 0, LIMIT_BETA_MAX); break;
-        case OPT_EPS: o->eps = cli_double("eps", optarg, LIMIT_EPS_MIN, 1); break;
-        case OPT_ACCUM: o->accum = cli_long("accum", optarg, 1, LIMIT_ACCUM_MAX); break;
         case OPT_VERSION: printf("train (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
+        case OPT_PRINT_SETTINGS: given[c] = 1; break;
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }

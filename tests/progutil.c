@@ -192,3 +192,28 @@ pid_t start_train(const Env *e, const char *errpath)
     return -1;
 }
 
+
+void expect_resume_matches(const Env *e, const char *flags, const char *refused,
+                           const char *needle)
+{
+    char *out, whole[400], part[400];
+    snprintf(whole, sizeof whole, "%s/whole.ckpt", e->dir);
+    snprintf(part, sizeof part, "%s/part.ckpt", e->dir);
+    int rc = run(&out, "train", "%s --steps 6 --data %s --out %s", flags, e->data, whole);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "train", "%s --steps 3 --data %s --out %s", flags, e->data, part);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "train", "--resume %s --steps 6 %s", part, refused);
+    expect_error(out, rc, 2, "train", needle);
+    free(out);
+    rc = run(&out, "train", "--resume %s --steps 6", part);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    size_t na, nb;
+    unsigned char *x = tu_read_file(whole, &na), *y = tu_read_file(part, &nb);
+    cr_assert(x && y && na == nb && memcmp(x, y, na) == 0, "3 + 3 resumed steps differ from 6");
+    free(x);
+    free(y);
+}

@@ -48,6 +48,13 @@ void refuse_train(const Env *e, const char *extra, int code, const char *needle)
 void make_file(const Env *e, const char *name, const void *data, size_t n, char *path,
                size_t len);
 
+/* Trains 6 steps with flags in one run, and 3 steps then a resume to 6 in
+ * another; the resume given `refused` (a flag contradicting the run) must fail
+ * with exit 2 and needle first; then both checkpoints must be the same bytes.
+ * flags should hold --warmup 100 so the schedule does not depend on --steps. */
+void expect_resume_matches(const Env *e, const char *flags, const char *refused,
+                           const char *needle);
+
 /* Starts a very long TINY train on e->data into e->out and e->log in the
  * background, stderr and stdout in errpath; returns its pid once it has printed
  * its first step (so its signal handlers are installed). */

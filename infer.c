@@ -23,7 +23,7 @@ enum {
     OPT_CKPT = 256, OPT_EVAL, OPT_PROMPT, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMPERATURE, OPT_TOP_K,
     OPT_TOP_P, OPT_SEED, OPT_SAMPLES, OPT_NO_CACHE, OPT_HEADS, OPT_REPORT, OPT_WINDOWS,
     OPT_PRUNE_CURVE, OPT_MASK, OPT_THREADS, OPT_HELP, OPT_EXPLORE, OPT_EXPLORE_JSON, OPT_TEXT,
-    OPT_TEXT_FILE, OPT_VERSION
+    OPT_TEXT_FILE, OPT_VERSION, OPT_JSON
 };
 
 static const InferOptions DEFAULTS = {
@@ -41,6 +41,8 @@ static void usage(void)
            "  --explore OUT.html     write an interactive page of every head's attention on\n"
            "                         --text or --text-file, or else on the first sample\n\n"
            "  -c, --ckpt CKPT        checkpoint to load (required)\n"
+           "      --json             with --eval: the result as one JSON object (loss, ppl, bpc,\n"
+           "                         tokens), for scripts\n"
            "sampling:\n"
            "  -p, --prompt TEXT      text to continue (default: a newline)\n"
            "      --prompt-file FILE read the prompt from FILE ('-': standard input)\n"
@@ -80,6 +82,8 @@ static void check_mode_flags(const InferOptions *o)
         if (o->windows)
             cli_usage_error("--windows needs --heads FILE");
     }
+    if (o->json && !o->eval)
+        cli_usage_error("--json needs --eval FILE (it prints the result as JSON)");
     if (o->explore && (o->eval || o->heads))
         cli_usage_error("--explore is its own mode; give it without --%s",
                         o->eval ? "eval" : "heads");
@@ -117,6 +121,7 @@ static void parse(int argc, char **argv, InferOptions *o)
         {"threads", required_argument, 0, OPT_THREADS}, {"help", no_argument, 0, OPT_HELP},
         {"explore", required_argument, 0, OPT_EXPLORE},
         {"explore-json", required_argument, 0, OPT_EXPLORE_JSON},
+        {"json", no_argument, 0, OPT_JSON},
         {"text", required_argument, 0, OPT_TEXT},
         {"text-file", required_argument, 0, OPT_TEXT_FILE},
         {"version", no_argument, 0, OPT_VERSION}, {0, 0, 0, 0}};
@@ -149,6 +154,7 @@ static void parse(int argc, char **argv, InferOptions *o)
         case OPT_VERSION: printf("infer (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
         case OPT_EXPLORE: o->explore = optarg; break;
         case OPT_EXPLORE_JSON: o->explore_json = optarg; break;
+        case OPT_JSON: o->json = 1; break;
         case OPT_TEXT: o->text = optarg; break;
         case OPT_TEXT_FILE: o->text_file = optarg; break;
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
@@ -273,7 +279,12 @@ static int run_eval(const InferOptions *o, const Model *m, const Tokenizer *tok)
     size_t n;
     if (eval_sequence(m, &a, ids, f.n, &po, &loss, &n, NULL, err, sizeof err))
         cli_fail("%s", err);
-    printf("eval loss %.6f ppl %.4f bpc %.4f tokens %zu\n", loss, exp(loss), loss / log(2.0), n);
+    if (o->json)
+        printf("{\"loss\":%.9g,\"ppl\":%.9g,\"bpc\":%.9g,\"tokens\":%zu}\n", loss, exp(loss),
+               loss / log(2.0), n);
+    else
+        printf("eval loss %.6f ppl %.4f bpc %.4f tokens %zu\n", loss, exp(loss), loss / log(2.0),
+               n);
     acts_free(&a);
     free(ids);
     textfile_free(&f);

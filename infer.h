@@ -35,6 +35,7 @@ typedef struct {
     const char *mask;       /* "L.H,L.H": silenced heads */
     unsigned char *head_on; /* [L*H] parsed from mask, NULL when no mask */
     long threads;
+    int json;               /* --json: --eval's result as one JSON object */
 } InferOptions;
 
 /* Reads path into f, or standard input when path is "-"; fails (exit 1) with a

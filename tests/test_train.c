@@ -710,3 +710,32 @@ Test(train, a_resumed_run_keeps_its_adam_constants)
                           "--eval-every 0", "--beta2 0.99",
                           "--beta2 0.99 contradicts the checkpoint");
 }
+
+/* --json gives scripts the same number as the human-readable line, parsed
+ * without a regex; it is refused outside --eval. */
+Test(train, infer_eval_json_matches_the_text_line)
+{
+    Env e;
+    env_init(&e, "train-evaljson");
+    char *out, *js;
+    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s", e.data, e.out);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "train", "--data %s --dump-val %s/val.txt", e.data, e.dir);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "infer", "--ckpt %s --eval %s/val.txt", e.out, e.dir);
+    cr_assert_eq(rc, 0, "%s", out);
+    rc = run(&js, "infer", "--ckpt %s --eval %s/val.txt --json", e.out, e.dir);
+    cr_assert_eq(rc, 0, "%s", js);
+    double text_loss = strtod(strstr(out, "eval loss ") + 10, NULL);
+    const char *l = strstr(js, "{\"loss\":"), *t = strstr(js, "\"tokens\":");
+    cr_assert(l && t, "not the JSON object: %s", js);
+    cr_assert(fabs(strtod(l + 8, NULL) - text_loss) < 1e-6, "%s vs %s", js, out);
+    cr_assert_eq(strtol(t + 9, NULL, 10), strtol(strstr(out, "tokens ") + 7, NULL, 10));
+    free(out);
+    free(js);
+    rc = run(&out, "infer", "--ckpt %s --json", e.out);
+    expect_error(out, rc, 2, "infer", "--json needs --eval");
+    free(out);
+}

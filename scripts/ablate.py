@@ -56,10 +56,8 @@ def duration(s):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="scripts/ablate.sh", description="Head-count ablation: "
-                                "trains every (arm, H, seed), analyses its heads, and writes "
-                                "ablation.csv, ablation.md, plots/ and index.html into --out. "
-                                "See docs/ablation.md.")
+    p = argparse.ArgumentParser(prog="scripts/ablate.sh", description="The head-count "
+                                "ablation; docs/ablation.md explains it and every flag.")
     add = p.add_argument
     add("--data", metavar="FILE", help="training text (default: %s if present, else the "
         "built-in corpus)" % os.path.relpath(DEFAULT_DATA, REPO))
@@ -68,8 +66,7 @@ def parse_args(argv):
     add("--heads", metavar="LIST", help='head counts (default "1 4 8 16"; quick "1 4")')
     add("--seeds", type=int, metavar="N", help="seeds 1..N (default 3; quick 2)")
     add("--arm", choices=["width", "headsize", "both"], default="both")
-    add("--head-size", type=int, metavar="D", help="D of the head-size arm (default: train's "
-        "default head size, C / its default H)")
+    add("--head-size", type=int, metavar="D", help="D of the head-size arm (default: train's)")
     add("--steps", type=int, metavar="N", help="steps per run (default: train's; quick 30)")
     add("--jobs", type=int, metavar="N", help="runs at once (default: the cores)")
     add("--threads", type=int, metavar="N", help="threads per run (default: cores / jobs)")
@@ -78,14 +75,11 @@ def parse_args(argv):
     add("--bin", metavar="DIR", default=REPO, help="where train and infer are")
     add("--check", action="store_true", help="check the outputs in --out; exit 1 if bad")
     add("--report-only", action="store_true", help="rebuild the report from finished runs")
-    add("--print-jobs", action="store_true", help="print one shell command per unfinished run "
-        "and exit; collect with --report-only")
+    add("--print-jobs", action="store_true", help="print one command per unfinished run")
     add("--job", metavar="NAME", help=argparse.SUPPRESS)  # one run; what --print-jobs prints
     a = p.parse_args(argv)
-    if a.quick and a.long:
-        fail("--quick and --long are exclusive")
-    if a.data and a.builtin:
-        fail("--data and --builtin are exclusive")
+    if (a.quick and a.long) or (a.data and a.builtin):
+        fail("--quick and --long, and --data and --builtin, are exclusive")
     for k in ("seeds", "head_size", "steps", "jobs", "threads"):
         if getattr(a, k) is not None and getattr(a, k) < 1:
             fail("--%s %d: must be at least 1" % (k.replace("_", "-"), getattr(a, k)))
@@ -240,17 +234,12 @@ def run_job(a):
         a.stopped = True
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    t0 = time.time()
-    timing = os.path.join(part, "seconds.txt")
-    before = float(open(timing).read()) if os.path.exists(timing) else 0.0
     rc = job_train(a, sweep, run, part)
     if rc == 0 and not a.stopped:
         rc = job_heads(a, sweep, part)
-    rep.write_text(timing, b"%.3f" % (before + time.time() - t0))
     if rc or a.stopped:
         return 130 if a.stopped else 1
-    rep.write_json(os.path.join(part, "done.json"), dict(
-        run, threads=a.threads, wall_seconds=round(before + time.time() - t0, 3)))
+    rep.write_json(os.path.join(part, "done.json"), run)
     os.rename(part, final)
     return 0
 
@@ -262,69 +251,77 @@ def last_step(a, name):
     return log["steps"][-1]["step"] if log["steps"] else 0
 
 
-def status_line(a, sweep, todo, procs, t0, done_work):
-    """Progress, and an ETA from the work (multiply-adds per step x steps) done so far."""
-    steps, work, left, running = sweep["fingerprint"]["steps"], done_work, 0.0, []
-    for r in todo:
-        if r["name"] in procs:
-            step = last_step(a, r["name"])
-            work += r["cost"] * (step - procs[r["name"]][1])
-            left += r["cost"] * (steps - step)
-            running.append("%s %d/%d" % (r["name"], step, steps))
-        elif not r.get("ended"):
-            left += r["cost"] * steps
-    el = time.time() - t0
-    eta = duration(left * el / work) if work > 0 and el > 5 else "…"
-    return ("%d/%d runs done | running: %s | elapsed %s | eta %s" % (
-        sum(1 for r in rep.runs_of(sweep) if is_done(a, r)), len(rep.runs_of(sweep)),
-        ", ".join(running) or "-", duration(el), eta))
-
-
 def is_done(a, r):
     return os.path.exists(os.path.join(a.out, "runs", r["name"], "done.json"))
 
 
-def sweep_loop(a, sweep, todo):
-    """Starts the jobs, --jobs at a time, each in its own process group so that one
-    Ctrl-C reaches every train once, through us. Returns (failed, stopped)."""
-    procs, failed, stop, done_work = {}, [], [0], 0.0
-    steps = sweep["fingerprint"]["steps"]
+def status_line(a, sweep, queue, procs, t0, work):
+    """Progress, and an ETA from the work (multiply-adds per step x steps) done so far
+    in this invocation; the heads analyses are not counted."""
+    steps, left, running = sweep["fingerprint"]["steps"], 0.0, []
+    for r, _, first in procs.values():
+        step = last_step(a, r["name"])
+        work, left = work + r["cost"] * (step - first), left + r["cost"] * (steps - step)
+        running.append("%s %d/%d" % (r["name"], step, steps))
+    left += sum(r["cost"] * steps for r in queue)
+    el, runs = time.time() - t0, rep.runs_of(sweep)
+    return "%d/%d runs done | running: %s | elapsed %s | eta %s" % (
+        sum(map(lambda r: is_done(a, r), runs)), len(runs), ", ".join(running) or "-",
+        duration(el), duration(left * el / work) if work > 0 and el > 5 else "…")
 
-    def on_signal(sig, frame):
+
+def sweep_loop(a, sweep, todo):
+    """Runs the jobs' commands, --jobs at a time, each in its own process group so that
+    one Ctrl-C reaches every train once, through us. Returns (failed, stopped, seconds)."""
+    procs, failed, stop, work, queue = {}, [], [0], 0.0, list(todo)
+
+    def on_signal(sig, frame):  # the first: trains save and exit; the second: at once
         stop[0] += 1
         say("stopping: running trains save their checkpoints (signal again: at once)")
-        for p, _ in procs.values():
+        for _, p, _ in procs.values():
             os.killpg(p.pid, signal.SIGINT)
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    queue, t0, shown = list(todo), time.time(), 0.0
-    interval = 5 if sweep["mode"] == "quick" else 30
+    t0, shown, interval = time.time(), 0.0, 5 if sweep["mode"] == "quick" else 30
     while procs or (queue and not stop[0]):
         while queue and len(procs) < a.jobs and not stop[0]:
             r = queue.pop(0)
-            cmd = shlex.split(job_command(a, r["name"]))
-            procs[r["name"]] = (subprocess.Popen(cmd, start_new_session=True),
+            procs[r["name"]] = (r, subprocess.Popen(shlex.split(job_command(a, r["name"])),
+                                                    start_new_session=True),
                                 last_step(a, r["name"]))
         time.sleep(0.2)
-        for name, (p, first) in list(procs.items()):
-            if p.poll() is None:
-                continue
-            r = next(x for x in todo if x["name"] == name)
-            r["ended"] = True
-            del procs[name]
-            if p.returncode == 0:
-                done_work += r["cost"] * (steps - first)
-                say("done %s (arm %s): %s" % (name, "+".join(r["arms"]), rep.run_line(a.out, r)))
-                rep.write_all(a.out)
-            elif not stop[0]:
-                failed.append(name)
-                say("FAILED %s (exit %d); see %s/runs/%s.partial/*.err"
-                    % (name, p.returncode, a.out, name))
-            shown = 0
+        for name, (r, p, first) in list(procs.items()):
+            if p.poll() is not None:
+                del procs[name]
+                shown = 0
+                if p.returncode == 0:
+                    work += r["cost"] * (sweep["fingerprint"]["steps"] - first)
+                    fin = rep.read_log(os.path.join(a.out, "runs", name, "run.jsonl"))["final"]
+                    say("done %s (arm %s): val loss %.4f" % (name, "+".join(r["arms"]),
+                                                             fin["val_loss"]))
+                    rep.write_all(a.out)
+                elif not stop[0]:
+                    failed.append(name)
+                    say("FAILED %s (exit %d); see %s/runs/%s.partial/*.err"
+                        % (name, p.returncode, a.out, name))
         if time.time() - shown >= interval:
-            say(status_line(a, sweep, todo, procs, t0, done_work))
+            say(status_line(a, sweep, queue, procs, t0, work))
             shown = time.time()
     return failed, stop[0], time.time() - t0
+
+
+def check_or_report(a):
+    """--check and --report-only: read the sweep in --out, run nothing."""
+    if not os.path.exists(os.path.join(a.out, "sweep.json")):
+        fail("%s/sweep.json: missing (is --out a sweep directory?)" % a.out, 1)
+    if a.report_only:
+        say("report: %d rows in %s" % (rep.write_all(a.out), a.out))
+        return 0
+    problems = rep.check(a.out)
+    for msg in problems + ["%s: %s" % (a.out, "%d problem(s)" % len(problems) if problems
+                                       else "all outputs present and well formed")]:
+        print("ablate --check: %s" % msg, file=sys.stderr)
+    return 1 if problems else 0
 
 
 def main(argv):
@@ -332,18 +329,7 @@ def main(argv):
     if a.job:
         return run_job(a)
     if a.check or a.report_only:
-        if not os.path.exists(os.path.join(a.out, "sweep.json")):
-            fail("%s/sweep.json: missing (is --out a sweep directory?)" % a.out, 1)
-        if a.report_only:
-            say("report: %d rows in %s" % (rep.write_all(a.out), a.out))
-            return 0
-        problems = rep.check(a.out)
-        for msg in problems:
-            print("ablate --check: %s" % msg, file=sys.stderr)
-        print("ablate --check: %s: %s" % (a.out, "%d problem(s)" % len(problems) if problems
-                                          else "all outputs present and well formed"),
-              file=sys.stderr)
-        return 1 if problems else 0
+        return check_or_report(a)
     sweep, blob = make_plan(a)
     prepare(a, sweep, blob)
     runs = rep.runs_of(sweep)
@@ -373,7 +359,7 @@ def main(argv):
         return 130
     say("%d/%d runs done in %s%s; report (%d rows): %s" % (
         len(runs) - len(failed), len(runs), duration(took), "; %d FAILED (rerun to retry)"
-        % len(failed) if failed else "", n, os.path.join(a.out, "index.html")))
+        % len(failed) if failed else "", n, os.path.join(a.out, "ablation.md")))
     return 1 if failed else 0
 
 

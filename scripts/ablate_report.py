@@ -1,11 +1,11 @@
-"""ablate_report: the head-count sweep's report, and the check of its outputs.
+"""ablate_report: the head-count sweep's report (ablation.csv, ablation.md, plots/) and
+the check of its outputs.
 
-Reads DIR/sweep.json (written by ablate.py) and, for every finished run,
-DIR/runs/NAME/: done.json (which run it is, written last), run.jsonl (train's log:
-its final record has the whole-val-split loss) and heads/summary.json (written by
-./infer --heads --report). Writes ablation.csv, ablation.md, plots/*.svg and
-index.html. Running the sweep is ablate.py's job; the chart primitives are
-svgchart.py's, and the learning curves plot_log.py's. Standard library only.
+Reads DIR/sweep.json (written by ablate.py) and, for every finished run (one with
+DIR/runs/NAME/done.json, written last): run.jsonl, train's log, whose final record
+has the whole-val-split loss, and heads/summary.json from ./infer --heads --report.
+Running the sweep is ablate.py's job; the chart primitives are svgchart.py's and the
+learning curves plot_log.py's. Standard library only.
 """
 import csv
 import json
@@ -100,56 +100,38 @@ def num(v):
 
 
 def load(outdir):
-    """The sweep and its finished runs: {name: {done, log, summary, dir}}."""
+    """The sweep and its finished runs: {name: {dir, log, summary}}."""
     sweep, runs = read_json(os.path.join(outdir, "sweep.json")), {}
     for r in runs_of(sweep):
         d = os.path.join(outdir, "runs", r["name"])
         if os.path.exists(os.path.join(d, "done.json")):
             s = os.path.join(d, "heads", "summary.json")
-            runs[r["name"]] = {"dir": d, "done": read_json(os.path.join(d, "done.json")),
-                               "log": read_log(os.path.join(d, "run.jsonl")),
-                               "summary": read_json(s) if os.path.exists(s) else {}}
+            runs[r["name"]] = dict(r, dir=d, log=read_log(os.path.join(d, "run.jsonl")),
+                                   summary=read_json(s) if os.path.exists(s) else {})
     return sweep, runs
 
 
-def run_line(outdir, r):
-    f = read_log(os.path.join(outdir, "runs", r["name"], "run.jsonl"))["final"]
-    return "val loss %.4f, ppl %.3f, bpc %.3f" % (
-        f["val_loss"], math.exp(f["val_loss"]), f["val_loss"] / math.log(2))
-
-
-def row_of(arm, name, run, sweep):
-    d, fin, fp = run["done"], run["log"]["final"], sweep["fingerprint"]
-    s, tc = run["summary"], run["summary"].get("type_counts", {})
-    train_s = sum(x["ms"] for x in run["log"]["steps"]) / 1000.0
-    tokens = fp["steps"] * fp["batch"] * fp["block"] * fp.get("accum", 1)
-    row = {"arm": arm, "run": name, "H": d["H"], "D": d["D"], "C": fp["embd"],
-           "attn_width": d["H"] * d["D"], "params": run["log"]["settings"]["params"],
-           "seed": d["seed"], "steps": fp["steps"], "tokens": tokens,
-           "val_loss": fin["val_loss"], "ppl": math.exp(fin["val_loss"]),
-           "bpc": fin["val_loss"] / math.log(2), "val_tokens": fin["val_tokens"],
-           "train_loss": fin["train_loss"], "tok_s": round(tokens / train_s, 1) if train_s else
-           "", "train_seconds": round(train_s, 3), "wall_seconds": d["wall_seconds"],
-           "threads": d["threads"] or "", "heads_report": "runs/%s/heads/index.html" % name
-           if os.path.exists(os.path.join(run["dir"], "heads", "index.html")) else "",
-           "relations": s.get("relations") or {}}
-    for k in SUMMARY:
-        row[k if k in ("effective_heads", "removable_heads_1pct", "max_importance")
-            else "heads_" + k] = s.get(k)
-    for t in set(TYPES) | set(tc):
-        row["n_" + t.replace("-", "_")] = tc.get(t, 0) if s else None
-    return row
-
-
 def table_rows(sweep, runs):
-    """One row per (arm, run) in the arm's table, ordered by arm, H, seed."""
+    """One row per arm and run (the shared H=4 run once in each arm), by arm, H, seed."""
     fp, rows = sweep["fingerprint"], []
+    tokens = fp["steps"] * fp["batch"] * fp["block"] * fp.get("accum", 1)
     for name, run in runs.items():
-        d = run["done"]
-        for arm in [a for a in ARMS if a in sweep["arms"]]:
-            if d["H"] * d["D"] == fp["embd"] if arm == "width" else \
-                    d["D"] == fp["fixed_head_size"]:
-                rows.append(row_of(arm, name, run, sweep))
+        fin, s = run["log"]["final"], run["summary"]
+        train_s = sum(x["ms"] for x in run["log"]["steps"]) / 1000.0
+        row = {"run": name, "H": run["H"], "D": run["D"], "C": fp["embd"],
+               "attn_width": run["H"] * run["D"], "params": run["log"]["settings"]["params"],
+               "seed": run["seed"], "steps": fp["steps"], "tokens": tokens,
+               "val_loss": fin["val_loss"], "ppl": math.exp(fin["val_loss"]),
+               "bpc": fin["val_loss"] / math.log(2), "val_tokens": fin["val_tokens"],
+               "train_loss": fin["train_loss"], "tok_s": round(tokens / train_s, 1),
+               "train_seconds": round(train_s, 3), "wall_seconds": fin.get("wall_seconds"),
+               "threads": run["log"]["settings"].get("threads"), "relations": s.get(
+                   "relations") or {}, "heads_report": "runs/%s/heads/index.html" % name}
+        for k in SUMMARY:
+            row[k if k in COLUMNS else "heads_" + k] = s.get(k)
+        for t, n in (s.get("type_counts") or {}).items():
+            row["n_" + t.replace("-", "_")] = n
+        rows += [dict(row, arm=arm) for arm in run["arms"] if arm in sweep["arms"]]
     return sorted(rows, key=lambda r: (list(ARMS).index(r["arm"]), r["H"], r["seed"]))
 
 
@@ -183,31 +165,28 @@ def pm(values, digits):
 
 
 def tables(by_h, L):
-    """The arm's Vaswani-style table, its head-type table and its relations table."""
+    """The arm's Vaswani-style table, its head-type table and, when summary.json has
+    them, its relations table (best-head attention per relation)."""
     head = ["H", "D", "H·D", "params", "seeds", "val loss", "ppl", "bpc", "tok/s", "entropy",
             "distance", "eff. heads", "removable <1%", "max imp."]
-    body, types, rels = [], [], []
+    everyone = [r for rs in by_h.values() for r in rs]
+    tcols = ["n_" + t.replace("-", "_") for t in TYPES]
+    tcols += sorted({k for r in everyone for k in r if k.startswith("n_")} - set(tcols))
+    rels = list(dict.fromkeys(k for r in everyone for k in r["relations"]))
+    body, types, rbody = [], [], []
     for H, rs in sorted(by_h.items()):
-        col = lambda k: [r[k] for r in rs]  # noqa: E731
+        col = lambda k: [r.get(k) for r in rs]  # noqa: E731
         rem = pm(col("removable_heads_1pct"), 1)
         body.append([str(H), str(rs[0]["D"]), str(H * rs[0]["D"]), "%.3fM" % (
             num(rs[0]["params"]) / 1e6), str(len(rs))] + [pm(col(k), n) for k, n in (
                 ("val_loss", 4), ("ppl", 3), ("bpc", 3), ("tok_s", 0), ("heads_mean_entropy", 2),
                 ("heads_mean_distance", 1), ("effective_heads", 1))] + [
             rem + (" / %d" % (H * L) if rem != "–" else ""), pm(col("max_importance"), 3)])
-        ok = [r for r in rs if r["heads_mean_entropy"] is not None]
-        names = sorted({k for r in rs for k in r if k.startswith("n_")} - {
-            "n_" + t.replace("-", "_") for t in TYPES})
-        tcols = ["n_" + t.replace("-", "_") for t in TYPES] + names
-        if ok:
-            types.append([str(H)] + [pm([r.get(c) for r in ok], 1) for c in tcols])
-        rnames = [k for r in rs for k in r["relations"]]
-        rnames = list(dict.fromkeys(rnames))
-        if rnames:
-            rels.append([str(H)] + [pm([r["relations"].get(k, {}).get("attention")
-                                        for r in rs], 3) for k in rnames])
-    thead = ["H"] + TYPES + [n[2:].replace("_", "-") for n in names]
-    return (head, body), (thead, types), (["H"] + rnames if rels else [], rels)
+        types.append([str(H)] + [pm([r.get(c, 0) for r in rs], 1) for c in tcols])
+        rbody.append([str(H)] + [pm([r["relations"].get(k, {}).get("attention") for r in rs], 3)
+                                 for k in rels])
+    thead = ["H"] + [c[2:].replace("_", "-") for c in tcols]
+    return (head, body), (thead, types), (["H"] + rels, rbody if rels else [])
 
 
 def findings(arm, by_h, fp):
@@ -304,37 +283,6 @@ def write_md(path, sweep, rows):
     write_text(path, "\n".join(out))
 
 
-def esc(s):
-    return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace(
-        '"', "&quot;")
-
-
-def write_html(path, sweep, rows, runs, plots):
-    """index.html: well-formed XML (checked by check()), no scripts."""
-    table = lambda h, b: "<table><tr>%s</tr>%s</table>" % (  # noqa: E731
-        "".join("<th>%s</th>" % esc(c) for c in h), "".join("<tr>%s</tr>" % "".join(
-            "<td>%s</td>" % esc(c) for c in r) for r in b))
-    p = ['<!DOCTYPE html>\n<html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head>'
-         '<meta charset="utf-8"/><title>Head-count ablation</title><style>body{font-family:'
-         'sans-serif;max-width:1100px;margin:1em auto}table{border-collapse:collapse}td,th{'
-         'border:1px solid #ccc;padding:3px 7px;text-align:right}img{max-width:100%}</style>'
-         '</head><body><h1>Head-count ablation</h1>', "<p>%s</p>" % esc(describe(sweep)),
-         '<p><a href="ablation.md">ablation.md</a> · <a href="ablation.csv">ablation.csv</a></p>']
-    for arm, title, (t1, t2, t3), sentences in sections(sweep, rows):
-        p += ["<h2>Arm: %s</h2>" % esc(title), table(*t1)]
-        p += ["<p>%s</p>%s" % (esc(TYPES_NOTE), table(*t2))] if t2[1] else []
-        p += ["<p>%s</p>%s" % (esc(RELS_NOTE), table(*t3))] if t3[1] else []
-        p.append("<p>%s</p>" % esc(" ".join(sentences)))
-    p += ['<p><img src="%s" alt="%s"/></p>' % (esc(f), esc(f)) for f in plots]
-    p.append("<h2>Runs</h2><ul>")
-    for name, run in runs.items():
-        links = ["run.jsonl", "train.err"] + (["heads/index.html"] if os.path.exists(
-            os.path.join(run["dir"], "heads", "index.html")) else [])
-        p.append("<li>%s: %s</li>" % (esc(name), " · ".join(
-            '<a href="runs/%s/%s">%s</a>' % (esc(name), esc(x), esc(x)) for x in links)))
-    write_text(path, "\n".join(p) + "</ul></body></html>\n")
-
-
 def val_loss_plot(rows, sweep):
     """val loss against H (log scale): every seed faint, the mean ± 1 s.d. per arm."""
     svg = Svg(760, 450, "Validation loss vs number of heads")
@@ -383,43 +331,36 @@ def write_all(outdir):
     rows = table_rows(sweep, runs)
     write_csv(os.path.join(outdir, "ablation.csv"), rows)
     write_md(os.path.join(outdir, "ablation.md"), sweep, rows)
-    plots = write_plots(outdir, sweep, rows, runs)
-    write_html(os.path.join(outdir, "index.html"), sweep, rows, runs, plots)
+    write_plots(outdir, sweep, rows, runs)
     return len(rows)
 
 
 def check(outdir):
-    """What --check reports: a finished run for every (arm, H, seed), a CSV row for each
-    with finite numbers, one md table row per H and arm, and XML that parses with no
-    broken links. Changes nothing; returns the problems found."""
+    """--check: a finished run with heads/summary.json for every (arm, H, seed), a CSV row
+    for each with finite numbers, one md table row per arm and H, plots that parse as
+    XML. Changes nothing; returns the problems found."""
     sweep, runs = load(outdir)
-    want = {(arm, r["H"], r["seed"]) for r in runs_of(sweep) for arm in r["arms"]}
-    problems = ["%s: run %s unfinished" % (outdir, r["name"]) for r in runs_of(sweep)
-                if r["name"] not in runs]
-    path = os.path.join(outdir, "ablation.csv")
+    problems = ["run %s: unfinished or no heads/summary.json" % r["name"]
+                for r in runs_of(sweep) if not runs.get(r["name"], {}).get("summary")]
+    path, md = (os.path.join(outdir, f) for f in ("ablation.csv", "ablation.md"))
     rows = list(csv.DictReader(open(path, encoding="utf-8"))) if os.path.exists(path) else []
-    got = {(r["arm"], int(r["H"]), int(r["seed"])) for r in rows}
-    problems += ["%s: no row for arm %s, H=%d, seed %d" % ((path,) + k) for k in sorted(want - got)]
-    for i, r in enumerate(rows, 2):
-        bad = [c for c in ("val_loss", "ppl", "bpc", "params", "tok_s", "heads_mean_entropy")
-               if not math.isfinite(num(r.get(c)))]
-        problems += ["%s line %d: %s not a finite number" % (path, i, c) for c in bad]
-    md = open(os.path.join(outdir, "ablation.md"), encoding="utf-8").read() if os.path.exists(
-        os.path.join(outdir, "ablation.md")) else ""
-    parts = {p[:10]: p for p in md.split("\n## Arm: ")[1:]}
+    want = {(arm, r["H"], r["seed"]) for r in runs_of(sweep) for arm in r["arms"]}
+    problems += ["ablation.csv: no row for arm %s, H=%d, seed %d" % k
+                 for k in sorted(want - {(r["arm"], int(r["H"]), int(r["seed"])) for r in rows})]
+    problems += ["ablation.csv line %d: %s = '%s' is not a number" % (i, c, r.get(c))
+                 for i, r in enumerate(rows, 2) for c in ("val_loss", "ppl", "params", "tok_s",
+                                                          "heads_mean_entropy")
+                 if not math.isfinite(num(r.get(c)))]
+    parts = open(md, encoding="utf-8").read().split("\n## Arm: ") if os.path.exists(md) else []
     for arm in sweep["arms"]:
-        part = parts.get(ARMS[arm][:10], "")
+        part = "".join(p for p in parts[1:] if p.startswith(ARMS[arm][:10]))
         n = len(re.findall(r"^\| \d+ \| \d+ \| \d+ \| [\d.]+M \|", part, re.M))
         if n != len(sweep["heads"]):
-            problems.append("ablation.md: arm %s: %d table rows, expected %d" % (
-                arm, n, len(sweep["heads"])))
-    for f in ["index.html", "plots/val_loss.svg"] + ["plots/curves_%s.svg" % a for a in sweep["arms"]]:
+            problems.append("ablation.md: arm %s: %d rows, expected %d" % (arm, n, len(
+                sweep["heads"])))
+    for f in ["val_loss.svg"] + ["curves_%s.svg" % a for a in sweep["arms"]]:
         try:
-            root = ET.parse(os.path.join(outdir, f)).getroot()
+            ET.parse(os.path.join(outdir, "plots", f))
         except (ET.ParseError, OSError) as e:
-            problems.append("%s: %s" % (f, e))
-            continue
-        problems += ["%s: broken link %s" % (f, x) for x in (
-            e.get("href") or e.get("src") for e in root.iter()) if x and not os.path.exists(
-                os.path.join(outdir, x)) and f == "index.html"]
+            problems.append("plots/%s: %s" % (f, e))
     return problems

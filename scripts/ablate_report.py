@@ -285,28 +285,31 @@ def write_md(path, sweep, rows):
 
 def val_loss_plot(rows, sweep):
     """val loss against H (log scale): every seed faint, the mean ± 1 s.d. per arm."""
-    svg = Svg(760, 450, "Validation loss vs number of heads")
-    heads = sorted({r["H"] for r in rows}) or [1]
-    ys = [num(r["val_loss"]) for r in rows] or [0.0, 1.0]
-    xl = padded(math.log2(heads[0]) - 0.5, math.log2(heads[-1]) + 0.5, 0)
-    ax = Axes(svg, 80, 50, 600, 330, xl, padded(min(ys), max(ys), 0.15),
+    svg = Svg(760, 480, "Validation loss vs number of heads")
+    heads = sorted({r["H"] for r in rows})
+    arms = [a for a in ARMS if any(r["arm"] == a for r in rows)]
+    vals = {(a, H): [num(r["val_loss"]) for r in rows if (r["arm"], r["H"]) == (a, H)]
+            for a in arms for H in heads}
+    st = {k: mean_sd(v) for k, v in vals.items() if v}
+    ys = [y for v in vals.values() for y in v] + [m + d * s for m, s, _ in st.values()
+                                                  for d in (-1, 1) if math.isfinite(s)]
+    ax = Axes(svg, 80, 50, 600, 330, (math.log2(heads[0]) - 0.5, math.log2(heads[-1]) + 0.5),
+              padded(min(ys), max(ys), 0.08), xlabel="heads per layer H (log scale)",
               title="Validation loss vs heads per layer (mean ± 1 s.d. over seeds)",
-              xlabel="heads per layer H (log scale)", ylabel="val loss (nats per byte)",
-              xticks=[(math.log2(H), str(H)) for H in heads])
-    for k, arm in enumerate(a for a in ARMS if any(r["arm"] == a for r in rows)):
-        pts, c = [], ARM_COLORS[arm]
+              ylabel="val loss (nats per byte)", xticks=[(math.log2(H), str(H)) for H in heads])
+    for k, arm in enumerate(arms):
+        c, pts = ARM_COLORS[arm], []
         for H in heads:
-            v = [num(r["val_loss"]) for r in rows if r["arm"] == arm and r["H"] == H]
             x = math.log2(H) + (k - 0.5) * 0.05
-            for y in v:
+            for y in vals[arm, H]:
                 ax.point(x, y, c, r=2.5, opacity=0.35)
-            if v:
-                m, sd, n = mean_sd(v)
+            if (arm, H) in st:
+                m, sd, n = st[arm, H]
                 ax.errorbar(x, m, sd, c)
-                pts.append((x, m))
                 ax.point(x, m, c, r=4.5, stroke="#fff", tip="%s H=%d: %.4f (n=%d)" % (arm, H, m, n))
+                pts.append((x, m))
         ax.polyline([x for x, _ in pts], [y for _, y in pts], c, width=2)
-    legend(svg, 520, 60, [(ARMS[a], ARM_COLORS[a], "line") for a in sweep["arms"]])
+    legend(svg, 80, 428, [(ARMS[a], ARM_COLORS[a], "line") for a in arms])
     return svg
 
 

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -211,8 +212,7 @@ def job_heads(a, sweep, part):
     cmd += sweep["heads_args"] + (["--threads", str(a.threads)] if a.threads else [])
     rc = call(cmd, os.path.join(part, "heads.err"))
     if rc == 0:
-        if os.path.isdir(out):
-            subprocess.run(["rm", "-rf", out], check=True)
+        shutil.rmtree(out, ignore_errors=True)
         os.rename(tmp, out)
     return rc
 
@@ -299,7 +299,10 @@ def sweep_loop(a, sweep, todo):
                     fin = rep.read_log(os.path.join(a.out, "runs", name, "run.jsonl"))["final"]
                     say("done %s (arm %s): val loss %.4f" % (name, "+".join(r["arms"]),
                                                              fin["val_loss"]))
-                    rep.write_all(a.out)
+                    try:  # a report that fails must not orphan the running jobs
+                        rep.write_all(a.out)
+                    except Exception as e:
+                        say("warning: report not rebuilt: %s: %s" % (type(e).__name__, e))
                 elif not stop[0]:
                     failed.append(name)
                     say("FAILED %s (exit %d); see %s/runs/%s.partial/*.err"

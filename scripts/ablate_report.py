@@ -244,23 +244,6 @@ def describe(sweep):
                fp["fixed_head_size"], ", ".join(map(str, sweep["seeds"]))))
 
 
-def sections(sweep, rows):
-    """Per arm: (arm, title, tables, sentences), shared by the md and the html."""
-    fp = sweep["fingerprint"]
-    for arm in ARMS:
-        by_h = {}
-        for r in rows:
-            if r["arm"] == arm:
-                by_h.setdefault(r["H"], []).append(r)
-        if by_h:
-            title = ARMS[arm].replace("C fixed", "C = %d" % fp["embd"]).replace(
-                "D fixed", "D = %d" % fp["fixed_head_size"])
-            yield arm, title, tables(by_h, fp["layers"]), findings(arm, by_h, fp)
-
-
-TYPES_NOTE = "Head types (mean count per model over seeds):"
-RELS_NOTE = ("Planted relations (./infer --heads): attention of the best head on the related "
-             "key, mean over seeds:")
 INTRO = ("Cells are mean ± sample standard deviation over seeds. val loss is the mean "
          "cross-entropy over the whole validation split (nats per byte); ppl = e^loss, "
          "bpc = loss / ln 2. tok/s is training throughput (depends on --jobs/--threads and "
@@ -271,14 +254,23 @@ INTRO = ("Cells are mean ± sample standard deviation over seeds. val loss is th
 
 
 def write_md(path, sweep, rows):
+    """ablation.md: per arm its tables and the sentences generated from them."""
     md = lambda h, b: "\n".join(["| " + " | ".join(h) + " |", "|" + "|".join(  # noqa: E731
         "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b])
-    out = ["# Head-count ablation", "", describe(sweep), "", INTRO, ""]
-    for arm, title, (t1, t2, t3), sentences in sections(sweep, rows):
-        out += ["## Arm: %s" % title, "", md(*t1), ""]
-        out += [TYPES_NOTE, "", md(*t2), ""] if t2[1] else []
-        out += [RELS_NOTE, "", md(*t3), ""] if t3[1] else []
-        out += [" ".join(sentences), ""]
+    fp, out = sweep["fingerprint"], ["# Head-count ablation", "", describe(sweep), "", INTRO, ""]
+    for arm, title in ARMS.items():
+        by_h = {}
+        for r in (r for r in rows if r["arm"] == arm):
+            by_h.setdefault(r["H"], []).append(r)
+        if not by_h:
+            continue
+        t1, t2, t3 = tables(by_h, fp["layers"])
+        out += ["## Arm: %s" % title.replace("C fixed", "C = %d" % fp["embd"]).replace(
+            "D fixed", "D = %d" % fp["fixed_head_size"]), "", md(*t1), ""]
+        out += ["Head types (mean count per model over seeds):", "", md(*t2), ""]
+        out += ["Planted relations (./infer --heads): attention of the best head on the "
+                "related key, mean over seeds:", "", md(*t3), ""] if t3[1] else []
+        out += [" ".join(findings(arm, by_h, fp)), ""]
     out += ["Plots: plots/val_loss.svg, plots/curves_*.svg; per-run files: runs/NAME/.", ""]
     write_text(path, "\n".join(out))
 
@@ -314,19 +306,19 @@ def val_loss_plot(rows, sweep):
 
 
 def write_plots(outdir, sweep, rows, runs):
-    """plots/val_loss.svg, and each arm's learning curves drawn by plot_log.py."""
+    """plots/val_loss.svg, and each arm's learning curves drawn by plot_log.py (none
+    before a run has finished)."""
+    if not rows:
+        return
     os.makedirs(os.path.join(outdir, "plots"), exist_ok=True)
-    out = ["plots/val_loss.svg"]
-    write_text(os.path.join(outdir, out[0]), val_loss_plot(rows, sweep).render())
+    write_text(os.path.join(outdir, "plots", "val_loss.svg"), val_loss_plot(rows, sweep).render())
     for arm in ARMS:
         mine = [r for r in rows if r["arm"] == arm]
         if mine:
             logs = [plot_log.load(os.path.join(runs[r["run"]]["dir"], "run.jsonl")) for r in mine]
             svg = plot_log.loss_plot(logs, ["H=%d D=%d s%d" % (r["H"], r["D"], r["seed"])
                                             for r in mine])
-            out.append("plots/curves_%s.svg" % arm)
-            write_text(os.path.join(outdir, out[-1]), svg.render())
-    return out
+            write_text(os.path.join(outdir, "plots", "curves_%s.svg" % arm), svg.render())
 
 
 def write_all(outdir):

@@ -45,7 +45,7 @@ set -e
     { cat "$work/mismatch.err" >&2; fail "a mismatched rerun gave exit $rc"; }
 
 step "4. an interrupted sweep resumes"
-args=(--steps 1500 --heads 1 --seeds 1 --arm width --jobs 1 --threads 1 --out "$work/intr")
+args=(--steps 4000 --heads 1 --seeds 1 --arm width --jobs 1 --threads 1 --out "$work/intr")
 scripts/ablate.sh --quick --bin "$bin" "${args[@]}" 2>"$work/intr1.err" &  # $! is the driver
 pid=$!
 for _ in $(seq 100); do  # wait until training is under way (a step record is logged)
@@ -53,7 +53,7 @@ for _ in $(seq 100); do  # wait until training is under way (a step record is lo
     sleep 0.1
 done
 sleep 0.5
-kill -INT $pid
+kill -INT $pid 2>/dev/null || true
 set +e
 wait $pid
 rc=$?

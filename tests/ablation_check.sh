@@ -72,8 +72,9 @@ ablate "${args[@]}" --check || fail "outputs of the resumed sweep"
 step "5. --print-jobs, a plain loop, --report-only"
 ablate --out "$work/jobs" --threads 1 --print-jobs >"$work/jobs.txt" 2>"$work/jobs.err" ||
     { cat "$work/jobs.err" >&2; fail "--print-jobs exited $?"; }
-[ "$(wc -l <"$work/jobs.txt")" -eq 6 ] || fail "--print-jobs: $(wc -l <"$work/jobs.txt") lines, 6 expected"
-grep -qv "^python3 /" "$work/jobs.txt" && fail "a job is not an absolute command: $(head -1 "$work/jobs.txt")"
+n=$(wc -l <"$work/jobs.txt")
+[ "$n" -eq 6 ] || fail "--print-jobs: $n lines, 6 expected"
+grep -qv "^python3 /" "$work/jobs.txt" && fail "a job without absolute paths: $(head -1 "$work/jobs.txt")"
 (cd / && while read -r job; do bash -c "$job" 2>>"$work/jobs.err" || exit 1; done) \
     <"$work/jobs.txt" || { cat "$work/jobs.err" >&2; fail "a printed job failed"; }
 ablate --out "$work/jobs" --report-only 2>>"$work/jobs.err"

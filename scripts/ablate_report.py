@@ -1,53 +1,41 @@
-#!/usr/bin/env python3
-"""ablate_report: turns the finished runs of a head-count sweep into ablation.csv,
-ablation.md, SVG plots and index.html.
+"""ablate_report: the head-count sweep's report (ablation.csv, ablation.md, plots/) and
+the check of its outputs.
 
-Reads DIR/sweep.json (written by ablate_sweep.py: the fixed settings, the arms,
-head counts and seeds asked for) and, for every finished run, DIR/runs/NAME/
-done.json (its scalar results), run.jsonl (train's log) and, when the heads
-analysis ran, heads/summary.json and heads/heads.csv. Running the sweep and
-checking the outputs are left to ablate_sweep.py and ablate_check.py; drawing
-primitives to ablate_svg.py. Standard library only.
-
-    python3 scripts/ablate_report.py DIR
+Reads DIR/sweep.json (written by ablate.py) and, for every finished run (one with
+DIR/runs/NAME/done.json, written last): run.jsonl, train's log, whose final record
+has the whole-val-split loss, and heads/summary.json from ./infer --heads --report.
+Running the sweep is ablate.py's job; the chart primitives are svgchart.py's and the
+learning curves plot_log.py's. Standard library only.
 """
 import csv
 import json
 import math
 import os
+import re
 import statistics
-import sys
+import xml.etree.ElementTree as ET
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ablate_plots  # noqa: E402
+import plot_log
+from svgchart import Axes, Svg, legend, padded
 
-ARMS = {
-    "width": "fixed width (C fixed, D = C/H)",
-    "headsize": "fixed head size (D fixed, attention width H·D)",
-}
-# The head types of ./infer --heads, in the order of its summary.json; "masked"
-# only appears for heads silenced with --mask.
+ARMS = {"width": "fixed width (C fixed, D = C/H)",
+        "headsize": "fixed head size (D fixed, attention width H·D)"}
+ARM_COLORS = {"width": "#1f77b4", "headsize": "#d62728"}
+# The head types of ./infer --heads, in the report's order; any other type found in a
+# summary.json gets a column after these.
 TYPES = ["previous-token", "local", "induction", "first-position", "delimiter", "broad",
          "mixed", "masked"]
-TYPE_COLS = ["n_" + t.replace("-", "_") for t in TYPES]
-HEAD_COLS = (["heads_mean_entropy", "heads_mean_distance"] + TYPE_COLS +
-             ["effective_heads", "removable_heads_1pct", "max_importance", "heads_base_loss"])
-TEXT_COLS = ["arm", "run", "val_source", "heads_status", "heads_report"]
-COLUMNS = (["arm", "run", "H", "D", "C", "attn_width", "params", "seed", "steps", "tokens",
-            "val_loss", "ppl", "bpc", "val_tokens", "val_source", "train_loss", "tok_s",
-            "train_seconds", "wall_seconds", "threads", "heads_status"] + HEAD_COLS +
-           ["heads_report"])
-
+SUMMARY = ["mean_entropy", "mean_distance", "effective_heads", "removable_heads_1pct",
+           "max_importance", "base_loss"]
+COLUMNS = ["arm", "run", "H", "D", "C", "attn_width", "params", "seed", "steps", "tokens",
+           "val_loss", "ppl", "bpc", "val_tokens", "train_loss", "tok_s", "train_seconds",
+           "wall_seconds", "threads", "heads_mean_entropy", "heads_mean_distance"] + [
+           "n_" + t.replace("-", "_") for t in TYPES] + [
+           "effective_heads", "removable_heads_1pct", "max_importance", "heads_base_loss",
+           "heads_report"]
 # Two-sided 5% critical values of Student's t, by degrees of freedom.
 T_CRIT = {1: 12.71, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
           9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000}
-
-
-def t_crit(df):
-    """The tabulated value at the largest df not above the given one (conservative)."""
-    keys = [k for k in sorted(T_CRIT) if k <= df]
-    return T_CRIT[keys[-1]] if keys else float("inf")
 
 
 def read_json(path):
@@ -55,161 +43,115 @@ def read_json(path):
         return json.load(f)
 
 
+def write_text(path, data):
+    """Atomically: path.tmp, fsync, rename."""
+    with open(path + ".tmp", "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + ".tmp", path)
+
+
+def write_json(path, obj):
+    write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
+
+
 def read_log(path):
-    """train's --log: settings, steps, evals, final. A resumed run appends to the
-    same file, so a step logged twice keeps its last record."""
-    steps, evals, settings, final = {}, {}, None, None
-    if not os.path.exists(path):
-        return {"steps": [], "evals": [], "settings": None, "final": None}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
+    """train's --log: settings, steps, final. A resumed run appends to the same file,
+    so a step logged twice keeps its last record; a line cut by a kill is skipped."""
+    out, steps = {"settings": None, "final": None}, {}
+    if os.path.exists(path):
+        for line in open(path, encoding="utf-8"):
             try:
                 r = json.loads(line)
             except ValueError:
-                continue  # a line cut short by a hard kill
+                continue
             kind = r.get("type")
             if kind == "step":
                 steps[r["step"]] = r
-            elif kind == "eval":
-                evals[r["step"]] = r
-            elif kind == "settings":
-                settings = settings or r
-            elif kind == "final":
-                final = r
-    return {"steps": [steps[k] for k in sorted(steps)],
-            "evals": [evals[k] for k in sorted(evals)], "settings": settings, "final": final}
+            elif kind == "final" or (kind == "settings" and not out["settings"]):
+                out[kind] = r
+    out["steps"] = [steps[k] for k in sorted(steps)]
+    return out
+
+
+def runs_of(sweep):
+    """The distinct runs: {name, H, D, seed, arms, cost}, seed by seed, costliest first
+    (so parallel jobs end together). The H in both arms with the same D is one run."""
+    fp, runs = sweep["fingerprint"], {}
+    for seed in sweep["seeds"]:
+        for arm in [x for x in ARMS if x in sweep["arms"]]:
+            for H in sweep["heads"]:
+                D = fp["embd"] // H if arm == "width" else fp["fixed_head_size"]
+                name = "H%02d-D%03d-s%d" % (H, D, seed)
+                runs.setdefault(name, {"name": name, "H": H, "D": D, "seed": seed, "arms": []})
+                runs[name]["arms"].append(arm)
+    for r in runs.values():  # multiply-adds per token, for the ETA's ratios only
+        L, C, T, HD = fp["layers"], fp["embd"], fp["block"], r["H"] * r["D"]
+        r["cost"] = L * (4 * C * HD + 8 * C * C + T * HD) + C * 65
+    return sorted(runs.values(), key=lambda r: (r["seed"], -r["cost"]))
 
 
 def num(v):
-    """A float, or NaN for a missing or non-numeric value (JSON null included)."""
     try:
         return float(v)
     except (TypeError, ValueError):
         return float("nan")
 
 
-def read_importance(path, base_loss):
-    """Per-head importance from heads.csv as % of the base loss, with the head type:
-    [(pct, type)]. Uses delta_loss_pct, else delta_loss, else a column named
-    *importance*; masked heads are left out."""
-    if not os.path.exists(path):
-        return []
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        return []
-    cols = rows[0].keys()
-    out = []
-    for r in rows:
-        if str(r.get("masked", "0")).strip() not in ("0", "", "false"):
-            continue
-        if "delta_loss_pct" in cols:
-            v = num(r["delta_loss_pct"])
-        elif "delta_loss" in cols and base_loss and math.isfinite(base_loss):
-            v = 100.0 * num(r["delta_loss"]) / base_loss
-        else:
-            key = next((c for c in cols if "importance" in c.lower()), None)
-            v = num(r[key]) if key else float("nan")
-        if math.isfinite(v):
-            out.append((v, r.get("type", "")))
-    return out
-
-
 def load(outdir):
-    """The sweep settings and every finished run: {name: run}."""
-    sweep = read_json(os.path.join(outdir, "sweep.json"))
-    runs = {}
-    rundir = os.path.join(outdir, "runs")
-    for name in sorted(os.listdir(rundir)) if os.path.isdir(rundir) else []:
-        d = os.path.join(rundir, name)
-        if name.endswith(".partial") or not os.path.exists(os.path.join(d, "done.json")):
-            continue
-        run = {"name": name, "dir": d, "done": read_json(os.path.join(d, "done.json")),
-               "log": read_log(os.path.join(d, "run.jsonl")), "summary": None,
-               "importance": []}
-        if run["done"].get("heads_status") == "ok":
+    """The sweep and its finished runs: {name: {dir, log, summary}}."""
+    sweep, runs = read_json(os.path.join(outdir, "sweep.json")), {}
+    for r in runs_of(sweep):
+        d = os.path.join(outdir, "runs", r["name"])
+        if os.path.exists(os.path.join(d, "done.json")):
             s = os.path.join(d, "heads", "summary.json")
-            if os.path.exists(s):
-                run["summary"] = read_json(s)
-                run["importance"] = read_importance(os.path.join(d, "heads", "heads.csv"),
-                                                    num(run["summary"].get("base_loss")))
-        runs[name] = run
+            runs[r["name"]] = dict(r, dir=d, log=read_log(os.path.join(d, "run.jsonl")),
+                                   summary=read_json(s) if os.path.exists(s) else {})
     return sweep, runs
 
 
-def arms_of(done, sweep):
-    """The arms a run belongs to: width when H·D = C, headsize when D is the fixed
-    head size (the H where both hold is one run shared by the two arms)."""
-    fp, arms = sweep["fingerprint"], []
-    if "width" in sweep["arms"] and done["H"] * done["D"] == fp["embd"]:
-        arms.append("width")
-    if "headsize" in sweep["arms"] and done["D"] == fp["fixed_head_size"]:
-        arms.append("headsize")
-    return arms
-
-
-def heads_cells(summary):
-    if not summary:
-        return {c: "" for c in HEAD_COLS}
-    tc = summary.get("type_counts") or {}
-    cells = {"heads_mean_entropy": summary.get("mean_entropy"),
-             "heads_mean_distance": summary.get("mean_distance"),
-             "effective_heads": summary.get("effective_heads"),
-             "removable_heads_1pct": summary.get("removable_heads_1pct"),
-             "max_importance": summary.get("max_importance"),
-             "heads_base_loss": summary.get("base_loss")}
-    for t, col in zip(TYPES, TYPE_COLS):
-        cells[col] = tc.get(t, 0)
-    return {k: ("" if v is None else v) for k, v in cells.items()}
-
-
 def table_rows(sweep, runs):
-    """One row per (arm, run), ordered by arm, H, seed."""
-    rows = []
-    for run in runs.values():
-        d = run["done"]
-        if d["H"] not in sweep["heads"] or d["seed"] not in sweep["seeds"]:
-            continue
-        for arm in arms_of(d, sweep):
-            row = {k: d.get(k, "") for k in COLUMNS}
-            row.update(arm=arm, run=run["name"], attn_width=d["H"] * d["D"])
-            row.update(heads_cells(run["summary"]))
-            has_page = os.path.exists(os.path.join(run["dir"], "heads", "index.html"))
-            row["heads_report"] = "runs/%s/heads/index.html" % run["name"] if has_page else ""
-            rows.append(row)
-    order = list(ARMS)
-    rows.sort(key=lambda r: (order.index(r["arm"]), r["H"], r["seed"]))
-    return rows
-
-
-def cell(v):
-    if isinstance(v, float):
-        return "%.6g" % v
-    return "" if v is None else str(v)
+    """One row per arm and run (the shared H=4 run once in each arm), by arm, H, seed."""
+    fp, rows = sweep["fingerprint"], []
+    tokens = fp["steps"] * fp["batch"] * fp["block"] * fp.get("accum", 1)
+    for name, run in runs.items():
+        fin, s = run["log"]["final"], run["summary"]
+        train_s = sum(x["ms"] for x in run["log"]["steps"]) / 1000.0
+        row = {"run": name, "H": run["H"], "D": run["D"], "C": fp["embd"],
+               "attn_width": run["H"] * run["D"], "params": run["log"]["settings"]["params"],
+               "seed": run["seed"], "steps": fp["steps"], "tokens": tokens,
+               "val_loss": fin["val_loss"], "ppl": math.exp(fin["val_loss"]),
+               "bpc": fin["val_loss"] / math.log(2), "val_tokens": fin["val_tokens"],
+               "train_loss": fin["train_loss"], "tok_s": round(tokens / train_s, 1),
+               "train_seconds": round(train_s, 3), "wall_seconds": fin.get("wall_seconds"),
+               "threads": run["log"]["settings"].get("threads"), "relations": s.get(
+                   "relations") or {}, "heads_report": "runs/%s/heads/index.html" % name}
+        for k in SUMMARY:
+            row[k if k in COLUMNS else "heads_" + k] = s.get(k)
+        for t, n in (s.get("type_counts") or {}).items():
+            row["n_" + t.replace("-", "_")] = n
+        rows += [dict(row, arm=arm) for arm in run["arms"] if arm in sweep["arms"]]
+    return sorted(rows, key=lambda r: (list(ARMS).index(r["arm"]), r["H"], r["seed"]))
 
 
 def write_csv(path, rows):
+    extra = sorted({k for r in rows for k in r if k.startswith("n_")} - set(COLUMNS))
+    cols = COLUMNS[:-5] + extra + COLUMNS[-5:]
     with open(path + ".tmp", "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(COLUMNS)
+        w.writerow(cols)
         for r in rows:
-            w.writerow([cell(r.get(c, "")) for c in COLUMNS])
+            w.writerow(["%.6g" % v if isinstance(v, float) else "" if v is None else v
+                        for v in (r.get(c) for c in cols)])
     os.replace(path + ".tmp", path)
 
 
 def mean_sd(values):
-    v = [x for x in (num(y) for y in values) if math.isfinite(x)]
+    v = [x for x in map(num, values) if math.isfinite(x)]
     if not v:
         return float("nan"), float("nan"), 0
-    return statistics.fmean(v), (statistics.stdev(v) if len(v) > 1 else float("nan")), len(v)
-
-
-def groups(rows):
-    """{arm: {H: [rows]}} in table order."""
-    g = {}
-    for r in rows:
-        g.setdefault(r["arm"], {}).setdefault(r["H"], []).append(r)
-    return g
+    return statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else float("nan"), len(v)
 
 
 def pm(values, digits):
@@ -217,232 +159,203 @@ def pm(values, digits):
     m, s, n = mean_sd(values)
     if n == 0:
         return "–"
-    if n == 1 or not math.isfinite(s) or s == 0:   # one value, or all equal
+    if n == 1 or not math.isfinite(s) or s == 0:
         return "%d" % m if m == int(m) and digits <= 1 else "%.*f" % (digits, m)
     return "%.*f ± %.*f" % (digits, m, digits, s)
 
 
-def summary_table(arm_rows, L):
-    """The Vaswani-style table of one arm: header and rows of strings."""
-    head = ["H", "D", "H·D", "params", "seeds", "val loss", "ppl", "bpc", "tok/s",
-            "entropy", "distance", "eff. heads", "removable <1%", "max imp."]
-    body = []
-    for H, rs in sorted(arm_rows.items()):
-        r0 = rs[0]
-        col = lambda k: [r[k] for r in rs]  # noqa: E731
-        removable = pm(col("removable_heads_1pct"), 1)
-        if removable != "–":
-            removable += " / %d" % (H * L)
-        body.append([str(H), str(r0["D"]), str(H * r0["D"]), "%.3fM" % (num(r0["params"]) / 1e6),
-                     str(len(rs)), pm(col("val_loss"), 4), pm(col("ppl"), 3), pm(col("bpc"), 3),
-                     pm(col("tok_s"), 0), pm(col("heads_mean_entropy"), 2),
-                     pm(col("heads_mean_distance"), 1), pm(col("effective_heads"), 1),
-                     removable, pm(col("max_importance"), 3)])
-    return head, body
+def tables(by_h, L):
+    """The arm's Vaswani-style table, its head-type table and, when summary.json has
+    them, its relations table (best-head attention per relation)."""
+    head = ["H", "D", "H·D", "params", "seeds", "val loss", "ppl", "bpc", "tok/s", "entropy",
+            "distance", "eff. heads", "removable <1%", "max imp."]
+    everyone = [r for rs in by_h.values() for r in rs]
+    tcols = ["n_" + t.replace("-", "_") for t in TYPES]
+    tcols += sorted({k for r in everyone for k in r if k.startswith("n_")} - set(tcols))
+    rels = list(dict.fromkeys(k for r in everyone for k in r["relations"]))
+    body, types, rbody = [], [], []
+    for H, rs in sorted(by_h.items()):
+        col = lambda k: [r.get(k) for r in rs]  # noqa: E731
+        rem = pm(col("removable_heads_1pct"), 1)
+        body.append([str(H), str(rs[0]["D"]), str(H * rs[0]["D"]), "%.3fM" % (
+            num(rs[0]["params"]) / 1e6), str(len(rs))] + [pm(col(k), n) for k, n in (
+                ("val_loss", 4), ("ppl", 3), ("bpc", 3), ("tok_s", 0), ("heads_mean_entropy", 2),
+                ("heads_mean_distance", 1), ("effective_heads", 1))] + [
+            rem + (" / %d" % (H * L) if rem != "–" else ""), pm(col("max_importance"), 3)])
+        types.append([str(H)] + [pm([r.get(c, 0) for r in rs], 1) for c in tcols])
+        rbody.append([str(H)] + [pm([r["relations"].get(k, {}).get("attention") for r in rs], 3)
+                                 for k in rels])
+    thead = ["H"] + [c[2:].replace("_", "-") for c in tcols]
+    return (head, body), (thead, types), (["H"] + rels, rbody if rels else [])
 
 
-def types_table(arm_rows):
-    head = ["H"] + TYPES
-    body = []
-    for H, rs in sorted(arm_rows.items()):
-        if not any(r["heads_status"] == "ok" for r in rs):
-            continue
-        body.append([str(H)] + [pm([r[c] for r in rs if r["heads_status"] == "ok"], 1)
-                                for c in TYPE_COLS])
-    return head, body
-
-
-def findings(arm, arm_rows, fp):
+def findings(arm, by_h, fp):
     """Sentences generated from the numbers of one arm; conservative by design."""
-    stats = {H: mean_sd([r["val_loss"] for r in rs]) for H, rs in arm_rows.items()}
-    stats = {H: s for H, s in stats.items() if s[2] > 0}
-    if not stats:
-        return ["No finished runs yet."]
-    out = []
-    best = min(stats, key=lambda H: stats[H][0])
-    bm, bs, bn = stats[best]
-    if len(stats) == 1:
+    st = {H: mean_sd([r["val_loss"] for r in rs]) for H, rs in by_h.items()}
+    best = min(st, key=lambda H: st[H][0])
+    bm, bs, bn = st[best]
+    if len(st) == 1:
         return ["Only H=%d has finished runs (val loss %.4f)." % (best, bm)]
-    out.append("Lowest mean val loss: H=%d, %.4f nats/byte (%s, n=%d)." %
-               (best, bm, "s.d. %.4f" % bs if bn > 1 else "one seed", bn))
-    if min(s[2] for s in stats.values()) < 2:
-        order = ", ".join("H=%d %.4f" % (H, stats[H][0]) for H in sorted(stats, key=lambda h:
-                                                                         stats[h][0]))
+    out = ["Lowest mean val loss: H=%d, %.4f nats/byte (%s, n=%d)." %
+           (best, bm, "s.d. %.4f" % bs if bn > 1 else "one seed", bn)]
+    if min(s[2] for s in st.values()) < 2:
         out.append("With one seed for some H there is no estimate of seed-to-seed spread, so "
-                   "this ordering (%s) is not evidence of a real difference." % order)
+                   "this ordering (%s) is not evidence of a real difference." % ", ".join(
+                       "H=%d %.4f" % (H, st[H][0]) for H in sorted(st, key=lambda h: st[h][0])))
     else:
-        df = sum(n - 1 for _, _, n in stats.values())
-        sp = math.sqrt(sum((n - 1) * s * s for _, s, n in stats.values()) / df)
-        t = t_crit(df)
-        clear, noise = [], []
-        for H in sorted(stats):
-            if H == best:
-                continue
-            m, _, n = stats[H]
-            margin = t * sp * math.sqrt(1 / bn + 1 / n)
-            (clear if m - bm > margin else noise).append("H=%d (+%.4f, margin %.4f)"
-                                                         % (H, m - bm, margin))
+        df = sum(n - 1 for _, _, n in st.values())
+        sp = math.sqrt(sum((n - 1) * s * s for _, s, n in st.values()) / df)
+        t = T_CRIT[max(k for k in T_CRIT if k <= df)]
+        gaps = [(H, st[H][0] - bm, t * sp * math.sqrt(1 / bn + 1 / st[H][2]))
+                for H in sorted(st) if H != best]
+        say = lambda g: ", ".join("H=%d (+%.4f, margin %.4f)" % x for x in g)  # noqa: E731
+        clear, noise = [g for g in gaps if g[1] > g[2]], [g for g in gaps if g[1] <= g[2]]
         out.append("Pooled seed s.d. %.4f nats (df=%d); a gap counts as real when it exceeds "
                    "t·s.e. (two-sided 5%%, t=%.2f, no correction for multiple comparisons)."
                    % (sp, df, t))
         if clear:
-            out.append("Worse than H=%d by more than the seed noise: %s." %
-                       (best, ", ".join(clear)))
+            out.append("Worse than H=%d by more than the seed noise: %s." % (best, say(clear)))
         if noise:
             out.append("Within seed noise of H=%d: %s; these runs do not separate them, which "
-                       "is not evidence that they are equal." % (best, ", ".join(noise)))
+                       "is not evidence that they are equal." % (best, say(noise)))
     if arm == "headsize":
-        ps = sorted((H, num(rs[0]["params"])) for H, rs in arm_rows.items())
         out.append("In this arm the parameter count grows with H (%s), so a gain mixes more "
-                   "heads with more attention parameters." %
-                   " → ".join("%.3fM" % (p / 1e6) for _, p in ps))
+                   "heads with more attention parameters." % " → ".join(
+                       "%.3fM" % (num(by_h[H][0]["params"]) / 1e6) for H in sorted(by_h)))
     else:
         out.append("In this arm every H has the same parameter count; only the split of C=%d "
                    "into heads changes." % fp["embd"])
-    heads = {H: mean_sd([r["removable_heads_1pct"] for r in rs if r["heads_status"] == "ok"])
-             for H, rs in arm_rows.items()}
-    heads = {H: s for H, s in heads.items() if s[2] > 0}
-    if heads:
+    rem = {H: mean_sd([r["removable_heads_1pct"] for r in rs]) for H, rs in by_h.items()}
+    if any(s[2] for s in rem.values()):
         out.append("Heads whose removal alone costs under 1%% of the loss (mean over seeds): "
                    "%s." % ", ".join("H=%d: %.1f of %d" % (H, s[0], H * fp["layers"])
-                                     for H, s in sorted(heads.items())))
+                                     for H, s in sorted(rem.items()) if s[2]))
     return out
-
-
-def md_table(head, body):
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in body]
-    return "\n".join(lines)
 
 
 def describe(sweep):
     fp = sweep["fingerprint"]
-    if fp["data"]:
-        data = "%s (%s%s bytes" % (fp["data"], "first " if fp.get("data_slice") else "",
-                                   "{:,}".format(fp["data_bytes"]))
-    else:
-        data = "the built-in corpus (1,000,000 bytes"
+    data = "%s (%s%s bytes" % (fp["data"], "first " if fp["data_slice"] else "", "{:,}".format(
+        fp["data_bytes"])) if fp["data"] else "the built-in corpus (1,000,000 bytes"
     return ("Data: %s, last %g held out for validation). L=%d, C=%d, T=%d, B=%d, %d "
             "steps (%s tokens per run); fixed head size D=%d in the head-size arm; seeds %s."
-            % (data, fp["val_frac"], fp["layers"], fp["embd"], fp["block"],
-               fp["batch"], fp["steps"], "{:,}".format(fp["steps"] * fp["batch"] * fp["block"]),
+            % (data, fp["val_frac"], fp["layers"], fp["embd"], fp["block"], fp["batch"],
+               fp["steps"], "{:,}".format(fp["steps"] * fp["batch"] * fp["block"]),
                fp["fixed_head_size"], ", ".join(map(str, sweep["seeds"]))))
 
 
-def sections(sweep, rows):
-    """Per arm: title, summary table, types table and sentences (shared by md and html)."""
-    g, fp = groups(rows), sweep["fingerprint"]
+INTRO = ("Cells are mean ± sample standard deviation over seeds. val loss is the mean "
+         "cross-entropy over the whole validation split (nats per byte); ppl = e^loss, "
+         "bpc = loss / ln 2. tok/s is training throughput (depends on --jobs/--threads and "
+         "machine load). Heads columns come from `./infer --heads` on the validation "
+         "split: mean attention entropy (nats), mean attention distance (tokens), effective "
+         "number of heads, heads whose removal alone raises the loss by under 1%, and the "
+         "largest single-head importance (loss increase in nats).")
+
+
+def write_md(path, sweep, rows):
+    """ablation.md: per arm its tables and the sentences generated from them."""
+    md = lambda h, b: "\n".join(["| " + " | ".join(h) + " |", "|" + "|".join(  # noqa: E731
+        "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b])
+    fp, out = sweep["fingerprint"], ["# Head-count ablation", "", describe(sweep), "", INTRO, ""]
+    for arm, title in ARMS.items():
+        by_h = {}
+        for r in (r for r in rows if r["arm"] == arm):
+            by_h.setdefault(r["H"], []).append(r)
+        if not by_h:
+            continue
+        t1, t2, t3 = tables(by_h, fp["layers"])
+        out += ["## Arm: %s" % title.replace("C fixed", "C = %d" % fp["embd"]).replace(
+            "D fixed", "D = %d" % fp["fixed_head_size"]), "", md(*t1), ""]
+        out += ["Head types (mean count per model over seeds):", "", md(*t2), ""]
+        out += ["Planted relations (./infer --heads): attention of the best head on the "
+                "related key, mean over seeds:", "", md(*t3), ""] if t3[1] else []
+        out += [" ".join(findings(arm, by_h, fp)), ""]
+    out += ["Plots: plots/val_loss.svg, plots/curves_*.svg; per-run files: runs/NAME/.", ""]
+    write_text(path, "\n".join(out))
+
+
+def val_loss_plot(rows, sweep):
+    """val loss against H (log scale): every seed faint, the mean ± 1 s.d. per arm."""
+    svg = Svg(760, 480, "Validation loss vs number of heads")
+    heads = sorted({r["H"] for r in rows})
+    arms = [a for a in ARMS if any(r["arm"] == a for r in rows)]
+    vals = {(a, H): [num(r["val_loss"]) for r in rows if (r["arm"], r["H"]) == (a, H)]
+            for a in arms for H in heads}
+    st = {k: mean_sd(v) for k, v in vals.items() if v}
+    ys = [y for v in vals.values() for y in v] + [m + d * s for m, s, _ in st.values()
+                                                  for d in (-1, 1) if math.isfinite(s)]
+    ax = Axes(svg, 80, 50, 600, 330, (math.log2(heads[0]) - 0.5, math.log2(heads[-1]) + 0.5),
+              padded(min(ys), max(ys), 0.08), xlabel="heads per layer H (log scale)",
+              title="Validation loss vs heads per layer (mean ± 1 s.d. over seeds)",
+              ylabel="val loss (nats per byte)", xticks=[(math.log2(H), str(H)) for H in heads])
+    for k, arm in enumerate(arms):
+        c, pts = ARM_COLORS[arm], []
+        for H in heads:
+            x = math.log2(H) + (k - 0.5) * 0.05
+            for y in vals[arm, H]:
+                ax.point(x, y, c, r=2.5, opacity=0.35)
+            if (arm, H) in st:
+                m, sd, n = st[arm, H]
+                ax.errorbar(x, m, sd, c)
+                ax.point(x, m, c, r=4.5, stroke="#fff", tip="%s H=%d: %.4f (n=%d)" % (arm, H, m, n))
+                pts.append((x, m))
+        ax.polyline([x for x, _ in pts], [y for _, y in pts], c, width=2)
+    legend(svg, 80, 428, [(ARMS[a], ARM_COLORS[a], "line") for a in arms])
+    return svg
+
+
+def write_plots(outdir, sweep, rows, runs):
+    """plots/val_loss.svg, and each arm's learning curves drawn by plot_log.py (none
+    before a run has finished)."""
+    if not rows:
+        return
+    os.makedirs(os.path.join(outdir, "plots"), exist_ok=True)
+    write_text(os.path.join(outdir, "plots", "val_loss.svg"), val_loss_plot(rows, sweep).render())
     for arm in ARMS:
-        if arm in g:
-            title = ARMS[arm].replace("C fixed", "C = %d" % fp["embd"]).replace(
-                "D fixed", "D = %d" % fp["fixed_head_size"])
-            yield (arm, title, summary_table(g[arm], fp["layers"]), types_table(g[arm]),
-                   findings(arm, g[arm], fp))
-
-
-def write_md(path, sweep, rows, notes):
-    out = ["# Head-count ablation", "", describe(sweep), "",
-           "Cells are mean ± sample standard deviation over seeds. val loss is the mean "
-           "cross-entropy over the whole validation split (nats per byte); ppl = e^loss, "
-           "bpc = loss / ln 2. tok/s is training throughput (depends on --jobs/--threads and "
-           "machine load). Heads columns come from `./infer --heads` on the validation "
-           "split: mean attention entropy (nats), mean attention distance (tokens), effective "
-           "number of heads, heads whose removal alone raises the loss by under 1%, and the "
-           "largest single-head importance (loss increase in nats).", ""]
-    for note in notes:
-        out += ["> " + note, ""]
-    for arm, title, (h1, b1), (h2, b2), sentences in sections(sweep, rows):
-        out += ["## Arm: %s" % title, "", md_table(h1, b1), ""]
-        if b2:
-            out += ["Head types (mean count per model over seeds):", "", md_table(h2, b2), ""]
-        out += [" ".join(sentences), ""]
-    out += ["Plots: plots/val_loss.svg, plots/curves_*.svg, plots/head_types.svg, "
-            "plots/importance.svg; per-run files: runs/NAME/.", ""]
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write("\n".join(out))
-    os.replace(path + ".tmp", path)
-
-
-def html_escape(s):
-    return (str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;"))
-
-
-def html_table(head, body):
-    h = "".join("<th>%s</th>" % html_escape(c) for c in head)
-    b = "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % html_escape(c) for c in r) for r in body)
-    return "<table><thead><tr>%s</tr></thead><tbody>%s</tbody></table>" % (h, b)
-
-
-def write_html(path, sweep, rows, runs, plots, notes):
-    """index.html: well-formed XML (checked by ablate_check.py), no scripts."""
-    e = html_escape
-    p = ['<!DOCTYPE html>', '<html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head>',
-         '<meta charset="utf-8"/><title>Head-count ablation</title>',
-         '<style>body{font-family:sans-serif;max-width:1100px;margin:1em auto;color:#222}'
-         'table{border-collapse:collapse;margin:.5em 0;font-size:13px}'
-         'td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}'
-         'th{background:#f2f2f2}.note{background:#fff7e0;padding:6px 10px}'
-         'img{max-width:100%;border:1px solid #eee;margin:6px 0}</style></head><body>',
-         '<h1>Head-count ablation</h1>', '<p>%s</p>' % e(describe(sweep)),
-         '<p>Tables: <a href="ablation.md">ablation.md</a> · data: '
-         '<a href="ablation.csv">ablation.csv</a></p>']
-    for note in notes:
-        p.append('<p class="note">%s</p>' % e(note))
-    for arm, title, t1, t2, sentences in sections(sweep, rows):
-        p.append("<h2>Arm: %s</h2>" % e(title))
-        p.append(html_table(*t1))
-        if t2[1]:
-            p.append("<p>Head types (mean count per model over seeds):</p>" + html_table(*t2))
-        p.append("<p>%s</p>" % e(" ".join(sentences)))
-    p.append("<h2>Plots</h2>")
-    for rel, caption in plots:
-        p.append('<figure><img src="%s" alt="%s"/><figcaption>%s</figcaption></figure>'
-                 % (e(rel), e(caption), e(caption)))
-    p.append("<h2>Runs</h2><table><thead><tr><th>run</th><th>arms</th><th>val loss</th>"
-             "<th>heads</th><th>files</th></tr></thead><tbody>")
-    for name, run in runs.items():
-        d = run["done"]
-        rel = "runs/" + name
-        files = ['<a href="%s/run.jsonl">log</a>' % e(rel),
-                 '<a href="%s/train.err">train output</a>' % e(rel)]
-        if os.path.exists(os.path.join(run["dir"], "heads", "index.html")):
-            files.append('<a href="%s/heads/index.html">heads report</a>' % e(rel))
-        p.append("<tr><td>%s</td><td>%s</td><td>%.4f</td><td>%s</td><td>%s</td></tr>"
-                 % (e(name), e(", ".join(arms_of(d, sweep)) or "–"), num(d["val_loss"]),
-                    e(d.get("heads_status", "")), " · ".join(files)))
-    p.append("</tbody></table></body></html>")
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write("\n".join(p) + "\n")
-    os.replace(path + ".tmp", path)
-
-
-def heads_notes(runs):
-    """One line per distinct reason the heads analysis is missing."""
-    reasons = sorted({r["done"].get("heads_status", "") for r in runs.values()} - {"ok", ""})
-    return ["Heads analysis missing for some runs: %s" % r for r in reasons]
+        mine = [r for r in rows if r["arm"] == arm]
+        if mine:
+            logs = [plot_log.load(os.path.join(runs[r["run"]]["dir"], "run.jsonl")) for r in mine]
+            svg = plot_log.loss_plot(logs, ["H=%d D=%d s%d" % (r["H"], r["D"], r["seed"])
+                                            for r in mine])
+            write_text(os.path.join(outdir, "plots", "curves_%s.svg" % arm), svg.render())
 
 
 def write_all(outdir):
     sweep, runs = load(outdir)
     rows = table_rows(sweep, runs)
-    notes = heads_notes(runs)
     write_csv(os.path.join(outdir, "ablation.csv"), rows)
-    write_md(os.path.join(outdir, "ablation.md"), sweep, rows, notes)
-    plots = ablate_plots.write_plots(os.path.join(outdir, "plots"), sweep, rows, runs)
-    write_html(os.path.join(outdir, "index.html"), sweep, rows, runs, plots, notes)
+    write_md(os.path.join(outdir, "ablation.md"), sweep, rows)
+    write_plots(outdir, sweep, rows, runs)
     return len(rows)
 
 
-def main(argv):
-    if len(argv) != 2 or argv[1].startswith("-"):
-        print("usage: python3 scripts/ablate_report.py DIR", file=sys.stderr)
-        return 2
-    n = write_all(argv[1])
-    print("ablate_report: %d rows; wrote %s" % (n, os.path.join(argv[1], "index.html")),
-          file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+def check(outdir):
+    """--check: a finished run with heads/summary.json for every (arm, H, seed), a CSV row
+    for each with finite numbers, one md table row per arm and H, plots that parse as
+    XML. Changes nothing; returns the problems found."""
+    sweep, runs = load(outdir)
+    problems = ["run %s: unfinished or no heads/summary.json" % r["name"]
+                for r in runs_of(sweep) if not runs.get(r["name"], {}).get("summary")]
+    path, md = (os.path.join(outdir, f) for f in ("ablation.csv", "ablation.md"))
+    rows = list(csv.DictReader(open(path, encoding="utf-8"))) if os.path.exists(path) else []
+    want = {(arm, r["H"], r["seed"]) for r in runs_of(sweep) for arm in r["arms"]}
+    problems += ["ablation.csv: no row for arm %s, H=%d, seed %d" % k
+                 for k in sorted(want - {(r["arm"], int(r["H"]), int(r["seed"])) for r in rows})]
+    problems += ["ablation.csv line %d: %s = '%s' is not a number" % (i, c, r.get(c))
+                 for i, r in enumerate(rows, 2) for c in ("val_loss", "ppl", "params", "tok_s",
+                                                          "heads_mean_entropy")
+                 if not math.isfinite(num(r.get(c)))]
+    parts = open(md, encoding="utf-8").read().split("\n## Arm: ") if os.path.exists(md) else []
+    for arm in sweep["arms"]:
+        part = "".join(p for p in parts[1:] if p.startswith(ARMS[arm][:10]))
+        n = len(re.findall(r"^\| \d+ \| \d+ \| \d+ \| [\d.]+M \|", part, re.M))
+        if n != len(sweep["heads"]):
+            problems.append("ablation.md: arm %s: %d rows, expected %d" % (arm, n, len(
+                sweep["heads"])))
+    for f in ["val_loss.svg"] + ["curves_%s.svg" % a for a in sweep["arms"]]:
+        try:
+            ET.parse(os.path.join(outdir, "plots", f))
+        except (ET.ParseError, OSError) as e:
+            problems.append("plots/%s: %s" % (f, e))
+    return problems

@@ -29,7 +29,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ablate_svg import PALETTE, Axes, Svg, legend, padded  # noqa: E402
+from svgchart import PALETTE, Axes, Svg, legend, padded  # noqa: E402
 
 QUICK = [("prev", "previous-token attention (prev)", "max"),
          ("repeat", "repeat (in-text induction)", "max"),

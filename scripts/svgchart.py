@@ -1,9 +1,9 @@
-"""ablate_svg: the few chart primitives the head-count ablation report needs.
+"""svgchart: the few chart primitives the Python plots need (plot_log.py, ablate_report.py).
 
 Writes self-contained SVG text (no scripts, no external fonts or images) with the
 standard library only: a canvas, axes with linear scales and "nice" ticks, lines,
 markers, error bars, rectangles and a legend. What to plot, and from which
-numbers, is decided by ablate_report.py; this file knows nothing about runs.
+numbers, is decided by the callers; this file knows nothing about runs.
 """
 import math
 from xml.sax.saxutils import escape

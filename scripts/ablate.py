@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""ablate: runs the head-count ablation (docs/ablation.md) and writes its report.
+
+Two arms over H in --heads and seeds 1..N: fixed width (C fixed, D = C/H) and fixed
+head size (D fixed). Every distinct (H, D, seed) is one *job*: ./train, then
+./infer --heads on the validation split, into DIR/runs/NAME. A job is one shell
+command (`--print-jobs` prints them: hand them to any scheduler); without it this
+script runs the same commands itself, --jobs at a time, with progress and an ETA.
+
+Train's settings are never copied here: `./train --print-settings` gives them. A job
+works in runs/NAME.partial and renames it to runs/NAME (done.json written last) once
+both steps are done; run again, it skips a finished run and resumes an interrupted
+training from its checkpoint with ./train --resume. The tables, plots and checks
+are in ablate_report.py. Called by scripts/ablate.sh; standard library only.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import ablate_report as rep  # noqa: E402
+
+REPO = os.path.dirname(HERE)
+DEFAULT_DATA = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt"))
+QUICK_TRAIN = ["--layers", "1", "--embd", "32", "--block", "32", "--steps", "30",
+               "--warmup", "10", "--eval-every", "10", "--eval-iters", "4"]
+QUICK = {"heads": "1 4", "seeds": 2, "slice": 100000, "heads_args": ["--windows", "2"]}
+# Settings that differ between the runs of a sweep, or do not change a run's numbers.
+PER_RUN = ("data", "out", "heads", "head_size", "seed", "threads", "version")
+
+
+def fail(msg, code=2):
+    print("ablate: error: %s" % msg, file=sys.stderr)
+    sys.exit(code)
+
+
+def say(msg):
+    print("ablation: %s" % msg, file=sys.stderr, flush=True)
+
+
+def duration(s):
+    """Seconds as 45s, 1m21s, 2h03m (as train prints them)."""
+    s = max(0, int(round(s)))
+    if s < 3600:
+        return "%ds" % s if s < 60 else "%dm%02ds" % (s // 60, s % 60)
+    return "%dh%02dm" % (s // 3600, s % 3600 // 60)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="scripts/ablate.sh", description="The head-count "
+                                "ablation; docs/ablation.md explains it and every flag.")
+    add = p.add_argument
+    add("--data", metavar="FILE", help="training text (default: %s if present, else the "
+        "built-in corpus)" % os.path.relpath(DEFAULT_DATA, REPO))
+    add("--builtin", action="store_true", help="the built-in corpus even if the default exists")
+    add("--out", metavar="DIR", help="default: runs/ablation (-quick, -long)")
+    add("--heads", metavar="LIST", help='head counts (default "1 4 8 16"; quick "1 4")')
+    add("--seeds", type=int, metavar="N", help="seeds 1..N (default 3; quick 2)")
+    add("--arm", choices=["width", "headsize", "both"], default="both")
+    add("--head-size", type=int, metavar="D", help="D of the head-size arm (default: train's)")
+    add("--steps", type=int, metavar="N", help="steps per run (default: train's; quick 30)")
+    add("--jobs", type=int, metavar="N", help="runs at once (default: the cores)")
+    add("--threads", type=int, metavar="N", help="threads per run (default: cores / jobs)")
+    add("--quick", action="store_true", help="tiny models, 30 steps, H 1 4, 2 seeds, 100 kB")
+    add("--long", action="store_true", help="enough tokens for induction heads to form")
+    add("--bin", metavar="DIR", default=REPO, help="where train and infer are")
+    add("--check", action="store_true", help="check the outputs in --out; exit 1 if bad")
+    add("--report-only", action="store_true", help="rebuild the report from finished runs")
+    add("--print-jobs", action="store_true", help="print one command per unfinished run")
+    add("--job", metavar="NAME", help=argparse.SUPPRESS)  # one run; what --print-jobs prints
+    a = p.parse_args(argv)
+    if (a.quick and a.long) or (a.data and a.builtin):
+        fail("--quick and --long, and --data and --builtin, are exclusive")
+    for k in ("seeds", "head_size", "steps", "jobs", "threads"):
+        if getattr(a, k) is not None and getattr(a, k) < 1:
+            fail("--%s %d: must be at least 1" % (k.replace("_", "-"), getattr(a, k)))
+    a.out = os.path.abspath(a.out or os.path.join(REPO, "runs", "ablation" + (
+        "-quick" if a.quick else "-long" if a.long else "")))
+    a.bin = os.path.abspath(a.bin)
+    return a
+
+
+def print_settings(train, flags):
+    r = subprocess.run([train, "--print-settings"] + flags, capture_output=True, text=True)
+    if r.returncode:
+        fail("%s --print-settings %s: %s" % (train, " ".join(flags), r.stderr.strip()))
+    return json.loads(r.stdout)
+
+
+def long_steps(s):
+    """Induction heads form after about 10^5.7 sqrt(B T) tokens (Aoyama, Wilcox & Schneider
+    2025); --long gives 10% more, at least 1.5e7, in whole thousands of steps."""
+    tokens = max(1.5e7, 1.1 * 10 ** 5.7 * math.sqrt(s["batch"] * s["block"]))
+    return int(math.ceil(tokens / (s["batch"] * s["block"]) / 1000.0) * 1000)
+
+
+def make_plan(a):
+    """sweep.json's contents: train's settings shared by every run (the fingerprint),
+    what to train, and the flags jobs pass to train and infer."""
+    train = os.path.join(a.bin, "train")
+    if not os.access(train, os.X_OK) or not os.access(os.path.join(a.bin, "infer"), os.X_OK):
+        fail("%s/train or infer: not found (build them, or give --bin DIR)" % a.bin)
+    flags = list(QUICK_TRAIN) if a.quick else []
+    if a.steps or a.long:
+        flags += ["--steps", str(a.steps or long_steps(print_settings(train, flags)))]
+    s = print_settings(train, flags)
+    try:
+        heads = sorted({int(x) for x in (a.heads or ("1 4" if a.quick else "1 4 8 16"))
+                        .replace(",", " ").split()})
+    except ValueError:
+        fail("--heads '%s': expected whole numbers like \"1 4 8 16\"" % a.heads)
+    arms = ["width", "headsize"] if a.arm == "both" else [a.arm]
+    if not heads or heads[0] < 1 or ("width" in arms and any(s["embd"] % H for H in heads)):
+        fail("--heads '%s': each H at least 1 and, for the width arm, dividing C=%d"
+             % (a.heads, s["embd"]))
+    source = None if a.builtin else os.path.abspath(a.data) if a.data else (
+        DEFAULT_DATA if os.path.isfile(DEFAULT_DATA) else None)
+    if source and not os.path.isfile(source):
+        fail("--data %s: no such file" % a.data)
+    blob = open(source, "rb").read(QUICK["slice"] if a.quick else -1) if source else None
+    fp = {k: v for k, v in s.items() if k not in PER_RUN}
+    fp.update(data=source, data_bytes=len(blob) if source else None,
+              data_sha256=hashlib.sha256(blob).hexdigest() if source else None,
+              data_slice=QUICK["slice"] if a.quick and source else None,
+              fixed_head_size=a.head_size or s["embd"] // s["heads"])
+    return {"version": 2, "fingerprint": fp, "mode": "quick" if a.quick else "long" if a.long
+            else "default", "arms": arms, "heads": heads,
+            "seeds": list(range(1, (a.seeds or (QUICK["seeds"] if a.quick else 3)) + 1)),
+            "train_args": flags, "heads_args": QUICK["heads_args"] if a.quick else [],
+            "train_data": (os.path.join(a.out, "data.txt") if a.quick else source)
+            if source else None, "val_file": "val.txt"}, blob
+
+
+def prepare(a, sweep, blob):
+    """Writes DIR/sweep.json (refusing other settings), the --quick data slice and
+    DIR/val.txt, the bytes ./train holds out (from ./train --dump-val)."""
+    path = os.path.join(a.out, "sweep.json")
+    old = rep.read_json(path) if os.path.exists(path) else None
+    if old and old["fingerprint"] != sweep["fingerprint"]:
+        new, was = sweep["fingerprint"], old["fingerprint"]
+        fail("%s holds a sweep with other settings (%s); give another --out or remove it" % (
+            a.out, ", ".join("%s: %s here, %s there" % (k, new.get(k), was.get(k))
+                             for k in sorted(set(new) | set(was)) if new.get(k) != was.get(k))))
+    for k in ("heads", "seeds", "arms"):  # a rerun may add to a sweep
+        sweep[k] = sorted(set(sweep[k]) | set(old[k] if old else []))
+    os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
+    data = sweep["train_data"]
+    if data and sweep["fingerprint"]["data_slice"]:
+        if not os.path.exists(data) or open(data, "rb").read() != blob:
+            rep.write_text(data, blob)
+    cmd = [os.path.join(a.bin, "train"), "--dump-val", os.path.join(a.out, "val.txt")]
+    r = subprocess.run(cmd + sweep["train_args"] + (["--data", data] if data else []),
+                       capture_output=True, text=True)
+    if r.returncode:
+        fail("%s: %s" % (" ".join(cmd), r.stderr.strip()), 1)
+    rep.write_json(path, sweep)
+
+
+def job_command(a, name):
+    """The self-contained shell command of one run (absolute paths)."""
+    cmd = ["python3", os.path.join(HERE, "ablate.py"), "--job", name, "--out", a.out,
+           "--bin", a.bin] + (["--threads", str(a.threads)] if a.threads else [])
+    return shlex.join(cmd)
+
+
+# ---- one job: train (or resume), then the heads analysis ----
+
+def call(cmd, err):
+    with open(err, "a") as f:
+        f.write("$ %s\n" % shlex.join(cmd))
+        f.flush()
+        return subprocess.run(cmd, stdout=f, stderr=f).returncode
+
+
+def job_train(a, sweep, run, part):
+    ckpt, log, err = (os.path.join(part, x) for x in ("model.ckpt", "run.jsonl", "train.err"))
+    final = rep.read_log(log)["final"]
+    steps = sweep["fingerprint"]["steps"]
+    if os.path.exists(ckpt) and final and final["step"] == steps:
+        return 0
+    data = ["--data", sweep["train_data"]] if sweep["train_data"] else []
+    common = ["--out", ckpt, "--log", log] + data + (
+        ["--threads", str(a.threads)] if a.threads else [])
+    train = os.path.join(a.bin, "train")
+    if os.path.exists(ckpt):
+        rc = call([train, "--resume", ckpt] + common, err)
+        if rc == 0 or a.stopped:
+            return rc
+        with open(err, "a") as f:
+            f.write("ablate: resuming failed (exit %d); starting this run again\n" % rc)
+    for f in (ckpt, log):
+        if os.path.exists(f):
+            os.remove(f)
+    return call([train] + sweep["train_args"] + ["--heads", str(run["H"]), "--head-size",
+                str(run["D"]), "--seed", str(run["seed"])] + common, err)
+
+
+def job_heads(a, sweep, part):
+    tmp, out = os.path.join(part, "heads.tmp"), os.path.join(part, "heads")
+    cmd = [os.path.join(a.bin, "infer"), "--ckpt", os.path.join(part, "model.ckpt"),
+           "--heads", os.path.join(a.out, sweep["val_file"]), "--report", tmp]
+    cmd += sweep["heads_args"] + (["--threads", str(a.threads)] if a.threads else [])
+    rc = call(cmd, os.path.join(part, "heads.err"))
+    if rc == 0:
+        shutil.rmtree(out, ignore_errors=True)
+        os.rename(tmp, out)
+    return rc
+
+
+def run_job(a):
+    """--job NAME: one run start to finish; exit 0 done, 130 stopped by a signal."""
+    sweep = rep.read_json(os.path.join(a.out, "sweep.json"))
+    run = next((r for r in rep.runs_of(sweep) if r["name"] == a.job), None)
+    if run is None:
+        fail("--job %s: not a run of the sweep in %s" % (a.job, a.out))
+    final = os.path.join(a.out, "runs", a.job)
+    if os.path.exists(os.path.join(final, "done.json")):
+        return 0
+    part = final + ".partial"
+    os.makedirs(part, exist_ok=True)
+    a.stopped = False
+
+    def on_signal(sig, frame):  # train got it too (same process group): let it save
+        a.stopped = True
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    rc = job_train(a, sweep, run, part)
+    if rc == 0 and not a.stopped:
+        rc = job_heads(a, sweep, part)
+    if rc or a.stopped:
+        return 130 if a.stopped else 1
+    rep.write_json(os.path.join(part, "done.json"), run)
+    os.rename(part, final)
+    return 0
+
+
+# ---- the sweep: a short loop over job processes ----
+
+def last_step(a, name):
+    log = rep.read_log(os.path.join(a.out, "runs", name + ".partial", "run.jsonl"))
+    return log["steps"][-1]["step"] if log["steps"] else 0
+
+
+def is_done(a, r):
+    return os.path.exists(os.path.join(a.out, "runs", r["name"], "done.json"))
+
+
+def status_line(a, sweep, queue, procs, t0, work):
+    """Progress, and an ETA from the work (multiply-adds per step x steps) done so far
+    in this invocation; the heads analyses are not counted."""
+    steps, left, running = sweep["fingerprint"]["steps"], 0.0, []
+    for r, _, first in procs.values():
+        step = last_step(a, r["name"])
+        work, left = work + r["cost"] * (step - first), left + r["cost"] * (steps - step)
+        running.append("%s %d/%d" % (r["name"], step, steps))
+    left += sum(r["cost"] * steps for r in queue)
+    el, runs = time.time() - t0, rep.runs_of(sweep)
+    return "%d/%d runs done | running: %s | elapsed %s | eta %s" % (
+        sum(map(lambda r: is_done(a, r), runs)), len(runs), ", ".join(running) or "-",
+        duration(el), duration(left * el / work) if work > 0 and el > 5 else "…")
+
+
+def sweep_loop(a, sweep, todo):
+    """Runs the jobs' commands, --jobs at a time, each in its own process group so that
+    one Ctrl-C reaches every train once, through us. Returns (failed, stopped, seconds)."""
+    procs, failed, stop, work, queue = {}, [], [0], 0.0, list(todo)
+
+    def on_signal(sig, frame):  # the first: trains save and exit; the second: at once
+        stop[0] += 1
+        say("stopping: running trains save their checkpoints (signal again: at once)")
+        for _, p, _ in procs.values():
+            os.killpg(p.pid, signal.SIGINT)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    t0, shown, interval = time.time(), 0.0, 5 if sweep["mode"] == "quick" else 30
+    while procs or (queue and not stop[0]):
+        while queue and len(procs) < a.jobs and not stop[0]:
+            r = queue.pop(0)
+            procs[r["name"]] = (r, subprocess.Popen(shlex.split(job_command(a, r["name"])),
+                                                    start_new_session=True),
+                                last_step(a, r["name"]))
+        time.sleep(0.2)
+        for name, (r, p, first) in list(procs.items()):
+            if p.poll() is not None:
+                del procs[name]
+                shown = 0
+                if p.returncode == 0:
+                    work += r["cost"] * (sweep["fingerprint"]["steps"] - first)
+                    fin = rep.read_log(os.path.join(a.out, "runs", name, "run.jsonl"))["final"]
+                    say("done %s (arm %s): val loss %.4f" % (name, "+".join(r["arms"]),
+                                                             fin["val_loss"]))
+                    try:  # a report that fails must not orphan the running jobs
+                        rep.write_all(a.out)
+                    except Exception as e:
+                        say("warning: report not rebuilt: %s: %s" % (type(e).__name__, e))
+                elif not stop[0]:
+                    failed.append(name)
+                    say("FAILED %s (exit %d); see %s/runs/%s.partial/*.err"
+                        % (name, p.returncode, a.out, name))
+        if time.time() - shown >= interval:
+            say(status_line(a, sweep, queue, procs, t0, work))
+            shown = time.time()
+    return failed, stop[0], time.time() - t0
+
+
+def check_or_report(a):
+    """--check and --report-only: read the sweep in --out, run nothing."""
+    if not os.path.exists(os.path.join(a.out, "sweep.json")):
+        fail("%s/sweep.json: missing (is --out a sweep directory?)" % a.out, 1)
+    if a.report_only:
+        say("report: %d rows in %s" % (rep.write_all(a.out), a.out))
+        return 0
+    problems = rep.check(a.out)
+    for msg in problems + ["%s: %s" % (a.out, "%d problem(s)" % len(problems) if problems
+                                       else "all outputs present and well formed")]:
+        print("ablate --check: %s" % msg, file=sys.stderr)
+    return 1 if problems else 0
+
+
+def main(argv):
+    a = parse_args(argv)
+    if a.job:
+        return run_job(a)
+    if a.check or a.report_only:
+        return check_or_report(a)
+    sweep, blob = make_plan(a)
+    prepare(a, sweep, blob)
+    runs = rep.runs_of(sweep)
+    todo = [r for r in runs if not is_done(a, r)]
+    if a.print_jobs:
+        for r in todo:
+            print(job_command(a, r["name"]))
+        say("%d job(s) for %s; afterwards: scripts/ablate.sh --report-only --out %s"
+            % (len(todo), a.out, shlex.quote(a.out)))
+        return 0
+    cores = len(os.sched_getaffinity(0))
+    a.jobs = a.jobs or max(1, min(cores, len(todo)))
+    a.threads = a.threads or max(1, cores // a.jobs)
+    if a.jobs * a.threads > cores:
+        fail("--jobs %d x --threads %d = %d threads, more than the %d cores; runs would slow "
+             "each other down" % (a.jobs, a.threads, a.jobs * a.threads, cores))
+    shared = sum(len(r["arms"]) for r in runs) - len(runs)
+    say("%s sweep into %s: %d runs (%d arm-runs; %d shared by both arms), %d finished earlier, "
+        "%d to do; %d job(s) x %d thread(s); data %s" % (
+            sweep["mode"], a.out, len(runs), len(runs) + shared, shared, len(runs) - len(todo),
+            len(todo), a.jobs, a.threads, sweep["train_data"] or "built-in corpus"))
+    failed, stopped, took = sweep_loop(a, sweep, todo)
+    n = rep.write_all(a.out)
+    if stopped:
+        say("interrupted after %s; run the same command again to continue (unfinished runs "
+            "resume from their checkpoints)" % duration(took))
+        return 130
+    say("%d/%d runs done in %s%s; report (%d rows): %s" % (
+        len(runs) - len(failed), len(runs), duration(took), "; %d FAILED (rerun to retry)"
+        % len(failed) if failed else "", n, os.path.join(a.out, "ablation.md")))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

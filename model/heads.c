@@ -11,8 +11,12 @@
 #include "errbuf.h"
 
 const char *const heads_type_names[HEAD_TYPES] = {
-    "induction", "previous-token", "first-position", "delimiter", "local", "broad", "mixed",
-    "masked",
+    "induction", "copy", "previous-token", "bracket", "first-position", "delimiter", "local",
+    "broad", "mixed", "masked",
+};
+
+const char *const heads_rel_names[HEADS_REL_COUNT] = {
+    "previous-token", "bracket", "copy", "agreement", "names",
 };
 
 const char *const heads_quick_names[HEADS_QUICK_COUNT] = {
@@ -113,25 +117,193 @@ double heads_delim_share(const unsigned char *delim, int T, double *rows)
     return share;
 }
 
-int heads_probe_build(int *tokens, int T, int V, Rng *rng)
+void heads_keys_prev(int *key, int B, int T)
 {
-    int P = T / 2 < V ? T / 2 : V;
-    int *pool = malloc((size_t)V * sizeof(int));
-    if (pool) {
-        /* Partial Fisher-Yates: P distinct tokens, so each has one earlier copy. */
-        for (int v = 0; v < V; v++)
-            pool[v] = v;
-        for (int k = 0; k < P; k++) {
-            int r = k + (int)rng_below(rng, (uint64_t)(V - k));
-            int t = pool[k];
-            pool[k] = pool[r];
-            pool[r] = t;
-            tokens[k] = pool[k];
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T; i++)
+            key[(size_t)b * T + i] = i - 1;
+}
+
+static int is_opener(unsigned char c)
+{
+    return c == '(' || c == '[' || c == '{';
+}
+
+/* The opener a closer pairs with, or 0 for a byte that closes nothing. */
+static unsigned char opener_of(unsigned char c)
+{
+    return c == ')' ? '(' : c == ']' ? '[' : c == '}' ? '{' : 0;
+}
+
+void heads_keys_bracket(int *key, const unsigned char *text, int B, int T)
+{
+    enum { DEPTH = 32 };
+    for (int b = 0; b < B; b++) {
+        const unsigned char *x = text + (size_t)b * T;
+        int *kb = key + (size_t)b * T;
+        int stack[DEPTH], depth = 0;
+        for (int i = 0; i < T; i++)
+            kb[i] = -1;
+        for (int i = 0; i < T; i++) {
+            unsigned char c = x[i];
+            int top = depth ? stack[depth - 1] : -1;
+            if (c == '\n') {
+                depth = 0;
+            } else if ((c == '"' && top >= 0 && x[top] == '"') ||
+                       (opener_of(c) && top >= 0 && x[top] == opener_of(c))) {
+                if (i >= 1)
+                    kb[i - 1] = top;
+                depth--;
+            } else if ((c == '"' || is_opener(c)) && depth < DEPTH) {
+                stack[depth++] = i;
+            }
         }
-        free(pool);
-    } else {
-        for (int k = 0; k < P; k++)
-            tokens[k] = (int)rng_below(rng, (uint64_t)V);
+    }
+}
+
+/* 1 when the n bytes ending at p and at q are equal (p, q >= n - 1). */
+static int same_bytes(const unsigned char *x, int p, int q, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (x[p - k] != x[q - k])
+            return 0;
+    return 1;
+}
+
+void heads_keys_copy(int *key, int *first, const unsigned char *text, int B, int T)
+{
+    const int K = HEADS_COPY_CONTEXT;
+    for (int b = 0; b < B; b++) {
+        const unsigned char *x = text + (size_t)b * T;
+        int *kb = key + (size_t)b * T, *fb = first + (size_t)b * T;
+        for (int i = 0; i < T; i++) {
+            kb[i] = fb[i] = -1;
+            if (i + 1 >= T)
+                continue;
+            int j = i - 3;
+            while (j >= K - 1 && !same_bytes(x, i, j, K))
+                j--;
+            if (j < K - 1 || x[j + 1] != x[i + 1])
+                continue;
+            kb[i] = j + 1;
+            /* The first occurrence of the K context bytes and the predicted one. */
+            int f = K - 1;
+            while (!same_bytes(x, i + 1, f + 1, K + 1))
+                f++;
+            fb[i] = f;
+        }
+    }
+}
+
+void heads_add_relation(HeadSums *sums, RelationSums *rs, int kind, const Activations *a,
+                        const int *key, const int *first, const float *losses, int B, int T)
+{
+    int H = (int)a->H, n = (int)a->L * H, skip = heads_skip(T);
+    #pragma omp parallel for schedule(static)
+    for (int k = 0; k < n; k++)
+        for (int b = 0; b < B; b++) {
+            const float *att = heads_att(a, k / H, b, k % H, T);
+            const int *kb = key + (size_t)b * T;
+            for (int i = skip; i < T; i++)
+                if (kb[i] >= 0) {
+                    sums[k].rel[kind] += att[(size_t)i * T + kb[i]];
+                    sums[k].rel_rows[kind] += 1.0;
+                }
+        }
+    for (int b = 0; b < B; b++)
+        for (int i = skip; i < T; i++) {
+            size_t r = (size_t)b * T + i;
+            if (key[r] < 0)
+                continue;
+            rs->rows += 1.0;
+            rs->uniform += 1.0 / (double)(i + 1);
+            if (!losses)
+                continue;
+            rs->loss += losses[r];
+            rs->loss_rows += 1.0;
+            if (first && first[r] >= 0) {
+                rs->pairs += 1.0;
+                rs->pair_loss += losses[r];
+                rs->first_loss += losses[(size_t)b * T + first[r]];
+            }
+        }
+}
+
+void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const RelationSums *rs,
+                           int kind, int n)
+{
+    memset(r, 0, sizeof *r);
+    r->best = -1;
+    if (rs->rows > 0.0)
+        for (int k = 0; k < n; k++)
+            if (!st[k].masked && (r->best < 0 || st[k].rel[kind] > r->attention)) {
+                r->best = k;
+                r->attention = st[k].rel[kind];
+            }
+    r->rows = rs->rows;
+    r->pairs = rs->pairs;
+    r->uniform = rs->rows > 0.0 ? rs->uniform / rs->rows : 0.0;
+    r->loss = rs->loss_rows > 0.0 ? rs->loss / rs->loss_rows : 0.0;
+    r->first_loss = rs->pairs > 0.0 ? rs->first_loss / rs->pairs : 0.0;
+    r->loss_ratio = rs->first_loss > 0.0 ? rs->pair_loss / rs->first_loss : 0.0;
+}
+
+static int is_letter(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Appends to alpha the tokens of the bytes marked in want, in byte order. */
+static int alphabet_from(int *alpha, const unsigned char *want, const int16_t *id)
+{
+    int n = 0;
+    for (int c = 0; c < 256; c++)
+        if (want[c] && id[c] >= 0)
+            alpha[n++] = id[c];
+    return n;
+}
+
+int heads_probe_alphabet(int *alpha, int *rule, const unsigned char *text,
+                         const int *copy_key, int nwin, int T, const unsigned char *vocab,
+                         const int16_t *id, int V)
+{
+    unsigned char copied[256] = {0}, letters[256] = {0}, bytes[256] = {0};
+    for (size_t r = 0; r < (size_t)nwin * T; r++) {
+        unsigned char c = text[r];
+        letters[c] = is_letter(c);
+        bytes[c] = c != '\n';
+        if (copy_key[r] >= 0 && is_letter(text[r + 1]))
+            copied[text[r + 1]] = 1;
+    }
+    *rule = 1;
+    int n = alphabet_from(alpha, copied, id);
+    if (n < HEADS_PROBE_MIN_ALPHABET && ++*rule)
+        n = alphabet_from(alpha, letters, id);
+    if (n < HEADS_PROBE_MIN_ALPHABET && ++*rule)
+        n = alphabet_from(alpha, bytes, id);
+    if (n < HEADS_PROBE_MIN_ALPHABET) {
+        *rule = 4;
+        n = 0;
+        for (int v = 0; v < V; v++)
+            if (vocab[v] != '\n')
+                alpha[n++] = v;
+    }
+    return n;
+}
+
+int heads_probe_build(int *tokens, int T, const int *alpha, int n, Rng *rng)
+{
+    int P = T / 2 < n ? T / 2 : n;
+    int pool[256];
+    /* Partial Fisher-Yates: P distinct tokens, so each has one earlier copy. */
+    for (int v = 0; v < n; v++)
+        pool[v] = alpha[v];
+    for (int k = 0; k < P; k++) {
+        int r = k + (int)rng_below(rng, (uint64_t)(n - k));
+        int t = pool[k];
+        pool[k] = pool[r];
+        pool[r] = t;
+        tokens[k] = pool[k];
     }
     for (int k = 0; k < P; k++)
         tokens[P + k] = tokens[k];
@@ -175,6 +347,8 @@ void heads_finish(HeadStats *st, const HeadSums *s, int n)
         st[k].repeat = ratio(s[k].repeat, s[k].repeat_rows);
         st[k].induction = ratio(s[k].induction, s[k].probe_rows);
         st[k].duplicate = ratio(s[k].duplicate, s[k].probe_rows);
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            st[k].rel[q] = ratio(s[k].rel[q], s[k].rel_rows[q]);
     }
 }
 
@@ -341,8 +515,12 @@ HeadType heads_classify(const HeadStats *s, double delim_share)
         return HEAD_MASKED;
     if (s->induction >= HEADS_INDUCTION_MIN && s->induction > s->duplicate)
         return HEAD_INDUCTION;
+    if (s->rel[HEADS_REL_COPY] >= HEADS_COPY_MIN)
+        return HEAD_COPY;
     if (s->prev >= HEADS_PREV_MIN)
         return HEAD_PREVIOUS;
+    if (s->rel[HEADS_REL_BRACKET] >= HEADS_BRACKET_MIN)
+        return HEAD_BRACKET;
     if (s->first >= HEADS_SINK_MIN)
         return HEAD_SINK;
     if (s->delim >= HEADS_DELIM_MIN && s->delim >= HEADS_DELIM_LIFT * delim_share)
@@ -475,4 +653,43 @@ int heads_quick(float *out, const Activations *a, const int *tokens, int B, int 
     free(sums);
     free(st);
     return 0;
+}
+
+int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
+                          const unsigned char *vocab, int B, int T, char *err, size_t errlen)
+{
+    int n = (int)(a->L * a->H);
+    size_t NT = (size_t)B * T;
+    unsigned char *text = malloc(NT);
+    int *key = malloc(NT * sizeof(int)), *first = malloc(NT * sizeof(int));
+    HeadSums *sums = calloc((size_t)n, sizeof *sums);
+    HeadStats *st = calloc((size_t)n, sizeof *st);
+    RelationSums rs[HEADS_REL_TEXT];
+    int rc = 0;
+    if (!text || !key || !first || !sums || !st) {
+        rc = err_set(err, errlen, "out of memory for relation metrics");
+        goto done;
+    }
+    memset(rs, 0, sizeof rs);
+    for (size_t r = 0; r < NT; r++)
+        text[r] = vocab[tokens[r]];
+    for (int q = 0; q < HEADS_REL_TEXT; q++) {
+        if (q == HEADS_REL_PREV)
+            heads_keys_prev(key, B, T);
+        else if (q == HEADS_REL_BRACKET)
+            heads_keys_bracket(key, text, B, T);
+        else
+            heads_keys_copy(key, first, text, B, T);
+        heads_add_relation(sums, &rs[q], q, a, key, NULL, NULL, B, T);
+    }
+    heads_finish(st, sums, n);
+    for (int q = 0; q < HEADS_REL_TEXT; q++)
+        heads_relation_finish(&rel[q], st, &rs[q], q, n);
+done:
+    free(text);
+    free(key);
+    free(first);
+    free(sums);
+    free(st);
+    return rc;
 }

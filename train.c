@@ -466,9 +466,12 @@ static void progress(Run *r, long done, double loss, float lr, double step_s, do
 static void log_heads(Run *r, long done)
 {
     const Config *c = &r->model.cfg;
-    char err[300];
+    char err[300], name[32];
+    HeadsRelation rel[HEADS_REL_TEXT];
     if (heads_quick(r->head_metrics, &r->acts, r->inputs, (int)r->o.batch, c->T, err,
-                    sizeof err)) {
+                    sizeof err) ||
+        heads_quick_relations(rel, &r->acts, r->inputs, r->corpus.tok.vocab, (int)r->o.batch,
+                              c->T, err, sizeof err)) {
         fprintf(stderr, "train: warning: head metrics skipped at step %ld: %s\n", done, err);
         return;
     }
@@ -481,7 +484,14 @@ static void log_heads(Run *r, long done)
                 fprintf(r->log, ",\"%s\":%.5f", heads_quick_names[k], m[k]);
             fputc('}', r->log);
         }
-    fprintf(r->log, "]}\n");
+    fprintf(r->log, "],\"relations\":{");
+    for (int q = 0; q < HEADS_REL_TEXT; q++) {
+        snprintf(name, sizeof name, "\"L%dH%d\"", rel[q].best / c->H, rel[q].best % c->H);
+        fprintf(r->log, "%s\"%s\":{\"best_head\":%s,\"attention\":%.5f,\"uniform\":%.5f}",
+                q ? "," : "", heads_rel_names[q], rel[q].best < 0 ? "null" : name,
+                rel[q].attention, rel[q].uniform);
+    }
+    fprintf(r->log, "}}\n");
 }
 
 /* A non-finite loss or gradient norm ends the run before the update touches the

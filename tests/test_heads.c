@@ -665,6 +665,44 @@ Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
     assert_starts(path, "<!DOCTYPE html>", "heatmaps/probe_L0_H0.svg");
 }
 
+Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 60)
+{
+    const char *dir = tu_tmpdir("heads-log");
+    cr_assert_not_null(dir);
+    char d[300], ckpt[400], text[400], cmd[2048], path[600], *out;
+    snprintf(d, sizeof d, "%s", dir);
+    write_tiny(d, ckpt, text, sizeof ckpt);
+    snprintf(path, sizeof path, "%s/train.jsonl", d);
+    snprintf(cmd, sizeof cmd, "%s/train --data %s --layers 1 --heads 2 --embd 16 --block 16 "
+             "--batch 4 --steps 4 --eval-every 0 --save-every 0 --heads-every 2 --log %s "
+             "--out %s/log.ckpt", tu_bin(), text, path, d);
+    int rc = tu_run(cmd, &out);
+    cr_assert_eq(rc, 0, "train failed (%d):\n%s", rc, out);
+    free(out);
+    size_t len;
+    char *log = (char *)tu_read_file(path, &len);
+    cr_assert_not_null(log);
+    log[len] = '\0';
+    int lines = 0;
+    for (char *p = strstr(log, "{\"type\":\"heads\""); p; p = strstr(p + 1, "{\"type\":\"heads\"")) {
+        char *end = strchr(p, '\n');
+        cr_assert_not_null(end);
+        *end = '\0';
+        /* Today's per-head fields stay; the relations follow them. */
+        cr_assert_not_null(strstr(p, "\"heads\":[{\"layer\":0,\"head\":0,\"entropy\":"), "%s", p);
+        const char *rel = strstr(p, "],\"relations\":{\"previous-token\":{\"best_head\":\"L0H");
+        cr_assert_not_null(rel, "%s", p);
+        cr_assert_not_null(strstr(rel, "\"bracket\":{\"best_head\":"), "%s", p);
+        cr_assert_not_null(strstr(rel, "\"copy\":{\"best_head\":"), "%s", p);
+        cr_assert_not_null(strstr(rel, "\"uniform\":"), "%s", p);
+        cr_assert_eq(strcmp(end - 2, "}}"), 0, "the line ends with the relations: %s", p);
+        *end = '\n';
+        lines++;
+    }
+    cr_assert_eq(lines, 3, "the first step, then steps 2 and 4 are logged");
+    free(log);
+}
+
 Test(heads, infer_heads_refuses_a_report_path_that_is_a_file, .timeout = 30)
 {
     const char *dir = tu_tmpdir("heads-badreport");

@@ -5,10 +5,11 @@
  * first-position, delimiter and in-text repeat scores), the repeated random
  * probe (induction and duplicate-token scores), the Jensen-Shannon divergence
  * between heads and the effective number of distinct heads it implies, head
- * importance by ablation and by the gate gradient, and the type each head gets.
- * docs/heads.md gives every formula with its source. Choosing windows, reading
- * files, printing and writing reports are left to the caller (infer_heads.c,
- * report.c). Nothing here prints or exits; every sum runs in a fixed order, so
+ * importance by ablation and by the gate gradient, the type each head gets, and
+ * the relations (keys, attention on them, the probe alphabet; implemented in
+ * heads_relations.c). docs/heads.md gives every formula with its source.
+ * Choosing windows, reading files, printing and writing reports are left to the
+ * caller (infer_heads.c, report.c). Nothing here prints or exits; every sum runs in a fixed order, so
  * results do not depend on the thread count. */
 #ifndef HEADCOUNT_HEADS_H
 #define HEADCOUNT_HEADS_H

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/corpus.h"
+#include "data/synth.h"
 #include "data/tokenizer.h"
 #include "model/ckpt.h"
 #include "model/heads.h"
@@ -701,6 +703,58 @@ Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 
     }
     cr_assert_eq(lines, 3, "the first step, then steps 2 and 4 are logged");
     free(log);
+}
+
+/* A tiny random checkpoint whose vocabulary covers text[n], saved to ckpt. */
+static void save_tiny_for(const char *ckpt, const unsigned char *text, size_t n)
+{
+    Tokenizer tok;
+    tok_build(&tok, text, n);
+    Config cfg = {.V = tok.V, .T = 32, .L = 1, .H = 2, .C = 16, .D = 8};
+    Model m;
+    char err[512];
+    cr_assert_eq(model_init(&m, &cfg, err, sizeof err), 0, "%s", err);
+    params_init(&m.table, m.params, 9);
+    cr_assert_eq(ckpt_save(ckpt, &m, &tok, 0, NULL, err, sizeof err), 0, "%s", err);
+    model_free(&m);
+}
+
+Test(heads, infer_recognises_a_piece_of_the_built_in_corpus, .timeout = 60)
+{
+    const char *dir = tu_tmpdir("heads-builtin");
+    cr_assert_not_null(dir);
+    char ckpt[400], text[400], rep[400], cmd[2048], path[600], *out;
+    size_t N = SYNTH_DEFAULT_BYTES, at = 900000, n = 4000;
+    char *corpus = malloc(N);
+    cr_assert_not_null(corpus);
+    synth_generate(corpus, N, CORPUS_BUILTIN_SEED);
+    snprintf(ckpt, sizeof ckpt, "%s/tiny.ckpt", dir);
+    snprintf(text, sizeof text, "%s/piece.txt", dir);
+    snprintf(rep, sizeof rep, "%s/report", dir);
+    save_tiny_for(ckpt, (const unsigned char *)corpus + at, n);
+    for (int edited = 0; edited < 2; edited++) {
+        /* An edited copy (one letter changed) is no longer the built-in corpus. */
+        if (edited)
+            corpus[at + n / 2] = corpus[at + n / 2] == 'e' ? 'a' : 'e';
+        cr_assert_eq(tu_write_file(text, corpus + at, n), 0);
+        snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --report %s --windows 4 -j 1",
+                 tu_bin(), ckpt, text, rep);
+        int rc = tu_run(cmd, &out);
+        cr_assert_eq(rc, 0, "infer --heads failed (%d):\n%s", rc, out);
+        const char *planted = "the built-in corpus from byte 900000";
+        if (edited)
+            cr_assert_null(strstr(out, planted), "%s", out);
+        else
+            cr_assert_not_null(strstr(out, planted), "%s", out);
+        free(out);
+        snprintf(path, sizeof path, "%s/summary.json", rep);
+        assert_starts(path, "{", edited ? "\"builtin_corpus\":false" : "\"builtin_corpus\":true");
+        if (!edited) {
+            assert_starts(path, "{", "\"agreement\":{\"best_head\":\"L0H");
+            assert_starts(path, "{", "\"names\":{\"best_head\":\"L0H");
+        }
+    }
+    free(corpus);
 }
 
 Test(heads, infer_heads_refuses_a_report_path_that_is_a_file, .timeout = 30)

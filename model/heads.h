@@ -168,7 +168,8 @@ void heads_keys_bracket(int *key, const unsigned char *text, int B, int T);
 
 /* For windows text[B][T]: a copy row i (i <= T - 2) is one whose last
  * HEADS_COPY_CONTEXT bytes occurred earlier in the window, ending at j <= i - 3,
- * and for the last such j, text[j + 1] == text[i + 1]: key[b][i] = j + 1. Its
+ * and for the last such j, text[j + 1] == text[i + 1] != text[i - 1] (a byte
+ * equal to the one before i is a previous-token head's): key[b][i] = j + 1. Its
  * first[b][i] is the row f where those context bytes followed by text[i + 1]
  * first occur in the window (the same prediction with nothing to copy from);
  * -1 elsewhere in both. */

@@ -81,7 +81,9 @@ void heads_keys_copy(int *key, int *first, const unsigned char *text, int B, int
             int j = i - 3;
             while (j >= K - 1 && !same_bytes(x, i, j, K))
                 j--;
-            if (j < K - 1 || x[j + 1] != x[i + 1])
+            /* The byte must be the one copied, and not the byte before i: a
+             * previous-token head predicts that one (period-2 text). */
+            if (j < K - 1 || x[j + 1] != x[i + 1] || x[i + 1] == x[i - 1])
                 continue;
             kb[i] = j + 1;
             /* The first occurrence of the K context bytes and the predicted one. */

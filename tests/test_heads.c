@@ -362,14 +362,22 @@ Test(heads, copy_keys_need_three_shared_bytes_and_the_same_next_byte)
     keys_of(HEADS_REL_COPY, t, k3, f3);
     cr_assert_eq(k3[13], 9, "after the most recent 'abc' (ending at 8)");
     cr_assert_eq(f3[13], 3, "its first occurrence ends at 3");
-    /* A period-2 string: a match 2 back would make the key i - 1 (a previous-token
-     * key), so only matches 4 or more back count. */
+    /* A period-2 string: every next byte is the byte before the query, which a
+     * previous-token head predicts, so none is a copy row. */
     const char *u = "babababa";
     int k4[8], f4[8];
     keys_of(HEADS_REL_COPY, u, k4, f4);
-    cr_assert_eq(k4[6], 3, "\"bab\" ending at 6 last ended at 2 (4 is too close)");
-    cr_assert_eq(f4[6], 2, "\"baba\" first ends at 3: its row is 2");
-    cr_assert_eq(k4[5], -1, "\"aba\" ending at 5: its only earlier match ends at 3");
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(k4[i], -1, "key[%d] = %d", i, k4[i]);
+    /* The same with a third letter: "abcXabcY" style rows still count. */
+    const char *v = "bacbacbac";
+    int k5[9], f5[9];
+    keys_of(HEADS_REL_COPY, v, k5, f5);
+    cr_assert_eq(k5[5], 3, "\"bac\" ending at 5 ended at 2, followed by 'b' both times");
+    cr_assert_eq(f5[5], 2);
+    cr_assert_eq(k5[6], 4, "\"acb\" ending at 6 ended at 3");
+    cr_assert_eq(k5[7], 5, "\"cba\" ending at 7: the last earlier one ends at 4");
+    cr_assert_eq(f5[7], 4);
 }
 
 Test(heads, relation_attention_uniform_and_loss_on_hand_built_heads)

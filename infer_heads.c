@@ -137,7 +137,8 @@ static void measure_relations(Analysis *an, Activations *a, const uint8_t *ids,
     int T = an->T;
     HeadSums *sums = xcalloc((size_t)an->n, sizeof *sums);
     HeadStats *st = xcalloc((size_t)an->n, sizeof *st);
-    int *in = xcalloc((size_t)an->Bcap * T, sizeof(int)), *tg = xcalloc((size_t)an->Bcap * T, sizeof(int));
+    int *in = xcalloc((size_t)an->Bcap * T, sizeof(int));
+    int *tg = xcalloc((size_t)an->Bcap * T, sizeof(int));
     unsigned char *text = xcalloc((size_t)an->Bcap * T, 1);
     PassOptions po = {.head_on = head_on};
     size_t next = 0;

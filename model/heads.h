@@ -9,8 +9,8 @@
  * the relations (keys, attention on them, the probe alphabet; implemented in
  * heads_relations.c). docs/heads.md gives every formula with its source.
  * Choosing windows, reading files, printing and writing reports are left to the
- * caller (infer_heads.c, report.c). Nothing here prints or exits; every sum runs in a fixed order, so
- * results do not depend on the thread count. */
+ * caller (infer_heads.c, report.c). Nothing here prints or exits; every sum
+ * runs in a fixed order, so results do not depend on the thread count. */
 #ifndef HEADCOUNT_HEADS_H
 #define HEADCOUNT_HEADS_H
 

@@ -694,7 +694,8 @@ Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 
     cr_assert_not_null(log);
     log[len] = '\0';
     int lines = 0;
-    for (char *p = strstr(log, "{\"type\":\"heads\""); p; p = strstr(p + 1, "{\"type\":\"heads\"")) {
+    const char *tag = "{\"type\":\"heads\"";
+    for (char *p = strstr(log, tag); p; p = strstr(p + 1, tag)) {
         char *end = strchr(p, '\n');
         cr_assert_not_null(end);
         *end = '\0';

@@ -344,7 +344,8 @@ static void check_sound(const char *line, size_t len, void *ctx)
         if (classes_of(wi, w.len[i]) != 0)
             continue;
         cr_assert(is_sound(wi, w.len[i]), "not a sound: %.*s", (int)len, line);
-        cr_assert(w.len[i] >= 2 * SYNTH_SOUND_MIN_REPEATS && w.len[i] <= 2 * SYNTH_SOUND_MAX_REPEATS,
+        cr_assert(w.len[i] >= 2 * SYNTH_SOUND_MIN_REPEATS &&
+                  w.len[i] <= 2 * SYNTH_SOUND_MAX_REPEATS,
                   "sound of %zu letters: %.*s", w.len[i], (int)len, line);
         sc->sounds++;
         sc->syllables[wi[0] - 'a'][wi[1] - 'a']++;

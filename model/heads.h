@@ -195,7 +195,7 @@ void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const Relation
  *    row i, byte text[i + 1]) in windows text[nwin][T];
  * 2. fewer than HEADS_PROBE_MIN_ALPHABET: every letter in those windows;
  * 3. still fewer: every byte in them but '\n';
- * 4. still fewer: every token but '\n'.
+ * 4. still fewer: every token but '\n' (the newline too when it is the only one).
  * Bytes outside the vocabulary (id[byte] < 0) are never used. */
 int heads_probe_alphabet(int *alpha, int *rule, const unsigned char *text,
                          const int *copy_key, int nwin, int T, const unsigned char *vocab,

@@ -185,7 +185,7 @@ int heads_probe_alphabet(int *alpha, int *rule, const unsigned char *text,
         *rule = 4;
         n = 0;
         for (int v = 0; v < V; v++)
-            if (vocab[v] != '\n')
+            if (vocab[v] != '\n' || V == 1)
                 alpha[n++] = v;
     }
     return n;

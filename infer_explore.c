@@ -24,8 +24,9 @@ static void *xcalloc(size_t n, size_t size)
 /* Row statistics and JSD over the one text window, with its attention kept in
  * att[n][T][T]; the probe scores over HEADS_PROBES probes, one at a time. */
 static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_share,
-                        const Model *m, Activations *a, const int *in, const Tokenizer *tok,
-                        int T, uint64_t seed, const unsigned char *head_on)
+                        const Model *m, Activations *a, const int *in,
+                        const unsigned char *bytes, const Tokenizer *tok, int T, uint64_t seed,
+                        const unsigned char *head_on)
 {
     char err[512];
     int L = m->cfg.L, H = m->cfg.H, n = L * H;
@@ -49,12 +50,21 @@ static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_sh
     for (size_t i = 0; i < (size_t)n * n; i++)
         jsd[i] = sums[0].rows > 0 ? jsd[i] / sums[0].rows : 0.0;
 
-    int P = m->cfg.T / 2 < m->cfg.V ? m->cfg.T / 2 : m->cfg.V;
-    int *probe = xcalloc((size_t)2 * P, sizeof(int));
+    /* The probes draw from the same alphabet as --heads (heads_probe_alphabet):
+     * letters this text shows being copied first, never the newline. */
+    int *copy_key = xcalloc((size_t)T, sizeof(int)), *copy_first = xcalloc((size_t)T, sizeof(int));
+    heads_keys_copy(copy_key, copy_first, bytes, 1, T);
+    int alpha[256], rule;
+    int na = heads_probe_alphabet(alpha, &rule, bytes, copy_key, 1, T, tok->vocab, tok->id,
+                                  tok->V);
+    free(copy_key);
+    free(copy_first);
+    int P = m->cfg.T / 2 < na ? m->cfg.T / 2 : na;
+    int *probe = xcalloc((size_t)2 * (P > 0 ? P : 1), sizeof(int));
     Rng rng;
     rng_init(&rng, rng_hash(seed, RNG_STREAM_HEADS, 1), RNG_STREAM_HEADS);
     for (int p = 0; p < HEADS_PROBES && P >= 1; p++) {
-        heads_probe_build(probe, m->cfg.T, m->cfg.V, &rng);
+        heads_probe_build(probe, m->cfg.T, alpha, na, &rng);
         gpt_forward(m, a, probe, NULL, 1, 2 * P, &po);
         heads_add_probe(sums, a, 1, P);
     }
@@ -118,7 +128,7 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     float *att = xcalloc((size_t)n * T * T, sizeof(float));
     Explore e = {.ckpt = o->ckpt, .source = source, .cfg = m->cfg, .T = T, .text = text,
                  .text_bytes = nbytes, .att = att, .st = st, .loss = NAN};
-    score_heads(st, jsd, att, &e.delim_share, m, &a, in, tok, T, o->seed, o->head_on);
+    score_heads(st, jsd, att, &e.delim_share, m, &a, in, text, tok, T, o->seed, o->head_on);
     e.scored_rows = T - heads_skip(T);
     if (nids >= 2)
         e.loss = score_importance(st, m, &a, in, nids, o->head_on);

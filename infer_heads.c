@@ -10,12 +10,16 @@
 
 #include "cli.h"
 #include "data/corpus.h"
+#include "data/synth.h"
 #include "infer.h"
 #include "model/heads.h"
 #include "report.h"
 
 /* Windows per run when --windows is not given (fewer if the file is short). */
 #define DEFAULT_WINDOWS 64
+/* The relation pass reads at most this many consecutive windows (262,144 tokens
+ * at T = 64): relations are rare, so it reads the whole of a typical file. */
+#define HEADS_REL_WINDOWS 4096
 /* Activation memory for one batch is kept under this many attention floats. */
 #define MAX_ATT_FLOATS ((size_t)64 << 20)
 
@@ -25,6 +29,17 @@ typedef struct {
     size_t *start;              /* [nwin] first token of each window */
     int *in, *tg, *match;       /* [nwin][T] */
     unsigned char *delim;       /* [nwin][T] */
+    unsigned char *bytes;       /* [nwin][T] the input bytes */
+    int *key[HEADS_REL_COUNT];  /* [Bcap][T] each relation's key, -1: none */
+    int *first[HEADS_REL_COUNT];/* [Bcap][T] copy, names: first occurrence row, -1: none */
+    int builtin;                /* the file is a piece of the built-in corpus */
+    size_t builtin_at;          /* where it starts there */
+    SynthRelation *planted;     /* its agreement and name relations, in file positions */
+    size_t nplanted;
+    int rel_windows;            /* consecutive windows of the relation pass */
+    RelationSums rsums[HEADS_REL_COUNT];
+    HeadsRelation rel[HEADS_REL_COUNT];
+    const char *probe_rule;     /* which rule of heads_probe_alphabet chose the tokens */
     int *probe;                 /* [HEADS_PROBES][2P] */
     HeadStats *st;              /* [n] */
     double *jsd;                /* [n][n] */
@@ -45,6 +60,115 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
+/* heads_probe_alphabet's rules, as printed. */
+static const char *const PROBE_RULES[] = {
+    "", "letters predicted by copy rows", "letters of the text", "bytes of the text but newline",
+    "tokens but newline",
+};
+
+/* Whether the file is a piece of the built-in corpus (its bytes occur in the
+ * SYNTH_DEFAULT_BYTES that ./train generates, as --dump-val's output does); if
+ * so, keeps the planted agreement and name relations that lie inside it, moved
+ * to file positions, in order of query. */
+static void find_builtin(Analysis *an, const uint8_t *ids, size_t n, const Tokenizer *tok)
+{
+    size_t N = SYNTH_DEFAULT_BYTES;
+    if (n > N)
+        return;
+    unsigned char *file = xcalloc(n, 1);
+    for (size_t i = 0; i < n; i++)
+        file[i] = tok->vocab[ids[i]];
+    char *corpus = xcalloc(N, 1);
+    size_t total = synth_generate_relations(corpus, N, CORPUS_BUILTIN_SEED, NULL, 0);
+    size_t at = 0;
+    int found = 0;
+    for (; !found && at + n <= N; at += !found)
+        found = (unsigned char)corpus[at] == file[0] && memcmp(corpus + at, file, n) == 0;
+    if (found) {
+        SynthRelation *rel = xcalloc(total, sizeof *rel);
+        synth_generate_relations(corpus, N, CORPUS_BUILTIN_SEED, rel, total);
+        an->builtin = 1;
+        an->builtin_at = at;
+        an->planted = xcalloc(total, sizeof *rel);
+        for (size_t r = 0; r < total; r++)
+            if (rel[r].kind != SYNTH_REL_BRACKET && rel[r].key >= at && rel[r].query + 1 < at + n) {
+                an->planted[an->nplanted] = rel[r];
+                an->planted[an->nplanted].key -= at;
+                an->planted[an->nplanted].query -= at;
+                an->nplanted++;
+            }
+        free(rel);
+    }
+    free(corpus);
+    free(file);
+}
+
+/* The keys of the planted relations for windows w0.. of the relation pass,
+ * each window starting at w * T; a name's first occurrence row is key - 1 (the
+ * same letter before the same next letter) when it is in the window. */
+static void planted_keys(Analysis *an, int w0, int B, size_t *next)
+{
+    size_t NT = (size_t)B * an->T;
+    for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++)
+        for (size_t i = 0; i < NT; i++)
+            an->key[q][i] = an->first[q][i] = -1;
+    size_t lo = (size_t)w0 * an->T, hi = lo + NT;
+    while (*next < an->nplanted && an->planted[*next].query < lo)
+        (*next)++;
+    for (size_t r = *next; r < an->nplanted && an->planted[r].query < hi; r++) {
+        const SynthRelation *p = &an->planted[r];
+        size_t s = p->query / (size_t)an->T * (size_t)an->T;   /* its window's start */
+        if (p->key < s)
+            continue;
+        int q = p->kind == SYNTH_REL_AGREE ? HEADS_REL_AGREE : HEADS_REL_NAMES;
+        size_t i = p->query - lo;
+        an->key[q][i] = (int)(p->key - s);
+        if (q == HEADS_REL_NAMES && p->key > s)
+            an->first[q][i] = (int)(p->key - 1 - s);
+    }
+}
+
+/* The relation pass: consecutive windows of T tokens from the start of the file
+ * (at most HEADS_REL_WINDOWS), every relation's keys, and the attention and
+ * loss sums; fills an->rel and every head's rel[]. */
+static void measure_relations(Analysis *an, Activations *a, const uint8_t *ids,
+                              const Tokenizer *tok, const unsigned char *head_on)
+{
+    int T = an->T;
+    HeadSums *sums = xcalloc((size_t)an->n, sizeof *sums);
+    HeadStats *st = xcalloc((size_t)an->n, sizeof *st);
+    int *in = xcalloc((size_t)an->Bcap * T, sizeof(int));
+    int *tg = xcalloc((size_t)an->Bcap * T, sizeof(int));
+    unsigned char *text = xcalloc((size_t)an->Bcap * T, 1);
+    PassOptions po = {.head_on = head_on};
+    size_t next = 0;
+    for (int w0 = 0; w0 < an->rel_windows; w0 += an->Bcap) {
+        int B = an->rel_windows - w0 < an->Bcap ? an->rel_windows - w0 : an->Bcap;
+        for (size_t i = 0; i < (size_t)B * T; i++) {
+            size_t pos = (size_t)w0 * T + i;
+            in[i] = ids[pos];
+            tg[i] = ids[pos + 1];
+            text[i] = tok->vocab[ids[pos]];
+        }
+        gpt_forward(an->m, a, in, tg, B, T, &po);
+        heads_keys_prev(an->key[HEADS_REL_PREV], B, T);
+        heads_keys_bracket(an->key[HEADS_REL_BRACKET], text, B, T);
+        heads_keys_copy(an->key[HEADS_REL_COPY], an->first[HEADS_REL_COPY], text, B, T);
+        planted_keys(an, w0, B, &next);
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            heads_add_relation(sums, &an->rsums[q], q, a, an->key[q], an->first[q], a->losses,
+                               B, T);
+    }
+    heads_finish(st, sums, an->n);
+    for (int k = 0; k < an->n; k++)
+        memcpy(an->st[k].rel, st[k].rel, sizeof st[k].rel);
+    free(sums);
+    free(st);
+    free(in);
+    free(tg);
+    free(text);
+}
+
 /* Window k starts uniformly at random inside the k-th of nwin equal strata of
  * the possible starts: evenly spread over the file, deterministic in the seed. */
 static void choose_windows(Analysis *an, const uint8_t *ids, size_t nids,
@@ -62,9 +186,13 @@ static void choose_windows(Analysis *an, const uint8_t *ids, size_t nids,
             an->in[i] = ids[s + t];
             an->tg[i] = ids[s + t + 1];
             an->delim[i] = (unsigned char)heads_is_delim(tok->vocab[ids[s + t]]);
+            an->bytes[i] = tok->vocab[ids[s + t]];
         }
     }
     heads_repeat_targets(an->match, an->in, an->nwin, an->T);
+    size_t NT = (size_t)an->nwin * an->T;
+    int *copy_key = xcalloc(NT, sizeof(int)), *copy_first = xcalloc(NT, sizeof(int));
+    heads_keys_copy(copy_key, copy_first, an->bytes, an->nwin, an->T);
     double share = 0.0, rows = 0.0;
     for (int k = 0; k < an->nwin; k++) {
         double r;
@@ -73,10 +201,17 @@ static void choose_windows(Analysis *an, const uint8_t *ids, size_t nids,
     }
     an->delim_share = share / rows;
     /* The probes get their own generator, so they do not change with --windows. */
+    int alpha[256], rule;
+    int na = heads_probe_alphabet(alpha, &rule, an->bytes, copy_key, an->nwin, an->T,
+                                  tok->vocab, tok->id, tok->V);
+    free(copy_key);
+    free(copy_first);
+    an->probe_rule = PROBE_RULES[rule];
     Rng prng;
     rng_init(&prng, rng_hash(seed, RNG_STREAM_HEADS, 1), RNG_STREAM_HEADS);
+    an->P = an->T / 2 < na ? an->T / 2 : na;
     for (int p = 0; p < HEADS_PROBES; p++)
-        heads_probe_build(an->probe + (size_t)p * 2 * an->P, an->T, an->m->cfg.V, &prng);
+        heads_probe_build(an->probe + (size_t)p * 2 * an->P, an->T, alpha, na, &prng);
 }
 
 /* Copies every head's attention for batch row 0 into dst[n][T][T]. */
@@ -173,6 +308,8 @@ static void measure_redundancy(Analysis *an)
     }
     for (int q = 0; q < an->n; q++)
         an->st[q].type = heads_classify(&an->st[q], an->delim_share);
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        heads_relation_finish(&an->rel[q], an->st, &an->rsums[q], q, an->n);
     free(idx);
 }
 
@@ -250,7 +387,7 @@ static void print_table(const Analysis *an, const HeadsSummary *s)
                100.0 * h->delta_loss / an->base_loss, h->grad, near);
     }
     printf("\nsorted by dloss (loss increase when the head alone is silenced); ind/dup on "
-           "%d probes of 2x%d random tokens\n", HEADS_PROBES, an->P);
+           "%d probes of 2x%d random tokens (%s)\n", HEADS_PROBES, an->P, an->probe_rule);
     printf("base loss %.4f over %d windows x %d tokens; %d heads, %d active\n", an->base_loss,
            an->nwin, an->T, an->n, s->active);
     printf("types:");
@@ -271,6 +408,46 @@ static void print_table(const Analysis *an, const HeadsSummary *s)
     free(idx);
 }
 
+/* "L1H3", or "-" when the relation had no rows. */
+static const char *rel_head(char buf[32], int k, int H)
+{
+    if (k < 0)
+        snprintf(buf, 32, "-");
+    else
+        snprintf(buf, 32, "L%dH%d", k / H, k % H);
+    return buf;
+}
+
+static void print_relations(const Analysis *an)
+{
+    char name[32];
+    printf("\nrelations (docs/heads.md): the best head's mean attention on the key, a uniform "
+           "head's, and the loss on the bytes the relation predicts\n"
+           "  relation        best    attention  uniform  loss    rows\n");
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        const HeadsRelation *r = &an->rel[q];
+        if (q >= HEADS_REL_TEXT && !an->builtin)
+            continue;
+        printf("  %-15s %-7s %9.3f  %7.3f  %6.3f  %6.0f", heads_rel_names[q],
+               rel_head(name, r->best, an->H), r->attention, r->uniform, r->loss, r->rows);
+        if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
+            printf("  loss ratio %.3f (%.3f vs %.3f nats at the first occurrence, %.0f pairs)",
+                   r->loss_ratio, r->pairs > 0 ? r->loss_ratio * r->first_loss : 0.0,
+                   r->first_loss, r->pairs);
+        printf("\n");
+    }
+    if (an->builtin)
+        printf("  (the file is the built-in corpus from byte %zu: agreement and names are its "
+               "planted relations)\n", an->builtin_at);
+    int best = -1;
+    for (int k = 0; k < an->n; k++)
+        if (!an->st[k].masked && (best < 0 || an->st[k].induction > an->st[best].induction))
+            best = k;
+    printf("induction: probe %.3f (head %s; %d probes of 2x%d %s) | behavioural copy: loss "
+           "ratio %.3f\n", best >= 0 ? an->st[best].induction : 0.0, rel_head(name, best, an->H),
+           HEADS_PROBES, an->P, an->probe_rule, an->rel[HEADS_REL_COPY].loss_ratio);
+}
+
 static void write_report(const InferOptions *o, const Analysis *an, const HeadsSummary *s)
 {
     char err[1500];
@@ -281,7 +458,8 @@ static void write_report(const InferOptions *o, const Analysis *an, const HeadsS
         .effective = an->effective, .base_loss = an->base_loss, .delim_share = an->delim_share,
         .att_text = an->att_text, .text = an->text, .att_probe = an->att_probe,
         .probe = an->probe_text, .prune_order = an->prune_order, .prune_loss = an->prune_loss,
-        .nprune = an->nprune,
+        .nprune = an->nprune, .rel = an->rel, .builtin = an->builtin,
+        .rel_windows = an->rel_windows, .probe_rule = an->probe_rule,
     };
     if (report_write(o->report, &r, err, sizeof err))
         cli_fail("--report: %s", err);
@@ -293,7 +471,11 @@ static void analysis_free(Analysis *an)
     free(an->start); free(an->in); free(an->tg); free(an->match); free(an->delim);
     free(an->probe); free(an->st); free(an->jsd); free(an->layer_eff);
     free(an->att_text); free(an->att_probe); free(an->text); free(an->probe_text);
-    free(an->prune_order); free(an->prune_loss);
+    free(an->prune_order); free(an->prune_loss); free(an->bytes); free(an->planted);
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        free(an->key[q]);
+        free(an->first[q]);
+    }
 }
 
 /* Reads and encodes FILE, sizes the analysis and allocates its buffers. */
@@ -329,6 +511,13 @@ static uint8_t *prepare(Analysis *an, const InferOptions *o, const Model *m,
     an->tg = xcalloc(NT, sizeof(int));
     an->match = xcalloc(NT, sizeof(int));
     an->delim = xcalloc(NT, 1);
+    an->bytes = xcalloc(NT, 1);
+    size_t fitting = (*nids - 1) / (size_t)an->T;
+    an->rel_windows = fitting < HEADS_REL_WINDOWS ? (int)fitting : HEADS_REL_WINDOWS;
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        an->key[q] = xcalloc((size_t)an->Bcap * an->T, sizeof(int));
+        an->first[q] = xcalloc((size_t)an->Bcap * an->T, sizeof(int));
+    }
     an->probe = xcalloc((size_t)HEADS_PROBES * 2 * P, sizeof(int));
     an->st = xcalloc((size_t)an->n, sizeof(HeadStats));
     an->jsd = xcalloc((size_t)an->n * an->n, sizeof(double));
@@ -349,6 +538,7 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
         cli_fail("--report: %s", err);
     uint8_t *ids = prepare(&an, o, m, tok, &nids);
     choose_windows(&an, ids, nids, tok, o->seed);
+    find_builtin(&an, ids, nids, tok);
     for (int t = 0; t < an.T; t++)
         an.text[t] = tok->vocab[an.in[t]];
     for (int t = 0; t < 2 * an.P; t++)
@@ -361,11 +551,13 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
     if (acts_init(&a, &m->cfg, an.Bcap, an.T, 0, err, sizeof err))
         cli_fail("%s", err);
     measure_attention(&an, &a, o->head_on);
+    measure_relations(&an, &a, ids, tok, o->head_on);
     measure_importance(&an, &a, o->head_on);
     measure_redundancy(&an);
     HeadsSummary s;
     heads_summarise(&s, an.st, an.jsd, an.L, an.H, an.base_loss);
     print_table(&an, &s);
+    print_relations(&an);
     if (o->prune_curve)
         prune_curve(&an, &a);
     if (o->report)

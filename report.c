@@ -34,11 +34,16 @@ static const Field FIELDS[] = {
     {"grad_window", offsetof(HeadStats, grad_window)},
     {"jsd_layer", offsetof(HeadStats, jsd_layer)},
     {"jsd_nearest", offsetof(HeadStats, jsd_nearest)},
+    {"bracket", offsetof(HeadStats, rel[HEADS_REL_BRACKET])},
+    {"copy", offsetof(HeadStats, rel[HEADS_REL_COPY])},
+    {"agreement", offsetof(HeadStats, rel[HEADS_REL_AGREE])},
+    {"names", offsetof(HeadStats, rel[HEADS_REL_NAMES])},
 };
 #define NFIELDS (sizeof FIELDS / sizeof FIELDS[0])
 
 static const char *const TYPE_COLOURS[HEAD_TYPES] = {
-    "#d62728", "#1f77b4", "#7f7f7f", "#9467bd", "#2ca02c", "#ff7f0e", "#8c564b", "#bbbbbb",
+    "#d62728", "#e377c2", "#1f77b4", "#17becf", "#7f7f7f", "#9467bd", "#2ca02c", "#ff7f0e",
+    "#8c564b", "#bbbbbb",
 };
 
 static double field(const HeadStats *s, const Field *f)
@@ -203,6 +208,50 @@ static int write_heads_json(const char *dir, const HeadsReport *r, char *err, si
     return out_close(&o, err, errlen);
 }
 
+/* "L1H3" for head k, "" when there is none. */
+static const char *rel_label(char buf[32], int k, int H)
+{
+    if (k < 0)
+        buf[0] = '\0';
+    else
+        snprintf(buf, 32, "L%dH%d", k / H, k % H);
+    return buf;
+}
+
+/* summary.json's "relations" object (docs/heads.md, "Output files"). */
+static void write_relations_json(FILE *f, const HeadsReport *r)
+{
+    char name[32];
+    fprintf(f, ",\"relation_windows\":%d,\"builtin_corpus\":%s,\"probe_tokens\":\"%s\","
+            "\"relations\":{", r->rel_windows, r->builtin ? "true" : "false", r->probe_rule);
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        const HeadsRelation *x = &r->rel[q];
+        if (q >= HEADS_REL_TEXT && !r->builtin)
+            continue;
+        fprintf(f, "%s\"%s\":{\"best_head\":", q ? "," : "", heads_rel_names[q]);
+        if (x->best >= 0)
+            fprintf(f, "\"%s\"", rel_label(name, x->best, r->cfg.H));
+        else
+            fprintf(f, "null");
+        fprintf(f, ",\"attention\":");
+        jnum(f, x->attention);
+        fprintf(f, ",\"uniform\":");
+        jnum(f, x->uniform);
+        fprintf(f, ",\"loss\":");
+        jnum(f, x->loss);
+        fprintf(f, ",\"rows\":%.0f", x->rows);
+        if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES) {
+            fprintf(f, ",\"loss_ratio\":");
+            jnum(f, x->loss_ratio);
+            fprintf(f, ",\"first_loss\":");
+            jnum(f, x->first_loss);
+            fprintf(f, ",\"pairs\":%.0f", x->pairs);
+        }
+        fputc('}', f);
+    }
+    fputc('}', f);
+}
+
 static int write_summary(const char *dir, const HeadsReport *r, char *err, size_t errlen)
 {
     Out o;
@@ -236,7 +285,31 @@ static int write_summary(const char *dir, const HeadsReport *r, char *err, size_
     jnum(f, s->jsd_between);
     fprintf(f, ",\"delimiter_share\":");
     jnum(f, r->delim_share);
+    if (r->rel)
+        write_relations_json(f, r);
     fprintf(f, "}\n");
+    return out_close(&o, err, errlen);
+}
+
+/* relations.csv: one row per relation measured. */
+static int write_relations_csv(const char *dir, const HeadsReport *r, char *err, size_t errlen)
+{
+    Out o;
+    if (out_open(&o, dir, "relations.csv", err, errlen))
+        return -1;
+    char name[32];
+    fprintf(o.f, "relation,best_head,attention,uniform,loss,rows,loss_ratio,first_loss,pairs\n");
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        const HeadsRelation *x = &r->rel[q];
+        if (q >= HEADS_REL_TEXT && !r->builtin)
+            continue;
+        fprintf(o.f, "%s,%s,%.6g,%.6g,%.6g,%.0f,", heads_rel_names[q],
+                rel_label(name, x->best, r->cfg.H), x->attention, x->uniform, x->loss, x->rows);
+        if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
+            fprintf(o.f, "%.6g,%.6g,%.0f\n", x->loss_ratio, x->first_loss, x->pairs);
+        else
+            fprintf(o.f, ",,\n");
+    }
     return out_close(&o, err, errlen);
 }
 
@@ -638,6 +711,37 @@ static void html_prune(FILE *f, const HeadsReport *r)
     fprintf(f, "\n</svg>\n");
 }
 
+/* The relation table: best head, its attention against a uniform head's, loss. */
+static void html_relations(FILE *f, const HeadsReport *r)
+{
+    if (!r->rel)
+        return;
+    char name[32];
+    fprintf(f, "<h2>Relations</h2>\n<table><tr><th>relation</th><th>best head</th>"
+            "<th>attention</th><th>uniform</th><th>loss</th><th>rows</th><th>loss ratio</th>"
+            "</tr>\n");
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        const HeadsRelation *x = &r->rel[q];
+        if (q >= HEADS_REL_TEXT && !r->builtin)
+            continue;
+        fprintf(f, "<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%.3f</td><td>%.3f</td>"
+                "<td>%.0f</td>", heads_rel_names[q], x->best >= 0 ?
+                rel_label(name, x->best, r->cfg.H) : "-", x->attention, x->uniform, x->loss,
+                x->rows);
+        if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
+            fprintf(f, "<td>%.3f</td></tr>\n", x->loss_ratio);
+        else
+            fprintf(f, "<td></td></tr>\n");
+    }
+    fprintf(f, "</table>\n<p class=\"note\">Measured on %d consecutive windows%s. attention: "
+            "the best head's mean weight on the key the relation names; uniform: what a head "
+            "spreading its weight evenly scores there; loss: nats on the bytes the relation "
+            "predicts; loss ratio: loss on copy rows over the loss on the same bytes at their "
+            "first occurrence. Probe tokens: %s. Definitions: docs/heads.md.</p>\n",
+            r->rel_windows, r->builtin ? " of the built-in corpus (agreement and names are its "
+            "planted relations)" : "", r->probe_rule);
+}
+
 static int write_index(const char *dir, const HeadsReport *r, char *err, size_t errlen)
 {
     Out o;
@@ -648,6 +752,7 @@ static int write_index(const char *dir, const HeadsReport *r, char *err, size_t 
     html_importance(o.f, r);
     html_divergence(o.f, r);
     html_prune(o.f, r);
+    html_relations(o.f, r);
     html_table(o.f, r);
     html_grid(o.f, r, 1);
     fprintf(o.f, "</body></html>\n");
@@ -661,6 +766,8 @@ int report_write(const char *dir, const HeadsReport *r, char *err, size_t errlen
         write_heatmaps(dir, r, err, errlen) || write_index(dir, r, err, errlen))
         return -1;
     if (r->prune_order && write_prune(dir, r, err, errlen))
+        return -1;
+    if (r->rel && write_relations_csv(dir, r, err, errlen))
         return -1;
     return 0;
 }

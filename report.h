@@ -1,6 +1,7 @@
 /* report: writes the files of `./infer --heads FILE --report DIR`: heads.csv
  * and heads.json (one record per head, every metric), summary.json (the
- * model-level numbers the ablation scripts read), one SVG heatmap per head for
+ * model-level numbers the ablation scripts read, and the relations),
+ * relations.csv, one SVG heatmap per head for
  * a text window and for a probe, prune.csv (with --prune-curve) and index.html,
  * a self-contained page tying them together. Program-side: it writes files but
  * never prints or exits; errors come back as -1 with a message naming the
@@ -33,6 +34,11 @@ typedef struct {
     const int *prune_order;     /* NULL when not computed */
     const double *prune_loss;   /* [nprune + 1] */
     int nprune;
+    /* relations (docs/heads.md, "Relations"): rel[HEADS_REL_COUNT], the last two
+     * only when builtin is set; measured on rel_windows consecutive windows */
+    const HeadsRelation *rel;
+    int builtin, rel_windows;
+    const char *probe_rule;     /* which bytes the probes were drawn from */
 } HeadsReport;
 
 /* Creates dir and dir/heatmaps if missing (dir's parent must exist); called

@@ -225,9 +225,12 @@ static void progress(Run *r, long done, double loss, float lr, double step_s, do
 static void log_heads(Run *r, long done)
 {
     const Config *c = &r->model.cfg;
-    char err[300];
+    char err[300], name[32];
+    HeadsRelation rel[HEADS_REL_TEXT];
     if (heads_quick(r->head_metrics, &r->acts, r->inputs, (int)r->o.batch, c->T, err,
-                    sizeof err)) {
+                    sizeof err) ||
+        heads_quick_relations(rel, &r->acts, r->inputs, r->corpus.tok.vocab, (int)r->o.batch,
+                              c->T, err, sizeof err)) {
         fprintf(stderr, "train: warning: head metrics skipped at step %ld: %s\n", done, err);
         return;
     }
@@ -240,7 +243,17 @@ static void log_heads(Run *r, long done)
                 run_log(r, ",\"%s\":%.5f", heads_quick_names[k], m[k]);
             run_log(r, "}");
         }
-    run_log(r, "]}\n");
+    /* The relations of this batch (previous-token, bracket, copy): the best head's
+     * attention on the relation's key, and a uniform head's; null when the batch
+     * has no row of that relation. */
+    run_log(r, "],\"relations\":{");
+    for (int q = 0; q < HEADS_REL_TEXT; q++) {
+        snprintf(name, sizeof name, "\"L%dH%d\"", rel[q].best / c->H, rel[q].best % c->H);
+        run_log(r, "%s\"%s\":{\"best_head\":%s,\"attention\":%.5f,\"uniform\":%.5f}",
+                q ? "," : "", heads_rel_names[q], rel[q].best < 0 ? "null" : name,
+                rel[q].attention, rel[q].uniform);
+    }
+    run_log(r, "}}\n");
 }
 
 /* A non-finite loss or gradient norm ends the run before the update touches the

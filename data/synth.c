@@ -572,9 +572,63 @@ static void gen_copy(Line *l, Rng *r)
     copy_repeat(l, r, &a, &b);
 }
 
+/* A sound made of one random consonant-vowel syllable said 4-10 times
+ * (SYNTH_SOUND_*: "babababa", "tititititi"): past its first two letters every
+ * byte is the one two places back, the byte before the one being read, so a
+ * previous-token head predicts it and nothing else in the line does. */
+static void put_sound(Line *l, Rng *r, int quoted)
+{
+    static const char consonants[] = "bcdfghjklmnprstvwz";
+    static const char vowels[] = "aeiou";
+    char s[2 * SYNTH_SOUND_MAX_REPEATS + 1];
+    size_t n = SYNTH_SOUND_MIN_REPEATS +
+               (size_t)rng_below(r, SYNTH_SOUND_MAX_REPEATS - SYNTH_SOUND_MIN_REPEATS + 1);
+    s[0] = consonants[rng_below(r, 18)];
+    s[1] = vowels[rng_below(r, 5)];
+    for (size_t i = 2; i < 2 * n; i++)
+        s[i] = s[i - 2];
+    s[2 * n] = '\0';
+    if (quoted) {
+        size_t q = line_open(l, '"');
+        line_word(l, s);
+        line_close(l, '"', q);
+    } else {
+        line_word(l, s);
+    }
+}
+
+/* Past-tense verbs of the lexicon that can take a sound. */
+static const char *const SOUND_VERBS[] = {
+    "sang", "said", "cried", "whispered", "shouted", "laughed",
+};
+
+/* Someone makes a sound, quoted or not, sometimes to someone or twice. */
+static void gen_sound(Line *l, Rng *r)
+{
+    put_animate(l, r);
+    line_word(l, PICK(r, SOUND_VERBS));
+    int quoted = (int)rng_below(r, 2);
+    put_sound(l, r, quoted);
+    switch (rng_below(r, 4)) {
+    case 0:
+        line_word(l, "to");
+        put_animate(l, r);
+        break;
+    case 1:
+        line_word(l, PICK(r, ADVS_END));
+        break;
+    case 2:
+        line_word(l, "and");
+        put_sound(l, r, quoted);
+        break;
+    default:
+        break;
+    }
+}
+
 /* ---- Driver ----------------------------------------------------------------- */
 
-typedef enum { KIND_PLAIN, KIND_AGREE, KIND_BRACKET, KIND_COPY } LineKind;
+typedef enum { KIND_PLAIN, KIND_AGREE, KIND_BRACKET, KIND_COPY, KIND_SOUND } LineKind;
 
 /* Draws a line kind by its share, then draws lines of that kind until one keeps
  * every limit; ends it with ".\n" and capitalises its first letter. */
@@ -583,8 +637,10 @@ static void line_generate(Line *l, Rng *r)
     uint64_t pick = rng_below(r, 100);
     LineKind kind = pick < SYNTH_PERCENT_PLAIN ? KIND_PLAIN
                   : pick < SYNTH_PERCENT_PLAIN + SYNTH_PERCENT_AGREE ? KIND_AGREE
-                  : pick < 100 - SYNTH_PERCENT_COPY ? KIND_BRACKET
-                  : KIND_COPY;
+                  : pick < SYNTH_PERCENT_PLAIN + SYNTH_PERCENT_AGREE + SYNTH_PERCENT_BRACKET
+                      ? KIND_BRACKET
+                  : pick < 100 - SYNTH_PERCENT_SOUND ? KIND_COPY
+                  : KIND_SOUND;
     size_t max_len = kind == KIND_AGREE ? SYNTH_AGREE_MAX_LINE : SYNTH_OTHER_MAX_LINE;
     do {
         line_reset(l);
@@ -594,8 +650,10 @@ static void line_generate(Line *l, Rng *r)
             gen_agree(l, r);
         else if (kind == KIND_BRACKET)
             gen_bracket(l, r);
-        else
+        else if (kind == KIND_COPY)
             gen_copy(l, r);
+        else
+            gen_sound(l, r);
         line_char(l, '.');
         line_char(l, '\n');
     } while (l->bad || l->len > max_len);

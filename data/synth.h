@@ -1,10 +1,12 @@
 /* synth: the built-in training corpus, generated rather than downloaded.
  *
  * Writes a deterministic, pure-ASCII, English-like text from a small lexicon, one
- * sentence per line, in which four relations that attention heads are known to
+ * sentence per line, in which five relations that attention heads are known to
  * learn are planted on purpose: local spelling and word order, subject-verb
  * agreement across a varying distance, brackets and quotes that must be closed,
- * and made-up names that are repeated later in the same line (copy / induction).
+ * made-up names that are repeated later in the same line (copy / induction), and
+ * sounds that repeat one random syllable ("kokoko"), in which every byte past the
+ * second is the one two back: only a previous-token head predicts them.
  * docs/corpus.md describes every line kind with examples, proportions and
  * distances. The generator can also report, for each planted relation, which
  * earlier byte a head tracking that relation should attend to; reading files,
@@ -20,11 +22,16 @@
 
 /* Share of each line kind, in percent of lines (they sum to 100). */
 enum {
-    SYNTH_PERCENT_PLAIN = 30,   /* past-tense sentences: local spelling and word order */
-    SYNTH_PERCENT_AGREE = 30,   /* present tense: the verb agrees with a distant subject */
-    SYNTH_PERCENT_BRACKET = 15, /* a ( ... ) or "..." span, sometimes one nested in the other */
-    SYNTH_PERCENT_COPY = 25     /* a made-up name introduced and repeated in the line */
+    SYNTH_PERCENT_PLAIN = 17,   /* past-tense sentences: local spelling and word order */
+    SYNTH_PERCENT_AGREE = 20,   /* present tense: the verb agrees with a distant subject */
+    SYNTH_PERCENT_BRACKET = 18, /* a ( ... ) or "..." span, sometimes one nested in the other */
+    SYNTH_PERCENT_COPY = 25,    /* a made-up name introduced and repeated in the line */
+    SYNTH_PERCENT_SOUND = 20    /* a sound: one random syllable said 4-10 times ("kokoko") */
 };
+
+/* A sound is one consonant-vowel syllable said this many times. */
+#define SYNTH_SOUND_MIN_REPEATS 4
+#define SYNTH_SOUND_MAX_REPEATS 10
 
 /* Longest line of each kind, in bytes including the '\n'. Agreement lines fit in a
  * 64-byte context whole; a repeated name starts at most SYNTH_COPY_MAX_DISTANCE

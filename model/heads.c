@@ -11,8 +11,8 @@
 #include "errbuf.h"
 
 const char *const heads_type_names[HEAD_TYPES] = {
-    "induction", "previous-token", "first-position", "delimiter", "local", "broad", "mixed",
-    "masked",
+    "induction", "copy", "previous-token", "bracket", "first-position", "delimiter", "local",
+    "broad", "mixed", "masked",
 };
 
 const char *const heads_quick_names[HEADS_QUICK_COUNT] = {
@@ -113,25 +113,19 @@ double heads_delim_share(const unsigned char *delim, int T, double *rows)
     return share;
 }
 
-int heads_probe_build(int *tokens, int T, int V, Rng *rng)
+int heads_probe_build(int *tokens, int T, const int *alpha, int n, Rng *rng)
 {
-    int P = T / 2 < V ? T / 2 : V;
-    int *pool = malloc((size_t)V * sizeof(int));
-    if (pool) {
-        /* Partial Fisher-Yates: P distinct tokens, so each has one earlier copy. */
-        for (int v = 0; v < V; v++)
-            pool[v] = v;
-        for (int k = 0; k < P; k++) {
-            int r = k + (int)rng_below(rng, (uint64_t)(V - k));
-            int t = pool[k];
-            pool[k] = pool[r];
-            pool[r] = t;
-            tokens[k] = pool[k];
-        }
-        free(pool);
-    } else {
-        for (int k = 0; k < P; k++)
-            tokens[k] = (int)rng_below(rng, (uint64_t)V);
+    int P = T / 2 < n ? T / 2 : n;
+    int pool[256];
+    /* Partial Fisher-Yates: P distinct tokens, so each has one earlier copy. */
+    for (int v = 0; v < n; v++)
+        pool[v] = alpha[v];
+    for (int k = 0; k < P; k++) {
+        int r = k + (int)rng_below(rng, (uint64_t)(n - k));
+        int t = pool[k];
+        pool[k] = pool[r];
+        pool[r] = t;
+        tokens[k] = pool[k];
     }
     for (int k = 0; k < P; k++)
         tokens[P + k] = tokens[k];
@@ -175,6 +169,8 @@ void heads_finish(HeadStats *st, const HeadSums *s, int n)
         st[k].repeat = ratio(s[k].repeat, s[k].repeat_rows);
         st[k].induction = ratio(s[k].induction, s[k].probe_rows);
         st[k].duplicate = ratio(s[k].duplicate, s[k].probe_rows);
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            st[k].rel[q] = ratio(s[k].rel[q], s[k].rel_rows[q]);
     }
 }
 
@@ -341,8 +337,12 @@ HeadType heads_classify(const HeadStats *s, double delim_share)
         return HEAD_MASKED;
     if (s->induction >= HEADS_INDUCTION_MIN && s->induction > s->duplicate)
         return HEAD_INDUCTION;
+    if (s->rel[HEADS_REL_COPY] >= HEADS_COPY_MIN)
+        return HEAD_COPY;
     if (s->prev >= HEADS_PREV_MIN)
         return HEAD_PREVIOUS;
+    if (s->rel[HEADS_REL_BRACKET] >= HEADS_BRACKET_MIN)
+        return HEAD_BRACKET;
     if (s->first >= HEADS_SINK_MIN)
         return HEAD_SINK;
     if (s->delim >= HEADS_DELIM_MIN && s->delim >= HEADS_DELIM_LIFT * delim_share)

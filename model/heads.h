@@ -5,15 +5,17 @@
  * first-position, delimiter and in-text repeat scores), the repeated random
  * probe (induction and duplicate-token scores), the Jensen-Shannon divergence
  * between heads and the effective number of distinct heads it implies, head
- * importance by ablation and by the gate gradient, and the type each head gets.
- * docs/heads.md gives every formula with its source. Choosing windows, reading
- * files, printing and writing reports are left to the caller (infer_heads.c,
- * report.c). Nothing here prints or exits; every sum runs in a fixed order, so
- * results do not depend on the thread count. */
+ * importance by ablation and by the gate gradient, the type each head gets, and
+ * the relations (keys, attention on them, the probe alphabet; implemented in
+ * heads_relations.c). docs/heads.md gives every formula with its source.
+ * Choosing windows, reading files, printing and writing reports are left to the
+ * caller (infer_heads.c, report.c). Nothing here prints or exits; every sum
+ * runs in a fixed order, so results do not depend on the thread count. */
 #ifndef HEADCOUNT_HEADS_H
 #define HEADCOUNT_HEADS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpt.h"
 #include "rng.h"
@@ -26,16 +28,42 @@
 
 /* Type thresholds (docs/heads.md, "Types"), checked in this order. */
 #define HEADS_INDUCTION_MIN 0.30  /* induction score on the probe */
+#define HEADS_COPY_MIN 0.30       /* mean attention on the in-text copy key */
 #define HEADS_PREV_MIN 0.50       /* mean A[i][i-1] */
+#define HEADS_BRACKET_MIN 0.30    /* mean attention on the open bracket's position */
 #define HEADS_SINK_MIN 0.50       /* mean A[i][0] */
 #define HEADS_DELIM_MIN 0.50      /* mass on delimiter keys, and at least */
 #define HEADS_DELIM_LIFT 2.0      /*   this many times the share of delimiter keys */
 #define HEADS_LOCAL_MAX 4.0       /* mean attention distance, in positions */
 #define HEADS_BROAD_MIN 0.75      /* normalised entropy */
 
+/* Relations (docs/heads.md, "Relations"): for query row i of a window, the key
+ * a head that has learnt the relation attends to. The first three are found in
+ * any text; agreement and planted names come from the built-in corpus' list
+ * (data/synth.h) and are filled in by the caller. */
+typedef enum {
+    HEADS_REL_PREV,     /* key i - 1 */
+    HEADS_REL_BRACKET,  /* i precedes a closing bracket or quote: key = its opener */
+    HEADS_REL_COPY,     /* the 3 bytes ending at i occurred earlier, followed by byte i+1 */
+    HEADS_REL_AGREE,    /* built-in corpus: verb -> its subject */
+    HEADS_REL_NAMES,    /* built-in corpus: repeated name letter -> after its first use */
+    HEADS_REL_COUNT
+} HeadsRelKind;
+/* The three relations found in any text (and logged during training). */
+#define HEADS_REL_TEXT 3
+/* Bytes of context a copy row's earlier occurrence must share (docs/heads.md). */
+#define HEADS_COPY_CONTEXT 3
+/* A probe alphabet smaller than this falls back to the next rule (heads_probe_alphabet). */
+#define HEADS_PROBE_MIN_ALPHABET 8
+
+/* "previous-token", "bracket", "copy", "agreement", "names": JSON keys. */
+extern const char *const heads_rel_names[HEADS_REL_COUNT];
+
 typedef enum {
     HEAD_INDUCTION,
+    HEAD_COPY,
     HEAD_PREVIOUS,
+    HEAD_BRACKET,
     HEAD_SINK,
     HEAD_DELIMITER,
     HEAD_LOCAL,
@@ -45,8 +73,8 @@ typedef enum {
     HEAD_TYPES
 } HeadType;
 
-/* "induction", "previous-token", "first-position", "delimiter", "local",
- * "broad", "mixed", "masked". */
+/* "induction", "copy", "previous-token", "bracket", "first-position",
+ * "delimiter", "local", "broad", "mixed", "masked". */
 extern const char *const heads_type_names[HEAD_TYPES];
 
 /* Everything measured about one head. Row means are over text windows, probe
@@ -62,6 +90,7 @@ typedef struct {
     double repeat;         /* mean A[i][j+1], j the last earlier match of bytes i-1, i */
     double induction;      /* probe: attention to the token after the earlier copy */
     double duplicate;      /* probe: attention to the earlier copy itself */
+    double rel[HEADS_REL_COUNT]; /* mean attention on each relation's key (0: no rows) */
     double delta_loss;     /* loss with this head silenced minus the base loss */
     double grad;           /* |sum_w dL_w/dxi| / windows (Michel et al., abs at the end) */
     double grad_window;    /* sum_w |dL_w/dxi| / windows (abs per window) */
@@ -77,7 +106,30 @@ typedef struct {
     double entropy, confidence, distance, prev, self, first, delim, rows;
     double repeat, repeat_rows;
     double induction, duplicate, probe_rows;
+    double rel[HEADS_REL_COUNT], rel_rows[HEADS_REL_COUNT];
 } HeadSums;
+
+/* The per-relation sums that do not depend on the head. */
+typedef struct {
+    double rows;        /* scored query rows with a key */
+    double uniform;     /* sum of 1 / (i + 1): a uniform head's attention on the key */
+    double loss;        /* sum of the loss at those rows (predicting byte i + 1) */
+    double loss_rows;
+    double pairs;       /* rows with a first occurrence (copy, names) */
+    double pair_loss;   /* their loss */
+    double first_loss;  /* the loss at their first occurrences */
+} RelationSums;
+
+/* One relation, measured: the best head and what it and the model score. */
+typedef struct {
+    int best;           /* l*H + h of the active head with the largest attention; -1: no rows */
+    double attention;   /* its mean attention on the key */
+    double uniform;     /* mean 1 / (i + 1) over the same rows */
+    double loss;        /* mean loss on the bytes the relation predicts (nats) */
+    double loss_ratio;  /* copy, names: pair_loss / first_loss; 0 without pairs */
+    double first_loss;  /* mean loss at the first occurrences */
+    double rows, pairs;
+} HeadsRelation;
 
 /* The first scored query row for windows of T positions: min(8, T/4), at least 1. */
 int heads_skip(int T);
@@ -104,9 +156,54 @@ void heads_add_rows(HeadSums *sums, const Activations *a, const unsigned char *d
  * head would score), as a sum over rows; *rows receives the number of rows. */
 double heads_delim_share(const unsigned char *delim, int T, double *rows);
 
-/* Writes one probe into tokens[2P]: P distinct tokens drawn from [0, V), then
- * the same P again. Returns P = min(T / 2, V) (T >= 2). */
-int heads_probe_build(int *tokens, int T, int V, Rng *rng);
+/* key[b][i] = i - 1 for i >= 1, else -1. */
+void heads_keys_prev(int *key, int B, int T);
+
+/* For windows text[B][T] of bytes: key[b][i] = the position of the opener that
+ * the closer at i + 1 closes, else -1. ( [ { pair with ) ] }; a '"' closes an
+ * open '"' on top of the stack and opens one otherwise; a closer that does not
+ * match the top is ignored; a newline empties the stack (brackets are matched
+ * within a line). */
+void heads_keys_bracket(int *key, const unsigned char *text, int B, int T);
+
+/* For windows text[B][T]: a copy row i (i <= T - 2) is one whose last
+ * HEADS_COPY_CONTEXT bytes occurred earlier in the window, ending at j <= i - 3,
+ * and for the last such j, text[j + 1] == text[i + 1] != text[i - 1] (a byte
+ * equal to the one before i is a previous-token head's): key[b][i] = j + 1. Its
+ * first[b][i] is the row f where those context bytes followed by text[i + 1]
+ * first occur in the window (the same prediction with nothing to copy from);
+ * -1 elsewhere in both. */
+void heads_keys_copy(int *key, int *first, const unsigned char *text, int B, int T);
+
+/* Adds relation `kind` over B windows: into sums[k].rel[kind] every head's
+ * attention A[i][key[i]] for the scored rows i >= heads_skip(T) with key[i] >= 0,
+ * and into *rs the uniform baseline and, when losses[B][T] (the per-position
+ * loss of gpt_forward) is given, the loss at those rows and at first[i]
+ * (first may be NULL). */
+void heads_add_relation(HeadSums *sums, RelationSums *rs, int kind, const Activations *a,
+                        const int *key, const int *first, const float *losses, int B, int T);
+
+/* Relation `kind` from the finished st[n] (heads_finish) and its sums: the best
+ * head is the unmasked one with the largest st[k].rel[kind], ties to the lower
+ * index. */
+void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const RelationSums *rs,
+                           int kind, int n);
+
+/* The probe alphabet, as token ids into alpha[256] (returns the count; *rule
+ * receives the number of the rule that chose it):
+ * 1. the ASCII letters that are the predicted byte of a copy row (copy_key >= 0 at
+ *    row i, byte text[i + 1]) in windows text[nwin][T];
+ * 2. fewer than HEADS_PROBE_MIN_ALPHABET: every letter in those windows;
+ * 3. still fewer: every byte in them but '\n';
+ * 4. still fewer: every token but '\n' (the newline too when it is the only one).
+ * Bytes outside the vocabulary (id[byte] < 0) are never used. */
+int heads_probe_alphabet(int *alpha, int *rule, const unsigned char *text,
+                         const int *copy_key, int nwin, int T, const unsigned char *vocab,
+                         const int16_t *id, int V);
+
+/* Writes one probe into tokens[2P]: P distinct tokens drawn from alpha[0..n),
+ * then the same P again. Returns P = min(T / 2, n) (T >= 2, n >= 1). */
+int heads_probe_build(int *tokens, int T, const int *alpha, int n, Rng *rng);
 
 /* Adds the induction and duplicate scores of every head over B probes of 2P
  * positions (run through gpt_forward as a batch of B rows of T = 2P). */
@@ -179,5 +276,11 @@ extern const char *const heads_quick_names[HEADS_QUICK_COUNT];
 /* -1 when out of memory (scratch of B*T ints). */
 int heads_quick(float *out, const Activations *a, const int *tokens, int B, int T,
                 char *err, size_t errlen);
+
+/* The three text relations (previous-token, bracket, copy; no loss) of the
+ * batch tokens[B][T] after a forward, into rel[HEADS_REL_TEXT]; vocab maps a
+ * token to its byte. -1 when out of memory. */
+int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
+                          const unsigned char *vocab, int B, int T, char *err, size_t errlen);
 
 #endif

@@ -251,13 +251,16 @@ def relations_plot(runs, labels):
     for p, name in enumerate(names):
         x0, y0 = 80 + (p % 2) * 440, 50 + (p // 2) * 330
         vals = finite([num((rec.get("relations") or {}).get(name, {}).get(f))
-                       for run in runs for rec in run["heads"] for f in ("attention", "uniform")])
+                       for run in runs for rec in run["heads"] for f in ("attention", "uniform")
+                       if ((rec.get("relations") or {}).get(name) or {}).get("best_head")])
         ax = Axes(svg, x0, y0, 360, 240, steps, (0.0, max(vals + [0.1]) * 1.08),
                   title="%s: attention of the best head" % name, xlabel="step",
                   ylabel="attention on the related key")
         for k, run in enumerate(runs):
             c = PALETTE[k % len(PALETTE)]
-            recs = [rec for rec in run["heads"] if name in (rec.get("relations") or {})]
+            # A batch with no row of the relation has best_head null: no point there.
+            recs = [rec for rec in run["heads"]
+                    if ((rec.get("relations") or {}).get(name) or {}).get("best_head")]
             xs = [num(rec["step"]) for rec in recs]
             r = [rec["relations"][name] for rec in recs]
             ax.polyline(xs, [num(x.get("attention")) for x in r], c, width=1.8,

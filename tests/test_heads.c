@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/corpus.h"
+#include "data/synth.h"
 #include "data/tokenizer.h"
 #include "model/ckpt.h"
 #include "model/heads.h"
@@ -160,16 +162,18 @@ Test(heads, probe_is_distinct_tokens_repeated_twice)
 {
     Rng rng;
     rng_init(&rng, 7, RNG_STREAM_HEADS);
-    int tokens[64];
-    int P = heads_probe_build(tokens, 64, 40, &rng);
+    int tokens[64], alpha[40];
+    for (int v = 0; v < 40; v++)
+        alpha[v] = 100 + 2 * v;   /* tokens 100, 102, ..., 178: only these may appear */
+    int P = heads_probe_build(tokens, 64, alpha, 40, &rng);
     cr_assert_eq(P, 32);
     for (int i = 0; i < P; i++) {
-        cr_assert(tokens[i] >= 0 && tokens[i] < 40);
+        cr_assert(tokens[i] >= 100 && tokens[i] < 180 && tokens[i] % 2 == 0, "%d", tokens[i]);
         cr_assert_eq(tokens[P + i], tokens[i]);
         for (int j = 0; j < i; j++)
             cr_assert_neq(tokens[i], tokens[j]);
     }
-    cr_assert_eq(heads_probe_build(tokens, 64, 5, &rng), 5, "P is capped by the vocabulary");
+    cr_assert_eq(heads_probe_build(tokens, 64, alpha, 5, &rng), 5, "P is capped by the alphabet");
 }
 
 Test(heads, induction_and_duplicate_on_a_hand_built_probe)
@@ -288,13 +292,255 @@ Test(heads, classification_follows_the_documented_thresholds)
     cr_assert_eq(heads_classify(&s, 0.2), HEAD_DELIMITER);
     s.first = HEADS_SINK_MIN;
     cr_assert_eq(heads_classify(&s, 0.2), HEAD_SINK);
+    s.rel[HEADS_REL_BRACKET] = HEADS_BRACKET_MIN - 0.01;
+    cr_assert_eq(heads_classify(&s, 0.2), HEAD_SINK, "0.29 on bracket openers is not enough");
+    s.rel[HEADS_REL_BRACKET] = HEADS_BRACKET_MIN;
+    cr_assert_eq(heads_classify(&s, 0.2), HEAD_BRACKET);
     s.prev = HEADS_PREV_MIN;
     cr_assert_eq(heads_classify(&s, 0.2), HEAD_PREVIOUS);
+    s.rel[HEADS_REL_COPY] = HEADS_COPY_MIN;
+    cr_assert_eq(heads_classify(&s, 0.2), HEAD_COPY);
     s.induction = HEADS_INDUCTION_MIN;
     cr_assert_eq(heads_classify(&s, 0.2), HEAD_INDUCTION);
     s.masked = 1;
     cr_assert_eq(heads_classify(&s, 0.2), HEAD_MASKED);
     cr_assert_str_eq(heads_type_names[HEAD_PREVIOUS], "previous-token");
+    cr_assert_str_eq(heads_type_names[HEAD_BRACKET], "bracket");
+    cr_assert_str_eq(heads_rel_names[HEADS_REL_PREV], "previous-token");
+    cr_assert_str_eq(heads_rel_names[HEADS_REL_COPY], "copy");
+}
+
+/* The bytes of a C string as one window. */
+static void keys_of(int kind, const char *text, int *key, int *first)
+{
+    int T = (int)strlen(text);
+    if (kind == HEADS_REL_BRACKET)
+        heads_keys_bracket(key, (const unsigned char *)text, 1, T);
+    else
+        heads_keys_copy(key, first, (const unsigned char *)text, 1, T);
+}
+
+Test(heads, bracket_keys_point_from_before_the_closer_to_its_opener)
+{
+    /* 01234567890123456 */
+    const char *s = "a(b\"cd\")e)\n\"x(y]z";
+    int key[17], want[17];
+    cr_assert_eq(strlen(s), 17u);
+    keys_of(HEADS_REL_BRACKET, s, key, NULL);
+    for (int i = 0; i < 17; i++)
+        want[i] = -1;
+    want[5] = 3;    /* the '"' at 6 closes the '"' at 3 */
+    want[6] = 1;    /* the ')' at 7 closes the '(' at 1 */
+    /* The ')' at 9 has nothing open (ignored); the newline at 10 empties the stack;
+     * the ']' at 15 does not match the '(' at 13 on top, so it closes nothing. */
+    for (int i = 0; i < 17; i++)
+        cr_assert_eq(key[i], want[i], "key[%d] = %d, want %d", i, key[i], want[i]);
+    /* A quote left open on one line does not pair with one on the next. */
+    const char *t = "\"ab\ncd\"e";
+    int k2[8];
+    keys_of(HEADS_REL_BRACKET, t, k2, NULL);
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(k2[i], -1, "key[%d] = %d", i, k2[i]);
+}
+
+Test(heads, copy_keys_need_three_shared_bytes_and_the_same_next_byte)
+{
+    /* 0123456789012345 */
+    const char *s = "xabcdyabcdzabcex";
+    int key[16], first[16];
+    keys_of(HEADS_REL_COPY, s, key, first);
+    /* Row 8: "abc" ended at 3 before, followed by 'd' both times: key 4, first row 3.
+     * Row 9: "bcd" ended at 4, followed by 'y' there and 'z' here: no row. Row 13:
+     * "abc" last ended at 8, followed by 'd', but 'e' comes next: no row. */
+    for (int i = 0; i < 16; i++) {
+        cr_assert_eq(key[i], i == 8 ? 4 : -1, "key[%d] = %d", i, key[i]);
+        cr_assert_eq(first[i], i == 8 ? 3 : -1, "first[%d] = %d", i, first[i]);
+    }
+    /* Three repeats: the key is after the last earlier one, the first row the first. */
+    const char *t = "qabcd.abcd.abcd";
+    int k3[15], f3[15];
+    keys_of(HEADS_REL_COPY, t, k3, f3);
+    cr_assert_eq(k3[13], 9, "after the most recent 'abc' (ending at 8)");
+    cr_assert_eq(f3[13], 3, "its first occurrence ends at 3");
+    /* A period-2 string: every next byte is the byte before the query, which a
+     * previous-token head predicts, so none is a copy row. */
+    const char *u = "babababa";
+    int k4[8], f4[8];
+    keys_of(HEADS_REL_COPY, u, k4, f4);
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(k4[i], -1, "key[%d] = %d", i, k4[i]);
+    /* The same with a third letter: "abcXabcY" style rows still count. */
+    const char *v = "bacbacbac";
+    int k5[9], f5[9];
+    keys_of(HEADS_REL_COPY, v, k5, f5);
+    cr_assert_eq(k5[5], 3, "\"bac\" ending at 5 ended at 2, followed by 'b' both times");
+    cr_assert_eq(f5[5], 2);
+    cr_assert_eq(k5[6], 4, "\"acb\" ending at 6 ended at 3");
+    cr_assert_eq(k5[7], 5, "\"cba\" ending at 7: the last earlier one ends at 4");
+    cr_assert_eq(f5[7], 4);
+}
+
+Test(heads, relation_attention_uniform_and_loss_on_hand_built_heads)
+{
+    /* One window of T = 16: "ab(cdef)gh(ijk)l". Skip = 4 rows. Bracket rows:
+     * i = 6 (before ')' at 7) -> key 2, and i = 13 (before ')' at 14) -> key 10. */
+    enum { T = 16 };
+    const char *s = "ab(cdef)gh(ijk)l";
+    int key[T];
+    heads_keys_bracket(key, (const unsigned char *)s, 1, T);
+    cr_assert_eq(key[6], 2);
+    cr_assert_eq(key[13], 10);
+    /* Head 0 attends to the open bracket at rows 6 and 13 with weight 0.5 and 1; head 1
+     * is uniform; head 2 is a previous-token head. */
+    int pats[] = {PAT_SELF, PAT_UNIFORM, PAT_PREV};
+    FakeActs f;
+    fake_init(&f, 1, 3, 1, T, pats, 0);
+    float *att0 = (float *)heads_att(&f.a, 0, 0, 0, T);
+    att0[6 * T + 6] = 0.5f;
+    att0[6 * T + 2] = 0.5f;
+    att0[13 * T + 13] = 0.0f;
+    att0[13 * T + 10] = 1.0f;
+    float losses[T];
+    for (int i = 0; i < T; i++)
+        losses[i] = 0.25f * (float)i;
+    HeadSums sums[3] = {0};
+    HeadStats st[3] = {0};
+    RelationSums rs = {0};
+    heads_add_relation(sums, &rs, HEADS_REL_BRACKET, &f.a, key, NULL, losses, 1, T);
+    heads_finish(st, sums, 3);
+    HeadsRelation r;
+    heads_relation_finish(&r, st, &rs, HEADS_REL_BRACKET, 3);
+    cr_assert_eq(r.best, 0);
+    cr_assert_float_eq(r.attention, (0.5 + 1.0) / 2, 1e-7);
+    cr_assert_float_eq(st[1].rel[HEADS_REL_BRACKET], (1.0 / 7 + 1.0 / 14) / 2, 1e-7);
+    cr_assert_float_eq(r.uniform, (1.0 / 7 + 1.0 / 14) / 2, 1e-12, "uniform head's score");
+    cr_assert_float_eq(st[2].rel[HEADS_REL_BRACKET], 0.0, 1e-12);
+    cr_assert_float_eq(r.loss, (0.25 * 6 + 0.25 * 13) / 2, 1e-7);
+    cr_assert_float_eq(r.rows, 2.0, 1e-12);
+    cr_assert_float_eq(r.loss_ratio, 0.0, 1e-12, "no first occurrences given");
+    /* Masking head 0 makes the uniform head the best. */
+    st[0].masked = 1;
+    heads_relation_finish(&r, st, &rs, HEADS_REL_BRACKET, 3);
+    cr_assert_eq(r.best, 1);
+    free(f.buf);
+}
+
+Test(heads, copy_loss_ratio_pairs_each_copy_row_with_its_first_occurrence)
+{
+    /* 0123456789012345: copy rows at 8 (first 3) and 13 (first 3, key 9). */
+    enum { T = 16 };
+    const char *s = "xabcd.abcd.abcd!";
+    int key[T], first[T];
+    heads_keys_copy(key, first, (const unsigned char *)s, 1, T);
+    cr_assert_eq(key[8], 4);
+    cr_assert_eq(first[8], 3);
+    cr_assert_eq(key[13], 9);
+    cr_assert_eq(first[13], 3);
+    int rows = 0;
+    for (int i = 0; i < T; i++)
+        rows += key[i] >= 0;
+    /* Row 9 ("bcd", next '.') matches "bcd" ending at 4 (next '.'): a copy row; row 14
+     * ("bcd", next '!') does not (the last "bcd" ended at 9, followed by '.'). */
+    cr_assert_eq(key[9], 5);
+    cr_assert_eq(first[9], 4);
+    cr_assert_eq(key[14], -1);
+    float losses[T];
+    for (int i = 0; i < T; i++)
+        losses[i] = 1.0f + (float)i;   /* loss at row i = i + 1 */
+    int pats[] = {PAT_UNIFORM};
+    FakeActs f;
+    fake_init(&f, 1, 1, 1, T, pats, 0);
+    HeadSums sums[1] = {0};
+    HeadStats st[1] = {0};
+    RelationSums rs = {0};
+    heads_add_relation(sums, &rs, HEADS_REL_COPY, &f.a, key, first, losses, 1, T);
+    heads_finish(st, sums, 1);
+    HeadsRelation r;
+    heads_relation_finish(&r, st, &rs, HEADS_REL_COPY, 1);
+    /* Scored rows (>= skip 4) with a key: every copy row; they all pair. */
+    double want_loss = 0, want_first = 0, want_uni = 0;
+    int n = 0;
+    for (int i = 4; i < T; i++)
+        if (key[i] >= 0) {
+            want_loss += i + 1;
+            want_first += first[i] + 1;
+            want_uni += 1.0 / (i + 1);
+            n++;
+        }
+    cr_assert_eq(n, rows, "every copy row is past the skipped rows here");
+    cr_assert_float_eq(r.loss, want_loss / n, 1e-6);
+    cr_assert_float_eq(r.first_loss, want_first / n, 1e-6);
+    cr_assert_float_eq(r.loss_ratio, want_loss / want_first, 1e-6);
+    cr_assert_float_eq(r.uniform, want_uni / n, 1e-9);
+    cr_assert_float_eq(r.attention, want_uni / n, 1e-6, "a uniform head scores the baseline");
+    free(f.buf);
+}
+
+Test(heads, probe_alphabet_is_copied_letters_then_letters_never_newline)
+{
+    Tokenizer tok;
+    const char *all = "\n .,abcdefghijklmnopqrstuvwxyzXYZ!";
+    tok_build(&tok, (const unsigned char *)all, strlen(all));
+    int alpha[256], rule;
+    /* Copy rows predict the letters d..l (9 letters) of the repeat. */
+    const char *s = "\nabcdefghijkl;abcdefghijkl.";
+    int T = (int)strlen(s), key[32], first[32];
+    heads_keys_copy(key, first, (const unsigned char *)s, 1, T);
+    int n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)s, key, 1, T, tok.vocab,
+                                 tok.id, tok.V);
+    cr_assert_eq(rule, 1);
+    cr_assert_eq(n, 9, "%d letters", n);
+    for (int k = 0; k < n; k++) {
+        unsigned char c = tok.vocab[alpha[k]];
+        cr_assert(c >= 'd' && c <= 'l', "'%c' is not a copied letter", c);
+    }
+    /* Too few copied letters: every letter of the text, still no newline or space. */
+    const char *t = "\nabcdefgh\nabcdefgX!";
+    T = (int)strlen(t);
+    heads_keys_copy(key, first, (const unsigned char *)t, 1, T);
+    n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)t, key, 1, T, tok.vocab, tok.id,
+                             tok.V);
+    cr_assert_eq(rule, 2);
+    cr_assert_eq(n, 9, "a-h and X");
+    /* Too few letters: every byte of the text but the newline. */
+    const char *u = "\nab, .!\nab, .!";
+    T = (int)strlen(u);
+    heads_keys_copy(key, first, (const unsigned char *)u, 1, T);
+    n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)u, key, 1, T, tok.vocab, tok.id,
+                             tok.V);
+    cr_assert_eq(rule, 4, "6 bytes are still too few: every token but the newline");
+    cr_assert_eq(n, tok.V - 1);
+    for (int k = 0; k < n; k++)
+        cr_assert_neq(tok.vocab[alpha[k]], '\n');
+}
+
+Test(heads, quick_relations_match_the_full_measurement)
+{
+    /* Two windows, a previous-token head and a uniform head: the logged numbers are
+     * the finished relation of the same sums. */
+    enum { T = 16 };
+    const char *s = "ab(cdef)gh(ijk)lq(rs)tu\"vw\"xyzab";
+    int tokens[2 * T];
+    unsigned char vocab[256];
+    for (int c = 0; c < 256; c++)
+        vocab[c] = (unsigned char)c;
+    for (int i = 0; i < 2 * T; i++)
+        tokens[i] = (unsigned char)s[i];
+    int pats[] = {PAT_PREV, PAT_UNIFORM};
+    FakeActs f;
+    fake_init(&f, 1, 2, 2, T, pats, 0);
+    HeadsRelation rel[HEADS_REL_TEXT];
+    cr_assert_eq(heads_quick_relations(rel, &f.a, tokens, vocab, 2, T, NULL, 0), 0);
+    cr_assert_eq(rel[HEADS_REL_PREV].best, 0);
+    cr_assert_float_eq(rel[HEADS_REL_PREV].attention, 1.0, 1e-12);
+    cr_assert_eq(rel[HEADS_REL_BRACKET].best, 1, "the uniform head beats attention 0");
+    /* Window 0: rows 6 -> 2 and 13 -> 10; window 1 ("q(rs)tu\"vw\"xyzab"): row 3 -> 1
+     * is before the skip (4), row 9 -> 7 ('"' at 10 closes the '"' at 7). */
+    double want = (1.0 / 7 + 1.0 / 14 + 1.0 / 10) / 3;
+    cr_assert_float_eq(rel[HEADS_REL_BRACKET].uniform, want, 1e-12);
+    cr_assert_float_eq(rel[HEADS_REL_BRACKET].attention, want, 1e-6);
+    cr_assert_float_eq(rel[HEADS_REL_BRACKET].rows, 3.0, 1e-12);
+    free(f.buf);
 }
 
 Test(heads, quick_metrics_for_training_logs)
@@ -415,12 +661,109 @@ Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
     assert_starts(path, "{\"layers\":2,\"heads\":2", "\"removable_heads_1pct\":");
     assert_starts(path, "{", "\"type_counts\":{\"induction\":");
     assert_starts(path, "{", "\"effective_heads\":");
+    assert_starts(path, "{", "\"relations\":{\"previous-token\":{\"best_head\":\"L");
+    assert_starts(path, "{", "\"copy\":{\"best_head\":");
+    assert_starts(path, "{", "\"loss_ratio\":");
+    snprintf(path, sizeof path, "%s/relations.csv", rep);
+    cr_assert_eq(count_lines(path), 1 + 3, "a header and the three text relations");
+    assert_starts(path, "relation,best_head,attention,uniform,loss", "bracket,L");
     snprintf(path, sizeof path, "%s/prune.csv", rep);
     cr_assert_eq(count_lines(path), 1 + 1 + 3, "header, no removal, then the 3 active heads");
     snprintf(path, sizeof path, "%s/heatmaps/text_L1_H1.svg", rep);
     assert_starts(path, "<svg", "</svg>");
     snprintf(path, sizeof path, "%s/index.html", rep);
     assert_starts(path, "<!DOCTYPE html>", "heatmaps/probe_L0_H0.svg");
+}
+
+Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 60)
+{
+    const char *dir = tu_tmpdir("heads-log");
+    cr_assert_not_null(dir);
+    char d[300], ckpt[400], text[400], cmd[2048], path[600], *out;
+    snprintf(d, sizeof d, "%s", dir);
+    write_tiny(d, ckpt, text, sizeof ckpt);
+    snprintf(path, sizeof path, "%s/train.jsonl", d);
+    snprintf(cmd, sizeof cmd, "%s/train --data %s --layers 1 --heads 2 --embd 16 --block 16 "
+             "--batch 4 --steps 4 --eval-every 0 --save-every 0 --heads-every 2 --log %s "
+             "--out %s/log.ckpt", tu_bin(), text, path, d);
+    int rc = tu_run(cmd, &out);
+    cr_assert_eq(rc, 0, "train failed (%d):\n%s", rc, out);
+    free(out);
+    size_t len;
+    char *log = (char *)tu_read_file(path, &len);
+    cr_assert_not_null(log);
+    log[len] = '\0';
+    int lines = 0;
+    const char *tag = "{\"type\":\"heads\"";
+    for (char *p = strstr(log, tag); p; p = strstr(p + 1, tag)) {
+        char *end = strchr(p, '\n');
+        cr_assert_not_null(end);
+        *end = '\0';
+        /* Today's per-head fields stay; the relations follow them. */
+        cr_assert_not_null(strstr(p, "\"heads\":[{\"layer\":0,\"head\":0,\"entropy\":"), "%s", p);
+        const char *rel = strstr(p, "],\"relations\":{\"previous-token\":{\"best_head\":\"L0H");
+        cr_assert_not_null(rel, "%s", p);
+        cr_assert_not_null(strstr(rel, "\"bracket\":{\"best_head\":"), "%s", p);
+        cr_assert_not_null(strstr(rel, "\"copy\":{\"best_head\":"), "%s", p);
+        cr_assert_not_null(strstr(rel, "\"uniform\":"), "%s", p);
+        cr_assert_eq(strcmp(end - 2, "}}"), 0, "the line ends with the relations: %s", p);
+        *end = '\n';
+        lines++;
+    }
+    cr_assert_eq(lines, 3, "the first step, then steps 2 and 4 are logged");
+    free(log);
+}
+
+/* A tiny random checkpoint whose vocabulary covers text[n], saved to ckpt. */
+static void save_tiny_for(const char *ckpt, const unsigned char *text, size_t n)
+{
+    Tokenizer tok;
+    tok_build(&tok, text, n);
+    Config cfg = {.V = tok.V, .T = 32, .L = 1, .H = 2, .C = 16, .D = 8};
+    Model m;
+    char err[512];
+    cr_assert_eq(model_init(&m, &cfg, err, sizeof err), 0, "%s", err);
+    params_init(&m.table, m.params, 9);
+    cr_assert_eq(ckpt_save(ckpt, &m, &tok, 0, NULL, err, sizeof err), 0, "%s", err);
+    model_free(&m);
+}
+
+Test(heads, infer_recognises_a_piece_of_the_built_in_corpus, .timeout = 60)
+{
+    const char *dir = tu_tmpdir("heads-builtin");
+    cr_assert_not_null(dir);
+    char ckpt[400], text[400], rep[400], cmd[2048], path[600], *out;
+    size_t N = SYNTH_DEFAULT_BYTES, at = 900000, n = 4000;
+    char *corpus = malloc(N);
+    cr_assert_not_null(corpus);
+    synth_generate(corpus, N, CORPUS_BUILTIN_SEED);
+    snprintf(ckpt, sizeof ckpt, "%s/tiny.ckpt", dir);
+    snprintf(text, sizeof text, "%s/piece.txt", dir);
+    snprintf(rep, sizeof rep, "%s/report", dir);
+    save_tiny_for(ckpt, (const unsigned char *)corpus + at, n);
+    for (int edited = 0; edited < 2; edited++) {
+        /* An edited copy (one letter changed) is no longer the built-in corpus. */
+        if (edited)
+            corpus[at + n / 2] = corpus[at + n / 2] == 'e' ? 'a' : 'e';
+        cr_assert_eq(tu_write_file(text, corpus + at, n), 0);
+        snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --report %s --windows 4 -j 1",
+                 tu_bin(), ckpt, text, rep);
+        int rc = tu_run(cmd, &out);
+        cr_assert_eq(rc, 0, "infer --heads failed (%d):\n%s", rc, out);
+        const char *planted = "the built-in corpus from byte 900000";
+        if (edited)
+            cr_assert_null(strstr(out, planted), "%s", out);
+        else
+            cr_assert_not_null(strstr(out, planted), "%s", out);
+        free(out);
+        snprintf(path, sizeof path, "%s/summary.json", rep);
+        assert_starts(path, "{", edited ? "\"builtin_corpus\":false" : "\"builtin_corpus\":true");
+        if (!edited) {
+            assert_starts(path, "{", "\"agreement\":{\"best_head\":\"L0H");
+            assert_starts(path, "{", "\"names\":{\"best_head\":\"L0H");
+        }
+    }
+    free(corpus);
 }
 
 Test(heads, infer_heads_refuses_a_report_path_that_is_a_file, .timeout = 30)

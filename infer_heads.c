@@ -350,14 +350,14 @@ static void prune_curve(Analysis *an, Activations *a)
     an->prune_loss[0] = an->base_loss;
     printf("\nprune curve (heads removed least important first, by delta loss):\n"
            "  removed  kept  head   loss      vs base\n"
-           "  %7d  %4d  %-5s  %.4f  %+7.2f%%\n", 0, k, "-", an->base_loss, 0.0);
+           "  %7d  %4d  %-6s %.4f  %+7.2f%%\n", 0, k, "-", an->base_loss, 0.0);
     for (int r = 1; r <= k; r++) {
         int q = an->prune_order[r - 1];
         on[q] = 0;
         an->prune_loss[r] = heads_loss(an->m, a, an->in, an->tg, an->nwin, an->T, on);
         char name[24];
-        snprintf(name, sizeof name, "%d.%d", q / an->H, q % an->H);
-        printf("  %7d  %4d  %-5s  %.4f  %+7.2f%%\n", r, k - r, name, an->prune_loss[r],
+        snprintf(name, sizeof name, "L%dH%d", q / an->H, q % an->H);
+        printf("  %7d  %4d  %-6s %.4f  %+7.2f%%\n", r, k - r, name, an->prune_loss[r],
                100.0 * (an->prune_loss[r] / an->base_loss - 1.0));
     }
     free(on);
@@ -373,16 +373,17 @@ static void print_table(const Analysis *an, const HeadsSummary *s)
     for (int q = 0; q < an->n; q++)
         if (an->st[q].masked)
             idx[k++] = q;
-    printf("head  type            entropy  conf  dist  prev  self first delim  ind   dup"
+    printf("head    type            entropy  conf  dist  prev  self first delim  ind   dup"
            "   dloss  dloss%%   grad   near\n");
     for (int r = 0; r < an->n; r++) {
         const HeadStats *h = &an->st[idx[r]];
         char near[24] = "-";
         if (h->nearest >= 0)
-            snprintf(near, sizeof near, "%d.%d", h->nearest / an->H, h->nearest % an->H);
-        printf("%d.%-3d %-15s %6.3f %5.2f %5.1f %5.2f %5.2f %5.2f %5.2f %5.2f %5.2f"
-               " %7.4f %6.2f%% %7.4f  %s\n", idx[r] / an->H, idx[r] % an->H,
-               heads_type_names[h->type], h->entropy, h->confidence, h->distance, h->prev,
+            snprintf(near, sizeof near, "L%dH%d", h->nearest / an->H, h->nearest % an->H);
+        char id[24];
+        snprintf(id, sizeof id, "L%dH%d", idx[r] / an->H, idx[r] % an->H);
+        printf("%-7s %-15s %6.3f %5.2f %5.1f %5.2f %5.2f %5.2f %5.2f %5.2f %5.2f"
+               " %7.4f %6.2f%% %7.4f  %s\n", id, heads_type_names[h->type], h->entropy, h->confidence, h->distance, h->prev,
                h->self, h->first, h->delim, h->induction, h->duplicate, h->delta_loss,
                100.0 * h->delta_loss / an->base_loss, h->grad, near);
     }

@@ -76,12 +76,12 @@ ALWAYS_INLINE void stripe_bcast(int nc, int M, int kc, const float *a, size_t rs
                                 size_t tstep, const float *bp, float *c, size_t ldc, int load_c,
                                 int epi, Epi e, Ahead next)
 {
-    __m256i mask = panel_mask(nc);
+    PanelMask mask = panel_mask(nc);
     int share = M >= 6 ? (next.rows + M / 6 - 1) / (M / 6) : 0;
     int i = 0;
     for (int t = 0; i + 6 <= M; i += 6, a += tstep, t++) {
         ahead_rows(next, t * share, (t + 1) * share);
-        tile_nc(6, nc, mask, kc, a, rsa, csa, 1, bp, 16, c + (size_t)i * ldc, ldc, load_c, epi,
+        tile_nc(6, nc, mask, kc, a, rsa, csa, 1, bp, PANEL, c + (size_t)i * ldc, ldc, load_c, epi,
                 epi_at(e, (size_t)i * ldc, 0));
     }
     if (i < M)
@@ -98,18 +98,18 @@ ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a,
                                size_t csa, size_t tstep, const float *B, size_t ldb, float *bp,
                                float *C, size_t ldc, int load_c, int epi, Epi e)
 {
-    for (int j = 0; j < N; j += 16) {
-        int nc = imin(16, N - j), nn = imin(16, N - j - 16);
+    for (int j = 0; j < N; j += PANEL) {
+        int nc = imin(PANEL, N - j), nn = imin(PANEL, N - j - PANEL);
         Ahead next = { NULL, ldb * sizeof(float), 0, 0 };
         if (trans)
             pack_panel_t(bp, B + (size_t)j * ldb, ldb, kc, nc);
         else
             pack_panel(bp, B + j, ldb, kc, nc);
         if (nn > 0 && trans)
-            next = (Ahead){ (const char *)(B + (size_t)(j + 16) * ldb), ldb * sizeof(float), nn,
+            next = (Ahead){ (const char *)(B + (size_t)(j + PANEL) * ldb), ldb * sizeof(float), nn,
                             kc * (int)sizeof(float) };
         else if (nn > 0)
-            next = (Ahead){ (const char *)(B + j + 16), ldb * sizeof(float), kc,
+            next = (Ahead){ (const char *)(B + j + PANEL), ldb * sizeof(float), kc,
                             nn * (int)sizeof(float) };
         stripe_bcast(nc, mc, kc, a, rsa, csa, tstep, bp, C + j, ldc, load_c, epi,
                      epi_at(e, 0, j), next);
@@ -148,7 +148,7 @@ ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, s
                                const float *B, size_t ldb, float *C, size_t ldc,
                                int accumulate, int epi, Epi e)
 {
-    _Alignas(64) float bp[KC * 16];
+    _Alignas(64) float bp[KC * PANEL];
     _Alignas(64) float ap[MC / 6 * (6 * KC + 8)];
     for (int k0 = 0; k0 < K; k0 += KC) {
         int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0, last = k0 + kc >= K;
@@ -173,8 +173,8 @@ ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, s
 ALWAYS_INLINE void gemm_row_epi(int N, int K, const float *a, const float *B, size_t ldb,
                                 float *C, int accumulate, int epi, Epi e)
 {
-    for (int j = 0; j < N; j += 16) {
-        int nc = imin(16, N - j);
+    for (int j = 0; j < N; j += PANEL) {
+        int nc = imin(PANEL, N - j);
         tile_nc(1, nc, panel_mask(nc), K, a, 0, 1, 0, B + j, ldb, C + j, 0, accumulate, epi,
                 epi_at(e, 0, j));
     }
@@ -265,7 +265,7 @@ static void pack_tn_block(float *ap, const float *A, size_t lda, int kc, int mc,
 static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float *B,
                     size_t ldb, float *C, size_t ldc, int accumulate)
 {
-    _Alignas(64) float bp[KC * 16];
+    _Alignas(64) float bp[KC * PANEL];
     _Alignas(64) float ap[MC_TN / 6 * (6 * KC + 8)];
     Epi none = { NULL, NULL };
     for (int k0 = 0; k0 < K; k0 += KC) {

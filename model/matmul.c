@@ -1,31 +1,34 @@
 /* matmul: the sgemm kernels (nt, nn, tn, and the epilogues the linear layer fuses
  * into them). The OpenMP linear layer built on them is model/linear.c, their causal
- * variants for attention model/matmul_causal.c, and the AVX2 register tile and B-panel
- * packing both files share model/matmul_tile.h.
+ * variants for attention model/matmul_causal.c, and the register tile and B-panel
+ * packing both files share model/matmul_tile.h (AVX2) and model/matmul_tile512.h
+ * (AVX-512).
  *
- * Two implementations of the same arithmetic: an AVX2+FMA one with register-tiled
- * micro-kernels, used when the compiler targets AVX2 and FMA, and a portable C one.
- * Nothing here starts threads (attention calls the kernels inside its own parallel
- * loop). Tiling and measured speed are in docs/matmul.md; this comment states the
- * float operations, because the determinism contract in matmul.h is a promise about
- * them.
+ * Three implementations of the same arithmetic: register-tiled micro-kernels on
+ * AVX-512 (when the compiler targets AVX-512F and VL) or AVX2+FMA, and a portable C
+ * one. Nothing here starts threads (attention calls the kernels inside its own
+ * parallel loop). Tiling and measured speed are in docs/matmul.md; this comment states
+ * the float operations, because the determinism contract in matmul.h is a promise
+ * about them.
  *
  * All three kernels compute the same chains: C[i][j] is s = fma(a_ik, b_kj, s) over
  * k = 0..K-1 in order, starting from 0, or from the old C[i][j] when accumulating;
  * the linear layer's bias is added after the chain (out = s + bias[j]). So nt, nn and
  * tn give the same bits for the same product, whatever layout its operands have.
- * The AVX2 tile holds up to 6 rows x 16 columns of such chains in registers; blocking
- * over k only stores s to C and reloads it, which changes no bit. B is read through a
- * packed panel of 16 columns: a copy of B's rows (nn, tn), or a gather of B's
- * columns by 8 x 8 transposes (nt).
+ * The tile holds up to 6 rows x PANEL columns of such chains in registers (PANEL = 16
+ * with AVX2, 32 with AVX-512: the width changes how many chains run side by side, not
+ * an operation of any chain, so both tiles give the same bits); blocking over k only
+ * stores s to C and reloads it, which changes no bit. B is read through a packed
+ * panel of PANEL columns: a copy of B's rows (nn, tn), or a gather of B's columns by
+ * 8 x 8 transposes (nt).
  *
  * Edge tiles compute the same chains: a short last tile has its own row count, and
  * partial column vectors use masked loads and stores. So no float sum depends on the
  * tiling or on the split among threads.
  *
  * The portable code follows the same orders, with fmaf where the target has a fast
- * one (FP_FAST_FMAF; then its bits equal the AVX2 path's) and a separate multiply
- * and add otherwise. */
+ * one (FP_FAST_FMAF; then its bits equal the vector paths') and a separate multiply
+ * and add otherwise. tests/arch_check.sh compares the three builds' checkpoints. */
 #include "matmul.h"
 #include "matmul_kernels.h"
 #include "matmul_tile.h"
@@ -38,11 +41,11 @@
 
 #if MATMUL_AVX2
 
-/* Cache blocking (floats). nn, nt: a KC x 16 panel of B (16 KiB) stays in L1 while an
- * MC x KC block of A sits in L2. tn: the same, with the MC_TN x KC block of A packed
- * (192 KiB; 96 rows measured ~5 % slower on the weight gradients, each B panel being
- * packed twice as often from a large, strided B). nn and nt pack their MC x KC block
- * of A too. The packing buffers live on the stack: 213 KiB at most, per call. */
+/* Cache blocking (floats). nn, nt: a KC x PANEL panel of B (16 or 32 KiB) stays in L1
+ * while an MC x KC block of A sits in L2. tn: the same, with the MC_TN x KC block of A
+ * packed (192 KiB; 96 rows measured ~5 % slower on the weight gradients, each B panel
+ * being packed twice as often from a large, strided B). nn and nt pack their MC x KC
+ * block of A too. The packing buffers live on the stack: 225 KiB at most, per call. */
 enum { MC = 192, MC_TN = MATMUL_TN_ROWS };
 _Static_assert(MC % 6 == 0 && MC_TN % 6 == 0, "A is packed in whole 6-row tiles");
 
@@ -65,7 +68,7 @@ static inline void ahead_rows(Ahead f, int r0, int r1)
     }
 }
 
-/* The tiles of one stripe of C (M rows x 16 columns) against a packed B panel; tile
+/* The tiles of one stripe of C (M rows x PANEL columns) against a packed B panel; tile
  * t's A starts at a + t*tstep: full 6-row tiles, then the short one (tile_rows). The
  * full tiles are called directly: sending them through tile_rows' switch too made tn
  * ~13% slower. Each full tile first prefetches its share of `next` (the next panel's
@@ -90,7 +93,7 @@ ALWAYS_INLINE void stripe_bcast(int nc, int M, int kc, const float *a, size_t rs
 }
 
 /* One block of C (mc rows x N columns) += one k block: a(r, k) = a[r*rsa + k*csa]
- * (tile t's rows start at a + t*tstep). Each 16-column panel of B is first copied into
+ * (tile t's rows start at a + t*tstep). Each PANEL-column panel of B is first copied into
  * bp, so the kernel reads it at unit stride, free of cache-set conflicts: B rows
  * k0.. at B (nn, tn: row stride ldb) or, with trans, B's rows j are columns of the
  * product (nt: B[j][k] at B + j*ldb + k). epi, e: see tile_bcast. */

@@ -1,8 +1,9 @@
 /* matmul_causal: the causal products attention is built on (matmul_nt_causal,
  * matmul_nn_causal, matmul_tn_causal in matmul.h). They compute the same chains as
- * the dense products of model/matmul.c, with matmul_tile.h's AVX2 tile or, in the
- * portable build, through matmul_nt / matmul_nn / matmul_tn one row at a time, so on
- * the entries they compute they give the dense products' bits. */
+ * the dense products of model/matmul.c, with matmul_tile.h's tile (AVX2 or AVX-512:
+ * panels of PANEL = 16 or 32 columns) or, in the portable build, through matmul_nt /
+ * matmul_nn / matmul_tn one row at a time, so on the entries they compute they give
+ * the dense products' bits. */
 #include "matmul.h"
 #include "matmul_tile.h"
 
@@ -10,7 +11,7 @@
 
 #if MATMUL_AVX2
 
-/* One tile of R = 1..6 rows against a 16-column panel, with runtime strides: the
+/* One tile of R = 1..6 rows against a PANEL-column panel, with runtime strides: the
  * building block of the causal products, whose row ranges differ per panel. Out of
  * line, so the causal loops share one copy of the instantiations. */
 static void tile_any(int R, int nc, int K, const float *a, size_t rsa, size_t csa,
@@ -63,7 +64,7 @@ static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, 
     }
 }
 
-/* nn_causal (upper = 0) and tn_causal (upper = 1): the same panels of B (rows k, 16
+/* nn_causal (upper = 0) and tn_causal (upper = 1): the same panels of B (rows k, PANEL
  * columns at a time), different row ranges per tile. */
 static void causal_bcast(int upper, int T, int N, const float *A, size_t lda, const float *B,
                          size_t ldb, float *C, size_t ldc, int accumulate)

@@ -45,7 +45,8 @@
  * while an MC x KC block of A sits in L2. tn: the same, with the MC_TN x KC block of A
  * packed (192 KiB; 96 rows measured ~5 % slower on the weight gradients, each B panel
  * being packed twice as often from a large, strided B). nn and nt pack their MC x KC
- * block of A too. The packing buffers live on the stack: 225 KiB at most, per call. */
+ * block of A too with the AVX2 tile (gemm_blocks). The packing buffers live on the
+ * stack: 225 KiB at most, per call. */
 enum { MC = 192, MC_TN = MATMUL_TN_ROWS };
 _Static_assert(MC % 6 == 0 && MC_TN % 6 == 0, "A is packed in whole 6-row tiles");
 
@@ -119,6 +120,38 @@ ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a,
     }
 }
 
+#if MATMUL_AVX512
+
+/* The k blocks of nn (trans = 0) or nt (trans = 1) over rows in blocks of MC, A read
+ * in place (six rows a stride apart), the epilogue on the last k block only. Packing
+ * A (as the AVX2 path below does) made nn and nt a few percent faster with the AVX2
+ * tile on Zen 3; with the AVX-512 tile on the Xeon of docs/matmul.md, reading in place
+ * was 4-10 % faster on the NANO and MID layer shapes (one thread, interleaved runs):
+ * the copy cost more than the unit-stride stream saved. The chains are the same. */
+ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, size_t lda,
+                               const float *B, size_t ldb, float *C, size_t ldc,
+                               int accumulate, int epi, Epi e)
+{
+    _Alignas(64) float bp[KC * PANEL];
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0, last = k0 + kc >= K;
+        const float *Bk = trans ? B + k0 : B + (size_t)k0 * ldb;
+        for (int i0 = 0; i0 < M; i0 += MC) {
+            int mc = imin(MC, M - i0);
+            float *c = C + (size_t)i0 * ldc;
+            const float *a = A + (size_t)i0 * lda + k0;
+            if (last)
+                block_bcast(trans, mc, N, kc, a, lda, 1, 6 * lda, Bk, ldb, bp, c, ldc, load_c,
+                            epi, epi_at(e, (size_t)i0 * ldc, 0));
+            else
+                block_bcast(trans, mc, N, kc, a, lda, 1, 6 * lda, Bk, ldb, bp, c, ldc, load_c,
+                            EPI_NONE, e);
+        }
+    }
+}
+
+#else
+
 /* Copies A[i][k] (i < mc, k < kc, row stride lda) as 6-row pieces: piece t holds
  * A[6t..6t+5][k] at ap + t*ps + 6*k (zero past mc), ps >= 6*kc + 2: the tiles then read
  * one unit-stride stream instead of six rows a stride apart (nn and nt ran a few
@@ -170,6 +203,8 @@ ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, s
         }
     }
 }
+
+#endif
 
 /* nn for one row of A (sampling): packing a panel of B would cost more than the one
  * tile that reads it, so the tiles read B in place. Same chains as gemm_blocks. */

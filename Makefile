@@ -1,6 +1,9 @@
 # headcount build. `make` builds ./train and ./infer; `make test` runs the Criterion suite.
-# ARCH picks the instruction set: the default tunes for this machine (AVX2/FMA kernels where
-# the CPU has them); `make ARCH=` builds the portable fallback for any x86-64 or other CPU.
+# ARCH picks the instruction set, and with it the matmul tile: the default tunes for this
+# machine (the AVX-512 tile where the CPU has AVX-512, else AVX2/FMA where it has those);
+# `make ARCH="-mavx2 -mfma"` builds the AVX2 tile on any such CPU, and `make ARCH=` the
+# portable fallback for any x86-64 or other CPU. All give the same bits where they use
+# FMA (docs/matmul.md; tests/arch_check.sh checks it).
 # BUILD (objects) and BIN (the two programs) can be moved, e.g. for a sanitizer build.
 CC      ?= cc
 ARCH    ?= -march=native
@@ -67,9 +70,12 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/fileguard.o $(BUILD)/dist.o $(BUILD)/li
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root: tests find ../shared, write under
-# build/test-tmp, and run the programs found in HEADCOUNT_BIN.
+# build/test-tmp, and run the programs found in HEADCOUNT_BIN. Then arch_check: on a
+# CPU with AVX-512, the AVX-512, AVX2 and portable builds must train byte-identical
+# checkpoints (it says plainly when it skips).
 test: $(BUILD)/run_tests $(BIN)/train $(BIN)/infer
 	HEADCOUNT_BIN=$(BIN) OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$(BUILD)/run_tests --jobs 2
+	CC="$(CC)" ARCH="$(ARCH)" OMP_NUM_THREADS=2 bash tests/arch_check.sh $(BIN) $(BUILD)/arch-check
 
 clean:
 	rm -rf build build-* train infer fuzz/seeds

@@ -70,7 +70,7 @@ static void tile_at(const Tiles *t, int tile, int *i0, int *j0, int *m, int *n)
 static void forward_tiles(float *out, float *dgelu, const float *in, const float *W,
                           const float *bias, int N, int IC, int OC)
 {
-    Tiles t = tiles_plan(N, OC, 6, 16, 48, N, 256, 4);
+    Tiles t = tiles_plan(N, OC, 6, MATMUL_PANEL, 48, N, 256, 4);
     double flops = 2.0 * N * IC * OC;
     #pragma omp parallel for schedule(dynamic, 1) if (flops >= PARALLEL_MIN_FLOPS)
     for (int tile = 0; tile < t.nrb * t.ncb; tile++) {
@@ -102,7 +102,7 @@ void matmul_forward_gelu(float *act, float *dgelu, const float *in, const float 
 void matmul_forward_t(float *out, const float *in, const float *Wt, const float *bias, int N,
                       int IC, int OC)
 {
-    Tiles t = tiles_plan(N, OC, 1, 16, 1, N, 256, 2);
+    Tiles t = tiles_plan(N, OC, 1, MATMUL_PANEL, 1, N, 256, 2);
     double flops = 2.0 * N * IC * OC;
     #pragma omp parallel for schedule(dynamic, 1) if (flops >= PARALLEL_MIN_FLOPS)
     for (int tile = 0; tile < t.nrb * t.ncb; tile++) {
@@ -139,8 +139,8 @@ static void backward_tiles(float *din, float *dW, float *dbias, const float *dou
     /* din: nn over (n, ic). dW: tn over (oc, ic), in tiles of at most MATMUL_TN_ROWS
      * rows, so that each k block of a tile packs its B panels once, and as wide as the
      * layer (up to 256 columns), so that fewer tiles pack the same A rows. */
-    Tiles tin = tiles_plan(din ? N : 0, IC, 6, 16, 48, N, 256, 4);
-    Tiles tw = tiles_plan(dW ? OC : 0, IC, 6, 16, 48, MATMUL_TN_ROWS, 256, 2);
+    Tiles tin = tiles_plan(din ? N : 0, IC, 6, MATMUL_PANEL, 48, N, 256, 4);
+    Tiles tw = tiles_plan(dW ? OC : 0, IC, 6, MATMUL_PANEL, 48, MATMUL_TN_ROWS, 256, 2);
     int nb = dbias ? (OC + 63) / 64 : 0;                /* dbias: 64 columns each */
     double flops = 2.0 * N * IC * OC * ((din != NULL) + (dW != NULL));
     #pragma omp parallel if (flops >= PARALLEL_MIN_FLOPS)

@@ -1,31 +1,34 @@
 /* matmul: the sgemm kernels (nt, nn, tn, and the epilogues the linear layer fuses
  * into them). The OpenMP linear layer built on them is model/linear.c, their causal
- * variants for attention model/matmul_causal.c, and the AVX2 register tile and B-panel
- * packing both files share model/matmul_tile.h.
+ * variants for attention model/matmul_causal.c, and the register tile and B-panel
+ * packing both files share model/matmul_tile.h (AVX2) and model/matmul_tile512.h
+ * (AVX-512).
  *
- * Two implementations of the same arithmetic: an AVX2+FMA one with register-tiled
- * micro-kernels, used when the compiler targets AVX2 and FMA, and a portable C one.
- * Nothing here starts threads (attention calls the kernels inside its own parallel
- * loop). Tiling and measured speed are in docs/matmul.md; this comment states the
- * float operations, because the determinism contract in matmul.h is a promise about
- * them.
+ * Three implementations of the same arithmetic: register-tiled micro-kernels on
+ * AVX-512 (when the compiler targets AVX-512F and VL) or AVX2+FMA, and a portable C
+ * one. Nothing here starts threads (attention calls the kernels inside its own
+ * parallel loop). Tiling and measured speed are in docs/matmul.md; this comment states
+ * the float operations, because the determinism contract in matmul.h is a promise
+ * about them.
  *
  * All three kernels compute the same chains: C[i][j] is s = fma(a_ik, b_kj, s) over
  * k = 0..K-1 in order, starting from 0, or from the old C[i][j] when accumulating;
  * the linear layer's bias is added after the chain (out = s + bias[j]). So nt, nn and
  * tn give the same bits for the same product, whatever layout its operands have.
- * The AVX2 tile holds up to 6 rows x 16 columns of such chains in registers; blocking
- * over k only stores s to C and reloads it, which changes no bit. B is read through a
- * packed panel of 16 columns: a copy of B's rows (nn, tn), or a gather of B's
- * columns by 8 x 8 transposes (nt).
+ * The tile holds up to 6 rows x PANEL columns of such chains in registers (PANEL = 16
+ * with AVX2, 32 with AVX-512: the width changes how many chains run side by side, not
+ * an operation of any chain, so both tiles give the same bits); blocking over k only
+ * stores s to C and reloads it, which changes no bit. B is read through a packed
+ * panel of PANEL columns: a copy of B's rows (nn, tn), or a gather of B's columns by
+ * 8 x 8 transposes (nt).
  *
  * Edge tiles compute the same chains: a short last tile has its own row count, and
  * partial column vectors use masked loads and stores. So no float sum depends on the
  * tiling or on the split among threads.
  *
  * The portable code follows the same orders, with fmaf where the target has a fast
- * one (FP_FAST_FMAF; then its bits equal the AVX2 path's) and a separate multiply
- * and add otherwise. */
+ * one (FP_FAST_FMAF; then its bits equal the vector paths') and a separate multiply
+ * and add otherwise. tests/arch_check.sh compares the three builds' checkpoints. */
 #include "matmul.h"
 #include "matmul_kernels.h"
 #include "matmul_tile.h"
@@ -38,11 +41,12 @@
 
 #if MATMUL_AVX2
 
-/* Cache blocking (floats). nn, nt: a KC x 16 panel of B (16 KiB) stays in L1 while an
- * MC x KC block of A sits in L2. tn: the same, with the MC_TN x KC block of A packed
- * (192 KiB; 96 rows measured ~5 % slower on the weight gradients, each B panel being
- * packed twice as often from a large, strided B). nn and nt pack their MC x KC block
- * of A too. The packing buffers live on the stack: 213 KiB at most, per call. */
+/* Cache blocking (floats). nn, nt: a KC x PANEL panel of B (16 or 32 KiB) stays in L1
+ * while an MC x KC block of A sits in L2. tn: the same, with the MC_TN x KC block of A
+ * packed (192 KiB; 96 rows measured ~5 % slower on the weight gradients, each B panel
+ * being packed twice as often from a large, strided B). nn and nt pack their MC x KC
+ * block of A too with the AVX2 tile (gemm_blocks). The packing buffers live on the
+ * stack: 225 KiB at most, per call. */
 enum { MC = 192, MC_TN = MATMUL_TN_ROWS };
 _Static_assert(MC % 6 == 0 && MC_TN % 6 == 0, "A is packed in whole 6-row tiles");
 
@@ -65,7 +69,7 @@ static inline void ahead_rows(Ahead f, int r0, int r1)
     }
 }
 
-/* The tiles of one stripe of C (M rows x 16 columns) against a packed B panel; tile
+/* The tiles of one stripe of C (M rows x PANEL columns) against a packed B panel; tile
  * t's A starts at a + t*tstep: full 6-row tiles, then the short one (tile_rows). The
  * full tiles are called directly: sending them through tile_rows' switch too made tn
  * ~13% slower. Each full tile first prefetches its share of `next` (the next panel's
@@ -76,12 +80,12 @@ ALWAYS_INLINE void stripe_bcast(int nc, int M, int kc, const float *a, size_t rs
                                 size_t tstep, const float *bp, float *c, size_t ldc, int load_c,
                                 int epi, Epi e, Ahead next)
 {
-    __m256i mask = panel_mask(nc);
+    PanelMask mask = panel_mask(nc);
     int share = M >= 6 ? (next.rows + M / 6 - 1) / (M / 6) : 0;
     int i = 0;
     for (int t = 0; i + 6 <= M; i += 6, a += tstep, t++) {
         ahead_rows(next, t * share, (t + 1) * share);
-        tile_nc(6, nc, mask, kc, a, rsa, csa, 1, bp, 16, c + (size_t)i * ldc, ldc, load_c, epi,
+        tile_nc(6, nc, mask, kc, a, rsa, csa, 1, bp, PANEL, c + (size_t)i * ldc, ldc, load_c, epi,
                 epi_at(e, (size_t)i * ldc, 0));
     }
     if (i < M)
@@ -90,7 +94,7 @@ ALWAYS_INLINE void stripe_bcast(int nc, int M, int kc, const float *a, size_t rs
 }
 
 /* One block of C (mc rows x N columns) += one k block: a(r, k) = a[r*rsa + k*csa]
- * (tile t's rows start at a + t*tstep). Each 16-column panel of B is first copied into
+ * (tile t's rows start at a + t*tstep). Each PANEL-column panel of B is first copied into
  * bp, so the kernel reads it at unit stride, free of cache-set conflicts: B rows
  * k0.. at B (nn, tn: row stride ldb) or, with trans, B's rows j are columns of the
  * product (nt: B[j][k] at B + j*ldb + k). epi, e: see tile_bcast. */
@@ -98,23 +102,55 @@ ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a,
                                size_t csa, size_t tstep, const float *B, size_t ldb, float *bp,
                                float *C, size_t ldc, int load_c, int epi, Epi e)
 {
-    for (int j = 0; j < N; j += 16) {
-        int nc = imin(16, N - j), nn = imin(16, N - j - 16);
+    for (int j = 0; j < N; j += PANEL) {
+        int nc = imin(PANEL, N - j), nn = imin(PANEL, N - j - PANEL);
         Ahead next = { NULL, ldb * sizeof(float), 0, 0 };
         if (trans)
             pack_panel_t(bp, B + (size_t)j * ldb, ldb, kc, nc);
         else
             pack_panel(bp, B + j, ldb, kc, nc);
         if (nn > 0 && trans)
-            next = (Ahead){ (const char *)(B + (size_t)(j + 16) * ldb), ldb * sizeof(float), nn,
+            next = (Ahead){ (const char *)(B + (size_t)(j + PANEL) * ldb), ldb * sizeof(float), nn,
                             kc * (int)sizeof(float) };
         else if (nn > 0)
-            next = (Ahead){ (const char *)(B + j + 16), ldb * sizeof(float), kc,
+            next = (Ahead){ (const char *)(B + j + PANEL), ldb * sizeof(float), kc,
                             nn * (int)sizeof(float) };
         stripe_bcast(nc, mc, kc, a, rsa, csa, tstep, bp, C + j, ldc, load_c, epi,
                      epi_at(e, 0, j), next);
     }
 }
+
+#if MATMUL_AVX512
+
+/* The k blocks of nn (trans = 0) or nt (trans = 1) over rows in blocks of MC, A read
+ * in place (six rows a stride apart), the epilogue on the last k block only. Packing
+ * A (as the AVX2 path below does) made nn and nt a few percent faster with the AVX2
+ * tile on Zen 3; with the AVX-512 tile on the Xeon of docs/matmul.md, reading in place
+ * was 4-10 % faster on the NANO and MID layer shapes (one thread, interleaved runs):
+ * the copy cost more than the unit-stride stream saved. The chains are the same. */
+ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, size_t lda,
+                               const float *B, size_t ldb, float *C, size_t ldc,
+                               int accumulate, int epi, Epi e)
+{
+    _Alignas(64) float bp[KC * PANEL];
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0, last = k0 + kc >= K;
+        const float *Bk = trans ? B + k0 : B + (size_t)k0 * ldb;
+        for (int i0 = 0; i0 < M; i0 += MC) {
+            int mc = imin(MC, M - i0);
+            float *c = C + (size_t)i0 * ldc;
+            const float *a = A + (size_t)i0 * lda + k0;
+            if (last)
+                block_bcast(trans, mc, N, kc, a, lda, 1, 6 * lda, Bk, ldb, bp, c, ldc, load_c,
+                            epi, epi_at(e, (size_t)i0 * ldc, 0));
+            else
+                block_bcast(trans, mc, N, kc, a, lda, 1, 6 * lda, Bk, ldb, bp, c, ldc, load_c,
+                            EPI_NONE, e);
+        }
+    }
+}
+
+#else
 
 /* Copies A[i][k] (i < mc, k < kc, row stride lda) as 6-row pieces: piece t holds
  * A[6t..6t+5][k] at ap + t*ps + 6*k (zero past mc), ps >= 6*kc + 2: the tiles then read
@@ -148,7 +184,7 @@ ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, s
                                const float *B, size_t ldb, float *C, size_t ldc,
                                int accumulate, int epi, Epi e)
 {
-    _Alignas(64) float bp[KC * 16];
+    _Alignas(64) float bp[KC * PANEL];
     _Alignas(64) float ap[MC / 6 * (6 * KC + 8)];
     for (int k0 = 0; k0 < K; k0 += KC) {
         int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0, last = k0 + kc >= K;
@@ -168,13 +204,15 @@ ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, s
     }
 }
 
+#endif
+
 /* nn for one row of A (sampling): packing a panel of B would cost more than the one
  * tile that reads it, so the tiles read B in place. Same chains as gemm_blocks. */
 ALWAYS_INLINE void gemm_row_epi(int N, int K, const float *a, const float *B, size_t ldb,
                                 float *C, int accumulate, int epi, Epi e)
 {
-    for (int j = 0; j < N; j += 16) {
-        int nc = imin(16, N - j);
+    for (int j = 0; j < N; j += PANEL) {
+        int nc = imin(PANEL, N - j);
         tile_nc(1, nc, panel_mask(nc), K, a, 0, 1, 0, B + j, ldb, C + j, 0, accumulate, epi,
                 epi_at(e, 0, j));
     }
@@ -265,7 +303,7 @@ static void pack_tn_block(float *ap, const float *A, size_t lda, int kc, int mc,
 static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float *B,
                     size_t ldb, float *C, size_t ldc, int accumulate)
 {
-    _Alignas(64) float bp[KC * 16];
+    _Alignas(64) float bp[KC * PANEL];
     _Alignas(64) float ap[MC_TN / 6 * (6 * KC + 8)];
     Epi none = { NULL, NULL };
     for (int k0 = 0; k0 < K; k0 += KC) {

@@ -1,8 +1,9 @@
 /* matmul_causal: the causal products attention is built on (matmul_nt_causal,
  * matmul_nn_causal, matmul_tn_causal in matmul.h). They compute the same chains as
- * the dense products of model/matmul.c, with matmul_tile.h's AVX2 tile or, in the
- * portable build, through matmul_nt / matmul_nn / matmul_tn one row at a time, so on
- * the entries they compute they give the dense products' bits. */
+ * the dense products of model/matmul.c, with matmul_tile.h's tile (AVX2 or AVX-512:
+ * panels of PANEL = 16 or 32 columns) or, in the portable build, through matmul_nt /
+ * matmul_nn / matmul_tn one row at a time, so on the entries they compute they give
+ * the dense products' bits. */
 #include "matmul.h"
 #include "matmul_tile.h"
 
@@ -10,7 +11,7 @@
 
 #if MATMUL_AVX2
 
-/* One tile of R = 1..6 rows against a 16-column panel, with runtime strides: the
+/* One tile of R = 1..6 rows against a PANEL-column panel, with runtime strides: the
  * building block of the causal products, whose row ranges differ per panel. Out of
  * line, so the causal loops share one copy of the instantiations. */
 static void tile_any(int R, int nc, int K, const float *a, size_t rsa, size_t csa,
@@ -32,12 +33,12 @@ static void nt_causal_rows(int T, int K, const float *A, size_t lda, const float
                            size_t ldb, float *C, size_t ldc, int accumulate)
 {
     _Alignas(64) float bp[NT_ROWS_MAX];
-    for (int j0 = 0; j0 < T; j0 += 16)
-        pack_panel_t(bp + (size_t)j0 * K, B + (size_t)j0 * ldb, ldb, K, imin(16, T - j0));
+    for (int j0 = 0; j0 < T; j0 += PANEL)
+        pack_panel_t(bp + (size_t)j0 * K, B + (size_t)j0 * ldb, ldb, K, imin(PANEL, T - j0));
     for (int i = 0; i < T; i += 6) {
         int R = imin(6, T - i);
-        for (int j0 = 0; j0 < i + R; j0 += 16)
-            tile_any(R, imin(16, T - j0), K, A + (size_t)i * lda, lda, 1, bp + (size_t)j0 * K,
+        for (int j0 = 0; j0 < i + R; j0 += PANEL)
+            tile_any(R, imin(PANEL, T - j0), K, A + (size_t)i * lda, lda, 1, bp + (size_t)j0 * K,
                      C + (size_t)i * ldc + j0, ldc, accumulate);
     }
 }
@@ -45,14 +46,14 @@ static void nt_causal_rows(int T, int K, const float *A, size_t lda, const float
 static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, size_t ldb,
                       float *C, size_t ldc, int accumulate)
 {
-    if ((size_t)(T + 15) / 16 * 16 * K <= NT_ROWS_MAX) {
+    if ((size_t)(T + PANEL - 1) / PANEL * PANEL * K <= NT_ROWS_MAX) {
         nt_causal_rows(T, K, A, lda, B, ldb, C, ldc, accumulate);
         return;
     }
     /* Longer keys: one panel of B at a time, its scores for query rows j0..T-1. */
-    _Alignas(64) float bp[KC * 16];
-    for (int j0 = 0; j0 < T; j0 += 16) {
-        int nc = imin(16, T - j0);
+    _Alignas(64) float bp[KC * PANEL];
+    for (int j0 = 0; j0 < T; j0 += PANEL) {
+        int nc = imin(PANEL, T - j0);
         for (int k0 = 0; k0 < K; k0 += KC) {
             int kc = imin(KC, K - k0);
             pack_panel_t(bp, B + (size_t)j0 * ldb + k0, ldb, kc, nc);
@@ -63,14 +64,14 @@ static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, 
     }
 }
 
-/* nn_causal (upper = 0) and tn_causal (upper = 1): the same panels of B (rows k, 16
+/* nn_causal (upper = 0) and tn_causal (upper = 1): the same panels of B (rows k, PANEL
  * columns at a time), different row ranges per tile. */
 static void causal_bcast(int upper, int T, int N, const float *A, size_t lda, const float *B,
                          size_t ldb, float *C, size_t ldc, int accumulate)
 {
-    _Alignas(64) float bp[KC * 16];
-    for (int j0 = 0; j0 < N; j0 += 16) {
-        int nc = imin(16, N - j0);
+    _Alignas(64) float bp[KC * PANEL];
+    for (int j0 = 0; j0 < N; j0 += PANEL) {
+        int nc = imin(PANEL, N - j0);
         for (int k0 = 0; k0 < T; k0 += KC) {
             int kc = imin(KC, T - k0);
             pack_panel(bp, B + (size_t)k0 * ldb + j0, ldb, kc, nc);
@@ -88,7 +89,7 @@ static void causal_bcast(int upper, int T, int N, const float *A, size_t lda, co
                 for (int i = 0; i < imin(T, k0 + kc); i += 6) {
                     int kb = imax(k0, i);
                     tile_any(imin(6, T - i), nc, k0 + kc - kb, A + (size_t)kb * lda + i, 1,
-                             lda, bp + (size_t)16 * (kb - k0), C + (size_t)i * ldc + j0, ldc,
+                             lda, bp + (size_t)PANEL * (kb - k0), C + (size_t)i * ldc + j0, ldc,
                              accumulate || kb > i);
                 }
             }

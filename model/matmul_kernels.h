@@ -10,6 +10,18 @@
 
 #include <stddef.h>
 
+/* The register tile's path: AVX-512 when the compiler targets it (16-float vectors,
+ * panels of B 32 columns wide), else AVX2 + FMA or portable C (16-column blocks).
+ * The linear layer splits its outputs into column blocks of MATMUL_PANEL, so that no
+ * block leaves a partial panel mid-row. Only speed depends on which: the bits do not. */
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX2__) && defined(__FMA__)
+#define MATMUL_AVX512 1
+enum { MATMUL_PANEL = 32 };
+#else
+#define MATMUL_AVX512 0
+enum { MATMUL_PANEL = 16 };
+#endif
+
 /* tn packs its A in blocks of this many rows (a multiple of the 6-row tile); a tn
  * product of at most this many rows packs each panel of B once per k block. */
 enum { MATMUL_TN_ROWS = 192 };

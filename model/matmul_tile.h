@@ -1,11 +1,22 @@
-/* matmul_tile: the AVX2 + FMA register tile and the packing of B's panels, shared by
+/* matmul_tile: the register tile and the packing of B's panels, shared by
  * model/matmul.c (the dense products) and model/matmul_causal.c (attention's causal
  * products); internal to model/. All static inline, so each file gets its own
- * instantiations. The float operations are those stated at the top of matmul.c. */
+ * instantiations. The float operations are those stated at the top of matmul.c.
+ *
+ * Two tiles with one interface: the AVX2 + FMA tile here (up to 6 rows x 16 columns,
+ * B's panels 16 columns wide) and, when the compiler targets AVX-512, the one in
+ * matmul_tile512.h (6 rows x 32 columns, panels 32 wide). Both compute every element
+ * of C as the same fused multiply-add chain over k, so they give the same bits; only
+ * how many chains run side by side differs. The callers see PANEL (a panel's width in
+ * floats), PanelMask / panel_mask (the live lanes of a panel's last vector), tile_nc,
+ * tile_rows, pack_panel and pack_panel_t. The 8-lane helpers (mask_first, transpose8)
+ * serve A's packing on both paths. */
 #ifndef HEADCOUNT_MATMUL_TILE_H
 #define HEADCOUNT_MATMUL_TILE_H
 
 #include <stddef.h>
+
+#include "matmul_kernels.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #define MATMUL_AVX2 1
@@ -23,26 +34,30 @@ static inline int imax(int a, int b) { return a > b ? a : b; }
 
 #include "vmath.h"
 
-/* k in blocks of KC: a KC x 16 panel of B (16 KiB) stays in L1 while a tile sweeps it. */
-enum { KC = 256 };
-
 /* Lane mask selecting the first n (0..8) lanes. */
 static inline __m256i mask_first(int n)
 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-ALWAYS_INLINE __m256 load8(const float *p, int masked, __m256i mask)
+/* In place 8 x 8 transpose: r[q][t] becomes r[t][q]. */
+static inline void transpose8(__m256 r[8])
 {
-    return masked ? _mm256_maskload_ps(p, mask) : _mm256_loadu_ps(p);
-}
-
-ALWAYS_INLINE void store8(float *p, __m256 v, int masked, __m256i mask)
-{
-    if (masked)
-        _mm256_maskstore_ps(p, mask, v);
-    else
-        _mm256_storeu_ps(p, v);
+    __m256 t[8], u[8];
+    for (int q = 0; q < 8; q += 2) {
+        t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
+        t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
+    }
+    for (int q = 0; q < 8; q += 4) {
+        u[q] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int q = 0; q < 4; q++) {
+        r[q] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x20);
+        r[q + 4] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x31);
+    }
 }
 
 /* What a tile does with its finished chains (only after the last k block; before it,
@@ -62,6 +77,30 @@ static inline Epi epi_at(Epi e, size_t row_off, int col)
 {
     Epi r = { e.bias ? e.bias + col : NULL, e.aux ? e.aux + row_off + col : NULL };
     return r;
+}
+
+#if MATMUL_AVX512
+
+#include "matmul_tile512.h"
+
+#else /* the AVX2 tile */
+
+/* k in blocks of KC: a KC x 16 panel of B (16 KiB) stays in L1 while a tile sweeps it. */
+enum { KC = 256, PANEL = 16 };
+
+typedef __m256i PanelMask;
+
+ALWAYS_INLINE __m256 load8(const float *p, int masked, __m256i mask)
+{
+    return masked ? _mm256_maskload_ps(p, mask) : _mm256_loadu_ps(p);
+}
+
+ALWAYS_INLINE void store8(float *p, __m256 v, int masked, __m256i mask)
+{
+    if (masked)
+        _mm256_maskstore_ps(p, mask, v);
+    else
+        _mm256_storeu_ps(p, v);
 }
 
 /* One tile of C: R rows (R = 1..6, a constant at each call) x 8*nv columns (nv = 1 or
@@ -179,26 +218,6 @@ static inline void pack_panel(float *bp, const float *b, size_t ldb, int kc, int
     }
 }
 
-/* In place 8 x 8 transpose: r[q][t] becomes r[t][q]. */
-static inline void transpose8(__m256 r[8])
-{
-    __m256 t[8], u[8];
-    for (int q = 0; q < 8; q += 2) {
-        t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
-        t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
-    }
-    for (int q = 0; q < 8; q += 4) {
-        u[q] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int q = 0; q < 4; q++) {
-        r[q] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x20);
-        r[q + 4] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x31);
-    }
-}
-
 /* The transposing twin of pack_panel for nt: B is [N][K], so panel row k gathers
  * B[0..nc-1][k] (b -> B[j0][k0]); eight k at a time through 8 x 8 transposes. */
 static inline void pack_panel_t(float *bp, const float *b, size_t ldb, int kc, int nc)
@@ -219,31 +238,33 @@ static inline void pack_panel_t(float *bp, const float *b, size_t ldb, int kc, i
             bp[16 * k + j] = j < nc ? b[(size_t)j * ldb + k] : 0.0f;
 }
 
-/* One tile of R = 0..6 rows (R known only at run time) against a packed 16-column
- * panel: each row count has its own instantiation, so row counts and offsets are
+#endif /* MATMUL_AVX512 */
+
+/* One tile of R = 0..6 rows (R known only at run time) against a packed panel
+ * (PANEL columns): each row count has its own instantiation, so row counts and offsets are
  * constants in the loop (a 1-row product, as in sampling, does not pay for 6 rows). */
-ALWAYS_INLINE void tile_rows(int R, int nc, __m256i mask, int K, const float *a, size_t rsa,
+ALWAYS_INLINE void tile_rows(int R, int nc, PanelMask mask, int K, const float *a, size_t rsa,
                              size_t csa, const float *bp, float *c, size_t ldc, int load_c,
                              int epi, Epi e)
 {
     switch (R) {
     case 6:
-        tile_nc(6, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        tile_nc(6, nc, mask, K, a, rsa, csa, 1, bp, PANEL, c, ldc, load_c, epi, e);
         break;
     case 5:
-        tile_nc(5, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        tile_nc(5, nc, mask, K, a, rsa, csa, 1, bp, PANEL, c, ldc, load_c, epi, e);
         break;
     case 4:
-        tile_nc(4, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        tile_nc(4, nc, mask, K, a, rsa, csa, 1, bp, PANEL, c, ldc, load_c, epi, e);
         break;
     case 3:
-        tile_nc(3, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        tile_nc(3, nc, mask, K, a, rsa, csa, 1, bp, PANEL, c, ldc, load_c, epi, e);
         break;
     case 2:
-        tile_nc(2, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        tile_nc(2, nc, mask, K, a, rsa, csa, 1, bp, PANEL, c, ldc, load_c, epi, e);
         break;
     case 1:
-        tile_nc(1, nc, mask, K, a, rsa, csa, 1, bp, 16, c, ldc, load_c, epi, e);
+        tile_nc(1, nc, mask, K, a, rsa, csa, 1, bp, PANEL, c, ldc, load_c, epi, e);
         break;
     default:
         break;

@@ -7,6 +7,7 @@
 #include "model/layers.h"
 #include "model/matmul.h"
 #include "model/rng.h"
+#include "model/vmath.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -191,8 +192,12 @@ static float scheme_element(const Prod *p, int i, int j, float old, int accumula
 
 Test(matmul, kernels_follow_the_documented_float_scheme_bit_for_bit)
 {
-    static const int shapes[][3] = { { 1, 1, 1 },  { 5, 7, 3 },    { 13, 33, 17 },
-                                     { 7, 65, 40 }, { 19, 18, 300 }, { 12, 16, 8 } };
+    /* Every kind of column panel on both tiles (AVX2: 16 wide, AVX-512: 32 wide):
+     * full, one full vector, partial in the first or the second vector, several. */
+    static const int shapes[][3] = { { 1, 1, 1 },    { 5, 7, 3 },     { 13, 33, 17 },
+                                     { 7, 65, 40 },  { 19, 18, 300 }, { 12, 16, 8 },
+                                     { 8, 31, 21 },  { 6, 48, 33 },   { 11, 96, 5 },
+                                     { 3, 113, 2 } };
     Rng rng;
     rng_init(&rng, 3, 100);
     for (int kind = NT; kind <= TN; kind++)
@@ -378,6 +383,7 @@ static void layer_run_free(LayerRun *r)
 static const int layer_shapes[][3] = {
     /* N, IC, OC: odd sizes, the logits width, and a training-like shape */
     { 67, 40, 65 }, { 13, 5, 7 }, { 1, 1, 1 }, { 256, 128, 384 }, { 96, 512, 128 },
+    { 30, 24, 50 }, { 20, 33, 24 },
 };
 
 Test(matmul, forward_is_matmul_nt_then_bias_and_matches_reference)
@@ -673,5 +679,42 @@ Test(matmul, forward_on_transposed_weights_equals_the_forward)
         }
         free(Wt); free(want); free(got);
         layer_free(&l);
+    }
+}
+
+/* The 16-lane exp and GELU (the AVX-512 epilogues) give the 8-lane functions' bits
+ * lane by lane: on a spread of values over the clamp, on the clamp edges, on zeros,
+ * infinities and a NaN. (Without AVX-512 the 64-byte vectors only pass between
+ * static inline functions, so GCC's ABI note -Wpsabi does not concern them.) */
+#pragma GCC diagnostic ignored "-Wpsabi"
+Test(matmul, sixteen_lane_vmath_equals_the_eight_lane_functions_bit_for_bit)
+{
+    enum { NV = 4096 };
+    static float x[NV];
+    Rng rng;
+    rng_init(&rng, 5, 100);
+    for (int i = 0; i < NV; i++)
+        x[i] = 200.0f * rng_uniform(&rng) - 100.0f;
+    const float special[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 88.0f, -87.0f, 88.5f,
+                              -87.5f, 1e-30f, -1e-30f, 3.5f, -3.5f, 9.0f, -9.0f, 0.5f };
+    memcpy(x, special, sizeof special);
+    for (int i = 0; i < NV; i += 16) {
+        v16f x16;
+        memcpy(&x16, x + i, sizeof x16);
+        v16f e16 = v16_exp(x16), g16 = v16_gelu_gate(x16);
+        v16f d16 = v16_gelu_grad_gated(x16, g16);
+        for (int h = 0; h < 2; h++) {
+            v8f x8 = v8_load(x + i + 8 * h);
+            v8f e8 = v8_exp(x8), g8 = v8_gelu_gate(x8), d8 = v8_gelu_grad_gated(x8, g8);
+            for (int l = 0; l < 8; l++) {
+                int q = 8 * h + l;
+                cr_assert(memcmp(&e16[q], &e8[l], sizeof(float)) == 0 &&
+                              memcmp(&g16[q], &g8[l], sizeof(float)) == 0 &&
+                              memcmp(&d16[q], &d8[l], sizeof(float)) == 0,
+                          "x = %.9g: exp %.9g / %.9g, gate %.9g / %.9g, grad %.9g / %.9g "
+                          "(16 / 8 lanes)",
+                          x[i + q], e16[q], e8[l], g16[q], g8[l], d16[q], d8[l]);
+            }
+        }
     }
 }

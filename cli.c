@@ -123,11 +123,11 @@ double cli_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void cli_passive_openmp(char **argv)
+void cli_bounded_spin_openmp(char **argv)
 {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
         return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0)
+    if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0)
         return;
     execv("/proc/self/exe", argv);
     /* No /proc, or exec failed: carry on with the runtime's default. */

@@ -46,13 +46,16 @@ typedef struct {
 int cli_next_option(int argc, char **argv, const char *shortopts, const struct option *longs,
                     const CliShort *shorts, size_t nshorts);
 
-/* OpenMP threads that spin while they wait make a busy machine many times slower
- * (a 150-step run: 23 s passive, 110-270 s spinning, on a loaded 2-core box).
- * When neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, this sets
- * OMP_WAIT_POLICY=passive and re-executes the program (the OpenMP runtime reads
- * it only at start-up); it returns only when nothing needed doing or exec failed.
- * Results are identical either way. Call first thing in main. */
-void cli_passive_openmp(char **argv);
+/* OpenMP threads that spin while they wait make a busy machine many times slower,
+ * and threads that sleep at once make an idle one slower. Measured on a 2-core
+ * Xeon, 100 default steps: idle, spinning 3.1-3.7 s, sleeping (passive) 4.3-4.6 s,
+ * spinning 10,000 rounds then sleeping 3.2-3.6 s; beside two busy processes,
+ * spinning 21-35 s, passive 5.9-13 s, 10,000 rounds 7.9-10 s. So when neither
+ * OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, this sets GOMP_SPINCOUNT=10000 and
+ * re-executes the program (the OpenMP runtime reads it only at start-up); it
+ * returns only when nothing needed doing or exec failed. Results are identical
+ * either way. Call first thing in main. */
+void cli_bounded_spin_openmp(char **argv);
 
 /* Seconds as "1m21s", "2h03m", "45s", "0.8s". */
 void cli_duration(double seconds, char *buf, int len);

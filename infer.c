@@ -341,7 +341,7 @@ static void check_outputs(const InferOptions *o)
 int main(int argc, char **argv)
 {
     cli_prog = "infer";
-    cli_passive_openmp(argv);
+    cli_bounded_spin_openmp(argv);
     InferOptions o;
     parse(argc, argv, &o);
     check_outputs(&o);

@@ -474,7 +474,7 @@ static void train_exit(int code)
 int main(int argc, char **argv)
 {
     cli_prog = "train";
-    cli_passive_openmp(argv);
+    cli_bounded_spin_openmp(argv);
     Run run;
     memset(&run, 0, sizeof run);
     Run *r = &run;

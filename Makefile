@@ -21,12 +21,12 @@ endif
 BUILD   ?= build
 BIN     ?= .
 
-LIB_SRC  := $(wildcard model/*.c data/*.c)
+LIB_SRC  := $(wildcard util/*.c kernels/*.c model/*.c data/*.c trainer/*.c analysis/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/tests/progutil.o
-INFER_OBJ := $(BUILD)/infer.o $(BUILD)/infer_sample.o $(BUILD)/infer_heads.o $(BUILD)/report.o \
-             $(BUILD)/infer_explore.o $(BUILD)/explore.o $(BUILD)/explore_page.o
+INFER_OBJ := $(BUILD)/infer.o $(BUILD)/app/infer_sample.o $(BUILD)/app/infer_heads.o $(BUILD)/app/report.o \
+             $(BUILD)/app/infer_explore.o $(BUILD)/app/explore.o $(BUILD)/app/explore_page.o
 
 .PHONY: all test clean bench ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
 all: $(BIN)/train $(BIN)/infer
@@ -37,36 +37,36 @@ $(BUILD)/%.o: %.c
 
 # The explorer's page (HTML, CSS, JavaScript) as one C string: each line quoted,
 # backslashes, quotes and question marks (trigraphs) escaped.
-$(BUILD)/explore_page.c: explore_page.html
+$(BUILD)/app/explore_page.c: app/explore_page.html
 	@mkdir -p $(dir $@)
-	{ echo '/* Generated from explore_page.html by the Makefile; do not edit. */'; \
+	{ echo '/* Generated from app/explore_page.html by the Makefile; do not edit. */'; \
 	  echo 'const char explore_page[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/explore_page.o: $(BUILD)/explore_page.c
+$(BUILD)/app/explore_page.o: $(BUILD)/app/explore_page.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/mpi-$(MPI).stamp:
 	@mkdir -p $(BUILD)
 	@rm -f $(BUILD)/mpi-*.stamp
 	@touch $@
-$(BUILD)/dist.o: $(BUILD)/mpi-$(MPI).stamp
+$(BUILD)/app/dist.o: $(BUILD)/mpi-$(MPI).stamp
 
 $(BUILD)/libheadcount.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
 TRAIN_OBJ := $(BUILD)/train.o $(BUILD)/app/train_options.o $(BUILD)/app/train_loop.o \
-             $(BUILD)/cli.o $(BUILD)/fileguard.o $(BUILD)/dist.o
+             $(BUILD)/app/cli.o $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o
 $(BIN)/train: $(TRAIN_OBJ) $(BUILD)/libheadcount.a
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN)/infer: $(INFER_OBJ) $(BUILD)/cli.o $(BUILD)/fileguard.o $(BUILD)/libheadcount.a
+$(BIN)/infer: $(INFER_OBJ) $(BUILD)/app/cli.o $(BUILD)/app/fileguard.o $(BUILD)/libheadcount.a
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/fileguard.o $(BUILD)/dist.o $(BUILD)/libheadcount.a
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root: tests find ../shared, write under

@@ -3,7 +3,7 @@
  * attention on a text, and otherwise it samples text. This file parses flags,
  * loads and checks the checkpoint and runs --eval; the sampling, heads and
  * explorer drivers are in infer_sample.c, infer_heads.c and infer_explore.c. */
-#include "infer.h"
+#include "app/infer.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -13,10 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
-#include "fileguard.h"
+#include "app/cli.h"
+#include "app/fileguard.h"
 #include "data/corpus.h"
-#include "model/ckpt.h"
+#include "trainer/ckpt.h"
 #include "model/evaluate.h"
 
 enum {

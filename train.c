@@ -22,18 +22,18 @@
 
 #include "app/train_options.h"
 #include "app/train_run.h"
-#include "cli.h"
-#include "dist.h"
-#include "fileguard.h"
+#include "app/cli.h"
+#include "app/dist.h"
+#include "app/fileguard.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/induction.h"
 #include "data/synth.h"
-#include "model/ckpt.h"
+#include "trainer/ckpt.h"
 #include "model/evaluate.h"
 #include "model/gpt.h"
-#include "model/heads.h"
-#include "model/limits.h"
+#include "analysis/heads.h"
+#include "trainer/limits.h"
 
 static void train_exit(int code) __attribute__((noreturn));
 

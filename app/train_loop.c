@@ -15,11 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "model/heads.h"
-#include "model/limits.h"
-#include "model/rng.h"
-#include "model/schedule.h"
+#include "app/cli.h"
+#include "analysis/heads.h"
+#include "trainer/limits.h"
+#include "util/rng.h"
+#include "trainer/schedule.h"
 
 volatile sig_atomic_t run_stop_signal = 0;
 /* The held checkpoint lock's path, so that the second signal can remove it. */

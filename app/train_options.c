@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "app/cli.h"
 
 /* One row per setting, generated from TRAIN_SETTINGS. */
 typedef struct {

@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "model/config.h"
-#include "model/ckpt.h"
-#include "model/limits.h"
+#include "trainer/ckpt.h"
+#include "trainer/limits.h"
 
 /* How a setting's type is parsed and printed. PATH and NAME are strings (NAME
  * from a fixed list), SWITCH takes no value, F32 is a double the optimizer uses

@@ -12,10 +12,10 @@
 #include "app/train_options.h"
 #include "data/batch.h"
 #include "data/corpus.h"
-#include "dist.h"
-#include "fileguard.h"
-#include "model/adamw.h"
-#include "model/ckpt.h"
+#include "app/dist.h"
+#include "app/fileguard.h"
+#include "trainer/adamw.h"
+#include "trainer/ckpt.h"
 #include "model/gpt.h"
 
 typedef struct {

@@ -1,7 +1,7 @@
 /* bench_matmul: GFLOP/s of the matmul kernels, and of OpenBLAS on the same shapes.
  *
- * Build (from the repository root; this file includes model/matmul.c and
- * model/linear.c itself):
+ * Build (from the repository root; this file includes kernels/matmul.c and
+ * kernels/linear.c itself):
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
  *       bench/bench_matmul.c -lm -o build/bench_matmul
  * With OpenBLAS for comparison (Debian: libopenblas-dev):
@@ -21,8 +21,8 @@
 /* The kernels are compiled into this file. (They were once named sgemm_nn/nt/tn,
  * which libopenblas also exports as internal drivers: linked together, ours
  * silently replaced OpenBLAS's. The matmul_ names cannot clash.) */
-#include "model/matmul.c"
-#include "model/linear.c"
+#include "kernels/matmul.c"
+#include "kernels/linear.c"
 
 #include <errno.h>
 #include <omp.h>

@@ -21,10 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "model/adamw.h"
+#include "trainer/adamw.h"
 #include "model/gpt.h"
-#include "model/rng.h"
-#include "model/schedule.h"
+#include "util/rng.h"
+#include "trainer/schedule.h"
 
 typedef struct {
     const char *name;

@@ -1,5 +1,5 @@
 /* batch: random windows from a token array (see batch.h). */
-#include "batch.h"
+#include "data/batch.h"
 
 void batch_init(BatchSampler *s, uint64_t seed, uint64_t stream)
 {

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/rng.h"
+#include "util/rng.h"
 
 typedef struct {
     Rng rng;

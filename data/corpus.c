@@ -1,5 +1,5 @@
 /* corpus: file loading, validation, tokenization and the train/val split. */
-#include "corpus.h"
+#include "data/corpus.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 
 #include "data/synth.h"
-#include "model/errbuf.h"
-#include "model/hash.h"
+#include "util/errbuf.h"
+#include "util/hash.h"
 
 static void set_name(TextFile *f, const char *name)
 {

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tokenizer.h"
+#include "data/tokenizer.h"
 
 #define CORPUS_MAX_BYTES ((size_t)1 << 30)
 #define CORPUS_BUILTIN_NAME "<built-in corpus>"

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/errbuf.h"
-#include "model/hash.h"
-#include "model/rng.h"
+#include "util/errbuf.h"
+#include "util/hash.h"
+#include "util/rng.h"
 
 InductionSpec induction_default_spec(void)
 {

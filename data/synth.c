@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#include "model/rng.h"
+#include "util/rng.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define PICK(r, a) ((a)[rng_below((r), COUNT(a))])

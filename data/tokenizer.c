@@ -1,10 +1,10 @@
 /* tokenizer: byte vocabulary (see tokenizer.h). */
-#include "tokenizer.h"
+#include "data/tokenizer.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "model/errbuf.h"
+#include "util/errbuf.h"
 
 static void index_vocab(Tokenizer *tok)
 {

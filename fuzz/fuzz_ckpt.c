@@ -1,4 +1,4 @@
-/* fuzz_ckpt: a libFuzzer target for the checkpoint reader (model/ckpt.c).
+/* fuzz_ckpt: a libFuzzer target for the checkpoint reader (trainer/ckpt.c).
  *
  * Each input is written to an in-memory file (memfd; a temporary file where
  * memfd is missing) and loaded with ckpt_load twice: asking for the training
@@ -26,8 +26,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "model/ckpt.h"
-#include "model/hash.h"
+#include "trainer/ckpt.h"
+#include "util/hash.h"
 
 static int fd = -1;
 static char path[128];

@@ -2,14 +2,14 @@
  * Work is split over (batch, head) pairs: each pair is one thread's, so every
  * sum inside it has a fixed order. The products are matmul.h's causal ones, which
  * skip the masked half. */
-#include "attention.h"
+#include "model/attention.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "layers.h"
-#include "matmul.h"
-#include "vmath.h"
+#include "model/layers.h"
+#include "kernels/matmul.h"
+#include "kernels/vmath.h"
 
 void attention_softmax_row(float *s, int n, float scale)
 {

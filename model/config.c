@@ -1,9 +1,9 @@
 /* config: dimension validation and the parameter count (see config.h). */
-#include "config.h"
+#include "model/config.h"
 
 #include <stdint.h>
 
-#include "errbuf.h"
+#include "util/errbuf.h"
 
 static int check_range(const char *name, int v, int lo, int hi, char *err, size_t errlen)
 {

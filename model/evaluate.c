@@ -1,9 +1,9 @@
 /* evaluate: whole-sequence loss in consecutive windows (see evaluate.h). */
-#include "evaluate.h"
+#include "model/evaluate.h"
 
 #include <stdlib.h>
 
-#include "errbuf.h"
+#include "util/errbuf.h"
 
 int eval_sequence(const Model *m, Activations *a, const uint8_t *ids, size_t n,
                   const PassOptions *opt, double *mean_loss, size_t *count, float *token_loss,

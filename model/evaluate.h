@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpt.h"
+#include "model/gpt.h"
 
 /* a: activations with capacity (B, m->cfg.T); windows go through B at a time.
  * ids has n >= 2 tokens. Fills *mean_loss and, if count is not NULL, *count

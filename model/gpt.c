@@ -1,16 +1,16 @@
 /* gpt: model and activation lifetimes, and the whole-model forward and backward
  * as flat lists of layer calls (see gpt.h for the architecture). */
-#include "gpt.h"
+#include "model/gpt.h"
 
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
-#include "errbuf.h"
-#include "layers.h"
-#include "matmul.h"
-#include "rng.h"
+#include "model/attention.h"
+#include "util/errbuf.h"
+#include "model/layers.h"
+#include "kernels/matmul.h"
+#include "util/rng.h"
 
 int model_init(Model *m, const Config *cfg, char *err, size_t errlen)
 {

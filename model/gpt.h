@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "params.h"
+#include "model/config.h"
+#include "model/params.h"
 
 typedef struct {
     Config cfg;

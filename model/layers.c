@@ -2,14 +2,14 @@
  * See layers.h for shapes and conventions. Row sums use 8 lanes over full
  * chunks, then a fixed lane tree, then the tail, so they vectorise without
  * letting the thread split change any result. */
-#include "layers.h"
+#include "model/layers.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "config.h"
-#include "rng.h"
-#include "vmath.h"
+#include "model/config.h"
+#include "util/rng.h"
+#include "kernels/vmath.h"
 
 /* Below this many elements a pass runs on the calling thread: a parallel region costs
  * a few microseconds, more than a row or two of work (sampling runs one row). */

@@ -1,10 +1,10 @@
 /* params: building the parameter table, viewing buffers through it, and init. */
-#include "params.h"
+#include "model/params.h"
 
 #include <math.h>
 #include <stdio.h>
 
-#include "rng.h"
+#include "util/rng.h"
 
 static void add(ParamTable *t, ParamKind kind, int layer, const char *name, int rows, int cols,
                 InitRule init, int decay)

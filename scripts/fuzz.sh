@@ -4,7 +4,7 @@
 #
 # 1. Builds the library sources with clang (CLANG, default clang) and links the
 #    target with -fsanitize=fuzzer,address,undefined into build-fuzz/. ckpt_load
-#    runs no parallel code, but model/matmul.c calls the OpenMP runtime, so this
+#    runs no parallel code, but kernels/matmul.c calls the OpenMP runtime, so this
 #    links LLVM's libomp when present and GCC's libgomp otherwise.
 # 2. Writes seeds to fuzz/seeds/ (ignored by git, as *.ckpt): tiny checkpoints
 #    written by ./train (built with the normal Makefile into build-fuzz/gcc),
@@ -53,12 +53,12 @@ CFLAGS="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O1 -g -fno-omit-fr
 # Everything is rebuilt when the flags changed or any source or header is newer
 # than the last fuzzer binary.
 if [ "$(cat "$OUT/obj/flags" 2>/dev/null)" != "$CLANG $CFLAGS" ] || [ ! -f "$OUT/fuzz_ckpt" ] ||
-    [ -n "$(find model data fuzz -name '*.[ch]' -newer "$OUT/fuzz_ckpt")" ]; then
+    [ -n "$(find util kernels model data trainer analysis fuzz -name '*.[ch]' -newer "$OUT/fuzz_ckpt")" ]; then
     rm -f "$OUT"/obj/*.o
     echo "$CLANG $CFLAGS" >"$OUT/obj/flags"
 fi
 objs=""
-for src in model/*.c data/*.c; do
+for src in util/*.c kernels/*.c model/*.c data/*.c trainer/*.c analysis/*.c; do
     obj="$OUT/obj/$(echo "$src" | tr / _ | sed 's/\.c$/.o/')"
     if [ ! -f "$obj" ]; then
         # shellcheck disable=SC2086

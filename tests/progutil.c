@@ -1,5 +1,5 @@
 /* progutil: see progutil.h. */
-#include "progutil.h"
+#include "tests/progutil.h"
 
 #include <criterion/criterion.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-/* Checkpoint tests (model/ckpt): a save -> load round trip keeps every parameter
+/* Checkpoint tests (trainer/ckpt): a save -> load round trip keeps every parameter
  * bit and the loss bits; a params-only file loads without a checksum; and the
  * loader refuses damaged or hostile files with a message naming the file instead
  * of crashing or allocating what the header claims: every truncation, random byte
@@ -19,9 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "model/ckpt.h"
+#include "trainer/ckpt.h"
 #include "model/evaluate.h"
-#include "model/hash.h"
+#include "util/hash.h"
 #include "tests/testutil.h"
 
 /* Format v1 layout (docs/checkpoint.md). */
@@ -494,7 +494,7 @@ Test(ckpt, damaged_training_state_is_refused)
     fix_free(&f);
 }
 
-/* Values no flag of ./train could produce (model/limits.h), behind a valid
+/* Values no flag of ./train could produce (trainer/limits.h), behind a valid
  * checksum: the reader holds them to the flags' ranges, naming the field. */
 Test(ckpt, stored_settings_outside_the_flags_ranges_are_refused)
 {

@@ -12,7 +12,7 @@
 
 #include "data/corpus.h"
 #include "data/tokenizer.h"
-#include "model/hash.h"
+#include "util/hash.h"
 #include "tests/testutil.h"
 
 /* Writes n bytes to dir/name and returns the path (static buffer). */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/adamw.h"
+#include "trainer/adamw.h"
 #include "model/gpt.h"
 #include "tests/testutil.h"
 

@@ -1,4 +1,4 @@
-/* Tests for model/heads: every metric on hand-built attention matrices whose
+/* Tests for analysis/heads: every metric on hand-built attention matrices whose
  * answers are known exactly (previous-token, uniform, sink, delimiter and
  * induction patterns, JSD of identical and disjoint heads, the effective
  * number of heads, the types), thread-count identity, and one end-to-end run
@@ -13,8 +13,8 @@
 #include "data/corpus.h"
 #include "data/synth.h"
 #include "data/tokenizer.h"
-#include "model/ckpt.h"
-#include "model/heads.h"
+#include "trainer/ckpt.h"
+#include "analysis/heads.h"
 #include "tests/testutil.h"
 
 enum { PAT_PREV, PAT_UNIFORM, PAT_SINK, PAT_SELF, PAT_INDUCTION, PAT_DUPLICATE };

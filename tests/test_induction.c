@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "data/induction.h"
-#include "model/hash.h"
+#include "util/hash.h"
 #include "tests/testutil.h"
 
 static char *generate(size_t n, uint64_t seed, const InductionSpec *spec, uint8_t **back)

@@ -1,5 +1,5 @@
 /* Gradient checks for every layer in model/layers.c and the linear layer of
- * model/matmul.c: central differences of sum(out * R), R fixed random, against
+ * kernels/matmul.c: central differences of sum(out * R), R fixed random, against
  * the hand-written backward. Tolerances: see tu_gradcheck; float32 forwards
  * with h = 1e-2 (inputs of order 1, so the truncation error h^2 f''' stays
  * near 1e-4) leave about 1e-4 relative noise, and rtol 1e-2 / atol 1e-3 sit
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "model/layers.h"
-#include "model/matmul.h"
-#include "model/vmath.h"
+#include "kernels/matmul.h"
+#include "kernels/vmath.h"
 #include "tests/testutil.h"
 
 #define H_STEP 1e-2

@@ -1,13 +1,13 @@
-/* Tests for model/matmul: the three sgemm kernels against a double-precision
+/* Tests for kernels/matmul: the three sgemm kernels against a double-precision
  * reference on many shapes and strides, the float-operation scheme documented in
- * model/matmul.c bit for bit, the determinism contract of matmul.h (any sub-block,
+ * kernels/matmul.c bit for bit, the determinism contract of matmul.h (any sub-block,
  * any thread count: same bits), and the linear layer's forward and backward (bias
  * after the dot product, din written, weight gradients added, NULL gradients skipped).
  * Timing is left to bench/bench_matmul.c. */
 #include "model/layers.h"
-#include "model/matmul.h"
-#include "model/rng.h"
-#include "model/vmath.h"
+#include "kernels/matmul.h"
+#include "util/rng.h"
+#include "kernels/vmath.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -173,7 +173,7 @@ Test(matmul, kernels_match_double_reference_for_large_and_odd_shapes)
         }
 }
 
-/* The scheme in model/matmul.c's header comment, one element at a time. The AVX2 path
+/* The scheme in kernels/matmul.c's header comment, one element at a time. The AVX2 path
  * and the portable path on a target with fast fmaf use fmaf; the portable path
  * without it uses a separate multiply and add. */
 #if (defined(__AVX2__) && defined(__FMA__)) || defined(FP_FAST_FMAF)

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/adamw.h"
-#include "model/schedule.h"
+#include "trainer/adamw.h"
+#include "trainer/schedule.h"
 #include "tests/testutil.h"
 
 Test(optim, schedule_warms_up_linearly_then_decays_to_min_lr_at_the_last_step)

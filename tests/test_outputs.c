@@ -1,5 +1,5 @@
 /* Nothing lost: ./train never writes or deletes a file the user did not name as
- * an output (fileguard.c, model/ckpt.c's temporaries, train.c's checked writes
+ * an output (fileguard.c, trainer/ckpt.c's temporaries, train.c's checked writes
  * and signal handling). One test per way a file used to be destroyed, each with
  * the data or checkpoint it must leave untouched, plus the identity rules of
  * fileguard on their own. */
@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fileguard.h"
-#include "model/ckpt.h"
+#include "app/fileguard.h"
+#include "trainer/ckpt.h"
 #include "tests/progutil.h"
 #include "tests/testutil.h"
 

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/ckpt.h"
+#include "trainer/ckpt.h"
 #include "model/gpt.h"
-#include "model/sample.h"
+#include "analysis/sample.h"
 #include "tests/testutil.h"
 
 /* In-process tests run on one thread: every result here is the same for any

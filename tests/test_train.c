@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "data/synth.h"
-#include "model/ckpt.h"
+#include "trainer/ckpt.h"
 #include "tests/progutil.h"
 #include "tests/testutil.h"
 

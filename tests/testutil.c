@@ -1,5 +1,5 @@
 /* testutil: see testutil.h. */
-#include "testutil.h"
+#include "tests/testutil.h"
 
 #include <math.h>
 #include <stdio.h>

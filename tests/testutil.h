@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/rng.h"
+#include "util/rng.h"
 
 /* Fills x[n] with uniform values in [lo, hi). */
 void tu_fill(float *x, size_t n, Rng *rng, float lo, float hi);

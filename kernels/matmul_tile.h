@@ -1,5 +1,5 @@
 /* matmul_tile: the register tile and the packing of B's panels, shared by
- * model/matmul.c (the dense products) and model/matmul_causal.c (attention's causal
+ * kernels/matmul.c (the dense products) and kernels/matmul_causal.c (attention's causal
  * products); internal to model/. All static inline, so each file gets its own
  * instantiations. The float operations are those stated at the top of matmul.c.
  *
@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "matmul_kernels.h"
+#include "kernels/matmul_kernels.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #define MATMUL_AVX2 1
@@ -32,7 +32,7 @@ static inline int imax(int a, int b) { return a > b ? a : b; }
 
 #if MATMUL_AVX2
 
-#include "vmath.h"
+#include "kernels/vmath.h"
 
 /* Lane mask selecting the first n (0..8) lanes. */
 static inline __m256i mask_first(int n)
@@ -81,7 +81,7 @@ static inline Epi epi_at(Epi e, size_t row_off, int col)
 
 #if MATMUL_AVX512
 
-#include "matmul_tile512.h"
+#include "kernels/matmul_tile512.h"
 
 #else /* the AVX2 tile */
 

@@ -1,6 +1,6 @@
 /* infer_explore: the --explore driver. Runs the model over one text (the
  * user's, or a sample just generated), keeps every head's attention, scores
- * the heads on that text and on the repeated random probes with model/heads
+ * the heads on that text and on the repeated random probes with analysis/heads
  * (the same numbers --heads reports, over one window instead of many), and
  * hands everything to explore.c, which writes the page. */
 #include <math.h>
@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "explore.h"
-#include "infer.h"
-#include "model/heads.h"
+#include "app/cli.h"
+#include "app/explore.h"
+#include "app/infer.h"
+#include "analysis/heads.h"
 
 static void *xcalloc(size_t n, size_t size)
 {

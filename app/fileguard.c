@@ -1,5 +1,5 @@
 /* fileguard: identity checks, the checkpoint lock, leftovers, memory (see fileguard.h). */
-#include "fileguard.h"
+#include "app/fileguard.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/errbuf.h"
+#include "util/errbuf.h"
 
 #define LOCK_MAGIC "headcount lock\n"
 

@@ -1,7 +1,7 @@
 /* matmul: the sgemm kernels (nt, nn, tn, and the epilogues the linear layer fuses
- * into them). The OpenMP linear layer built on them is model/linear.c, their causal
- * variants for attention model/matmul_causal.c, and the register tile and B-panel
- * packing both files share model/matmul_tile.h (AVX2) and model/matmul_tile512.h
+ * into them). The OpenMP linear layer built on them is kernels/linear.c, their causal
+ * variants for attention kernels/matmul_causal.c, and the register tile and B-panel
+ * packing both files share kernels/matmul_tile.h (AVX2) and kernels/matmul_tile512.h
  * (AVX-512).
  *
  * Three implementations of the same arithmetic: register-tiled micro-kernels on
@@ -29,15 +29,15 @@
  * The portable code follows the same orders, with fmaf where the target has a fast
  * one (FP_FAST_FMAF; then its bits equal the vector paths') and a separate multiply
  * and add otherwise. tests/arch_check.sh compares the three builds' checkpoints. */
-#include "matmul.h"
-#include "matmul_kernels.h"
-#include "matmul_tile.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_kernels.h"
+#include "kernels/matmul_tile.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
-#include "vmath.h"
+#include "kernels/vmath.h"
 
 #if MATMUL_AVX2
 
@@ -452,7 +452,7 @@ void matmul_tn(int M, int N, int K, const float *A, int lda, const float *B, int
         gemm_tn(M, N, K, A, (size_t)lda, B, (size_t)ldb, C, (size_t)ldc, accumulate);
 }
 
-/* The entry points model/linear.c builds the parallel layers from (matmul_kernels.h). */
+/* The entry points kernels/linear.c builds the parallel layers from (matmul_kernels.h). */
 void matmul_kernel_nt(int M, int N, int K, const float *A, size_t lda, const float *B,
                       size_t ldb, float *C, size_t ldc, const float *bias)
 {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "data/tokenizer.h"
-#include "gpt.h"
+#include "model/gpt.h"
 
 #define CKPT_MAGIC 20261122
 #define CKPT_VERSION 1

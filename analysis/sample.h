@@ -21,8 +21,8 @@
 
 #include <stddef.h>
 
-#include "gpt.h"
-#include "rng.h"
+#include "model/gpt.h"
+#include "util/rng.h"
 
 /* Tokens kept when a full window of T slides: ceil(T / 2), the new one included. */
 #define SAMPLER_KEEP(T) ((T) - (T) / 2)

@@ -1,13 +1,13 @@
 /* explore: the files of --explore and --explore-json (see explore.h). */
-#include "explore.h"
+#include "app/explore.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "model/errbuf.h"
+#include "app/cli.h"
+#include "util/errbuf.h"
 
 /* Where explore_page.html wants the data: `const DATA = {...};` replaces it. */
 #define DATA_MARKER "/*@DATA@*/"

@@ -1,6 +1,6 @@
 /* adamw: see adamw.h. Every loop is element-wise except the norm, whose chunking
  * depends only on n so any thread count gives the same bits. */
-#include "adamw.h"
+#include "trainer/adamw.h"
 
 #include <math.h>
 #include <string.h>

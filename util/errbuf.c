@@ -1,5 +1,5 @@
 /* errbuf: message formatting for library errors (see errbuf.h). */
-#include "errbuf.h"
+#include "util/errbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* matmul_kernels: the single-threaded kernel entry points that model/linear.c builds
+/* matmul_kernels: the single-threaded kernel entry points that kernels/linear.c builds
  * the parallel linear layers from; internal to model/. Strides in floats; the float
  * operations are matmul.c's (one FMA chain per element, bias added after it).
  *   nt:       C = A[M][K] . B[N][K]^T (+ bias[j])                (overwrites C)

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "model/config.h"
-#include "model/heads.h"
+#include "analysis/heads.h"
 
 typedef struct {
     const char *ckpt, *data;    /* names shown on the page */

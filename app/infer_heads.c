@@ -1,19 +1,19 @@
 /* infer_heads: the --heads driver. Picks the text windows and probes, runs the
- * passes model/heads needs (statistics, JSD, one ablation per head, the gate
+ * passes analysis/heads needs (statistics, JSD, one ablation per head, the gate
  * gradient, the optional prune curve), prints the head table and a summary to
  * stdout and hands the numbers to report.c for --report. docs/heads.md defines
- * every number; the maths is in model/heads.c. */
+ * every number; the maths is in analysis/heads.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "app/cli.h"
 #include "data/corpus.h"
 #include "data/synth.h"
-#include "infer.h"
-#include "model/heads.h"
-#include "report.h"
+#include "app/infer.h"
+#include "analysis/heads.h"
+#include "app/report.h"
 
 /* Windows per run when --windows is not given (fewer if the file is short). */
 #define DEFAULT_WINDOWS 64

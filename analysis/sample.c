@@ -3,17 +3,17 @@
  * matmul determinism contract (matmul.h) makes a one-row product give the same
  * bits as the same row of a T-row product; so the cached logits match the full
  * forward's, bit for bit in practice. */
-#include "sample.h"
+#include "analysis/sample.h"
 
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
-#include "errbuf.h"
-#include "layers.h"
-#include "matmul.h"
+#include "model/attention.h"
+#include "util/errbuf.h"
+#include "model/layers.h"
+#include "kernels/matmul.h"
 
 /* Floats of one layer's transposed weights in Sampler.wt: 0 qkv, 1 proj, 2 fc,
  * 3 fcproj, in that order; and of all four. */

@@ -3,8 +3,8 @@
  * kernels, so the split changes no bit (the determinism contract in matmul.h). The
  * kernels and their float operations are in matmul.c; tiling and speed in
  * docs/matmul.md. */
-#include "matmul.h"
-#include "matmul_kernels.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_kernels.h"
 
 #include <string.h>
 

@@ -1,11 +1,11 @@
 /* matmul_causal: the causal products attention is built on (matmul_nt_causal,
  * matmul_nn_causal, matmul_tn_causal in matmul.h). They compute the same chains as
- * the dense products of model/matmul.c, with matmul_tile.h's tile (AVX2 or AVX-512:
+ * the dense products of kernels/matmul.c, with matmul_tile.h's tile (AVX2 or AVX-512:
  * panels of PANEL = 16 or 32 columns) or, in the portable build, through matmul_nt /
  * matmul_nn / matmul_tn one row at a time, so on the entries they compute they give
  * the dense products' bits. */
-#include "matmul.h"
-#include "matmul_tile.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_tile.h"
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
 /* ckpt: checkpoint writing and validated reading (see ckpt.h, docs/checkpoint.md).
  * The format is little-endian; this code assumes a little-endian host. */
-#include "ckpt.h"
+#include "trainer/ckpt.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "errbuf.h"
-#include "hash.h"
-#include "limits.h"
+#include "util/errbuf.h"
+#include "util/hash.h"
+#include "trainer/limits.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ckpt.c writes the host's byte order and the format is little-endian"

@@ -1,5 +1,5 @@
 /* cli: shared command-line helpers (see cli.h). */
-#include "cli.h"
+#include "app/cli.h"
 
 #include <errno.h>
 #include <math.h>

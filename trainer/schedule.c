@@ -1,5 +1,5 @@
 /* schedule: warm-up then cosine decay (see schedule.h). */
-#include "schedule.h"
+#include "trainer/schedule.h"
 
 #include <math.h>
 

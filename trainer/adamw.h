@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "params.h"
+#include "model/params.h"
 
 typedef struct {
     float beta1, beta2, eps, weight_decay;

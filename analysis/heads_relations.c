@@ -1,15 +1,15 @@
-/* heads_relations: the relations of model/heads (heads.h, "Relations"): the
+/* heads_relations: the relations of analysis/heads (heads.h, "Relations"): the
  * keys of the previous-token, bracket and copy relations in windows of bytes,
  * every head's attention on them with the uniform baseline and the loss, the
  * best head, the probe alphabet drawn from copied letters, and the per-batch
  * version ./train logs. Split from heads.c, which keeps the pattern
  * statistics; docs/heads.md gives the definitions. */
-#include "heads.h"
+#include "analysis/heads.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "errbuf.h"
+#include "util/errbuf.h"
 
 const char *const heads_rel_names[HEADS_REL_COUNT] = {
     "previous-token", "bracket", "copy", "agreement", "names",

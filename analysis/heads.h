@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpt.h"
-#include "rng.h"
+#include "model/gpt.h"
+#include "util/rng.h"
 
 /* Query rows i < heads_skip(T) are not scored: row i has only i + 1 keys, so the
  * first rows are peaked whatever the head does. */

@@ -1,5 +1,5 @@
 /* hash: FNV-1a 64 (see hash.h). */
-#include "hash.h"
+#include "util/hash.h"
 
 uint64_t hash_fnv1a(uint64_t h, const void *data, size_t n)
 {

@@ -6,7 +6,7 @@
  * each one (the first too) comes under the same header; on a terminal the text
  * ends with a newline. With --explore (and no --text) the first sample's bytes
  * are kept and handed to the explorer. The decoder, the
- * window policy and the sampling rule are in model/sample.h; the policies
+ * window policy and the sampling rule are in analysis/sample.h; the policies
  * users see are in docs/sampling.md. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "app/cli.h"
 #include "data/corpus.h"
-#include "infer.h"
-#include "model/rng.h"
-#include "model/sample.h"
+#include "app/infer.h"
+#include "util/rng.h"
+#include "analysis/sample.h"
 
 #define SAMPLE_HEADER "----- sample %ld -----\n"
 

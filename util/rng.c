@@ -1,6 +1,6 @@
 /* rng: splitmix64 (Steele, Lea & Flood 2014) and helpers built on it.
  * See rng.h for how streams are assigned. */
-#include "rng.h"
+#include "util/rng.h"
 
 #include <math.h>
 

@@ -2,13 +2,13 @@
  * types (see heads.h; docs/heads.md has the formulas and their sources).
  * OpenMP splits work over heads (or pairs of heads): each output sum belongs
  * to one thread and runs in a fixed order. */
-#include "heads.h"
+#include "analysis/heads.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "errbuf.h"
+#include "util/errbuf.h"
 
 const char *const heads_type_names[HEAD_TYPES] = {
     "induction", "copy", "previous-token", "bracket", "first-position", "delimiter", "local",

@@ -1,7 +1,7 @@
 /* report: the files of --heads --report DIR (see report.h). Every file is
  * plain text written with stdio; the page is one HTML file with inline SVG and
  * <img> links to the heatmaps beside it, so it needs no network. */
-#include "report.h"
+#include "app/report.h"
 
 #include <errno.h>
 #include <math.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "model/errbuf.h"
+#include "util/errbuf.h"
 
 /* The per-head numbers written to heads.csv and heads.json, in order. */
 typedef struct {

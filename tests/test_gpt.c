@@ -248,3 +248,29 @@ Test(gpt, head_gate_gradient_matches_finite_differences)
         }
     teardown(&c);
 }
+
+/* The checkpoint reader sizes files with config_param_count (a closed formula,
+ * usable before the table can be built); the model allocates by the parameter
+ * table. They must agree for every shape, including head sizes that are not
+ * C / H and the largest dimensions. */
+Test(gpt, the_parameter_count_formula_matches_the_parameter_table)
+{
+    static const int shapes[][6] = {
+        /* V, T, L, H, C, D */
+        {1, 1, 1, 1, 1, 1},       {65, 64, 4, 4, 128, 32},  {65, 256, 6, 6, 384, 64},
+        {27, 64, 2, 16, 64, 4},   {256, 4096, 1, 1, 8, 3},  {3, 7, 5, 3, 10, 7},
+        {256, 17, 64, 2, 16, 5},  {100, 300, 3, 256, 64, 64}, {65, 64, 1, 1, 8192, 1},
+    };
+    ParamTable *t = malloc(sizeof *t);
+    cr_assert_not_null(t);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int *s = shapes[i];
+        Config c = {.V = s[0], .T = s[1], .L = s[2], .H = s[3], .C = s[4], .D = s[5]};
+        char err[300];
+        cr_assert_eq(config_validate(&c, err, sizeof err), 0, "shape %zu: %s", i, err);
+        params_table_init(t, &c);
+        cr_assert_eq(t->total, config_param_count(&c), "shape %zu: table %zu, formula %zu", i,
+                     t->total, config_param_count(&c));
+    }
+    free(t);
+}

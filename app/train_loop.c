@@ -96,9 +96,21 @@ static void sync_state(Run *r, long step)
     snprintf(ts->data_path, sizeof ts->data_path, "%s", r->file.name);
 }
 
+static void crash_now(const char *tmp, void *ctx)
+{
+    (void)tmp;
+    (void)ctx;
+    abort();
+}
+
 static int save(Run *r, const char *path, long step, char *err, size_t errlen)
 {
     sync_state(r, step);
+    /* The test suite's crash point (docs/checkpoint.md): abort once the new
+     * checkpoint is complete but not yet renamed into place. */
+    if (getenv("HEADCOUNT_TEST_CRASH_BEFORE_RENAME"))
+        return ckpt_save_hooked(path, &r->model, &r->corpus.tok, step, &r->ts, crash_now, NULL,
+                                err, errlen);
     return ckpt_save(path, &r->model, &r->corpus.tok, step, &r->ts, err, errlen);
 }
 

@@ -571,6 +571,13 @@ Test(ckpt, saving_non_finite_values_is_refused_and_keeps_the_old_file)
     fix_free(&f);
 }
 
+static void crash_before_rename(const char *tmp, void *ctx)
+{
+    (void)tmp;
+    (void)ctx;
+    abort();
+}
+
 /* The child saves new parameters over a good file with the crash hook set, so
  * it aborts after writing path.tmp and before the rename. */
 Test(ckpt, a_save_interrupted_before_rename_leaves_the_old_file_intact)
@@ -585,12 +592,13 @@ Test(ckpt, a_save_interrupted_before_rename_leaves_the_old_file_intact)
     if (pid == 0) {
         struct rlimit nocore = {0, 0};
         setrlimit(RLIMIT_CORE, &nocore);
-        setenv("HEADCOUNT_TEST_CRASH_BEFORE_RENAME", "1", 1);
+
         f.ts.step = 31;
         for (size_t i = 0; i < f.m.table.total; i++)
             f.m.params[i] += 1.0f;
         char err[600];
-        ckpt_save(f.path, &f.m, &f.tok, 31, &f.ts, err, sizeof err);
+        ckpt_save_hooked(f.path, &f.m, &f.tok, 31, &f.ts, crash_before_rename, NULL, err,
+                         sizeof err);
         _exit(0);
     }
     int status;

@@ -176,6 +176,14 @@ static int write_all(FILE *fp, const Model *m, const Tokenizer *tok, long steps_
 int ckpt_save(const char *path, const Model *m, const Tokenizer *tok, long steps_trained,
               const TrainState *ts, char *err, size_t errlen)
 {
+    return ckpt_save_hooked(path, m, tok, steps_trained, ts, NULL, NULL, err, errlen);
+}
+
+int ckpt_save_hooked(const char *path, const Model *m, const Tokenizer *tok,
+                     long steps_trained, const TrainState *ts,
+                     void (*before_rename)(const char *tmp, void *ctx), void *ctx, char *err,
+                     size_t errlen)
+{
     const ParamTable *t = &m->table;
     assert(!ts || ts->step == steps_trained);
     if (check_finite(t, m->params, path, "refusing to save: parameter", err, errlen))
@@ -209,9 +217,8 @@ int ckpt_save(const char *path, const Model *m, const Tokenizer *tok, long steps
         return err_set(err, errlen, "%s: write failed: %s; the previous checkpoint (if any) is "
                        "untouched", tmp, strerror(failed));
     }
-    /* Test hook (docs/checkpoint.md): simulate a crash between write and rename. */
-    if (getenv("HEADCOUNT_TEST_CRASH_BEFORE_RENAME"))
-        abort();
+    if (before_rename)
+        before_rename(tmp, ctx);
     if (rename(tmp, path) != 0) {
         int saved = errno;
         unlink(tmp);

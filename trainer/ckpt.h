@@ -46,6 +46,14 @@ typedef struct {
 int ckpt_save(const char *path, const Model *m, const Tokenizer *tok, long steps_trained,
               const TrainState *ts, char *err, size_t errlen);
 
+/* ckpt_save with a call between the complete, fsynced temporary and the rename
+ * (before_rename(tmp, ctx), when not NULL): how tests simulate a crash at the one
+ * moment a new checkpoint exists only as its temporary. */
+int ckpt_save_hooked(const char *path, const Model *m, const Tokenizer *tok,
+                     long steps_trained, const TrainState *ts,
+                     void (*before_rename)(const char *tmp, void *ctx), void *ctx, char *err,
+                     size_t errlen);
+
 /* Loads path into a fresh model (model_init inside) and tokenizer. If ts is not
  * NULL and the file has training state, fills ts (allocating adam_m/adam_v,
  * released by ckpt_state_free) and sets *has_state = 1; else *has_state = 0.

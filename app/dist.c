@@ -41,8 +41,20 @@ int dist_setup(Dist *d, size_t P)
     }
     if (n > 1) {
         d->recv = malloc((d->cnt[d->rank] * (size_t)n + 1) * sizeof(float));
-        if (!d->recv)
+        d->counts = malloc((size_t)n * 4 * sizeof(int));
+        if (!d->recv || !d->counts)
             return -1;
+        /* Sending: slice s of a gradient to rank s; receiving: this rank's slice
+         * from every rank, one after another. */
+        int *scount = d->counts, *sdisp = scount + n, *rcount = scount + 2 * n,
+            *rdisp = scount + 3 * n;
+        size_t mine = d->cnt[d->rank];
+        for (int s = 0; s < n; s++) {
+            scount[s] = (int)d->cnt[s];
+            sdisp[s] = (int)d->off[s];
+            rcount[s] = (int)mine;
+            rdisp[s] = (int)(mine * (size_t)s);
+        }
     }
     return 0;
 }
@@ -52,8 +64,10 @@ void dist_finish(Dist *d)
     free(d->off);
     free(d->cnt);
     free(d->recv);
+    free(d->counts);
     d->off = d->cnt = NULL;
     d->recv = NULL;
+    d->counts = NULL;
 #ifdef HEADCOUNT_MPI
     int up = 0, down = 0;
     MPI_Initialized(&up);
@@ -101,19 +115,9 @@ void dist_fold(Dist *d, float *acc, const float *g, int round)
 #ifdef HEADCOUNT_MPI
     int n = d->size, me = d->rank;
     size_t mine = d->cnt[me];
-    int *scount = calloc((size_t)n * 4, sizeof(int));
-    int *sdisp = scount + n, *rcount = scount + 2 * n, *rdisp = scount + 3 * n;
-    if (!scount)
-        dist_abort(1);
-    for (int s = 0; s < n; s++) {
-        scount[s] = (int)d->cnt[s];
-        sdisp[s] = (int)d->off[s];
-        rcount[s] = (int)mine;
-        rdisp[s] = (int)(mine * (size_t)s);
-    }
-    MPI_Alltoallv(g, scount, sdisp, MPI_FLOAT, d->recv, rcount, rdisp, MPI_FLOAT,
+    const int *c = d->counts;
+    MPI_Alltoallv(g, c, c + n, MPI_FLOAT, d->recv, c + 2 * n, c + 3 * n, MPI_FLOAT,
                   MPI_COMM_WORLD);
-    free(scount);
     for (int r = 0; r < n; r++)
         add_into(acc + d->off[me], d->recv + mine * (size_t)r, mine, round == 0 && r == 0);
 #endif
@@ -130,17 +134,10 @@ void dist_gather(Dist *d, float *acc, float scale)
     }
 #ifdef HEADCOUNT_MPI
     if (d->size > 1) {
-        int n = d->size;
-        int *count = calloc((size_t)n * 2, sizeof(int)), *disp = count + n;
-        if (!count)
-            dist_abort(1);
-        for (int s = 0; s < n; s++) {
-            count[s] = (int)d->cnt[s];
-            disp[s] = (int)d->off[s];
-        }
-        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, acc, count, disp, MPI_FLOAT,
+        /* The send counts and offsets are also each slice's size and place. */
+        const int *c = d->counts;
+        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, acc, c, c + d->size, MPI_FLOAT,
                        MPI_COMM_WORLD);
-        free(count);
     }
 #endif
 }

@@ -29,6 +29,7 @@ typedef struct {
     size_t P;          /* floats in a gradient */
     size_t *off, *cnt; /* [size] each rank's slice of the parameters */
     float *recv;       /* [cnt[rank] * size] the slices received in a round */
+    int *counts;       /* [4 * size] MPI's send/receive counts and offsets, set once */
 } Dist;
 
 /* Starts MPI (when built with it) and fills rank and size; 0 or -1. */

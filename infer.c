@@ -42,7 +42,8 @@ static void usage(void)
            "                         --text or --text-file, or else on the first sample\n\n"
            "  -c, --ckpt CKPT        checkpoint to load (required)\n"
            "      --json             with --eval: the result as one JSON object (loss, ppl, bpc,\n"
-           "                         tokens), for scripts\n"
+           "                         tokens); with --heads: summary.json's object (relations,\n"
+           "                         head types, the prune curve) instead of the table\n"
            "sampling:\n"
            "  -p, --prompt TEXT      text to continue (default: a newline)\n"
            "      --prompt-file FILE read the prompt from FILE ('-': standard input)\n"
@@ -82,8 +83,9 @@ static void check_mode_flags(const InferOptions *o)
         if (o->windows)
             cli_usage_error("--windows needs --heads FILE");
     }
-    if (o->json && !o->eval)
-        cli_usage_error("--json needs --eval FILE (it prints the result as JSON)");
+    if (o->json && !o->eval && !o->heads)
+        cli_usage_error("--json needs --eval FILE or --heads FILE (it prints their result "
+                        "as JSON)");
     if (o->explore && (o->eval || o->heads))
         cli_usage_error("--explore is its own mode; give it without --%s",
                         o->eval ? "eval" : "heads");

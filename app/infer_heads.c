@@ -334,7 +334,7 @@ static void sort_heads(int *idx, int k, const HeadStats *st, int descending)
 }
 
 /* Michel et al. 2019, fig. 3: remove heads least important first. */
-static void prune_curve(Analysis *an, Activations *a)
+static void prune_curve(Analysis *an, Activations *a, int print)
 {
     unsigned char *on = xcalloc((size_t)an->n, 1);
     an->prune_order = xcalloc((size_t)an->n, sizeof(int));
@@ -348,17 +348,19 @@ static void prune_curve(Analysis *an, Activations *a)
     sort_heads(an->prune_order, k, an->st, 0);
     an->nprune = k;
     an->prune_loss[0] = an->base_loss;
-    printf("\nprune curve (heads removed least important first, by delta loss):\n"
-           "  removed  kept  head   loss      vs base\n"
-           "  %7d  %4d  %-6s %.4f  %+7.2f%%\n", 0, k, "-", an->base_loss, 0.0);
+    if (print)
+        printf("\nprune curve (heads removed least important first, by delta loss):\n"
+               "  removed  kept  head   loss      vs base\n"
+               "  %7d  %4d  %-6s %.4f  %+7.2f%%\n", 0, k, "-", an->base_loss, 0.0);
     for (int r = 1; r <= k; r++) {
         int q = an->prune_order[r - 1];
         on[q] = 0;
         an->prune_loss[r] = heads_loss(an->m, a, an->in, an->tg, an->nwin, an->T, on);
         char name[24];
         snprintf(name, sizeof name, "L%dH%d", q / an->H, q % an->H);
-        printf("  %7d  %4d  %-6s %.4f  %+7.2f%%\n", r, k - r, name, an->prune_loss[r],
-               100.0 * (an->prune_loss[r] / an->base_loss - 1.0));
+        if (print)
+            printf("  %7d  %4d  %-6s %.4f  %+7.2f%%\n", r, k - r, name, an->prune_loss[r],
+                   100.0 * (an->prune_loss[r] / an->base_loss - 1.0));
     }
     free(on);
 }
@@ -449,10 +451,9 @@ static void print_relations(const Analysis *an)
            HEADS_PROBES, an->P, an->probe_rule, an->rel[HEADS_REL_COPY].loss_ratio);
 }
 
-static void write_report(const InferOptions *o, const Analysis *an, const HeadsSummary *s)
+static HeadsReport fill_report(const InferOptions *o, const Analysis *an, const HeadsSummary *s)
 {
-    char err[1500];
-    HeadsReport r = {
+    return (HeadsReport){
         .ckpt = o->ckpt, .data = o->heads, .cfg = an->m->cfg, .windows = an->nwin, .T = an->T,
         .probes = HEADS_PROBES, .probe_len = 2 * an->P, .seed = (unsigned long long)o->seed,
         .st = an->st, .jsd = an->jsd, .layer_effective = an->layer_eff, .sum = *s,
@@ -462,6 +463,12 @@ static void write_report(const InferOptions *o, const Analysis *an, const HeadsS
         .nprune = an->nprune, .rel = an->rel, .builtin = an->builtin,
         .rel_windows = an->rel_windows, .probe_rule = an->probe_rule,
     };
+}
+
+static void write_report(const InferOptions *o, const Analysis *an, const HeadsSummary *s)
+{
+    char err[1500];
+    HeadsReport r = fill_report(o, an, s);
     if (report_write(o->report, &r, err, sizeof err))
         cli_fail("--report: %s", err);
     fprintf(stderr, "infer: report written to %s/index.html\n", o->report);
@@ -557,10 +564,16 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
     measure_redundancy(&an);
     HeadsSummary s;
     heads_summarise(&s, an.st, an.jsd, an.L, an.H, an.base_loss);
-    print_table(&an, &s);
-    print_relations(&an);
+    if (!o->json) {
+        print_table(&an, &s);
+        print_relations(&an);
+    }
     if (o->prune_curve)
-        prune_curve(&an, &a);
+        prune_curve(&an, &a, !o->json);
+    if (o->json) {
+        HeadsReport r = fill_report(o, &an, &s);
+        report_summary_json(stdout, &r);
+    }
     if (o->report)
         write_report(o, &an, &s);
     acts_free(&a);

@@ -252,13 +252,27 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
     fputc('}', f);
 }
 
-static int write_summary(const char *dir, const HeadsReport *r, char *err, size_t errlen)
+/* --prune-curve's losses as "prune_curve":[{"removed","head","loss"},...]. */
+static void write_prune_json(FILE *f, const HeadsReport *r)
 {
-    Out o;
-    if (out_open(&o, dir, "summary.json", err, errlen))
-        return -1;
+    char name[32];
+    fprintf(f, ",\"prune_curve\":[");
+    for (int k = 0; k <= r->nprune; k++) {
+        fprintf(f, "%s{\"removed\":%d,\"head\":", k ? "," : "", k);
+        if (k)
+            fprintf(f, "\"%s\"", head_label(name, r->prune_order[k - 1], r->cfg.H));
+        else
+            fprintf(f, "null");
+        fprintf(f, ",\"loss\":");
+        jnum(f, r->prune_loss[k]);
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
+void report_summary_json(FILE *f, const HeadsReport *r)
+{
     const HeadsSummary *s = &r->sum;
-    FILE *f = o.f;
     fprintf(f, "{\"layers\":%d,\"heads\":%d,\"total_heads\":%d,\"active_heads\":%d,"
             "\"windows\":%d,\"tokens_per_window\":%d,\"base_loss\":", r->cfg.L, r->cfg.H,
             r->cfg.L * r->cfg.H, s->active, r->windows, r->T);
@@ -287,7 +301,17 @@ static int write_summary(const char *dir, const HeadsReport *r, char *err, size_
     jnum(f, r->delim_share);
     if (r->rel)
         write_relations_json(f, r);
+    if (r->prune_order)
+        write_prune_json(f, r);
     fprintf(f, "}\n");
+}
+
+static int write_summary(const char *dir, const HeadsReport *r, char *err, size_t errlen)
+{
+    Out o;
+    if (out_open(&o, dir, "summary.json", err, errlen))
+        return -1;
+    report_summary_json(o.f, r);
     return out_close(&o, err, errlen);
 }
 

@@ -10,6 +10,7 @@
 #define HEADCOUNT_REPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "model/config.h"
 #include "analysis/heads.h"
@@ -44,6 +45,10 @@ typedef struct {
 /* Creates dir and dir/heatmaps if missing (dir's parent must exist); called
  * before the analysis so a bad --report fails at once. */
 int report_prepare(const char *dir, char *err, size_t errlen);
+
+/* summary.json's object on one line (with its newline) to f: what
+ * `./infer --heads FILE --json` prints and the report writes as summary.json. */
+void report_summary_json(FILE *f, const HeadsReport *r);
 
 /* Creates dir if missing (as report_prepare) and writes every file into it. */
 int report_write(const char *dir, const HeadsReport *r, char *err, size_t errlen);

@@ -739,3 +739,46 @@ Test(train, infer_eval_json_matches_the_text_line)
     expect_error(out, rc, 2, "infer", "--json needs --eval");
     free(out);
 }
+
+/* --heads --json prints summary.json's object, the same bytes the report writes,
+ * and no table; with --prune-curve the curve is in it: one entry per active head
+ * plus the start, which removes nothing and costs the base loss. */
+Test(train, infer_heads_json_is_the_summary_with_the_prune_curve, .timeout = 60)
+{
+    Env e;
+    env_init(&e, "train-headsjson");
+    char *out;
+    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s", e.data, e.out);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "train", "--data %s --dump-val %s/val.txt", e.data, e.dir);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    char cmd[1024], path[600];
+    snprintf(path, sizeof path, "%s/rep/summary.json", e.dir);
+    snprintf(cmd, sizeof cmd, "{ %s/infer --ckpt %s --heads %s/val.txt --windows 2 -j 1 --json "
+             "--prune-curve --report %s/rep 2>/dev/null; }", tu_bin(), e.out, e.dir, e.dir);
+    char *js;
+    rc = tu_run(cmd, &js);
+    cr_assert_eq(rc, 0, "%s\n%s", cmd, js);
+    size_t n = strlen(js), m = 0;
+    char *file = (char *)tu_read_file(path, &m);
+    cr_assert_not_null(file, "no %s", path);
+    cr_assert_eq(n, m, "stdout holds exactly summary.json:\n%s\n%s", js, file);
+    cr_assert_eq(memcmp(js, file, n), 0, "%s\nvs\n%s", js, file);
+    cr_assert_null(strstr(js, "prune curve (heads removed"), "no table with --json");
+    const char *pc = strstr(js, "\"prune_curve\":[{\"removed\":0,\"head\":null,\"loss\":");
+    cr_assert_not_null(pc, "%s", js);
+    const char *bl = strstr(js, "\"base_loss\":");
+    cr_assert_not_null(bl);
+    cr_assert_eq(strtod(pc + strlen("\"prune_curve\":[{\"removed\":0,\"head\":null,\"loss\":"),
+                        NULL), strtod(bl + 12, NULL));
+    int entries = 0;
+    for (const char *p = pc; (p = strstr(p, "\"removed\":")); p++)
+        entries++;
+    const char *ah = strstr(js, "\"active_heads\":");
+    cr_assert_not_null(ah);
+    cr_assert_eq(entries, strtol(ah + 15, NULL, 10) + 1, "%s", js);
+    free(js);
+    free(file);
+}

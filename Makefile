@@ -12,7 +12,7 @@ CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(ARCH) -
            -ffp-contract=off -fno-math-errno -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP -I.
 LDLIBS  += -lm
 # MPI=1 builds ./train with Open MPI (mpicc) for `mpirun -np N ./train` (README,
-# "Scaling out"); switching MPI rebuilds the parts that differ.
+# "Scaling out"); switching MPI rebuilds (see flags.txt below).
 MPI     ?= 0
 ifeq ($(MPI),1)
 CC      := mpicc
@@ -31,7 +31,14 @@ INFER_OBJ := $(BUILD)/infer.o $(BUILD)/app/infer_sample.o $(BUILD)/app/infer_hea
 .PHONY: all test clean bench ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
 all: $(BIN)/train $(BIN)/infer
 
-$(BUILD)/%.o: %.c
+# Every object remembers the compiler and flags it was built with: a change of ARCH, OPT,
+# MPI or CC rebuilds them all (so `make bench ARCH=...` times what it names).
+$(BUILD)/flags.txt: FORCE
+	@mkdir -p $(BUILD)
+	@printf '%s\n' '$(CC) $(CFLAGS)' | cmp -s - $@ || printf '%s\n' '$(CC) $(CFLAGS)' > $@
+FORCE:
+
+$(BUILD)/%.o: %.c $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -44,14 +51,8 @@ $(BUILD)/app/explore_page.c: app/explore_page.html
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/app/explore_page.o: $(BUILD)/app/explore_page.c
+$(BUILD)/app/explore_page.o: $(BUILD)/app/explore_page.c $(BUILD)/flags.txt
 	$(CC) $(CFLAGS) -c $< -o $@
-
-$(BUILD)/mpi-$(MPI).stamp:
-	@mkdir -p $(BUILD)
-	@rm -f $(BUILD)/mpi-*.stamp
-	@touch $@
-$(BUILD)/app/dist.o: $(BUILD)/mpi-$(MPI).stamp
 
 $(BUILD)/libheadcount.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^

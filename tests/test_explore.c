@@ -12,15 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/synth.h"
 #include "tests/testutil.h"
 
 #define TINY "--layers 2 --embd 16 --heads 2 --block 16 --batch 4 --eval-iters 2 --threads 1"
 #define TEXT "The old mouse went twice. The boys"   /* built-in corpus bytes */
 
-typedef struct {
-    char dir[256], data[320], ckpt[320];
-} Env;
+typedef TuModel Env;
 
 static int run(char **out, const char *fmt, ...)
 {
@@ -35,20 +32,7 @@ static int run(char **out, const char *fmt, ...)
 
 static void env_init(Env *e, const char *name)
 {
-    const char *d = tu_tmpdir(name);
-    cr_assert_not_null(d);
-    snprintf(e->dir, sizeof e->dir, "%s", d);
-    snprintf(e->data, sizeof e->data, "%s/data.txt", d);
-    snprintf(e->ckpt, sizeof e->ckpt, "%s/m.ckpt", d);
-    char *text = malloc(20000);
-    synth_generate(text, 20000, 5);
-    cr_assert_eq(tu_write_file(e->data, text, 20000), 0);
-    free(text);
-    char *out;
-    int rc = run(&out, "%s/train " TINY " --steps 20 --data %s --out %s", tu_bin(), e->data,
-                 e->ckpt);
-    cr_assert_eq(rc, 0, "%s", out);
-    free(out);
+    tu_model(e, name, 20000, 5, TINY " --steps 20");
 }
 
 static char *read_text(const char *path)

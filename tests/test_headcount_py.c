@@ -4,56 +4,29 @@
  * wrote. Skipped where Debian's python3-torch is not installed. */
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/synth.h"
 #include "tests/testutil.h"
 
 #define PY "/usr/bin/python3"
 
-static int run(char **out, const char *fmt, ...)
-{
-    char cmd[4000];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return tu_run(cmd, out);
-}
-
 static void need_torch(void)
 {
     char *out;
-    int rc = run(&out, PY " -c 'import torch'");
+    int rc = tu_runf(&out, PY " -c 'import torch'");
     free(out);
     if (rc != 0)
         cr_skip_test("python3-torch is not installed");
 }
 
-typedef struct {
-    char dir[256], data[320], ckpt[320];
-} Env;
+typedef TuModel Env;
 
 static void env_init(Env *e, const char *name)
 {
-    const char *d = tu_tmpdir(name);
-    cr_assert_not_null(d);
-    snprintf(e->dir, sizeof e->dir, "%s", d);
-    snprintf(e->data, sizeof e->data, "%s/data.txt", d);
-    snprintf(e->ckpt, sizeof e->ckpt, "%s/m.ckpt", d);
-    char *text = malloc(6000);
-    synth_generate(text, 6000, 7);
-    cr_assert_eq(tu_write_file(e->data, text, 6000), 0);
-    free(text);
-    char *out;
-    int rc = run(&out, "OMP_WAIT_POLICY=passive %s/train --layers 2 --heads 4 --embd 16 "
-                 "--block 32 --batch 4 --steps 40 --eval-iters 2 --threads 1 --data %s --out %s",
-                 tu_bin(), e->data, e->ckpt);
-    cr_assert_eq(rc, 0, "%s", out);
-    free(out);
+    tu_model(e, name, 6000, 7, "--layers 2 --heads 4 --embd 16 --block 32 --batch 4 --steps 40 "
+             "--eval-iters 2");
 }
 
 static double loss_of(const char *line)
@@ -69,18 +42,18 @@ Test(headcount_py, loss_equals_infer_eval_with_and_without_a_mask)
     Env e;
     env_init(&e, "bridge-loss");
     char *a, *b;
-    int rc = run(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), e.ckpt, e.data);
+    int rc = tu_runf(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), e.ckpt, e.data);
     cr_assert_eq(rc, 0, "%s", a);
-    rc = run(&b, PY " scripts/headcount.py eval %s %s", e.ckpt, e.data);
+    rc = tu_runf(&b, PY " scripts/headcount.py eval %s %s", e.ckpt, e.data);
     cr_assert_eq(rc, 0, "%s", b);
     /* float32 sums in another order: agreement to ~1e-6, checked at 2e-5. */
     cr_assert(fabs(loss_of(a) - loss_of(b)) < 2e-5, "infer: %s\ntorch: %s", a, b);
     cr_assert_not_null(strstr(b, "tokens 5999"), "%s", b);
     free(a);
     free(b);
-    rc = run(&a, "%s/infer --ckpt %s --eval %s -j 1 --mask 0.1,1.3", tu_bin(), e.ckpt, e.data);
+    rc = tu_runf(&a, "%s/infer --ckpt %s --eval %s -j 1 --mask 0.1,1.3", tu_bin(), e.ckpt, e.data);
     cr_assert_eq(rc, 0, "%s", a);
-    rc = run(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount, torch; "
+    rc = tu_runf(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount, torch; "
              "m = headcount.load('%s'); on = torch.ones(2, 4); on[0, 1] = 0; on[1, 3] = 0; "
              "print('eval loss %%.6f' %% headcount.evaluate(m, open('%s', 'rb').read(), "
              "head_on=on)[0])\"", e.ckpt, e.data);
@@ -99,11 +72,11 @@ Test(headcount_py, hooked_attention_equals_infer_explore_json)
     snprintf(html, sizeof html, "%s/p.html", e.dir);
     snprintf(json, sizeof json, "%s/w.json", e.dir);
     const char *text = "The old mouse went twice. The boys";
-    int rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s' -j 1",
+    int rc = tu_runf(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s' -j 1",
                  tu_bin(), e.ckpt, html, json, text);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, PY " -c \"import sys, json; sys.path.insert(0, 'scripts'); import headcount; "
+    rc = tu_runf(&out, PY " -c \"import sys, json; sys.path.insert(0, 'scripts'); import headcount; "
              "m = headcount.load('%s'); J = json.load(open('%s')); "
              "att = m.attention(m.encode(bytes(J['tokens']))); "
              "print('shape', tuple(att.shape)); "

@@ -4,7 +4,6 @@
  * heads records become one panel per relation; a broken log is refused with the
  * line number. Skipped where python3 is missing. */
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,20 +11,10 @@
 
 #include "tests/testutil.h"
 
-static int run(char **out, const char *fmt, ...)
-{
-    char cmd[4000];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return tu_run(cmd, out);
-}
-
 static void need_python(void)
 {
     char *out;
-    int rc = run(&out, "python3 -c 'import json'");
+    int rc = tu_runf(&out, "python3 -c 'import json'");
     free(out);
     if (rc != 0)
         cr_skip_test("python3 is not installed");
@@ -57,12 +46,12 @@ Test(plot, a_train_log_gives_loss_lr_and_every_heads_metric)
     cr_assert_not_null(d);
     char dir[300], *out;
     snprintf(dir, sizeof dir, "%s", d);
-    int rc = run(&out, "OMP_WAIT_POLICY=passive %s/train --layers 2 --heads 3 --embd 12 --block 16 "
+    int rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/train --layers 2 --heads 3 --embd 12 --block 16 "
                  "--batch 2 --steps 8 --eval-every 4 --eval-iters 1 --heads-every 2 --threads 1 "
                  "--out %s/m.ckpt --log %s/run.log", tu_bin(), dir, dir);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "python3 scripts/plot_log.py %s/run.log --out %s/plots", dir, dir);
+    rc = tu_runf(&out, "python3 scripts/plot_log.py %s/run.log --out %s/plots", dir, dir);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/plots");
@@ -121,7 +110,7 @@ Test(plot, several_logs_give_one_line_each_and_relations_their_panels)
     snprintf(b, sizeof b, "%s/h4.log", dir);
     write_log(a, 2, 1);
     write_log(b, 4, 0);
-    int rc = run(&out, "python3 scripts/plot_log.py %s %s --out %s/plots", a, b, dir);
+    int rc = tu_runf(&out, "python3 scripts/plot_log.py %s %s --out %s/plots", a, b, dir);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/plots");
@@ -151,7 +140,7 @@ Test(plot, a_broken_log_is_refused_with_its_line)
     snprintf(path, sizeof path, "%s/bad.log", d);
     const char *text = "{\"type\":\"step\",\"step\":1,\"loss\":3,\"lr\":0.001}\n{oops\n";
     cr_assert_eq(tu_write_file(path, text, strlen(text)), 0);
-    int rc = run(&out, "python3 scripts/plot_log.py %s --out %s/plots", path, d);
+    int rc = tu_runf(&out, "python3 scripts/plot_log.py %s --out %s/plots", path, d);
     cr_assert_neq(rc, 0);
     cr_assert_not_null(strstr(out, "bad.log:2: not JSON"), "%s", out);
     free(out);

@@ -1,7 +1,9 @@
 /* testutil: see testutil.h. */
 #include "tests/testutil.h"
 
+#include <criterion/criterion.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "data/synth.h"
 
 void tu_fill(float *x, size_t n, Rng *rng, float lo, float hi)
 {
@@ -143,4 +147,34 @@ int tu_find_prefix(const char *dir, const char *prefix, char *found, size_t len)
         }
     closedir(d);
     return n;
+}
+
+int tu_runf(char **out, const char *fmt, ...)
+{
+    char cmd[4000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return tu_run(cmd, out);
+}
+
+void tu_model(TuModel *m, const char *name, size_t bytes, unsigned long long seed,
+              const char *flags)
+{
+    const char *d = tu_tmpdir(name);
+    cr_assert_not_null(d);
+    snprintf(m->dir, sizeof m->dir, "%s", d);
+    snprintf(m->data, sizeof m->data, "%s/data.txt", d);
+    snprintf(m->ckpt, sizeof m->ckpt, "%s/m.ckpt", d);
+    char *text = malloc(bytes);
+    cr_assert_not_null(text);
+    synth_generate(text, bytes, seed);
+    cr_assert_eq(tu_write_file(m->data, text, bytes), 0);
+    free(text);
+    char *out;
+    int rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/train %s --threads 1 --data %s --out %s",
+                     tu_bin(), flags, m->data, m->ckpt);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
 }

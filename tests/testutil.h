@@ -37,6 +37,18 @@ const char *tu_bin(void);
  * NUL-terminated); returns the exit status (or 128 + signal). */
 int tu_run(const char *cmd, char **out);
 
+/* tu_run on a printf-style command. */
+int tu_runf(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A trained model for the command-line tests: dir (tu_tmpdir(name)), data.txt in it
+ * (`bytes` of the built-in corpus drawn with `seed`) and m.ckpt, trained on it by
+ * <bin>/train with `flags` (one thread, passive waiting); the training must succeed. */
+typedef struct {
+    char dir[256], data[320], ckpt[320];
+} TuModel;
+void tu_model(TuModel *m, const char *name, size_t bytes, unsigned long long seed,
+              const char *flags);
+
 /* A fresh empty scratch directory under build/test-tmp; returns its path. */
 const char *tu_tmpdir(const char *name);
 

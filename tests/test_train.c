@@ -392,6 +392,55 @@ Test(train, help_lists_every_flag_with_the_default_in_use)
     free(help);
 }
 
+/* The built-in text corpus trains with its own recipe (a higher learning rate,
+ * docs/heads.md) when no --data is given; --data keeps the --help defaults; any
+ * flag given wins over the recipe; a real run uses what --print-settings shows;
+ * and --help names the recipe. */
+Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
+{
+    Env e;
+    env_init(&e, "train-text-recipe");
+    char *help, *out;
+    cr_assert_eq(run(&help, "train", "--help"), 0);
+    double lr_default = help_default(help, "--lr"), min_default = help_default(help, "--min-lr");
+    const char *recipe = strstr(help, "--corpus text (the default)");
+    cr_assert_not_null(recipe, "--help does not name the text recipe:\n%s", help);
+    recipe += strlen("--corpus text (the default)");
+    recipe += strspn(recipe, " ");
+    cr_assert(strncmp(recipe, "--lr 0.005 --min-lr 0.0005\n", 27) == 0,
+              "--help's text recipe line is not the recipe:\n%s", help);
+    free(help);
+    struct { const char *args; double lr, min_lr; } cases[] = {
+        {"", 5e-3, 5e-4},
+        {"--corpus text", 5e-3, 5e-4},
+        {"--lr 0.002", 2e-3, 5e-4},
+        {"--min-lr 0.0001", 5e-3, 1e-4},
+        {"--data %s", lr_default, min_default},
+        {"--data %s --lr 0.003", 3e-3, min_default},
+    };
+    cr_assert_neq(lr_default, 5e-3, "the recipe would be indistinguishable from the default");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[600];
+        snprintf(args, sizeof args, cases[i].args, e.data);
+        int rc = run(&out, "train", "%s --print-settings", args);
+        cr_assert_eq(rc, 0, "%s: %s", args, out);
+        cr_assert_eq(json_number(out, "lr"), cases[i].lr, "'%s': %s", args, out);
+        cr_assert_eq(json_number(out, "min_lr"), cases[i].min_lr, "'%s': %s", args, out);
+        free(out);
+    }
+    int rc = run(&out, "train", "-L 1 -C 16 -H 2 -T 16 -B 2 --steps 1 --eval-iters 1 "
+                 "--out %s --log %s", e.out, e.log);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    size_t n;
+    char *log = (char *)tu_read_file(e.log, &n);
+    cr_assert_not_null(log);
+    log[n] = '\0';
+    cr_assert_eq(json_number(log, "lr"), 5e-3, "the run did not use the recipe: %s", log);
+    cr_assert_eq(json_number(log, "min_lr"), 5e-4, "%s", log);
+    free(log);
+}
+
 /* The lines of a log of one type, from step `from` on, each cut before `cut`
  * (the timing fields), joined. */
 static char *log_lines(const char *path, const char *type, long from, const char *cut)

@@ -81,42 +81,9 @@ static void format_value(const Options *o, const Setting *s, char *buf, size_t l
     }
 }
 
-static int same_value(const Options *a, const Options *b, const Setting *s)
-{
-    const void *x = cvalue_of(a, s), *y = cvalue_of(b, s);
-    switch (s->type) {
-    case SET_LONG: return *(const long *)x == *(const long *)y;
-    case SET_REAL: return *(const double *)x == *(const double *)y;
-    case SET_F32: return (float)*(const double *)x == (float)*(const double *)y;
-    case SET_SEED: return *(const uint64_t *)x == *(const uint64_t *)y;
-    default: return 1;
-    }
-}
-
-/* --corpus induction: the recipe of docs/corpus.md ("The induction task"), for
- * every setting the command line does not give. */
-static void induction_recipe(Options *o, const unsigned char *given)
-{
-    if (!given[OPT_LAYERS]) o->layers = 2;
-    if (!given[OPT_HEADS]) o->heads = 4;
-    if (!given[OPT_EMBD]) o->embd = 64;
-    if (!given[OPT_BLOCK]) o->block = 64;
-    if (!given[OPT_BATCH]) o->batch = 32;
-    if (!given[OPT_STEPS]) o->steps = 3000;
-    if (!given[OPT_WARMUP]) o->warmup = 200;
-    if (!given[OPT_LR]) o->lr = 5e-3;
-    if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
-}
-
-/* The built-in text corpus (no --data, no --corpus induction): the learning rate
- * at which the layer-0 heads become sharp previous-token heads within the default
- * 2,000 steps (docs/heads.md, "What we tried for the previous-token head"); at
- * --data's 1e-3 they stay spread over the 2-4 bytes before. */
-static void text_recipe(Options *o, const unsigned char *given)
-{
-    if (!given[OPT_LR]) o->lr = 5e-3;
-    if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
-}
+static int same_value(const Options *a, const Options *b, const Setting *s);
+static void induction_recipe(Options *o, const unsigned char *given);
+static void text_recipe(Options *o, const unsigned char *given);
 
 /* One help line: the flags by which a recipe differs from the defaults. */
 static void print_recipe(const char *name, void (*recipe)(Options *, const unsigned char *))
@@ -255,6 +222,17 @@ static void copy_value(Options *dst, const Options *src, const Setting *s)
 
 /* Whether two values of setting s are the same setting (F32 as the optimizer
  * sees them). */
+static int same_value(const Options *a, const Options *b, const Setting *s)
+{
+    const void *x = cvalue_of(a, s), *y = cvalue_of(b, s);
+    switch (s->type) {
+    case SET_LONG: return *(const long *)x == *(const long *)y;
+    case SET_REAL: return *(const double *)x == *(const double *)y;
+    case SET_F32: return (float)*(const double *)x == (float)*(const double *)y;
+    case SET_SEED: return *(const uint64_t *)x == *(const uint64_t *)y;
+    default: return 1;
+    }
+}
 
 void train_options_resume(Options *o, const unsigned char *given, const Config *c,
                           const TrainState *ts)
@@ -309,6 +287,31 @@ void train_options_store(const Options *o, TrainState *ts)
 int train_is_induction(const Options *o)
 {
     return strcmp(o->corpus, "induction") == 0;
+}
+
+/* --corpus induction: the recipe of docs/corpus.md ("The induction task"), for
+ * every setting the command line does not give. */
+static void induction_recipe(Options *o, const unsigned char *given)
+{
+    if (!given[OPT_LAYERS]) o->layers = 2;
+    if (!given[OPT_HEADS]) o->heads = 4;
+    if (!given[OPT_EMBD]) o->embd = 64;
+    if (!given[OPT_BLOCK]) o->block = 64;
+    if (!given[OPT_BATCH]) o->batch = 32;
+    if (!given[OPT_STEPS]) o->steps = 3000;
+    if (!given[OPT_WARMUP]) o->warmup = 200;
+    if (!given[OPT_LR]) o->lr = 5e-3;
+    if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
+}
+
+/* The built-in text corpus (no --data, no --corpus induction): the learning rate
+ * at which the layer-0 heads become sharp previous-token heads within the default
+ * 2,000 steps (docs/heads.md, "What we tried for the previous-token head"); at
+ * --data's 1e-3 they stay spread over the 2-4 bytes before. */
+static void text_recipe(Options *o, const unsigned char *given)
+{
+    if (!given[OPT_LR]) o->lr = 5e-3;
+    if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
 }
 
 /* One flag's value from optarg, checked against the setting's range. */

@@ -41,6 +41,7 @@ typedef struct {
     Model m;
     Tokenizer tok;
     TrainState ts;
+    float *adam_m, *adam_v; /* the moments ts points at */
     char dir[256], path[400];
 } Fix;
 
@@ -57,12 +58,15 @@ static void fix_init(Fix *f, const char *name)
     cr_assert_eq(tok_from_vocab(&f->tok, TINY_VOCAB, TINY.V, err, sizeof err), 0, "%s", err);
     size_t P = f->m.table.total;
     TrainState *ts = &f->ts;
-    ts->adam_m = malloc(P * sizeof(float));
-    ts->adam_v = malloc(P * sizeof(float));
+    f->adam_m = malloc(P * sizeof(float));
+    f->adam_v = malloc(P * sizeof(float));
+    cr_assert(f->adam_m && f->adam_v);
     Rng rng;
     rng_init(&rng, 7, 0);
-    tu_fill(ts->adam_m, P, &rng, -1e-3f, 1e-3f);
-    tu_fill(ts->adam_v, P, &rng, 0.0f, 1e-6f);
+    tu_fill(f->adam_m, P, &rng, -1e-3f, 1e-3f);
+    tu_fill(f->adam_v, P, &rng, 0.0f, 1e-6f);
+    ts->adam_m = f->adam_m;
+    ts->adam_v = f->adam_v;
     ts->step = 30; ts->steps = 100; ts->batch = 4; ts->warmup = 10; ts->eval_every = 10;
     ts->eval_iters = 2; ts->save_every = 10; ts->seed = 0xfedcba9876543210ULL;
     ts->batch_rng = 0x0123456789abcdefULL; ts->data_size = 12345; ts->data_hash = 99;
@@ -75,7 +79,8 @@ static void fix_init(Fix *f, const char *name)
 static void fix_free(Fix *f)
 {
     model_free(&f->m);
-    ckpt_state_free(&f->ts);
+    free(f->adam_m);
+    free(f->adam_v);
 }
 
 static void fix_save(Fix *f, const char *path, int with_state)
@@ -118,7 +123,8 @@ static void reseal(unsigned char *b, size_t n)
 }
 
 /* ckpt_load must fail, with a message naming the file and containing `needle`,
- * and leave nothing to free. */
+ * and leave nothing to free; with_ts also asks for the settings, and loading the
+ * same file into a Trainer must fail the same way, its buffers released. */
 static void expect_refused(const char *path, int with_ts, const char *needle)
 {
     Model m;
@@ -133,8 +139,17 @@ static void expect_refused(const char *path, int with_ts, const char *needle)
     cr_assert(strstr(err, needle), "expected '%s' in: %s", needle, err);
     cr_assert_null(m.params, "parameters left allocated on error");
     cr_assert_eq(has, 0);
-    if (with_ts)
-        cr_assert(ts.adam_m == NULL && ts.adam_v == NULL, "state left allocated on error");
+    if (!with_ts)
+        return;
+    Trainer t;
+    char terr[2000] = "";
+    has = 7;
+    rc = ckpt_load_trainer(path, &t, &tok, &ts, &has, terr, sizeof terr);
+    cr_assert_eq(rc, -1, "ckpt_load_trainer accepted a bad file (expected '%s')", needle);
+    cr_assert_str_eq(terr, err, "the two loaders disagree");
+    cr_assert(t.model.params == NULL && t.grads.data == NULL && t.adam_m == NULL &&
+              t.adam_v == NULL, "the trainer was left allocated on error");
+    cr_assert_eq(has, 0);
 }
 
 static void write_and_refuse(const char *path, const unsigned char *b, size_t n, int with_ts,
@@ -182,8 +197,7 @@ Test(ckpt, save_then_load_keeps_parameter_state_and_loss_bits)
     cr_assert_eq(memcmp(tok.id, f.tok.id, sizeof tok.id), 0);
     cr_assert_eq(has, 1);
     cr_assert_eq(steps, 30);
-    cr_assert_eq(memcmp(ts.adam_m, f.ts.adam_m, P * sizeof(float)), 0);
-    cr_assert_eq(memcmp(ts.adam_v, f.ts.adam_v, P * sizeof(float)), 0);
+    cr_assert(ts.adam_m == NULL && ts.adam_v == NULL, "ckpt_load kept the moments");
     cr_assert(ts.step == 30 && ts.steps == 100 && ts.batch == 4 && ts.warmup == 10 &&
               ts.eval_every == 10 && ts.eval_iters == 2 && ts.save_every == 10 &&
               ts.best_step == 20 && ts.allow_binary == 0);
@@ -197,8 +211,18 @@ Test(ckpt, save_then_load_keeps_parameter_state_and_loss_bits)
     cr_assert_str_eq(ts.data_path, "data/some file.txt");
     double a = eval_loss(&f.m), b = eval_loss(&m);
     cr_assert_eq(memcmp(&a, &b, sizeof a), 0, "loss %.17g before save, %.17g after load", a, b);
-    ckpt_state_free(&ts);
     model_free(&m);
+    /* Into a trainer: the same parameters and settings, plus the moments and step. */
+    Trainer t;
+    TrainState ts2;
+    has = 0;
+    cr_assert_eq(ckpt_load_trainer(f.path, &t, &tok, &ts2, &has, err, sizeof err), 0, "%s", err);
+    cr_assert(has == 1 && t.step == 30 && ts2.step == 30 && ts2.batch_rng == f.ts.batch_rng);
+    cr_assert_eq(memcmp(&t.model.cfg, &f.m.cfg, sizeof t.model.cfg), 0);
+    cr_assert_eq(memcmp(t.model.params, f.m.params, P * sizeof(float)), 0, "parameter bits differ");
+    cr_assert_eq(memcmp(t.adam_m, f.adam_m, P * sizeof(float)), 0, "first moment bits differ");
+    cr_assert_eq(memcmp(t.adam_v, f.adam_v, P * sizeof(float)), 0, "second moment bits differ");
+    trainer_free(&t);
     fix_free(&f);
 }
 
@@ -222,9 +246,17 @@ Test(ckpt, params_only_file_has_no_checksum_and_loads)
     cr_assert_eq(ckpt_load(f.path, &m, &tok, &steps, &ts, &has, err, sizeof err), 0, "%s", err);
     cr_assert_eq(has, 0);
     cr_assert_eq(steps, 7);
-    cr_assert_null(ts.adam_m);
     cr_assert_eq(memcmp(m.params, f.m.params, n - PARAMS_AT), 0);
     model_free(&m);
+    /* A trainer loaded from it starts its optimizer afresh: zero moments. */
+    Trainer t;
+    has = 7;
+    cr_assert_eq(ckpt_load_trainer(f.path, &t, &tok, &ts, &has, err, sizeof err), 0, "%s", err);
+    cr_assert(has == 0 && t.step == 7);
+    cr_assert_eq(memcmp(t.model.params, f.m.params, n - PARAMS_AT), 0);
+    for (size_t i = 0; i < t.model.table.total; i++)
+        cr_assert(t.adam_m[i] == 0.0f && t.adam_v[i] == 0.0f, "moment %zu not zero", i);
+    trainer_free(&t);
     free(b);
     fix_free(&f);
 }
@@ -318,8 +350,6 @@ static void random_flips(int with_state, int trials)
             loaded++;
             for (size_t i = 0; i < m.table.total; i++)
                 cr_assert(isfinite(m.params[i]), "trial %d: loaded a non-finite value", t);
-            if (t % 2)
-                ckpt_state_free(&ts);
             model_free(&m);
         } else {
             cr_assert(strstr(err, flip), "trial %d: message does not name the file: %s", t, err);
@@ -558,7 +588,7 @@ Test(ckpt, saving_non_finite_values_is_refused_and_keeps_the_old_file)
     cr_assert_eq(ckpt_save(f.path, &f.m, &f.tok, 30, &f.ts, err, sizeof err), -1);
     cr_assert(strstr(err, "refusing to save"), "%s", err);
     f.m.params[3] = 0.5f;
-    f.ts.adam_v[1] = INFINITY;
+    f.adam_v[1] = INFINITY;
     cr_assert_eq(ckpt_save(f.path, &f.m, &f.tok, 30, &f.ts, err, sizeof err), -1);
     cr_assert(strstr(err, "Adam second moment"), "%s", err);
     unsigned char *after = slurp(f.path, &n1);

@@ -504,7 +504,6 @@ Test(train, resumed_run_matches_an_uninterrupted_one)
     char err[2000];
     cr_assert_eq(ckpt_load(at8, &m, &tok, &steps, &ts, &has, err, sizeof err), 0, "%s", err);
     cr_assert(steps == 8 && has && ts.steps == 24);
-    ckpt_state_free(&ts);
     model_free(&m);
     rc = run(&out, "train", "--resume %s --threads 2 --out %s --log %s", at8, res, reslog);
     cr_assert_eq(rc, 0, "%s", out);
@@ -550,7 +549,6 @@ static void signal_saves_at_the_reported_step(int sig, const char *word)
     cr_assert(count_lines(last) == 1 && json_number(last, "step") == reported,
               "the log does not end at step %ld: %s", reported, last);
     free(last);
-    ckpt_state_free(&ts);
     model_free(&m);
     free(text);
 }
@@ -617,7 +615,6 @@ Test(train, a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkp
     /* ckpt_load refuses non-finite parameters and moments, so loading is the check. */
     cr_assert_eq(ckpt_load(e.out, &m, &tok, &steps, &ts, &has, err, sizeof err), 0, "%s", err);
     cr_assert_eq(steps, good);
-    ckpt_state_free(&ts);
     model_free(&m);
     free(out);
     /* Without periodic saves the run writes nothing and the old file survives. */

@@ -1,0 +1,411 @@
+/* Command-line runs of ./train and ./infer (found in $HEADCOUNT_BIN) that train
+ * and compare: 1 and 2 threads give the same bits; a resumed run matches an
+ * uninterrupted one bit for bit; SIGINT/SIGTERM save a loadable checkpoint at
+ * the reported step; a diverging run stops naming the step without writing a
+ * non-finite checkpoint; ./infer --eval reproduces train's final val loss.
+ * The refusals are in test_train.c. Every run is tiny (one layer, C = 16, a
+ * 20 KB generated text file), with OMP_WAIT_POLICY=passive (see test_train.c). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "data/synth.h"
+#include "trainer/ckpt.h"
+#include "tests/progutil.h"
+#include "tests/testutil.h"
+
+/* The lines of a log of one type, from step `from` on, each cut before `cut`
+ * (the timing fields), joined. */
+static char *log_lines(const char *path, const char *type, long from, const char *cut)
+{
+    size_t n;
+    char *text = (char *)tu_read_file(path, &n);
+    cr_assert_not_null(text, "no log %s", path);
+    text[n] = '\0';
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "{\"type\":\"%s\",", type);
+    char *res = calloc(n + 1, 1);
+    size_t len = 0;
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n');
+        size_t ll = end ? (size_t)(end - line) : strlen(line);
+        if (strncmp(line, prefix, strlen(prefix)) == 0 && json_number(line, "step") >= from) {
+            const char *c = cut ? find_in(line, ll, cut) : NULL;
+            size_t keep = c ? (size_t)(c - line) : ll;
+            memcpy(res + len, line, keep);
+            len += keep;
+            res[len++] = '\n';
+        }
+        line += ll + (end ? 1 : 0);
+    }
+    free(text);
+    return res;
+}
+
+static void expect_same_files(const char *a, const char *b)
+{
+    size_t na, nb;
+    unsigned char *x = tu_read_file(a, &na), *y = tu_read_file(b, &nb);
+    cr_assert(x && y, "missing %s or %s", a, b);
+    cr_assert(na == nb && memcmp(x, y, na) == 0, "%s and %s differ", a, b);
+    free(x);
+    free(y);
+}
+
+static void expect_same_log(const char *a, const char *b, long from)
+{
+    struct { const char *type, *cut; } kinds[] = {
+        {"step", ",\"ms\":"}, {"eval", NULL}, {"final", ",\"train_seconds\":"}};
+    for (int k = 0; k < 3; k++) {
+        char *x = log_lines(a, kinds[k].type, from, kinds[k].cut);
+        char *y = log_lines(b, kinds[k].type, from, kinds[k].cut);
+        cr_assert(x[0], "no %s lines in %s", kinds[k].type, a);
+        cr_assert_str_eq(x, y, "%s lines differ between %s and %s", kinds[k].type, a, b);
+        free(x);
+        free(y);
+    }
+}
+
+#define RUN_FLAGS "--layers 1 --embd 16 --heads 2 --block 16 --batch 4 --eval-iters 2 " \
+                  "--steps 24 --eval-every 8 --dropout 0.1 --warmup 4"
+
+Test(train, one_and_two_threads_give_identical_losses_and_checkpoints)
+{
+    Env e;
+    env_init(&e, "train-threads");
+    char ck[2][400], log[2][400], *out[2];
+    for (int t = 0; t < 2; t++) {
+        snprintf(ck[t], sizeof ck[t], "%s/t%d.ckpt", e.dir, t + 1);
+        snprintf(log[t], sizeof log[t], "%s/t%d.log", e.dir, t + 1);
+        int rc = run(&out[t], "train", RUN_FLAGS " --threads %d --data %s --out %s --log %s",
+                     t + 1, e.data, ck[t], log[t]);
+        cr_assert_eq(rc, 0, "%s", out[t]);
+        cr_assert(strstr(out[t], t ? "2 threads" : "1 threads"), "%s", out[t]);
+    }
+    expect_same_log(log[0], log[1], 0);
+    expect_same_files(ck[0], ck[1]);
+    free(out[0]);
+    free(out[1]);
+}
+
+/* The checkpoint written at step 8 of a 24-step run is captured with the crash
+ * hook: the run aborts right after writing it to out.tmp.XXXXXX, before the rename.
+ * Resuming from it (with the other thread count) must reproduce the
+ * uninterrupted run's steps 9..24 and its final checkpoint byte for byte. */
+Test(train, resumed_run_matches_an_uninterrupted_one)
+{
+    Env e;
+    env_init(&e, "train-resume");
+    char ref[400], reflog[400], part[400], parttmp[420], at8[400], res[400], reslog[400], *out;
+    snprintf(ref, sizeof ref, "%s/ref.ckpt", e.dir);
+    snprintf(reflog, sizeof reflog, "%s/ref.log", e.dir);
+    snprintf(part, sizeof part, "%s/part.ckpt", e.dir);
+    snprintf(parttmp, sizeof parttmp, "%s.tmp", part);
+    snprintf(at8, sizeof at8, "%s/at8.ckpt", e.dir);
+    snprintf(res, sizeof res, "%s/res.ckpt", e.dir);
+    snprintf(reslog, sizeof reslog, "%s/res.log", e.dir);
+    int rc = run(&out, "train", RUN_FLAGS " --save-every 8 --threads 1 --data %s --out %s --log %s",
+                 e.data, ref, reflog);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    char cmd[1500];
+    snprintf(cmd, sizeof cmd, "ulimit -c 0; HEADCOUNT_TEST_CRASH_BEFORE_RENAME=1 "
+             "OMP_WAIT_POLICY=passive %s/train " RUN_FLAGS " --save-every 8 --threads 1 "
+             "--data %s --out %s", tu_bin(), e.data, part);
+    rc = tu_run(cmd, &out);
+    cr_assert_eq(rc, 128 + SIGABRT, "the crash hook did not fire: %d\n%s", rc, out);
+    free(out);
+    cr_assert_neq(access(part, F_OK), 0);
+    cr_assert_eq(tu_find_prefix(e.dir, "part.ckpt.tmp.", parttmp, sizeof parttmp), 1);
+    cr_assert_eq(rename(parttmp, at8), 0);
+    Model m;
+    Tokenizer tok;
+    TrainState ts;
+    long steps;
+    int has;
+    char err[2000];
+    cr_assert_eq(ckpt_load(at8, &m, &tok, &steps, &ts, &has, err, sizeof err), 0, "%s", err);
+    cr_assert(steps == 8 && has && ts.steps == 24);
+    model_free(&m);
+    rc = run(&out, "train", "--resume %s --threads 2 --out %s --log %s", at8, res, reslog);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "resuming"), "%s", out);
+    free(out);
+    char *first = log_lines(reslog, "step", 0, ",\"ms\":");
+    cr_assert_eq(strncmp(first, "{\"type\":\"step\",\"step\":9,", 24), 0, "%s", first);
+    free(first);
+    expect_same_log(reflog, reslog, 9);
+    expect_same_files(ref, res);
+}
+
+static void signal_saves_at_the_reported_step(int sig, const char *word)
+{
+    Env e;
+    env_init(&e, sig == SIGINT ? "train-sigint" : "train-sigterm");
+    char errpath[400];
+    snprintf(errpath, sizeof errpath, "%s/stderr.txt", e.dir);
+    pid_t pid = start_train(&e, errpath);
+    cr_assert_eq(kill(pid, sig), 0);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    size_t n;
+    char *text = (char *)tu_read_file(errpath, &n);
+    text[n] = '\0';
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig,
+              "status 0x%x, expected exit %d:\n%s", status, 128 + sig, text);
+    char key[64];
+    snprintf(key, sizeof key, "train: %s at step ", word);
+    const char *at = strstr(text, key);
+    cr_assert_not_null(at, "no '%s' line:\n%s", key, text);
+    long reported = strtol(at + strlen(key), NULL, 10);
+    Model m;
+    Tokenizer tok;
+    TrainState ts;
+    long steps;
+    int has;
+    char err[2000];
+    cr_assert_eq(ckpt_load(e.out, &m, &tok, &steps, &ts, &has, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(steps, reported, "checkpoint at step %ld, stderr says %ld", steps, reported);
+    cr_assert(has && ts.step == reported && ts.steps == 100000000);
+    char *last = log_lines(e.log, "step", reported, ",\"ms\":");
+    cr_assert(count_lines(last) == 1 && json_number(last, "step") == reported,
+              "the log does not end at step %ld: %s", reported, last);
+    free(last);
+    model_free(&m);
+    free(text);
+}
+
+Test(train, sigint_saves_a_loadable_checkpoint_at_the_reported_step_and_exits_130)
+{
+    signal_saves_at_the_reported_step(SIGINT, "interrupted");
+}
+
+Test(train, sigterm_saves_a_loadable_checkpoint_at_the_reported_step_and_exits_143)
+{
+    signal_saves_at_the_reported_step(SIGTERM, "terminated");
+}
+
+/* A second signal exits at once: whatever it interrupts, no damaged checkpoint. */
+Test(train, a_second_signal_exits_at_once_leaving_no_damaged_checkpoint)
+{
+    Env e;
+    env_init(&e, "train-twosignals");
+    char errpath[400];
+    snprintf(errpath, sizeof errpath, "%s/stderr.txt", e.dir);
+    pid_t pid = start_train(&e, errpath);
+    kill(pid, SIGINT);
+    kill(pid, SIGINT);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status 0x%x", status);
+    if (access(e.out, F_OK) == 0) {
+        Model m;
+        Tokenizer tok;
+        char err[2000];
+        cr_assert_eq(ckpt_load(e.out, &m, &tok, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
+        model_free(&m);
+    }
+}
+
+/* lr 10 with weight decay 10 multiplies every decayed weight by (1 - 100) per
+ * step, so the loss overflows within ~20 steps on any machine. */
+#define DIVERGE "--lr 10 --min-lr 0 --wd 10 --clip 0 --warmup 0 --steps 200"
+
+Test(train, a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkpoint)
+{
+    Env e;
+    env_init(&e, "train-nan");
+    char *out;
+    int rc = run(&out, "train", TINY " " DIVERGE " --save-every 3 --data %s --out %s", e.data,
+                 e.out);
+    cr_assert_eq(rc, 1, "%s", out);
+    const char *at = strstr(out, "is not finite at step ");
+    cr_assert_not_null(at, "%s", out);
+    long bad = strtol(at + 22, NULL, 10);
+    long good = (bad - 1) / 3 * 3;
+    cr_assert_geq(good, 3, "diverged too early to test the saved checkpoint:\n%s", out);
+    char key[500];
+    snprintf(key, sizeof key, "The last good checkpoint is %s (step %ld)", e.out, good);
+    cr_assert(strstr(out, key), "expected '%s' in:\n%s", key, out);
+    cr_assert_eq(count_lines(strstr(out, "train: error: ")), 1, "%s", out);
+    Model m;
+    Tokenizer tok;
+    TrainState ts;
+    long steps;
+    int has;
+    char err[2000];
+    /* ckpt_load refuses non-finite parameters and moments, so loading is the check. */
+    cr_assert_eq(ckpt_load(e.out, &m, &tok, &steps, &ts, &has, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(steps, good);
+    model_free(&m);
+    free(out);
+    /* Without periodic saves the run writes nothing and the old file survives. */
+    size_t n0, n1;
+    unsigned char *before = tu_read_file(e.out, &n0);
+    rc = run(&out, "train", TINY " " DIVERGE " --save-every 0 --data %s --out %s", e.data, e.out);
+    cr_assert_eq(rc, 1, "%s", out);
+    snprintf(key, sizeof key, "is not finite at step %ld", bad);
+    cr_assert(strstr(out, key), "the same run diverged at another step:\n%s", out);
+    unsigned char *after = tu_read_file(e.out, &n1);
+    cr_assert(n0 == n1 && memcmp(before, after, n0) == 0, "the previous checkpoint changed");
+    snprintf(key, sizeof key, "%s.tmp", e.out);
+    cr_assert_neq(access(key, F_OK), 0);
+    free(before);
+    free(after);
+    free(out);
+}
+
+/* Checks "eval loss L ppl P bpc B tokens N" exactly: L with 6 decimals, P and
+ * B with 4, and P, B consistent with L. Returns L's text in loss (16 bytes). */
+static void parse_eval_line(const char *line, char *loss, size_t *tokens)
+{
+    double l, p, b;
+    char tail[8];
+    int k = sscanf(line, "eval loss %15s ppl %lf bpc %lf tokens %zu%7s", loss, &p, &b, tokens,
+                   tail);
+    cr_assert_eq(k, 4, "not an eval line: %s", line);
+    l = strtod(loss, NULL);
+    char again[200];
+    snprintf(again, sizeof again, "eval loss %.6f ppl %.4f bpc %.4f tokens %zu\n", l, p, b,
+             *tokens);
+    cr_assert_str_eq(line, again, "format differs");
+    cr_assert(fabs(p - exp(l)) <= 1e-4 * exp(l) + 1e-4 && fabs(b - l / log(2.0)) <= 1e-4,
+              "ppl or bpc inconsistent with the loss: %s", line);
+}
+
+Test(train, infer_eval_reproduces_the_final_val_loss)
+{
+    Env e;
+    env_init(&e, "train-eval");
+    char *out;
+    int rc = run(&out, "train", TINY " --steps 20 --data %s --out %s --log %s", e.data, e.out,
+                 e.log);
+    cr_assert_eq(rc, 0, "%s", out);
+    const char *v = strstr(out, "done: ");
+    v = v ? strstr(v, "| val loss ") : NULL;
+    cr_assert_not_null(v, "%s", out);
+    double shown;
+    size_t split_tokens;
+    cr_assert_eq(sscanf(v, "| val loss %lf (whole val split, %zu tokens)", &shown,
+                        &split_tokens), 2, "%s", v);
+    char *final = log_lines(e.log, "final", 0, NULL);
+    const char *jv = strstr(final, "\"val_loss\":");
+    cr_assert_not_null(jv, "%s", final);
+    char want[32];
+    snprintf(want, sizeof want, "%.*s", (int)strcspn(jv + 11, ","), jv + 11);
+    /* The val split is the last (n - ntrain) bytes, ntrain as data/corpus.c computes it. */
+    size_t n, ntrain = (size_t)((double)DATA_BYTES * (1.0 - 0.1));
+    unsigned char *text = tu_read_file(e.data, &n);
+    char val[400];
+    make_file(&e, "val.txt", text + ntrain, n - ntrain, val, sizeof val);
+    free(text);
+    for (int threads = 1; threads <= 2; threads++) {
+        char *ev, loss[16];
+        size_t tokens;
+        rc = run(&ev, "infer", "--ckpt %s --eval %s --threads %d", e.out, val, threads);
+        cr_assert_eq(rc, 0, "%s", ev);
+        parse_eval_line(ev, loss, &tokens);
+        cr_assert_str_eq(loss, want, "infer --eval %s, train's final val loss %s", loss, want);
+        cr_assert_eq(tokens, split_tokens);
+        cr_assert_eq(tokens, n - ntrain - 1);
+        char four[16];
+        snprintf(four, sizeof four, "%.4f", strtod(want, NULL));
+        cr_assert_eq(strtod(four, NULL), shown, "stderr shows %.4f", shown);
+        free(ev);
+    }
+    free(final);
+    free(out);
+}
+
+/* Adam's constants are stored in the checkpoint and used again on resume (they
+ * used to be saved and then ignored, so a resumed run with --beta2 0.95 went on
+ * with 0.99). Warm-up beyond the last step keeps the schedule independent of
+ * --steps, so 3 + 3 steps must equal 6. */
+Test(train, a_resumed_run_keeps_its_adam_constants)
+{
+    Env e;
+    env_init(&e, "train-betas");
+    expect_resume_matches(&e, TINY " --beta1 0.8 --beta2 0.95 --eps 1e-6 --warmup 100 "
+                          "--eval-every 0", "--beta2 0.99",
+                          "--beta2 0.99 contradicts the checkpoint");
+}
+
+/* --json gives scripts the same number as the human-readable line, parsed
+ * without a regex; it is refused outside --eval. */
+Test(train, infer_eval_json_matches_the_text_line)
+{
+    Env e;
+    env_init(&e, "train-evaljson");
+    char *out, *js;
+    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s", e.data, e.out);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "train", "--data %s --dump-val %s/val.txt", e.data, e.dir);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "infer", "--ckpt %s --eval %s/val.txt", e.out, e.dir);
+    cr_assert_eq(rc, 0, "%s", out);
+    rc = run(&js, "infer", "--ckpt %s --eval %s/val.txt --json", e.out, e.dir);
+    cr_assert_eq(rc, 0, "%s", js);
+    double text_loss = strtod(strstr(out, "eval loss ") + 10, NULL);
+    const char *l = strstr(js, "{\"loss\":"), *t = strstr(js, "\"tokens\":");
+    cr_assert(l && t, "not the JSON object: %s", js);
+    cr_assert(fabs(strtod(l + 8, NULL) - text_loss) < 1e-6, "%s vs %s", js, out);
+    cr_assert_eq(strtol(t + 9, NULL, 10), strtol(strstr(out, "tokens ") + 7, NULL, 10));
+    free(out);
+    free(js);
+    rc = run(&out, "infer", "--ckpt %s --json", e.out);
+    expect_error(out, rc, 2, "infer", "--json needs --eval");
+    free(out);
+}
+
+/* --heads --json prints summary.json's object, the same bytes the report writes,
+ * and no table; with --prune-curve the curve is in it: one entry per active head
+ * plus the start, which removes nothing and costs the base loss. */
+Test(train, infer_heads_json_is_the_summary_with_the_prune_curve, .timeout = 60)
+{
+    Env e;
+    env_init(&e, "train-headsjson");
+    char *out;
+    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s", e.data, e.out);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "train", "--data %s --dump-val %s/val.txt", e.data, e.dir);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    char cmd[1024], path[600];
+    snprintf(path, sizeof path, "%s/rep/summary.json", e.dir);
+    snprintf(cmd, sizeof cmd, "{ %s/infer --ckpt %s --heads %s/val.txt --windows 2 -j 1 --json "
+             "--prune-curve --report %s/rep 2>/dev/null; }", tu_bin(), e.out, e.dir, e.dir);
+    char *js;
+    rc = tu_run(cmd, &js);
+    cr_assert_eq(rc, 0, "%s\n%s", cmd, js);
+    size_t n = strlen(js), m = 0;
+    char *file = (char *)tu_read_file(path, &m);
+    cr_assert_not_null(file, "no %s", path);
+    cr_assert_eq(n, m, "stdout holds exactly summary.json:\n%s\n%s", js, file);
+    cr_assert_eq(memcmp(js, file, n), 0, "%s\nvs\n%s", js, file);
+    cr_assert_null(strstr(js, "prune curve (heads removed"), "no table with --json");
+    const char *pc = strstr(js, "\"prune_curve\":[{\"removed\":0,\"head\":null,\"loss\":");
+    cr_assert_not_null(pc, "%s", js);
+    const char *bl = strstr(js, "\"base_loss\":");
+    cr_assert_not_null(bl);
+    cr_assert_eq(strtod(pc + strlen("\"prune_curve\":[{\"removed\":0,\"head\":null,\"loss\":"),
+                        NULL), strtod(bl + 12, NULL));
+    int entries = 0;
+    for (const char *p = pc; (p = strstr(p, "\"removed\":")); p++)
+        entries++;
+    const char *ah = strstr(js, "\"active_heads\":");
+    cr_assert_not_null(ah);
+    cr_assert_eq(entries, strtol(ah + 15, NULL, 10) + 1, "%s", js);
+    free(js);
+    free(file);
+}

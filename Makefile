@@ -25,7 +25,7 @@ LIB_SRC  := $(wildcard util/*.c kernels/*.c model/*.c data/*.c trainer/*.c analy
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/tests/progutil.o \
-            $(BUILD)/tests/matmul_ref.o
+            $(BUILD)/tests/matmul_ref.o $(BUILD)/tests/ckpt_fixture.o
 INFER_OBJ := $(BUILD)/infer.o $(BUILD)/app/infer_sample.o $(BUILD)/app/infer_heads.o $(BUILD)/app/report.o \
              $(BUILD)/app/report_page.o $(BUILD)/app/infer_explore.o $(BUILD)/app/explore.o \
              $(BUILD)/app/explore_page.o

@@ -217,13 +217,3 @@ void expect_resume_matches(const Env *e, const char *flags, const char *refused,
     free(x);
     free(y);
 }
-
-/* The number after "key": in a JSON line. */
-double json_number(const char *line, const char *key)
-{
-    char k[64];
-    snprintf(k, sizeof k, "\"%s\":", key);
-    const char *at = strstr(line, k);
-    cr_assert_not_null(at, "%s missing from %s", key, line);
-    return strtod(at + strlen(k), NULL);
-}

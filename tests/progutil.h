@@ -60,7 +60,4 @@ void expect_resume_matches(const Env *e, const char *flags, const char *refused,
  * its first step (so its signal handlers are installed). */
 pid_t start_train(const Env *e, const char *errpath);
 
-/* The number after "key": in a JSON line (which must have it). */
-double json_number(const char *line, const char *key);
-
 #endif

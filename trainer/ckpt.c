@@ -398,6 +398,34 @@ static int check_header(const int32_t *h, const char *path, Config *cfg, char *e
     return 0;
 }
 
+/* Reads and checks the header and the vocabulary (into tok), and the file's
+ * size (size bytes) against what the header implies. */
+static int read_head(Reader *r, const char *path, uint64_t size, int32_t *hdr, Config *cfg,
+                     Tokenizer *tok, char *err, size_t errlen)
+{
+    unsigned char vocab[VOCAB_BYTES];
+    if (get(r, hdr, CKPT_HEADER_INTS * sizeof(int32_t)) || get(r, vocab, sizeof vocab))
+        return err_set(err, errlen, "%s: read error in the header", path);
+    if (check_header(hdr, path, cfg, err, errlen))
+        return -1;
+    uint64_t P = config_param_count(cfg);
+    int with_state = hdr[7] & CKPT_FLAG_TRAIN_STATE;
+    uint64_t expect = HEADER_BYTES + VOCAB_BYTES + 4 * P + (with_state ? state_bytes(P) : 0);
+    if (size != expect)
+        return err_set(err, errlen, "%s: file is %llu bytes but its header (V=%d T=%d L=%d H=%d "
+                       "C=%d D=%d%s) implies %llu: %s", path, (unsigned long long)size, cfg->V,
+                       cfg->T, cfg->L, cfg->H, cfg->C, cfg->D,
+                       with_state ? ", with training state" : "", (unsigned long long)expect,
+                       size < expect ? "truncated" : "trailing bytes");
+    char why[1200];
+    if (tok_from_vocab(tok, vocab, cfg->V, why, sizeof why))
+        return err_set(err, errlen, "%s: bad vocabulary: %s", path, why);
+    for (int i = cfg->V; i < VOCAB_BYTES; i++)
+        if (vocab[i] != 0)
+            return err_set(err, errlen, "%s: vocabulary padding byte %d is not zero", path, i);
+    return 0;
+}
+
 /* ckpt_load and ckpt_load_trainer: with t, the model is t's (trainer_init_zeroed)
  * and the Adam moments go into t's own; without, m is a fresh model and the
  * moments only pass through the checksum. */
@@ -429,35 +457,12 @@ static int load_file(const char *path, Model *m, Trainer *t, Tokenizer *tok,
     if (!r.fp)
         return err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     int32_t hdr[CKPT_HEADER_INTS];
-    unsigned char vocab[VOCAB_BYTES];
     Config cfg;
     int rc = -1;
-    if (get(&r, hdr, sizeof hdr) || get(&r, vocab, sizeof vocab)) {
-        err_set(err, errlen, "%s: read error in the header", path);
-        goto done;
-    }
-    if (check_header(hdr, path, &cfg, err, errlen))
+    if (read_head(&r, path, size, hdr, &cfg, tok, err, errlen))
         goto done;
     uint64_t P = config_param_count(&cfg);
     int with_state = hdr[7] & CKPT_FLAG_TRAIN_STATE;
-    uint64_t expect = HEADER_BYTES + VOCAB_BYTES + 4 * P + (with_state ? state_bytes(P) : 0);
-    if (size != expect) {
-        err_set(err, errlen, "%s: file is %llu bytes but its header (V=%d T=%d L=%d H=%d C=%d "
-                "D=%d%s) implies %llu: %s", path, (unsigned long long)size, cfg.V, cfg.T, cfg.L,
-                cfg.H, cfg.C, cfg.D, with_state ? ", with training state" : "",
-                (unsigned long long)expect, size < expect ? "truncated" : "trailing bytes");
-        goto done;
-    }
-    char why[1200];
-    if (tok_from_vocab(tok, vocab, cfg.V, why, sizeof why)) {
-        err_set(err, errlen, "%s: bad vocabulary: %s", path, why);
-        goto done;
-    }
-    for (int i = cfg.V; i < VOCAB_BYTES; i++)
-        if (vocab[i] != 0) {
-            err_set(err, errlen, "%s: vocabulary padding byte %d is not zero", path, i);
-            goto done;
-        }
     if (t ? trainer_init_zeroed(t, &cfg, err, errlen) : model_init(m, &cfg, err, errlen))
         goto done;
     if (get(&r, m->params, P * sizeof(float))) {

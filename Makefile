@@ -24,9 +24,11 @@ BIN     ?= .
 LIB_SRC  := $(wildcard util/*.c kernels/*.c model/*.c data/*.c trainer/*.c analysis/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/tests/progutil.o
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/tests/progutil.o \
+            $(BUILD)/tests/matmul_ref.o $(BUILD)/tests/ckpt_fixture.o
 INFER_OBJ := $(BUILD)/infer.o $(BUILD)/app/infer_sample.o $(BUILD)/app/infer_heads.o $(BUILD)/app/report.o \
-             $(BUILD)/app/infer_explore.o $(BUILD)/app/explore.o $(BUILD)/app/explore_page.o
+             $(BUILD)/app/report_page.o $(BUILD)/app/infer_explore.o $(BUILD)/app/explore.o \
+             $(BUILD)/app/explore_page.o
 
 .PHONY: all test clean bench ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
 all: $(BIN)/train $(BIN)/infer

@@ -103,15 +103,9 @@ static void setup_fresh(Run *r)
     if (config_validate(&cfg, err, sizeof err))
         cli_usage_error("%s", err);
     check_memory(r, &cfg, 0);
-    if (model_init(&r->model, &cfg, err, sizeof err))
+    if (trainer_init(&r->tr, &cfg, o->seed, err, sizeof err))
         cli_fail("%s", err);
-    params_init(&r->model.table, r->model.params, o->seed);
-    TrainState *ts = &r->ts;
-    ts->adam_m = calloc(r->model.table.total, sizeof(float));
-    ts->adam_v = calloc(r->model.table.total, sizeof(float));
-    if (!ts->adam_m || !ts->adam_v)
-        cli_fail("out of memory for the optimizer state");
-    ts->best_step = -1;
+    r->ts.best_step = -1;
     batch_init(&r->sampler, o->seed, RNG_STREAM_BATCH);
 }
 
@@ -122,14 +116,14 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     Options *o = &r->o;
     TrainState *ts = &r->ts;
     char err[1500];
-    long steps_done;
     int has_state;
-    if (ckpt_load(o->resume, &r->model, tok, &steps_done, ts, &has_state, err, sizeof err))
+    if (ckpt_load_trainer(o->resume, &r->tr, tok, ts, &has_state, err, sizeof err))
         cli_fail("%s", err);
+    long steps_done = r->tr.step;
     if (!has_state)
         cli_fail("%s: has no training state (flags 0): it can be evaluated and sampled, not "
                  "resumed", o->resume);
-    train_options_resume(o, given, &r->model.cfg, ts);
+    train_options_resume(o, given, &r->tr.model.cfg, ts);
     o->allow_binary = o->allow_binary || ts->allow_binary;
     if (steps_done >= o->steps)
         cli_usage_error("%s has already trained %ld of %ld steps; give --steps above %ld to "
@@ -172,7 +166,7 @@ static void load_resumed_data(Run *r, const unsigned char *given, const Tokenize
     Options *o = &r->o;
     TrainState *ts = &r->ts;
     char err[1500];
-    check_memory(r, &r->model.cfg, 3 * r->model.table.total);
+    check_memory(r, &r->tr.model.cfg, 4 * r->tr.model.table.total); /* params, grads, moments */
     if (given[OPT_DATA]) {
         load_data(r, o->data, 0);
         if (r->file.hash != ts->data_hash || r->file.n != ts->data_size)
@@ -187,7 +181,8 @@ static void load_resumed_data(Run *r, const unsigned char *given, const Tokenize
                      (unsigned long long)ts->data_hash, r->file.n,
                      (unsigned long long)r->file.hash, ts->data_path);
     }
-    if (corpus_prepare(&r->corpus, &r->file, tok, o->val_frac, r->model.cfg.T, err, sizeof err))
+    if (corpus_prepare(&r->corpus, &r->file, tok, o->val_frac, r->tr.model.cfg.T, err,
+                       sizeof err))
         cli_fail("%s", err);
     r->sampler.rng.state = ts->batch_rng;
     fprintf(stderr, "train: resuming %s at step %ld of %ld\n", o->resume, r->resumed_step,
@@ -326,12 +321,18 @@ static int dump_val(Run *r)
     return 0;
 }
 
+/* The trainer's step settings and activations, the batches, and the buffers of
+ * --heads-every and of summed micro-batches. */
 static void alloc_buffers(Run *r)
 {
+    const Options *o = &r->o;
     char err[1500];
-    if (model_alloc_grads(&r->model, err, sizeof err) ||
-        acts_init(&r->acts, &r->model.cfg, (int)r->o.batch, r->model.cfg.T, r->o.dropout > 0,
-                  err, sizeof err))
+    TrainHyper hp = {.lr = (float)o->lr, .min_lr = (float)o->min_lr, .warmup = o->warmup,
+                     .steps = o->steps, .clip = (float)o->clip, .dropout = (float)o->dropout,
+                     .seed = o->seed, .micro = r->micro,
+                     .adam = {.beta1 = (float)o->beta1, .beta2 = (float)o->beta2,
+                              .eps = (float)o->eps, .weight_decay = (float)o->wd}};
+    if (trainer_prepare(&r->tr, &hp, (int)o->batch, err, sizeof err))
         cli_fail("%s", err);
     size_t bt = (size_t)r->o.batch * r->o.block;
     r->inputs = malloc(bt * sizeof(int));
@@ -339,16 +340,16 @@ static void alloc_buffers(Run *r)
     if (!r->inputs || !r->targets)
         cli_fail("out of memory for batches");
     if (r->o.heads_every) {
-        r->head_metrics = malloc((size_t)r->model.cfg.L * r->model.cfg.H * HEADS_QUICK_COUNT *
+        r->head_metrics = malloc((size_t)r->tr.model.cfg.L * r->tr.model.cfg.H * HEADS_QUICK_COUNT *
                                  sizeof(float));
         if (!r->head_metrics)
             cli_fail("out of memory for head metrics");
     }
     if (r->micro > 1) {
-        r->acc = malloc(r->model.table.total * sizeof(float));
+        r->acc = malloc(r->tr.model.table.total * sizeof(float));
         r->mb_in = malloc(bt * sizeof(int));
         r->mb_tg = malloc(bt * sizeof(int));
-        if (!r->acc || !r->mb_in || !r->mb_tg || dist_setup(&r->dist, r->model.table.total))
+        if (!r->acc || !r->mb_in || !r->mb_tg || dist_setup(&r->dist, r->tr.model.table.total))
             cli_fail("out of memory for gradient accumulation");
     }
 }
@@ -393,8 +394,8 @@ static void copy_loss(Run *r, const float *token_loss, double *first, double *re
         cli_fail("the copy loss: %s", err);
     free(text);
     size_t nf, nr;
-    induction_copy_loss(back, r->corpus.ntrain, r->corpus.nval, r->model.cfg.T, token_loss, first,
-                        &nf, repeat, &nr);
+    induction_copy_loss(back, r->corpus.ntrain, r->corpus.nval, r->tr.model.cfg.T, token_loss,
+                        first, &nf, repeat, &nr);
     free(back);
     fprintf(stderr, "copy: loss %.4f on %zu letters of a first copy, %.4f on %zu repeated "
             "letters (ratio %.3f)\n", *first, nf, *repeat, nr, *repeat / *first);
@@ -419,7 +420,7 @@ static void finish(Run *r, long start, double t0, double train_s)
         cli_fail("out of memory for the copy loss");
     if (r->corpus.nval >= 2) {
         fprintf(stderr, "train: scoring the whole val split (%zu tokens)\n", r->corpus.nval - 1);
-        int rc = eval_sequence_until(&r->model, &r->acts, r->corpus.ids + r->corpus.ntrain,
+        int rc = eval_sequence_until(&r->tr.model, &r->tr.acts, r->corpus.ids + r->corpus.ntrain,
                                      r->corpus.nval, NULL, &val, &nval_tok, token_loss,
                                      &run_stop_signal, err, sizeof err);
         if (rc < 0)
@@ -516,12 +517,10 @@ int main(int argc, char **argv)
         load_resumed_data(r, given, &tok);
     else
         setup_fresh(r);
-    r->adam = (AdamW){.beta1 = (float)r->o.beta1, .beta2 = (float)r->o.beta2,
-                      .eps = (float)r->o.eps, .weight_decay = (float)r->o.wd};
     check_same_data(r);
     alloc_buffers(r);
     open_log(r);
-    long start = r->ts.step;
+    long start = r->tr.step;
     run_print_settings(r);
     if (dist_any(&r->dist, run_stop_signal)) {
         fprintf(stderr, "train: interrupted before the first step; nothing was written\n");
@@ -537,9 +536,7 @@ int main(int argc, char **argv)
     free(r->mb_tg);
     free(r->acc);
     free(r->head_metrics);
-    acts_free(&r->acts);
-    ckpt_state_free(&r->ts);
-    model_free(&r->model);
+    trainer_free(&r->tr);
     corpus_free(&r->corpus);
     textfile_free(&r->file);
     return 0;

@@ -374,19 +374,13 @@ int heads_gate_grad(double *total, double *per_window, const Model *m, Activatio
                     const unsigned char *head_on, char *err, size_t errlen)
 {
     int nh = m->cfg.L * m->cfg.H;
-    /* The backward needs somewhere to put parameter gradients: a view that
-     * shares m's (read-only) parameters and owns its own gradient buffer. */
-    Model *view = malloc(sizeof *view);
+    /* The backward needs somewhere to put parameter gradients, which nobody
+     * reads: a buffer of our own, so m itself stays read-only. */
+    Grads grads;
     double *g = calloc((size_t)nh, sizeof(double));
-    if (!view || !g) {
-        free(view);
-        free(g);
+    if (!g)
         return err_set(err, errlen, "out of memory for the gate gradient");
-    }
-    *view = *m;
-    view->grads = NULL;
-    if (model_alloc_grads(view, err, errlen)) {
-        free(view);
+    if (grads_init(&grads, m, err, errlen)) {
         free(g);
         return -1;
     }
@@ -396,8 +390,8 @@ int heads_gate_grad(double *total, double *per_window, const Model *m, Activatio
     for (int w = 0; w < n; w++) {
         const int *in = inputs + (size_t)w * T, *tg = targets + (size_t)w * T;
         memset(g, 0, (size_t)nh * sizeof(double));
-        gpt_forward(view, a, in, tg, 1, T, &po);
-        gpt_backward(view, a, in, tg, 1, T, &po);
+        gpt_forward(m, a, in, tg, 1, T, &po);
+        gpt_backward(m, &grads, a, in, tg, 1, T, &po);
         for (int k = 0; k < nh; k++) {
             total[k] += g[k];
             per_window[k] += fabs(g[k]);
@@ -407,8 +401,7 @@ int heads_gate_grad(double *total, double *per_window, const Model *m, Activatio
         total[k] = fabs(total[k]) / n;
         per_window[k] /= n;
     }
-    free(view->grads);
-    free(view);
+    grads_free(&grads);
     free(g);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* train_loop: the training loop of ./train and everything that happens inside it
  * (see train_run.h): each step's gradient (one batch, or micro-batches summed in a
- * fixed order over --accum and MPI ranks), clipping and AdamW, progress, the JSON
+ * fixed order over --accum and MPI ranks) handed to the trainer's update
+ * (trainer/trainer.h: clipping, schedule, AdamW), progress, the JSON
  * log, periodic evaluations and saves, and the three ways a run stops early: a
  * signal, a failed log write, a non-finite loss. */
 #include "app/train_run.h"
@@ -19,7 +20,6 @@
 #include "analysis/heads.h"
 #include "trainer/limits.h"
 #include "util/rng.h"
-#include "trainer/schedule.h"
 
 volatile sig_atomic_t run_stop_signal = 0;
 /* The held checkpoint lock's path, so that the second signal can remove it. */
@@ -89,6 +89,8 @@ static void sync_state(Run *r, long step)
     const Options *o = &r->o;
     train_options_store(o, ts); /* every setting the table marks KEEP or CHANGE */
     ts->step = step;
+    ts->adam_m = r->tr.adam_m;
+    ts->adam_v = r->tr.adam_v;
     ts->batch_rng = r->sampler.rng.state;
     ts->data_size = r->file.n; ts->data_hash = r->file.hash;
     ts->allow_binary = o->allow_binary;
@@ -109,9 +111,9 @@ static int save(Run *r, const char *path, long step, char *err, size_t errlen)
     /* The test suite's crash point (docs/checkpoint.md): abort once the new
      * checkpoint is complete but not yet renamed into place. */
     if (getenv("HEADCOUNT_TEST_CRASH_BEFORE_RENAME"))
-        return ckpt_save_hooked(path, &r->model, &r->corpus.tok, step, &r->ts, crash_now, NULL,
+        return ckpt_save_hooked(path, &r->tr.model, &r->corpus.tok, step, &r->ts, crash_now, NULL,
                                 err, errlen);
-    return ckpt_save(path, &r->model, &r->corpus.tok, step, &r->ts, err, errlen);
+    return ckpt_save(path, &r->tr.model, &r->corpus.tok, step, &r->ts, err, errlen);
 }
 
 /* Saves --out at step done, remembering it as the last good checkpoint. */
@@ -161,7 +163,7 @@ double run_estimate(Run *r, const uint8_t *ids, size_t len)
     double total = 0.0;
     for (long i = 0; i < r->o.eval_iters; i++) {
         batch_next(&s, ids, len, B, T, r->inputs, r->targets);
-        total += gpt_forward(&r->model, &r->acts, r->inputs, r->targets, B, T, NULL);
+        total += gpt_forward(&r->tr.model, &r->tr.acts, r->inputs, r->targets, B, T, NULL);
     }
     return total / (double)r->o.eval_iters;
 }
@@ -169,13 +171,13 @@ double run_estimate(Run *r, const uint8_t *ids, size_t len)
 void run_print_settings(Run *r)
 {
     const Options *o = &r->o;
-    const Config *c = &r->model.cfg;
+    const Config *c = &r->tr.model.cfg;
     char voc[1100];
     tok_describe(&r->corpus.tok, voc, sizeof voc);
     fprintf(stderr, "train: data %s: %zu bytes, vocabulary %d, train %zu / val %zu tokens\n",
             r->file.name, r->file.n, c->V, r->corpus.ntrain, r->corpus.nval);
     fprintf(stderr, "train: model L=%d H=%d C=%d D=%d T=%d V=%d, %.3fM parameters\n", c->L, c->H,
-            c->C, c->D, c->T, c->V, (double)r->model.table.total / 1e6);
+            c->C, c->D, c->T, c->V, (double)r->tr.model.table.total / 1e6);
     fprintf(stderr, "train: %ld steps x batch %ld x %d tokens, lr %g -> %g (warm-up %ld, "
             "cosine), wd %g, clip %g, dropout %g, seed %llu, %d threads\n", o->steps, o->batch,
             c->T, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
@@ -193,7 +195,7 @@ void run_print_settings(Run *r)
                "\"params\":%zu,\"batch\":%ld,\"steps\":%ld,\"lr\":%g,\"min_lr\":%g,"
                "\"warmup\":%ld,\"wd\":%g,\"clip\":%g,\"dropout\":%g,\"seed\":%llu,"
                "\"val_frac\":%g,\"threads\":%d,\"resume\":%s,\"accum\":%ld,\"ranks\":%d}\n",
-               name, r->file.n, c->V, c->L, c->H, c->C, c->D, c->T, r->model.table.total,
+               name, r->file.n, c->V, c->L, c->H, c->C, c->D, c->T, r->tr.model.table.total,
                o->batch, o->steps, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
                (unsigned long long)o->seed, o->val_frac, omp_get_max_threads(),
                o->resume ? "true" : "false", o->accum, r->dist.size);
@@ -236,12 +238,12 @@ static void progress(Run *r, long done, double loss, float lr, double step_s, do
  * left its attention weights in the activations), as one JSON line. */
 static void log_heads(Run *r, long done)
 {
-    const Config *c = &r->model.cfg;
+    const Config *c = &r->tr.model.cfg;
     char err[300], name[32];
     HeadsRelation rel[HEADS_REL_TEXT];
-    if (heads_quick(r->head_metrics, &r->acts, r->inputs, (int)r->o.batch, c->T, err,
+    if (heads_quick(r->head_metrics, &r->tr.acts, r->inputs, (int)r->o.batch, c->T, err,
                     sizeof err) ||
-        heads_quick_relations(rel, &r->acts, r->inputs, r->corpus.tok.vocab, (int)r->o.batch,
+        heads_quick_relations(rel, &r->tr.acts, r->inputs, r->corpus.tok.vocab, (int)r->o.batch,
                               c->T, err, sizeof err)) {
         fprintf(stderr, "train: warning: head metrics skipped at step %ld: %s\n", done, err);
         return;
@@ -308,36 +310,20 @@ static void stop_on_signal(Run *r, long done)
     run_exit(r, 128 + run_stop_signal);
 }
 
-/* The loss and gradient of micro-batch i of the step (into model.grads, zeroed
- * first), on the batch in r->inputs / r->targets. Dropout masks depend on the
- * micro-batch's number in the whole run, so any split over ranks draws the same;
- * with one micro-batch a step that number is the step, as it always was. */
-static double micro_pass(Run *r, long step, long i)
-{
-    int B = (int)r->o.batch, T = (int)r->o.block;
-    uint64_t n = (uint64_t)step * (uint64_t)r->micro + (uint64_t)i;
-    PassOptions po = {.dropout = (float)r->o.dropout,
-                      .dropout_key = rng_hash(r->o.seed, RNG_STREAM_DROPOUT, n)};
-    double loss = gpt_forward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);
-    model_zero_grads(&r->model);
-    gpt_backward(&r->model, &r->acts, r->inputs, r->targets, B, T, &po);
-    return loss;
-}
-
 /* One step's gradient and mean loss. With one micro-batch in all, the gradient
- * is model.grads itself; with more (--accum, or several ranks), the micro-batches
+ * is the trainer's own; with more (--accum, or several ranks), the micro-batches
  * are drawn in order from the one sampler, each rank computes its own (round j,
  * micro-batch j * ranks + rank), and dist folds them in micro-batch order (dist.h),
  * so the bits do not depend on the number of ranks. Returns the gradient. */
-static float *step_gradient(Run *r, long step, double *loss)
+static float *step_gradient(Run *r, double *loss)
 {
     int B = (int)r->o.batch, T = (int)r->o.block;
     const uint8_t *ids = r->corpus.ids;
     size_t ntrain = r->corpus.ntrain;
     if (r->micro == 1) {
         batch_next(&r->sampler, ids, ntrain, B, T, r->inputs, r->targets);
-        *loss = micro_pass(r, step, 0);
-        return r->model.grads;
+        *loss = trainer_micro(&r->tr, r->inputs, r->targets, 0);
+        return r->tr.grads.data;
     }
     int n = r->dist.size, me = r->dist.rank;
     long k = r->o.accum;
@@ -348,8 +334,8 @@ static float *step_gradient(Run *r, long step, double *loss)
             batch_next(&r->sampler, ids, ntrain, B, T, keep ? r->inputs : r->mb_in,
                        keep ? r->targets : r->mb_tg);
         }
-        mine[j] = micro_pass(r, step, j * n + me);
-        dist_fold(&r->dist, r->acc, r->model.grads, (int)j);
+        mine[j] = trainer_micro(&r->tr, r->inputs, r->targets, j * n + me);
+        dist_fold(&r->dist, r->acc, r->tr.grads.data, (int)j);
     }
     dist_gather(&r->dist, r->acc, 1.0f / (float)r->micro);
     dist_losses(&r->dist, mine, (int)k, all);
@@ -364,18 +350,16 @@ void run_train_loop(Run *r, long start)
 {
     const Options *o = &r->o;
     int B = (int)o->batch, T = (int)o->block;
-    size_t P = r->model.table.total;
     double last_print = 0.0, avg = 0.0;
     char err[1500];
     for (long step = start; step < o->steps; step++) {
         double t0 = cli_now(), loss;
-        float *grads = step_gradient(r, step, &loss);
-        double norm = grad_clip(grads, P, (float)o->clip);
-        if (!isfinite(loss) || !isfinite(norm))
-            stop_nonfinite(r, step + 1, loss, norm);
-        float lr = schedule_lr(step, o->steps, o->warmup, (float)o->lr, (float)o->min_lr);
-        adamw_update(r->model.params, grads, r->ts.adam_m, r->ts.adam_v, &r->model.table,
-                     &r->adam, lr, step + 1);
+        float *grads = step_gradient(r, &loss);
+        TrainStep s;
+        if (trainer_update(&r->tr, grads, loss, &s))
+            stop_nonfinite(r, step + 1, loss, s.norm);
+        double norm = s.norm;
+        float lr = s.lr;
         double t1 = cli_now(), dt = t1 - t0;
         long done = step + 1;
         avg = step == start ? dt : 0.9 * avg + 0.1 * dt;

@@ -14,19 +14,16 @@
 #include "data/corpus.h"
 #include "app/dist.h"
 #include "app/fileguard.h"
-#include "trainer/adamw.h"
 #include "trainer/ckpt.h"
-#include "model/gpt.h"
+#include "trainer/trainer.h"
 
 typedef struct {
     Options o;
     TextFile file;
     Corpus corpus;
-    Model model;
-    Activations acts;
-    TrainState ts;          /* settings, position and Adam moments: what a checkpoint stores */
+    Trainer tr;             /* model, gradients, Adam moments, activations, steps done */
+    TrainState ts;          /* the settings and data position a checkpoint stores */
     BatchSampler sampler;
-    AdamW adam;
     int *inputs, *targets;
     float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
     FILE *log;

@@ -1,8 +1,8 @@
 /* bench_train: training throughput of the model configurations of issue 6.
  *
  * For each configuration it runs warm-up steps, then timed full training steps
- * (forward, backward, clipping, AdamW) on random tokens (V = 65, as tiny
- * Shakespeare; speed does not depend on the text), each configuration in a child
+ * (trainer_step: forward, backward, clipping, AdamW) on random tokens (V = 65,
+ * as tiny Shakespeare; speed does not depend on the text), each configuration in a child
  * process so its peak memory can be read. Prints a table and, with --csv FILE,
  * writes one CSV row per (configuration, threads).
  *
@@ -21,10 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "trainer/adamw.h"
 #include "model/gpt.h"
+#include "trainer/trainer.h"
 #include "util/rng.h"
-#include "trainer/schedule.h"
 
 typedef struct {
     const char *name;
@@ -66,21 +65,20 @@ static int run_config(const BenchConfig *bc, int threads, double out[3])
     omp_set_num_threads(threads);
     Config cfg = {.V = 65, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C, .D = bc->C / bc->H};
     char err[256];
-    Model m;
-    Activations a;
-    if (model_init(&m, &cfg, err, sizeof err) || model_alloc_grads(&m, err, sizeof err) ||
-        acts_init(&a, &cfg, bc->B, bc->T, 0, err, sizeof err)) {
+    int total = bc->warmup + bc->steps;
+    TrainHyper hp = {.lr = 1e-3f, .min_lr = 1e-4f, .warmup = 2, .steps = total, .clip = 1.0f,
+                     .micro = 1, .adam = {0.9f, 0.99f, 1e-8f, 0.1f}};
+    Trainer t;
+    if (trainer_init(&t, &cfg, 1, err, sizeof err) ||
+        trainer_prepare(&t, &hp, bc->B, err, sizeof err)) {
         fprintf(stderr, "bench: %s\n", err);
+        trainer_free(&t);
         return -1;
     }
-    params_init(&m.table, m.params, 1);
-    size_t P = m.table.total, N = (size_t)bc->B * bc->T;
-    float *mom = calloc(P, sizeof(float)), *vel = calloc(P, sizeof(float));
+    size_t N = (size_t)bc->B * bc->T;
     int *tok = malloc(N * sizeof(int)), *tgt = malloc(N * sizeof(int));
     Rng rng;
     rng_init(&rng, 7, 0);
-    AdamW opt = {0.9f, 0.99f, 1e-8f, 0.1f};
-    int total = bc->warmup + bc->steps;
     double *ms = malloc(sizeof(double) * (size_t)bc->steps);
     for (int s = 0; s < total; s++) {
         for (size_t i = 0; i < N; i++) {
@@ -88,12 +86,7 @@ static int run_config(const BenchConfig *bc, int threads, double out[3])
             tgt[i] = (int)rng_below(&rng, 65);
         }
         double t0 = now();
-        gpt_forward(&m, &a, tok, tgt, bc->B, bc->T, NULL);
-        model_zero_grads(&m);
-        gpt_backward(&m, &a, tok, tgt, bc->B, bc->T, NULL);
-        grad_clip(m.grads, P, 1.0f);
-        adamw_update(m.params, m.grads, mom, vel, &m.table, &opt,
-                     schedule_lr(s, total, 2, 1e-3f, 1e-4f), s + 1);
+        trainer_step(&t, tok, tgt, NULL);
         double t1 = now();
         if (s >= bc->warmup)
             ms[s - bc->warmup] = (t1 - t0) * 1e3;
@@ -102,6 +95,10 @@ static int run_config(const BenchConfig *bc, int threads, double out[3])
     out[0] = ms[bc->steps / 2];
     out[1] = ms[0];
     out[2] = ms[bc->steps - 1];
+    free(ms);
+    free(tok);
+    free(tgt);
+    trainer_free(&t);
     return 0;
 }
 

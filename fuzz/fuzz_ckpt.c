@@ -56,13 +56,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* Checks one load's outcome; traps on a broken contract. */
-static void check(int rc, const Model *m, const TrainState *ts, int want_state, int has,
-                  const char *err)
+/* Checks one load's outcome; traps on a broken contract. With t (a load into a
+ * trainer, settings asked for), its moments must be there and finite too. */
+static void check(int rc, const Model *m, const Trainer *t, int has, const char *err)
 {
     if (rc != 0) {
         if (err[0] == '\0' || m->params != NULL || has != 0 ||
-            (want_state && (ts->adam_m || ts->adam_v)))
+            (t && (t->adam_m || t->adam_v || t->grads.data)))
             __builtin_trap();
         return;
     }
@@ -71,11 +71,11 @@ static void check(int rc, const Model *m, const TrainState *ts, int want_state, 
     for (size_t i = 0; i < m->table.total; i++)
         if (!isfinite(m->params[i]))
             __builtin_trap();
-    if (has && (!want_state || !ts->adam_m || !ts->adam_v))
+    if (has && !t)
         __builtin_trap();
-    if (has)
+    if (t)
         for (size_t i = 0; i < m->table.total; i++)
-            if (!isfinite(ts->adam_m[i]) || !isfinite(ts->adam_v[i]))
+            if (!isfinite(t->adam_m[i]) || !isfinite(t->adam_v[i]))
                 __builtin_trap();
 }
 
@@ -105,21 +105,23 @@ static void load_all(const uint8_t *data, size_t size, int fixed)
         abort();
     for (int want_state = 1; want_state >= 0; want_state--) {
         Model m;
+        Trainer t;
         Tokenizer tok;
         TrainState ts;
         long steps = -1;
-        int has = -1;
+        int has = -1, rc;
         char err[2000] = "";
-        int rc = ckpt_load(path, &m, &tok, &steps, want_state ? &ts : NULL, &has, err,
-                           sizeof err);
-        check(rc, &m, &ts, want_state, has, err);
+        if (want_state)
+            rc = ckpt_load_trainer(path, &t, &tok, &ts, &has, err, sizeof err);
+        else
+            rc = ckpt_load(path, &m, &tok, &steps, NULL, &has, err, sizeof err);
+        check(rc, want_state ? &t.model : &m, want_state ? &t : NULL, has, err);
         if (fixed && want_state)
             note_late(rc, err);
-        if (rc == 0) {
-            if (has)
-                ckpt_state_free(&ts);
+        if (rc == 0 && want_state)
+            trainer_free(&t);
+        else if (rc == 0)
             model_free(&m);
-        }
     }
 }
 

@@ -26,27 +26,32 @@ int model_init(Model *m, const Config *cfg, char *err, size_t errlen)
     return 0;
 }
 
-int model_alloc_grads(Model *m, char *err, size_t errlen)
-{
-    if (m->grads)
-        return 0;
-    m->grads = calloc(m->table.total, sizeof(float));
-    if (!m->grads)
-        return err_set(err, errlen, "out of memory allocating %zu gradients", m->table.total);
-    params_view(&m->table, m->grads, &m->g);
-    return 0;
-}
-
-void model_zero_grads(Model *m)
-{
-    memset(m->grads, 0, m->table.total * sizeof(float));
-}
-
 void model_free(Model *m)
 {
     free(m->params);
-    free(m->grads);
-    m->params = m->grads = NULL;
+    m->params = NULL;
+}
+
+int grads_init(Grads *g, const Model *m, char *err, size_t errlen)
+{
+    memset(g, 0, sizeof *g);
+    g->data = calloc(m->table.total, sizeof(float));
+    if (!g->data)
+        return err_set(err, errlen, "out of memory allocating %zu gradients", m->table.total);
+    g->n = m->table.total;
+    params_view(&m->table, g->data, &g->w);
+    return 0;
+}
+
+void grads_zero(Grads *g)
+{
+    memset(g->data, 0, g->n * sizeof(float));
+}
+
+void grads_free(Grads *g)
+{
+    free(g->data);
+    memset(g, 0, sizeof *g);
 }
 
 /* The activation buffer's parts for (cfg, B, T): pointers into a and sizes in
@@ -221,15 +226,15 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
 
 /* The reverse of gpt_forward, layer by layer. dres carries d(loss)/d(residual
  * stream): every block adds its branch's input gradient into it. */
-void gpt_backward(Model *m, Activations *a, const int *tokens, const int *targets,
-                  int B, int T, const PassOptions *opt)
+void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *tokens,
+                  const int *targets, int B, int T, const PassOptions *opt)
 {
     static const PassOptions none = {0};
     if (!opt)
         opt = &none;
     const Config *c = &m->cfg;
     const Weights *w = &m->w;
-    Weights *g = &m->g;
+    Weights *g = &grads->w;
     int C = c->C, H = c->H, D = c->D, A = H * D, V = c->V, L = c->L;
     int N = B * T;
     size_t NC = a->N * a->C, TT = (size_t)a->B * a->H * a->T * a->T, nc = (size_t)N * C;

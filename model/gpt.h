@@ -14,19 +14,32 @@
 #include "model/config.h"
 #include "model/params.h"
 
+/* The parameters and nothing else: what evaluation, sampling and analysis read. */
 typedef struct {
     Config cfg;
     ParamTable table;
     float *params;   /* table.total floats */
-    float *grads;    /* same layout; NULL until model_alloc_grads */
-    Weights w, g;
+    Weights w;
 } Model;
 
 /* Allocates parameters (zeroed) for a validated config. */
 int model_init(Model *m, const Config *cfg, char *err, size_t errlen);
-int model_alloc_grads(Model *m, char *err, size_t errlen);
-void model_zero_grads(Model *m);
 void model_free(Model *m);
+
+/* A gradient buffer in the parameters' layout, owned apart from the model: the
+ * trainer holds one, and so can an analysis that differentiates a model it only
+ * reads (the head-gate gradient), without copying or touching the model. */
+typedef struct {
+    size_t n;        /* floats: the model's table.total */
+    float *data;
+    Weights w;       /* named pointers into data */
+} Grads;
+
+/* Zeroed gradients for m's parameter table; grads_free is safe on a failed or
+ * zeroed Grads. */
+int grads_init(Grads *g, const Model *m, char *err, size_t errlen);
+void grads_zero(Grads *g);
+void grads_free(Grads *g);
 
 /* Everything forward stores for backward, for a batch of up to B rows of up to
  * T positions, in one allocation. Per layer l the arrays are indexed [l]. */
@@ -76,9 +89,9 @@ typedef struct {
  * probs and returns 0. opt may be NULL (no dropout, all heads). */
 double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
                    int B, int T, const PassOptions *opt);
-/* Adds d(mean loss)/d(params) into m->grads; needs the forward just run with
- * the same arguments. */
-void gpt_backward(Model *m, Activations *a, const int *tokens, const int *targets,
-                  int B, int T, const PassOptions *opt);
+/* Adds d(mean loss)/d(params) into g (laid out by m's table); needs the forward
+ * just run with the same arguments. */
+void gpt_backward(const Model *m, Grads *g, Activations *a, const int *tokens,
+                  const int *targets, int B, int T, const PassOptions *opt);
 
 #endif

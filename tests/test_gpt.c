@@ -8,12 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainer/adamw.h"
 #include "model/gpt.h"
+#include "trainer/trainer.h"
 #include "tests/testutil.h"
 
 typedef struct {
     Model m;
+    Grads g;
     Activations a;
     int B, T;
     int *tok, *tgt;
@@ -33,7 +34,7 @@ static void setup(GptCtx *c, Config cfg, int B, int T, float dropout, uint64_t s
     char err[256];
     memset(c, 0, sizeof *c);
     cr_assert_eq(model_init(&c->m, &cfg, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(model_alloc_grads(&c->m, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(grads_init(&c->g, &c->m, err, sizeof err), 0, "%s", err);
     cr_assert_eq(acts_init(&c->a, &cfg, B, T, dropout > 0, err, sizeof err), 0, "%s", err);
     Rng rng;
     rng_init(&rng, seed, 0);
@@ -61,6 +62,7 @@ static void setup(GptCtx *c, Config cfg, int B, int T, float dropout, uint64_t s
 
 static void teardown(GptCtx *c)
 {
+    grads_free(&c->g);
     model_free(&c->m);
     acts_free(&c->a);
     free(c->tok);
@@ -76,15 +78,15 @@ static void check_model(Config cfg, float dropout, const unsigned char *head_on)
     setup(&c, cfg, 2, cfg.T, dropout, 21 + (uint64_t)cfg.H);
     c.po.head_on = head_on;
     gpt_obj(&c);
-    model_zero_grads(&c.m);
-    gpt_backward(&c.m, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
+    grads_zero(&c.g);
+    gpt_backward(&c.m, &c.g, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
     Rng rng;
     rng_init(&rng, 5, 0);
     int bad = 0;
     const ParamTable *t = &c.m.table;
     for (int k = 0; k < t->n; k++) {
         const ParamSpec *s = &t->spec[k];
-        bad += tu_gradcheck(s->name, c.m.params + s->offset, c.m.grads + s->offset, s->count,
+        bad += tu_gradcheck(s->name, c.m.params + s->offset, c.g.data + s->offset, s->count,
                             gpt_obj, &c, 3e-3, 2e-2, 1e-3, 6, &rng);
     }
     cr_assert_eq(bad, 0, "%d parameter gradients disagree (H=%d D=%d dropout=%g)", bad, cfg.H,
@@ -118,11 +120,11 @@ Test(gpt, silenced_head_changes_the_loss_and_gets_no_gradient)
     c.po.head_on = on;
     double masked = gpt_obj(&c);
     cr_assert_neq(full, masked);
-    model_zero_grads(&c.m);
-    gpt_backward(&c.m, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
+    grads_zero(&c.g);
+    gpt_backward(&c.m, &c.g, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
     /* Head 2 of layer 0 owns q rows [8, 12) of qkv.w: with the head silenced
      * nothing downstream depends on them. */
-    const float *dq = c.m.g.layer[0].qkvw;
+    const float *dq = c.g.w.layer[0].qkvw;
     for (int r = 8; r < 12; r++)
         for (int k = 0; k < 16; k++)
             cr_assert_eq(dq[r * 16 + k], 0.0f);
@@ -133,9 +135,9 @@ static void run_pass(GptCtx *c, int threads, double *loss, float *grads)
 {
     omp_set_num_threads(threads);
     *loss = gpt_obj(c);
-    model_zero_grads(&c->m);
-    gpt_backward(&c->m, &c->a, c->tok, c->tgt, c->B, c->T, &c->po);
-    memcpy(grads, c->m.grads, c->m.table.total * sizeof(float));
+    grads_zero(&c->g);
+    gpt_backward(&c->m, &c->g, &c->a, c->tok, c->tgt, c->B, c->T, &c->po);
+    memcpy(grads, c->g.data, c->m.table.total * sizeof(float));
 }
 
 Test(gpt, one_and_two_threads_give_identical_bits)
@@ -155,29 +157,31 @@ Test(gpt, one_and_two_threads_give_identical_bits)
     teardown(&c);
 }
 
+/* The batch of setup(), trained by trainer_step at a constant learning rate
+ * (min_lr = lr, no warm-up) from the real initialisation. */
 Test(gpt, a_tiny_model_overfits_one_batch)
 {
     GptCtx c;
     Config cfg = {.V = 20, .T = 16, .L = 2, .H = 4, .C = 32, .D = 8};
     setup(&c, cfg, 4, 16, 0, 17);
-    params_init(&c.m.table, c.m.params, 17);
-    size_t P = c.m.table.total;
-    float *m = calloc(P, sizeof(float)), *v = calloc(P, sizeof(float));
-    AdamW opt = {0.9f, 0.99f, 1e-8f, 0.0f};
+    char err[256];
+    Trainer t;
+    TrainHyper hp = {.lr = 3e-3f, .min_lr = 3e-3f, .steps = 300, .clip = 1.0f, .micro = 1,
+                     .adam = {0.9f, 0.99f, 1e-8f, 0.0f}};
+    cr_assert_eq(trainer_init(&t, &cfg, 17, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(trainer_prepare(&t, &hp, 4, err, sizeof err), 0, "%s", err);
     double first = 0, loss = 0;
     for (int step = 0; step < 300; step++) {
-        loss = gpt_obj(&c);
+        TrainStep s;
+        cr_assert_eq(trainer_step(&t, c.tok, c.tgt, &s), 0, "step %d: loss %g", step, s.loss);
+        cr_assert_eq(s.lr, 3e-3f, "step %d: lr %g", step, s.lr);
+        loss = s.loss;
         if (step == 0)
             first = loss;
-        model_zero_grads(&c.m);
-        gpt_backward(&c.m, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
-        grad_clip(c.m.grads, P, 1.0f);
-        adamw_update(c.m.params, c.m.grads, m, v, &c.m.table, &opt, 3e-3f, step + 1);
     }
     cr_assert(first > 2.5, "initial loss %g should be near ln(20) = 3.0", first);
     cr_assert(loss < 0.1, "loss after 300 steps on one batch is %g, expected < 0.1", loss);
-    free(m);
-    free(v);
+    trainer_free(&t);
     teardown(&c);
 }
 
@@ -222,8 +226,8 @@ Test(gpt, head_gate_gradient_matches_finite_differences)
     double hg[8] = {0};
     c.po.head_grad = hg;
     gpt_obj(&c);
-    model_zero_grads(&c.m);
-    gpt_backward(&c.m, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
+    grads_zero(&c.g);
+    gpt_backward(&c.m, &c.g, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
     c.po.head_grad = NULL;
     for (int l = 0; l < 2; l++)
         for (int h = 0; h < 4; h++) {

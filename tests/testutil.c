@@ -178,3 +178,14 @@ void tu_model(TuModel *m, const char *name, size_t bytes, unsigned long long see
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
+
+void tu_spread_params(const ParamTable *t, float *params, uint64_t seed)
+{
+    Rng rng;
+    rng_init(&rng, seed, 0);
+    for (int k = 0; k < t->n; k++) {
+        const ParamSpec *s = &t->spec[k];
+        int one = s->init == INIT_ONE;
+        tu_fill(params + s->offset, s->count, &rng, one ? 0.7f : -0.3f, one ? 1.3f : 0.3f);
+    }
+}

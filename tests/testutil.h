@@ -7,7 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/params.h"
 #include "util/rng.h"
+
+/* Parameters spread wider than the real init, drawn in table order from (seed,
+ * stream 0): uniform +-0.3, LayerNorm weights uniform in [0.7, 1.3), so every
+ * nonlinearity is exercised and distributions are far from uniform. */
+void tu_spread_params(const ParamTable *t, float *params, uint64_t seed);
 
 /* Fills x[n] with uniform values in [lo, hi). */
 void tu_fill(float *x, size_t n, Rng *rng, float lo, float hi);

@@ -298,8 +298,31 @@ static int check_settings(const int64_t *iv, const double *dv, char *why, size_t
     return 0;
 }
 
-static int load_state(Reader *r, const char *path, const Model *m, TrainState *ts, char *err,
-                      size_t errlen)
+/* n floats of the file into dst, or, when dst is NULL, through a small buffer
+ * that only feeds the checksum; *bad gets the first non-finite value's index
+ * (or stays as it was), so that the caller can name it after the checksum. */
+static int get_floats(Reader *r, float *dst, size_t n, size_t *bad, float *bad_value)
+{
+    float buf[4096];
+    for (size_t at = 0; at < n;) {
+        size_t k = dst ? n : (n - at < 4096 ? n - at : 4096);
+        float *p = dst ? dst : buf;
+        if (get(r, p, k * sizeof(float)))
+            return -1;
+        size_t i;
+        if (*bad == SIZE_MAX && first_nonfinite(p, k, &i)) {
+            *bad = at + i;
+            *bad_value = p[i];
+        }
+        at += k;
+    }
+    return 0;
+}
+
+/* Reads the training state: settings into ts, the Adam moments into adam_m and
+ * adam_v ([P] each) when they are not NULL, else only through the checksum. */
+static int load_state(Reader *r, const char *path, const Model *m, TrainState *ts,
+                      float *adam_m, float *adam_v, char *err, size_t errlen)
 {
     char magic[8];
     int64_t iv[STATE_INTS];
@@ -327,12 +350,10 @@ static int load_state(Reader *r, const char *path, const Model *m, TrainState *t
     if (check_settings(iv, dv, why, sizeof why))
         return err_set(err, errlen, "%s: training state holds impossible settings: %s", path,
                        why);
-    size_t P = m->table.total;
-    ts->adam_m = malloc(P * sizeof(float));
-    ts->adam_v = malloc(P * sizeof(float));
-    if (!ts->adam_m || !ts->adam_v)
-        return err_set(err, errlen, "%s: out of memory for the Adam moments", path);
-    if (get(r, ts->adam_m, P * sizeof(float)) || get(r, ts->adam_v, P * sizeof(float)))
+    size_t P = m->table.total, bad[2] = {SIZE_MAX, SIZE_MAX};
+    float bad_value[2] = {0.0f, 0.0f};
+    if (get_floats(r, adam_m, P, &bad[0], &bad_value[0]) ||
+        get_floats(r, adam_v, P, &bad[1], &bad_value[1]))
         return err_set(err, errlen, "%s: read error in the Adam moments", path);
     uint64_t expect = r->hash, sum;
     if (fread(&sum, 1, sizeof sum, r->fp) != sizeof sum)
@@ -341,9 +362,14 @@ static int load_state(Reader *r, const char *path, const Model *m, TrainState *t
         return err_set(err, errlen, "%s: checksum mismatch (stored %016llx, computed %016llx): "
                        "the file is damaged", path, (unsigned long long)sum,
                        (unsigned long long)expect);
-    if (check_finite(&m->table, ts->adam_m, path, "Adam first moment", err, errlen) ||
-        check_finite(&m->table, ts->adam_v, path, "Adam second moment", err, errlen))
-        return -1;
+    for (int k = 0; k < 2; k++) {
+        if (bad[k] == SIZE_MAX)
+            continue;
+        char where[64];
+        describe_index(&m->table, bad[k], where, sizeof where);
+        return err_set(err, errlen, "%s: Adam %s moment %s is not finite (%g)", path,
+                       k ? "second" : "first", where, (double)bad_value[k]);
+    }
     return 0;
 }
 
@@ -372,9 +398,45 @@ static int check_header(const int32_t *h, const char *path, Config *cfg, char *e
     return 0;
 }
 
-int ckpt_load(const char *path, Model *m, Tokenizer *tok, long *steps_trained, TrainState *ts,
-              int *has_state, char *err, size_t errlen)
+/* Reads and checks the header and the vocabulary (into tok), and the file's
+ * size (size bytes) against what the header implies. */
+static int read_head(Reader *r, const char *path, uint64_t size, int32_t *hdr, Config *cfg,
+                     Tokenizer *tok, char *err, size_t errlen)
 {
+    unsigned char vocab[VOCAB_BYTES];
+    if (get(r, hdr, CKPT_HEADER_INTS * sizeof(int32_t)) || get(r, vocab, sizeof vocab))
+        return err_set(err, errlen, "%s: read error in the header", path);
+    if (check_header(hdr, path, cfg, err, errlen))
+        return -1;
+    uint64_t P = config_param_count(cfg);
+    int with_state = hdr[7] & CKPT_FLAG_TRAIN_STATE;
+    uint64_t expect = HEADER_BYTES + VOCAB_BYTES + 4 * P + (with_state ? state_bytes(P) : 0);
+    if (size != expect)
+        return err_set(err, errlen, "%s: file is %llu bytes but its header (V=%d T=%d L=%d H=%d "
+                       "C=%d D=%d%s) implies %llu: %s", path, (unsigned long long)size, cfg->V,
+                       cfg->T, cfg->L, cfg->H, cfg->C, cfg->D,
+                       with_state ? ", with training state" : "", (unsigned long long)expect,
+                       size < expect ? "truncated" : "trailing bytes");
+    char why[1200];
+    if (tok_from_vocab(tok, vocab, cfg->V, why, sizeof why))
+        return err_set(err, errlen, "%s: bad vocabulary: %s", path, why);
+    for (int i = cfg->V; i < VOCAB_BYTES; i++)
+        if (vocab[i] != 0)
+            return err_set(err, errlen, "%s: vocabulary padding byte %d is not zero", path, i);
+    return 0;
+}
+
+/* ckpt_load and ckpt_load_trainer: with t, the model is t's (trainer_init_zeroed)
+ * and the Adam moments go into t's own; without, m is a fresh model and the
+ * moments only pass through the checksum. */
+static int load_file(const char *path, Model *m, Trainer *t, Tokenizer *tok,
+                     long *steps_trained, TrainState *ts, int *has_state, char *err,
+                     size_t errlen)
+{
+    if (t) {
+        memset(t, 0, sizeof *t);
+        m = &t->model;
+    }
     memset(m, 0, sizeof *m);
     if (has_state)
         *has_state = 0;
@@ -395,36 +457,13 @@ int ckpt_load(const char *path, Model *m, Tokenizer *tok, long *steps_trained, T
     if (!r.fp)
         return err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     int32_t hdr[CKPT_HEADER_INTS];
-    unsigned char vocab[VOCAB_BYTES];
     Config cfg;
     int rc = -1;
-    if (get(&r, hdr, sizeof hdr) || get(&r, vocab, sizeof vocab)) {
-        err_set(err, errlen, "%s: read error in the header", path);
-        goto done;
-    }
-    if (check_header(hdr, path, &cfg, err, errlen))
+    if (read_head(&r, path, size, hdr, &cfg, tok, err, errlen))
         goto done;
     uint64_t P = config_param_count(&cfg);
     int with_state = hdr[7] & CKPT_FLAG_TRAIN_STATE;
-    uint64_t expect = HEADER_BYTES + VOCAB_BYTES + 4 * P + (with_state ? state_bytes(P) : 0);
-    if (size != expect) {
-        err_set(err, errlen, "%s: file is %llu bytes but its header (V=%d T=%d L=%d H=%d C=%d "
-                "D=%d%s) implies %llu: %s", path, (unsigned long long)size, cfg.V, cfg.T, cfg.L,
-                cfg.H, cfg.C, cfg.D, with_state ? ", with training state" : "",
-                (unsigned long long)expect, size < expect ? "truncated" : "trailing bytes");
-        goto done;
-    }
-    char why[1200];
-    if (tok_from_vocab(tok, vocab, cfg.V, why, sizeof why)) {
-        err_set(err, errlen, "%s: bad vocabulary: %s", path, why);
-        goto done;
-    }
-    for (int i = cfg.V; i < VOCAB_BYTES; i++)
-        if (vocab[i] != 0) {
-            err_set(err, errlen, "%s: vocabulary padding byte %d is not zero", path, i);
-            goto done;
-        }
-    if (model_init(m, &cfg, err, errlen))
+    if (t ? trainer_init_zeroed(t, &cfg, err, errlen) : model_init(m, &cfg, err, errlen))
         goto done;
     if (get(&r, m->params, P * sizeof(float))) {
         err_set(err, errlen, "%s: read error in the parameters", path);
@@ -437,32 +476,41 @@ int ckpt_load(const char *path, Model *m, Tokenizer *tok, long *steps_trained, T
         TrainState *dst = ts ? ts : &scratch;
         memset(&scratch, 0, sizeof scratch);
         /* The checksum is verified even when the caller wants only parameters. */
-        int bad = load_state(&r, path, m, dst, err, errlen);
+        int bad = load_state(&r, path, m, dst, t ? t->adam_m : NULL, t ? t->adam_v : NULL,
+                             err, errlen);
         if (!bad && dst->step != hdr[8]) {
             err_set(err, errlen, "%s: header says %d steps, training state says %ld", path,
                     hdr[8], dst->step);
             bad = 1;
         }
-        if (bad || !ts)
-            ckpt_state_free(dst);
         if (bad)
             goto done;
-        if (has_state && ts)
+        if (has_state && (ts || t))
             *has_state = 1;
     }
     if (steps_trained)
         *steps_trained = hdr[8];
+    if (t)
+        t->step = hdr[8];
     rc = 0;
 done:
     fclose(r.fp);
-    if (rc)
+    if (rc && t)
+        trainer_free(t);
+    else if (rc)
         model_free(m);
     return rc;
 }
 
-void ckpt_state_free(TrainState *ts)
+int ckpt_load(const char *path, Model *m, Tokenizer *tok, long *steps_trained, TrainState *ts,
+              int *has_state, char *err, size_t errlen)
 {
-    free(ts->adam_m);
-    free(ts->adam_v);
-    ts->adam_m = ts->adam_v = NULL;
+    return load_file(path, m, NULL, tok, steps_trained, ts, has_state, err, errlen);
 }
+
+int ckpt_load_trainer(const char *path, Trainer *t, Tokenizer *tok, TrainState *ts,
+                      int *has_state, char *err, size_t errlen)
+{
+    return load_file(path, NULL, t, tok, NULL, ts, has_state, err, errlen);
+}
+

@@ -17,6 +17,7 @@
 
 #include "data/tokenizer.h"
 #include "model/gpt.h"
+#include "trainer/trainer.h"
 
 #define CKPT_MAGIC 20261122
 #define CKPT_VERSION 1
@@ -38,7 +39,9 @@ typedef struct {
     double lr, min_lr, wd, clip, dropout, val_frac, beta1, beta2, eps;
     double best_val;        /* best estimated val loss so far (valid when best_step >= 0) */
     char data_path[CKPT_PATH_MAX];
-    float *adam_m, *adam_v; /* [table.total] each */
+    /* The moments ckpt_save writes ([table.total] each): the Trainer's, borrowed;
+     * nothing here allocates or frees them, and ckpt_load leaves them NULL. */
+    const float *adam_m, *adam_v;
 } TrainState;
 
 /* Writes m and tok (and ts, when not NULL) to path atomically. Refuses
@@ -55,12 +58,19 @@ int ckpt_save_hooked(const char *path, const Model *m, const Tokenizer *tok,
                      size_t errlen);
 
 /* Loads path into a fresh model (model_init inside) and tokenizer. If ts is not
- * NULL and the file has training state, fills ts (allocating adam_m/adam_v,
- * released by ckpt_state_free) and sets *has_state = 1; else *has_state = 0.
- * has_state and steps_trained may be NULL. On error nothing needs freeing. */
+ * NULL and the file has training state, fills ts's settings and position and
+ * sets *has_state = 1; else *has_state = 0. The Adam moments are checked (the
+ * checksum covers them, and they must be finite) but not kept. has_state and
+ * steps_trained may be NULL. On error nothing needs freeing. */
 int ckpt_load(const char *path, Model *m, Tokenizer *tok, long *steps_trained, TrainState *ts,
               int *has_state, char *err, size_t errlen);
-void ckpt_state_free(TrainState *ts);
+/* The same into a fresh Trainer (trainer_init_zeroed inside; trainer_prepare is
+ * the caller's next call): its parameters, its own Adam moments (zero when the
+ * file has no training state) and its step (the header's). ts, when not NULL,
+ * gets the settings; *has_state as above (may be NULL). On error nothing needs
+ * freeing. */
+int ckpt_load_trainer(const char *path, Trainer *t, Tokenizer *tok, TrainState *ts,
+                      int *has_state, char *err, size_t errlen);
 
 /* 0 if a checkpoint can be written at path (checked before training so a bad
  * --out fails at once), else -1 with the reason: path must not be a directory or

@@ -1,0 +1,45 @@
+/* ckpt_fixture: what the checkpoint tests (test_ckpt.c, test_ckpt_damage.c)
+ * share: the format's byte offsets as docs/checkpoint.md documents them, a tiny
+ * model with a full training state saved in a scratch directory, and reading and
+ * overwriting a file's bytes. */
+#ifndef HEADCOUNT_CKPT_FIXTURE_H
+#define HEADCOUNT_CKPT_FIXTURE_H
+
+#include <stddef.h>
+
+#include "trainer/ckpt.h"
+
+/* Format v1 layout (docs/checkpoint.md). */
+#define HDR_BYTES 1024
+#define VOCAB_AT 1024
+#define PARAMS_AT 1280
+#define STATE_INTS_AT 8      /* from the start of the state section */
+#define STATE_DOUBLES_AT 264
+#define STATE_PATH_AT 520
+#define STATE_ADAM_AT 1032
+
+/* Tiny on purpose (D != C/H to cover head_size): every truncation point is tried. */
+extern const Config TINY;
+extern const unsigned char TINY_VOCAB[5];
+
+typedef struct {
+    Model m;
+    Tokenizer tok;
+    TrainState ts;
+    float *adam_m, *adam_v; /* the moments ts points at */
+    char dir[256], path[400];
+} Fix;
+
+/* A model (params_init seed 42), its tokenizer, moments and settings, with
+ * f->path (model.ckpt) in a fresh directory f->dir. */
+void fix_init(Fix *f, const char *name);
+void fix_free(Fix *f);
+/* Saves f to path, with its training state or without (then 7 steps). */
+void fix_save(Fix *f, const char *path, int with_state);
+
+/* Writes b[0..n) over path in place (no O_TRUNC). */
+void put_bytes(const char *path, const unsigned char *b, size_t n);
+/* The whole file (malloc'd); the test fails when it cannot be read. */
+unsigned char *slurp(const char *path, size_t *n);
+
+#endif

@@ -1,0 +1,210 @@
+/* Command-line tests of the head analysis: `infer --heads --report` on a tiny
+ * checkpoint writes a complete report, `train --heads-every` logs relation
+ * scores, `infer --heads` recognises a piece of the built-in corpus, and a
+ * report path that is a file is refused. The metrics themselves are tested on
+ * hand-built attention in test_heads.c. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/corpus.h"
+#include "data/synth.h"
+#include "data/tokenizer.h"
+#include "trainer/ckpt.h"
+#include "analysis/heads.h"
+#include "tests/testutil.h"
+
+/* A random tiny model saved as a checkpoint, for the command-line tests. */
+static void write_tiny(const char *dir, char *ckpt, char *text, size_t len)
+{
+    const char *s = "The cat sat on the mat, and the dog (a big one) sat too.\n"
+                    "Mira saw Tobe, and Mira left. \"Go!\" said the man.\n";
+    size_t n = strlen(s), total = 12 * n;
+    char *buf = malloc(total);
+    for (size_t i = 0; i < total; i++)
+        buf[i] = s[i % n];
+    snprintf(text, len, "%s/text.txt", dir);
+    cr_assert_eq(tu_write_file(text, buf, total), 0);
+    Tokenizer tok;
+    tok_build(&tok, (const unsigned char *)buf, total);
+    Config cfg = {.V = tok.V, .T = 16, .L = 2, .H = 2, .C = 16, .D = 8};
+    Model m;
+    char err[512];
+    cr_assert_eq(model_init(&m, &cfg, err, sizeof err), 0, "%s", err);
+    params_init(&m.table, m.params, 5);
+    snprintf(ckpt, len, "%s/tiny.ckpt", dir);
+    cr_assert_eq(ckpt_save(ckpt, &m, &tok, 0, NULL, err, sizeof err), 0, "%s", err);
+    model_free(&m);
+    free(buf);
+}
+
+static size_t count_lines(const char *path)
+{
+    size_t n = 0, len;
+    unsigned char *b = tu_read_file(path, &len);
+    cr_assert_not_null(b, "%s missing", path);
+    for (size_t i = 0; i < len; i++)
+        n += b[i] == '\n';
+    free(b);
+    return n;
+}
+
+static void assert_starts(const char *path, const char *prefix, const char *contains)
+{
+    size_t len;
+    unsigned char *b = tu_read_file(path, &len);
+    cr_assert_not_null(b, "%s missing", path);
+    b[len] = '\0';
+    cr_assert(strncmp((char *)b, prefix, strlen(prefix)) == 0, "%s starts '%.40s'", path, b);
+    cr_assert_not_null(strstr((char *)b, contains), "%s lacks '%s'", path, contains);
+    free(b);
+}
+
+Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
+{
+    const char *dir = tu_tmpdir("heads-e2e");
+    cr_assert_not_null(dir);
+    char d[300], ckpt[400], text[400], rep[400], cmd[2048], path[600], *out;
+    snprintf(d, sizeof d, "%s", dir);
+    write_tiny(d, ckpt, text, sizeof ckpt);
+    snprintf(rep, sizeof rep, "%s/report/sub", d);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/report && %s/infer --ckpt %s --heads %s --report %s "
+             "--windows 6 --mask 1.0 --prune-curve -j 2", d, tu_bin(), ckpt, text, rep);
+    int rc = tu_run(cmd, &out);
+    cr_assert_eq(rc, 0, "infer --heads failed (%d):\n%s", rc, out);
+    cr_assert_not_null(strstr(out, "masked"), "the silenced head is reported:\n%s", out);
+    cr_assert_not_null(strstr(out, "prune curve"), "%s", out);
+    free(out);
+    snprintf(path, sizeof path, "%s/heads.csv", rep);
+    cr_assert_eq(count_lines(path), 1 + 2 * 2, "a header and one row per head");
+    assert_starts(path, "layer,head,type", "masked");
+    snprintf(path, sizeof path, "%s/heads.json", rep);
+    assert_starts(path, "{", "\"induction\":");
+    snprintf(path, sizeof path, "%s/summary.json", rep);
+    assert_starts(path, "{\"layers\":2,\"heads\":2", "\"removable_heads_1pct\":");
+    assert_starts(path, "{", "\"type_counts\":{\"induction\":");
+    assert_starts(path, "{", "\"effective_heads\":");
+    assert_starts(path, "{", "\"relations\":{\"previous-token\":{\"best_head\":\"L");
+    assert_starts(path, "{", "\"copy\":{\"best_head\":");
+    assert_starts(path, "{", "\"loss_ratio\":");
+    snprintf(path, sizeof path, "%s/relations.csv", rep);
+    cr_assert_eq(count_lines(path), 1 + 3, "a header and the three text relations");
+    assert_starts(path, "relation,best_head,attention,uniform,loss", "bracket,L");
+    snprintf(path, sizeof path, "%s/prune.csv", rep);
+    cr_assert_eq(count_lines(path), 1 + 1 + 3, "header, no removal, then the 3 active heads");
+    snprintf(path, sizeof path, "%s/heatmaps/text_L1_H1.svg", rep);
+    assert_starts(path, "<svg", "</svg>");
+    snprintf(path, sizeof path, "%s/index.html", rep);
+    assert_starts(path, "<!DOCTYPE html>", "heatmaps/probe_L0_H0.svg");
+}
+
+Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 60)
+{
+    const char *dir = tu_tmpdir("heads-log");
+    cr_assert_not_null(dir);
+    char d[300], ckpt[400], text[400], cmd[2048], path[600], *out;
+    snprintf(d, sizeof d, "%s", dir);
+    write_tiny(d, ckpt, text, sizeof ckpt);
+    snprintf(path, sizeof path, "%s/train.jsonl", d);
+    snprintf(cmd, sizeof cmd, "%s/train --data %s --layers 1 --heads 2 --embd 16 --block 16 "
+             "--batch 4 --steps 4 --eval-every 0 --save-every 0 --heads-every 2 --log %s "
+             "--out %s/log.ckpt", tu_bin(), text, path, d);
+    int rc = tu_run(cmd, &out);
+    cr_assert_eq(rc, 0, "train failed (%d):\n%s", rc, out);
+    free(out);
+    size_t len;
+    char *log = (char *)tu_read_file(path, &len);
+    cr_assert_not_null(log);
+    log[len] = '\0';
+    int lines = 0;
+    const char *tag = "{\"type\":\"heads\"";
+    for (char *p = strstr(log, tag); p; p = strstr(p + 1, tag)) {
+        char *end = strchr(p, '\n');
+        cr_assert_not_null(end);
+        *end = '\0';
+        /* Today's per-head fields stay; the relations follow them. */
+        cr_assert_not_null(strstr(p, "\"heads\":[{\"layer\":0,\"head\":0,\"entropy\":"), "%s", p);
+        const char *rel = strstr(p, "],\"relations\":{\"previous-token\":{\"best_head\":\"L0H");
+        cr_assert_not_null(rel, "%s", p);
+        cr_assert_not_null(strstr(rel, "\"bracket\":{\"best_head\":"), "%s", p);
+        cr_assert_not_null(strstr(rel, "\"copy\":{\"best_head\":"), "%s", p);
+        cr_assert_not_null(strstr(rel, "\"uniform\":"), "%s", p);
+        cr_assert_eq(strcmp(end - 2, "}}"), 0, "the line ends with the relations: %s", p);
+        *end = '\n';
+        lines++;
+    }
+    cr_assert_eq(lines, 3, "the first step, then steps 2 and 4 are logged");
+    free(log);
+}
+
+/* A tiny random checkpoint whose vocabulary covers text[n], saved to ckpt. */
+static void save_tiny_for(const char *ckpt, const unsigned char *text, size_t n)
+{
+    Tokenizer tok;
+    tok_build(&tok, text, n);
+    Config cfg = {.V = tok.V, .T = 32, .L = 1, .H = 2, .C = 16, .D = 8};
+    Model m;
+    char err[512];
+    cr_assert_eq(model_init(&m, &cfg, err, sizeof err), 0, "%s", err);
+    params_init(&m.table, m.params, 9);
+    cr_assert_eq(ckpt_save(ckpt, &m, &tok, 0, NULL, err, sizeof err), 0, "%s", err);
+    model_free(&m);
+}
+
+Test(heads, infer_recognises_a_piece_of_the_built_in_corpus, .timeout = 60)
+{
+    const char *dir = tu_tmpdir("heads-builtin");
+    cr_assert_not_null(dir);
+    char ckpt[400], text[400], rep[400], cmd[2048], path[600], *out;
+    size_t N = SYNTH_DEFAULT_BYTES, at = 900000, n = 4000;
+    char *corpus = malloc(N);
+    cr_assert_not_null(corpus);
+    synth_generate(corpus, N, CORPUS_BUILTIN_SEED);
+    snprintf(ckpt, sizeof ckpt, "%s/tiny.ckpt", dir);
+    snprintf(text, sizeof text, "%s/piece.txt", dir);
+    snprintf(rep, sizeof rep, "%s/report", dir);
+    save_tiny_for(ckpt, (const unsigned char *)corpus + at, n);
+    for (int edited = 0; edited < 2; edited++) {
+        /* An edited copy (one letter changed) is no longer the built-in corpus. */
+        if (edited)
+            corpus[at + n / 2] = corpus[at + n / 2] == 'e' ? 'a' : 'e';
+        cr_assert_eq(tu_write_file(text, corpus + at, n), 0);
+        snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --report %s --windows 4 -j 1",
+                 tu_bin(), ckpt, text, rep);
+        int rc = tu_run(cmd, &out);
+        cr_assert_eq(rc, 0, "infer --heads failed (%d):\n%s", rc, out);
+        const char *planted = "the built-in corpus from byte 900000";
+        if (edited)
+            cr_assert_null(strstr(out, planted), "%s", out);
+        else
+            cr_assert_not_null(strstr(out, planted), "%s", out);
+        free(out);
+        snprintf(path, sizeof path, "%s/summary.json", rep);
+        assert_starts(path, "{", edited ? "\"builtin_corpus\":false" : "\"builtin_corpus\":true");
+        if (!edited) {
+            assert_starts(path, "{", "\"agreement\":{\"best_head\":\"L0H");
+            assert_starts(path, "{", "\"names\":{\"best_head\":\"L0H");
+        }
+    }
+    free(corpus);
+}
+
+Test(heads, infer_heads_refuses_a_report_path_that_is_a_file, .timeout = 30)
+{
+    const char *dir = tu_tmpdir("heads-badreport");
+    char d[300], ckpt[400], text[400], cmd[2048], *out;
+    snprintf(d, sizeof d, "%s", dir);
+    write_tiny(d, ckpt, text, sizeof ckpt);
+    snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --report %s --windows 2", tu_bin(),
+             ckpt, text, text);
+    int rc = tu_run(cmd, &out);
+    cr_assert_eq(rc, 1, "exit %d:\n%s", rc, out);
+    cr_assert_not_null(strstr(out, "not a directory"), "%s", out);
+    free(out);
+    size_t len;
+    unsigned char *b = tu_read_file(text, &len);
+    cr_assert(b && len > 0 && b[0] == 'T', "the file given as --report is untouched");
+    free(b);
+}

@@ -1,0 +1,92 @@
+/* trainer: see trainer.h. The only place that allocates and frees the AdamW
+ * moments and a training run's gradients. */
+#include "trainer/trainer.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer/schedule.h"
+#include "util/errbuf.h"
+#include "util/rng.h"
+
+int trainer_init_zeroed(Trainer *t, const Config *cfg, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    if (model_init(&t->model, cfg, err, errlen))
+        return -1;
+    size_t P = t->model.table.total;
+    if (grads_init(&t->grads, &t->model, err, errlen)) {
+        trainer_free(t);
+        return -1;
+    }
+    t->adam_m = calloc(P, sizeof(float));
+    t->adam_v = calloc(P, sizeof(float));
+    if (!t->adam_m || !t->adam_v) {
+        trainer_free(t);
+        return err_set(err, errlen, "out of memory for the optimizer state (2 x %zu floats)", P);
+    }
+    return 0;
+}
+
+int trainer_init(Trainer *t, const Config *cfg, uint64_t seed, char *err, size_t errlen)
+{
+    if (trainer_init_zeroed(t, cfg, err, errlen))
+        return -1;
+    params_init(&t->model.table, t->model.params, seed);
+    return 0;
+}
+
+int trainer_prepare(Trainer *t, const TrainHyper *hp, int B, char *err, size_t errlen)
+{
+    assert(hp->micro >= 1 && !t->acts.buf);
+    t->hp = *hp;
+    t->B = B;
+    return acts_init(&t->acts, &t->model.cfg, B, t->model.cfg.T, hp->dropout > 0.0f, err,
+                     errlen);
+}
+
+void trainer_free(Trainer *t)
+{
+    acts_free(&t->acts);
+    free(t->adam_m);
+    free(t->adam_v);
+    t->adam_m = t->adam_v = NULL;
+    grads_free(&t->grads);
+    model_free(&t->model);
+}
+
+double trainer_micro(Trainer *t, const int *inputs, const int *targets, long i)
+{
+    int B = t->B, T = t->model.cfg.T;
+    uint64_t n = (uint64_t)t->step * (uint64_t)t->hp.micro + (uint64_t)i;
+    PassOptions po = {.dropout = t->hp.dropout,
+                      .dropout_key = rng_hash(t->hp.seed, RNG_STREAM_DROPOUT, n)};
+    double loss = gpt_forward(&t->model, &t->acts, inputs, targets, B, T, &po);
+    grads_zero(&t->grads);
+    gpt_backward(&t->model, &t->grads, &t->acts, inputs, targets, B, T, &po);
+    return loss;
+}
+
+int trainer_update(Trainer *t, float *grad, double loss, TrainStep *s)
+{
+    const TrainHyper *hp = &t->hp;
+    double norm = grad_clip(grad, t->model.table.total, hp->clip);
+    float lr = schedule_lr(t->step, hp->steps, hp->warmup, hp->lr, hp->min_lr);
+    if (s)
+        *s = (TrainStep){.loss = loss, .norm = norm, .lr = lr};
+    if (!isfinite(loss) || !isfinite(norm))
+        return -1;
+    adamw_update(t->model.params, grad, t->adam_m, t->adam_v, &t->model.table, &hp->adam, lr,
+                 t->step + 1);
+    t->step++;
+    return 0;
+}
+
+int trainer_step(Trainer *t, const int *inputs, const int *targets, TrainStep *s)
+{
+    assert(t->hp.micro == 1);
+    double loss = trainer_micro(t, inputs, targets, 0);
+    return trainer_update(t, t->grads.data, loss, s);
+}

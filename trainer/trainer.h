@@ -1,0 +1,77 @@
+/* trainer: one training run's model and everything a step changes.
+ *
+ * A Trainer owns the model's parameters, one micro-batch's gradient, the AdamW
+ * moments (allocated and freed here and nowhere else), the activations a step
+ * runs in, and the schedule position (steps completed). A step is
+ *   loss = forward(batch); grads = 0; backward      (trainer_micro)
+ *   norm = clip(grads); lr = schedule(step); AdamW  (trainer_update)
+ * and trainer_step composes the two for the common case of one micro-batch a
+ * step. A caller that sums several micro-batches (gradient accumulation, MPI
+ * ranks) runs trainer_micro for each, folds the gradients itself and hands the
+ * sum to trainer_update. Batches, files and printing are the caller's; a
+ * checkpoint is written and read by trainer/ckpt.h (ckpt_load_trainer fills a
+ * Trainer's parameters and moments in place). */
+#ifndef HEADCOUNT_TRAINER_H
+#define HEADCOUNT_TRAINER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/gpt.h"
+#include "trainer/adamw.h"
+
+/* What a step does besides the maths of the model. */
+typedef struct {
+    float lr, min_lr;   /* peak and final learning rate (schedule.h) */
+    long warmup, steps; /* warm-up steps, and the run's total (where the cosine ends) */
+    float clip;         /* global-norm clip; <= 0: none */
+    float dropout;      /* probability; 0: no dropout */
+    uint64_t seed;      /* dropout masks: rng_hash(seed, RNG_STREAM_DROPOUT, micro-batch) */
+    long micro;         /* micro-batches per step in all (accumulation x ranks), >= 1 */
+    AdamW adam;
+} TrainHyper;
+
+typedef struct {
+    Model model;
+    Grads grads;            /* the gradient of the last trainer_micro */
+    float *adam_m, *adam_v; /* [model.table.total] each */
+    Activations acts;       /* for B rows of model.cfg.T; allocated by trainer_prepare */
+    TrainHyper hp;
+    int B;
+    long step;              /* steps completed; the next update is AdamW's step + 1 */
+} Trainer;
+
+/* What one update saw: the mean loss, the gradient norm before clipping and
+ * the learning rate. */
+typedef struct {
+    double loss, norm;
+    float lr;
+} TrainStep;
+
+/* A fresh trainer: parameters drawn by params_init(seed), moments zero, step 0. */
+int trainer_init(Trainer *t, const Config *cfg, uint64_t seed, char *err, size_t errlen);
+/* The same with every parameter zero, for a loader that fills them (and the
+ * moments and step) at once: ckpt_load_trainer. */
+int trainer_init_zeroed(Trainer *t, const Config *cfg, char *err, size_t errlen);
+/* Sets the step's settings and sizes the activations for batches of B rows of
+ * model.cfg.T tokens (dropout buffers when hp->dropout > 0). Called once, after
+ * either init; the memory of a batch is known only then on a resumed run. */
+int trainer_prepare(Trainer *t, const TrainHyper *hp, int B, char *err, size_t errlen);
+/* Releases everything; safe on a zeroed, half-built or freed Trainer. */
+void trainer_free(Trainer *t);
+
+/* Micro-batch i (0 .. hp.micro - 1) of the coming step on inputs/targets
+ * [B][T]: returns its mean loss and leaves its gradient in t->grads. Its dropout
+ * masks depend on its number in the whole run, step * micro + i, so a split of
+ * the micro-batches over ranks draws the same masks. */
+double trainer_micro(Trainer *t, const int *inputs, const int *targets, long i);
+/* Clips grad (P floats in the parameters' layout: t->grads.data, or a sum of
+ * micro-batches) and applies AdamW at the scheduled learning rate, then counts
+ * the step. When loss or the gradient norm is not finite nothing is updated and
+ * -1 is returned (the caller decides how to stop); else 0. s may be NULL. */
+int trainer_update(Trainer *t, float *grad, double loss, TrainStep *s);
+/* One whole step of one micro-batch (hp.micro == 1): trainer_micro then
+ * trainer_update on its gradient. Returns what trainer_update returns. */
+int trainer_step(Trainer *t, const int *inputs, const int *targets, TrainStep *s);
+
+#endif

@@ -72,11 +72,13 @@ $(BIN)/infer: $(INFER_OBJ) $(BUILD)/app/cli.o $(BUILD)/app/fileguard.o $(BUILD)/
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
-# The suite runs from the repository root: tests find ../shared, write under
+# The suite runs from the repository root (first the include-direction check of
+# docs/architecture.md): tests find ../shared, write under
 # build/test-tmp, and run the programs found in HEADCOUNT_BIN. Then arch_check: on a
 # CPU with AVX-512, the AVX-512, AVX2 and portable builds must train byte-identical
 # checkpoints (it says plainly when it skips).
 test: $(BUILD)/run_tests $(BIN)/train $(BIN)/infer
+	bash tests/layers_check.sh
 	HEADCOUNT_BIN=$(BIN) OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$(BUILD)/run_tests --jobs 2
 	CC="$(CC)" ARCH="$(ARCH)" OMP_NUM_THREADS=2 bash tests/arch_check.sh $(BIN) $(BUILD)/arch-check
 

@@ -106,7 +106,6 @@ static void setup_fresh(Run *r)
     if (trainer_init(&r->tr, &cfg, o->seed, err, sizeof err))
         cli_fail("%s", err);
     r->ts.best_step = -1;
-    batch_init(&r->sampler, o->seed, RNG_STREAM_BATCH);
 }
 
 /* Reads the checkpoint to resume and takes its settings; the data is loaded
@@ -184,7 +183,6 @@ static void load_resumed_data(Run *r, const unsigned char *given, const Tokenize
     if (corpus_prepare(&r->corpus, &r->file, tok, o->val_frac, r->tr.model.cfg.T, err,
                        sizeof err))
         cli_fail("%s", err);
-    r->sampler.rng.state = ts->batch_rng;
     fprintf(stderr, "train: resuming %s at step %ld of %ld\n", o->resume, r->resumed_step,
             o->steps);
     if (given[OPT_STEPS] && o->steps != ts->steps)

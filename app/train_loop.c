@@ -91,7 +91,7 @@ static void sync_state(Run *r, long step)
     ts->step = step;
     ts->adam_m = r->tr.adam_m;
     ts->adam_v = r->tr.adam_v;
-    ts->batch_rng = r->sampler.rng.state;
+    ts->batch_rng = r->tr.batches.rng.state;
     ts->data_size = r->file.n; ts->data_hash = r->file.hash;
     ts->allow_binary = o->allow_binary;
     ts->accum = r->micro;
@@ -234,18 +234,31 @@ static void progress(Run *r, long done, double loss, float lr, double step_s, do
             r->o.steps, loss, lr, step_s * 1e3, tok / avg_s / 1e3, eta);
 }
 
-/* --heads-every: the per-head metrics of this step's batch (the forward just run
- * left its attention weights in the activations), as one JSON line. */
+/* --heads-every: the per-head metrics and relations of the step's first
+ * micro-batch, measured right after its forward and backward (its attention
+ * weights are still in the activations). The first micro-batch is rank 0's first
+ * under MPI as without it, so -np N and --accum N log the same numbers. */
+static void measure_heads(Run *r)
+{
+    const Config *c = &r->tr.model.cfg;
+    char *err = r->heads_err;
+    size_t len = sizeof r->heads_err;
+    err[0] = '\0';
+    if (heads_quick(r->head_metrics, &r->tr.acts, r->inputs, (int)r->o.batch, c->T, err, len))
+        return;
+    heads_quick_relations(r->heads_rel, &r->tr.acts, r->inputs, r->corpus.tok.vocab,
+                          (int)r->o.batch, c->T, err, len);
+}
+
+/* The metrics measure_heads took this step, as one JSON line. */
 static void log_heads(Run *r, long done)
 {
     const Config *c = &r->tr.model.cfg;
-    char err[300], name[32];
-    HeadsRelation rel[HEADS_REL_TEXT];
-    if (heads_quick(r->head_metrics, &r->tr.acts, r->inputs, (int)r->o.batch, c->T, err,
-                    sizeof err) ||
-        heads_quick_relations(rel, &r->tr.acts, r->inputs, r->corpus.tok.vocab, (int)r->o.batch,
-                              c->T, err, sizeof err)) {
-        fprintf(stderr, "train: warning: head metrics skipped at step %ld: %s\n", done, err);
+    const HeadsRelation *rel = r->heads_rel;
+    char name[32];
+    if (r->heads_err[0]) {
+        fprintf(stderr, "train: warning: head metrics skipped at step %ld: %s\n", done,
+                r->heads_err);
         return;
     }
     run_log(r, "{\"type\":\"heads\",\"step\":%ld,\"heads\":[", done);
@@ -315,14 +328,15 @@ static void stop_on_signal(Run *r, long done)
  * are drawn in order from the one sampler, each rank computes its own (round j,
  * micro-batch j * ranks + rank), and dist folds them in micro-batch order (dist.h),
  * so the bits do not depend on the number of ranks. Returns the gradient. */
-static float *step_gradient(Run *r, double *loss)
+static float *step_gradient(Run *r, double *loss, int heads_due)
 {
-    int B = (int)r->o.batch, T = (int)r->o.block;
     const uint8_t *ids = r->corpus.ids;
     size_t ntrain = r->corpus.ntrain;
     if (r->micro == 1) {
-        batch_next(&r->sampler, ids, ntrain, B, T, r->inputs, r->targets);
+        trainer_next_batch(&r->tr, ids, ntrain, r->inputs, r->targets);
         *loss = trainer_micro(&r->tr, r->inputs, r->targets, 0);
+        if (heads_due)
+            measure_heads(r);
         return r->tr.grads.data;
     }
     int n = r->dist.size, me = r->dist.rank;
@@ -331,10 +345,12 @@ static float *step_gradient(Run *r, double *loss)
     for (long j = 0; j < k; j++) {
         for (int q = 0; q < n; q++) {
             int keep = q == me;
-            batch_next(&r->sampler, ids, ntrain, B, T, keep ? r->inputs : r->mb_in,
-                       keep ? r->targets : r->mb_tg);
+            trainer_next_batch(&r->tr, ids, ntrain, keep ? r->inputs : r->mb_in,
+                               keep ? r->targets : r->mb_tg);
         }
         mine[j] = trainer_micro(&r->tr, r->inputs, r->targets, j * n + me);
+        if (heads_due && j == 0)
+            measure_heads(r);
         dist_fold(&r->dist, r->acc, r->tr.grads.data, (int)j);
     }
     dist_gather(&r->dist, r->acc, 1.0f / (float)r->micro);
@@ -354,20 +370,22 @@ void run_train_loop(Run *r, long start)
     char err[1500];
     for (long step = start; step < o->steps; step++) {
         double t0 = cli_now(), loss;
-        float *grads = step_gradient(r, &loss);
+        long done = step + 1;
+        int heads_due = r->log && o->heads_every &&
+                        (done % o->heads_every == 0 || done == start + 1);
+        float *grads = step_gradient(r, &loss, heads_due);
         TrainStep s;
         if (trainer_update(&r->tr, grads, loss, &s))
             stop_nonfinite(r, step + 1, loss, s.norm);
         double norm = s.norm;
         float lr = s.lr;
         double t1 = cli_now(), dt = t1 - t0;
-        long done = step + 1;
         avg = step == start ? dt : 0.9 * avg + 0.1 * dt;
         double tokens = (double)B * T * (double)r->micro;
         run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6e,"
                    "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, lr, norm,
                    dt * 1e3, tokens / dt);
-        if (r->log && o->heads_every && (done % o->heads_every == 0 || done == start + 1))
+        if (heads_due)
             log_heads(r, done);
         if (done == start + 1 || done == o->steps || t1 - last_print >= 1.0) {
             progress(r, done, loss, lr, dt, avg);

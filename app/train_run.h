@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/heads.h"
 #include "app/train_options.h"
 #include "data/batch.h"
 #include "data/corpus.h"
@@ -23,9 +24,10 @@ typedef struct {
     Corpus corpus;
     Trainer tr;             /* model, gradients, Adam moments, activations, steps done */
     TrainState ts;          /* the settings and data position a checkpoint stores */
-    BatchSampler sampler;
     int *inputs, *targets;
     float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
+    HeadsRelation heads_rel[HEADS_REL_TEXT]; /* --heads-every: the step's relations */
+    char heads_err[300];    /* why this step's head metrics failed; "" when they did not */
     FILE *log;
     int log_errno;          /* the first failed write to the log; 0 while all went well */
     GuardLock lock, best_lock;

@@ -6,6 +6,7 @@
 #     on 4 and on 1, with the same bits as an uninterrupted run;
 #   - SIGINT to one rank stops every rank at the same step, rank 0 saves once,
 #     the job exits 130, and the checkpoint is whole;
+#   - --heads-every logs the same head metrics on 2 ranks as with --accum 2;
 #   - ranks that read different data refuse to train, naming the rank;
 #   - a rank that dies ends the job (no hang), leaving the last good checkpoint.
 # Skips, saying so, when Open MPI is not installed.
@@ -57,6 +58,19 @@ same "$work/a4.ckpt" "$work/r2.ckpt" "a 2-rank run resumed on 4 ranks, then on 1
     2>/dev/null
 n=$(grep -c '"type":"step"' "$work/log.jsonl")
 if [ "$n" = 3 ]; then pass "one log, written by rank 0"; else fail "the log has $n step records, not 3"; fi
+
+# --heads-every measures the step's first micro-batch, rank 0's first under MPI, so
+# the heads records of -np 2 equal those of --accum 2.
+./train "${F[@]}" --steps 4 --accum 2 --heads-every 2 --out "$work/ha.ckpt" \
+    --log "$work/ha.jsonl" 2>/dev/null
+"${mpi[@]}" -np 2 "$bin" "${F[@]}" --steps 4 --heads-every 2 --out "$work/hn.ckpt" \
+    --log "$work/hn.jsonl" 2>/dev/null
+if [ "$(grep -c '"type":"heads"' "$work/ha.jsonl")" -ge 2 ] &&
+    cmp -s <(grep '"type":"heads"' "$work/ha.jsonl") <(grep '"type":"heads"' "$work/hn.jsonl"); then
+    pass "--heads-every logs the same heads records on 2 ranks as with --accum 2"
+else
+    fail "--heads-every: the heads records of -np 2 and --accum 2 differ"
+fi
 
 # Different data on the ranks: refused before training, naming the rank.
 head -c 30000 /dev/zero | tr '\0' 'a' >"$work/d0.txt"

@@ -278,6 +278,50 @@ Test(trainer, a_trainer_loaded_from_a_checkpoint_continues_bit_identically)
     trainer_free(&whole);
 }
 
+/* The trainer owns the data position: a fresh one draws the batches batch_init
+ * with the run's seed and the batch stream would, and one loaded from a checkpoint
+ * goes on drawing where the saved one stopped. */
+Test(trainer, the_batch_position_is_the_trainers_and_a_checkpoint_keeps_it)
+{
+    uint8_t ids[500];
+    for (int i = 0; i < 500; i++)
+        ids[i] = (uint8_t)(i * 7 % CFG.V);
+    char err[2000], path[400];
+    TrainHyper hp = hyper(1);
+    Trainer t, back;
+    new_trainer(&t, 1);
+    BatchSampler ref;
+    batch_init(&ref, 11, RNG_STREAM_BATCH);
+    int in[B * 8], tg[B * 8], rin[B * 8], rtg[B * 8];
+    for (int k = 0; k < 3; k++) {
+        trainer_next_batch(&t, ids, sizeof ids, in, tg);
+        batch_next(&ref, ids, sizeof ids, B, CFG.T, rin, rtg);
+        cr_assert(memcmp(in, rin, sizeof in) == 0 && memcmp(tg, rtg, sizeof tg) == 0,
+                  "batch %d differs from batch_next's", k);
+    }
+    const char *dir = tu_tmpdir("trainer-batches");
+    cr_assert_not_null(dir);
+    snprintf(path, sizeof path, "%s/t.ckpt", dir);
+    unsigned char vocab[13];
+    for (int i = 0; i < CFG.V; i++)
+        vocab[i] = (unsigned char)('a' + i);
+    Tokenizer tok, tok_back;
+    cr_assert_eq(tok_from_vocab(&tok, vocab, CFG.V, err, sizeof err), 0, "%s", err);
+    TrainState ts;
+    fill_state(&ts, &t);
+    ts.batch_rng = t.batches.rng.state;
+    cr_assert_eq(ckpt_save(path, &t.model, &tok, t.step, &ts, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ckpt_load_trainer(path, &back, &tok_back, NULL, NULL, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_eq(trainer_prepare(&back, &hp, B, err, sizeof err), 0, "%s", err);
+    trainer_next_batch(&t, ids, sizeof ids, in, tg);
+    trainer_next_batch(&back, ids, sizeof ids, rin, rtg);
+    cr_assert(memcmp(in, rin, sizeof in) == 0 && memcmp(tg, rtg, sizeof tg) == 0,
+              "the loaded trainer draws another batch");
+    trainer_free(&back);
+    trainer_free(&t);
+}
+
 /* Whoever inits frees: free releases and clears every buffer, and is safe on
  * a zeroed trainer, after a failed init or prepare, and twice. */
 Test(trainer, free_releases_everything_and_is_safe_on_failed_inits_and_twice)

@@ -487,6 +487,8 @@ static int load_file(const char *path, Model *m, Trainer *t, Tokenizer *tok,
             goto done;
         if (has_state && (ts || t))
             *has_state = 1;
+        if (t)
+            t->batches.rng.state = dst->batch_rng;
     }
     if (steps_trained)
         *steps_trained = hdr[8];

@@ -66,7 +66,7 @@ int ckpt_load(const char *path, Model *m, Tokenizer *tok, long *steps_trained, T
               int *has_state, char *err, size_t errlen);
 /* The same into a fresh Trainer (trainer_init_zeroed inside; trainer_prepare is
  * the caller's next call): its parameters, its own Adam moments (zero when the
- * file has no training state) and its step (the header's). ts, when not NULL,
+ * file has no training state), its step (the header's) and its batch position. ts, when not NULL,
  * gets the settings; *has_state as above (may be NULL). On error nothing needs
  * freeing. */
 int ckpt_load_trainer(const char *path, Trainer *t, Tokenizer *tok, TrainState *ts,

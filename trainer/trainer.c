@@ -35,7 +35,14 @@ int trainer_init(Trainer *t, const Config *cfg, uint64_t seed, char *err, size_t
     if (trainer_init_zeroed(t, cfg, err, errlen))
         return -1;
     params_init(&t->model.table, t->model.params, seed);
+    batch_init(&t->batches, seed, RNG_STREAM_BATCH);
     return 0;
+}
+
+void trainer_next_batch(Trainer *t, const uint8_t *ids, size_t len, int *inputs,
+                        int *targets)
+{
+    batch_next(&t->batches, ids, len, t->B, t->model.cfg.T, inputs, targets);
 }
 
 int trainer_prepare(Trainer *t, const TrainHyper *hp, int B, char *err, size_t errlen)

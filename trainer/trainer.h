@@ -2,13 +2,14 @@
  *
  * A Trainer owns the model's parameters, one micro-batch's gradient, the AdamW
  * moments (allocated and freed here and nowhere else), the activations a step
- * runs in, and the schedule position (steps completed). A step is
+ * runs in, the schedule position (steps completed) and the position in the
+ * training data (the batch sampler, whose state a checkpoint keeps). A step is
  *   loss = forward(batch); grads = 0; backward      (trainer_micro)
  *   norm = clip(grads); lr = schedule(step); AdamW  (trainer_update)
  * and trainer_step composes the two for the common case of one micro-batch a
  * step. A caller that sums several micro-batches (gradient accumulation, MPI
  * ranks) runs trainer_micro for each, folds the gradients itself and hands the
- * sum to trainer_update. Batches, files and printing are the caller's; a
+ * sum to trainer_update. The token ids, files and printing are the caller's; a
  * checkpoint is written and read by trainer/ckpt.h (ckpt_load_trainer fills a
  * Trainer's parameters and moments in place). */
 #ifndef HEADCOUNT_TRAINER_H
@@ -17,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/batch.h"
 #include "model/gpt.h"
 #include "trainer/adamw.h"
 
@@ -39,6 +41,7 @@ typedef struct {
     TrainHyper hp;
     int B;
     long step;              /* steps completed; the next update is AdamW's step + 1 */
+    BatchSampler batches;   /* where the next batch is drawn (data/batch.h) */
 } Trainer;
 
 /* What one update saw: the mean loss, the gradient norm before clipping and
@@ -48,10 +51,11 @@ typedef struct {
     float lr;
 } TrainStep;
 
-/* A fresh trainer: parameters drawn by params_init(seed), moments zero, step 0. */
+/* A fresh trainer: parameters drawn by params_init(seed), moments zero, step 0,
+ * the batch sampler at the start of its seeded stream (RNG_STREAM_BATCH). */
 int trainer_init(Trainer *t, const Config *cfg, uint64_t seed, char *err, size_t errlen);
 /* The same with every parameter zero, for a loader that fills them (and the
- * moments and step) at once: ckpt_load_trainer. */
+ * moments, step and batch position) at once: ckpt_load_trainer. */
 int trainer_init_zeroed(Trainer *t, const Config *cfg, char *err, size_t errlen);
 /* Sets the step's settings and sizes the activations for batches of B rows of
  * model.cfg.T tokens (dropout buffers when hp->dropout > 0). Called once, after
@@ -59,6 +63,11 @@ int trainer_init_zeroed(Trainer *t, const Config *cfg, char *err, size_t errlen)
 int trainer_prepare(Trainer *t, const TrainHyper *hp, int B, char *err, size_t errlen);
 /* Releases everything; safe on a zeroed, half-built or freed Trainer. */
 void trainer_free(Trainer *t);
+
+/* Draws the next batch of B windows of ids[0..len) (len >= T + 1) into
+ * inputs/targets [B][T] and moves the data position on (batch_next). */
+void trainer_next_batch(Trainer *t, const uint8_t *ids, size_t len, int *inputs,
+                        int *targets);
 
 /* Micro-batch i (0 .. hp.micro - 1) of the coming step on inputs/targets
  * [B][T]: returns its mean loss and leaves its gradient in t->grads. Its dropout

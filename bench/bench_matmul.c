@@ -1,12 +1,11 @@
 /* bench_matmul: GFLOP/s of the matmul kernels, and of OpenBLAS on the same shapes.
  *
- * Build (from the repository root; this file includes kernels/matmul.c and
- * kernels/linear.c itself):
+ * Build (from the repository root, after `make`, which builds the library):
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
- *       bench/bench_matmul.c -lm -o build/bench_matmul
+ *       bench/bench_matmul.c build/libheadcount.a -lm -o build/bench_matmul
  * With OpenBLAS for comparison (Debian: libopenblas-dev):
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. -DHAVE_OPENBLAS \
- *       bench/bench_matmul.c -lopenblas -lm -o build/bench_matmul
+ *       bench/bench_matmul.c build/libheadcount.a -lopenblas -lm -o build/bench_matmul
  * Run: build/bench_matmul [--rows N] [--reps R] [--csv FILE]
  * OpenBLAS reads OPENBLAS_CORETYPE; the core it picked is printed first.
  *
@@ -18,16 +17,18 @@
  * It only reports: timings are noisy and nothing here asserts on them. */
 #define _POSIX_C_SOURCE 200809L
 
-/* The kernels are compiled into this file. (They were once named sgemm_nn/nt/tn,
- * which libopenblas also exports as internal drivers: linked together, ours
- * silently replaced OpenBLAS's. The matmul_ names cannot clash.) */
-#include "kernels/matmul.c"
-#include "kernels/linear.c"
+/* The kernels come from build/libheadcount.a, through their public header. (They
+ * were once named sgemm_nn/nt/tn, which libopenblas also exports as internal
+ * drivers: linked together, ours silently replaced OpenBLAS's. The matmul_ names
+ * cannot clash.) */
+#include "kernels/matmul.h"
 
 #include <errno.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #ifdef HAVE_OPENBLAS

@@ -22,8 +22,8 @@ if [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] |
    ls /usr/include/*/openblas*/cblas.h >/dev/null 2>&1; then
     blas_flags="-DHAVE_OPENBLAS -lopenblas"
 fi
-gcc $cflags bench/bench_matmul.c -lm $blas_flags -o build/bench_matmul 2>/dev/null \
-    || gcc $cflags bench/bench_matmul.c -lm -o build/bench_matmul
+gcc $cflags bench/bench_matmul.c build/libheadcount.a -lm $blas_flags -o build/bench_matmul \
+    2>/dev/null || gcc $cflags bench/bench_matmul.c build/libheadcount.a -lm -o build/bench_matmul
 gcc $cflags bench/bench_train.c build/libheadcount.a -lm -o build/bench_train
 
 echo

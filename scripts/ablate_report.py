@@ -43,6 +43,9 @@ INDUCTION_COLUMNS = ["induction_formed", "induction_phase_step", "induction_fina
 # (docs/heads.md, "Head types"): 0.50 for previous-token, 0.30 for the others.
 LEARNED_AT = {"previous-token": 0.50}
 LEARNED_AT_OTHER = 0.30
+# A copy loss ratio below this means the model predicts repeated letters far better
+# than first occurrences: it copies, whichever heads do it.
+COPIES_BELOW = 0.5
 # Relations whose loss column is the copy loss ratio rather than a loss in nats.
 RATIO_RELATIONS = ("copy", "names")
 # Two-sided 5% critical values of Student's t, by degrees of freedom.
@@ -339,28 +342,43 @@ def induction_table(by_h):
     return head, body
 
 
+def inline(values, digits):
+    """spread() for a sentence: "1650, 1500–1850"."""
+    return spread(values, digits).replace(" (", ", ").rstrip(")")
+
+
+def seeds(n):
+    return "%d seed%s" % (n, "" if n == 1 else "s")
+
+
 def induction_findings(by_h):
-    """One sentence per H from the induction table's numbers."""
+    """One sentence per H from the induction table's numbers, and how many of the seeds
+    without an induction head copy all the same (copy loss ratio under COPIES_BELOW:
+    the loss falls on repeats although no single layer>=1 head reaches the bar)."""
     out = []
     for H, rs in sorted(by_h.items()):
         judged = [r for r in rs if "induction_formed" in r]
         formed = [r for r in judged if r["induction_formed"]]
-        ratio = spread([r.get("copy_loss_ratio") for r in rs], 3)
+        ratio = inline([r.get("copy_loss_ratio") for r in rs], 3)
         if not judged:
             out.append("H=%d: no run has per-head repeat scores to judge." % H)
-        elif formed:
-            out.append("H=%d (D=%d) formed an induction head in %d of %d seeds (phase change "
-                       "at step %s; copy loss ratio %s)." % (
-                           H, rs[0]["D"], len(formed), len(judged), spread(
-                               [r["induction_phase_step"] for r in formed], 0).replace(
-                               " (", ", ").rstrip(")"), ratio.replace(" (", ", ").rstrip(")")))
+            continue
+        if formed:
+            s = "H=%d (D=%d) formed an induction head in %d of %s (phase change at step %s; " \
+                "copy loss ratio %s" % (H, rs[0]["D"], len(formed), seeds(len(judged)), inline(
+                    [r["induction_phase_step"] for r in formed], 0), ratio)
         else:
-            out.append("H=%d (D=%d) formed none in %d seeds (final best layer>=1 repeat score "
-                       "%s, under the %.2f bar; copy loss ratio %s)." % (
-                           H, rs[0]["D"], len(judged), spread(
-                               [r["induction_final_repeat"] for r in judged], 3).replace(
-                               " (", ", ").rstrip(")"), induction_phase.THRESHOLD,
-                           ratio.replace(" (", ", ").rstrip(")")))
+            s = "H=%d (D=%d) formed none in %s (final best layer>=1 repeat score %s, under " \
+                "the %.2f bar; copy loss ratio %s" % (H, rs[0]["D"], seeds(len(judged)), inline(
+                    [r["induction_final_repeat"] for r in judged], 3),
+                    induction_phase.THRESHOLD, ratio)
+        copying = [r for r in judged if not r["induction_formed"]
+                   and num(r.get("copy_loss_ratio")) < COPIES_BELOW]
+        if copying:
+            s += "; %d of the %s without one still cop%s, ratio under %.1f" % (
+                len(copying), seeds(len(judged) - len(formed)),
+                "ies" if len(copying) == 1 else "y", COPIES_BELOW)
+        out.append(s + ").")
     return out
 
 

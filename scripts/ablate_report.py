@@ -310,6 +310,12 @@ def relation_findings(by_h):
                 "copy loss ratio" if field == "loss_ratio" else "loss", lo, pm(loss[lo], 3),
                 hi, pm(loss[hi], 3))
         out.append(s + ".")
+    everyone = [r for rs in by_h.values() for r in rs]
+    empty = [k for k in dict.fromkeys(k for r in everyone for k in r["relations"])
+             if k not in relations_of(everyone)]
+    if empty:
+        out.append("%s: no rows in the validation text, so %s out of the table." % (
+            ", ".join(empty), "it is left" if len(empty) == 1 else "they are left"))
     return out
 
 

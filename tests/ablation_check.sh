@@ -10,7 +10,8 @@
 #      (when ./infer writes them) get a table of their own, with generated sentences;
 #   7. --corpus induction: train gets the induction task and logs per-head scores, the
 #      report has an induction table and a relations table per arm with a row per H,
-#      and --check notices when one is missing.
+#      and --check notices when one is missing;
+#   8. --corpus text: agreement and names (built-in corpus only) reach the relations table.
 # usage: tests/ablation_check.sh [BIN_DIR] [WORK_DIR]   (defaults: . and build/ablation-check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -171,4 +172,13 @@ EOF
 ablate --out "$work/ind-cut" --check 2>"$work/cut.err" && fail "--check missed a cut induction table"
 grep -q "Induction heads per H:' rows for H None" "$work/cut.err" ||
     { cat "$work/cut.err" >&2; fail "--check did not name the missing table"; }
+step "8. --corpus text: the built-in corpus' planted relations get columns too"
+ablate --corpus text --heads 4 --seeds 1 --arm width --out "$work/text" --threads 1 \
+    2>"$work/text.err" || { cat "$work/text.err" >&2; fail "quick text sweep exited $?"; }
+ablate --out "$work/text" --check || fail "outputs of the text sweep"
+head=$(grep -A2 "^Relations per H:" "$work/text/ablation.md" | tail -1)
+for rel in "previous-token attn." "copy loss ratio" "agreement attn." "names loss ratio"; do
+    case "$head" in *"$rel"*) ;; *) fail "relations table without '$rel': $head" ;; esac
+done
+
 step "all checks passed in $(( $(date +%s) - t0 )) s"

@@ -7,6 +7,10 @@ head size (D fixed). Every distinct (H, D, seed) is one *job*: ./train, then
 command (`--print-jobs` prints them: hand them to any scheduler); without it this
 script runs the same commands itself, --jobs at a time, with progress and an ETA.
 
+--corpus text|induction trains on one of train's built-in corpora and is passed to
+every ./train call, so the induction task's own recipe is the sweep's; its jobs also
+log per-head scores (--heads-every) for the phase-change analysis in the report.
+
 Train's settings are never copied here: `./train --print-settings` gives them. A job
 works in runs/NAME.partial and renames it to runs/NAME (done.json written last) once
 both steps are done; run again, it skips a finished run and resumes an interrupted
@@ -72,7 +76,7 @@ def parse_args(argv):
         "text (docs/corpus.md) or the induction task with its own recipe (default: text "
         "when no --data and no default file)")
     add("--builtin", action="store_true", help="the same as --corpus text")
-    add("--out", metavar="DIR", help="default: runs/ablation (-quick, -long)")
+    add("--out", metavar="DIR", help="default: runs/ablation (-induction, -quick, -long)")
     add("--heads", metavar="LIST", help='head counts (default "1 4 8 16"; quick "1 4")')
     add("--seeds", type=int, metavar="N", help="seeds 1..N (default 3, induction 5; quick 2)")
     add("--arm", choices=["width", "headsize", "both"], default="both")

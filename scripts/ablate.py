@@ -7,6 +7,10 @@ head size (D fixed). Every distinct (H, D, seed) is one *job*: ./train, then
 command (`--print-jobs` prints them: hand them to any scheduler); without it this
 script runs the same commands itself, --jobs at a time, with progress and an ETA.
 
+--corpus text|induction trains on one of train's built-in corpora and is passed to
+every ./train call, so the induction task's own recipe is the sweep's; its jobs also
+log per-head scores (--heads-every) for the phase-change analysis in the report.
+
 Train's settings are never copied here: `./train --print-settings` gives them. A job
 works in runs/NAME.partial and renames it to runs/NAME (done.json written last) once
 both steps are done; run again, it skips a finished run and resumes an interrupted
@@ -35,6 +39,12 @@ DEFAULT_DATA = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "tiny
 QUICK_TRAIN = ["--layers", "1", "--embd", "32", "--block", "32", "--steps", "30",
                "--warmup", "10", "--eval-every", "10", "--eval-iters", "4"]
 QUICK = {"heads": "1 4", "seeds": 2, "slice": 100000, "heads_args": ["--windows", "2"]}
+# --corpus induction: an induction head needs a second layer, so its quick models keep
+# two; every job logs the per-head repeat scores (--heads-every) for induction_phase.py.
+QUICK_INDUCTION = ["--layers", "2", "--embd", "32", "--block", "32", "--batch", "8",
+                   "--steps", "40", "--warmup", "10", "--eval-every", "10", "--eval-iters", "4"]
+HEADS_EVERY = {"default": 50, "quick": 10}
+SEEDS = {"text": 3, "induction": 5}
 # Settings that differ between the runs of a sweep, or do not change a run's numbers.
 PER_RUN = ("data", "out", "heads", "head_size", "seed", "threads", "version")
 
@@ -62,10 +72,13 @@ def parse_args(argv):
     add = p.add_argument
     add("--data", metavar="FILE", help="training text (default: %s if present, else the "
         "built-in corpus)" % os.path.relpath(DEFAULT_DATA, REPO))
-    add("--builtin", action="store_true", help="the built-in corpus even if the default exists")
-    add("--out", metavar="DIR", help="default: runs/ablation (-quick, -long)")
+    add("--corpus", choices=["text", "induction"], help="a built-in corpus instead of a file: "
+        "text (docs/corpus.md) or the induction task with its own recipe (default: text "
+        "when no --data and no default file)")
+    add("--builtin", action="store_true", help="the same as --corpus text")
+    add("--out", metavar="DIR", help="default: runs/ablation (-induction, -quick, -long)")
     add("--heads", metavar="LIST", help='head counts (default "1 4 8 16"; quick "1 4")')
-    add("--seeds", type=int, metavar="N", help="seeds 1..N (default 3; quick 2)")
+    add("--seeds", type=int, metavar="N", help="seeds 1..N (default 3, induction 5; quick 2)")
     add("--arm", choices=["width", "headsize", "both"], default="both")
     add("--head-size", type=int, metavar="D", help="D of the head-size arm (default: train's)")
     add("--steps", type=int, metavar="N", help="steps per run (default: train's; quick 30)")
@@ -79,12 +92,16 @@ def parse_args(argv):
     add("--print-jobs", action="store_true", help="print one command per unfinished run")
     add("--job", metavar="NAME", help=argparse.SUPPRESS)  # one run; what --print-jobs prints
     a = p.parse_args(argv)
-    if (a.quick and a.long) or (a.data and a.builtin):
-        fail("--quick and --long, and --data and --builtin, are exclusive")
+    if a.builtin and a.corpus not in (None, "text"):
+        fail("--builtin is --corpus text; it contradicts --corpus %s" % a.corpus)
+    a.corpus = a.corpus or ("text" if a.builtin else None)
+    if (a.quick and a.long) or (a.data and a.corpus):
+        fail("--quick and --long, and --data and --corpus/--builtin, are exclusive")
     for k in ("seeds", "head_size", "steps", "jobs", "threads"):
         if getattr(a, k) is not None and getattr(a, k) < 1:
             fail("--%s %d: must be at least 1" % (k.replace("_", "-"), getattr(a, k)))
     a.out = os.path.abspath(a.out or os.path.join(REPO, "runs", "ablation" + (
+        "-induction" if a.corpus == "induction" else "") + (
         "-quick" if a.quick else "-long" if a.long else "")))
     a.bin = os.path.abspath(a.bin)
     return a
@@ -110,7 +127,9 @@ def make_plan(a):
     train = os.path.join(a.bin, "train")
     if not os.access(train, os.X_OK) or not os.access(os.path.join(a.bin, "infer"), os.X_OK):
         fail("%s/train or infer: not found (build them, or give --bin DIR)" % a.bin)
-    flags = list(QUICK_TRAIN) if a.quick else []
+    induction = a.corpus == "induction"
+    flags = ["--corpus", a.corpus] if a.corpus else []
+    flags += (QUICK_INDUCTION if induction else QUICK_TRAIN) if a.quick else []
     if a.steps or a.long:
         flags += ["--steps", str(a.steps or long_steps(print_settings(train, flags)))]
     s = print_settings(train, flags)
@@ -123,7 +142,7 @@ def make_plan(a):
     if not heads or heads[0] < 1 or ("width" in arms and any(s["embd"] % H for H in heads)):
         fail("--heads '%s': each H at least 1 and, for the width arm, dividing C=%d"
              % (a.heads, s["embd"]))
-    source = None if a.builtin else os.path.abspath(a.data) if a.data else (
+    source = None if a.corpus else os.path.abspath(a.data) if a.data else (
         DEFAULT_DATA if os.path.isfile(DEFAULT_DATA) else None)
     if source and not os.path.isfile(source):
         fail("--data %s: no such file" % a.data)
@@ -133,10 +152,12 @@ def make_plan(a):
               data_sha256=hashlib.sha256(blob).hexdigest() if source else None,
               data_slice=QUICK["slice"] if a.quick and source else None,
               fixed_head_size=a.head_size or s["embd"] // s["heads"])
-    return {"version": 2, "fingerprint": fp, "mode": "quick" if a.quick else "long" if a.long
-            else "default", "arms": arms, "heads": heads,
-            "seeds": list(range(1, (a.seeds or (QUICK["seeds"] if a.quick else 3)) + 1)),
-            "train_args": flags, "heads_args": QUICK["heads_args"] if a.quick else [],
+    mode = "quick" if a.quick else "long" if a.long else "default"
+    nseeds = a.seeds or (QUICK["seeds"] if a.quick else SEEDS["induction" if induction else "text"])
+    return {"version": 2, "fingerprint": fp, "mode": mode, "arms": arms, "heads": heads,
+            "seeds": list(range(1, nseeds + 1)), "train_args": flags,
+            "log_args": ["--heads-every", str(HEADS_EVERY.get(mode, 50))] if induction else [],
+            "heads_args": QUICK["heads_args"] if a.quick else [],
             "train_data": (os.path.join(a.out, "data.txt") if a.quick else source)
             if source else None, "val_file": "val.txt"}, blob
 
@@ -189,7 +210,7 @@ def job_train(a, sweep, run, part):
     if os.path.exists(ckpt) and final and final["step"] == steps:
         return 0
     data = ["--data", sweep["train_data"]] if sweep["train_data"] else []
-    common = ["--out", ckpt, "--log", log] + data + (
+    common = ["--out", ckpt, "--log", log] + sweep.get("log_args", []) + data + (
         ["--threads", str(a.threads)] if a.threads else [])
     train = os.path.join(a.bin, "train")
     if os.path.exists(ckpt):

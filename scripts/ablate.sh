@@ -2,7 +2,9 @@
 # make ablation: the head-count ablation (docs/ablation.md). Trains every (arm, H, seed)
 # of two arms - fixed width (C = 128, D = C/H) and fixed head size (D = 32) - analyses
 # each model's heads on the validation split, and writes ablation.csv, ablation.md,
-# plots/*.svg and index.html into --out (default runs/ablation). Rerunning skips
+# plots/*.svg and index.html into --out (default runs/ablation). With --corpus induction
+# it uses that task's recipe (C = 64, D = 16) and also reports, per H, the seeds that
+# formed an induction head and when (scripts/induction_phase.py). Rerunning skips
 # finished runs and resumes interrupted ones; --print-jobs prints one shell command per
 # run for a cluster's scheduler, and --report-only collects their results.
 # `scripts/ablate.sh --help` lists the flags; the work is in ablate.py (Python 3, stdlib).

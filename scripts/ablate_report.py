@@ -4,8 +4,11 @@ the check of its outputs.
 Reads DIR/sweep.json (written by ablate.py) and, for every finished run (one with
 DIR/runs/NAME/done.json, written last): run.jsonl, train's log, whose final record
 has the whole-val-split loss, and heads/summary.json from ./infer --heads --report.
-Running the sweep is ablate.py's job; the chart primitives are svgchart.py's and the
-learning curves plot_log.py's. Standard library only.
+For a --corpus induction sweep it also applies induction_phase.py's criterion to
+each run's log (the per-head repeat scores of --heads-every): the induction table,
+its sentences and plots/repeat.svg. Running the sweep is ablate.py's job; the chart
+primitives are svgchart.py's and the learning curves plot_log.py's. Standard
+library only.
 """
 import csv
 import json
@@ -15,8 +18,9 @@ import re
 import statistics
 import xml.etree.ElementTree as ET
 
+import induction_phase
 import plot_log
-from svgchart import Axes, Svg, legend, padded
+from svgchart import PALETTE, Axes, Svg, legend, padded
 
 ARMS = {"width": "fixed width (C fixed, D = C/H)",
         "headsize": "fixed head size (D fixed, attention width H·D)"}
@@ -33,6 +37,17 @@ COLUMNS = ["arm", "run", "H", "D", "C", "attn_width", "params", "seed", "steps",
            "n_" + t.replace("-", "_") for t in TYPES] + [
            "effective_heads", "removable_heads_1pct", "max_importance", "heads_base_loss",
            "heads_report"]
+INDUCTION_COLUMNS = ["induction_formed", "induction_phase_step", "induction_final_repeat",
+                     "copy_loss_ratio"]
+# The best-head attention at which ./infer --heads types a head by a relation
+# (docs/heads.md, "Head types"): 0.50 for previous-token, 0.30 for the others.
+LEARNED_AT = {"previous-token": 0.50}
+LEARNED_AT_OTHER = 0.30
+# A copy loss ratio below this means the model predicts repeated letters far better
+# than first occurrences: it copies, whichever heads do it.
+COPIES_BELOW = 0.5
+# Relations whose loss column is the copy loss ratio rather than a loss in nats.
+RATIO_RELATIONS = ("copy", "names")
 # Two-sided 5% critical values of Student's t, by degrees of freedom.
 T_CRIT = {1: 12.71, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
           9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000}
@@ -111,6 +126,23 @@ def load(outdir):
     return sweep, runs
 
 
+def is_induction(sweep):
+    return sweep["fingerprint"].get("corpus") == "induction" and not sweep["fingerprint"]["data"]
+
+
+def phase_of(log):
+    """induction_phase.py's verdict on one run's log, as the row's induction_* fields
+    (formed 0/1, phase step, final best layer>=1 repeat score, copy loss ratio); a log
+    it cannot judge (no heads lines, one layer) gets none of them."""
+    try:
+        r = induction_phase.analyse(log, induction_phase.THRESHOLD)
+    except SystemExit:  # analyse's way of saying the log has no layer>=1 heads lines
+        return {}
+    return {"induction_formed": int(r["formed"]), "induction_phase_step": r["phase_step"],
+            "induction_final_repeat": r["final_best_repeat"],
+            "copy_loss_ratio": r.get("copy_loss_ratio")}
+
+
 def table_rows(sweep, runs):
     """One row per arm and run (the shared H=4 run once in each arm), by arm, H, seed."""
     fp, rows = sweep["fingerprint"], []
@@ -129,6 +161,8 @@ def table_rows(sweep, runs):
                    "relations") or {}, "heads_report": "runs/%s/heads/index.html" % name}
         for k in SUMMARY:
             row[k if k in COLUMNS else "heads_" + k] = s.get(k)
+        if is_induction(sweep):
+            row.update(phase_of(os.path.join(run["dir"], "run.jsonl")))
         for t, n in (s.get("type_counts") or {}).items():
             row["n_" + t.replace("-", "_")] = n
         rows += [dict(row, arm=arm) for arm in run["arms"] if arm in sweep["arms"]]
@@ -137,7 +171,8 @@ def table_rows(sweep, runs):
 
 def write_csv(path, rows):
     extra = sorted({k for r in rows for k in r if k.startswith("n_")} - set(COLUMNS))
-    cols = COLUMNS[:-5] + extra + COLUMNS[-5:]
+    cols = COLUMNS[:-5] + extra + COLUMNS[-5:] + [k for k in INDUCTION_COLUMNS if any(
+        k in r for r in rows)]
     with open(path + ".tmp", "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -165,15 +200,13 @@ def pm(values, digits):
 
 
 def tables(by_h, L):
-    """The arm's Vaswani-style table, its head-type table and, when summary.json has
-    them, its relations table (best-head attention per relation)."""
+    """The arm's Vaswani-style table and its head-type table."""
     head = ["H", "D", "H·D", "params", "seeds", "val loss", "ppl", "bpc", "tok/s", "entropy",
             "distance", "eff. heads", "removable <1%", "max imp."]
     everyone = [r for rs in by_h.values() for r in rs]
     tcols = ["n_" + t.replace("-", "_") for t in TYPES]
     tcols += sorted({k for r in everyone for k in r if k.startswith("n_")} - set(tcols))
-    rels = list(dict.fromkeys(k for r in everyone for k in r["relations"]))
-    body, types, rbody = [], [], []
+    body, types = [], []
     for H, rs in sorted(by_h.items()):
         col = lambda k: [r.get(k) for r in rs]  # noqa: E731
         rem = pm(col("removable_heads_1pct"), 1)
@@ -183,10 +216,176 @@ def tables(by_h, L):
                 ("heads_mean_distance", 1), ("effective_heads", 1))] + [
             rem + (" / %d" % (H * L) if rem != "–" else ""), pm(col("max_importance"), 3)])
         types.append([str(H)] + [pm([r.get(c, 0) for r in rs], 1) for c in tcols])
-        rbody.append([str(H)] + [pm([r["relations"].get(k, {}).get("attention") for r in rs], 3)
-                                 for k in rels])
     thead = ["H"] + [c[2:].replace("_", "-") for c in tcols]
-    return (head, body), (thead, types), (["H"] + rels, rbody if rels else [])
+    return (head, body), (thead, types)
+
+
+def rel_values(rs, rel, field):
+    return [num(r["relations"].get(rel, {}).get(field)) for r in rs]
+
+
+def relations_of(rows):
+    """The relations some run's summary.json scored (rows > 0 or a finite attention),
+    in summary.json's order."""
+    names = dict.fromkeys(k for r in rows for k in r["relations"])
+    return [k for k in names if any(math.isfinite(x) and x > 0 for x in rel_values(
+        rows, k, "attention")) or any(num(r["relations"].get(k, {}).get("rows")) > 0
+                                      for r in rows)]
+
+
+def relations_table(by_h):
+    """Per H: each relation's best-head attention (mean ± s.d. over seeds; the uniform
+    baseline, the same val rows for every run, in the header) and its loss (copy and
+    names: the copy loss ratio)."""
+    everyone = [r for rs in by_h.values() for r in rs]
+    rels, head = relations_of(everyone), ["H"]
+    for k in rels:
+        u = mean_sd(rel_values(everyone, k, "uniform"))[0]
+        head += ["%s attn.%s" % (k, " (uniform %.3f)" % u if math.isfinite(u) else ""),
+                 "%s %s" % (k, "loss ratio" if k in RATIO_RELATIONS else "loss")]
+    body = [[str(H)] + [c for k in rels for c in (
+        pm(rel_values(rs, k, "attention"), 3),
+        pm(rel_values(rs, k, "loss_ratio" if k in RATIO_RELATIONS else "loss"), 3))]
+        for H, rs in sorted(by_h.items())]
+    return head, body if rels else []
+
+
+def beyond_noise(a, b):
+    """(mean(a) - mean(b), the t·s.e. margin) with the two groups' pooled s.d., or
+    None when either has fewer than two values (no estimate of the spread)."""
+    (ma, sa, na), (mb, sb, nb) = mean_sd(a), mean_sd(b)
+    if na < 2 or nb < 2:
+        return None
+    sp = math.sqrt(((na - 1) * sa * sa + (nb - 1) * sb * sb) / (na + nb - 2))
+    t = T_CRIT[max(k for k in T_CRIT if k <= na + nb - 2)]
+    return ma - mb, t * sp * math.sqrt(1 / na + 1 / nb)
+
+
+def hlist(hs):
+    return ", ".join("H=%d" % H for H in hs)
+
+
+def relation_findings(by_h):
+    """Per relation: at which H every seed's best head clears the bar ./infer uses to
+    type a head by it, where the attention is highest (and whether by more than the
+    seed noise) and where its loss is lowest."""
+    out = []
+    for k in relations_of([r for rs in by_h.values() for r in rs]):
+        bar = LEARNED_AT.get(k, LEARNED_AT_OTHER)
+        att = {H: [x for x in rel_values(rs, k, "attention") if math.isfinite(x)]
+               for H, rs in sorted(by_h.items())}
+        att = {H: v for H, v in att.items() if v}
+        if not att:
+            continue
+        every = [H for H, v in att.items() if min(v) >= bar]
+        some = [H for H, v in att.items() if max(v) >= bar and H not in every]
+        u = mean_sd(rel_values([r for rs in by_h.values() for r in rs], k, "uniform"))[0]
+        ms = {H: mean_sd(v) for H, v in att.items()}
+        if len(every) == len(att):
+            s = "%s is learned by every H (best-head attention >= %.2f in every seed" % (k, bar)
+        elif not every and not some:
+            s = "%s is learned by no H (best-head attention under %.2f in every seed" % (k, bar)
+        else:
+            s = "%s is learned in every seed at %s%s%s (bar %.2f" % (
+                k, hlist(every) or "no H", "; in some seeds at %s" % hlist(some) if some
+                else "", "; at no seed of %s" % hlist(h for h in att if h not in every + some)
+                if len(every) + len(some) < len(att) else "", bar)
+        s += "; uniform %.3f)" % u if math.isfinite(u) else ")"
+        order = sorted(att, key=lambda H: -ms[H][0])
+        best = order[0]
+        s += ", highest at H=%d (%s)" % (best, pm(att[best], 3))
+        if len(order) > 1:
+            g = beyond_noise(att[best], att[order[1]])
+            s += ", %s H=%d (%s)" % (
+                "next" if g is None else "ahead of" if g[0] > g[1] else "within the seed "
+                "noise of", order[1], pm(att[order[1]], 3))
+        field = "loss_ratio" if k in RATIO_RELATIONS else "loss"
+        loss = {H: [x for x in rel_values(rs, k, field) if math.isfinite(x)]
+                for H, rs in by_h.items()}
+        loss = {H: v for H, v in loss.items() if v}
+        if len(loss) > 1:
+            lo = min(loss, key=lambda H: mean_sd(loss[H])[0])
+            hi = max(loss, key=lambda H: mean_sd(loss[H])[0])
+            s += "" if lo == hi else "; its %s is lowest at H=%d (%s) and highest at H=%d (%s)" % (
+                "copy loss ratio" if field == "loss_ratio" else "loss", lo, pm(loss[lo], 3),
+                hi, pm(loss[hi], 3))
+        out.append(s + ".")
+    everyone = [r for rs in by_h.values() for r in rs]
+    empty = [k for k in dict.fromkeys(k for r in everyone for k in r["relations"])
+             if k not in relations_of(everyone)]
+    if empty:
+        out.append("%s: no rows in the validation text, so %s out of the table." % (
+            ", ".join(empty), "it is left" if len(empty) == 1 else "they are left"))
+    return out
+
+
+def spread(values, digits):
+    """median (min–max); one value alone; – for none."""
+    v = sorted(x for x in map(num, values) if math.isfinite(x))
+    if not v:
+        return "–"
+    f = lambda x: "%.*f" % (digits, x)  # noqa: E731
+    return f(statistics.median(v)) if len(v) == 1 else "%s (%s–%s)" % (
+        f(statistics.median(v)), f(v[0]), f(v[-1]))
+
+
+def induction_table(by_h):
+    """Per H: seeds that formed an induction head (induction_phase.py's criterion), the
+    phase-change step over those seeds, the final copy loss ratio and best layer>=1
+    repeat score over all seeds, the val loss."""
+    head = ["H", "D", "H·D", "formed", "phase-change step, median (range)",
+            "copy loss ratio, median (range)", "final best repeat, median (range)",
+            "val loss"]
+    body = []
+    for H, rs in sorted(by_h.items()):
+        judged = [r for r in rs if "induction_formed" in r]
+        formed = [r for r in judged if r["induction_formed"]]
+        body.append([str(H), str(rs[0]["D"]), str(H * rs[0]["D"]), "%d/%d" % (
+            len(formed), len(judged)), spread([r["induction_phase_step"] for r in formed], 0),
+            spread([r.get("copy_loss_ratio") for r in rs], 3),
+            spread([r.get("induction_final_repeat") for r in judged], 3),
+            pm([r["val_loss"] for r in rs], 4)])
+    return head, body
+
+
+def inline(values, digits):
+    """spread() for a sentence: "1650, 1500–1850"."""
+    return spread(values, digits).replace(" (", ", ").rstrip(")")
+
+
+def seeds(n):
+    return "%d seed%s" % (n, "" if n == 1 else "s")
+
+
+def induction_findings(by_h):
+    """One sentence per H from the induction table's numbers, and how many of the seeds
+    without an induction head copy all the same (copy loss ratio under COPIES_BELOW:
+    the loss falls on repeats although no single layer>=1 head reaches the bar)."""
+    out = []
+    for H, rs in sorted(by_h.items()):
+        judged = [r for r in rs if "induction_formed" in r]
+        formed = [r for r in judged if r["induction_formed"]]
+        ratio = inline([r.get("copy_loss_ratio") for r in rs], 3)
+        if not judged:
+            out.append("H=%d: no run has per-head repeat scores to judge." % H)
+            continue
+        if formed:
+            s = "H=%d (D=%d) formed an induction head in %d of %s (phase change at step %s; " \
+                "copy loss ratio %s" % (H, rs[0]["D"], len(formed), seeds(len(judged)), inline(
+                    [r["induction_phase_step"] for r in formed], 0), ratio)
+        else:
+            s = "H=%d (D=%d) formed none in %s (final best layer>=1 repeat score %s, under " \
+                "the %.2f bar; copy loss ratio %s" % (H, rs[0]["D"], seeds(len(judged)), inline(
+                    [r["induction_final_repeat"] for r in judged], 3),
+                    induction_phase.THRESHOLD, ratio)
+        copying = [r for r in judged if not r["induction_formed"]
+                   and num(r.get("copy_loss_ratio")) < COPIES_BELOW]
+        if copying:
+            s += "; %d of the %s without one still cop%s, ratio under %.1f" % (
+                len(copying), seeds(len(judged) - len(formed)),
+                "ies" if len(copying) == 1 else "y", COPIES_BELOW)
+        out.append(s + ").")
+    return out
 
 
 def findings(arm, by_h, fp):
@@ -236,7 +435,9 @@ def findings(arm, by_h, fp):
 def describe(sweep):
     fp = sweep["fingerprint"]
     data = "%s (%s%s bytes" % (fp["data"], "first " if fp["data_slice"] else "", "{:,}".format(
-        fp["data_bytes"])) if fp["data"] else "the built-in corpus (1,000,000 bytes"
+        fp["data_bytes"])) if fp["data"] else "the built-in induction task (--corpus " \
+        "induction, docs/corpus.md" if is_induction(sweep) else "the built-in corpus " \
+        "(1,000,000 bytes"
     return ("Data: %s, last %g held out for validation). L=%d, C=%d, T=%d, B=%d, %d "
             "steps (%s tokens per run); fixed head size D=%d in the head-size arm; seeds %s."
             % (data, fp["val_frac"], fp["layers"], fp["embd"], fp["block"], fp["batch"],
@@ -244,6 +445,20 @@ def describe(sweep):
                fp["fixed_head_size"], ", ".join(map(str, sweep["seeds"]))))
 
 
+INDUCTION_INTRO = ("Induction heads: a run formed one when the best repeat score of any "
+                   "layer>=1 head (--heads-every %d) reaches %.2f and stays there for three "
+                   "logged steps (the phase change: the first of them) and at the end "
+                   "(scripts/induction_phase.py, docs/corpus.md). Phase-change steps are over "
+                   "the seeds that formed a head; the copy loss ratio (loss on repeated letters "
+                   "/ loss on first occurrences, train's final line) and the final best repeat "
+                   "score over all seeds; val loss mean ± s.d.")
+RELATIONS_INTRO = ("Relations (./infer --heads on the validation split, docs/heads.md): per "
+                   "relation the best head's mean attention on the related key, mean ± s.d. "
+                   "over seeds, with the uniform head's score in the header, and the loss "
+                   "(nats) on the bytes the relation predicts; for copy and names the copy "
+                   "loss ratio instead. \"Learned\" below means the best head reaches the "
+                   "bar ./infer --heads types a head by (0.50 for previous-token, 0.30 for "
+                   "the others).")
 INTRO = ("Cells are mean ± sample standard deviation over seeds. val loss is the mean "
          "cross-entropy over the whole validation split (nats per byte); ppl = e^loss, "
          "bpc = loss / ln 2. tok/s is training throughput (depends on --jobs/--threads and "
@@ -253,25 +468,44 @@ INTRO = ("Cells are mean ± sample standard deviation over seeds. val loss is th
          "largest single-head importance (loss increase in nats).")
 
 
+# The captions the tables follow; check() finds the tables by them.
+INDUCTION_TABLE = "Induction heads per H:"
+RELATIONS_TABLE = "Relations per H:"
+
+
+def heads_every(sweep):
+    args = sweep.get("log_args", [])
+    return int(args[args.index("--heads-every") + 1]) if "--heads-every" in args else 0
+
+
 def write_md(path, sweep, rows):
     """ablation.md: per arm its tables and the sentences generated from them."""
     md = lambda h, b: "\n".join(["| " + " | ".join(h) + " |", "|" + "|".join(  # noqa: E731
         "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b])
     fp, out = sweep["fingerprint"], ["# Head-count ablation", "", describe(sweep), "", INTRO, ""]
+    if is_induction(sweep):
+        out += [INDUCTION_INTRO % (heads_every(sweep), induction_phase.THRESHOLD), ""]
+    if any(relations_of([r]) for r in rows):
+        out += [RELATIONS_INTRO, ""]
     for arm, title in ARMS.items():
         by_h = {}
         for r in (r for r in rows if r["arm"] == arm):
             by_h.setdefault(r["H"], []).append(r)
         if not by_h:
             continue
-        t1, t2, t3 = tables(by_h, fp["layers"])
+        t1, t2 = tables(by_h, fp["layers"])
         out += ["## Arm: %s" % title.replace("C fixed", "C = %d" % fp["embd"]).replace(
             "D fixed", "D = %d" % fp["fixed_head_size"]), "", md(*t1), ""]
         out += ["Head types (mean count per model over seeds):", "", md(*t2), ""]
-        out += ["Planted relations (./infer --heads): attention of the best head on the "
-                "related key, mean over seeds:", "", md(*t3), ""] if t3[1] else []
+        if is_induction(sweep):
+            out += [INDUCTION_TABLE, "", md(*induction_table(by_h)), "",
+                    " ".join(induction_findings(by_h)), ""]
+        t3 = relations_table(by_h)
+        out += [RELATIONS_TABLE, "", md(*t3), "", " ".join(relation_findings(by_h)), ""] \
+            if t3[1] else []
         out += [" ".join(findings(arm, by_h, fp)), ""]
-    out += ["Plots: plots/val_loss.svg, plots/curves_*.svg; per-run files: runs/NAME/.", ""]
+    out += ["Plots: plots/val_loss.svg, plots/curves_*.svg%s; per-run files: runs/NAME/." % (
+        ", plots/repeat.svg" if is_induction(sweep) else ""), ""]
     write_text(path, "\n".join(out))
 
 
@@ -305,13 +539,43 @@ def val_loss_plot(rows, sweep):
     return svg
 
 
+def repeat_plot(rows, runs, sweep):
+    """The phase change: the best layer>=1 repeat score against step, one line per run,
+    coloured by H, one panel per arm; the formed-head bar dashed."""
+    arms = [a for a in ARMS if any(r["arm"] == a for r in rows)]
+    heads = sorted({r["H"] for r in rows})
+    color = {H: PALETTE[i % len(PALETTE)] for i, H in enumerate(heads)}
+    pw, ph, gap = 380, 260, 70
+    right = 70 + len(arms) * pw + (len(arms) - 1) * gap  # the legend goes right of the panels
+    svg = Svg(right + 100, ph + 100, "Induction heads: best repeat score vs step")
+    steps = sweep["fingerprint"]["steps"]
+    for i, arm in enumerate(arms):
+        ax = Axes(svg, 70 + i * (pw + gap), 40, pw, ph, (0, steps), (0, 1),
+                  title={"width": "fixed width C=%d" % sweep["fingerprint"]["embd"],
+                         "headsize": "fixed head size D=%d" % sweep["fingerprint"][
+                             "fixed_head_size"]}[arm], xlabel="step",
+                  ylabel="best layer>=1 repeat score" if i == 0 else "")
+        ax.hline(induction_phase.THRESHOLD, label="formed: %.2f" % induction_phase.THRESHOLD)
+        for r in (r for r in rows if r["arm"] == arm):
+            series = induction_phase.best_series(induction_phase.read_log(
+                os.path.join(runs[r["run"]]["dir"], "run.jsonl"))[1])
+            ax.polyline([x[0] for x in series], [x[1] for x in series], color[r["H"]],
+                        width=1.3, opacity=0.8, tip="H=%d D=%d seed %d" % (
+                            r["H"], r["D"], r["seed"]))
+    legend(svg, right + 15, 40, [("H=%d" % H, color[H], "line") for H in heads])
+    return svg
+
+
 def write_plots(outdir, sweep, rows, runs):
     """plots/val_loss.svg, and each arm's learning curves drawn by plot_log.py (none
-    before a run has finished)."""
+    before a run has finished); for an induction sweep plots/repeat.svg."""
     if not rows:
         return
     os.makedirs(os.path.join(outdir, "plots"), exist_ok=True)
     write_text(os.path.join(outdir, "plots", "val_loss.svg"), val_loss_plot(rows, sweep).render())
+    if is_induction(sweep):
+        write_text(os.path.join(outdir, "plots", "repeat.svg"),
+                   repeat_plot(rows, runs, sweep).render())
     for arm in ARMS:
         mine = [r for r in rows if r["arm"] == arm]
         if mine:
@@ -328,6 +592,19 @@ def write_all(outdir):
     write_md(os.path.join(outdir, "ablation.md"), sweep, rows)
     write_plots(outdir, sweep, rows, runs)
     return len(rows)
+
+
+def table_after(text, caption):
+    """The first cells (H) of the rows of the table that follows `caption` in text;
+    None when the caption is absent."""
+    if caption not in text:
+        return None
+    table = []
+    for line in text.split(caption, 1)[1].lstrip("\n").split("\n"):
+        if not line.startswith("|"):
+            break
+        table.append(line)
+    return [line.split("|")[1].strip() for line in table[2:]]
 
 
 def check(outdir):
@@ -347,13 +624,25 @@ def check(outdir):
                                                           "heads_mean_entropy")
                  if not math.isfinite(num(r.get(c)))]
     parts = open(md, encoding="utf-8").read().split("\n## Arm: ") if os.path.exists(md) else []
+    relations = any(relations_of([dict(relations=r["summary"].get("relations") or {})])
+                    for r in runs.values())
+    want_h = [str(H) for H in sweep["heads"]]
     for arm in sweep["arms"]:
         part = "".join(p for p in parts[1:] if p.startswith(ARMS[arm][:10]))
         n = len(re.findall(r"^\| \d+ \| \d+ \| \d+ \| [\d.]+M \|", part, re.M))
         if n != len(sweep["heads"]):
             problems.append("ablation.md: arm %s: %d rows, expected %d" % (arm, n, len(
                 sweep["heads"])))
-    for f in ["val_loss.svg"] + ["curves_%s.svg" % a for a in sweep["arms"]]:
+        for caption, wanted in ((INDUCTION_TABLE, is_induction(sweep)),
+                                (RELATIONS_TABLE, relations)):
+            got = table_after(part, caption)
+            if wanted and got != want_h:
+                problems.append("ablation.md: arm %s: '%s' rows for H %s, expected %s" % (
+                    arm, caption, got, want_h))
+            elif not wanted and got:
+                problems.append("ablation.md: arm %s: '%s' without its data" % (arm, caption))
+    plots = ["val_loss.svg"] + ["curves_%s.svg" % a for a in sweep["arms"]]
+    for f in plots + (["repeat.svg"] if is_induction(sweep) else []):
         try:
             ET.parse(os.path.join(outdir, "plots", f))
         except (ET.ParseError, OSError) as e:

@@ -7,7 +7,11 @@
 #   5. --print-jobs, its commands run by a plain loop, then --report-only, give the
 #      same report as step 1 (timings aside);
 #   6. the report reads summary.json: its numbers reach the table, and "relations"
-#      (when ./infer writes them) get a table of their own.
+#      (when ./infer writes them) get a table of their own, with generated sentences;
+#   7. --corpus induction: train gets the induction task and logs per-head scores, the
+#      report has an induction table and a relations table per arm with a row per H,
+#      and --check notices when one is missing;
+#   8. --corpus text: agreement and names (built-in corpus only) reach the relations table.
 # usage: tests/ablation_check.sh [BIN_DIR] [WORK_DIR]   (defaults: . and build/ablation-check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -115,10 +119,66 @@ for r in csv.DictReader(open(plain + "/ablation.csv")):
 # relations (the built-in corpus gets them), and then with its numbers.
 has = any("relations" in json.load(open(p)) for p in
           __import__("glob").glob(plain + "/runs/*/heads/summary.json"))
-assert ("Planted relations" in open(plain + "/ablation.md").read()) == has, \
+assert ("Relations per H:" in open(plain + "/ablation.md").read()) == has, \
     "the relations table does not follow summary.json"
+# copy has no numbers, so no columns; previous-token has attention and loss.
 md = open(rel + "/ablation.md").read()
-assert "| H | previous-token | copy |\n|---|---|---|\n| 1 | 0.250 | – |\n| 4 | 1.000 | – |" \
-    in md, "no relations table"
+assert "| H | previous-token attn. (uniform 0.100) | previous-token loss |\n|---|---|---|\n" \
+    "| 1 | 0.250 | 3.000 |\n| 4 | 1.000 | 3.000 |" in md, "no relations table"
+assert "previous-token is learned in every seed at H=4; at no seed of H=1 (bar 0.50; " \
+    "uniform 0.100), highest at H=4 (1.000)" in md, "no sentence on the relation"
 EOF
+
+step "7. --corpus induction"
+set +e
+ablate --corpus induction --data "$work/sweep/data.txt" --out "$work/bad" 2>"$work/bad.err"
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "--corpus with --data gave exit $rc"
+ablate --corpus induction --out "$work/ind" --threads 1 2>"$work/ind.err" ||
+    { cat "$work/ind.err" >&2; fail "quick induction sweep exited $?"; }
+ablate --out "$work/ind" --check || fail "outputs of the induction sweep"
+python3 - "$work/ind" <<'EOF' || fail "the induction sweep's report"
+import csv, glob, json, re, sys
+import xml.etree.ElementTree as ET
+d = sys.argv[1]
+for log in glob.glob(d + "/runs/*/run.jsonl"):
+    recs = [json.loads(line) for line in open(log)]
+    assert recs[0]["type"] == "settings" and recs[0]["data"] == "<built-in induction corpus>", log
+    assert any(r["type"] == "heads" for r in recs), log + ": no per-head scores"
+rows = list(csv.DictReader(open(d + "/ablation.csv")))
+assert len(rows) == 8 and all(r["induction_formed"] in ("0", "1") for r in rows), rows
+md = open(d + "/ablation.md").read()
+for arm in ("fixed width (C = 32", "fixed head size (D = 8"):
+    part = md.split("## Arm: " + arm, 1)[1].split("## Arm:")[0]
+    ind = part.split("Induction heads per H:\n\n", 1)[1].split("\n\n")[0].split("\n")
+    assert ind[0].startswith("| H | D | H·D | formed | phase-change step"), ind[0]
+    assert [re.match(r"\| (\d+) \| \d+ \| \d+ \| [0-2]/2 \|", x).group(1)
+            for x in ind[2:]] == ["1", "4"], ind
+    assert re.search(r"H=1 \(D=\d+\) formed (none in 2 seeds|an induction head in [12] of 2)",
+                     part), "no induction sentence"
+    rel = part.split("Relations per H:\n\n", 1)[1].split("\n\n")[0].split("\n")
+    assert rel[0].startswith("| H | previous-token attn. (uniform ") and "copy loss ratio" \
+        in rel[0], rel[0]
+    assert [x.split("|")[1].strip() for x in rel[2:]] == ["1", "4"], rel
+assert len(ET.parse(d + "/plots/repeat.svg").findall(".//{*}polyline")) == 8, "repeat.svg"
+EOF
+cp -r "$work/ind" "$work/ind-cut"
+python3 - "$work/ind-cut/ablation.md" <<'EOF'
+import sys
+p = sys.argv[1]
+open(p, "w").write(open(p).read().replace("Induction heads per H:", "(cut)", 1))
+EOF
+ablate --out "$work/ind-cut" --check 2>"$work/cut.err" && fail "--check missed a cut induction table"
+grep -q "Induction heads per H:' rows for H None" "$work/cut.err" ||
+    { cat "$work/cut.err" >&2; fail "--check did not name the missing table"; }
+step "8. --corpus text: the built-in corpus' planted relations get columns too"
+ablate --corpus text --heads 4 --seeds 1 --arm width --out "$work/text" --threads 1 \
+    2>"$work/text.err" || { cat "$work/text.err" >&2; fail "quick text sweep exited $?"; }
+ablate --out "$work/text" --check || fail "outputs of the text sweep"
+head=$(grep -A2 "^Relations per H:" "$work/text/ablation.md" | tail -1)
+for rel in "previous-token attn." "copy loss ratio" "agreement attn." "names loss ratio"; do
+    case "$head" in *"$rel"*) ;; *) fail "relations table without '$rel': $head" ;; esac
+done
+
 step "all checks passed in $(( $(date +%s) - t0 )) s"

@@ -23,6 +23,45 @@
 #define STATE_MAGIC "HCSTATE1"
 #define STATE_INTS 32
 #define STATE_DOUBLES 32
+
+/* The training state's settings: their slot in the file's int64 and double arrays
+ * (docs/checkpoint.md), the TrainState field, and the range a reader accepts. The
+ * one list of the layout: writing, reading and checking are generated from it.
+ * Slots past the last are written as zero and ignored. Two fields are coded:
+ * accum is stored as 0 when it is 1 (files from before the field hold 0), and
+ * best_val as 0 while there is no best (best_step -1). */
+#define STATE_INT_SLOTS(X)                                                                 \
+    X(0, step, 0, LIMIT_STEPS_MAX)                                                        \
+    X(1, steps, 1, LIMIT_STEPS_MAX)                                                       \
+    X(2, batch, 1, LIMIT_BATCH_MAX)                                                       \
+    X(3, warmup, 0, LIMIT_STEPS_MAX)                                                      \
+    X(4, eval_every, 0, LIMIT_STEPS_MAX)                                                  \
+    X(5, eval_iters, 1, LIMIT_EVAL_ITERS_MAX)                                             \
+    X(6, save_every, 0, LIMIT_STEPS_MAX)                                                  \
+    X(7, seed, INT64_MIN, INT64_MAX)                                                      \
+    X(8, batch_rng, INT64_MIN, INT64_MAX)                                                 \
+    X(9, data_size, 0, INT64_MAX)                                                         \
+    X(10, data_hash, INT64_MIN, INT64_MAX)                                                \
+    X(11, allow_binary, 0, 1)                                                             \
+    X(12, best_step, -1, LIMIT_STEPS_MAX)                                                 \
+    X(13, accum, 0, LIMIT_ACCUM_MAX)
+#define STATE_DOUBLE_SLOTS(X)                                                              \
+    X(0, lr, LIMIT_LR_MIN, LIMIT_LR_MAX)                                                  \
+    X(1, min_lr, 0, LIMIT_LR_MAX)                                                         \
+    X(2, wd, 0, LIMIT_LR_MAX)                                                             \
+    X(3, clip, 0, LIMIT_CLIP_MAX)                                                         \
+    X(4, dropout, 0, LIMIT_DROPOUT_MAX)                                                   \
+    X(5, val_frac, 0, LIMIT_VAL_FRAC_MAX)                                                 \
+    X(6, beta1, 0, LIMIT_BETA_MAX)                                                        \
+    X(7, beta2, 0, LIMIT_BETA_MAX)                                                        \
+    X(8, eps, LIMIT_EPS_MIN, 1.0)                                                         \
+    X(9, best_val, -HUGE_VAL, HUGE_VAL)
+
+#define SLOT_ENUM(i, f, lo, hi) SLOT_##f = i,
+enum { STATE_INT_SLOTS(SLOT_ENUM) STATE_INT_USED };
+enum { STATE_DOUBLE_SLOTS(SLOT_ENUM) STATE_DOUBLE_USED };
+_Static_assert(STATE_INT_USED <= STATE_INTS && STATE_DOUBLE_USED <= STATE_DOUBLES,
+               "the training state's arrays have room for every slot");
 #define VOCAB_BYTES 256
 #define HEADER_BYTES (CKPT_HEADER_INTS * 4)
 
@@ -88,15 +127,12 @@ static void put_state(Writer *w, const TrainState *ts, size_t P)
     int64_t iv[STATE_INTS] = {0};
     double dv[STATE_DOUBLES] = {0};
     char path[CKPT_PATH_MAX] = {0};
-    iv[0] = ts->step; iv[1] = ts->steps; iv[2] = ts->batch; iv[3] = ts->warmup;
-    iv[4] = ts->eval_every; iv[5] = ts->eval_iters; iv[6] = ts->save_every;
-    iv[7] = (int64_t)ts->seed; iv[8] = (int64_t)ts->batch_rng;
-    iv[9] = (int64_t)ts->data_size; iv[10] = (int64_t)ts->data_hash;
-    iv[11] = ts->allow_binary; iv[12] = ts->best_step;
-    iv[13] = ts->accum > 1 ? ts->accum : 0; /* 0: one micro-batch, as before the field */
-    dv[0] = ts->lr; dv[1] = ts->min_lr; dv[2] = ts->wd; dv[3] = ts->clip;
-    dv[4] = ts->dropout; dv[5] = ts->val_frac; dv[6] = ts->beta1; dv[7] = ts->beta2;
-    dv[8] = ts->eps; dv[9] = ts->best_step >= 0 ? ts->best_val : 0.0;
+#define PUT_INT(i, f, lo, hi) iv[i] = (int64_t)ts->f;
+#define PUT_DOUBLE(i, f, lo, hi) dv[i] = ts->f;
+    STATE_INT_SLOTS(PUT_INT)
+    STATE_DOUBLE_SLOTS(PUT_DOUBLE)
+    iv[SLOT_accum] = ts->accum > 1 ? ts->accum : 0;
+    dv[SLOT_best_val] = ts->best_step >= 0 ? ts->best_val : 0.0;
     snprintf(path, sizeof path, "%s", ts->data_path);
     put(w, STATE_MAGIC, 8);
     put(w, iv, sizeof iv);
@@ -265,19 +301,11 @@ static int get(Reader *r, void *p, size_t n)
  * (limits.h), so whatever the checksum lets through is still sane. */
 static int check_settings(const int64_t *iv, const double *dv, char *why, size_t len)
 {
+#define RANGE(i, f, lo, hi) {#f, i, lo, hi},
     static const struct { const char *name; int i; int64_t lo, hi; } ints[] = {
-        {"step", 0, 0, LIMIT_STEPS_MAX}, {"steps", 1, 1, LIMIT_STEPS_MAX},
-        {"batch", 2, 1, LIMIT_BATCH_MAX}, {"warmup", 3, 0, LIMIT_STEPS_MAX},
-        {"eval_every", 4, 0, LIMIT_STEPS_MAX}, {"eval_iters", 5, 1, LIMIT_EVAL_ITERS_MAX},
-        {"save_every", 6, 0, LIMIT_STEPS_MAX}, {"data_size", 9, 0, INT64_MAX},
-        {"allow_binary", 11, 0, 1}, {"best_step", 12, -1, LIMIT_STEPS_MAX},
-        {"accum", 13, 0, LIMIT_ACCUM_MAX}};
+        STATE_INT_SLOTS(RANGE)};
     static const struct { const char *name; int i; double lo, hi; } reals[] = {
-        {"lr", 0, LIMIT_LR_MIN, LIMIT_LR_MAX}, {"min_lr", 1, 0, LIMIT_LR_MAX},
-        {"wd", 2, 0, LIMIT_LR_MAX}, {"clip", 3, 0, LIMIT_CLIP_MAX},
-        {"dropout", 4, 0, LIMIT_DROPOUT_MAX}, {"val_frac", 5, 0, LIMIT_VAL_FRAC_MAX},
-        {"beta1", 6, 0, LIMIT_BETA_MAX}, {"beta2", 7, 0, LIMIT_BETA_MAX},
-        {"eps", 8, LIMIT_EPS_MIN, 1.0}};
+        STATE_DOUBLE_SLOTS(RANGE)};
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
         if (iv[ints[k].i] < ints[k].lo || iv[ints[k].i] > ints[k].hi)
             return err_set(why, len, "%s %lld outside [%lld, %lld]", ints[k].name,
@@ -287,14 +315,14 @@ static int check_settings(const int64_t *iv, const double *dv, char *why, size_t
         if (!(dv[reals[k].i] >= reals[k].lo && dv[reals[k].i] <= reals[k].hi))
             return err_set(why, len, "%s %g outside [%g, %g]", reals[k].name, dv[reals[k].i],
                            reals[k].lo, reals[k].hi);
-    if (iv[0] > iv[1])
-        return err_set(why, len, "step %lld beyond the run's %lld steps", (long long)iv[0],
-                       (long long)iv[1]);
-    if (dv[1] > dv[0])
-        return err_set(why, len, "min_lr %g above lr %g", dv[1], dv[0]);
-    if (iv[12] > iv[0])
-        return err_set(why, len, "best_step %lld after step %lld", (long long)iv[12],
-                       (long long)iv[0]);
+    if (iv[SLOT_step] > iv[SLOT_steps])
+        return err_set(why, len, "step %lld beyond the run's %lld steps",
+                       (long long)iv[SLOT_step], (long long)iv[SLOT_steps]);
+    if (dv[SLOT_min_lr] > dv[SLOT_lr])
+        return err_set(why, len, "min_lr %g above lr %g", dv[SLOT_min_lr], dv[SLOT_lr]);
+    if (iv[SLOT_best_step] > iv[SLOT_step])
+        return err_set(why, len, "best_step %lld after step %lld", (long long)iv[SLOT_best_step],
+                       (long long)iv[SLOT_step]);
     return 0;
 }
 
@@ -337,15 +365,11 @@ static int load_state(Reader *r, const char *path, const Model *m, TrainState *t
     for (int i = 0; i < STATE_DOUBLES; i++)
         if (!isfinite(dv[i]))
             return err_set(err, errlen, "%s: training setting %d is not finite", path, i);
-    ts->step = (long)iv[0]; ts->steps = (long)iv[1]; ts->batch = (long)iv[2];
-    ts->warmup = (long)iv[3]; ts->eval_every = (long)iv[4]; ts->eval_iters = (long)iv[5];
-    ts->save_every = (long)iv[6]; ts->seed = (uint64_t)iv[7]; ts->batch_rng = (uint64_t)iv[8];
-    ts->data_size = (uint64_t)iv[9]; ts->data_hash = (uint64_t)iv[10];
-    ts->allow_binary = (long)iv[11]; ts->best_step = (long)iv[12];
-    ts->accum = iv[13] > 1 ? (long)iv[13] : 1;
-    ts->lr = dv[0]; ts->min_lr = dv[1]; ts->wd = dv[2]; ts->clip = dv[3];
-    ts->dropout = dv[4]; ts->val_frac = dv[5]; ts->beta1 = dv[6]; ts->beta2 = dv[7];
-    ts->eps = dv[8]; ts->best_val = dv[9];
+#define GET_INT(i, f, lo, hi) ts->f = (__typeof__(ts->f))iv[i];
+#define GET_DOUBLE(i, f, lo, hi) ts->f = dv[i];
+    STATE_INT_SLOTS(GET_INT)
+    STATE_DOUBLE_SLOTS(GET_DOUBLE)
+    ts->accum = iv[SLOT_accum] > 1 ? (long)iv[SLOT_accum] : 1;
     char why[160];
     if (check_settings(iv, dv, why, sizeof why))
         return err_set(err, errlen, "%s: training state holds impossible settings: %s", path,

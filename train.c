@@ -25,7 +25,6 @@
 #include "app/cli.h"
 #include "app/dist.h"
 #include "app/fileguard.h"
-#include "data/batch.h"
 #include "data/corpus.h"
 #include "data/induction.h"
 #include "data/synth.h"

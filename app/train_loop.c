@@ -18,6 +18,7 @@
 
 #include "app/cli.h"
 #include "analysis/heads.h"
+#include "data/batch.h"
 #include "trainer/limits.h"
 #include "util/rng.h"
 

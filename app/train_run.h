@@ -11,7 +11,6 @@
 
 #include "analysis/heads.h"
 #include "app/train_options.h"
-#include "data/batch.h"
 #include "data/corpus.h"
 #include "app/dist.h"
 #include "app/fileguard.h"

@@ -45,8 +45,9 @@
  * while an MC x KC block of A sits in L2. tn: the same, with the MC_TN x KC block of A
  * packed (192 KiB; 96 rows measured ~5 % slower on the weight gradients, each B panel
  * being packed twice as often from a large, strided B). nn and nt pack their MC x KC
- * block of A too with the AVX2 tile (gemm_blocks). The packing buffers live on the
- * stack: 225 KiB at most, per call. */
+ * block of A too with the AVX2 tile (gemm_blocks); with the AVX-512 tile they read A
+ * in place and pack a KG x NC block of B at once (below). The packing buffers live on
+ * the stack: 225 KiB at most per call on the AVX2 path, 512 KiB on the AVX-512 one. */
 enum { MC = 192, MC_TN = MATMUL_TN_ROWS };
 _Static_assert(MC % 6 == 0 && MC_TN % 6 == 0, "A is packed in whole 6-row tiles");
 
@@ -122,30 +123,64 @@ ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a,
 
 #if MATMUL_AVX512
 
-/* The k blocks of nn (trans = 0) or nt (trans = 1) over rows in blocks of MC, A read
- * in place (six rows a stride apart), the epilogue on the last k block only. Packing
- * A (as the AVX2 path below does) made nn and nt a few percent faster with the AVX2
- * tile on Zen 3; with the AVX-512 tile on the Xeon of docs/matmul.md, reading in place
- * was 4-10 % faster on the NANO and MID layer shapes (one thread, interleaved runs):
- * the copy cost more than the unit-stride stream saved. The chains are the same. */
+/* nn and nt with the AVX-512 tile: B is packed once per block of NC columns and KG k
+ * (pack_b_block, 512 KiB of stack), then every MC-row block of A sweeps it, its k
+ * blocks in turn while its C block stays in L2. Packing each panel afresh for every
+ * block of A (as the AVX2 path does) repacked B 21 times per k block for the forward's
+ * 4096-row tiles at NANO's shapes and sent each C block through L3 between its k
+ * blocks; this order ran the qkv forward at 143 instead of 112 GFLOP/s on one thread
+ * of the Xeon in docs/matmul.md (the chains are the same). A is read in place, six
+ * rows a stride apart: packing it as the AVX2 path does (faster there, on Zen 3) was
+ * 4-10 % slower with this tile on the NANO and MID layer shapes. */
+enum { NC = 256, KG = 512 };
+_Static_assert(KG % KC == 0, "a k group is whole KC blocks but its last");
+
+/* Packs kg rows of k and nc columns of the product's B (b(k, j) at B + k*ldb + j, or
+ * with trans at B + j*ldb + k) into bp: for each KC block of k, its PANEL-column
+ * panels in order, each kc x PANEL (zero-padded). */
+static void pack_b_block(int trans, float *bp, const float *B, size_t ldb, int kg, int nc)
+{
+    for (int k0 = 0; k0 < kg; k0 += KC) {
+        int kc = imin(KC, kg - k0);
+        for (int j = 0; j < nc; j += PANEL, bp += (size_t)kc * PANEL)
+            if (trans)
+                pack_panel_t(bp, B + (size_t)j * ldb + k0, ldb, kc, imin(PANEL, nc - j));
+            else
+                pack_panel(bp, B + (size_t)k0 * ldb + j, ldb, kc, imin(PANEL, nc - j));
+    }
+}
+
 ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, size_t lda,
                                const float *B, size_t ldb, float *C, size_t ldc,
                                int accumulate, int epi, Epi e)
 {
-    _Alignas(64) float bp[KC * PANEL];
-    for (int k0 = 0; k0 < K; k0 += KC) {
-        int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0, last = k0 + kc >= K;
-        const float *Bk = trans ? B + k0 : B + (size_t)k0 * ldb;
-        for (int i0 = 0; i0 < M; i0 += MC) {
-            int mc = imin(MC, M - i0);
-            float *c = C + (size_t)i0 * ldc;
-            const float *a = A + (size_t)i0 * lda + k0;
-            if (last)
-                block_bcast(trans, mc, N, kc, a, lda, 1, 6 * lda, Bk, ldb, bp, c, ldc, load_c,
-                            epi, epi_at(e, (size_t)i0 * ldc, 0));
-            else
-                block_bcast(trans, mc, N, kc, a, lda, 1, 6 * lda, Bk, ldb, bp, c, ldc, load_c,
-                            EPI_NONE, e);
+    _Alignas(64) float bp[KG * NC];
+    Ahead none = { NULL, 0, 0, 0 };
+    for (int j0 = 0; j0 < N; j0 += NC) {
+        int nc = imin(NC, N - j0);
+        for (int g0 = 0; g0 < K; g0 += KG) {
+            int kg = imin(KG, K - g0);
+            pack_b_block(trans, bp, trans ? B + (size_t)j0 * ldb + g0 : B + (size_t)g0 * ldb + j0,
+                         ldb, kg, nc);
+            for (int i0 = 0; i0 < M; i0 += MC) {
+                int mc = imin(MC, M - i0);
+                const float *bk = bp;
+                for (int k0 = g0; k0 < g0 + kg; k0 += KC) {
+                    int kc = imin(KC, g0 + kg - k0), load_c = accumulate || k0 > 0;
+                    int last = k0 + kc >= K;
+                    const float *a = A + (size_t)i0 * lda + k0;
+                    for (int j = 0; j < nc; j += PANEL, bk += (size_t)kc * PANEL) {
+                        int n = imin(PANEL, nc - j);
+                        float *c = C + (size_t)i0 * ldc + j0 + j;
+                        if (last)
+                            stripe_bcast(n, mc, kc, a, lda, 1, 6 * lda, bk, c, ldc, load_c, epi,
+                                         epi_at(e, (size_t)i0 * ldc, j0 + j), none);
+                        else
+                            stripe_bcast(n, mc, kc, a, lda, 1, 6 * lda, bk, c, ldc, load_c,
+                                         EPI_NONE, e, none);
+                    }
+                }
+            }
         }
     }
 }

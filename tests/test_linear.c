@@ -95,7 +95,7 @@ static void layer_run_free(LayerRun *r)
 static const int layer_shapes[][3] = {
     /* N, IC, OC: odd sizes, the logits width, and a training-like shape */
     { 67, 40, 65 }, { 13, 5, 7 }, { 1, 1, 1 }, { 256, 128, 384 }, { 96, 512, 128 },
-    { 30, 24, 50 }, { 20, 33, 24 },
+    { 30, 24, 50 }, { 20, 33, 24 }, { 200, 600, 300 },
 };
 
 Test(matmul, forward_is_matmul_nt_then_bias_and_matches_reference)

@@ -110,7 +110,9 @@ Test(matmul, kernels_follow_the_documented_float_scheme_bit_for_bit)
     static const int shapes[][3] = { { 1, 1, 1 },    { 5, 7, 3 },     { 13, 33, 17 },
                                      { 7, 65, 40 },  { 19, 18, 300 }, { 12, 16, 8 },
                                      { 8, 31, 21 },  { 6, 48, 33 },   { 11, 96, 5 },
-                                     { 3, 113, 2 } };
+                                     { 3, 113, 2 },  { 200, 290, 600 }, { 13, 40, 1100 } };
+    /* The last two cross the AVX-512 path's blocks: 192 rows of A, 256 columns and 512
+     * k of packed B (several k groups, a short last one, epilogue-free early blocks). */
     Rng rng;
     rng_init(&rng, 3, 100);
     for (int kind = NT; kind <= TN; kind++)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model/attention.h"
+#include "util/bigbuf.h"
 #include "util/errbuf.h"
 #include "model/layers.h"
 #include "kernels/matmul.h"
@@ -19,7 +20,7 @@ int model_init(Model *m, const Config *cfg, char *err, size_t errlen)
         return -1;
     m->cfg = *cfg;
     params_table_init(&m->table, cfg);
-    m->params = calloc(m->table.total, sizeof(float));
+    m->params = bigbuf_alloc(m->table.total);
     if (!m->params)
         return err_set(err, errlen, "out of memory allocating %zu parameters", m->table.total);
     params_view(&m->table, m->params, &m->w);
@@ -28,14 +29,14 @@ int model_init(Model *m, const Config *cfg, char *err, size_t errlen)
 
 void model_free(Model *m)
 {
-    free(m->params);
+    bigbuf_free(m->params);
     m->params = NULL;
 }
 
 int grads_init(Grads *g, const Model *m, char *err, size_t errlen)
 {
     memset(g, 0, sizeof *g);
-    g->data = calloc(m->table.total, sizeof(float));
+    g->data = bigbuf_alloc(m->table.total);
     if (!g->data)
         return err_set(err, errlen, "out of memory allocating %zu gradients", m->table.total);
     g->n = m->table.total;
@@ -50,7 +51,7 @@ void grads_zero(Grads *g)
 
 void grads_free(Grads *g)
 {
-    free(g->data);
+    bigbuf_free(g->data);
     memset(g, 0, sizeof *g);
 }
 
@@ -118,7 +119,7 @@ int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
     size_t nparts = acts_parts(parts, a, cfg, B, T, with_dropout), total = 0;
     for (size_t i = 0; i < nparts; i++)
         total += parts[i].n;
-    a->buf = calloc(total, sizeof(float));
+    a->buf = bigbuf_alloc(total);
     if (!a->buf)
         return err_set(err, errlen, "out of memory allocating %zu activation floats", total);
     size_t off = 0;
@@ -131,7 +132,7 @@ int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
 
 void acts_free(Activations *a)
 {
-    free(a->buf);
+    bigbuf_free(a->buf);
     memset(a, 0, sizeof *a);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "trainer/schedule.h"
+#include "util/bigbuf.h"
 #include "util/errbuf.h"
 #include "util/rng.h"
 
@@ -21,8 +22,8 @@ int trainer_init_zeroed(Trainer *t, const Config *cfg, char *err, size_t errlen)
         trainer_free(t);
         return -1;
     }
-    t->adam_m = calloc(P, sizeof(float));
-    t->adam_v = calloc(P, sizeof(float));
+    t->adam_m = bigbuf_alloc(P);
+    t->adam_v = bigbuf_alloc(P);
     if (!t->adam_m || !t->adam_v) {
         trainer_free(t);
         return err_set(err, errlen, "out of memory for the optimizer state (2 x %zu floats)", P);
@@ -57,8 +58,8 @@ int trainer_prepare(Trainer *t, const TrainHyper *hp, int B, char *err, size_t e
 void trainer_free(Trainer *t)
 {
     acts_free(&t->acts);
-    free(t->adam_m);
-    free(t->adam_v);
+    bigbuf_free(t->adam_m);
+    bigbuf_free(t->adam_v);
     t->adam_m = t->adam_v = NULL;
     grads_free(&t->grads);
     model_free(&t->model);

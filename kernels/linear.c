@@ -138,9 +138,9 @@ static void backward_tiles(float *din, float *dW, float *dbias, const float *dou
 {
     /* din: nn over (n, ic). dW: tn over (oc, ic), in tiles of at most MATMUL_TN_ROWS
      * rows, so that each k block of a tile packs its B panels once, and as wide as the
-     * layer (up to 256 columns), so that fewer tiles pack the same A rows. */
+     * layer (up to MATMUL_TN_COLS columns), so that fewer tiles pack the same A rows. */
     Tiles tin = tiles_plan(din ? N : 0, IC, 6, MATMUL_PANEL, 48, N, 256, 4);
-    Tiles tw = tiles_plan(dW ? OC : 0, IC, 6, MATMUL_PANEL, 48, MATMUL_TN_ROWS, 256, 2);
+    Tiles tw = tiles_plan(dW ? OC : 0, IC, 6, MATMUL_PANEL, 48, MATMUL_TN_ROWS, MATMUL_TN_COLS, 2);
     int nb = dbias ? (OC + 63) / 64 : 0;                /* dbias: 64 columns each */
     double flops = 2.0 * N * IC * OC * ((din != NULL) + (dW != NULL));
     #pragma omp parallel if (flops >= PARALLEL_MIN_FLOPS)

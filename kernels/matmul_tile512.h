@@ -72,16 +72,19 @@ ALWAYS_INLINE void tile_bcast_b(int R, int nv, int masked, PanelMask mask, int K
     const float *ar[6];
     _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
         ar[r] = a + (size_t)r * rsa;
-    /* The rows this tile will store, asked for now (as in the AVX2 tile). */
-    if (!load_c)
-        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
+    /* The rows this tile will store, asked for now (as in the AVX2 tile), and the
+     * epilogue's second matrix also when C was loaded (a later k block: K = 384 left
+     * NANO's GELU epilogues without it). */
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
+        if (!load_c) {
             _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
             _mm_prefetch((const char *)(c + r * ldc + 16 * nv - 1), _MM_HINT_T0);
-            if (epi == EPI_GELU || epi == EPI_SCALE) {
-                _mm_prefetch((const char *)(e.aux + r * ldc), _MM_HINT_T0);
-                _mm_prefetch((const char *)(e.aux + r * ldc + 16 * nv - 1), _MM_HINT_T0);
-            }
         }
+        if (epi == EPI_GELU || epi == EPI_SCALE) {
+            _mm_prefetch((const char *)(e.aux + r * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(e.aux + r * ldc + 16 * nv - 1), _MM_HINT_T0);
+        }
+    }
     for (int k = 0; k < K; k++) {
         __m512 b0, b1;
         if (packed) {

@@ -13,9 +13,19 @@ threads=${BENCH_THREADS:-1,2}
 mkdir -p "$out"
 cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O3 ${ARCH--march=native} -fopenmp -ffp-contract=off -I."
 
+# Both sides wait between OpenMP regions under one policy: the caller's
+# (OMP_WAIT_POLICY or GOMP_SPINCOUNT), or else the bounded spin ./train and ./infer
+# use by default (GOMP_SPINCOUNT=10000, app/cli.c). PyTorch 1.13 measured faster with
+# it than with OMP_WAIT_POLICY=PASSIVE on the 2-core Xeon of docs/bench.md.
+if [ -z "${OMP_WAIT_POLICY:-}" ] && [ -z "${GOMP_SPINCOUNT:-}" ]; then
+    export GOMP_SPINCOUNT=10000
+fi
+policy="OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset} GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-unset}"
+
 echo "== machine"
 grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
 echo "cores: $(nproc)"
+echo "OpenMP waiting (ours and PyTorch): $policy"
 
 blas_flags=""
 if [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || \
@@ -37,12 +47,12 @@ if [ "${BENCH_TORCH:-auto}" != 0 ] && /usr/bin/python3 -c 'import torch' 2>/dev/
     # minutes, which decided the ratios when all of ours ran before all of PyTorch's.
     echo
     echo "== training steps, ours (1 and 2 threads) then PyTorch (2 threads,"
-    echo "   OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE unset), one configuration at a time"
+    echo "   OPENBLAS_CORETYPE unset), one configuration at a time"
     header=""
     for run in $(./build/bench_train --list); do
         case ",$configs," in *",${run%%:*},"*|*",$run,"*) ;; *) continue ;; esac
         ./build/bench_train --configs "$run" --threads "$threads" --csv "$out/train.csv" $header
-        env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 scripts/bench_torch.py \
+        env -u OPENBLAS_CORETYPE /usr/bin/python3 scripts/bench_torch.py \
             --threads 2 --configs "$run" $header | tee -a "$out/torch.csv" | sed 's/^/torch: /'
         header=--no-header
     done

@@ -4,9 +4,11 @@ GPT, biases everywhere, tanh GELU, tied output weights, causal softmax attention
 the same batch, AdamW, float32 on the CPU, timed over full training steps on
 random tokens. Prints one CSV row per configuration to stdout.
 
-Run with Debian's python3-torch. For PyTorch's best speed on 2 cores run it as
-`env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 scripts/bench_torch.py`
-(scripts/bench.sh does); --threads sets torch.set_num_threads."""
+Run with Debian's python3-torch as
+`env -u OPENBLAS_CORETYPE GOMP_SPINCOUNT=10000 /usr/bin/python3 scripts/bench_torch.py`
+(scripts/bench.sh does, with the same OpenMP wait policy as ours): on a 2-core Xeon
+that bounded spin ran PyTorch's steps 10-20 % faster than OMP_WAIT_POLICY=PASSIVE,
+which the first measurements used. --threads sets torch.set_num_threads."""
 import argparse
 import math
 import statistics

@@ -299,6 +299,9 @@ static void gemm_nt_gelu(int M, int N, int K, const float *A, size_t lda, const 
 {
     Epi e = { bias, dC };
     gemm_blocks(1, M, N, K, A, lda, B, ldb, C, ldc, 0, EPI_GELU, e);
+#if MATMUL_AVX512
+    _mm_sfence(); /* dC was written with streaming stores (stream16) */
+#endif
 }
 
 /* Copies A[k][i] (k < kc, i < mc, row stride lda) as 6-column pieces: piece t holds

@@ -56,8 +56,8 @@ void grads_free(Grads *g)
 }
 
 /* The activation buffer's parts for (cfg, B, T): pointers into a and sizes in
- * floats; returns the count. acts_init and acts_floats share it, so the memory
- * estimate is the allocation. */
+ * floats; returns the count. acts_init and acts_floats share it (and part_span), so
+ * the memory estimate is the allocation. */
 typedef struct {
     float **p;
     size_t n;
@@ -92,13 +92,21 @@ static size_t acts_parts(ActsPart parts[ACTS_MAX_PARTS], Activations *a, const C
     return n;
 }
 
+/* The floats a part of n takes in the buffer: whole 64-byte lines, so that every part
+ * starts on a line boundary (bigbuf's blocks do), as the matmul epilogue's streaming
+ * stores require. */
+static size_t part_span(size_t n)
+{
+    return (n + 15) / 16 * 16;
+}
+
 size_t acts_floats(const Config *cfg, int B, int T, int with_dropout)
 {
     Activations scratch;
     ActsPart parts[ACTS_MAX_PARTS];
     size_t n = acts_parts(parts, &scratch, cfg, B, T, with_dropout), total = 0;
     for (size_t i = 0; i < n; i++)
-        total += parts[i].n;
+        total += part_span(parts[i].n);
     return total;
 }
 
@@ -118,14 +126,14 @@ int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
     ActsPart parts[ACTS_MAX_PARTS];
     size_t nparts = acts_parts(parts, a, cfg, B, T, with_dropout), total = 0;
     for (size_t i = 0; i < nparts; i++)
-        total += parts[i].n;
+        total += part_span(parts[i].n);
     a->buf = bigbuf_alloc(total);
     if (!a->buf)
         return err_set(err, errlen, "out of memory allocating %zu activation floats", total);
     size_t off = 0;
     for (size_t i = 0; i < nparts; i++) {
         *parts[i].p = parts[i].n ? a->buf + off : NULL;
-        off += parts[i].n;
+        off += part_span(parts[i].n);
     }
     return 0;
 }

@@ -11,7 +11,8 @@
 
 #include <stddef.h>
 
-/* n zeroed floats (n = 0: one), or NULL when out of memory. */
+/* n zeroed floats (n = 0: one) starting on a 64-byte boundary, or NULL when out of
+ * memory. */
 float *bigbuf_alloc(size_t n);
 
 void bigbuf_free(float *p);

@@ -4,12 +4,14 @@
 # installed, OpenBLAS sgemm when libopenblas-dev is, and sampling speed with and
 # without the KV cache. Prints tables; writes CSVs to $BENCH_OUT (default
 # build/bench). Not a test: nothing here asserts a time.
-#   BENCH_CONFIGS=BABY,MID,NANO  BENCH_THREADS=1,2  BENCH_TORCH=auto|0
+#   BENCH_CONFIGS=BABY,MID,NANO  BENCH_THREADS=1,2  BENCH_TORCH=auto|0  BENCH_ROUNDS=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${BENCH_OUT:-build/bench}
 configs=${BENCH_CONFIGS:-BABY,MID,NANO}
 threads=${BENCH_THREADS:-1,2}
+rounds=${BENCH_ROUNDS:-1}
+case "$rounds" in ''|*[!0-9]*|0) echo "bench: BENCH_ROUNDS must be a whole number >= 1" >&2; exit 2 ;; esac
 mkdir -p "$out"
 cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O3 ${ARCH--march=native} -fopenmp -ffp-contract=off -I."
 
@@ -45,21 +47,28 @@ if [ "${BENCH_TORCH:-auto}" != 0 ] && /usr/bin/python3 -c 'import torch' 2>/dev/
     # Ours and PyTorch take turns, one (configuration, H) at a time, so that each
     # ratio compares runs seconds apart: this host's speed drifts by 20-30% over
     # minutes, which decided the ratios when all of ours ran before all of PyTorch's.
+    # With BENCH_ROUNDS=R each configuration takes R such turns in a row, and the
+    # summary quotes the median of the R ratios with their range.
     echo
     echo "== training steps, ours (1 and 2 threads) then PyTorch (2 threads,"
-    echo "   OPENBLAS_CORETYPE unset), one configuration at a time"
+    echo "   OPENBLAS_CORETYPE unset), one configuration at a time, $rounds round(s)"
     header=""
     for run in $(./build/bench_train --list); do
         case ",$configs," in *",${run%%:*},"*|*",$run,"*) ;; *) continue ;; esac
-        ./build/bench_train --configs "$run" --threads "$threads" --csv "$out/train.csv" $header
-        env -u OPENBLAS_CORETYPE /usr/bin/python3 scripts/bench_torch.py \
-            --threads 2 --configs "$run" $header | tee -a "$out/torch.csv" | sed 's/^/torch: /'
-        header=--no-header
+        for _ in $(seq "$rounds"); do
+            ./build/bench_train --configs "$run" --threads "$threads" --csv "$out/train.csv" \
+                $header
+            env -u OPENBLAS_CORETYPE /usr/bin/python3 scripts/bench_torch.py \
+                --threads 2 --configs "$run" $header | tee -a "$out/torch.csv" | sed 's/^/torch: /'
+            header=--no-header
+        done
     done
 else
     echo
     echo "== training steps (ours)"
-    ./build/bench_train --configs "$configs" --threads "$threads" --csv "$out/train.csv"
+    for _ in $(seq "$rounds"); do
+        ./build/bench_train --configs "$configs" --threads "$threads" --csv "$out/train.csv"
+    done
     echo
     echo "(PyTorch comparison skipped: install Debian's python3-torch to include it)"
 fi

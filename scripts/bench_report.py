@@ -3,9 +3,15 @@
 the directory given) into one markdown table: ours vs PyTorch tokens/s with the
 ratio and the issue's target, model GFLOP/s against the measured sgemm peak, the
 2-thread speed-up, and sampling speed with and without the KV cache. Standard
-library only. Writes summary.md next to the CSVs and prints it."""
+library only. Writes summary.md next to the CSVs and prints it.
+
+With BENCH_ROUNDS = R > 1 the CSVs hold R rows per configuration, in the order the
+rounds ran (ours, then PyTorch, R times): every figure is the median over the
+rounds, and the ratio is the median of the R per-round ratios, shown with their
+range."""
 import csv
 import os
+import statistics
 import sys
 
 # Ours / PyTorch: issue 18's targets (BABY 2x, MID H = 1 and 4 1.5x, NANO 1.6x, and
@@ -54,37 +60,50 @@ def sgemm_peak(path):
 
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
-    ours = read(os.path.join(d, "train.csv"))
-    torch = {(r["config"], int(r["H"])): float(r["tokens_per_s"])
-             for r in read(os.path.join(d, "torch.csv"))}
+    torch = {}
+    for r in read(os.path.join(d, "torch.csv")):
+        torch.setdefault((r["config"], int(r["H"])), []).append(float(r["tokens_per_s"]))
     peak_ours, peak_blas = sgemm_peak(os.path.join(d, "matmul.csv"))
     peak = peak_blas or peak_ours
     by = {}
-    for r in ours:
-        by[(r["config"], int(r["H"]), int(r["threads"]))] = r
+    for r in read(os.path.join(d, "train.csv")):
+        by.setdefault((r["config"], int(r["H"]), int(r["threads"])), []).append(r)
+
+    def med(rows, key):
+        return statistics.median(float(r[key]) for r in rows)
+
     lines = ["| config | H | tok/s (2 thr) | GFLOP/s | % of sgemm peak | 2 thr / 1 thr |"
              " PyTorch tok/s | ratio | target | met |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for (cfg, h, thr), r in sorted(by.items(), key=lambda kv: (["BABY", "MID", "NANO"].index(
-            kv[0][0]) if kv[0][0] in ("BABY", "MID", "NANO") else 9, kv[0][1], kv[0][2])):
+    order = ["BABY", "MID", "NANO"]
+    for (cfg, h, thr), rows in sorted(by.items(), key=lambda kv: (
+            order.index(kv[0][0]) if kv[0][0] in order else 9, kv[0][1], kv[0][2])):
         if thr != 2:
             continue
-        tps, gf = float(r["tokens_per_s"]), float(r["gflops"])
+        tps, gf = med(rows, "tokens_per_s"), med(rows, "gflops")
         one = by.get((cfg, h, 1))
-        speed = f"{tps / float(one['tokens_per_s']):.2f}x" if one else "-"
+        speed = f"{tps / med(one, 'tokens_per_s'):.2f}x" if one else "-"
         pct = f"{100 * gf / peak:.0f}%" if peak else "-"
-        pt = torch.get((cfg, h))
-        ratio = tps / pt if pt else None
+        pts = torch.get((cfg, h), [])
+        pt = statistics.median(pts) if pts else None
+        ratio, spread = None, ""
+        if len(pts) == len(rows) and pts:
+            per_round = [float(r["tokens_per_s"]) / p for r, p in zip(rows, pts)]
+            ratio = statistics.median(per_round)
+            if len(per_round) > 1:
+                spread = f" ({min(per_round):.2f}-{max(per_round):.2f})"
+        elif pt:
+            ratio = tps / pt
         tgt = TARGETS.get((cfg, h))
         met = "-" if ratio is None or tgt is None else ("yes" if ratio >= tgt else "no")
         lines.append(f"| {cfg} | {h} | {tps:,.0f} | {gf:.1f} | {pct} | {speed} | "
                      f"{'-' if pt is None else f'{pt:,.0f}'} | "
-                     f"{'-' if ratio is None else f'{ratio:.2f}x'} | "
+                     f"{'-' if ratio is None else f'{ratio:.2f}x{spread}'} | "
                      f"{'-' if tgt is None else f'{tgt}x'} | {met} |")
     lines.append("")
     nano = by.get(("NANO", 6, 2))
     if nano and peak:
-        share = float(nano["gflops"]) / peak
+        share = med(nano, "gflops") / peak
         lines.append(f"NANO at {100 * share:.0f}% of the sgemm peak (target "
                      f"{100 * NANO_PEAK_SHARE:.0f}%: {'met' if share >= NANO_PEAK_SHARE else 'missed'})")
     if peak_ours is not None:

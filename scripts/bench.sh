@@ -11,7 +11,14 @@ out=${BENCH_OUT:-build/bench}
 configs=${BENCH_CONFIGS:-BABY,MID,NANO}
 threads=${BENCH_THREADS:-1,2}
 rounds=${BENCH_ROUNDS:-1}
-case "$rounds" in ''|*[!0-9]*|0) echo "bench: BENCH_ROUNDS must be a whole number >= 1" >&2; exit 2 ;; esac
+case "$rounds" in
+    ''|*[!0-9]*) rounds=0 ;;
+esac
+if [ "$((10#$rounds))" -lt 1 ]; then
+    echo "bench: BENCH_ROUNDS must be a whole number >= 1 (got '${BENCH_ROUNDS:-}')" >&2
+    exit 2
+fi
+rounds=$((10#$rounds))
 mkdir -p "$out"
 cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O3 ${ARCH--march=native} -fopenmp -ffp-contract=off -I."
 

@@ -104,7 +104,9 @@ ALWAYS_INLINE void tile_bcast_b(int R, int nv, int masked, PanelMask mask, int K
             _mm_prefetch((const char *)(e.aux + r * ldc + 16 * nv - 1), _MM_HINT_T0);
         }
     }
-    for (int k = 0; k < K; k++) {
+    /* Unrolled by 4: the loop's own add, compare and branch per 12 FMAs cost 0-8 %
+     * (+3 % on average over NANO's and MID's layer products on one thread). */
+    _Pragma("GCC unroll 4") for (int k = 0; k < K; k++) {
         __m512 b0, b1;
         if (packed) {
             b0 = _mm512_load_ps(b + PANEL * k);

@@ -17,7 +17,7 @@
  * AVX2 build's) and a multiply and an add otherwise.
  *
  * exp and the GELU come in two widths, v8_ and v16_ (16 lanes: one AVX-512 register,
- * used by the AVX-512 matmul epilogues), generated from one text (VMATH_DEFINE) so
+ * used by the AVX-512 matmul epilogues and attention's softmax), generated from one text (VMATH_DEFINE) so
  * that a lane gets the same operations, hence the same bits, at either width. The
  * sums (v8_hsum, vmath_dot) exist at 8 lanes only: their tree fixes the order of a
  * reduction, which must not depend on the vector width. */
@@ -95,6 +95,29 @@ static inline v8f v8_clamp(v8f x, v8f lo, v8f hi)
 static inline v16f v16_set1(float x)
 {
     return (v16f){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+}
+
+static inline v16f v16_load(const float *p)
+{
+    v16f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void v16_store(float *p, v16f v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/* acc + lanes 0-7 of v, then + lanes 8-15: an 8-lane running sum fed 16 values in the
+ * order two 8-lane steps would feed them (the same bits as those steps). */
+static inline v8f v8_add_halves(v8f acc, v16f v)
+{
+    v8f lo, hi;
+    memcpy(&lo, &v, sizeof lo);
+    memcpy(&hi, (const float *)&v + 8, sizeof hi);
+    acc += lo;
+    return acc + hi;
 }
 
 #if !defined(__AVX512F__)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/vmath.h"
 #include "model/attention.h"
 #include "tests/testutil.h"
 
@@ -87,4 +88,56 @@ Test(attention, weights_are_causal_and_rows_sum_to_one)
         for (int d = 0; d < D; d++)
             cr_assert_float_eq(out[h * D + d], qkv[2 * A + h * D + d], 1e-6);
     free(qkv); free(out); free(att);
+}
+
+/* The softmax row as plain 8-lane code: max, exp and sum in groups of 8 (the tail
+ * padded), then one scale. attention_softmax_row may run the exp 16 lanes at a time
+ * (AVX-512 builds); its bits must be these on every build. */
+static void softmax_row_8(float *s, int n, float scale)
+{
+    float mx = -INFINITY;
+    for (int j = 0; j < n; j++)
+        mx = s[j] * scale > mx ? s[j] * scale : mx;
+    v8f acc = v8_set1(0.0f);
+    for (int j = 0; j < n; j += 8) {
+        float x[8] = { 0 };
+        for (int k = 0; k < 8 && j + k < n; k++)
+            x[k] = s[j + k];
+        v8f e = v8_exp(v8_load(x) * v8_set1(scale) - v8_set1(mx));
+        for (int k = 0; k < 8 && j + k < n; k++) {
+            s[j + k] = e[k];
+            acc[k] += e[k];
+        }
+    }
+    float inv = 1.0f / v8_hsum(acc);
+    for (int j = 0; j < n; j++)
+        s[j] *= inv;
+}
+
+/* Rows of every length from 1 to 80 (full 16-lane groups, a lone 8-lane group and
+ * tails of each size): the same bits as softmax_row_8, and within 1e-6 of softmax in
+ * double precision (a known answer, summing to one). */
+Test(attention, softmax_row_has_the_8_lane_bits_and_the_exact_values)
+{
+    Rng rng;
+    rng_init(&rng, 31, 0);
+    for (int n = 1; n <= 80; n++) {
+        float got[80], want[80], raw[80];
+        for (int j = 0; j < n; j++)
+            raw[j] = got[j] = want[j] = 8.0f * (rng_uniform(&rng) - 0.5f);
+        attention_softmax_row(got, n, 0.3f);
+        softmax_row_8(want, n, 0.3f);
+        double mx = -INFINITY, z = 0.0, sum = 0.0;
+        for (int j = 0; j < n; j++)
+            mx = fmax(mx, 0.3 * raw[j]);
+        for (int j = 0; j < n; j++)
+            z += exp(0.3 * raw[j] - mx);
+        for (int j = 0; j < n; j++) {
+            cr_assert(memcmp(&got[j], &want[j], sizeof(float)) == 0,
+                      "n=%d: p[%d] = %.9g, 8-lane code %.9g", n, j, got[j], want[j]);
+            cr_assert_float_eq(got[j], exp(0.3 * raw[j] - mx) / z, 1e-6, "n=%d: p[%d]", n, j);
+            sum += got[j];
+        }
+        cr_assert_float_eq(sum, 1.0, 1e-5, "n=%d: the row sums to %.9g", n, sum);
+    }
 }

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "kernels/vmath.h"
+#include "util/scratch.h"
 
 #if MATMUL_AVX2
 
@@ -46,8 +47,9 @@
  * packed (192 KiB; 96 rows measured ~5 % slower on the weight gradients, each B panel
  * being packed twice as often from a large, strided B). nn and nt pack their MC x KC
  * block of A too with the AVX2 tile (gemm_blocks); with the AVX-512 tile they read A
- * in place and pack a KG x NC block of B at once (below). The packing buffers live on
- * the stack: 225 KiB at most per call on the AVX2 path, 512 KiB on the AVX-512 one. */
+ * in place and pack a KG x NC block of B at once (below). The packing buffers are the
+ * thread's scratch (util/scratch.h): 225 KiB at most per call on the AVX2 path, 512 KiB
+ * on the AVX-512 one. */
 enum { MC = 192, MC_TN = MATMUL_TN_ROWS };
 _Static_assert(MC % 6 == 0 && MC_TN % 6 == 0, "A is packed in whole 6-row tiles");
 
@@ -124,7 +126,7 @@ ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a,
 #if MATMUL_AVX512
 
 /* nn and nt with the AVX-512 tile: B is packed once per block of NC columns and KG k
- * (pack_b_block, 512 KiB of stack), then every MC-row block of A sweeps it, its k
+ * (pack_b_block, 512 KiB of scratch), then every MC-row block of A sweeps it, its k
  * blocks in turn while its C block stays in L2. Packing each panel afresh for every
  * block of A (as the AVX2 path does) repacked B 21 times per k block for the forward's
  * 4096-row tiles at NANO's shapes and sent each C block through L3 between its k
@@ -154,7 +156,7 @@ ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, s
                                const float *B, size_t ldb, float *C, size_t ldc,
                                int accumulate, int epi, Epi e)
 {
-    _Alignas(64) float bp[KG * NC];
+    float *bp = scratch_floats(0, (size_t)KG * NC);
     Ahead none = { NULL, 0, 0, 0 };
     for (int j0 = 0; j0 < N; j0 += NC) {
         int nc = imin(NC, N - j0);
@@ -219,8 +221,8 @@ ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, s
                                const float *B, size_t ldb, float *C, size_t ldc,
                                int accumulate, int epi, Epi e)
 {
-    _Alignas(64) float bp[KC * PANEL];
-    _Alignas(64) float ap[MC / 6 * (6 * KC + 8)];
+    float *bp = scratch_floats(0, (size_t)KC * PANEL);
+    float *ap = scratch_floats(1, (size_t)MC / 6 * (6 * KC + 8));
     for (int k0 = 0; k0 < K; k0 += KC) {
         int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0, last = k0 + kc >= K;
         const float *Bk = trans ? B + k0 : B + (size_t)k0 * ldb;
@@ -341,8 +343,8 @@ static void pack_tn_block(float *ap, const float *A, size_t lda, int kc, int mc,
 static void gemm_tn(int M, int N, int K, const float *A, size_t lda, const float *B,
                     size_t ldb, float *C, size_t ldc, int accumulate)
 {
-    _Alignas(64) float bp[KC * PANEL];
-    _Alignas(64) float ap[MC_TN / 6 * (6 * KC + 8)];
+    float *bp = scratch_floats(0, (size_t)KC * PANEL);
+    float *ap = scratch_floats(1, (size_t)MC_TN / 6 * (6 * KC + 8));
     Epi none = { NULL, NULL };
     for (int k0 = 0; k0 < K; k0 += KC) {
         int kc = imin(KC, K - k0), load_c = accumulate || k0 > 0;

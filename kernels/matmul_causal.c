@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "util/scratch.h"
+
 #if MATMUL_AVX2
 
 /* One tile of R = 1..6 rows against a PANEL-column panel, with runtime strides: the
@@ -32,7 +34,7 @@ enum { NT_ROWS_MAX = 16384 };
 static void nt_causal_rows(int T, int K, const float *A, size_t lda, const float *B,
                            size_t ldb, float *C, size_t ldc, int accumulate)
 {
-    _Alignas(64) float bp[NT_ROWS_MAX];
+    float *bp = scratch_floats(0, NT_ROWS_MAX);
     for (int j0 = 0; j0 < T; j0 += PANEL)
         pack_panel_t(bp + (size_t)j0 * K, B + (size_t)j0 * ldb, ldb, K, imin(PANEL, T - j0));
     for (int i = 0; i < T; i += 6) {
@@ -51,7 +53,7 @@ static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, 
         return;
     }
     /* Longer keys: one panel of B at a time, its scores for query rows j0..T-1. */
-    _Alignas(64) float bp[KC * PANEL];
+    float *bp = scratch_floats(0, (size_t)KC * PANEL);
     for (int j0 = 0; j0 < T; j0 += PANEL) {
         int nc = imin(PANEL, T - j0);
         for (int k0 = 0; k0 < K; k0 += KC) {
@@ -69,7 +71,7 @@ static void nt_causal(int T, int K, const float *A, size_t lda, const float *B, 
 static void causal_bcast(int upper, int T, int N, const float *A, size_t lda, const float *B,
                          size_t ldb, float *C, size_t ldc, int accumulate)
 {
-    _Alignas(64) float bp[KC * PANEL];
+    float *bp = scratch_floats(0, (size_t)KC * PANEL);
     for (int j0 = 0; j0 < N; j0 += PANEL) {
         int nc = imin(PANEL, N - j0);
         for (int k0 = 0; k0 < T; k0 += KC) {

@@ -235,6 +235,28 @@ Test(train, one_and_two_threads_give_identical_losses_and_checkpoints)
     free(out[1]);
 }
 
+/* Small stacks: the kernels' packing buffers (up to 512 KiB) are per-thread heap
+ * memory, not stack, so a run whose threads have 384 KiB of stack (the main thread by
+ * ulimit, the others by OMP_STACKSIZE) trains and equals a run with default stacks.
+ * With the buffers on the stack it died of SIGSEGV. */
+Test(train, small_thread_stacks_train_the_same_checkpoint)
+{
+    Env e;
+    env_init(&e, "train-stacks");
+    char ck[2][400], *out[2];
+    for (int t = 0; t < 2; t++) {
+        snprintf(ck[t], sizeof ck[t], "%s/s%d.ckpt", e.dir, t);
+        int rc = tu_runf(&out[t],
+                         "ulimit -c 0; %s OMP_WAIT_POLICY=passive %s/train " RUN_FLAGS
+                         " --threads 2 --data %s --out %s",
+                         t ? "ulimit -s 384; OMP_STACKSIZE=384K" : "", tu_bin(), e.data, ck[t]);
+        cr_assert_eq(rc, 0, "stacks %s: exit %d: %s", t ? "384 KiB" : "default", rc, out[t]);
+    }
+    expect_same_files(ck[0], ck[1]);
+    free(out[0]);
+    free(out[1]);
+}
+
 /* The checkpoint written at step 8 of a 24-step run is captured with the crash
  * hook: the run aborts right after writing it to out.tmp.XXXXXX, before the rename.
  * Resuming from it (with the other thread count) must reproduce the

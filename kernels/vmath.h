@@ -17,10 +17,11 @@
  * AVX2 build's) and a multiply and an add otherwise.
  *
  * exp and the GELU come in two widths, v8_ and v16_ (16 lanes: one AVX-512 register,
- * used by the AVX-512 matmul epilogues and attention's softmax), generated from one text (VMATH_DEFINE) so
- * that a lane gets the same operations, hence the same bits, at either width. The
- * sums (v8_hsum, vmath_dot) exist at 8 lanes only: their tree fixes the order of a
- * reduction, which must not depend on the vector width. */
+ * used by the AVX-512 matmul epilogues and attention's softmax), generated from one
+ * text (VMATH_DEFINE) so that a lane gets the same operations, hence the same bits, at
+ * either width. The sums (v8_hsum, vmath_dot) exist at 8 lanes only: their tree fixes
+ * the order of a reduction, which must not depend on the vector width (16-lane values
+ * join an 8-lane sum through v8_add_halves). */
 #ifndef HEADCOUNT_VMATH_H
 #define HEADCOUNT_VMATH_H
 

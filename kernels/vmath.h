@@ -110,18 +110,7 @@ static inline void v16_store(float *p, v16f v)
     memcpy(p, &v, sizeof v);
 }
 
-/* acc + lanes 0-7 of v, then + lanes 8-15: an 8-lane running sum fed 16 values in the
- * order two 8-lane steps would feed them (the same bits as those steps). */
-static inline v8f v8_add_halves(v8f acc, v16f v)
-{
-    v8f lo, hi;
-    memcpy(&lo, &v, sizeof lo);
-    memcpy(&hi, (const float *)&v + 8, sizeof hi);
-    acc += lo;
-    return acc + hi;
-}
-
-#if !defined(__AVX512F__)
+/* Lanes 8h .. 8h+7 of v. */
 static inline v8f v16_half(v16f v, int h)
 {
     v8f r;
@@ -129,6 +118,15 @@ static inline v8f v16_half(v16f v, int h)
     return r;
 }
 
+/* acc + lanes 0-7 of v, then + lanes 8-15: an 8-lane running sum fed 16 values in the
+ * order two 8-lane steps would feed them (the same bits as those steps). */
+static inline v8f v8_add_halves(v8f acc, v16f v)
+{
+    acc += v16_half(v, 0);
+    return acc + v16_half(v, 1);
+}
+
+#if !defined(__AVX512F__)
 static inline v16f v16_join(v8f lo, v8f hi)
 {
     v16f r;

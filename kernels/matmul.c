@@ -44,8 +44,8 @@
 
 /* Cache blocking (floats). nn, nt: a KC x PANEL panel of B (16 or 32 KiB) stays in L1
  * while an MC x KC block of A sits in L2. tn: the same, with the MC_TN x KC block of A
- * packed (192 KiB; 96 rows measured ~5 % slower on the weight gradients, each B panel
- * being packed twice as often from a large, strided B). nn and nt pack their MC x KC
+ * packed (192 KiB: fewer rows would pack each B panel, from a large strided B, more
+ * often). nn and nt pack their MC x KC
  * block of A too with the AVX2 tile (gemm_blocks); with the AVX-512 tile they read A
  * in place and pack a KG x NC block of B at once (below). The packing buffers are the
  * thread's scratch (util/scratch.h): 225 KiB at most per call on the AVX2 path, 512 KiB
@@ -74,11 +74,10 @@ static inline void ahead_rows(Ahead f, int r0, int r1)
 
 /* The tiles of one stripe of C (M rows x PANEL columns) against a packed B panel; tile
  * t's A starts at a + t*tstep: full 6-row tiles, then the short one (tile_rows). The
- * full tiles are called directly: sending them through tile_rows' switch too made tn
- * ~13% slower. Each full tile first prefetches its share of `next` (the next panel's
- * B), so that packing it finds B in cache: B panels are 64-byte pieces of rows a
- * page or more apart, which the hardware prefetchers do not fetch ahead (tn with a
- * 1024-float B ran ~15% faster with this). */
+ * full tiles are called directly, not through tile_rows' switch, which the compiler
+ * does not see through. Each full tile first prefetches its share of `next` (the next
+ * panel's B), so that packing it finds B in cache: B panels are 64-byte pieces of rows
+ * a page or more apart, which the hardware prefetchers do not fetch ahead. */
 ALWAYS_INLINE void stripe_bcast(int nc, int M, int kc, const float *a, size_t rsa, size_t csa,
                                 size_t tstep, const float *bp, float *c, size_t ldc, int load_c,
                                 int epi, Epi e, Ahead next)
@@ -128,12 +127,10 @@ ALWAYS_INLINE void block_bcast(int trans, int mc, int N, int kc, const float *a,
 /* nn and nt with the AVX-512 tile: B is packed once per block of NC columns and KG k
  * (pack_b_block, 512 KiB of scratch), then every MC-row block of A sweeps it, its k
  * blocks in turn while its C block stays in L2. Packing each panel afresh for every
- * block of A (as the AVX2 path does) repacked B 21 times per k block for the forward's
- * 4096-row tiles at NANO's shapes and sent each C block through L3 between its k
- * blocks; this order ran the qkv forward at 143 instead of 112 GFLOP/s on one thread
- * of the Xeon in docs/matmul.md (the chains are the same). A is read in place, six
- * rows a stride apart: packing it as the AVX2 path does (faster there, on Zen 3) was
- * 4-10 % slower with this tile on the NANO and MID layer shapes. */
+ * block of A (as the AVX2 path does) would repack B once per block of A and send each
+ * C block through L3 between its k blocks; the chains, and so the bits, are the same
+ * either way. A is read in place, six rows a stride apart: with this tile packing it
+ * costs more than it saves (docs/matmul.md has the measurements behind both choices). */
 enum { NC = 256, KG = 512 };
 _Static_assert(KG % KC == 0, "a k group is whole KC blocks but its last");
 
@@ -191,8 +188,8 @@ ALWAYS_INLINE void gemm_blocks(int trans, int M, int N, int K, const float *A, s
 
 /* Copies A[i][k] (i < mc, k < kc, row stride lda) as 6-row pieces: piece t holds
  * A[6t..6t+5][k] at ap + t*ps + 6*k (zero past mc), ps >= 6*kc + 2: the tiles then read
- * one unit-stride stream instead of six rows a stride apart (nn and nt ran a few
- * percent faster, more than the copy costs). Eight k at a time through an 8 x 8
+ * one unit-stride stream instead of six rows a stride apart, which saves more than
+ * the copy costs. Eight k at a time through an 8 x 8
  * transpose of the piece's rows (two zero rows); each k's 8 lanes land as in
  * pack_tn_block, the last two overwritten by the next k or in the unread gap. */
 static void pack_rows_block(float *ap, const float *A, size_t lda, int kc, int mc, size_t ps)
@@ -313,8 +310,7 @@ static void gemm_nt_gelu(int M, int N, int K, const float *A, size_t lda, const 
  * land where the next k's copy goes, or in the gap after the piece, never read. Rows
  * are taken 8 at a time for all pieces: going down one piece's whole column instead
  * read kc rows at stride lda, which for lda a multiple of 256 floats share a few L1
- * sets and were evicted before the next piece reused them (the weight gradient with
- * a 1024-float stride ran ~14 % faster this way). */
+ * sets and were evicted before the next piece reused them. */
 static void pack_tn_block(float *ap, const float *A, size_t lda, int kc, int mc, size_t ps)
 {
     for (int k0 = 0; k0 < kc; k0 += 8) {

@@ -27,8 +27,7 @@ static void tile_any(int R, int nc, int K, const float *a, size_t rsa, size_t cs
  * at most 64 KiB: heads of 16 to 64 dimensions): B is packed once, then the tiles go
  * along C's rows, each 6-row tile across the panels up to its diagonal. Going down the
  * panels instead (as below) wrote C a 64-byte piece per row, 6 rows a page apart,
- * which for a fresh C stalled on every tile: scores with K = 32 ran at 24 GFLOP/s
- * on one thread. */
+ * which for a fresh C stalls on every tile. */
 enum { NT_ROWS_MAX = 16384 };
 
 static void nt_causal_rows(int T, int K, const float *A, size_t lda, const float *B,

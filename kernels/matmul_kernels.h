@@ -24,8 +24,8 @@ enum { MATMUL_PANEL = 16 };
 
 /* The weight gradient's (tn's) output tiles are at most this many columns wide: each
  * tile reads its columns of both operands over all N rows, so wider tiles read less.
- * 384 measured 6-8 % faster than 256 on NANO's qkv and fc gradients with the AVX-512
- * tile (Xeon, 2 MiB L2); the AVX2 path keeps the 256 it was tuned with on Zen 3. */
+ * The AVX-512 tile uses 384 (tuned on a 2 MiB L2), the AVX2 path 256 (tuned on Zen 3);
+ * docs/matmul.md has the measurements. */
 #if MATMUL_AVX512
 enum { MATMUL_TN_COLS = 384 };
 #else

@@ -111,7 +111,7 @@ ALWAYS_INLINE void store8(float *p, __m256 v, int masked, __m256i mask)
  *   c -> C[i0][j0], row r at c + r*ldc
  * load_c: start each chain from C (accumulating or a later k block), else from 0.
  * The unroll pragmas keep acc in registers: without them gcc 12 -O3 left some
- * instantiations storing every accumulator to the stack once per k (2-3x slower). */
+ * instantiations storing every accumulator to the stack once per k. */
 ALWAYS_INLINE void tile_bcast_b(int R, int nv, int masked, __m256i mask, int K, const float *a,
                                 size_t rsa, size_t csa, int packed, const float *b, size_t ldp,
                                 float *c, size_t ldc, int load_c, int epi, Epi e)
@@ -126,8 +126,7 @@ ALWAYS_INLINE void tile_bcast_b(int R, int nv, int masked, __m256i mask, int K, 
         ar[r] = a + (size_t)r * rsa;
     /* The rows this tile will store (and the GELU epilogues' aux rows) are usually
      * not in cache, 6 rows a stride apart: asked for now, they arrive while the k
-     * loop runs (the backward through the GELU ran ~10% faster). Prefetches change
-     * no value. */
+     * loop runs. Prefetches change no value. */
     if (!load_c)
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
             _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);

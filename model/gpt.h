@@ -42,27 +42,31 @@ void grads_zero(Grads *g);
 void grads_free(Grads *g);
 
 /* Everything forward stores for backward, for a batch of up to B rows of up to
- * T positions, in one allocation. Per layer l the arrays are indexed [l]. */
+ * T positions, in one allocation. N = B*T positions, A = H*D. Per layer l the
+ * arrays are indexed [l]; a row-major shape is written (dims). */
 typedef struct {
     int B, T, dropout;   /* capacities; dropout: attd allocated */
     size_t N, C, A, V, L, H;
-    float *encoded;                  /* [N][C] */
-    float *ln1, *ln1_mean, *ln1_rstd; /* [L][N][C], [L][N], [L][N] */
-    float *qkv;                      /* [L][N][3A] */
-    float *atty;                     /* [L][N][A] */
-    float *att, *attd;               /* [L][B][H][T][T] */
-    float *attproj;                  /* [L][N][C] */
-    float *res2;                     /* [L][N][C] */
-    float *ln2, *ln2_mean, *ln2_rstd;
-    float *fch_gelu, *fch_dgelu;     /* [L][N][4C]: gelu(fc) and gelu'(fc) */
-    float *fcproj;                   /* [L][N][C] */
-    float *res3;                     /* [L][N][C] */
-    float *lnf, *lnf_mean, *lnf_rstd;
-    float *logits, *probs;           /* [N][V] */
-    float *losses;                   /* [N] */
-    /* backward scratch */
+    float *encoded;                  /* (N, C): wte[token] + wpe[t], the residual stream's start */
+    float *ln1, *ln1_mean, *ln1_rstd; /* (L, N, C), (L, N), (L, N): ln1's output, mean, 1/std */
+    float *qkv;                      /* (L, N, 3A): q, k, v of every head */
+    float *atty;                     /* (L, N, A): the heads' outputs, concatenated */
+    float *att, *attd;               /* (L, B, H, T, T): softmaxed weights; after dropout */
+    float *attproj;                  /* (L, N, C): proj(atty) */
+    float *res2;                     /* (L, N, C): residual after the attention branch */
+    float *ln2, *ln2_mean, *ln2_rstd; /* (L, N, C), (L, N), (L, N) */
+    float *fch_gelu, *fch_dgelu;     /* (L, N, 4C): gelu(fc) and gelu'(fc) */
+    float *fcproj;                   /* (L, N, C): the MLP branch's output */
+    float *res3;                     /* (L, N, C): residual after the MLP branch */
+    float *lnf, *lnf_mean, *lnf_rstd; /* (N, C), (N), (N) */
+    float *logits, *probs;           /* (N, V) */
+    float *losses;                   /* (N): cross-entropy per position */
+    /* backward scratch: gradients of the residual stream (N, C), of a branch after
+     * dropout (N, C), of a linear layer's input (room for (N, 4C)), of qkv (N, 3A),
+     * of atty (N, A), of the attention weights (B, H, T, T), of fc's output (N, 4C),
+     * of the logits (N, V) */
     float *dres, *dbranch, *dln, *dqkv, *datty, *datt, *dfch, *dlogits;
-    float *buf;
+    float *buf;                      /* the one allocation the arrays above point into */
 } Activations;
 
 int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,

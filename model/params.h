@@ -47,16 +47,24 @@ typedef struct {
     ParamSpec spec[PARAMS_MAX_TENSORS];
 } ParamTable;
 
+/* One block's tensors, row-major [rows][cols]; A = H*D is the attention width. A
+ * linear layer computes out = in W^T + b with W[out][in]. */
 typedef struct {
-    float *ln1w, *ln1b, *qkvw, *qkvb, *projw, *projb;
-    float *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+    float *ln1w, *ln1b;        /* (C), (C): LayerNorm before attention, scale and shift */
+    float *qkvw, *qkvb;        /* (3A, C), (3A): rows [0,A) give q, [A,2A) k, [2A,3A) v;
+                                  head h owns rows hD..hD+D-1 of each */
+    float *projw, *projb;      /* (C, A), (C): attention output projection */
+    float *ln2w, *ln2b;        /* (C), (C): LayerNorm before the MLP */
+    float *fcw, *fcb;          /* (4C, C), (4C): MLP up-projection, then GELU */
+    float *fcprojw, *fcprojb;  /* (C, 4C), (C): MLP down-projection */
 } LayerWeights;
 
 /* Named pointers into one buffer laid out by a ParamTable. */
 typedef struct {
-    float *wte, *wpe;
+    float *wte;                /* (V, C): token embedding, also the output layer (tied) */
+    float *wpe;                /* (T, C): position embedding */
     LayerWeights layer[CONFIG_MAX_LAYERS];
-    float *lnfw, *lnfb;
+    float *lnfw, *lnfb;        /* (C), (C): final LayerNorm */
 } Weights;
 
 /* cfg must be validated (config_validate) first. */

@@ -334,7 +334,7 @@ static void put_name(Line *l, Name *nm)
         l->bad = 1;
     size_t len = strlen(nm->text);
     for (size_t j = 0; j + 1 < len; j++)
-        line_rel(l, SYNTH_REL_COPY, start + j, nm->first + j + 1);
+        line_rel(l, SYNTH_REL_NAMES, start + j, nm->first + j + 1);
 }
 
 /* The first clause of a copy line: it introduces a, and sometimes b too. */

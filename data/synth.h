@@ -53,14 +53,14 @@ void synth_generate(char *buf, size_t nbytes, uint64_t seed);
  *                      key is the last byte of the subject noun.
  *   SYNTH_REL_BRACKET: query is the byte before a closing ')' or '"', key is the
  *                      byte that opened it.
- *   SYNTH_REL_COPY:    query is a letter of a repeated name (all but its last),
+ *   SYNTH_REL_NAMES:   query is a letter of a repeated name (all but its last),
  *                      key is the byte after that letter in the name's first
  *                      occurrence, so text[key - 1] == text[query] and
  *                      text[key] == text[query + 1] (an induction head's target). */
 typedef enum {
     SYNTH_REL_AGREE,
     SYNTH_REL_BRACKET,
-    SYNTH_REL_COPY,
+    SYNTH_REL_NAMES,
     SYNTH_REL_KINDS
 } SynthRelKind;
 

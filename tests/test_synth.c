@@ -493,7 +493,7 @@ Test(synth, planted_relations_point_at_what_they_claim)
         cr_assert(i == 0 || rel[i - 1].query <= r->query, "relations not sorted at %zu", i);
         cr_assert_lt((int)r->kind, SYNTH_REL_KINDS);
         per_kind[r->kind]++;
-        if (r->kind == SYNTH_REL_COPY) {
+        if (r->kind == SYNTH_REL_NAMES) {
             cr_assert(is_letter(t[r->query]) && t[r->key - 1] == t[r->query] &&
                       t[r->key] == t[r->query + 1], "copy relation %zu", i);
             cr_assert_leq(r->query - r->key, (size_t)SYNTH_COPY_MAX_DISTANCE);

@@ -45,7 +45,7 @@ static void expect_prepare_fails(const char *dir, const void *data, size_t n, do
     Corpus c;
     char err[1500] = "";
     cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(corpus_prepare(&c, &f, NULL, val_frac, T, err, sizeof err), -1,
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, val_frac, T, err, sizeof err), -1,
                  "%zu bytes with T=%d accepted (expected '%s')", n, T, needle);
     cr_assert(strstr(err, path), "message does not name the file: %s", err);
     cr_assert(strstr(err, needle), "expected '%s' in: %s", needle, err);
@@ -118,9 +118,9 @@ Test(corpus, nul_bytes_are_refused_unless_binary_is_allowed)
     cr_assert_eq(f.n, sizeof data);
     cr_assert_eq(memcmp(f.bytes, data, sizeof data), 0);
     Corpus c;
-    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.0, 2, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, 0.0, 2, err, sizeof err), 0, "%s", err);
     cr_assert_eq(c.tok.V, 5);
-    cr_assert_eq(c.tok.vocab[0], 0);
+    cr_assert_eq(c.tok.bytes[0], 0);
     cr_assert_eq(c.ids[2], 0);
     corpus_free(&c);
     textfile_free(&f);
@@ -136,11 +136,11 @@ Test(corpus, bytes_that_are_not_utf8_are_ordinary_tokens)
     Corpus c;
     char err[1500];
     cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.0, 4, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, 0.0, 4, err, sizeof err), 0, "%s", err);
     cr_assert_eq(c.tok.V, 9);
-    cr_assert_eq(c.tok.vocab[c.tok.V - 1], 0xff);
+    cr_assert_eq(c.tok.bytes[c.tok.V - 1], 0xff);
     for (size_t i = 0; i < sizeof data; i++)
-        cr_assert_eq(c.tok.vocab[c.ids[i]], data[i], "byte %zu did not round-trip", i);
+        cr_assert_eq(c.tok.bytes[c.ids[i]], data[i], "byte %zu did not round-trip", i);
     corpus_free(&c);
     textfile_free(&f);
 }
@@ -168,7 +168,7 @@ Test(corpus, too_short_for_a_val_window_names_the_sizes)
     Corpus c;
     char err[1500];
     cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.0, 16, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, 0.0, 16, err, sizeof err), 0, "%s", err);
     cr_assert(c.ntrain == 100 && c.nval == 0);
     corpus_free(&c);
     textfile_free(&f);
@@ -185,7 +185,7 @@ Test(corpus, split_is_by_position_and_exact)
     Corpus c;
     char err[1500];
     cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.25, 8, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, 0.25, 8, err, sizeof err), 0, "%s", err);
     cr_assert(c.n == 1000 && c.ntrain == 750 && c.nval == 250);
     cr_assert_str_eq(f.name, path);
     corpus_free(&c);
@@ -210,25 +210,31 @@ Test(tokenizer, encode_then_vocab_lookup_round_trips_and_vocab_reloads)
     const unsigned char text[] = "the cat (sat) on \"the\" mat.\n\tthe end\n";
     size_t n = sizeof text - 1;
     Tokenizer tok, again;
-    tok_build(&tok, text, n);
+    cr_assert_eq(tok_build(&tok, text, n, NULL, 0), 0);
     for (int i = 1; i < tok.V; i++)
-        cr_assert_gt(tok.vocab[i], tok.vocab[i - 1], "vocabulary not sorted");
-    uint8_t ids[64];
+        cr_assert_gt(tok.bytes[i], tok.bytes[i - 1], "vocabulary not sorted");
+    TokenId ids[64];
     char err[1500];
-    cr_assert_eq(tok_encode(&tok, text, n, ids, "text", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tok_encode(&tok, text, n, ids, "text", err, sizeof err), (long)n, "%s", err);
     for (size_t i = 0; i < n; i++) {
         cr_assert_lt(ids[i], tok.V);
-        cr_assert_eq(tok.vocab[ids[i]], text[i], "byte %zu did not round-trip", i);
+        cr_assert_eq(tok.bytes[ids[i]], text[i], "byte %zu did not round-trip", i);
     }
-    cr_assert_eq(tok_from_vocab(&again, tok.vocab, tok.V, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(memcmp(&again, &tok, sizeof tok), 0, "a stored vocabulary reloads differently");
+    cr_assert_eq(tok_from_parts(&again, tok.bytes, tok.nbytes, NULL, 0, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert(again.V == tok.V && again.nbytes == tok.nbytes && again.nmerges == 0);
+    cr_assert_eq(memcmp(again.bytes, tok.bytes, sizeof tok.bytes), 0,
+                 "a stored vocabulary reloads differently");
+    cr_assert_eq(memcmp(again.id, tok.id, sizeof tok.id), 0);
+    tok_free(&tok);
+    tok_free(&again);
 }
 
 Test(tokenizer, unknown_byte_is_named_with_its_offset)
 {
     Tokenizer tok;
-    tok_build(&tok, (const unsigned char *)"abc\n", 4);
-    uint8_t ids[16];
+    cr_assert_eq(tok_build(&tok, (const unsigned char *)"abc\n", 4, NULL, 0), 0);
+    TokenId ids[16];
     char err[1500] = "";
     cr_assert_eq(tok_encode(&tok, (const unsigned char *)"abcab z", 7, ids, "prompt.txt", err,
                             sizeof err), -1);
@@ -237,6 +243,7 @@ Test(tokenizer, unknown_byte_is_named_with_its_offset)
     const unsigned char bin[] = {'a', 0xfe};
     cr_assert_eq(tok_encode(&tok, bin, 2, ids, "x", err, sizeof err), -1);
     cr_assert(strstr(err, "byte 0xfe at offset 1"), "%s", err);
+    tok_free(&tok);
 }
 
 Test(tokenizer, bad_stored_vocabularies_are_refused)
@@ -244,9 +251,9 @@ Test(tokenizer, bad_stored_vocabularies_are_refused)
     Tokenizer tok;
     char err[1500];
     const unsigned char v[4] = {'a', 'c', 'b', 'd'};
-    cr_assert_eq(tok_from_vocab(&tok, v, 0, err, sizeof err), -1);
+    cr_assert_eq(tok_from_parts(&tok, v, 0, NULL, 0, err, sizeof err), -1);
     cr_assert(strstr(err, "size 0"), "%s", err);
-    cr_assert_eq(tok_from_vocab(&tok, v, 257, err, sizeof err), -1);
-    cr_assert_eq(tok_from_vocab(&tok, v, 4, err, sizeof err), -1);
+    cr_assert_eq(tok_from_parts(&tok, v, 257, NULL, 0, err, sizeof err), -1);
+    cr_assert_eq(tok_from_parts(&tok, v, 4, NULL, 0, err, sizeof err), -1);
     cr_assert(strstr(err, "entry 2"), "%s", err);
 }

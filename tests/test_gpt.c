@@ -1,7 +1,7 @@
 /* Whole-model tests: the gradient of the mean loss against central differences
  * for every parameter tensor (H = 1, 4, 8, 16, a head size that is not C/H,
- * dropout, a silenced head, a vocabulary of 3,000 tokens); thread-count bit identity of forward and backward;
- * one batch overfits. */
+ * dropout, a silenced head, a vocabulary of 3,000 tokens); thread-count bit
+ * identity of forward and backward; one batch overfits. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>

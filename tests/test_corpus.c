@@ -1,8 +1,10 @@
 /* Corpus and tokenizer tests (data/corpus, data/tokenizer): every file the
  * trainer must refuse (missing, a directory, not a regular file, empty, binary,
  * too short for a train or a val window) gets a message naming the file and the
- * problem; bytes that are not UTF-8 are fine (the vocabulary is bytes); and the
- * tokenizer round-trips and names an unknown byte and its offset. */
+ * problem; bytes that are not UTF-8 are fine (the alphabet is bytes); the
+ * byte-level tokenizer round-trips and names an unknown byte and its offset; the
+ * split is by bytes, and merges are learned from the train bytes only. The
+ * tokenizer's merges are tested in test_tokenizer.c. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,4 +258,90 @@ Test(tokenizer, bad_stored_vocabularies_are_refused)
     cr_assert_eq(tok_from_parts(&tok, v, 257, NULL, 0, err, sizeof err), -1);
     cr_assert_eq(tok_from_parts(&tok, v, 4, NULL, 0, err, sizeof err), -1);
     cr_assert(strstr(err, "entry 2"), "%s", err);
+}
+
+/* Byte-level the byte split and the token split are the same place. */
+Test(corpus, byte_level_split_counts_bytes_and_tokens_alike)
+{
+    const char *d = tu_tmpdir("corpus-bytesplit");
+    char text[1000];
+    for (int i = 0; i < 1000; i++)
+        text[i] = (char)('a' + (i * 7) % 26);
+    const char *path = put_file(d, "text.txt", text, sizeof text);
+    TextFile f;
+    Corpus c;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, 0.25, 8, err, sizeof err), 0, "%s", err);
+    cr_assert(c.train_bytes == 750 && c.val_bytes == 250 && c.tok.nmerges == 0);
+    for (size_t i = 0; i < 1000; i++)
+        cr_assert_eq(c.tok.bytes[c.ids[i]], (unsigned char)text[i]);
+    corpus_free(&c);
+    textfile_free(&f);
+}
+
+/* With a vocabulary size the bytes are split first and the merges come from
+ * the train bytes alone: val repeats "xq" pairs (and train never does), so no
+ * token joins x and q, though the pair is the file's most frequent. Each part
+ * decodes back to its own bytes, and the merges are exactly those learned from
+ * the train prefix by itself. */
+Test(corpus, merges_are_learned_from_the_train_bytes_only)
+{
+    const char *d = tu_tmpdir("corpus-bpe-split");
+    enum { N = 4000 };
+    char *text = malloc(N);
+    for (int i = 0; i < N; i++)
+        text[i] = " the cat sat on the mat and the dog ran"[i % 39];
+    size_t ntrain = (size_t)((double)N * (1.0 - 0.25));
+    for (size_t i = ntrain; i < N; i++)
+        text[i] = "xq"[i % 2];
+    text[5] = 'x';      /* x and q are in the alphabet, never side by side in train */
+    text[9] = 'q';
+    const char *path = put_file(d, "text.txt", text, N);
+    TextFile f;
+    Corpus c;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 60, 0.25, 8, err, sizeof err), 0, "%s", err);
+    cr_assert(c.train_bytes == ntrain && c.val_bytes == N - ntrain);
+    cr_assert_gt(c.tok.nmerges, 5);
+    for (int k = 0; k < c.tok.nmerges; k++) {
+        size_t len;
+        const unsigned char *p = tok_piece(&c.tok, c.tok.nbytes + k, &len);
+        for (size_t i = 0; i + 1 < len; i++)
+            cr_assert(!((p[i] == 'x' && p[i + 1] == 'q') || (p[i] == 'q' && p[i + 1] == 'x')),
+                      "merge %d (\"%.*s\") was learned from val", k, (int)len, p);
+    }
+    unsigned char *back = malloc(N);
+    cr_assert_eq(tok_decode(&c.tok, c.ids, c.ntrain, back), ntrain);
+    cr_assert_eq(memcmp(back, text, ntrain), 0, "the train tokens are not the train bytes");
+    cr_assert_eq(tok_decode(&c.tok, c.ids + c.ntrain, c.nval, back), N - ntrain);
+    cr_assert_eq(memcmp(back, text + ntrain, N - ntrain), 0, "the val tokens are not val");
+    Tokenizer alone;
+    cr_assert_eq(tok_build(&alone, f.bytes, N, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tok_learn(&alone, f.bytes, ntrain, 60, err, sizeof err), 0, "%s", err);
+    cr_assert(alone.nmerges == c.tok.nmerges &&
+              memcmp(alone.merges, c.tok.merges, sizeof *alone.merges * alone.nmerges) == 0,
+              "the corpus learned other merges than the train prefix gives");
+    tok_free(&alone);
+    free(back);
+    corpus_free(&c);
+    textfile_free(&f);
+    free(text);
+}
+
+Test(corpus, a_vocabulary_below_the_byte_alphabet_is_its_own_error)
+{
+    const char *d = tu_tmpdir("corpus-bpe-small");
+    const char *text = "the quick brown fox jumps over the lazy dog, again and again\n";
+    const char *path = put_file(d, "text.txt", text, strlen(text));
+    TextFile f;
+    Corpus c;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 10, 0.0, 4, err, sizeof err),
+                 CORPUS_VOCAB_TOO_SMALL);
+    cr_assert(strstr(err, "--vocab 10 is smaller than the 29 distinct bytes"), "%s", err);
+    cr_assert_null(c.ids);
+    textfile_free(&f);
 }

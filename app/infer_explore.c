@@ -155,7 +155,7 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
         cli_fail("--explore: %s", err);
     if (o->explore_json && explore_write_json(o->explore_json, &e, err, sizeof err))
         cli_fail("--explore-json: %s", err);
-    fprintf(stderr, "infer: explorer for %d byte(s) of %s written to %s\n", T, source, o->explore);
+    fprintf(stderr, "infer: explorer for %d token(s) of %s written to %s\n", T, source, o->explore);
     acts_free(&a);
     free(att);
     free(jsd);

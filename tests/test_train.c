@@ -28,7 +28,7 @@
 /* Value-taking flags; every one must show its default in --help. */
 static const char *const VALUE_FLAGS[] = {
     "--data", "--out", "--log", "--resume", "--save-every", "--layers", "--heads", "--embd",
-    "--head-size", "--block", "--batch", "--steps", "--lr", "--min-lr", "--warmup", "--wd",
+    "--head-size", "--block", "--vocab", "--batch", "--steps", "--lr", "--min-lr", "--warmup", "--wd",
     "--clip", "--dropout", "--seed", "--val-frac", "--eval-every", "--eval-iters", "--threads",
 };
 static const char *const SWITCH_FLAGS[] = {"--keep-best", "--allow-binary", "--help"};

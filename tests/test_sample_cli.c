@@ -234,7 +234,7 @@ Test(sample, cli_rejects_bad_numbers_with_usage_errors)
     check_rejected(&f, "--tokens 1e3", 2, "tokens");
     check_rejected(&f, "--temperature -0.5", 2, "temperature");
     check_rejected(&f, "--temperature nan", 2, "temperature");
-    check_rejected(&f, "--top-k 300", 2, "top-k");
+    check_rejected(&f, "--top-k 32769", 2, "top-k");
     check_rejected(&f, "--top-k -1", 2, "top-k");
     check_rejected(&f, "--top-p 0", 2, "top-p");
     check_rejected(&f, "--top-p 1.5", 2, "top-p");

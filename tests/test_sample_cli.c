@@ -38,6 +38,7 @@ static void write_ckpt(Fixture *f, const char *name, const char *text)
     make_model(&m, (Config){.V = tok.V, .T = 16, .L = 2, .H = 2, .C = 32, .D = 16}, 77);
     cr_assert_eq(ckpt_save(f->ckpt, &m, &tok, 0, NULL, err, sizeof err), 0, "%s", err);
     model_free(&m);
+    tok_free(&tok);
 }
 
 typedef struct {

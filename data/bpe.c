@@ -1,12 +1,14 @@
 /* bpe: byte-pair encoding, learning and encoding (see bpe.h for the rules).
  *
  * Learning works on the text's distinct chunks ("words"), each with its number
- * of occurrences, never on the text itself. Every adjacent pair has a count (the
- * sum of its words' occurrences, overlaps included) and a list of the words it
- * was seen in; a max-heap ordered by (count, then smallest left, then smallest
- * right) picks each merge. A merge rewrites only the words on its pair's list and
- * changes only the counts of the pairs beside each replaced occurrence, so a
- * merge costs the length of the words that hold its pair, not of the text.
+ * of occurrences, laid end to end as one array of symbols with links to their
+ * live neighbours. Every adjacent pair has a count (the sum of the
+ * occurrences of the chunks it is in, overlaps included) and a list of the
+ * positions where it starts; a max-heap ordered by (count, then smallest left,
+ * then smallest right) picks each merge. A merge visits only its pair's
+ * positions and changes only the counts of the pairs beside each replaced
+ * occurrence, so it costs the number of occurrences it replaces, whatever the
+ * length of the text or of its chunks.
  *
  * Encoding cuts the text into chunks; a chunk whose bytes are exactly one token
  * (found by a hash of token byte strings built with the encoder) is that token,
@@ -99,25 +101,30 @@ static int grow(void *p, size_t *cap, size_t need, size_t elem)
 
 /* ---- learning ---------------------------------------------------------------- */
 
+#define NONE SIZE_MAX
+#define DEAD 0xffffu /* a symbol merged into its left neighbour (ids stay below 32768) */
+
 typedef struct {
-    size_t off, len;  /* the chunk's first occurrence in the text; len symbols now */
-    size_t sym;       /* offset of its symbols in Learner.syms */
-    int64_t freq;     /* occurrences in the text */
-    uint64_t hash;    /* of its bytes */
-    int stamp;        /* last merge (1-based) that rewrote it */
+    size_t off, len; /* the chunk's first occurrence in the text */
+    int64_t freq;    /* occurrences in the text */
+    uint64_t hash;   /* of its bytes */
 } Word;
 
+/* A pair's count rises only in the merge that creates it (or at the start):
+ * only then can its two ids become neighbours. So the positions where it
+ * occurs are all listed at once, and its list is one run of Learner.pool. */
 typedef struct {
     TokenId l, r;
-    int64_t count;    /* adjacent occurrences in the text, overlaps included */
-    size_t head;      /* first node of its word list, SIZE_MAX when empty */
-    size_t last_word; /* the word appended last, so a word is listed once per merge */
-    int touched;      /* the merge (1-based) that last raised its count */
+    int64_t count;     /* adjacent occurrences in the text, overlaps included */
+    size_t start, len; /* its positions: pool[start .. start + len) */
+    int touched;       /* the merge (1-based; 0 the start) that raised its count */
 } Pair;
 
+/* A new occurrence of a pair, listed when the merge that made it ends. */
 typedef struct {
-    size_t word, next;
-} WordNode;
+    uint32_t pair;
+    size_t pos;
+} Pending;
 
 typedef struct {
     int64_t count;
@@ -125,35 +132,49 @@ typedef struct {
     uint32_t pair;
 } HeapEntry;
 
+/* The distinct chunks laid end to end as symbols: sym[pos], with the live
+ * neighbours of pos inside its chunk at prev[pos] and next[pos] (NONE at the
+ * chunk's ends) and the chunk's occurrence count at freq[pos]. */
 typedef struct {
     Word *words;
     size_t nwords, cap_words;
     uint32_t *word_slots; /* word index + 1, 0 when empty */
     size_t word_mask;
-    TokenId *syms;
+    TokenId *sym;
+    size_t *next, *prev;
+    int64_t *freq;
     Pair *pairs;
     size_t npairs, cap_pairs;
     uint32_t *pair_keys, *pair_idx;
     size_t pair_mask;
-    WordNode *nodes;
-    size_t nnodes, cap_nodes;
+    size_t *pool; /* the pairs' position lists */
+    size_t npool, cap_pool;
+    Pending *pend;
+    size_t npend, cap_pend;
     HeapEntry *heap;
     size_t nheap, cap_heap;
-    uint32_t *raised; /* pairs whose count a merge raised */
+    uint32_t *raised; /* pairs whose count the current merge raised */
     size_t nraised, cap_raised;
+    size_t *todo; /* positions of an (a, a) pair, sorted */
+    size_t cap_todo;
 } Learner;
 
 static void learner_free(Learner *L)
 {
     free(L->words);
     free(L->word_slots);
-    free(L->syms);
+    free(L->sym);
+    free(L->next);
+    free(L->prev);
+    free(L->freq);
     free(L->pairs);
     free(L->pair_keys);
     free(L->pair_idx);
-    free(L->nodes);
+    free(L->pool);
+    free(L->pend);
     free(L->heap);
     free(L->raised);
+    free(L->todo);
 }
 
 /* Counts the chunks of the text into the word table. */
@@ -217,7 +238,7 @@ static int64_t learner_pair(Learner *L, TokenId l, TokenId r)
     }
     if (grow(&L->pairs, &L->cap_pairs, L->npairs + 1, sizeof *L->pairs))
         return -1;
-    L->pairs[L->npairs] = (Pair){.l = l, .r = r, .head = SIZE_MAX, .last_word = SIZE_MAX};
+    L->pairs[L->npairs] = (Pair){.l = l, .r = r, .touched = -1};
     L->pair_keys[s] = key;
     L->pair_idx[s] = (uint32_t)L->npairs++;
     if (2 * L->npairs > L->pair_mask) {
@@ -246,9 +267,10 @@ static int64_t learner_pair(Learner *L, TokenId l, TokenId r)
     return (int64_t)L->npairs - 1;
 }
 
-/* Adds delta occurrences of (l, r) in word w. A raise lists w under the pair and,
- * during merge number stamp, remembers the pair so the heap learns its count. */
-static int learner_add(Learner *L, TokenId l, TokenId r, int64_t delta, size_t w, int stamp)
+/* Adds delta occurrences of (l, r). A raise is a new occurrence starting at pos,
+ * pending until learner_list; the pair joins the ones whose lists and heap
+ * entries merge number stamp renews. */
+static int learner_add(Learner *L, TokenId l, TokenId r, int64_t delta, size_t pos, int stamp)
 {
     int64_t p = learner_pair(L, l, r);
     if (p < 0)
@@ -257,13 +279,9 @@ static int learner_add(Learner *L, TokenId l, TokenId r, int64_t delta, size_t w
     pr->count += delta;
     if (delta <= 0)
         return 0;
-    if (pr->last_word != w) {
-        if (grow(&L->nodes, &L->cap_nodes, L->nnodes + 1, sizeof *L->nodes))
-            return -1;
-        L->nodes[L->nnodes] = (WordNode){.word = w, .next = pr->head};
-        pr->head = L->nnodes++;
-        pr->last_word = w;
-    }
+    if (grow(&L->pend, &L->cap_pend, L->npend + 1, sizeof *L->pend))
+        return -1;
+    L->pend[L->npend++] = (Pending){(uint32_t)p, pos};
     if (pr->touched != stamp) {
         if (grow(&L->raised, &L->cap_raised, L->nraised + 1, sizeof *L->raised))
             return -1;
@@ -317,70 +335,129 @@ static HeapEntry heap_pop(Learner *L)
     return top;
 }
 
-/* Replaces (l, r) by id in word w, left to right without overlap, and moves the
- * counts: each replaced occurrence removes (l, r), (prev, l) and (r, next) and
- * adds (prev, id) and (id, next). prev is read from the rewritten part, so two
- * replacements in a row meet as (id, id). */
-static int learner_merge_word(Learner *L, size_t w, TokenId l, TokenId r, TokenId id, int stamp)
+/* Lists the pending occurrences: each raised pair gets its run of the pool, in
+ * the order its occurrences were found; then the raised pairs that occur at
+ * least twice go on the heap. */
+static int learner_list(Learner *L)
 {
-    Word *wd = &L->words[w];
-    TokenId *s = L->syms + wd->sym;
-    int64_t f = wd->freq;
-    size_t len = wd->len, j = 0;
-    for (size_t i = 0; i < len;) {
-        if (i + 1 < len && s[i] == l && s[i + 1] == r) {
-            if (learner_add(L, l, r, -f, w, stamp))
-                return -1;
-            if (j > 0 && (learner_add(L, s[j - 1], l, -f, w, stamp) ||
-                          learner_add(L, s[j - 1], id, f, w, stamp)))
-                return -1;
-            if (i + 2 < len && (learner_add(L, r, s[i + 2], -f, w, stamp) ||
-                                learner_add(L, id, s[i + 2], f, w, stamp)))
-                return -1;
-            s[j++] = id;
-            i += 2;
-        } else {
-            s[j++] = s[i++];
-        }
+    size_t at = L->npool;
+    for (size_t i = 0; i < L->nraised; i++)
+        L->pairs[L->raised[i]].len = 0;
+    for (size_t i = 0; i < L->npend; i++)
+        L->pairs[L->pend[i].pair].len++;
+    for (size_t i = 0; i < L->nraised; i++) {
+        Pair *pr = &L->pairs[L->raised[i]];
+        pr->start = at;
+        at += pr->len;
+        pr->len = 0;
     }
-    L->words[w].len = j;
+    if (grow(&L->pool, &L->cap_pool, at, sizeof *L->pool))
+        return -1;
+    for (size_t i = 0; i < L->npend; i++) {
+        Pair *pr = &L->pairs[L->pend[i].pair];
+        L->pool[pr->start + pr->len++] = L->pend[i].pos;
+    }
+    L->npool = at;
+    L->npend = 0;
+    for (size_t i = 0; i < L->nraised; i++)
+        if (L->pairs[L->raised[i]].count >= 2 && heap_push(L, L->raised[i]))
+            return -1;
+    L->nraised = 0;
     return 0;
 }
 
-/* Symbols of every word and the initial pair counts, lists and heap. */
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Merge number stamp: replaces pair p = (l, r) by id at every position on its
+ * list that still holds it, and moves the counts: each replaced occurrence
+ * removes (l, r), (prev, l) and (r, next) and adds (prev, id) and (id, next),
+ * reading prev and next as they are at that moment, so two replacements side
+ * by side meet as (id, id). The list may hold positions whose pair has since
+ * changed; they are skipped. Occurrences of a pair (l, r) with l != r never
+ * overlap, so their order does not matter; for (a, a) the positions must be
+ * taken in ascending order, which is left to right inside each chunk, so
+ * "aaa" becomes "Aa". Lists come out ascending (the start lists them in text
+ * order, and a merge walking ascending positions finds new ones ascending);
+ * one that does not is sorted. */
+static int learner_merge(Learner *L, size_t p, TokenId id, int stamp)
+{
+    TokenId l = L->pairs[p].l, r = L->pairs[p].r;
+    size_t n = L->pairs[p].len;
+    const size_t *list = L->pool + L->pairs[p].start;
+    L->pairs[p].len = 0;
+    int sorted = 1;
+    for (size_t t = 1; l == r && t < n && sorted; t++)
+        sorted = list[t - 1] < list[t];
+    if (!sorted) {
+        if (grow(&L->todo, &L->cap_todo, n, sizeof *L->todo))
+            return -1;
+        memcpy(L->todo, list, n * sizeof *list);
+        qsort(L->todo, n, sizeof *L->todo, cmp_size);
+        list = L->todo;
+    }
+    for (size_t t = 0; t < n; t++) {
+        size_t pos = list[t], q = L->next[pos];
+        if (L->sym[pos] != l || q == NONE || L->sym[q] != r)
+            continue;
+        size_t a = L->prev[pos], b = L->next[q];
+        int64_t f = L->freq[pos];
+        L->pairs[p].count -= f;
+        if (a != NONE && (learner_add(L, L->sym[a], l, -f, a, stamp) ||
+                          learner_add(L, L->sym[a], id, f, a, stamp)))
+            return -1;
+        if (b != NONE && (learner_add(L, r, L->sym[b], -f, pos, stamp) ||
+                          learner_add(L, id, L->sym[b], f, pos, stamp)))
+            return -1;
+        L->sym[pos] = id;
+        L->sym[q] = DEAD;
+        L->next[pos] = b;
+        if (b != NONE)
+            L->prev[b] = pos;
+    }
+    return 0;
+}
+
+/* The symbols of every word and the initial pair counts, lists and heap. */
 static int learner_start(Learner *L, const unsigned char *text, const int16_t byte_id[256])
 {
     size_t total = 0;
-    for (size_t w = 0; w < L->nwords; w++) {
-        L->words[w].sym = total;
+    for (size_t w = 0; w < L->nwords; w++)
         total += L->words[w].len;
-    }
-    L->syms = malloc((total ? total : 1) * sizeof *L->syms);
+    size_t m = total ? total : 1;
+    L->sym = malloc(m * sizeof *L->sym);
+    L->next = malloc(m * sizeof *L->next);
+    L->prev = malloc(m * sizeof *L->prev);
+    L->freq = malloc(m * sizeof *L->freq);
     L->pair_keys = malloc(1024 * sizeof *L->pair_keys);
     L->pair_idx = malloc(1024 * sizeof *L->pair_idx);
-    if (!L->syms || !L->pair_keys || !L->pair_idx)
+    if (!L->sym || !L->next || !L->prev || !L->freq || !L->pair_keys || !L->pair_idx)
         return -1;
     memset(L->pair_keys, 0xff, 1024 * sizeof *L->pair_keys);
     L->pair_mask = 1023;
+    size_t pos = 0;
     for (size_t w = 0; w < L->nwords; w++) {
-        Word *wd = &L->words[w];
-        TokenId *s = L->syms + wd->sym;
-        for (size_t i = 0; i < wd->len; i++)
-            s[i] = (TokenId)byte_id[text[wd->off + i]];
-        for (size_t i = 0; i + 1 < wd->len; i++)
-            if (learner_add(L, s[i], s[i + 1], wd->freq, w, 0))
+        const Word *wd = &L->words[w];
+        for (size_t i = 0; i < wd->len; i++, pos++) {
+            L->sym[pos] = (TokenId)byte_id[text[wd->off + i]];
+            L->freq[pos] = wd->freq;
+            L->prev[pos] = i > 0 ? pos - 1 : NONE;
+            L->next[pos] = i + 1 < wd->len ? pos + 1 : NONE;
+            if (i > 0 && learner_add(L, L->sym[pos - 1], L->sym[pos], wd->freq, pos - 1, 0))
                 return -1;
+        }
     }
-    for (size_t p = 0; p < L->npairs; p++)
-        if (L->pairs[p].count >= 2 && heap_push(L, (uint32_t)p))
-            return -1;
-    return 0;
+    return learner_list(L);
 }
 
-/* The pair to merge next, or -1 when no pair occurs twice. Heap entries may be
- * stale: a pair's count only falls after it is pushed (a count rises only in
- * the merge that creates the pair, which pushes it afterwards), so a stale
- * entry overstates and is pushed again with the current count. */
+/* The pair to merge next, -1 when no pair occurs twice, -2 when memory runs
+ * out. Heap entries may be stale: a pair's count only falls after it is pushed
+ * (a count rises only in the merge that creates the pair, which pushes it
+ * afterwards), so a stale entry overstates and is pushed again with the
+ * current count. */
 static int64_t learner_best(Learner *L)
 {
     while (L->nheap > 0) {
@@ -424,21 +501,9 @@ int bpe_learn(const unsigned char *text, size_t n, const int16_t byte_id[256], i
             goto oom;
         if (p < 0)
             break;
-        TokenId l = L.pairs[p].l, r = L.pairs[p].r, id = (TokenId)(nbase + k);
-        int stamp = k + 1;
-        L.nraised = 0;
-        for (size_t node = L.pairs[p].head; node != SIZE_MAX; node = L.nodes[node].next) {
-            size_t w = L.nodes[node].word;
-            if (L.words[w].stamp == stamp)
-                continue;
-            L.words[w].stamp = stamp;
-            if (learner_merge_word(&L, w, l, r, id, stamp))
-                goto oom;
-        }
-        for (size_t i = 0; i < L.nraised; i++)
-            if (L.pairs[L.raised[i]].count >= 2 && heap_push(&L, L.raised[i]))
-                goto oom;
-        merges[k] = (BpeMerge){l, r};
+        merges[k] = (BpeMerge){L.pairs[p].l, L.pairs[p].r};
+        if (learner_merge(&L, (size_t)p, (TokenId)(nbase + k), k + 1) || learner_list(&L))
+            goto oom;
         *got = k + 1;
     }
     learner_free(&L);
@@ -581,22 +646,56 @@ static size_t merge_slow(const BpeEncoder *e, TokenId *ids, size_t n)
     return n;
 }
 
+/* Memory for merge_heap, reused across the chunks of one bpe_encode call. */
+typedef struct {
+    uint32_t *next, *prev;
+    int32_t *rank;
+    RankPos *heap;
+    size_t cap;
+} HeapScratch;
+
+static int scratch_reserve(HeapScratch *w, size_t n)
+{
+    if (n <= w->cap)
+        return 0;
+    size_t c = w->cap ? w->cap : 256;
+    while (c < n)
+        c *= 2;
+    free(w->next);
+    free(w->prev);
+    free(w->rank);
+    free(w->heap);
+    w->next = malloc(c * sizeof *w->next);
+    w->prev = malloc(c * sizeof *w->prev);
+    w->rank = malloc(c * sizeof *w->rank);
+    w->heap = malloc(c * sizeof *w->heap);
+    w->cap = c;
+    if (!w->next || !w->prev || !w->rank || !w->heap) {
+        w->cap = 0;
+        return -1;
+    }
+    return 0;
+}
+
+static void scratch_free(HeapScratch *w)
+{
+    free(w->next);
+    free(w->prev);
+    free(w->rank);
+    free(w->heap);
+}
+
 /* merge_scan for a long chunk: positions in a linked list, the pair starting
  * at each live position in a min-heap by (rank, position). An entry is current
  * when its position is alive and still starts a pair of that rank (the pair at
  * a position never comes back once it changed: its ids only grow). */
-static size_t merge_heap(const BpeEncoder *e, TokenId *ids, size_t n)
+static size_t merge_heap(const BpeEncoder *e, TokenId *ids, size_t n, HeapScratch *w)
 {
-    uint32_t *next = malloc(n * sizeof *next), *prev = malloc(n * sizeof *prev);
-    int32_t *rank = malloc(n * sizeof *rank);
-    RankPos *heap = malloc(n * sizeof *heap);
-    if (!next || !prev || !rank || !heap || n >= UINT32_MAX) {
-        free(next);
-        free(prev);
-        free(rank);
-        free(heap);
+    if (n >= UINT32_MAX || scratch_reserve(w, n))
         return merge_slow(e, ids, n);
-    }
+    uint32_t *next = w->next, *prev = w->prev;
+    int32_t *rank = w->rank;
+    RankPos *heap = w->heap;
     size_t nh = 0;
     const uint32_t END = UINT32_MAX;
     for (size_t i = 0; i < n; i++) {
@@ -630,10 +729,6 @@ static size_t merge_heap(const BpeEncoder *e, TokenId *ids, size_t n)
     size_t m = 0;
     for (uint32_t i = 0; i != END; i = next[i])
         ids[m++] = ids[i];
-    free(next);
-    free(prev);
-    free(rank);
-    free(heap);
     return m;
 }
 
@@ -800,6 +895,7 @@ static inline int32_t enc_whole(const BpeEncoder *e, const unsigned char *c, siz
 size_t bpe_encode(const BpeEncoder *e, const unsigned char *text, size_t n, TokenId *ids)
 {
     int32_t rank[SHORT_CHUNK];
+    HeapScratch w = {0};
     size_t out = 0;
     for (size_t i = 0; i < n;) {
         const unsigned char *c = text + i;
@@ -818,7 +914,8 @@ size_t bpe_encode(const BpeEncoder *e, const unsigned char *text, size_t n, Toke
         for (size_t j = 0; j < len; j++)
             ids[out + j] = (TokenId)e->byte_id[c[j]];
         out += len <= SHORT_CHUNK ? merge_scan(e, ids + out, len, rank)
-                                  : merge_heap(e, ids + out, len);
+                                  : merge_heap(e, ids + out, len, &w);
     }
+    scratch_free(&w);
     return out;
 }

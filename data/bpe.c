@@ -21,35 +21,54 @@
 
 /* ---- pre-tokenisation ------------------------------------------------------ */
 
+/* Byte classes; a word byte is one below CL_SPACE. */
 enum { CL_LETTER, CL_DIGIT, CL_PUNCT, CL_SPACE, CL_WS };
 
-static inline int byte_class(unsigned char b)
-{
-    if (b >= 0x80 || (unsigned)((b | 0x20) - 'a') < 26u)
-        return CL_LETTER;
-    if ((unsigned)(b - '0') < 10u)
-        return CL_DIGIT;
-    if (b == ' ')
-        return CL_SPACE;
-    if (b >= '\t' && b <= '\r') /* \t \n \v \f \r */
-        return CL_WS;
-    return CL_PUNCT;
-}
+/* The class of every byte: A-Z, a-z and 0x80-0xff letters, 0-9 digits, ' '
+ * apart, \t \n \v \f \r other whitespace, everything else punctuation. */
+#define L CL_LETTER
+#define D CL_DIGIT
+#define P CL_PUNCT
+#define S CL_SPACE
+#define W CL_WS
+static const unsigned char BYTE_CLASS[256] = {
+    P, P, P, P, P, P, P, P, P, W, W, W, W, W, P, P, /* 0x00 */
+    P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, /* 0x10 */
+    S, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, /* 0x20 */
+    D, D, D, D, D, D, D, D, D, D, P, P, P, P, P, P, /* 0x30 */
+    P, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, /* 0x40 */
+    L, L, L, L, L, L, L, L, L, L, L, P, P, P, P, P, /* 0x50 */
+    P, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, /* 0x60 */
+    L, L, L, L, L, L, L, L, L, L, L, P, P, P, P, P, /* 0x70 */
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, /* 0x80 */
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, /* 0x90 */
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, /* 0xA0 */
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, /* 0xB0 */
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, /* 0xC0 */
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, /* 0xD0 */
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, /* 0xE0 */
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, /* 0xF0 */
+};
+#undef L
+#undef D
+#undef P
+#undef S
+#undef W
 
 size_t bpe_chunk_len(const unsigned char *text, size_t n)
 {
-    int c = byte_class(text[0]);
+    int c = BYTE_CLASS[text[0]];
     size_t i = 1;
-    if (c == CL_SPACE && n > 1 && byte_class(text[1]) < CL_SPACE) {
-        c = byte_class(text[1]); /* " word" */
+    if (c == CL_SPACE && n > 1 && BYTE_CLASS[text[1]] < CL_SPACE) {
+        c = BYTE_CLASS[text[1]]; /* " word" */
         i = 2;
     }
     if (c < CL_SPACE) {
-        while (i < n && byte_class(text[i]) == c)
+        while (i < n && BYTE_CLASS[text[i]] == c)
             i++;
         return i;
     }
-    while (i < n && byte_class(text[i]) >= CL_SPACE)
+    while (i < n && BYTE_CLASS[text[i]] >= CL_SPACE)
         i++;
     /* The run stopped before a word byte: a final ' ' goes with that word. */
     if (i < n && i > 1 && text[i - 1] == ' ')

@@ -17,7 +17,7 @@
 #define NO_RANK INT32_MAX
 /* Chunks up to this length are merged with ranks in a stack array by repeated
  * scans; longer ones with a linked list and a heap. */
-#define SHORT_CHUNK 64
+#define SHORT_CHUNK 128
 /* Tokens up to this many bytes are in the whole-chunk table. */
 #define CACHED_BYTES 64
 

@@ -16,8 +16,8 @@
 
 #define NO_RANK INT32_MAX
 /* Chunks up to this length are merged with ranks in a stack array by repeated
- * scans; longer ones with a linked list and a heap. */
-#define SHORT_CHUNK 128
+ * scans (quadratic, but fastest when short); longer ones by merge_long. */
+#define SHORT_CHUNK 64
 /* Tokens up to this many bytes are in the whole-chunk table. */
 #define CACHED_BYTES 64
 
@@ -34,7 +34,8 @@ typedef struct {
 struct BpeEncoder {
     int16_t byte_id[256];
     int nbase, nmerges;
-    RankSlot *ranks; /* pair -> merge index */
+    BpeMerge *merges; /* (nmerges) */
+    RankSlot *ranks;  /* pair -> merge index */
     size_t rank_mask;
     TokenSlot *whole; /* bytes of a chunk that is one token -> the token */
     size_t whole_mask;
@@ -81,48 +82,8 @@ static size_t merge_scan(const BpeEncoder *e, TokenId *ids, size_t n, int32_t *r
     return n;
 }
 
-typedef struct {
-    int32_t rank;
-    uint32_t pos;
-} RankPos;
-
-static inline int rp_before(RankPos a, RankPos b)
-{
-    return a.rank != b.rank ? a.rank < b.rank : a.pos < b.pos;
-}
-
-static void rp_push(RankPos *h, size_t *n, RankPos x)
-{
-    size_t i = (*n)++;
-    while (i > 0 && rp_before(x, h[(i - 1) / 2])) {
-        h[i] = h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h[i] = x;
-}
-
-static RankPos rp_pop(RankPos *h, size_t *n)
-{
-    RankPos top = h[0], last = h[--*n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && rp_before(h[c + 1], h[c]))
-            c++;
-        if (!rp_before(h[c], last))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n > 0)
-        h[i] = last;
-    return top;
-}
-
 /* merge_scan without memory: every step scans every pair. Only for when the
- * arrays of merge_heap cannot be allocated. */
+ * arrays of merge_long cannot be allocated. */
 static size_t merge_slow(const BpeEncoder *e, TokenId *ids, size_t n)
 {
     while (n > 1) {
@@ -144,86 +105,132 @@ static size_t merge_slow(const BpeEncoder *e, TokenId *ids, size_t n)
     return n;
 }
 
-/* Memory for merge_heap, reused across the chunks of one bpe_encode call. */
+/* Memory for merge_long, reused across the chunks of one bpe_encode call. */
 typedef struct {
-    uint32_t *next, *prev;
-    int32_t *rank;
-    RankPos *heap;
-    size_t cap;
-} HeapScratch;
+    uint32_t pos, next;
+} ListNode;
 
-static int scratch_reserve(HeapScratch *w, size_t n)
+typedef struct {
+    uint32_t *next, *prev, *order; /* (n) */
+    int32_t *rank;                 /* (n) */
+    ListNode *node;                /* (3n): n first listings, 2 per merge done */
+    uint32_t nnode;
+    uint32_t *head;                /* (nmerges): first node of each merge's list */
+    uint64_t *busy;                /* (nmerges / 64, rounded up): lists not empty */
+    size_t cap;
+} LongScratch;
+
+static void scratch_free(LongScratch *w)
 {
+    free(w->next);
+    free(w->prev);
+    free(w->order);
+    free(w->rank);
+    free(w->node);
+    free(w->head);
+    free(w->busy);
+}
+
+/* Room for a chunk of n symbols; the bucket heads start empty, and
+ * merge_long leaves them empty. */
+static int scratch_reserve(LongScratch *w, const BpeEncoder *e, size_t n)
+{
+    if (!w->head) {
+        size_t nb = (size_t)e->nmerges + 1, nw = (nb + 63) / 64;
+        w->head = malloc(nb * sizeof *w->head);
+        w->busy = calloc(nw, sizeof *w->busy);
+        if (!w->head || !w->busy)
+            return -1;
+        memset(w->head, 0xff, nb * sizeof *w->head);
+    }
     if (n <= w->cap)
         return 0;
     size_t c = w->cap ? w->cap : 256;
     while (c < n)
         c *= 2;
-    free(w->next);
-    free(w->prev);
+    uint32_t **u[] = {&w->next, &w->prev, &w->order};
+    for (size_t k = 0; k < sizeof u / sizeof u[0]; k++) {
+        free(*u[k]);
+        *u[k] = malloc(c * sizeof **u[k]);
+    }
     free(w->rank);
-    free(w->heap);
-    w->next = malloc(c * sizeof *w->next);
-    w->prev = malloc(c * sizeof *w->prev);
+    free(w->node);
     w->rank = malloc(c * sizeof *w->rank);
-    w->heap = malloc(c * sizeof *w->heap);
+    w->node = malloc(3 * c * sizeof *w->node);
     w->cap = c;
-    if (!w->next || !w->prev || !w->rank || !w->heap) {
+    if (!w->next || !w->prev || !w->order || !w->rank || !w->node) {
         w->cap = 0;
         return -1;
     }
     return 0;
 }
 
-static void scratch_free(HeapScratch *w)
+static int cmp_u32(const void *a, const void *b)
 {
-    free(w->next);
-    free(w->prev);
-    free(w->rank);
-    free(w->heap);
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
 }
 
-/* merge_scan for a long chunk: positions in a linked list, the pair starting
- * at each live position in a min-heap by (rank, position). An entry is current
- * when its position is alive and still starts a pair of that rank (the pair at
- * a position never comes back once it changed: its ids only grow). */
-static size_t merge_heap(const BpeEncoder *e, TokenId *ids, size_t n, HeapScratch *w)
+#define END UINT32_MAX
+
+/* Lists position i under the merge index of the pair that starts there. */
+static inline void long_push(LongScratch *w, uint32_t i, int32_t r)
 {
-    if (n >= UINT32_MAX || scratch_reserve(w, n))
+    w->rank[i] = r;
+    if (r == NO_RANK)
+        return;
+    w->node[w->nnode] = (ListNode){i, w->head[r]};
+    w->head[r] = w->nnode++;
+    w->busy[r / 64] |= 1ull << (r % 64);
+}
+
+/* merge_scan for a long chunk, in time linear in its length: positions in a
+ * linked list, each listed under the merge index of the pair it starts
+ * (rank[i]). Merge indices are taken in increasing order, each once: a merge
+ * only makes pairs with a later index (they contain the new id), so all
+ * occurrences of merge k are on its list when it comes up. A position is
+ * listed again each time its pair changes, and never twice under one merge
+ * (its ids only grow), so a list holds at most n positions. They cannot
+ * overlap unless its two ids are equal; then they are taken in increasing
+ * position, left to right, so "aaa" gives "Aa". A listed position is skipped
+ * when its pair has changed since (rank[i] no longer k). */
+static size_t merge_long(const BpeEncoder *e, TokenId *ids, size_t n, LongScratch *w)
+{
+    if (n >= UINT32_MAX / 3 || scratch_reserve(w, e, n))
         return merge_slow(e, ids, n);
     uint32_t *next = w->next, *prev = w->prev;
-    int32_t *rank = w->rank;
-    RankPos *heap = w->heap;
-    size_t nh = 0;
-    const uint32_t END = UINT32_MAX;
+    w->nnode = 0;
     for (size_t i = 0; i < n; i++) {
         next[i] = i + 1 < n ? (uint32_t)(i + 1) : END;
         prev[i] = i > 0 ? (uint32_t)(i - 1) : END;
-        rank[i] = i + 1 < n ? enc_rank(e, ids[i], ids[i + 1]) : NO_RANK;
-        if (rank[i] != NO_RANK)
-            rp_push(heap, &nh, (RankPos){rank[i], (uint32_t)i});
+        long_push(w, (uint32_t)i, i + 1 < n ? enc_rank(e, ids[i], ids[i + 1]) : NO_RANK);
     }
-    while (nh > 0) {
-        RankPos t = rp_pop(heap, &nh);
-        uint32_t i = t.pos;
-        if (rank[i] != t.rank) /* stale: merged away or its pair changed */
-            continue;
-        uint32_t j = next[i];
-        ids[i] = (TokenId)(e->nbase + t.rank);
-        rank[j] = NO_RANK; /* j dies */
-        next[i] = next[j];
-        if (next[j] != END)
-            prev[next[j]] = i;
-        rank[i] = next[i] != END ? enc_rank(e, ids[i], ids[next[i]]) : NO_RANK;
-        if (rank[i] != NO_RANK)
-            rp_push(heap, &nh, (RankPos){rank[i], i});
-        uint32_t p = prev[i];
-        if (p != END) {
-            rank[p] = enc_rank(e, ids[p], ids[i]);
-            if (rank[p] != NO_RANK)
-                rp_push(heap, &nh, (RankPos){rank[p], p});
+    size_t nw = ((size_t)e->nmerges + 1 + 63) / 64;
+    for (size_t word = 0; word < nw; word++)
+        while (w->busy[word]) {
+            int32_t k = (int32_t)(word * 64 + (size_t)__builtin_ctzll(w->busy[word]));
+            w->busy[word] &= w->busy[word] - 1;
+            size_t m = 0;
+            for (uint32_t v = w->head[k]; v != END; v = w->node[v].next)
+                w->order[m++] = w->node[v].pos;
+            w->head[k] = END;
+            if (e->merges[k].left == e->merges[k].right)
+                qsort(w->order, m, sizeof *w->order, cmp_u32);
+            for (size_t t = 0; t < m; t++) {
+                uint32_t i = w->order[t];
+                if (w->rank[i] != k)
+                    continue;
+                uint32_t j = next[i];
+                ids[i] = (TokenId)(e->nbase + k);
+                w->rank[j] = NO_RANK; /* j is merged into i */
+                next[i] = next[j];
+                if (next[i] != END)
+                    prev[next[i]] = i;
+                long_push(w, i, next[i] != END ? enc_rank(e, ids[i], ids[next[i]]) : NO_RANK);
+                if (prev[i] != END)
+                    long_push(w, prev[i], enc_rank(e, ids[prev[i]], ids[i]));
+            }
         }
-    }
     size_t m = 0;
     for (uint32_t i = 0; i != END; i = next[i])
         ids[m++] = ids[i];
@@ -302,6 +309,7 @@ void bpe_encoder_free(BpeEncoder *e)
 {
     if (!e)
         return;
+    free(e->merges);
     free(e->ranks);
     free(e->whole);
     free(e->tok_off);
@@ -337,8 +345,10 @@ BpeEncoder *bpe_encoder_new(const int16_t byte_id[256], int nbase, const BpeMerg
     while (cap < 2 * (size_t)nmerges)
         cap *= 2;
     e->ranks = malloc(cap * sizeof *e->ranks);
-    if (!e->ranks)
+    e->merges = malloc(((size_t)nmerges + 1) * sizeof *e->merges);
+    if (!e->ranks || !e->merges)
         goto oom;
+    memcpy(e->merges, merges, (size_t)nmerges * sizeof *merges);
     e->rank_mask = cap - 1;
     for (size_t s = 0; s < cap; s++)
         e->ranks[s] = (RankSlot){PAIR_EMPTY, NO_RANK};
@@ -393,7 +403,7 @@ static inline int32_t enc_whole(const BpeEncoder *e, const unsigned char *c, siz
 size_t bpe_encode(const BpeEncoder *e, const unsigned char *text, size_t n, TokenId *ids)
 {
     int32_t rank[SHORT_CHUNK];
-    HeapScratch w = {0};
+    LongScratch w = {0};
     size_t out = 0;
     for (size_t i = 0; i < n;) {
         const unsigned char *c = text + i;
@@ -412,7 +422,7 @@ size_t bpe_encode(const BpeEncoder *e, const unsigned char *text, size_t n, Toke
         for (size_t j = 0; j < len; j++)
             ids[out + j] = (TokenId)e->byte_id[c[j]];
         out += len <= SHORT_CHUNK ? merge_scan(e, ids + out, len, rank)
-                                  : merge_heap(e, ids + out, len, &w);
+                                  : merge_long(e, ids + out, len, &w);
     }
     scratch_free(&w);
     return out;

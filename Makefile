@@ -30,7 +30,7 @@ INFER_OBJ := $(BUILD)/infer.o $(BUILD)/app/infer_sample.o $(BUILD)/app/infer_hea
              $(BUILD)/app/report_page.o $(BUILD)/app/infer_explore.o $(BUILD)/app/explore.o \
              $(BUILD)/app/explore_page.o
 
-.PHONY: all test clean bench ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
+.PHONY: all test clean bench bench-tok ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
 all: $(BIN)/train $(BIN)/infer
 
 # Every object remembers the compiler and flags it was built with: a change of ARCH, OPT,
@@ -91,11 +91,17 @@ clean:
 bench: all $(BUILD)/libheadcount.a
 	bash scripts/bench.sh
 
+# The byte-pair tokenizer's speed, and Hugging Face tokenizers' when BENCH_TOK_PYTHON
+# (default python3) imports it: docs/tokenizer.md.
+bench-tok: $(BUILD)/libheadcount.a
+	bash scripts/bench_tok.sh
+
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
 test-asan:
 	bash scripts/test_asan.sh
 
-# libFuzzer on the checkpoint loader for FUZZ_SECONDS (clang + libclang-rt-14-dev).
+# libFuzzer on the checkpoint loader, then on the byte-pair tokenizer, each for
+# FUZZ_SECONDS (clang + libclang-rt-14-dev).
 FUZZ_SECONDS ?= 60
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh

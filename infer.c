@@ -36,20 +36,21 @@ static void usage(void)
     printf("usage: ./infer --ckpt CKPT [mode] [options]\n"
            "Uses a checkpoint written by ./train. Modes:\n"
            "  (default)              sample text to stdout\n"
-           "  --eval FILE            score FILE; prints one line: eval loss, ppl, bpc, tokens\n"
+           "  --eval FILE            score FILE; prints one line: eval loss (nats per token),\n"
+           "                         ppl, bpb (bits per byte), tokens, bytes\n"
            "  --heads FILE           measure what every attention head does on FILE\n"
            "  --explore OUT.html     write an interactive page of every head's attention on\n"
            "                         --text or --text-file, or else on the first sample\n\n"
            "  -c, --ckpt CKPT        checkpoint to load (required)\n"
-           "      --json             with --eval: the result as one JSON object (loss, ppl, bpc,\n"
-           "                         tokens); with --heads: summary.json's object (relations,\n"
+           "      --json             with --eval: the result as one JSON object (loss, ppl, bpb,\n"
+           "                         tokens, bytes); with --heads: summary.json's object (relations,\n"
            "                         head types, the prune curve) instead of the table\n"
            "sampling:\n"
            "  -p, --prompt TEXT      text to continue (default: a newline)\n"
            "      --prompt-file FILE read the prompt from FILE ('-': standard input)\n"
-           "  -n, --tokens N         bytes to generate per sample (default: %ld)\n"
+           "  -n, --tokens N         tokens to generate per sample (default: %ld)\n"
            "  -t, --temperature X    0 = greedy (argmax) (default: %g)\n"
-           "  -k, --top-k K          keep the K most likely bytes, 0 = all (default: %ld)\n"
+           "  -k, --top-k K          keep the K most likely tokens, 0 = all (default: %ld)\n"
            "      --top-p P          nucleus: smallest set with probability >= P (default: %g)\n"
            "  -s, --seed N           sampling seed (default: %llu)\n"
            "      --samples N        independent samples, each under a header when N > 1\n"
@@ -141,7 +142,7 @@ static void parse(int argc, char **argv, InferOptions *o)
         case OPT_PROMPT_FILE: o->prompt_file = optarg; break;
         case OPT_TOKENS: o->tokens = cli_long("tokens", optarg, 0, 10000000); break;
         case OPT_TEMPERATURE: o->temperature = cli_double("temperature", optarg, 0, 100); break;
-        case OPT_TOP_K: o->top_k = cli_long("top-k", optarg, 0, 256); break;
+        case OPT_TOP_K: o->top_k = cli_long("top-k", optarg, 0, TOK_VOCAB_MAX); break;
         case OPT_TOP_P: o->top_p = cli_double("top-p", optarg, 1e-6, 1); break;
         case OPT_SEED: o->seed = cli_u64("seed", optarg); break;
         case OPT_SAMPLES: o->samples = cli_long("samples", optarg, 1, 100000); break;
@@ -268,25 +269,32 @@ static int run_eval(const InferOptions *o, const Model *m, const Tokenizer *tok)
     if (f.n < 2)
         cli_fail("%s: %zu byte(s); scoring needs at least 2 (one input, one target)", o->eval,
                  f.n);
-    uint8_t *ids = malloc(f.n);
+    TokenId *ids = malloc(f.n * sizeof *ids);
     if (!ids)
         cli_fail("out of memory");
-    if (tok_encode(tok, f.bytes, f.n, ids, o->eval, err, sizeof err))
+    long nids = tok_encode(tok, f.bytes, f.n, ids, o->eval, err, sizeof err);
+    if (nids < 0)
         cli_fail("%s", err);
+    if (nids < 2)
+        cli_fail("%s: %zu bytes make %ld token; scoring needs at least 2 (one input, one "
+                 "target)", o->eval, f.n, nids);
     Activations a;
     if (acts_init(&a, &m->cfg, 16, m->cfg.T, 0, err, sizeof err))
         cli_fail("%s", err);
     PassOptions po = {.head_on = o->head_on};
     double loss;
     size_t n;
-    if (eval_sequence(m, &a, ids, f.n, &po, &loss, &n, NULL, err, sizeof err))
+    if (eval_sequence(m, &a, ids, (size_t)nids, &po, &loss, &n, NULL, err, sizeof err))
         cli_fail("%s", err);
+    /* The bytes the predicted tokens (all but the first) stand for. */
+    size_t bytes = tok_count_bytes(tok, ids + 1, n);
+    double bpb = eval_bpb(loss, n, bytes);
     if (o->json)
-        printf("{\"loss\":%.9g,\"ppl\":%.9g,\"bpc\":%.9g,\"tokens\":%zu}\n", loss, exp(loss),
-               loss / log(2.0), n);
+        printf("{\"loss\":%.9g,\"ppl\":%.9g,\"bpb\":%.9g,\"tokens\":%zu,\"bytes\":%zu}\n",
+               loss, exp(loss), bpb, n, bytes);
     else
-        printf("eval loss %.6f ppl %.4f bpc %.4f tokens %zu\n", loss, exp(loss), loss / log(2.0),
-               n);
+        printf("eval loss %.6f ppl %.4f bpb %.4f tokens %zu bytes %zu\n", loss, exp(loss), bpb,
+               n, bytes);
     acts_free(&a);
     free(ids);
     textfile_free(&f);
@@ -369,5 +377,6 @@ int main(int argc, char **argv)
         rc = infer_sample(&o, &m, &tok);
     free(o.head_on);
     model_free(&m);
+    tok_free(&tok);
     return rc;
 }

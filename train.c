@@ -91,7 +91,11 @@ static void setup_fresh(Run *r)
     Options *o = &r->o;
     char err[1500];
     load_data(r, o->data, builtin_size(o));
-    if (corpus_prepare(&r->corpus, &r->file, NULL, o->val_frac, (int)o->block, err, sizeof err))
+    int rc = corpus_prepare(&r->corpus, &r->file, NULL, (int)o->vocab, o->val_frac,
+                            (int)o->block, err, sizeof err);
+    if (rc == CORPUS_VOCAB_TOO_SMALL)
+        cli_usage_error("%s", err);
+    if (rc)
         cli_fail("%s", err);
     if (!o->head_size && o->embd % o->heads != 0)
         cli_usage_error("--heads %ld does not divide --embd %ld; pick a divisor or give "
@@ -179,7 +183,7 @@ static void load_resumed_data(Run *r, const unsigned char *given, const Tokenize
                      (unsigned long long)ts->data_hash, r->file.n,
                      (unsigned long long)r->file.hash, ts->data_path);
     }
-    if (corpus_prepare(&r->corpus, &r->file, tok, o->val_frac, r->tr.model.cfg.T, err,
+    if (corpus_prepare(&r->corpus, &r->file, tok, 0, o->val_frac, r->tr.model.cfg.T, err,
                        sizeof err))
         cli_fail("%s", err);
     fprintf(stderr, "train: resuming %s at step %ld of %ld\n", o->resume, r->resumed_step,
@@ -279,7 +283,7 @@ static int dump_val(Run *r)
     if (exists && S_ISDIR(st.st_mode))
         cli_fail("--dump-val %s: is a directory, expected a file path", path);
     load_data(r, r->o.data, builtin_size(&r->o));
-    if (corpus_prepare(&r->corpus, &r->file, NULL, r->o.val_frac, (int)r->o.block, err,
+    if (corpus_prepare(&r->corpus, &r->file, NULL, 0, r->o.val_frac, (int)r->o.block, err,
                        sizeof err))
         cli_fail("%s", err);
     char tmp[4200] = "";
@@ -287,8 +291,8 @@ static int dump_val(Run *r)
     if (fd < 0)
         cli_fail("--dump-val %s: cannot write there: %s", path,
                  errno == ENOENT ? "directory does not exist" : strerror(errno));
-    size_t n = r->corpus.nval;
-    int rc = write_stoppable(fd, r->file.bytes + r->corpus.ntrain, n);
+    size_t n = r->corpus.val_bytes;
+    int rc = write_stoppable(fd, r->file.bytes + r->corpus.train_bytes, n);
     int saved = errno;
     if (rc == 0 && !direct && fsync(fd) != 0) {
         rc = -1;
@@ -415,18 +419,21 @@ static void finish(Run *r, long start, double t0, double train_s)
     float *token_loss = copy ? malloc((r->corpus.nval - 1) * sizeof(float)) : NULL;
     if (copy && !token_loss)
         cli_fail("out of memory for the copy loss");
+    double bpb = NAN;
     if (r->corpus.nval >= 2) {
         fprintf(stderr, "train: scoring the whole val split (%zu tokens)\n", r->corpus.nval - 1);
-        int rc = eval_sequence_until(&r->tr.model, &r->tr.acts, r->corpus.ids + r->corpus.ntrain,
-                                     r->corpus.nval, NULL, &val, &nval_tok, token_loss,
-                                     &run_stop_signal, err, sizeof err);
+        const TokenId *vids = r->corpus.ids + r->corpus.ntrain;
+        int rc = eval_sequence_until(&r->tr.model, &r->tr.acts, vids, r->corpus.nval, NULL, &val,
+                                     &nval_tok, token_loss, &run_stop_signal, err, sizeof err);
         if (rc < 0)
             cli_fail("%s", err);
+        if (rc == 0)
+            bpb = eval_bpb(val, nval_tok, tok_count_bytes(&r->corpus.tok, vids + 1, nval_tok));
         if (rc == 0 && copy)
             copy_loss(r, token_loss, &copy_first, &copy_repeat);
     }
     free(token_loss);
-    double train_est = run_stop_signal ? NAN : run_estimate(r, r->corpus.ids, r->corpus.ntrain);
+    double train_est = run_stop_signal ? NAN : run_estimate(r, r->corpus.ids, r->corpus.ntrain, NULL);
     if (run_stop_signal) {
         fprintf(stderr, "train: %s during the final evaluation; %s is saved and complete "
                 "(step %ld of %ld)\n", run_stop_signal == SIGINT ? "interrupted" : "terminated",
@@ -442,14 +449,17 @@ static void finish(Run *r, long start, double t0, double train_s)
     char dur[32];
     cli_duration(wall, dur, sizeof dur);
     fprintf(stderr, "done: %ld steps in %.1f s (%.0f tok/s) | train loss %.4f (estimate) | "
-            "val loss %.4f (whole val split, %zu tokens) | total %s | saved %s\n", steps_run,
-            train_s, tok_s, train_est, val, nval_tok, dur, r->o.out);
-    char vbuf[32] = "null";
+            "val loss %.4f, val bpb %.4f (whole val split, %zu tokens) | total %s | saved %s\n",
+            steps_run, train_s, tok_s, train_est, val, bpb, nval_tok, dur, r->o.out);
+    char vbuf[32] = "null", bbuf[32] = "null";
     if (isfinite(val))
         snprintf(vbuf, sizeof vbuf, "%.6f", val);
+    if (isfinite(bpb))
+        snprintf(bbuf, sizeof bbuf, "%.6f", bpb);
     run_log(r, "{\"type\":\"final\",\"step\":%ld,\"train_loss\":%.6f,\"val_loss\":%s,"
-               "\"val_tokens\":%zu,\"train_seconds\":%.3f,\"wall_seconds\":%.3f,\"tok_s\":%.1f",
-               r->o.steps, train_est, vbuf, nval_tok, train_s, wall, tok_s);
+               "\"val_bpb\":%s,\"val_tokens\":%zu,\"train_seconds\":%.3f,"
+               "\"wall_seconds\":%.3f,\"tok_s\":%.1f", r->o.steps, train_est, vbuf, bbuf,
+               nval_tok, train_s, wall, tok_s);
     if (isfinite(copy_first) && isfinite(copy_repeat))
         run_log(r, ",\"copy_loss_first\":%.6f,\"copy_loss_repeat\":%.6f", copy_first,
                 copy_repeat);
@@ -506,6 +516,7 @@ int main(int argc, char **argv)
     exiting_run = r;
     atexit(release_locks);
     Tokenizer tok;
+    memset(&tok, 0, sizeof tok);
     if (r->o.resume)
         open_resume(r, given, &tok);
     r->micro = r->o.accum * r->dist.size;
@@ -536,5 +547,6 @@ int main(int argc, char **argv)
     trainer_free(&r->tr);
     corpus_free(&r->corpus);
     textfile_free(&r->file);
+    tok_free(&tok);
     return 0;
 }

@@ -232,39 +232,44 @@ int sample_argmax(const float *logits, int V)
     return best;
 }
 
+/* Probability order: higher first, ties to the lower id (a strict order, so
+ * the ranking is unique whatever the sort). */
+typedef struct {
+    float p;
+    int id;
+} Ranked;
+
+static int by_probability(const void *a, const void *b)
+{
+    const Ranked *x = a, *y = b;
+    if (x->p != y->p)
+        return x->p > y->p ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
 int sample_filter(float *probs, int V, int top_k, double top_p)
 {
     int k = top_k > 0 && top_k < V ? top_k : V;
     if (k == V && top_p >= 1.0)
         return V;
-    int order[256];
+    /* On the stack: 8 bytes a token, 256 KiB at the largest vocabulary. */
+    Ranked ranked[V];
     for (int v = 0; v < V; v++)
-        order[v] = v;
-    /* Rank by probability, ties to the lower id (a strict order, so the ranking is
-     * unique). Insertion sort: V <= 256, and qsort would need the probabilities
-     * in a global for its comparator. */
-    for (int i = 1; i < V; i++) {
-        int x = order[i], j = i;
-        while (j > 0 && (probs[order[j - 1]] < probs[x] ||
-                         (probs[order[j - 1]] == probs[x] && order[j - 1] > x))) {
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = x;
-    }
+        ranked[v] = (Ranked){probs[v], v};
+    qsort(ranked, (size_t)V, sizeof *ranked, by_probability);
     int kept = k;
     if (top_p < 1.0) {
         double mass = 0.0, cum = 0.0;
         for (int i = 0; i < k; i++)
-            mass += probs[order[i]];
+            mass += ranked[i].p;
         for (kept = 0; kept < k;) {
-            cum += probs[order[kept++]];
+            cum += ranked[kept++].p;
             if (cum >= top_p * mass)
                 break;
         }
     }
     for (int i = kept; i < V; i++)
-        probs[order[i]] = 0.0f;
+        probs[ranked[i].id] = 0.0f;
     return kept;
 }
 

@@ -34,7 +34,7 @@ static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_sh
     unsigned char *delim = xcalloc((size_t)T, 1);
     int *match = xcalloc((size_t)T, sizeof(int));
     for (int t = 0; t < T; t++)
-        delim[t] = (unsigned char)heads_is_delim(tok->vocab[in[t]]);
+        delim[t] = (unsigned char)heads_is_delim(tok->last_byte[in[t]]);
     heads_repeat_targets(match, in, 1, T);
     PassOptions po = {.head_on = head_on};
     gpt_forward(m, a, in, NULL, 1, T, &po);
@@ -55,8 +55,8 @@ static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_sh
     int *copy_key = xcalloc((size_t)T, sizeof(int)), *copy_first = xcalloc((size_t)T, sizeof(int));
     heads_keys_copy(copy_key, copy_first, bytes, 1, T);
     int alpha[256], rule;
-    int na = heads_probe_alphabet(alpha, &rule, bytes, copy_key, 1, T, tok->vocab, tok->id,
-                                  tok->V);
+    int na = heads_probe_alphabet(alpha, &rule, bytes, copy_key, 1, T, tok->last_byte, tok->id,
+                                  tok->nbytes);
     free(copy_key);
     free(copy_first);
     int P = m->cfg.T / 2 < na ? m->cfg.T / 2 : na;
@@ -103,21 +103,30 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     char err[1500];
     if (nbytes < 2)
         cli_fail("%s: %zu byte(s); the explorer needs at least 2", source, nbytes);
-    int T = nbytes < (size_t)m->cfg.T ? (int)nbytes : m->cfg.T;
-    /* One byte more than shown when there is one, as the last target. */
-    size_t nids = nbytes > (size_t)T ? (size_t)T + 1 : (size_t)T;
-    const unsigned char *text = from_end ? bytes + (nbytes - (size_t)T) : bytes;
+    TokenId *all = xcalloc(nbytes, sizeof *all);
+    long ntok = tok_encode(tok, bytes, nbytes, all, source, err, sizeof err);
+    if (ntok < 0)
+        cli_fail("%s", err);
+    if (ntok < 2)
+        cli_fail("%s: %zu byte(s) make %ld token; the explorer needs at least 2", source, nbytes,
+                 ntok);
+    size_t nt = (size_t)ntok;
+    int T = nt < (size_t)m->cfg.T ? (int)nt : m->cfg.T;
+    /* One token more than shown when there is one, as the last target. */
+    size_t nids = nt > (size_t)T ? (size_t)T + 1 : (size_t)T;
+    const TokenId *shown = from_end ? all + (nt - (size_t)T) : all;
     if (from_end)
         nids = (size_t)T;
-    uint8_t *ids8 = xcalloc(nids, 1);
-    if (tok_encode(tok, text, nids, ids8, source, err, sizeof err))
-        cli_fail("%s", err);
     int *in = xcalloc(nids, sizeof(int));
+    /* The text as the explorer shows it: one byte per token (its last). */
+    unsigned char *text = xcalloc((size_t)T, 1);
     for (size_t i = 0; i < nids; i++)
-        in[i] = ids8[i];
-    if (nbytes > (size_t)T)
-        fprintf(stderr, "infer: note: %s is %zu bytes; the explorer shows its %s %d (the block "
-                "size)\n", source, nbytes, from_end ? "last" : "first", T);
+        in[i] = shown[i];
+    for (int t = 0; t < T; t++)
+        text[t] = tok->last_byte[shown[t]];
+    if (nt > (size_t)T)
+        fprintf(stderr, "infer: note: %s is %zu tokens; the explorer shows its %s %d (the block "
+                "size)\n", source, nt, from_end ? "last" : "first", T);
 
     int L = m->cfg.L, H = m->cfg.H, n = L * H;
     Activations a;
@@ -146,12 +155,13 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
         cli_fail("--explore: %s", err);
     if (o->explore_json && explore_write_json(o->explore_json, &e, err, sizeof err))
         cli_fail("--explore-json: %s", err);
-    fprintf(stderr, "infer: explorer for %d byte(s) of %s written to %s\n", T, source, o->explore);
+    fprintf(stderr, "infer: explorer for %d token(s) of %s written to %s\n", T, source, o->explore);
     acts_free(&a);
     free(att);
     free(jsd);
     free(st);
     free(in);
-    free(ids8);
+    free(text);
+    free(all);
     return 0;
 }

@@ -69,15 +69,16 @@ static const char *const PROBE_RULES[] = {
 /* Whether the file is a piece of the built-in corpus (its bytes occur in the
  * SYNTH_DEFAULT_BYTES that ./train generates, as --dump-val's output does); if
  * so, keeps the planted agreement and name relations that lie inside it, moved
- * to file positions, in order of query. */
-static void find_builtin(Analysis *an, const uint8_t *ids, size_t n, const Tokenizer *tok)
+ * to file positions, in order of query. The relations are byte positions, so
+ * this is done for byte-level models only, where a token is a byte. */
+static void find_builtin(Analysis *an, const TokenId *ids, size_t n, const Tokenizer *tok)
 {
     size_t N = SYNTH_DEFAULT_BYTES;
-    if (n > N)
+    if (n > N || tok->nmerges > 0)
         return;
     unsigned char *file = xcalloc(n, 1);
     for (size_t i = 0; i < n; i++)
-        file[i] = tok->vocab[ids[i]];
+        file[i] = tok->last_byte[ids[i]];
     char *corpus = xcalloc(N, 1);
     size_t total = synth_generate_relations(corpus, N, CORPUS_BUILTIN_SEED, NULL, 0);
     size_t at = 0;
@@ -131,7 +132,7 @@ static void planted_keys(Analysis *an, int w0, int B, size_t *next)
 /* The relation pass: consecutive windows of T tokens from the start of the file
  * (at most HEADS_REL_WINDOWS), every relation's keys, and the attention and
  * loss sums; fills an->rel and every head's rel[]. */
-static void measure_relations(Analysis *an, Activations *a, const uint8_t *ids,
+static void measure_relations(Analysis *an, Activations *a, const TokenId *ids,
                               const Tokenizer *tok, const unsigned char *head_on)
 {
     int T = an->T;
@@ -148,7 +149,7 @@ static void measure_relations(Analysis *an, Activations *a, const uint8_t *ids,
             size_t pos = (size_t)w0 * T + i;
             in[i] = ids[pos];
             tg[i] = ids[pos + 1];
-            text[i] = tok->vocab[ids[pos]];
+            text[i] = tok->last_byte[ids[pos]];
         }
         gpt_forward(an->m, a, in, tg, B, T, &po);
         heads_keys_prev(an->key[HEADS_REL_PREV], B, T);
@@ -171,7 +172,7 @@ static void measure_relations(Analysis *an, Activations *a, const uint8_t *ids,
 
 /* Window k starts uniformly at random inside the k-th of nwin equal strata of
  * the possible starts: evenly spread over the file, deterministic in the seed. */
-static void choose_windows(Analysis *an, const uint8_t *ids, size_t nids,
+static void choose_windows(Analysis *an, const TokenId *ids, size_t nids,
                            const Tokenizer *tok, uint64_t seed)
 {
     Rng rng;
@@ -185,8 +186,8 @@ static void choose_windows(Analysis *an, const uint8_t *ids, size_t nids,
             size_t i = (size_t)k * an->T + t;
             an->in[i] = ids[s + t];
             an->tg[i] = ids[s + t + 1];
-            an->delim[i] = (unsigned char)heads_is_delim(tok->vocab[ids[s + t]]);
-            an->bytes[i] = tok->vocab[ids[s + t]];
+            an->delim[i] = (unsigned char)heads_is_delim(tok->last_byte[ids[s + t]]);
+            an->bytes[i] = tok->last_byte[ids[s + t]];
         }
     }
     heads_repeat_targets(an->match, an->in, an->nwin, an->T);
@@ -203,7 +204,7 @@ static void choose_windows(Analysis *an, const uint8_t *ids, size_t nids,
     /* The probes get their own generator, so they do not change with --windows. */
     int alpha[256], rule;
     int na = heads_probe_alphabet(alpha, &rule, an->bytes, copy_key, an->nwin, an->T,
-                                  tok->vocab, tok->id, tok->V);
+                                  tok->last_byte, tok->id, tok->nbytes);
     free(copy_key);
     free(copy_first);
     an->probe_rule = PROBE_RULES[rule];
@@ -487,7 +488,7 @@ static void analysis_free(Analysis *an)
 }
 
 /* Reads and encodes FILE, sizes the analysis and allocates its buffers. */
-static uint8_t *prepare(Analysis *an, const InferOptions *o, const Model *m,
+static TokenId *prepare(Analysis *an, const InferOptions *o, const Model *m,
                         const Tokenizer *tok, size_t *nids)
 {
     char err[1500];
@@ -496,10 +497,14 @@ static uint8_t *prepare(Analysis *an, const InferOptions *o, const Model *m,
         cli_fail("%s", err);
     if (f.n < 3)
         cli_fail("%s: %zu byte(s); head analysis needs at least 3", o->heads, f.n);
-    uint8_t *ids = xcalloc(f.n, 1);
-    if (tok_encode(tok, f.bytes, f.n, ids, o->heads, err, sizeof err))
+    TokenId *ids = xcalloc(f.n, sizeof *ids);
+    long n = tok_encode(tok, f.bytes, f.n, ids, o->heads, err, sizeof err);
+    if (n < 0)
         cli_fail("%s", err);
-    *nids = f.n;
+    if (n < 3)
+        cli_fail("%s: %zu bytes make %ld token(s); head analysis needs at least 3", o->heads,
+                 f.n, n);
+    *nids = (size_t)n;
     textfile_free(&f);
     memset(an, 0, sizeof *an);
     an->m = m;
@@ -544,13 +549,13 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
     size_t nids;
     if (o->report && report_prepare(o->report, err, sizeof err))
         cli_fail("--report: %s", err);
-    uint8_t *ids = prepare(&an, o, m, tok, &nids);
+    TokenId *ids = prepare(&an, o, m, tok, &nids);
     choose_windows(&an, ids, nids, tok, o->seed);
     find_builtin(&an, ids, nids, tok);
     for (int t = 0; t < an.T; t++)
-        an.text[t] = tok->vocab[an.in[t]];
+        an.text[t] = tok->last_byte[an.in[t]];
     for (int t = 0; t < 2 * an.P; t++)
-        an.probe_text[t] = tok->vocab[an.probe[t]];
+        an.probe_text[t] = tok->last_byte[an.probe[t]];
     fprintf(stderr, "infer: heads of %s (L=%d H=%d) on %s: %d windows x %d tokens (seed %llu, "
             "%zu tokens in file), %d probes of 2x%d%s%s\n", o->ckpt, an.L, an.H, o->heads,
             an.nwin, an.T, (unsigned long long)o->seed, nids, HEADS_PROBES, an.P,

@@ -1,7 +1,8 @@
 /* infer_sample: the text generation driver of ./infer (the default mode).
  *
- * Reads the prompt, checks it against the vocabulary, and writes each sample
- * to stdout as prompt + continuation, one byte at a time as it is produced;
+ * Reads the prompt, encodes it with the model's tokenizer, and writes each
+ * sample to stdout as prompt + continuation, each token's bytes as soon as the
+ * token is drawn;
  * settings, notes and the final statistics go to stderr. With several samples
  * each one (the first too) comes under the same header; on a terminal the text
  * ends with a newline. With --explore (and no --text) the first sample's bytes
@@ -87,7 +88,7 @@ static void print_settings(const InferOptions *o, const Model *m)
         snprintf(topk, sizeof topk, "%ld", o->top_k);
     if (o->top_p < 1.0)
         snprintf(topp, sizeof topp, "%g", o->top_p);
-    fprintf(stderr, "infer: sampling %ld byte(s) x %ld sample(s), temperature %g%s, top-k %s, "
+    fprintf(stderr, "infer: sampling %ld token(s) x %ld sample(s), temperature %g%s, top-k %s, "
             "top-p %s, seed %llu, %s, block size %d%s%s\n", o->tokens, o->samples,
             o->temperature, o->temperature == 0.0 ? " (greedy)" : "", topk, topp,
             (unsigned long long)o->seed, o->no_cache ? "no cache" : "KV cache", m->cfg.T,
@@ -96,7 +97,7 @@ static void print_settings(const InferOptions *o, const Model *m)
 
 /* The context the model starts from: the prompt's last T tokens, or "\n" (token
  * 0 when the vocabulary has no "\n"). Notes on stderr say what was done. */
-static int *start_context(const Tokenizer *tok, const uint8_t *pids, size_t plen, int T,
+static int *start_context(const Tokenizer *tok, const TokenId *pids, size_t plen, int T,
                           int *nctx)
 {
     *nctx = plen == 0 ? 1 : (plen < (size_t)T ? (int)plen : T);
@@ -107,19 +108,20 @@ static int *start_context(const Tokenizer *tok, const uint8_t *pids, size_t plen
         ctx[0] = tok->id['\n'] >= 0 ? tok->id['\n'] : 0;
         if (tok->id['\n'] < 0)
             fprintf(stderr, "infer: note: no prompt and no '\\n' in the vocabulary; starting "
-                    "from token 0 (byte 0x%02x)\n", tok->vocab[0]);
+                    "from token 0 (byte 0x%02x)\n", tok->bytes[0]);
         return ctx;
     }
     for (int i = 0; i < *nctx; i++)
         ctx[i] = pids[plen - (size_t)*nctx + i];
     if (plen > (size_t)T)
-        fprintf(stderr, "infer: note: the prompt is %zu bytes; the model sees only its last %d "
+        fprintf(stderr, "infer: note: the prompt is %zu tokens; the model sees only its last %d "
                 "(the block size)\n", plen, T);
     return ctx;
 }
 
-/* One sample: n bytes after the context, each written as soon as it is drawn.
- * Sets *ttft (seconds since t0) at the first byte if it is still negative. */
+/* One sample: n tokens after the context, each token's bytes written as soon as
+ * it is drawn. Sets *ttft (seconds since t0) at the first token if it is still
+ * negative. */
 static void generate(Sampler *s, const int *ctx, int nctx, long n, const SampleSettings *st,
                      Rng *rng, float *scratch, const Tokenizer *tok, double t0, double *ttft,
                      Kept *keep)
@@ -129,9 +131,11 @@ static void generate(Sampler *s, const int *ctx, int nctx, long n, const SampleS
     const float *logits = sampler_start(s, ctx, nctx);
     for (long i = 0; i < n; i++) {
         int id = sample_next(logits, tok->V, st, scratch, rng);
-        emit(&tok->vocab[id], 1);
+        size_t len;
+        const unsigned char *piece = tok_piece(tok, id, &len);
+        emit(piece, len);
         if (keep)
-            kept_add(keep, &tok->vocab[id], 1);
+            kept_add(keep, piece, len);
         if (*ttft < 0.0)
             *ttft = cli_now() - t0;
         if (i + 1 < n)
@@ -146,14 +150,15 @@ int infer_sample(const InferOptions *o, const Model *m, const Tokenizer *tok)
     size_t plen;
     TextFile pf;
     read_prompt(o, &prompt, &plen, &pf);
-    uint8_t *pids = malloc(plen ? plen : 1);
+    TokenId *pids = malloc((plen ? plen : 1) * sizeof *pids);
     if (!pids)
         cli_fail("out of memory");
-    if (tok_encode(tok, prompt, plen, pids, o->prompt_file ? o->prompt_file : "the prompt",
-                   err, sizeof err))
+    long np = tok_encode(tok, prompt, plen, pids, o->prompt_file ? o->prompt_file : "the prompt",
+                         err, sizeof err);
+    if (np < 0)
         cli_fail("%s", err);
     int nctx;
-    int *ctx = start_context(tok, pids, plen, m->cfg.T, &nctx);
+    int *ctx = start_context(tok, pids, (size_t)np, m->cfg.T, &nctx);
     print_settings(o, m);
 
     Sampler s;

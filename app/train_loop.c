@@ -19,6 +19,7 @@
 #include "app/cli.h"
 #include "analysis/heads.h"
 #include "data/batch.h"
+#include "model/evaluate.h"
 #include "trainer/limits.h"
 #include "util/rng.h"
 
@@ -155,18 +156,28 @@ static void resume_command(const Run *r, char *buf, size_t len)
 }
 
 /* Mean loss over eval_iters fixed batches of a split (the same batches at every
- * evaluation: their sampler is re-seeded each time). */
-double run_estimate(Run *r, const uint8_t *ids, size_t len)
+ * evaluation: their sampler is re-seeded each time), and, when bpb is not NULL,
+ * the same in bits per byte of the targets (eval_bpb). */
+double run_estimate(Run *r, const TokenId *ids, size_t len, double *bpb)
 {
     BatchSampler s;
     batch_init(&s, r->o.seed, RNG_STREAM_EVAL);
     int B = (int)r->o.batch, T = (int)r->o.block;
     double total = 0.0;
+    size_t bytes = 0;
     for (long i = 0; i < r->o.eval_iters; i++) {
         batch_next(&s, ids, len, B, T, r->inputs, r->targets);
         total += gpt_forward(&r->tr.model, &r->tr.acts, r->inputs, r->targets, B, T, NULL);
+        for (int k = 0; k < B * T; k++) {
+            size_t n;
+            tok_piece(&r->corpus.tok, r->targets[k], &n);
+            bytes += n;
+        }
     }
-    return total / (double)r->o.eval_iters;
+    double loss = total / (double)r->o.eval_iters;
+    if (bpb)
+        *bpb = eval_bpb(loss, (size_t)r->o.eval_iters * (size_t)B * (size_t)T, bytes);
+    return loss;
 }
 
 void run_print_settings(Run *r)
@@ -175,8 +186,15 @@ void run_print_settings(Run *r)
     const Config *c = &r->tr.model.cfg;
     char voc[1100];
     tok_describe(&r->corpus.tok, voc, sizeof voc);
-    fprintf(stderr, "train: data %s: %zu bytes, vocabulary %d, train %zu / val %zu tokens\n",
-            r->file.name, r->file.n, c->V, r->corpus.ntrain, r->corpus.nval);
+    const Tokenizer *tok = &r->corpus.tok;
+    char merges[160] = "";
+    if (o->vocab && tok->V < o->vocab)
+        snprintf(merges, sizeof merges, " = %d bytes + %d merges (--vocab %ld: no pair occurs "
+                 "twice after %d merges)", tok->nbytes, tok->nmerges, o->vocab, tok->nmerges);
+    else if (o->vocab)
+        snprintf(merges, sizeof merges, " = %d bytes + %d merges", tok->nbytes, tok->nmerges);
+    fprintf(stderr, "train: data %s: %zu bytes, vocabulary %d%s, train %zu / val %zu tokens\n",
+            r->file.name, r->file.n, c->V, merges, r->corpus.ntrain, r->corpus.nval);
     fprintf(stderr, "train: model L=%d H=%d C=%d D=%d T=%d V=%d, %.3fM parameters\n", c->L, c->H,
             c->C, c->D, c->T, c->V, (double)r->tr.model.table.total / 1e6);
     fprintf(stderr, "train: %ld steps x batch %ld x %d tokens, lr %g -> %g (warm-up %ld, "
@@ -192,11 +210,12 @@ void run_print_settings(Run *r)
     char name[1100];
     train_json_string(name, sizeof name, r->file.name);
     run_log(r, "{\"type\":\"settings\",\"data\":%s,\"data_bytes\":%zu,\"vocab\":%d,"
+               "\"vocab_bytes\":%d,\"merges\":%d,\"vocab_asked\":%ld,"
                "\"layers\":%d,\"heads\":%d,\"embd\":%d,\"head_size\":%d,\"block\":%d,"
                "\"params\":%zu,\"batch\":%ld,\"steps\":%ld,\"lr\":%g,\"min_lr\":%g,"
                "\"warmup\":%ld,\"wd\":%g,\"clip\":%g,\"dropout\":%g,\"seed\":%llu,"
                "\"val_frac\":%g,\"threads\":%d,\"resume\":%s,\"accum\":%ld,\"ranks\":%d}\n",
-               name, r->file.n, c->V, c->L, c->H, c->C, c->D, c->T, r->tr.model.table.total,
+               name, r->file.n, c->V, tok->nbytes, tok->nmerges, o->vocab, c->L, c->H, c->C, c->D, c->T, r->tr.model.table.total,
                o->batch, o->steps, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
                (unsigned long long)o->seed, o->val_frac, omp_get_max_threads(),
                o->resume ? "true" : "false", o->accum, r->dist.size);
@@ -205,14 +224,16 @@ void run_print_settings(Run *r)
 /* The estimate at an evaluation point; keeps the best checkpoint if asked. */
 static void evaluate_now(Run *r, long done)
 {
-    double tr = run_estimate(r, r->corpus.ids, r->corpus.ntrain);
-    double va = r->corpus.nval ? run_estimate(r, r->corpus.ids + r->corpus.ntrain, r->corpus.nval)
+    double bpb = NAN;
+    double tr = run_estimate(r, r->corpus.ids, r->corpus.ntrain, NULL);
+    double va = r->corpus.nval ? run_estimate(r, r->corpus.ids + r->corpus.ntrain, r->corpus.nval,
+                                              &bpb)
                                : NAN;
-    fprintf(stderr, "eval step %ld: train loss %.4f | val loss %.4f (%ld batches each)\n", done,
-            tr, va, r->o.eval_iters);
+    fprintf(stderr, "eval step %ld: train loss %.4f | val loss %.4f | val bpb %.4f (%ld batches "
+            "each)\n", done, tr, va, bpb, r->o.eval_iters);
     if (isfinite(va))
-        run_log(r, "{\"type\":\"eval\",\"step\":%ld,\"train_loss\":%.6f,\"val_loss\":%.6f}\n",
-                   done, tr, va);
+        run_log(r, "{\"type\":\"eval\",\"step\":%ld,\"train_loss\":%.6f,\"val_loss\":%.6f,"
+                   "\"val_bpb\":%.6f}\n", done, tr, va, bpb);
     else
         run_log(r, "{\"type\":\"eval\",\"step\":%ld,\"train_loss\":%.6f}\n", done, tr);
     if (isfinite(va) && (r->ts.best_step < 0 || va < r->ts.best_val)) {
@@ -247,7 +268,7 @@ static void measure_heads(Run *r)
     err[0] = '\0';
     if (heads_quick(r->head_metrics, &r->tr.acts, r->inputs, (int)r->o.batch, c->T, err, len))
         return;
-    heads_quick_relations(r->heads_rel, &r->tr.acts, r->inputs, r->corpus.tok.vocab,
+    heads_quick_relations(r->heads_rel, &r->tr.acts, r->inputs, r->corpus.tok.last_byte,
                           (int)r->o.batch, c->T, err, len);
 }
 
@@ -331,7 +352,7 @@ static void stop_on_signal(Run *r, long done)
  * so the bits do not depend on the number of ranks. Returns the gradient. */
 static float *step_gradient(Run *r, double *loss, int heads_due)
 {
-    const uint8_t *ids = r->corpus.ids;
+    const TokenId *ids = r->corpus.ids;
     size_t ntrain = r->corpus.ntrain;
     if (r->micro == 1) {
         trainer_next_batch(&r->tr, ids, ntrain, r->inputs, r->targets);

@@ -112,7 +112,8 @@ static void usage(void)
     for (int i = 0; i < NSET; i++)
         set_default(&d, &SETTINGS[i]);
     printf("usage: ./train [--data FILE] [options]\n"
-           "Trains a small GPT (byte vocabulary, multi-head attention) and writes a checkpoint.\n"
+           "Trains a small GPT (bytes or byte-pair tokens, multi-head attention) and writes a\n"
+           "checkpoint.\n"
            "Without --data it trains on the built-in generated corpus (docs/corpus.md),\n"
            "with that corpus' own recipe (below).\n");
     for (int sec = 0; sec < 4; sec++) {

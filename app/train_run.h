@@ -57,8 +57,9 @@ void run_log(Run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 int run_save_out(Run *r, long done, char *err, size_t errlen);
 /* Where the last good checkpoint is, as a sentence for messages. */
 void run_last_good(const Run *r, char *buf, size_t len);
-/* Mean loss over eval_iters fixed batches of a split. */
-double run_estimate(Run *r, const uint8_t *ids, size_t len);
+/* Mean loss over eval_iters fixed batches of a split; *bpb (when not NULL) gets
+ * it in bits per byte of the batches' targets (eval_bpb). */
+double run_estimate(Run *r, const TokenId *ids, size_t len, double *bpb);
 /* The settings once on stderr and as the log's first record. */
 void run_print_settings(Run *r);
 /* Steps start .. steps - 1, with evaluations, periodic saves and stops. */

@@ -6,7 +6,7 @@ void batch_init(BatchSampler *s, uint64_t seed, uint64_t stream)
     rng_init(&s->rng, seed, stream);
 }
 
-void batch_next(BatchSampler *s, const uint8_t *ids, size_t len, int B, int T, int *inputs,
+void batch_next(BatchSampler *s, const TokenId *ids, size_t len, int B, int T, int *inputs,
                 int *targets)
 {
     for (int b = 0; b < B; b++) {

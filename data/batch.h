@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/bpe.h"
 #include "util/rng.h"
 
 typedef struct {
@@ -18,7 +19,7 @@ typedef struct {
 
 void batch_init(BatchSampler *s, uint64_t seed, uint64_t stream);
 /* ids[0..len) with len >= T + 1; inputs and targets are [B][T]. */
-void batch_next(BatchSampler *s, const uint8_t *ids, size_t len, int B, int T, int *inputs,
+void batch_next(BatchSampler *s, const TokenId *ids, size_t len, int B, int T, int *inputs,
                 int *targets);
 
 #endif

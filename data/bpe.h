@@ -35,6 +35,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Length of the chunk that starts at text[0] (n >= 1), by the rule above; the
+ * encoder and the learner cut text with it. */
+size_t bpe_chunk_len(const unsigned char *text, size_t n);
+
 /* A token id. Wide enough for every vocabulary up to TOK_VOCAB_MAX. */
 typedef uint16_t TokenId;
 #define TOK_VOCAB_MAX 32768
@@ -55,7 +59,7 @@ int bpe_learn(const unsigned char *text, size_t n, const int16_t byte_id[256], i
 typedef struct BpeEncoder BpeEncoder;
 
 /* NULL when memory runs out or the merges are invalid (a merge naming an id not
- * yet defined); err says which. */
+ * yet defined, or repeating an earlier merge's pair); err says which. */
 BpeEncoder *bpe_encoder_new(const int16_t byte_id[256], int nbase, const BpeMerge *merges,
                             int nmerges, char *err, size_t errlen);
 void bpe_encoder_free(BpeEncoder *e);

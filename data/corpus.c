@@ -88,37 +88,78 @@ void textfile_free(TextFile *f)
     f->n = 0;
 }
 
-int corpus_prepare(Corpus *c, const TextFile *f, const Tokenizer *vocab, double val_frac, int T,
-                   char *err, size_t errlen)
+/* The tokenizer: a copy of tok, the byte-level one of f, or that one with
+ * merges learned from the train bytes. */
+static int make_tokenizer(Tokenizer *out, const TextFile *f, const Tokenizer *tok, int vocab,
+                          size_t train_bytes, char *err, size_t errlen)
+{
+    if (tok)
+        return tok_copy(out, tok, err, errlen);
+    if (tok_build(out, f->bytes, f->n, err, errlen))
+        return -1;
+    if (vocab == 0)
+        return 0;
+    if (vocab < out->nbytes) {
+        err_set(err, errlen, "--vocab %d is smaller than the %d distinct bytes of %s; give "
+                "--vocab %d or more (each byte is a token before any merge)", vocab,
+                out->nbytes, f->name, out->nbytes);
+        tok_free(out);
+        return CORPUS_VOCAB_TOO_SMALL;
+    }
+    char why[600];
+    if (tok_learn(out, f->bytes, train_bytes, vocab, why, sizeof why)) {
+        tok_free(out);
+        return err_set(err, errlen, "%s: learning the merges: %s", f->name, why);
+    }
+    return 0;
+}
+
+int corpus_prepare(Corpus *c, const TextFile *f, const Tokenizer *tok, int vocab,
+                   double val_frac, int T, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
-    if (vocab)
-        c->tok = *vocab;
-    else
-        tok_build(&c->tok, f->bytes, f->n);
     size_t n = f->n, window = (size_t)T + 1;
-    size_t ntrain = (size_t)((double)n * (1.0 - val_frac));
-    size_t nval = n - ntrain;
-    if (ntrain < window)
-        return err_set(err, errlen,
-                       "%s: %zu bytes leave %zu for training, fewer than one window of "
-                       "block + 1 = %zu bytes; use a longer file or a smaller --block",
-                       f->name, n, ntrain, window);
-    if (val_frac > 0.0 && nval < window)
-        return err_set(err, errlen,
-                       "%s: %zu bytes leave %zu for validation (--val-frac %g), fewer than one "
-                       "window of block + 1 = %zu bytes; use a longer file, a larger --val-frac "
-                       "or a smaller --block", f->name, n, nval, val_frac, window);
-    c->ids = malloc(n);
-    if (!c->ids)
+    size_t train_bytes = (size_t)((double)n * (1.0 - val_frac));
+    size_t val_bytes = n - train_bytes;
+    int rc = make_tokenizer(&c->tok, f, tok, vocab, train_bytes, err, errlen);
+    if (rc)
+        return rc;
+    int merged = c->tok.nmerges > 0;
+    /* Byte-level the counts are bytes, as in the message's file size. */
+    const char *unit = merged ? "tokens" : "bytes", *counted = merged ? " tokens" : "";
+    c->ids = malloc(n ? n * sizeof(TokenId) : 1);
+    if (!c->ids) {
+        corpus_free(c);
         return err_set(err, errlen, "%s: out of memory tokenizing", f->name);
-    if (tok_encode(&c->tok, f->bytes, n, c->ids, f->name, err, errlen)) {
+    }
+    if (tok_check(&c->tok, f->bytes, n, f->name, err, errlen)) {
         corpus_free(c);
         return -1;
     }
-    c->n = n;
-    c->ntrain = ntrain;
-    c->nval = nval;
+    long ntrain = tok_encode(&c->tok, f->bytes, train_bytes, c->ids, f->name, err, errlen);
+    long nval = tok_encode(&c->tok, f->bytes + train_bytes, val_bytes, c->ids + ntrain, f->name,
+                           err, errlen);
+    if ((size_t)ntrain < window) {
+        err_set(err, errlen,
+                "%s: %zu bytes leave %ld%s for training, fewer than one window of "
+                "block + 1 = %zu %s; use a longer file or a smaller --block",
+                f->name, n, ntrain, counted, window, unit);
+        corpus_free(c);
+        return -1;
+    }
+    if (val_frac > 0.0 && (size_t)nval < window) {
+        err_set(err, errlen,
+                "%s: %zu bytes leave %ld%s for validation (--val-frac %g), fewer than one "
+                "window of block + 1 = %zu %s; use a longer file, a larger --val-frac "
+                "or a smaller --block", f->name, n, nval, counted, val_frac, window, unit);
+        corpus_free(c);
+        return -1;
+    }
+    c->ntrain = (size_t)ntrain;
+    c->nval = (size_t)nval;
+    c->n = c->ntrain + c->nval;
+    c->train_bytes = train_bytes;
+    c->val_bytes = val_bytes;
     return 0;
 }
 
@@ -126,4 +167,5 @@ void corpus_free(Corpus *c)
 {
     free(c->ids);
     c->ids = NULL;
+    tok_free(&c->tok);
 }

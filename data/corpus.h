@@ -1,8 +1,12 @@
 /* corpus: loading a text file (or the built-in corpus), validating it, and
  * turning it into token ids split into train and val.
  *
- * The split is by position: the first (1 - val_frac) of the tokens are train,
- * the rest val. Both must hold at least one window of T + 1 tokens (val only
+ * The split is by position in the bytes: the first (1 - val_frac) of the file's
+ * bytes are train, the rest val, and each part is encoded on its own. The byte
+ * alphabet is the whole file's; with a vocabulary size the merges are learned
+ * from the train bytes only, so nothing of val shapes the tokens. Byte-level
+ * (no vocabulary size) this gives one token per byte, the split at the same
+ * place. Both parts must hold at least one window of T + 1 tokens (val only
  * when val_frac > 0). Files are refused with a reason when missing, unreadable,
  * a directory, empty, larger than CORPUS_MAX_BYTES, or binary (NUL bytes) unless
  * allow_binary is set. */
@@ -12,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/bpe.h"
 #include "data/tokenizer.h"
 
 #define CORPUS_MAX_BYTES ((size_t)1 << 30)
@@ -33,13 +38,19 @@ void textfile_free(TextFile *f);
 
 typedef struct {
     Tokenizer tok;
-    uint8_t *ids;
+    TokenId *ids;           /* [n]: the train tokens, then the val tokens */
     size_t n, ntrain, nval;
+    size_t train_bytes, val_bytes; /* the byte split: train is the file's first train_bytes */
 } Corpus;
 
-/* Tokenizes f with vocab (NULL: build the vocabulary from f) and splits it. */
-int corpus_prepare(Corpus *c, const TextFile *f, const Tokenizer *vocab, double val_frac, int T,
-                   char *err, size_t errlen);
+/* Splits f and encodes it with a copy of tok, or, when tok is NULL, with a
+ * tokenizer built from f: byte-level when vocab is 0, else with up to
+ * vocab - (bytes of f) merges learned from the train bytes. Returns 0, -1 with
+ * a message, or CORPUS_VOCAB_TOO_SMALL (a message too) when vocab is below the
+ * number of distinct bytes of f. On error nothing needs freeing. */
+#define CORPUS_VOCAB_TOO_SMALL (-2)
+int corpus_prepare(Corpus *c, const TextFile *f, const Tokenizer *tok, int vocab,
+                   double val_frac, int T, char *err, size_t errlen);
 void corpus_free(Corpus *c);
 
 #endif

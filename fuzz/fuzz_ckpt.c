@@ -118,6 +118,8 @@ static void load_all(const uint8_t *data, size_t size, int fixed)
         check(rc, want_state ? &t.model : &m, want_state ? &t : NULL, has, err);
         if (fixed && want_state)
             note_late(rc, err);
+        if (rc == 0)
+            tok_free(&tok);
         if (rc == 0 && want_state)
             trainer_free(&t);
         else if (rc == 0)

@@ -1,15 +1,17 @@
 /* config: the model's dimensions and the limits they must respect.
  *
- * V vocabulary (bytes, so at most 256), T block size, L layers, H heads,
- * C channels (residual width), D head size (attention width is H*D, which need
- * not equal C). The limits keep every size computation far from overflow, so
- * a checkpoint header that passes config_validate can be trusted for sizes. */
+ * V vocabulary (bytes and merged tokens: at most CONFIG_MAX_VOCAB, which is
+ * data/bpe.h's TOK_VOCAB_MAX; trainer/ckpt.c checks that the two agree),
+ * T block size, L layers, H heads, C channels (residual width), D head size
+ * (attention width is H*D, which need not equal C). The limits keep every size
+ * computation far from overflow, so a checkpoint header that passes
+ * config_validate can be trusted for sizes. */
 #ifndef HEADCOUNT_CONFIG_H
 #define HEADCOUNT_CONFIG_H
 
 #include <stddef.h>
 
-#define CONFIG_MAX_VOCAB 256
+#define CONFIG_MAX_VOCAB 32768
 #define CONFIG_MAX_BLOCK 4096
 #define CONFIG_MAX_LAYERS 64
 #define CONFIG_MAX_HEADS 256

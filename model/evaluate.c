@@ -1,11 +1,12 @@
 /* evaluate: whole-sequence loss in consecutive windows (see evaluate.h). */
 #include "model/evaluate.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "util/errbuf.h"
 
-int eval_sequence(const Model *m, Activations *a, const uint8_t *ids, size_t n,
+int eval_sequence(const Model *m, Activations *a, const uint16_t *ids, size_t n,
                   const PassOptions *opt, double *mean_loss, size_t *count, float *token_loss,
                   char *err, size_t errlen)
 {
@@ -13,7 +14,7 @@ int eval_sequence(const Model *m, Activations *a, const uint8_t *ids, size_t n,
                                errlen);
 }
 
-int eval_sequence_until(const Model *m, Activations *a, const uint8_t *ids, size_t n,
+int eval_sequence_until(const Model *m, Activations *a, const uint16_t *ids, size_t n,
                         const PassOptions *opt, double *mean_loss, size_t *count,
                         float *token_loss, const volatile int *stop, char *err, size_t errlen)
 {
@@ -68,4 +69,9 @@ int eval_sequence_until(const Model *m, Activations *a, const uint8_t *ids, size
     if (count)
         *count = predicted;
     return 0;
+}
+
+double eval_bpb(double mean_loss, size_t tokens, size_t bytes)
+{
+    return mean_loss * ((double)tokens / (double)bytes) / log(2.0);
 }

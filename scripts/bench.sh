@@ -2,7 +2,8 @@
 # make bench: training throughput of BABY / MID / NANO (issue 6), this machine's
 # matrix-multiply peak, the same models in PyTorch when Debian's python3-torch is
 # installed, OpenBLAS sgemm when libopenblas-dev is, and sampling speed with and
-# without the KV cache. Prints tables; writes CSVs to $BENCH_OUT (default
+# without the KV cache, and the byte-pair tokenizer against Hugging Face's
+# (scripts/bench_tok.sh). Prints tables; writes CSVs to $BENCH_OUT (default
 # build/bench). Not a test: nothing here asserts a time.
 #   BENCH_CONFIGS=BABY,MID,NANO  BENCH_THREADS=1,2  BENCH_TORCH=auto|0  BENCH_ROUNDS=1
 set -euo pipefail
@@ -93,6 +94,9 @@ for mode in cache no-cache; do
 done
 { echo "mode,tokens_per_s"; cat "$out/sample.csv.tmp"; } > "$out/sample.csv"
 rm -f "$out/sample.csv.tmp"
+
+echo
+bash scripts/bench_tok.sh
 
 echo
 python3 scripts/bench_report.py "$out"

@@ -12,8 +12,10 @@
 
 const Config TINY = {.V = 5, .T = 4, .L = 1, .H = 2, .C = 4, .D = 3};
 const unsigned char TINY_VOCAB[5] = {'\n', ' ', 'a', 'b', 'c'};
+/* "ab" (5), "abc" (6), " a" (7). */
+const BpeMerge TINY_MERGES[TINY_NMERGES] = {{2, 3}, {5, 4}, {1, 2}};
 
-void fix_init(Fix *f, const char *name)
+static void fix_setup(Fix *f, const char *name, const Config *cfg, int nmerges)
 {
     char err[300];
     memset(f, 0, sizeof *f);
@@ -21,9 +23,11 @@ void fix_init(Fix *f, const char *name)
     cr_assert_not_null(d);
     snprintf(f->dir, sizeof f->dir, "%s", d);
     snprintf(f->path, sizeof f->path, "%s/model.ckpt", f->dir);
-    cr_assert_eq(model_init(&f->m, &TINY, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(model_init(&f->m, cfg, err, sizeof err), 0, "%s", err);
     params_init(&f->m.table, f->m.params, 42);
-    cr_assert_eq(tok_from_vocab(&f->tok, TINY_VOCAB, TINY.V, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tok_from_parts(&f->tok, TINY_VOCAB, 5, TINY_MERGES, nmerges, err, sizeof err),
+                 0, "%s", err);
+    cr_assert_eq(f->tok.V, cfg->V);
     size_t P = f->m.table.total;
     TrainState *ts = &f->ts;
     f->adam_m = malloc(P * sizeof(float));
@@ -44,9 +48,22 @@ void fix_init(Fix *f, const char *name)
     snprintf(ts->data_path, sizeof ts->data_path, "data/some file.txt");
 }
 
+void fix_init(Fix *f, const char *name)
+{
+    fix_setup(f, name, &TINY, 0);
+}
+
+void fix_init_merges(Fix *f, const char *name)
+{
+    Config cfg = TINY;
+    cfg.V = 5 + TINY_NMERGES;
+    fix_setup(f, name, &cfg, TINY_NMERGES);
+}
+
 void fix_free(Fix *f)
 {
     model_free(&f->m);
+    tok_free(&f->tok);
     free(f->adam_m);
     free(f->adam_v);
 }

@@ -9,10 +9,12 @@
 
 #include "trainer/ckpt.h"
 
-/* Format v1 layout (docs/checkpoint.md). */
+/* Format v1 layout (docs/checkpoint.md); in format 2 the merges come at
+ * MERGES_AT, 4 bytes each, and everything after moves on by 4M. */
 #define HDR_BYTES 1024
 #define VOCAB_AT 1024
 #define PARAMS_AT 1280
+#define MERGES_AT 1280
 #define STATE_INTS_AT 8      /* from the start of the state section */
 #define STATE_DOUBLES_AT 264
 #define STATE_PATH_AT 520
@@ -21,6 +23,8 @@
 /* Tiny on purpose (D != C/H to cover head_size): every truncation point is tried. */
 extern const Config TINY;
 extern const unsigned char TINY_VOCAB[5];
+#define TINY_NMERGES 3
+extern const BpeMerge TINY_MERGES[TINY_NMERGES];
 
 typedef struct {
     Model m;
@@ -33,6 +37,8 @@ typedef struct {
 /* A model (params_init seed 42), its tokenizer, moments and settings, with
  * f->path (model.ckpt) in a fresh directory f->dir. */
 void fix_init(Fix *f, const char *name);
+/* The same with TINY_MERGES (V = 8): a format-2 checkpoint. */
+void fix_init_merges(Fix *f, const char *name);
 void fix_free(Fix *f);
 /* Saves f to path, with its training state or without (then 7 steps). */
 void fix_save(Fix *f, const char *path, int with_state);

@@ -28,13 +28,13 @@ static double eval_loss(const Model *m)
     char err[300];
     Activations a;
     cr_assert_eq(acts_init(&a, &m->cfg, 2, m->cfg.T, 0, err, sizeof err), 0, "%s", err);
-    uint8_t ids[23];
+    TokenId ids[23];
     Rng rng;
     rng_init(&rng, 3, 0);
-    for (size_t i = 0; i < sizeof ids; i++)
-        ids[i] = (uint8_t)rng_below(&rng, (uint64_t)m->cfg.V);
+    for (size_t i = 0; i < 23; i++)
+        ids[i] = (TokenId)rng_below(&rng, (uint64_t)m->cfg.V);
     double loss;
-    cr_assert_eq(eval_sequence(m, &a, ids, sizeof ids, NULL, &loss, NULL, NULL, err, sizeof err),
+    cr_assert_eq(eval_sequence(m, &a, ids, 23, NULL, &loss, NULL, NULL, err, sizeof err),
                  0, "%s", err);
     acts_free(&a);
     return loss;
@@ -57,7 +57,7 @@ Test(ckpt, save_then_load_keeps_parameter_state_and_loss_bits)
     cr_assert_eq(m.table.total, P);
     cr_assert_eq(memcmp(m.params, f.m.params, P * sizeof(float)), 0, "parameter bits differ");
     cr_assert_eq(tok.V, f.tok.V);
-    cr_assert_eq(memcmp(tok.vocab, f.tok.vocab, sizeof tok.vocab), 0);
+    cr_assert_eq(memcmp(tok.bytes, f.tok.bytes, sizeof tok.bytes), 0);
     cr_assert_eq(memcmp(tok.id, f.tok.id, sizeof tok.id), 0);
     cr_assert_eq(has, 1);
     cr_assert_eq(steps, 30);
@@ -76,6 +76,7 @@ Test(ckpt, save_then_load_keeps_parameter_state_and_loss_bits)
     double a = eval_loss(&f.m), b = eval_loss(&m);
     cr_assert_eq(memcmp(&a, &b, sizeof a), 0, "loss %.17g before save, %.17g after load", a, b);
     model_free(&m);
+    tok_free(&tok);
     /* Into a trainer: the same parameters and settings, plus the moments and step. */
     Trainer t;
     TrainState ts2;
@@ -87,6 +88,7 @@ Test(ckpt, save_then_load_keeps_parameter_state_and_loss_bits)
     cr_assert_eq(memcmp(t.adam_m, f.adam_m, P * sizeof(float)), 0, "first moment bits differ");
     cr_assert_eq(memcmp(t.adam_v, f.adam_v, P * sizeof(float)), 0, "second moment bits differ");
     trainer_free(&t);
+    tok_free(&tok);
     fix_free(&f);
 }
 
@@ -112,6 +114,7 @@ Test(ckpt, params_only_file_has_no_checksum_and_loads)
     cr_assert_eq(steps, 7);
     cr_assert_eq(memcmp(m.params, f.m.params, n - PARAMS_AT), 0);
     model_free(&m);
+    tok_free(&tok);
     /* A trainer loaded from it starts its optimizer afresh: zero moments. */
     Trainer t;
     has = 7;
@@ -121,6 +124,7 @@ Test(ckpt, params_only_file_has_no_checksum_and_loads)
     for (size_t i = 0; i < t.model.table.total; i++)
         cr_assert(t.adam_m[i] == 0.0f && t.adam_v[i] == 0.0f, "moment %zu not zero", i);
     trainer_free(&t);
+    tok_free(&tok);
     free(b);
     fix_free(&f);
 }
@@ -138,6 +142,7 @@ Test(ckpt, file_with_state_loads_without_asking_for_state)
     cr_assert_eq(has, 0);
     cr_assert_eq(memcmp(m.params, f.m.params, f.m.table.total * sizeof(float)), 0);
     model_free(&m);
+    tok_free(&tok);
     fix_free(&f);
 }
 
@@ -211,6 +216,7 @@ Test(ckpt, a_save_interrupted_before_rename_leaves_the_old_file_intact)
     cr_assert_eq(steps, 30);
     cr_assert_eq(memcmp(m.params, f.m.params, f.m.table.total * sizeof(float)), 0);
     model_free(&m);
+    tok_free(&tok);
     /* The complete new file waits in the save's own path.tmp.XXXXXX; nothing
      * removes it later (the program did not create it in this process), and a
      * writability check does not touch it. */
@@ -220,6 +226,7 @@ Test(ckpt, a_save_interrupted_before_rename_leaves_the_old_file_intact)
     cr_assert_eq(steps, 31);
     cr_assert_eq(m.params[0], f.m.params[0] + 1.0f);
     model_free(&m);
+    tok_free(&tok);
     cr_assert_eq(ckpt_check_writable(f.path, err, sizeof err), 0, "%s", err);
     cr_assert_eq(access(tmp, F_OK), 0, "the leftover was deleted");
     cr_assert_eq(tu_find_prefix(f.dir, "model.ckpt.tmp.", NULL, 0), 1,
@@ -258,5 +265,66 @@ Test(ckpt, saving_over_a_directory_fails_and_leaves_no_temporary)
                  "a temporary file was left behind");
     cr_assert_eq(ckpt_check_writable(f.path, err, sizeof err), -1);
     cr_assert(strstr(err, "is a directory"), "%s", err);
+    fix_free(&f);
+}
+
+/* A tokenizer with merges makes a version 2 file laid out as docs/checkpoint.md
+ * says (merge count in header int 10, the merges as uint16 pairs after the byte
+ * alphabet, everything after shifted by 4M); it loads back with the same
+ * tokenizer, parameters and loss bits, with and without training state, and
+ * saving what was loaded gives the same bytes. */
+Test(ckpt, a_file_with_merges_is_version_2_and_round_trips_bit_for_bit)
+{
+    Fix f;
+    fix_init_merges(&f, "ckpt-merges-roundtrip");
+    size_t P = f.m.table.total, M = TINY_NMERGES;
+    for (int with_state = 0; with_state <= 1; with_state++) {
+        fix_save(&f, f.path, with_state);
+        size_t n;
+        unsigned char *b = slurp(f.path, &n);
+        cr_assert_eq(n, PARAMS_AT + 4 * M + 4 * P + (with_state ? 1040 + 8 * P : 0));
+        int32_t version, V, merges;
+        memcpy(&version, b + 4, 4);
+        memcpy(&V, b + 8, 4);
+        memcpy(&merges, b + 40, 4);
+        cr_assert(version == 2 && V == 8 && merges == 3, "version %d V %d M %d", version, V,
+                  merges);
+        cr_assert_eq(memcmp(b + VOCAB_AT, TINY_VOCAB, 5), 0);
+        for (size_t k = 0; k < M; k++) {
+            uint16_t lr[2];
+            memcpy(lr, b + MERGES_AT + 4 * k, 4);
+            cr_assert(lr[0] == TINY_MERGES[k].left && lr[1] == TINY_MERGES[k].right,
+                      "merge %zu stored as (%u, %u)", k, lr[0], lr[1]);
+        }
+        cr_assert_eq(memcmp(b + PARAMS_AT + 4 * M, f.m.params, 4 * P), 0,
+                     "the parameters do not follow the merges");
+        Model m;
+        Tokenizer tok;
+        TrainState ts;
+        long steps;
+        int has;
+        char err[2000], again[500];
+        cr_assert_eq(ckpt_load(f.path, &m, &tok, &steps, &ts, &has, err, sizeof err), 0, "%s",
+                     err);
+        cr_assert_eq(has, with_state);
+        cr_assert(tok.V == 8 && tok.nbytes == 5 && tok.nmerges == 3);
+        cr_assert_eq(memcmp(tok.merges, TINY_MERGES, sizeof TINY_MERGES), 0);
+        size_t len;
+        const unsigned char *p = tok_piece(&tok, 6, &len);
+        cr_assert(len == 3 && memcmp(p, "abc", 3) == 0, "token 6 is not \"abc\"");
+        cr_assert_eq(memcmp(m.params, f.m.params, 4 * P), 0, "parameter bits differ");
+        double x = eval_loss(&f.m), y = eval_loss(&m);
+        cr_assert_eq(memcmp(&x, &y, sizeof x), 0, "loss %.17g before save, %.17g after", x, y);
+        snprintf(again, sizeof again, "%s/again.ckpt", f.dir);
+        cr_assert_eq(ckpt_save(again, &m, &tok, steps, with_state ? &f.ts : NULL, err,
+                               sizeof err), 0, "%s", err);
+        size_t n2;
+        unsigned char *b2 = slurp(again, &n2);
+        cr_assert(n2 == n && memcmp(b, b2, n) == 0, "saving the loaded model changed bytes");
+        free(b2);
+        free(b);
+        model_free(&m);
+        tok_free(&tok);
+    }
     fix_free(&f);
 }

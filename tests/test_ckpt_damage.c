@@ -74,10 +74,13 @@ static void write_and_refuse(const char *path, const unsigned char *b, size_t n,
     expect_refused(path, with_ts, needle);
 }
 
-static void every_truncation_is_refused(int with_state)
+static void every_truncation_is_refused(int with_state, int merges)
 {
     Fix f;
-    fix_init(&f, with_state ? "ckpt-trunc-state" : "ckpt-trunc");
+    if (merges)
+        fix_init_merges(&f, with_state ? "ckpt-trunc-state-v2" : "ckpt-trunc-v2");
+    else
+        fix_init(&f, with_state ? "ckpt-trunc-state" : "ckpt-trunc");
     fix_save(&f, f.path, with_state);
     size_t n;
     unsigned char *b = slurp(f.path, &n);
@@ -94,8 +97,9 @@ static void every_truncation_is_refused(int with_state)
     fix_free(&f);
 }
 
-Test(ckpt, every_truncation_with_state_is_refused) { every_truncation_is_refused(1); }
-Test(ckpt, every_truncation_of_a_params_only_file_is_refused) { every_truncation_is_refused(0); }
+Test(ckpt, every_truncation_with_state_is_refused) { every_truncation_is_refused(1, 0); }
+Test(ckpt, every_truncation_of_a_params_only_file_is_refused) { every_truncation_is_refused(0, 0); }
+Test(ckpt, every_truncation_of_a_file_with_merges_is_refused) { every_truncation_is_refused(1, 1); }
 
 Test(ckpt, trailing_bytes_are_refused)
 {
@@ -115,10 +119,13 @@ Test(ckpt, trailing_bytes_are_refused)
 /* With state every flip must be caught (FNV-1a steps are bijections of the hash
  * for a fixed byte, so one changed byte always changes the sum). Without state
  * a flip in the parameters can load: then the values must be finite. */
-static void random_flips(int with_state, int trials)
+static void random_flips(int with_state, int trials, int merges)
 {
     Fix f;
-    fix_init(&f, with_state ? "ckpt-flip-state" : "ckpt-flip");
+    if (merges)
+        fix_init_merges(&f, with_state ? "ckpt-flip-state-v2" : "ckpt-flip-v2");
+    else
+        fix_init(&f, with_state ? "ckpt-flip-state" : "ckpt-flip");
     fix_save(&f, f.path, with_state);
     size_t n;
     unsigned char *good = slurp(f.path, &n);
@@ -147,7 +154,9 @@ static void random_flips(int with_state, int trials)
             loaded++;
             for (size_t i = 0; i < m.table.total; i++)
                 cr_assert(isfinite(m.params[i]), "trial %d: loaded a non-finite value", t);
+            cr_assert_eq(tok.V, m.cfg.V, "trial %d: the tokenizer and the model disagree", t);
             model_free(&m);
+            tok_free(&tok);
         } else {
             cr_assert(strstr(err, flip), "trial %d: message does not name the file: %s", t, err);
         }
@@ -159,8 +168,58 @@ static void random_flips(int with_state, int trials)
     fix_free(&f);
 }
 
-Test(ckpt, random_byte_flips_in_a_file_with_state_are_all_caught) { random_flips(1, 3000); }
-Test(ckpt, random_byte_flips_without_state_load_or_fail_cleanly) { random_flips(0, 3000); }
+Test(ckpt, random_byte_flips_in_a_file_with_state_are_all_caught) { random_flips(1, 3000, 0); }
+Test(ckpt, random_byte_flips_without_state_load_or_fail_cleanly) { random_flips(0, 3000, 0); }
+Test(ckpt, random_byte_flips_in_a_file_with_merges_are_all_caught) { random_flips(1, 2000, 1); }
+Test(ckpt, random_byte_flips_in_merges_without_state_load_or_fail_cleanly)
+{
+    random_flips(0, 2000, 1);
+}
+
+/* Format 2: the merge count in the header against the file, merges naming
+ * tokens that do not exist yet, and a version 1 header over merges; each
+ * refused with the file resealed, so the check itself (not the checksum)
+ * speaks. */
+Test(ckpt, bad_merges_are_refused)
+{
+    Fix f;
+    fix_init_merges(&f, "ckpt-merges");
+    fix_save(&f, f.path, 1);
+    size_t n;
+    unsigned char *good = slurp(f.path, &n);
+    unsigned char *b = malloc(n);
+    struct {
+        size_t at;      /* a uint16 of the merges, or a header int (at < 1024) */
+        int value;
+        const char *needle;
+    } cases[] = {
+        {MERGES_AT + 0, 5, "merge 0 joins tokens 5 and 3"},        /* itself */
+        {MERGES_AT + 6, 6, "merge 1 joins tokens 5 and 6"},        /* itself */
+        {MERGES_AT + 8, 9, "merge 2 joins tokens 9 and 2"},        /* beyond V */
+        {MERGES_AT + 10, 65535, "only tokens below 7"},
+        {4 * 10, 2, "implies"},                                    /* M = 2: size */
+        {4 * 10, 0, "0 merges in a version 2"},
+        {4 * 1, 1, "reserved: a version 1 checkpoint has no merges"},
+        {VOCAB_AT + 4, 'a', "not strictly ascending at entry 4"},
+        {VOCAB_AT + 5, 'z', "padding byte 5"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        memcpy(b, good, n);
+        if (cases[c].at < HDR_BYTES)
+            put_i32(b, cases[c].at, cases[c].value);
+        else if (cases[c].at < MERGES_AT)
+            b[cases[c].at] = (unsigned char)cases[c].value;
+        else {
+            uint16_t v = (uint16_t)cases[c].value;
+            memcpy(b + cases[c].at, &v, 2);
+        }
+        reseal(b, n);
+        write_and_refuse(f.path, b, n, 1, cases[c].needle);
+    }
+    free(b);
+    free(good);
+    fix_free(&f);
+}
 
 typedef struct {
     const char *what;
@@ -169,10 +228,13 @@ typedef struct {
     const char *needle;
 } HeaderCase;
 
-/* V=2 T=3 L=4 H=5 C=6 D=9 are header ints; 7 flags, 8 steps, 10..255 reserved. */
+/* V=2 T=3 L=4 H=5 C=6 D=9 are header ints; 7 flags, 8 steps, 10 merges (0 in
+ * version 1), 11..255 reserved. */
 static const HeaderCase HEADER_CASES[] = {
     {"wrong magic", {0, -1}, {0x46464952}, "not a headcount checkpoint"},
-    {"wrong version", {1, -1}, {2}, "version 2"},
+    {"wrong version", {1, -1}, {3}, "version 3"},
+    {"version 2 without merges", {1, -1}, {2}, "0 merges in a version 2"},
+    {"version 2, all merges", {1, 10, -1}, {2, 5}, "5 merges in a version 2"},
     {"version 0", {1, -1}, {0}, "version 0"},
     {"unknown flag bit", {7, -1}, {2}, "unknown flags"},
     {"sign bit flag", {7, -1}, {INT32_MIN}, "unknown flags"},
@@ -181,6 +243,7 @@ static const HeaderCase HEADER_CASES[] = {
     {"negative steps", {8, -1}, {-1}, "negative step"},
     {"negative V", {2, -1}, {-1}, "bad dimensions"},
     {"V 257", {2, -1}, {257}, "bad dimensions"},
+    {"V over the limit", {2, -1}, {TOK_VOCAB_MAX + 1}, "bad dimensions"},
     {"zero T", {3, -1}, {0}, "bad dimensions"},
     {"negative L", {4, -1}, {-5}, "bad dimensions"},
     {"negative H", {5, -1}, {-2}, "bad dimensions"},

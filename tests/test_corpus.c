@@ -1,8 +1,10 @@
 /* Corpus and tokenizer tests (data/corpus, data/tokenizer): every file the
  * trainer must refuse (missing, a directory, not a regular file, empty, binary,
  * too short for a train or a val window) gets a message naming the file and the
- * problem; bytes that are not UTF-8 are fine (the vocabulary is bytes); and the
- * tokenizer round-trips and names an unknown byte and its offset. */
+ * problem; bytes that are not UTF-8 are fine (the alphabet is bytes); the
+ * byte-level tokenizer round-trips and names an unknown byte and its offset; the
+ * split is by bytes, and merges are learned from the train bytes only. The
+ * tokenizer's merges are tested in test_tokenizer.c. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +47,7 @@ static void expect_prepare_fails(const char *dir, const void *data, size_t n, do
     Corpus c;
     char err[1500] = "";
     cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(corpus_prepare(&c, &f, NULL, val_frac, T, err, sizeof err), -1,
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, val_frac, T, err, sizeof err), -1,
                  "%zu bytes with T=%d accepted (expected '%s')", n, T, needle);
     cr_assert(strstr(err, path), "message does not name the file: %s", err);
     cr_assert(strstr(err, needle), "expected '%s' in: %s", needle, err);
@@ -118,9 +120,9 @@ Test(corpus, nul_bytes_are_refused_unless_binary_is_allowed)
     cr_assert_eq(f.n, sizeof data);
     cr_assert_eq(memcmp(f.bytes, data, sizeof data), 0);
     Corpus c;
-    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.0, 2, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, 0.0, 2, err, sizeof err), 0, "%s", err);
     cr_assert_eq(c.tok.V, 5);
-    cr_assert_eq(c.tok.vocab[0], 0);
+    cr_assert_eq(c.tok.bytes[0], 0);
     cr_assert_eq(c.ids[2], 0);
     corpus_free(&c);
     textfile_free(&f);
@@ -136,11 +138,11 @@ Test(corpus, bytes_that_are_not_utf8_are_ordinary_tokens)
     Corpus c;
     char err[1500];
     cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.0, 4, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, 0.0, 4, err, sizeof err), 0, "%s", err);
     cr_assert_eq(c.tok.V, 9);
-    cr_assert_eq(c.tok.vocab[c.tok.V - 1], 0xff);
+    cr_assert_eq(c.tok.bytes[c.tok.V - 1], 0xff);
     for (size_t i = 0; i < sizeof data; i++)
-        cr_assert_eq(c.tok.vocab[c.ids[i]], data[i], "byte %zu did not round-trip", i);
+        cr_assert_eq(c.tok.bytes[c.ids[i]], data[i], "byte %zu did not round-trip", i);
     corpus_free(&c);
     textfile_free(&f);
 }
@@ -168,7 +170,7 @@ Test(corpus, too_short_for_a_val_window_names_the_sizes)
     Corpus c;
     char err[1500];
     cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.0, 16, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, 0.0, 16, err, sizeof err), 0, "%s", err);
     cr_assert(c.ntrain == 100 && c.nval == 0);
     corpus_free(&c);
     textfile_free(&f);
@@ -185,7 +187,7 @@ Test(corpus, split_is_by_position_and_exact)
     Corpus c;
     char err[1500];
     cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0.25, 8, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, 0.25, 8, err, sizeof err), 0, "%s", err);
     cr_assert(c.n == 1000 && c.ntrain == 750 && c.nval == 250);
     cr_assert_str_eq(f.name, path);
     corpus_free(&c);
@@ -210,25 +212,31 @@ Test(tokenizer, encode_then_vocab_lookup_round_trips_and_vocab_reloads)
     const unsigned char text[] = "the cat (sat) on \"the\" mat.\n\tthe end\n";
     size_t n = sizeof text - 1;
     Tokenizer tok, again;
-    tok_build(&tok, text, n);
+    cr_assert_eq(tok_build(&tok, text, n, NULL, 0), 0);
     for (int i = 1; i < tok.V; i++)
-        cr_assert_gt(tok.vocab[i], tok.vocab[i - 1], "vocabulary not sorted");
-    uint8_t ids[64];
+        cr_assert_gt(tok.bytes[i], tok.bytes[i - 1], "vocabulary not sorted");
+    TokenId ids[64];
     char err[1500];
-    cr_assert_eq(tok_encode(&tok, text, n, ids, "text", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tok_encode(&tok, text, n, ids, "text", err, sizeof err), (long)n, "%s", err);
     for (size_t i = 0; i < n; i++) {
         cr_assert_lt(ids[i], tok.V);
-        cr_assert_eq(tok.vocab[ids[i]], text[i], "byte %zu did not round-trip", i);
+        cr_assert_eq(tok.bytes[ids[i]], text[i], "byte %zu did not round-trip", i);
     }
-    cr_assert_eq(tok_from_vocab(&again, tok.vocab, tok.V, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(memcmp(&again, &tok, sizeof tok), 0, "a stored vocabulary reloads differently");
+    cr_assert_eq(tok_from_parts(&again, tok.bytes, tok.nbytes, NULL, 0, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert(again.V == tok.V && again.nbytes == tok.nbytes && again.nmerges == 0);
+    cr_assert_eq(memcmp(again.bytes, tok.bytes, sizeof tok.bytes), 0,
+                 "a stored vocabulary reloads differently");
+    cr_assert_eq(memcmp(again.id, tok.id, sizeof tok.id), 0);
+    tok_free(&tok);
+    tok_free(&again);
 }
 
 Test(tokenizer, unknown_byte_is_named_with_its_offset)
 {
     Tokenizer tok;
-    tok_build(&tok, (const unsigned char *)"abc\n", 4);
-    uint8_t ids[16];
+    cr_assert_eq(tok_build(&tok, (const unsigned char *)"abc\n", 4, NULL, 0), 0);
+    TokenId ids[16];
     char err[1500] = "";
     cr_assert_eq(tok_encode(&tok, (const unsigned char *)"abcab z", 7, ids, "prompt.txt", err,
                             sizeof err), -1);
@@ -237,6 +245,7 @@ Test(tokenizer, unknown_byte_is_named_with_its_offset)
     const unsigned char bin[] = {'a', 0xfe};
     cr_assert_eq(tok_encode(&tok, bin, 2, ids, "x", err, sizeof err), -1);
     cr_assert(strstr(err, "byte 0xfe at offset 1"), "%s", err);
+    tok_free(&tok);
 }
 
 Test(tokenizer, bad_stored_vocabularies_are_refused)
@@ -244,9 +253,95 @@ Test(tokenizer, bad_stored_vocabularies_are_refused)
     Tokenizer tok;
     char err[1500];
     const unsigned char v[4] = {'a', 'c', 'b', 'd'};
-    cr_assert_eq(tok_from_vocab(&tok, v, 0, err, sizeof err), -1);
+    cr_assert_eq(tok_from_parts(&tok, v, 0, NULL, 0, err, sizeof err), -1);
     cr_assert(strstr(err, "size 0"), "%s", err);
-    cr_assert_eq(tok_from_vocab(&tok, v, 257, err, sizeof err), -1);
-    cr_assert_eq(tok_from_vocab(&tok, v, 4, err, sizeof err), -1);
+    cr_assert_eq(tok_from_parts(&tok, v, 257, NULL, 0, err, sizeof err), -1);
+    cr_assert_eq(tok_from_parts(&tok, v, 4, NULL, 0, err, sizeof err), -1);
     cr_assert(strstr(err, "entry 2"), "%s", err);
+}
+
+/* Byte-level the byte split and the token split are the same place. */
+Test(corpus, byte_level_split_counts_bytes_and_tokens_alike)
+{
+    const char *d = tu_tmpdir("corpus-bytesplit");
+    char text[1000];
+    for (int i = 0; i < 1000; i++)
+        text[i] = (char)('a' + (i * 7) % 26);
+    const char *path = put_file(d, "text.txt", text, sizeof text);
+    TextFile f;
+    Corpus c;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 0, 0.25, 8, err, sizeof err), 0, "%s", err);
+    cr_assert(c.train_bytes == 750 && c.val_bytes == 250 && c.tok.nmerges == 0);
+    for (size_t i = 0; i < 1000; i++)
+        cr_assert_eq(c.tok.bytes[c.ids[i]], (unsigned char)text[i]);
+    corpus_free(&c);
+    textfile_free(&f);
+}
+
+/* With a vocabulary size the bytes are split first and the merges come from
+ * the train bytes alone: val repeats "xq" pairs (and train never does), so no
+ * token joins x and q, though the pair is the file's most frequent. Each part
+ * decodes back to its own bytes, and the merges are exactly those learned from
+ * the train prefix by itself. */
+Test(corpus, merges_are_learned_from_the_train_bytes_only)
+{
+    const char *d = tu_tmpdir("corpus-bpe-split");
+    enum { N = 4000 };
+    char *text = malloc(N);
+    for (int i = 0; i < N; i++)
+        text[i] = " the cat sat on the mat and the dog ran"[i % 39];
+    size_t ntrain = (size_t)((double)N * (1.0 - 0.25));
+    for (size_t i = ntrain; i < N; i++)
+        text[i] = "xq"[i % 2];
+    text[5] = 'x';      /* x and q are in the alphabet, never side by side in train */
+    text[9] = 'q';
+    const char *path = put_file(d, "text.txt", text, N);
+    TextFile f;
+    Corpus c;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 60, 0.25, 8, err, sizeof err), 0, "%s", err);
+    cr_assert(c.train_bytes == ntrain && c.val_bytes == N - ntrain);
+    cr_assert_gt(c.tok.nmerges, 5);
+    for (int k = 0; k < c.tok.nmerges; k++) {
+        size_t len;
+        const unsigned char *p = tok_piece(&c.tok, c.tok.nbytes + k, &len);
+        for (size_t i = 0; i + 1 < len; i++)
+            cr_assert(!((p[i] == 'x' && p[i + 1] == 'q') || (p[i] == 'q' && p[i + 1] == 'x')),
+                      "merge %d (\"%.*s\") was learned from val", k, (int)len, p);
+    }
+    unsigned char *back = malloc(N);
+    cr_assert_eq(tok_decode(&c.tok, c.ids, c.ntrain, back), ntrain);
+    cr_assert_eq(memcmp(back, text, ntrain), 0, "the train tokens are not the train bytes");
+    cr_assert_eq(tok_decode(&c.tok, c.ids + c.ntrain, c.nval, back), N - ntrain);
+    cr_assert_eq(memcmp(back, text + ntrain, N - ntrain), 0, "the val tokens are not val");
+    Tokenizer alone;
+    cr_assert_eq(tok_build(&alone, f.bytes, N, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tok_learn(&alone, f.bytes, ntrain, 60, err, sizeof err), 0, "%s", err);
+    cr_assert(alone.nmerges == c.tok.nmerges &&
+              memcmp(alone.merges, c.tok.merges, sizeof *alone.merges * alone.nmerges) == 0,
+              "the corpus learned other merges than the train prefix gives");
+    tok_free(&alone);
+    free(back);
+    corpus_free(&c);
+    textfile_free(&f);
+    free(text);
+}
+
+Test(corpus, a_vocabulary_below_the_byte_alphabet_is_its_own_error)
+{
+    const char *d = tu_tmpdir("corpus-bpe-small");
+    const char *text = "the quick brown fox jumps over the lazy dog, again and again\n";
+    const char *path = put_file(d, "text.txt", text, strlen(text));
+    TextFile f;
+    Corpus c;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 10, 0.0, 4, err, sizeof err),
+                 CORPUS_VOCAB_TOO_SMALL);
+    cr_assert(strstr(err, "--vocab 10 is smaller than the 29 distinct bytes"), "%s", err);
+    cr_assert_null(c.ids);
+    textfile_free(&f);
 }

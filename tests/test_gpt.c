@@ -1,7 +1,7 @@
 /* Whole-model tests: the gradient of the mean loss against central differences
  * for every parameter tensor (H = 1, 4, 8, 16, a head size that is not C/H,
- * dropout, a silenced head); thread-count bit identity of forward and backward;
- * one batch overfits. */
+ * dropout, a silenced head, a vocabulary of 3,000 tokens); thread-count bit
+ * identity of forward and backward; one batch overfits. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -109,6 +109,28 @@ Test(gpt, model_gradient_matches_finite_differences_with_a_silenced_head)
 {
     unsigned char on[8] = {1, 0, 1, 1, 1, 1, 1, 0};
     check_model(CFG(4, 4), 0, on);
+}
+
+/* A byte-pair vocabulary: V in the thousands, so the tied embedding and the
+ * softmax are wide and most rows of wte get their gradient only through the
+ * output (their tokens are not in the batch). */
+#define CFG_WIDE(h, d) ((Config){.V = 3000, .T = 8, .L = 1, .H = (h), .C = 16, .D = (d)})
+
+Test(gpt, model_gradient_matches_finite_differences_v3000_1_head)
+{
+    check_model(CFG_WIDE(1, 16), 0, NULL);
+}
+Test(gpt, model_gradient_matches_finite_differences_v3000_4_heads)
+{
+    check_model(CFG_WIDE(4, 4), 0, NULL);
+}
+Test(gpt, model_gradient_matches_finite_differences_v3000_8_heads)
+{
+    check_model(CFG_WIDE(8, 2), 0, NULL);
+}
+Test(gpt, model_gradient_matches_finite_differences_v3000_16_heads)
+{
+    check_model(CFG_WIDE(16, 1), 0, NULL);
 }
 
 Test(gpt, silenced_head_changes_the_loss_and_gets_no_gradient)

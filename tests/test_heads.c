@@ -477,38 +477,39 @@ Test(heads, probe_alphabet_is_copied_letters_then_letters_never_newline)
 {
     Tokenizer tok;
     const char *all = "\n .,abcdefghijklmnopqrstuvwxyzXYZ!";
-    tok_build(&tok, (const unsigned char *)all, strlen(all));
+    cr_assert_eq(tok_build(&tok, (const unsigned char *)all, strlen(all), NULL, 0), 0);
     int alpha[256], rule;
     /* Copy rows predict the letters d..l (9 letters) of the repeat. */
     const char *s = "\nabcdefghijkl;abcdefghijkl.";
     int T = (int)strlen(s), key[32], first[32];
     heads_keys_copy(key, first, (const unsigned char *)s, 1, T);
-    int n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)s, key, 1, T, tok.vocab,
-                                 tok.id, tok.V);
+    int n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)s, key, 1, T, tok.last_byte,
+                                 tok.id, tok.nbytes);
     cr_assert_eq(rule, 1);
     cr_assert_eq(n, 9, "%d letters", n);
     for (int k = 0; k < n; k++) {
-        unsigned char c = tok.vocab[alpha[k]];
+        unsigned char c = tok.bytes[alpha[k]];
         cr_assert(c >= 'd' && c <= 'l', "'%c' is not a copied letter", c);
     }
     /* Too few copied letters: every letter of the text, still no newline or space. */
     const char *t = "\nabcdefgh\nabcdefgX!";
     T = (int)strlen(t);
     heads_keys_copy(key, first, (const unsigned char *)t, 1, T);
-    n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)t, key, 1, T, tok.vocab, tok.id,
-                             tok.V);
+    n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)t, key, 1, T, tok.last_byte, tok.id,
+                             tok.nbytes);
     cr_assert_eq(rule, 2);
     cr_assert_eq(n, 9, "a-h and X");
     /* Too few letters: every byte of the text but the newline. */
     const char *u = "\nab, .!\nab, .!";
     T = (int)strlen(u);
     heads_keys_copy(key, first, (const unsigned char *)u, 1, T);
-    n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)u, key, 1, T, tok.vocab, tok.id,
-                             tok.V);
+    n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)u, key, 1, T, tok.last_byte, tok.id,
+                             tok.nbytes);
     cr_assert_eq(rule, 4, "6 bytes are still too few: every token but the newline");
     cr_assert_eq(n, tok.V - 1);
     for (int k = 0; k < n; k++)
-        cr_assert_neq(tok.vocab[alpha[k]], '\n');
+        cr_assert_neq(tok.bytes[alpha[k]], '\n');
+    tok_free(&tok);
 }
 
 Test(heads, quick_relations_match_the_full_measurement)

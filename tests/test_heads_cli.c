@@ -28,7 +28,7 @@ static void write_tiny(const char *dir, char *ckpt, char *text, size_t len)
     snprintf(text, len, "%s/text.txt", dir);
     cr_assert_eq(tu_write_file(text, buf, total), 0);
     Tokenizer tok;
-    tok_build(&tok, (const unsigned char *)buf, total);
+    cr_assert_eq(tok_build(&tok, (const unsigned char *)buf, total, NULL, 0), 0);
     Config cfg = {.V = tok.V, .T = 16, .L = 2, .H = 2, .C = 16, .D = 8};
     Model m;
     char err[512];
@@ -37,6 +37,7 @@ static void write_tiny(const char *dir, char *ckpt, char *text, size_t len)
     snprintf(ckpt, len, "%s/tiny.ckpt", dir);
     cr_assert_eq(ckpt_save(ckpt, &m, &tok, 0, NULL, err, sizeof err), 0, "%s", err);
     model_free(&m);
+    tok_free(&tok);
     free(buf);
 }
 
@@ -143,7 +144,7 @@ Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 
 static void save_tiny_for(const char *ckpt, const unsigned char *text, size_t n)
 {
     Tokenizer tok;
-    tok_build(&tok, text, n);
+    cr_assert_eq(tok_build(&tok, text, n, NULL, 0), 0);
     Config cfg = {.V = tok.V, .T = 32, .L = 1, .H = 2, .C = 16, .D = 8};
     Model m;
     char err[512];
@@ -151,6 +152,7 @@ static void save_tiny_for(const char *ckpt, const unsigned char *text, size_t n)
     params_init(&m.table, m.params, 9);
     cr_assert_eq(ckpt_save(ckpt, &m, &tok, 0, NULL, err, sizeof err), 0, "%s", err);
     model_free(&m);
+    tok_free(&tok);
 }
 
 Test(heads, infer_recognises_a_piece_of_the_built_in_corpus, .timeout = 60)

@@ -28,7 +28,7 @@
 /* Value-taking flags; every one must show its default in --help. */
 static const char *const VALUE_FLAGS[] = {
     "--data", "--out", "--log", "--resume", "--save-every", "--layers", "--heads", "--embd",
-    "--head-size", "--block", "--batch", "--steps", "--lr", "--min-lr", "--warmup", "--wd",
+    "--head-size", "--block", "--vocab", "--batch", "--steps", "--lr", "--min-lr", "--warmup", "--wd",
     "--clip", "--dropout", "--seed", "--val-frac", "--eval-every", "--eval-iters", "--threads",
 };
 static const char *const SWITCH_FLAGS[] = {"--keep-best", "--allow-binary", "--help"};
@@ -296,6 +296,7 @@ Test(train, resumed_run_matches_an_uninterrupted_one)
     cr_assert_eq(ckpt_load(at8, &m, &tok, &steps, &ts, &has, err, sizeof err), 0, "%s", err);
     cr_assert(steps == 8 && has && ts.steps == 24);
     model_free(&m);
+    tok_free(&tok);
     rc = run(&out, "train", "--resume %s --threads 2 --out %s --log %s", at8, res, reslog);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "resuming"), "%s", out);
@@ -341,6 +342,7 @@ static void signal_saves_at_the_reported_step(int sig, const char *word)
               "the log does not end at step %ld: %s", reported, last);
     free(last);
     model_free(&m);
+    tok_free(&tok);
     free(text);
 }
 
@@ -373,6 +375,7 @@ Test(train, a_second_signal_exits_at_once_leaving_no_damaged_checkpoint)
         char err[2000];
         cr_assert_eq(ckpt_load(e.out, &m, &tok, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
         model_free(&m);
+        tok_free(&tok);
     }
 }
 
@@ -407,6 +410,7 @@ Test(train, a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkp
     cr_assert_eq(ckpt_load(e.out, &m, &tok, &steps, &ts, &has, err, sizeof err), 0, "%s", err);
     cr_assert_eq(steps, good);
     model_free(&m);
+    tok_free(&tok);
     free(out);
     /* Without periodic saves the run writes nothing and the old file survives. */
     size_t n0, n1;
@@ -424,22 +428,25 @@ Test(train, a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkp
     free(out);
 }
 
-/* Checks "eval loss L ppl P bpc B tokens N" exactly: L with 6 decimals, P and
- * B with 4, and P, B consistent with L. Returns L's text in loss (16 bytes). */
+/* Checks "eval loss L ppl P bpb B tokens N bytes M" exactly: L with 6 decimals,
+ * P and B with 4, and P consistent with L; for a byte-level model M = N and
+ * B = L / ln 2. Returns L's text in loss (16 bytes). */
 static void parse_eval_line(const char *line, char *loss, size_t *tokens)
 {
     double l, p, b;
+    size_t bytes;
     char tail[8];
-    int k = sscanf(line, "eval loss %15s ppl %lf bpc %lf tokens %zu%7s", loss, &p, &b, tokens,
-                   tail);
-    cr_assert_eq(k, 4, "not an eval line: %s", line);
+    int k = sscanf(line, "eval loss %15s ppl %lf bpb %lf tokens %zu bytes %zu%7s", loss, &p, &b,
+                   tokens, &bytes, tail);
+    cr_assert_eq(k, 5, "not an eval line: %s", line);
     l = strtod(loss, NULL);
     char again[200];
-    snprintf(again, sizeof again, "eval loss %.6f ppl %.4f bpc %.4f tokens %zu\n", l, p, b,
-             *tokens);
+    snprintf(again, sizeof again, "eval loss %.6f ppl %.4f bpb %.4f tokens %zu bytes %zu\n", l,
+             p, b, *tokens, bytes);
     cr_assert_str_eq(line, again, "format differs");
+    cr_assert_eq(bytes, *tokens, "a byte-level model's tokens are its bytes: %s", line);
     cr_assert(fabs(p - exp(l)) <= 1e-4 * exp(l) + 1e-4 && fabs(b - l / log(2.0)) <= 1e-4,
-              "ppl or bpc inconsistent with the loss: %s", line);
+              "ppl or bpb inconsistent with the loss: %s", line);
 }
 
 Test(train, infer_eval_reproduces_the_final_val_loss)
@@ -455,8 +462,10 @@ Test(train, infer_eval_reproduces_the_final_val_loss)
     cr_assert_not_null(v, "%s", out);
     double shown;
     size_t split_tokens;
-    cr_assert_eq(sscanf(v, "| val loss %lf (whole val split, %zu tokens)", &shown,
-                        &split_tokens), 2, "%s", v);
+    double shown_bpb;
+    cr_assert_eq(sscanf(v, "| val loss %lf, val bpb %lf (whole val split, %zu tokens)", &shown,
+                        &shown_bpb, &split_tokens), 3, "%s", v);
+    cr_assert_float_eq(shown_bpb, shown / log(2.0), 2e-4, "byte-level bpb is loss / ln 2");
     char *final = log_lines(e.log, "final", 0, NULL);
     const char *jv = strstr(final, "\"val_loss\":");
     cr_assert_not_null(jv, "%s", final);

@@ -236,7 +236,7 @@ Test(trainer, a_trainer_loaded_from_a_checkpoint_continues_bit_identically)
     for (int i = 0; i < CFG.V; i++)
         vocab[i] = (unsigned char)('a' + i);
     Tokenizer tok_text;
-    cr_assert_eq(tok_from_vocab(&tok_text, vocab, CFG.V, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tok_from_parts(&tok_text, vocab, CFG.V, NULL, 0, err, sizeof err), 0, "%s", err);
 
     Trainer whole, half, resumed;
     new_trainer(&whole, 1);
@@ -276,6 +276,8 @@ Test(trainer, a_trainer_loaded_from_a_checkpoint_continues_bit_identically)
     cr_assert_eq(memcmp(resumed.adam_v, whole.adam_v, bytes), 0, "second moments differ");
     trainer_free(&resumed);
     trainer_free(&whole);
+    tok_free(&tok_text);
+    tok_free(&tok_back);
 }
 
 /* The trainer owns the data position: a fresh one draws the batches batch_init
@@ -283,9 +285,9 @@ Test(trainer, a_trainer_loaded_from_a_checkpoint_continues_bit_identically)
  * goes on drawing where the saved one stopped. */
 Test(trainer, the_batch_position_is_the_trainers_and_a_checkpoint_keeps_it)
 {
-    uint8_t ids[500];
+    TokenId ids[500];
     for (int i = 0; i < 500; i++)
-        ids[i] = (uint8_t)(i * 7 % CFG.V);
+        ids[i] = (TokenId)(i * 7 % CFG.V);
     char err[2000], path[400];
     TrainHyper hp = hyper(1);
     Trainer t, back;
@@ -294,8 +296,8 @@ Test(trainer, the_batch_position_is_the_trainers_and_a_checkpoint_keeps_it)
     batch_init(&ref, 11, RNG_STREAM_BATCH);
     int in[B * 8], tg[B * 8], rin[B * 8], rtg[B * 8];
     for (int k = 0; k < 3; k++) {
-        trainer_next_batch(&t, ids, sizeof ids, in, tg);
-        batch_next(&ref, ids, sizeof ids, B, CFG.T, rin, rtg);
+        trainer_next_batch(&t, ids, 500, in, tg);
+        batch_next(&ref, ids, 500, B, CFG.T, rin, rtg);
         cr_assert(memcmp(in, rin, sizeof in) == 0 && memcmp(tg, rtg, sizeof tg) == 0,
                   "batch %d differs from batch_next's", k);
     }
@@ -306,7 +308,7 @@ Test(trainer, the_batch_position_is_the_trainers_and_a_checkpoint_keeps_it)
     for (int i = 0; i < CFG.V; i++)
         vocab[i] = (unsigned char)('a' + i);
     Tokenizer tok, tok_back;
-    cr_assert_eq(tok_from_vocab(&tok, vocab, CFG.V, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tok_from_parts(&tok, vocab, CFG.V, NULL, 0, err, sizeof err), 0, "%s", err);
     TrainState ts;
     fill_state(&ts, &t);
     ts.batch_rng = t.batches.rng.state;
@@ -314,12 +316,14 @@ Test(trainer, the_batch_position_is_the_trainers_and_a_checkpoint_keeps_it)
     cr_assert_eq(ckpt_load_trainer(path, &back, &tok_back, NULL, NULL, err, sizeof err), 0,
                  "%s", err);
     cr_assert_eq(trainer_prepare(&back, &hp, B, err, sizeof err), 0, "%s", err);
-    trainer_next_batch(&t, ids, sizeof ids, in, tg);
-    trainer_next_batch(&back, ids, sizeof ids, rin, rtg);
+    trainer_next_batch(&t, ids, 500, in, tg);
+    trainer_next_batch(&back, ids, 500, rin, rtg);
     cr_assert(memcmp(in, rin, sizeof in) == 0 && memcmp(tg, rtg, sizeof tg) == 0,
               "the loaded trainer draws another batch");
     trainer_free(&back);
     trainer_free(&t);
+    tok_free(&tok);
+    tok_free(&tok_back);
 }
 
 /* Whoever inits frees: free releases and clears every buffer, and is safe on

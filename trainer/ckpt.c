@@ -44,7 +44,8 @@
     X(10, data_hash, INT64_MIN, INT64_MAX)                                                \
     X(11, allow_binary, 0, 1)                                                             \
     X(12, best_step, -1, LIMIT_STEPS_MAX)                                                 \
-    X(13, accum, 0, LIMIT_ACCUM_MAX)
+    X(13, accum, 0, LIMIT_ACCUM_MAX)                                                      \
+    X(14, vocab, 0, LIMIT_VOCAB_MAX)
 #define STATE_DOUBLE_SLOTS(X)                                                              \
     X(0, lr, LIMIT_LR_MIN, LIMIT_LR_MAX)                                                  \
     X(1, min_lr, 0, LIMIT_LR_MAX)                                                         \
@@ -64,6 +65,16 @@ _Static_assert(STATE_INT_USED <= STATE_INTS && STATE_DOUBLE_USED <= STATE_DOUBLE
                "the training state's arrays have room for every slot");
 #define VOCAB_BYTES 256
 #define HEADER_BYTES (CKPT_HEADER_INTS * 4)
+#define MERGE_BYTES 4   /* uint16 left, uint16 right */
+/* Header int 10: the number of merges (format 2; 0 in format 1). */
+#define HDR_MERGES 10
+
+/* The model layer keeps its own copy of the vocabulary limit and of the token
+ * id type (model/ cannot include data/): they must be data/bpe.h's. */
+_Static_assert(CONFIG_MAX_VOCAB == TOK_VOCAB_MAX, "model/config.h's vocabulary limit is bpe.h's");
+_Static_assert(sizeof(TokenId) == sizeof(uint16_t) && (TokenId)-1 == UINT16_MAX,
+               "model/evaluate.h reads token ids as uint16_t");
+_Static_assert(sizeof(BpeMerge) == MERGE_BYTES, "a merge is stored as two uint16");
 
 /* Bytes of the training-state section for P parameters, checksum included. */
 static uint64_t state_bytes(uint64_t P)
@@ -189,15 +200,17 @@ static int write_all(FILE *fp, const Model *m, const Tokenizer *tok, long steps_
 {
     const ParamTable *t = &m->table;
     int32_t hdr[CKPT_HEADER_INTS] = {0};
-    hdr[0] = CKPT_MAGIC; hdr[1] = CKPT_VERSION;
+    hdr[0] = CKPT_MAGIC; hdr[1] = tok->nmerges ? CKPT_VERSION_MERGES : CKPT_VERSION;
     hdr[2] = m->cfg.V; hdr[3] = m->cfg.T; hdr[4] = m->cfg.L; hdr[5] = m->cfg.H;
     hdr[6] = m->cfg.C; hdr[7] = ts ? CKPT_FLAG_TRAIN_STATE : 0;
-    hdr[8] = (int32_t)steps_trained; hdr[9] = m->cfg.D;
+    hdr[8] = (int32_t)steps_trained; hdr[9] = m->cfg.D; hdr[HDR_MERGES] = tok->nmerges;
     unsigned char vocab[VOCAB_BYTES] = {0};
-    memcpy(vocab, tok->vocab, (size_t)tok->V);
+    memcpy(vocab, tok->bytes, (size_t)tok->nbytes);
     Writer w = {fp, HASH_FNV_INIT, 0};
     put(&w, hdr, sizeof hdr);
     put(&w, vocab, sizeof vocab);
+    if (tok->nmerges)
+        put(&w, tok->merges, (size_t)tok->nmerges * MERGE_BYTES);
     put(&w, m->params, t->total * sizeof(float));
     if (ts) {
         put_state(&w, ts, t->total);
@@ -222,6 +235,7 @@ int ckpt_save_hooked(const char *path, const Model *m, const Tokenizer *tok,
 {
     const ParamTable *t = &m->table;
     assert(!ts || ts->step == steps_trained);
+    assert(tok->V == m->cfg.V);
     if (check_finite(t, m->params, path, "refusing to save: parameter", err, errlen))
         return -1;
     if (ts && (check_finite(t, ts->adam_m, path, "refusing to save: Adam first moment", err,
@@ -404,14 +418,14 @@ static int check_header(const int32_t *h, const char *path, Config *cfg, char *e
     if (h[0] != CKPT_MAGIC)
         return err_set(err, errlen, "%s: not a headcount checkpoint (magic %d, expected %d)",
                        path, h[0], CKPT_MAGIC);
-    if (h[1] != CKPT_VERSION)
-        return err_set(err, errlen, "%s: checkpoint version %d, this build reads version %d",
-                       path, h[1], CKPT_VERSION);
+    if (h[1] != CKPT_VERSION && h[1] != CKPT_VERSION_MERGES)
+        return err_set(err, errlen, "%s: checkpoint version %d, this build reads versions %d "
+                       "and %d", path, h[1], CKPT_VERSION, CKPT_VERSION_MERGES);
     if (h[7] & ~CKPT_FLAG_TRAIN_STATE)
         return err_set(err, errlen, "%s: unknown flags 0x%x in the header", path, (unsigned)h[7]);
     if (h[8] < 0)
         return err_set(err, errlen, "%s: negative step count %d in the header", path, h[8]);
-    for (int i = 10; i < CKPT_HEADER_INTS; i++)
+    for (int i = HDR_MERGES + 1; i < CKPT_HEADER_INTS; i++)
         if (h[i] != 0)
             return err_set(err, errlen, "%s: header field %d is %d, expected 0 (reserved)",
                            path, i, h[i]);
@@ -419,11 +433,24 @@ static int check_header(const int32_t *h, const char *path, Config *cfg, char *e
     char why[200];
     if (config_validate(cfg, why, sizeof why))
         return err_set(err, errlen, "%s: bad dimensions in the header: %s", path, why);
+    int M = h[HDR_MERGES];
+    if (h[1] == CKPT_VERSION && M != 0)
+        return err_set(err, errlen, "%s: header field %d is %d, expected 0 (reserved: a "
+                       "version %d checkpoint has no merges)", path, HDR_MERGES, M, CKPT_VERSION);
+    if (h[1] == CKPT_VERSION_MERGES && (M < 1 || M >= cfg->V || cfg->V - M > VOCAB_BYTES))
+        return err_set(err, errlen, "%s: %d merges in a version %d checkpoint with V = %d: "
+                       "expected 1 to V - 1 merges leaving 1 to %d bytes", path, M,
+                       CKPT_VERSION_MERGES, cfg->V, VOCAB_BYTES);
+    if (h[1] == CKPT_VERSION && cfg->V > VOCAB_BYTES)
+        return err_set(err, errlen, "%s: bad dimensions in the header: V = %d in a version %d "
+                       "checkpoint, which holds at most %d byte tokens", path, cfg->V,
+                       CKPT_VERSION, VOCAB_BYTES);
     return 0;
 }
 
-/* Reads and checks the header and the vocabulary (into tok), and the file's
- * size (size bytes) against what the header implies. */
+/* Reads and checks the header, the byte alphabet and the merges (into tok),
+ * and the file's size (size bytes) against what the header implies. On error
+ * tok holds nothing to free. */
 static int read_head(Reader *r, const char *path, uint64_t size, int32_t *hdr, Config *cfg,
                      Tokenizer *tok, char *err, size_t errlen)
 {
@@ -433,20 +460,34 @@ static int read_head(Reader *r, const char *path, uint64_t size, int32_t *hdr, C
     if (check_header(hdr, path, cfg, err, errlen))
         return -1;
     uint64_t P = config_param_count(cfg);
+    int M = hdr[HDR_MERGES], nbytes = cfg->V - M;
     int with_state = hdr[7] & CKPT_FLAG_TRAIN_STATE;
-    uint64_t expect = HEADER_BYTES + VOCAB_BYTES + 4 * P + (with_state ? state_bytes(P) : 0);
+    uint64_t expect = HEADER_BYTES + VOCAB_BYTES + (uint64_t)M * MERGE_BYTES + 4 * P +
+                      (with_state ? state_bytes(P) : 0);
     if (size != expect)
         return err_set(err, errlen, "%s: file is %llu bytes but its header (V=%d T=%d L=%d H=%d "
-                       "C=%d D=%d%s) implies %llu: %s", path, (unsigned long long)size, cfg->V,
-                       cfg->T, cfg->L, cfg->H, cfg->C, cfg->D,
-                       with_state ? ", with training state" : "", (unsigned long long)expect,
+                       "C=%d D=%d%s%s) implies %llu: %s", path, (unsigned long long)size,
+                       cfg->V, cfg->T, cfg->L, cfg->H, cfg->C, cfg->D,
+                       M ? ", merges " : "", with_state ? ", with training state" : "",
+                       (unsigned long long)expect,
                        size < expect ? "truncated" : "trailing bytes");
+    BpeMerge *merges = M ? malloc((size_t)M * sizeof *merges) : NULL;
+    if (M && !merges)
+        return err_set(err, errlen, "%s: out of memory for %d merges", path, M);
+    if (M && get(r, merges, (size_t)M * MERGE_BYTES)) {
+        free(merges);
+        return err_set(err, errlen, "%s: read error in the merges", path);
+    }
     char why[1200];
-    if (tok_from_vocab(tok, vocab, cfg->V, why, sizeof why))
+    int bad = tok_from_parts(tok, vocab, nbytes, merges, M, why, sizeof why);
+    free(merges);
+    if (bad)
         return err_set(err, errlen, "%s: bad vocabulary: %s", path, why);
-    for (int i = cfg->V; i < VOCAB_BYTES; i++)
-        if (vocab[i] != 0)
+    for (int i = nbytes; i < VOCAB_BYTES; i++)
+        if (vocab[i] != 0) {
+            tok_free(tok);
             return err_set(err, errlen, "%s: vocabulary padding byte %d is not zero", path, i);
+        }
     return 0;
 }
 
@@ -466,6 +507,7 @@ static int load_file(const char *path, Model *m, Trainer *t, Tokenizer *tok,
         *has_state = 0;
     if (ts)
         memset(ts, 0, sizeof *ts);
+    memset(tok, 0, sizeof *tok);
     struct stat st;
     if (stat(path, &st) != 0)
         return err_set(err, errlen, "%s: %s", path,
@@ -521,6 +563,8 @@ static int load_file(const char *path, Model *m, Trainer *t, Tokenizer *tok,
     rc = 0;
 done:
     fclose(r.fp);
+    if (rc)
+        tok_free(tok);
     if (rc && t)
         trainer_free(t);
     else if (rc)

@@ -1,6 +1,8 @@
-/* ckpt: checkpoint files, format v1 (docs/checkpoint.md describes every byte).
+/* ckpt: checkpoint files, formats 1 and 2 (docs/checkpoint.md describes every
+ * byte). Format 1 is a byte-level model; format 2 adds the tokenizer's merges.
  *
- * A checkpoint holds the header, the byte vocabulary and the parameters; when
+ * A checkpoint holds the header, the byte alphabet, the merges (format 2) and
+ * the parameters; when
  * flag bit 0 is set, also the training state needed for an exact resume (Adam
  * moments, step, batch RNG, settings, the data file's size and hash) and a
  * checksum over the whole file. Writing is atomic: a temporary file of its own,
@@ -20,7 +22,8 @@
 #include "trainer/trainer.h"
 
 #define CKPT_MAGIC 20261122
-#define CKPT_VERSION 1
+#define CKPT_VERSION 1           /* byte-level: no merges */
+#define CKPT_VERSION_MERGES 2    /* with byte-pair merges after the byte alphabet */
 #define CKPT_HEADER_INTS 256
 #define CKPT_FLAG_TRAIN_STATE 1
 #define CKPT_PATH_MAX 512
@@ -36,6 +39,7 @@ typedef struct {
     long allow_binary;
     long best_step;         /* step of best_val, -1 when none */
     long accum;             /* micro-batches summed per step (--accum x ranks), >= 1 */
+    long vocab;             /* the --vocab asked for, 0 for a byte-level run */
     double lr, min_lr, wd, clip, dropout, val_frac, beta1, beta2, eps;
     double best_val;        /* best estimated val loss so far (valid when best_step >= 0) */
     char data_path[CKPT_PATH_MAX];
@@ -57,7 +61,8 @@ int ckpt_save_hooked(const char *path, const Model *m, const Tokenizer *tok,
                      void (*before_rename)(const char *tmp, void *ctx), void *ctx, char *err,
                      size_t errlen);
 
-/* Loads path into a fresh model (model_init inside) and tokenizer. If ts is not
+/* Loads path into a fresh model (model_init inside) and tokenizer (the
+ * caller's to tok_free, like the model). If ts is not
  * NULL and the file has training state, fills ts's settings and position and
  * sets *has_state = 1; else *has_state = 0. The Adam moments are checked (the
  * checksum covers them, and they must be finite) but not kept. has_state and

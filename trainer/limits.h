@@ -6,6 +6,9 @@
 #ifndef HEADCOUNT_LIMITS_H
 #define HEADCOUNT_LIMITS_H
 
+#include "data/bpe.h"
+
+#define LIMIT_VOCAB_MAX TOK_VOCAB_MAX   /* --vocab */
 #define LIMIT_STEPS_MAX 100000000L      /* --steps, --warmup, --eval-every, --save-every */
 #define LIMIT_BATCH_MAX 65536L          /* --batch */
 #define LIMIT_EVAL_ITERS_MAX 100000L    /* --eval-iters (at least 1) */

@@ -40,7 +40,7 @@ int trainer_init(Trainer *t, const Config *cfg, uint64_t seed, char *err, size_t
     return 0;
 }
 
-void trainer_next_batch(Trainer *t, const uint8_t *ids, size_t len, int *inputs,
+void trainer_next_batch(Trainer *t, const TokenId *ids, size_t len, int *inputs,
                         int *targets)
 {
     batch_next(&t->batches, ids, len, t->B, t->model.cfg.T, inputs, targets);

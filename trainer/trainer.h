@@ -66,7 +66,7 @@ void trainer_free(Trainer *t);
 
 /* Draws the next batch of B windows of ids[0..len) (len >= T + 1) into
  * inputs/targets [B][T] and moves the data position on (batch_next). */
-void trainer_next_batch(Trainer *t, const uint8_t *ids, size_t len, int *inputs,
+void trainer_next_batch(Trainer *t, const TokenId *ids, size_t len, int *inputs,
                         int *targets);
 
 /* Micro-batch i (0 .. hp.micro - 1) of the coming step on inputs/targets

@@ -1,0 +1,224 @@
+/* Command-line tests of ./train --vocab and of its checkpoints in ./infer:
+ * without --vocab a run writes the very bytes it wrote before merges existed
+ * (checksums recorded below); the startup line, the log's settings and
+ * --print-settings show the vocabulary; learning stops early and says so; the
+ * refusals (a vocabulary below the byte alphabet or over the limit, a resume
+ * with another --vocab); a resumed BPE run matches an uninterrupted one bit for
+ * bit; ./infer --eval on the val split reproduces train's final val loss and
+ * bits per byte, whose formula has known answers; sampling streams each
+ * token's bytes and encodes the prompt. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/bpe.h"
+#include "model/evaluate.h"
+#include "tests/progutil.h"
+#include "tests/testutil.h"
+
+/* The SHA-256 of the checkpoints that the byte-level build before this
+ * tokenizer (main at 9588e71, -march=native on the project's test machine)
+ * wrote for these two commands, run in a directory holding data.txt as
+ * env_init makes it:
+ *   train --data data.txt TINY --steps 3 --out a.ckpt
+ *   train TINY --steps 2 --out b.ckpt          (the built-in corpus)
+ * tests/arch_check.sh holds every FMA build to the same bytes. */
+#define SHA_DATA_3_STEPS "733a64316e0e6c0b205769908601f51ccaa2123558d6bc84aaddb1acd3c21983"
+#define SHA_BUILTIN_2_STEPS "de4809749e56bf37854a7b5b8996fd44385b242153cdade74c69da4f9311e7fd"
+
+/* The run's own directory as the working directory, so the stored data path
+ * is "data.txt" as in the recorded runs. */
+static void run_in(const Env *e, const char *args)
+{
+    char bin[PATH_MAX], *out;
+    cr_assert_not_null(realpath(tu_bin(), bin));
+    int rc = tu_runf(&out, "cd '%s' && ulimit -c 0; OMP_WAIT_POLICY=passive '%s/train' %s",
+                     e->dir, bin, args);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+}
+
+static void expect_sha(const Env *e, const char *name, const char *want)
+{
+    char *out;
+    int rc = tu_runf(&out, "cd '%s' && sha256sum %s", e->dir, name);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_eq(strncmp(out, want, 64), 0, "%s: %.64s, the byte-level build wrote %s", name,
+                 out, want);
+    free(out);
+}
+
+Test(vocab, without_vocab_a_run_writes_the_bytes_it_wrote_before_merges, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "vocab-bytes");
+    run_in(&e, "--data data.txt " TINY " --steps 3 --out a.ckpt");
+    expect_sha(&e, "a.ckpt", SHA_DATA_3_STEPS);
+    run_in(&e, TINY " --steps 2 --out b.ckpt");
+    expect_sha(&e, "b.ckpt", SHA_BUILTIN_2_STEPS);
+}
+
+/* The number after "key": in s. */
+static long json_long(const char *s, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *at = strstr(s, k);
+    cr_assert_not_null(at, "%s missing from %s", key, s);
+    return strtol(at + strlen(k), NULL, 10);
+}
+
+Test(vocab, the_vocabulary_is_shown_at_start_in_the_log_and_in_print_settings)
+{
+    Env e;
+    env_init(&e, "vocab-shown");
+    char *out;
+    int rc = run(&out, "train", TINY " --vocab 150 --steps 1 --data %s --out %s --log %s",
+                 e.data, e.out, e.log);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "vocabulary 150 = "), "%s", out);
+    cr_assert(strstr(out, " bytes + "), "%s", out);
+    size_t n;
+    char *log = (char *)tu_read_file(e.log, &n);
+    cr_assert_not_null(log);
+    log[n] = '\0';
+    long V = json_long(log, "vocab"), nb = json_long(log, "vocab_bytes");
+    cr_assert(V == 150 && nb > 20 && json_long(log, "merges") == V - nb &&
+              json_long(log, "vocab_asked") == 150, "%s", log);
+    free(log);
+    free(out);
+    rc = run(&out, "train", "--vocab 150 --print-settings");
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_eq(json_long(out, "vocab"), 150);
+    free(out);
+    rc = run(&out, "train", "--print-settings");
+    cr_assert_eq(json_long(out, "vocab"), 0, "byte-level shows 0");
+    free(out);
+}
+
+Test(vocab, learning_stops_when_no_pair_repeats_and_says_so, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "vocab-early");
+    char *out;
+    int rc = run(&out, "train", TINY " --vocab %d --steps 1 --data %s --out %s", TOK_VOCAB_MAX,
+                 e.data, e.out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "no pair occurs twice after"), "%s", out);
+    free(out);
+}
+
+Test(vocab, bad_vocabulary_sizes_are_usage_errors)
+{
+    Env e;
+    env_init(&e, "vocab-refused");
+    refuse_train(&e, "--vocab 10", 2, "--vocab 10 is smaller than the");
+    char flag[64];
+    snprintf(flag, sizeof flag, "--vocab %d", TOK_VOCAB_MAX + 1);
+    refuse_train(&e, flag, 2, "--vocab");
+    refuse_train(&e, "--vocab 0", 2, "--vocab");
+}
+
+/* 3 steps and a resume to 6 write the bytes of 6 steps; the resume refuses
+ * another --vocab (the tokens are the checkpoint's). */
+Test(vocab, a_resumed_bpe_run_matches_an_uninterrupted_one, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "vocab-resume");
+    expect_resume_matches(&e, TINY " --vocab 150 --warmup 100 --eval-every 2", "--vocab 160",
+                          "--vocab 160 contradicts the checkpoint (150)");
+}
+
+/* The number after "key": in s, as a double. */
+static double json_double(const char *s, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *at = strstr(s, k);
+    cr_assert_not_null(at, "%s missing from %s", key, s);
+    return strtod(at + strlen(k), NULL);
+}
+
+/* The final record's val loss and bits per byte (printed with 6 decimals) come
+ * back from ./infer --eval on the dumped val split; bpb is the loss over the
+ * predicted tokens' bytes, fewer tokens than bytes. */
+Test(vocab, infer_eval_reproduces_the_final_val_loss_and_bits_per_byte, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "vocab-eval");
+    char *out, val[400];
+    snprintf(val, sizeof val, "%s/val.txt", e.dir);
+    int rc = run(&out, "train", TINY " --vocab 200 --steps 20 --data %s --out %s --log %s",
+                 e.data, e.out, e.log);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "train", "--data %s --dump-val %s", e.data, val);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    size_t n;
+    char *text = (char *)tu_read_file(e.log, &n);
+    text[n] = '\0';
+    const char *final = strstr(text, "\"type\":\"final\"");
+    cr_assert_not_null(final, "%s", text);
+    double want_loss = json_double(final, "val_loss"), want_bpb = json_double(final, "val_bpb");
+    long want_tokens = json_long(final, "val_tokens");
+    rc = run(&out, "infer", "--ckpt %s --eval %s --json", e.out, val);
+    cr_assert_eq(rc, 0, "%s", out);
+    double loss = json_double(out, "loss"), bpb = json_double(out, "bpb");
+    long tokens = json_long(out, "tokens"), bytes = json_long(out, "bytes");
+    cr_assert_eq(tokens, want_tokens, "%s", out);
+    cr_assert_lt(tokens, bytes, "BPE tokens should be fewer than the bytes: %s", out);
+    cr_assert_lt(fabs(loss - want_loss), 5e-7, "infer %.9f, train %.6f", loss, want_loss);
+    cr_assert_lt(fabs(bpb - want_bpb), 5e-7, "infer %.9f, train %.6f", bpb, want_bpb);
+    cr_assert_lt(fabs(bpb - loss * (double)tokens / (double)bytes / log(2.0)), 1e-6,
+                 "bpb is not loss x tokens / bytes / ln 2: %s", out);
+    free(out);
+    free(text);
+}
+
+/* Sampling writes the prompt and then each drawn token's bytes: at least one
+ * byte a token, every one of them from the alphabet of the training text. */
+Test(vocab, sampling_streams_the_bytes_of_each_token)
+{
+    Env e;
+    env_init(&e, "vocab-sample");
+    char *out;
+    int rc = run(&out, "train", TINY " --vocab 200 --steps 5 --data %s --out %s", e.data, e.out);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    char sample[400];
+    snprintf(sample, sizeof sample, "%s/sample.txt", e.dir);
+    rc = tu_runf(&out, "{ OMP_WAIT_POLICY=passive %s/infer --ckpt %s -n 40 -p 'the cat' "
+                 "2>/dev/null; } > %s", tu_bin(), e.out, sample);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    size_t n, nd;
+    unsigned char *s = tu_read_file(sample, &n), *d = tu_read_file(e.data, &nd);
+    cr_assert_geq(n, 7 + 40, "%zu bytes for 40 tokens", n);
+    cr_assert_eq(memcmp(s, "the cat", 7), 0);
+    unsigned char seen[256] = {0};
+    for (size_t i = 0; i < nd; i++)
+        seen[d[i]] = 1;
+    for (size_t i = 0; i < n; i++)
+        cr_assert(seen[s[i]], "byte 0x%02x at %zu is not in the alphabet", s[i], i);
+    free(s);
+    free(d);
+    rc = run(&out, "infer", "--ckpt %s -n 5 -p 'the cat ~'", e.out);
+    cr_assert_neq(rc, 0);
+    cr_assert(strstr(out, "byte '~' at offset 8"), "%s", out);
+    free(out);
+}
+
+/* Known answers: 4 tokens at a mean of 3 ln 2 nats are 12 bits; over 6 bytes,
+ * 2 bits per byte. A byte model's bpb is its loss / ln 2, bit for bit. */
+Test(vocab, bits_per_byte_is_total_bits_over_bytes)
+{
+    cr_assert_float_eq(eval_bpb(3.0 * log(2.0), 4, 6), 2.0, 1e-15);
+    cr_assert_float_eq(eval_bpb(1.0, 10, 40), 0.25 / log(2.0), 1e-15);
+    double loss = 1.2345678901234567, byte_level = eval_bpb(loss, 999, 999);
+    double want = loss / log(2.0);
+    cr_assert_eq(memcmp(&byte_level, &want, sizeof want), 0, "%.17g, not %.17g", byte_level, want);
+}

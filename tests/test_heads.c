@@ -162,7 +162,8 @@ Test(heads, probe_is_distinct_tokens_repeated_twice)
     int tokens[64], alpha[40];
     for (int v = 0; v < 40; v++)
         alpha[v] = 100 + 2 * v;   /* tokens 100, 102, ..., 178: only these may appear */
-    int P = heads_probe_build(tokens, 64, alpha, 40, &rng);
+    int pool[40];
+    int P = heads_probe_build(tokens, 64, alpha, 40, pool, &rng);
     cr_assert_eq(P, 32);
     for (int i = 0; i < P; i++) {
         cr_assert(tokens[i] >= 100 && tokens[i] < 180 && tokens[i] % 2 == 0, "%d", tokens[i]);
@@ -170,7 +171,8 @@ Test(heads, probe_is_distinct_tokens_repeated_twice)
         for (int j = 0; j < i; j++)
             cr_assert_neq(tokens[i], tokens[j]);
     }
-    cr_assert_eq(heads_probe_build(tokens, 64, alpha, 5, &rng), 5, "P is capped by the alphabet");
+    cr_assert_eq(heads_probe_build(tokens, 64, alpha, 5, pool, &rng), 5,
+                 "P is capped by the alphabet");
 }
 
 Test(heads, induction_and_duplicate_on_a_hand_built_probe)
@@ -307,14 +309,35 @@ Test(heads, classification_follows_the_documented_thresholds)
     cr_assert_str_eq(heads_rel_names[HEADS_REL_COPY], "copy");
 }
 
-/* The bytes of a C string as one window. */
+/* A byte-level tokenizer of all 256 bytes: token b is byte b. */
+static void all_bytes(Tokenizer *tok)
+{
+    unsigned char b[256];
+    for (int c = 0; c < 256; c++)
+        b[c] = (unsigned char)c;
+    cr_assert_eq(tok_build(tok, b, 256, NULL, 0), 0);
+}
+
+/* The bytes of text[0..T) as byte-level token ids. */
+static void byte_ids(int *ids, const char *text, int T)
+{
+    for (int t = 0; t < T; t++)
+        ids[t] = (unsigned char)text[t];
+}
+
+/* The bytes of a C string as one window of byte-level tokens. */
 static void keys_of(int kind, const char *text, int *key, int *first)
 {
-    int T = (int)strlen(text);
+    int T = (int)strlen(text), ids[64];
+    cr_assert(T <= 64);
+    byte_ids(ids, text, T);
+    Tokenizer tok;
+    all_bytes(&tok);
     if (kind == HEADS_REL_BRACKET)
-        heads_keys_bracket(key, (const unsigned char *)text, 1, T);
+        heads_keys_bracket(key, ids, &tok, 1, T);
     else
-        heads_keys_copy(key, first, (const unsigned char *)text, 1, T);
+        heads_keys_copy(key, first, ids, 1, T);
+    tok_free(&tok);
 }
 
 Test(heads, bracket_keys_point_from_before_the_closer_to_its_opener)
@@ -384,7 +407,7 @@ Test(heads, relation_attention_uniform_and_loss_on_hand_built_heads)
     enum { T = 16 };
     const char *s = "ab(cdef)gh(ijk)l";
     int key[T];
-    heads_keys_bracket(key, (const unsigned char *)s, 1, T);
+    keys_of(HEADS_REL_BRACKET, s, key, NULL);
     cr_assert_eq(key[6], 2);
     cr_assert_eq(key[13], 10);
     /* Head 0 attends to the open bracket at rows 6 and 13 with weight 0.5 and 1; head 1
@@ -428,7 +451,7 @@ Test(heads, copy_loss_ratio_pairs_each_copy_row_with_its_first_occurrence)
     enum { T = 16 };
     const char *s = "xabcd.abcd.abcd!";
     int key[T], first[T];
-    heads_keys_copy(key, first, (const unsigned char *)s, 1, T);
+    keys_of(HEADS_REL_COPY, s, key, first);
     cr_assert_eq(key[8], 4);
     cr_assert_eq(first[8], 3);
     cr_assert_eq(key[13], 9);
@@ -473,18 +496,31 @@ Test(heads, copy_loss_ratio_pairs_each_copy_row_with_its_first_occurrence)
     free(f.buf);
 }
 
+/* s encoded by tok into ids (room for strlen(s)); returns the count. */
+static int tok_encode_ints(const Tokenizer *tok, const char *s, int *ids)
+{
+    size_t n = strlen(s);
+    TokenId buf[256];
+    cr_assert(n <= 256);
+    long got = tok_encode(tok, (const unsigned char *)s, n, buf, "test", NULL, 0);
+    cr_assert(got >= 0, "\"%s\" is outside the vocabulary", s);
+    for (long i = 0; i < got; i++)
+        ids[i] = buf[i];
+    return (int)got;
+}
+
 Test(heads, probe_alphabet_is_copied_letters_then_letters_never_newline)
 {
     Tokenizer tok;
     const char *all = "\n .,abcdefghijklmnopqrstuvwxyzXYZ!";
     cr_assert_eq(tok_build(&tok, (const unsigned char *)all, strlen(all), NULL, 0), 0);
-    int alpha[256], rule;
+    int alpha[256], rule, ids[32];
     /* Copy rows predict the letters d..l (9 letters) of the repeat. */
-    const char *s = "\nabcdefghijkl;abcdefghijkl.";
+    const char *s = "\nabcdefghijkl,abcdefghijkl.";
     int T = (int)strlen(s), key[32], first[32];
-    heads_keys_copy(key, first, (const unsigned char *)s, 1, T);
-    int n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)s, key, 1, T, tok.last_byte,
-                                 tok.id, tok.nbytes);
+    cr_assert_eq(tok_encode_ints(&tok, s, ids), T);
+    heads_keys_copy(key, first, ids, 1, T);
+    int n = heads_probe_alphabet(alpha, &rule, ids, key, 1, T, &tok);
     cr_assert_eq(rule, 1);
     cr_assert_eq(n, 9, "%d letters", n);
     for (int k = 0; k < n; k++) {
@@ -493,18 +529,16 @@ Test(heads, probe_alphabet_is_copied_letters_then_letters_never_newline)
     }
     /* Too few copied letters: every letter of the text, still no newline or space. */
     const char *t = "\nabcdefgh\nabcdefgX!";
-    T = (int)strlen(t);
-    heads_keys_copy(key, first, (const unsigned char *)t, 1, T);
-    n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)t, key, 1, T, tok.last_byte, tok.id,
-                             tok.nbytes);
+    T = tok_encode_ints(&tok, t, ids);
+    heads_keys_copy(key, first, ids, 1, T);
+    n = heads_probe_alphabet(alpha, &rule, ids, key, 1, T, &tok);
     cr_assert_eq(rule, 2);
     cr_assert_eq(n, 9, "a-h and X");
     /* Too few letters: every byte of the text but the newline. */
     const char *u = "\nab, .!\nab, .!";
-    T = (int)strlen(u);
-    heads_keys_copy(key, first, (const unsigned char *)u, 1, T);
-    n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)u, key, 1, T, tok.last_byte, tok.id,
-                             tok.nbytes);
+    T = tok_encode_ints(&tok, u, ids);
+    heads_keys_copy(key, first, ids, 1, T);
+    n = heads_probe_alphabet(alpha, &rule, ids, key, 1, T, &tok);
     cr_assert_eq(rule, 4, "6 bytes are still too few: every token but the newline");
     cr_assert_eq(n, tok.V - 1);
     for (int k = 0; k < n; k++)
@@ -519,16 +553,14 @@ Test(heads, quick_relations_match_the_full_measurement)
     enum { T = 16 };
     const char *s = "ab(cdef)gh(ijk)lq(rs)tu\"vw\"xyzab";
     int tokens[2 * T];
-    unsigned char vocab[256];
-    for (int c = 0; c < 256; c++)
-        vocab[c] = (unsigned char)c;
-    for (int i = 0; i < 2 * T; i++)
-        tokens[i] = (unsigned char)s[i];
+    Tokenizer tok;
+    all_bytes(&tok);
+    byte_ids(tokens, s, 2 * T);
     int pats[] = {PAT_PREV, PAT_UNIFORM};
     FakeActs f;
     fake_init(&f, 1, 2, 2, T, pats, 0);
     HeadsRelation rel[HEADS_REL_TEXT];
-    cr_assert_eq(heads_quick_relations(rel, &f.a, tokens, vocab, 2, T, NULL, 0), 0);
+    cr_assert_eq(heads_quick_relations(rel, &f.a, tokens, &tok, 2, T, NULL, 0), 0);
     cr_assert_eq(rel[HEADS_REL_PREV].best, 0);
     cr_assert_float_eq(rel[HEADS_REL_PREV].attention, 1.0, 1e-12);
     cr_assert_eq(rel[HEADS_REL_BRACKET].best, 1, "the uniform head beats attention 0");
@@ -538,6 +570,7 @@ Test(heads, quick_relations_match_the_full_measurement)
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].uniform, want, 1e-12);
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].attention, want, 1e-6);
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].rows, 3.0, 1e-12);
+    tok_free(&tok);
     free(f.buf);
 }
 

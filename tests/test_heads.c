@@ -621,3 +621,192 @@ Test(heads, statistics_are_identical_for_one_and_two_threads)
     cr_assert(memcmp(jsd1, jsd2, sizeof jsd1) == 0);
     free(f.buf);
 }
+
+/* A byte-pair vocabulary worked by hand. Bytes (ids): ' ' 0, '"' 1, '(' 2, ')' 3,
+ * '.' 4, 'a' 5, 'b' 6, 'c' 7. Merges: 8 ")." , 9 "(\"", 10 "ab", 11 " ab",
+ * 12 "\")", 13 "()". With merges = 0, the byte-level vocabulary of the same bytes. */
+static void hand_bpe(Tokenizer *tok, int merges)
+{
+    static const unsigned char bytes[8] = {' ', '"', '(', ')', '.', 'a', 'b', 'c'};
+    static const BpeMerge m[6] = {{3, 4}, {2, 1}, {5, 6}, {0, 10}, {1, 3}, {2, 3}};
+    char err[300];
+    cr_assert_eq(tok_from_parts(tok, bytes, 8, m, merges ? 6 : 0, err, sizeof err), 0, "%s", err);
+}
+
+Test(heads, bracket_keys_on_byte_pair_tokens_go_from_before_the_closer_token_to_the_opener_token)
+{
+    Tokenizer bpe, byte;
+    hand_bpe(&bpe, 1);
+    hand_bpe(&byte, 0);
+    /* Tokens: 0 c | 1 (" | 2 ab | 3 ") | 4 " ab" | 5 (" | 6 ). | 7 c | 8 () */
+    const char *s = "c(\"ab\") ab(\").c()";
+    int ids[32], key[32];
+    int T = tok_encode_ints(&bpe, s, ids);
+    int want_ids[9] = {7, 9, 10, 12, 11, 9, 8, 7, 13};
+    cr_assert_eq(T, 9);
+    for (int t = 0; t < T; t++)
+        cr_assert_eq(ids[t], want_ids[t], "token %d is %d, want %d", t, ids[t], want_ids[t]);
+    heads_keys_bracket(key, ids, &bpe, 1, T);
+    /* Token 3 closes the '"' then the '(' of token 1: its first closer makes the row
+     * 2 -> 1. In token 6 the ')' meets the '"' of token 5 on top: no match. Token
+     * 8 opens and closes its own bracket: no row. */
+    for (int t = 0; t < T; t++)
+        cr_assert_eq(key[t], t == 2 ? 1 : -1, "bpe key[%d] = %d", t, key[t]);
+    /* The same text byte by byte: rows before each closer, "()" keyed on itself. */
+    T = tok_encode_ints(&byte, s, ids);
+    cr_assert_eq(T, 17);
+    heads_keys_bracket(key, ids, &byte, 1, T);
+    for (int t = 0; t < T; t++) {
+        int want = t == 4 ? 2 : t == 5 ? 1 : t == 15 ? 15 : -1;
+        cr_assert_eq(key[t], want, "byte key[%d] = %d, want %d", t, key[t], want);
+    }
+    tok_free(&bpe);
+    tok_free(&byte);
+}
+
+Test(heads, copy_keys_on_byte_pair_tokens_match_token_trigrams)
+{
+    Tokenizer bpe, byte;
+    hand_bpe(&bpe, 1);
+    hand_bpe(&byte, 0);
+    /* Tokens: c " ab" " ab" ). c " ab" " ab" ). -- ids 7 11 11 8 7 11 11 8. Row 6
+     * ends (c, " ab", " ab"), seen ending at 2 and followed by ")." both times. */
+    const char *s = "c ab ab).c ab ab).";
+    int ids[32], key[32], first[32];
+    int T = tok_encode_ints(&bpe, s, ids);
+    cr_assert_eq(T, 8);
+    heads_keys_copy(key, first, ids, 1, T);
+    for (int t = 0; t < T; t++) {
+        cr_assert_eq(key[t], t == 6 ? 3 : -1, "bpe key[%d] = %d", t, key[t]);
+        cr_assert_eq(first[t], t == 6 ? 2 : -1, "bpe first[%d] = %d", t, first[t]);
+    }
+    /* Byte by byte (3 bytes of context): rows 11 ("c a" -> 'b'), 13 ("ab " -> 'a'),
+     * 14 ("b a" -> 'b') and 16 ("ab)" -> '.'); row 12 and 15 see " ab" last
+     * followed by ')' or ' ', not what comes next. */
+    T = tok_encode_ints(&byte, s, ids);
+    heads_keys_copy(key, first, ids, 1, T);
+    int want_key[18], want_first[18];
+    for (int t = 0; t < 18; t++)
+        want_key[t] = want_first[t] = -1;
+    want_key[11] = 3, want_first[11] = 2;
+    want_key[13] = 5, want_first[13] = 4;
+    want_key[14] = 6, want_first[14] = 5;
+    want_key[16] = 8, want_first[16] = 7;
+    for (int t = 0; t < T; t++) {
+        cr_assert_eq(key[t], want_key[t], "byte key[%d] = %d, want %d", t, key[t], want_key[t]);
+        cr_assert_eq(first[t], want_first[t], "byte first[%d] = %d", t, first[t]);
+    }
+    tok_free(&bpe);
+    tok_free(&byte);
+}
+
+Test(heads, a_token_is_a_delimiter_when_all_its_bytes_are)
+{
+    Tokenizer bpe;
+    hand_bpe(&bpe, 1);
+    cr_assert(heads_token_is_delim(&bpe, 0), "' '");
+    cr_assert(heads_token_is_delim(&bpe, 8), "\").\"");
+    cr_assert(heads_token_is_delim(&bpe, 9), "'(\"'");
+    cr_assert(!heads_token_is_delim(&bpe, 11), "\" ab\"");
+    cr_assert(!heads_token_is_delim(&bpe, 7), "'c'");
+    tok_free(&bpe);
+}
+
+Test(heads, probe_alphabet_of_a_byte_pair_vocabulary_is_copied_word_tokens)
+{
+    /* Bytes ' ' (0), a..l (1..12); merge k joins ' ' and letter k: token 13 + k is
+     * " a" + k. "a b c ... l" twice: the second copy's rows from " d" on end three
+     * tokens seen before, so they predict " e" .. " l" (ids 17..24). */
+    unsigned char bytes[13] = {' '};
+    BpeMerge m[12];
+    for (int k = 0; k < 12; k++) {
+        bytes[1 + k] = (unsigned char)('a' + k);
+        m[k] = (BpeMerge){0, (TokenId)(1 + k)};
+    }
+    Tokenizer tok;
+    char err[300];
+    cr_assert_eq(tok_from_parts(&tok, bytes, 13, m, 12, err, sizeof err), 0, "%s", err);
+    const char *s = "a b c d e f g h i j k l a b c d e f g h i j k l";
+    int ids[64], key[64], first[64], alpha[25], rule;
+    int T = tok_encode_ints(&tok, s, ids);
+    cr_assert_eq(T, 24);
+    cr_assert(ids[0] == 1 && ids[1] == 14 && ids[12] == 13 && ids[23] == 24);
+    heads_keys_copy(key, first, ids, 1, T);
+    int n = heads_probe_alphabet(alpha, &rule, ids, key, 1, T, &tok);
+    cr_assert_eq(rule, 1);
+    cr_assert_eq(n, 8);
+    for (int k = 0; k < n; k++)
+        cr_assert_eq(alpha[k], 17 + k, "alpha[%d] = %d", k, alpha[k]);
+    /* Half the text has no copy rows: every word token of it ("a", " b" .. " l"). */
+    n = heads_probe_alphabet(alpha, &rule, ids, key, 1, 12, &tok);
+    cr_assert_eq(rule, 2);
+    cr_assert_eq(n, 12);
+    cr_assert(alpha[0] == 1 && alpha[1] == 14 && alpha[11] == 24);
+    tok_free(&tok);
+}
+
+Test(heads, planted_relations_move_to_the_tokens_that_hold_their_bytes)
+{
+    /* Byte level: token t is byte t, so relations only shift by the file's start. */
+    size_t start1[11];
+    for (int t = 0; t <= 10; t++)
+        start1[t] = (size_t)t;
+    const SynthRelation rel[] = {
+        {SYNTH_REL_AGREE, 105, 101}, {SYNTH_REL_BRACKET, 106, 102}, {SYNTH_REL_COPY, 108, 103},
+        {SYNTH_REL_COPY, 108, 99} /* key before the file */, {SYNTH_REL_AGREE, 109, 104}
+        /* predicts byte 110, past the file */,
+    };
+    SynthRelation out[8];
+    size_t dropped = 9;
+    size_t n = heads_planted_to_tokens(out, &dropped, rel, 5, 100, start1, 10);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(dropped, 0u);
+    cr_assert(out[0].kind == SYNTH_REL_AGREE && out[0].query == 5 && out[0].key == 1);
+    cr_assert(out[1].kind == SYNTH_REL_COPY && out[1].query == 8 && out[1].key == 3);
+    /* Byte pairs: "The cat sits. The cat sat." as The | " cat" | " sits" | . |
+     * " The" | " cat" | " sat" | . (tokens 0..7, starting at the bytes below). */
+    const size_t start2[9] = {0, 3, 7, 12, 13, 17, 21, 25, 26};
+    const SynthRelation rel2[] = {
+        /* The 't' of "sits" predicts 's', inside " sits": the row before " sits" is
+         * " cat", the subject itself -- dropped. */
+        {SYNTH_REL_AGREE, 10, 6},
+        /* The last 's' of "sits" predicts '.': row 2 (" sits"), key " cat" (1). */
+        {SYNTH_REL_AGREE, 11, 6},
+        /* Letters of the second "cat" predict letters inside " cat" (token 5): row 4
+         * (" The"), key the first " cat". */
+        {SYNTH_REL_COPY, 18, 5}, {SYNTH_REL_COPY, 19, 6},
+        /* A query whose next byte is in the first token has no row before it. */
+        {SYNTH_REL_AGREE, 0, 0},
+    };
+    n = heads_planted_to_tokens(out, &dropped, rel2, 5, 0, start2, 8);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(dropped, 2u);
+    cr_assert(out[0].kind == SYNTH_REL_AGREE && out[0].query == 2 && out[0].key == 1);
+    cr_assert(out[1].kind == SYNTH_REL_COPY && out[1].query == 4 && out[1].key == 1);
+    cr_assert(out[2].kind == SYNTH_REL_COPY && out[2].query == 4 && out[2].key == 1);
+}
+
+Test(heads, quick_relations_read_byte_pair_tokens)
+{
+    /* One window of the hand vocabulary, T = 16 tokens: the bracket row 2 -> 1 is
+     * before the skip (4), so a second pair of brackets gives the row 10 -> 9. */
+    enum { T = 16 };
+    Tokenizer bpe;
+    hand_bpe(&bpe, 1);
+    const char *s = "c(\"ab\") ab ab ab ab ab(\"ab\") ab ab ab ab";
+    int ids[64];
+    cr_assert_eq(tok_encode_ints(&bpe, s, ids), T);
+    cr_assert(ids[9] == 9 && ids[11] == 12, "(\" at 9 and \") at 11");
+    int pats[] = {PAT_PREV, PAT_UNIFORM};
+    FakeActs f;
+    fake_init(&f, 1, 2, 1, T, pats, 0);
+    HeadsRelation rel[HEADS_REL_TEXT];
+    cr_assert_eq(heads_quick_relations(rel, &f.a, ids, &bpe, 1, T, NULL, 0), 0);
+    cr_assert_float_eq(rel[HEADS_REL_BRACKET].rows, 1.0, 1e-12);
+    cr_assert_float_eq(rel[HEADS_REL_BRACKET].uniform, 1.0 / 11, 1e-12);
+    cr_assert_eq(rel[HEADS_REL_BRACKET].best, 0, "from row 10 the previous-token head looks at "
+                 "9, the opener's token");
+    cr_assert_float_eq(rel[HEADS_REL_BRACKET].attention, 1.0, 1e-12);
+    tok_free(&bpe);
+    free(f.buf);
+}

@@ -7,6 +7,7 @@
  * explorer shows the first block of tokens of its text. The token-level
  * definitions are tested on hand-worked vocabularies in test_heads.c. */
 #include <criterion/criterion.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +26,15 @@ typedef struct {
     size_t n;
 } Run;
 
-static void run_ok(const char *what, const char *fmt, const char *a, const char *b,
-                   const char *c, const char *d)
+/* Runs the command fmt... (with core dumps off) and requires exit 0. */
+static void run_ok(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void run_ok(const char *what, const char *fmt, ...)
 {
-    char cmd[3000], *out;
-    snprintf(cmd, sizeof cmd, fmt, tu_bin(), a, b, c, d);
-    char full[3200];
+    char cmd[3000], full[3200], *out;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
     snprintf(full, sizeof full, "ulimit -c 0; OMP_WAIT_POLICY=passive %s", cmd);
     int rc = tu_run(full, &out);
     cr_assert_eq(rc, 0, "%s failed (%d):\n%s", what, rc, out);
@@ -53,8 +57,8 @@ static void setup(Run *r, const char *name)
     snprintf(r->rep, sizeof r->rep, "%s/report", r->dir);
     cr_assert_eq(tu_write_file(r->text, r->bytes, r->n), 0);
     run_ok("train --vocab", "%s/train --data %s --vocab 40 --steps 3 --layers 1 --embd 16 "
-           "--heads 2 --block 32 --batch 4 --eval-iters 1 --threads 1 --out %s%s%s",
-           r->text, r->ckpt, "", "");
+           "--heads 2 --block 32 --batch 4 --eval-iters 1 --threads 1 --out %s", tu_bin(),
+           r->text, r->ckpt);
 }
 
 static char *read_text(const char *path)
@@ -133,7 +137,7 @@ Test(heads_bpe, report_labels_tokens_with_their_text_in_every_file, .timeout = 1
     Run r;
     setup(&r, "heads-bpe-report");
     run_ok("infer --heads --report", "%s/infer --ckpt %s --heads %s --report %s --windows 4 "
-           "-j 2%s", r.ckpt, r.text, r.rep, "");
+           "-j 2", tu_bin(), r.ckpt, r.text, r.rep);
     char path[600];
     snprintf(path, sizeof path, "%s/summary.json", r.rep);
     char *sum = read_text(path);
@@ -221,7 +225,7 @@ Test(heads_bpe, explorer_shows_the_first_block_of_tokens_with_their_text, .timeo
     snprintf(html, sizeof html, "%s/page.html", r.dir);
     snprintf(json, sizeof json, "%s/weights.json", r.dir);
     run_ok("infer --explore", "%s/infer --ckpt %s --explore %s --explore-json %s --text-file %s",
-           r.ckpt, html, json, r.text);
+           tu_bin(), r.ckpt, html, json, r.text);
     char *js = read_text(json);
     cr_assert_not_null(strstr(js, "\"T\":32,"), "%.100s", js);
     /* tokens: the bytes of each token, in order: together the start of the text. */
@@ -266,5 +270,26 @@ Test(heads_bpe, explorer_shows_the_first_block_of_tokens_with_their_text, .timeo
     cr_assert_not_null(strstr(page, "\"pieces\":[\"a\",\"\xe2\x90\xa3\\\"\",\"b\",\"\\\",\""),
                        "the first pieces are not a, \" \\\"\", b, \"\\\",\"");
     free(page);
+    free(r.bytes);
+}
+
+Test(heads_bpe, training_log_scores_relations_on_tokens, .timeout = 120)
+{
+    Run r;
+    setup(&r, "heads-bpe-log");
+    char log[500];
+    snprintf(log, sizeof log, "%s/train.jsonl", r.dir);
+    run_ok("train --heads-every", "%s/train --data %s --vocab 40 --steps 2 --layers 1 --embd 16 "
+           "--heads 2 --block 32 --batch 4 --eval-every 0 --save-every 0 --heads-every 1 "
+           "--threads 1 --log %s --out %s/log.ckpt", tu_bin(), r.text, log, r.dir);
+    char *js = read_text(log);
+    const char *p = strstr(js, "{\"type\":\"heads\"");
+    cr_assert_not_null(p, "no heads record");
+    /* Every line of the text has a quoted "b" and repeats, so both the bracket and
+     * the copy relation have token rows in any batch of 32-token windows. */
+    const char *b = strstr(p, "\"bracket\":{\"best_head\":\"L0H");
+    const char *c = strstr(p, "\"copy\":{\"best_head\":\"L0H");
+    cr_assert(b && c, "a relation had no rows: %.400s", p);
+    free(js);
     free(r.bytes);
 }

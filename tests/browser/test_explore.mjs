@@ -3,9 +3,10 @@
 //   node tests/browser/test_explore.mjs PAGE.html WEIGHTS.json [PAGE2.html ...]
 // For each page: every token shows its piece's label; hovering a token shades
 // exactly the keys it can see, each with the largest selected head's weight;
-// the per-head top keys are the right keys with the right weights; switching the layer and toggling a head change both
-// accordingly; a map of the model view opens large; and the page logged no
-// error and made no request beyond loading itself. Extra pages (no JSON) are
+// the per-head top keys are the right keys with the right weights; switching
+// the layer and toggling a head change both accordingly; a map of the model view
+// opens large; and the page logged no error and made no request beyond loading
+// itself. Extra pages (no JSON) are
 // only loaded, hovered and timed (the full-size model). Exits 1 on a failure.
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";

@@ -1,9 +1,9 @@
 /* report: writes the files of `./infer --heads FILE --report DIR`: heads.csv
  * and heads.json (one record per head, every metric), summary.json (the
  * model-level numbers the ablation scripts read, and the relations),
- * relations.csv, one SVG heatmap per head for
- * a text window and for a probe, prune.csv (with --prune-curve) and index.html,
- * a self-contained page tying them together. Program-side: it writes files but
+ * relations.csv, tokens.csv (the heatmaps' tokens, labelled by tok_label), one
+ * SVG heatmap per head for a text window and for a probe, prune.csv (with
+ * --prune-curve) and index.html, a self-contained page tying them together. Program-side: it writes files but
  * never prints or exits; errors come back as -1 with a message naming the
  * file. The numbers themselves come from model/heads. */
 #ifndef HEADCOUNT_REPORT_H

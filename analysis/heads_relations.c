@@ -211,48 +211,37 @@ static int has_newline(const Tokenizer *tok, int id)
     return memchr(p, '\n', n) != NULL;
 }
 
-/* The ids marked in want[V], ascending, into alpha; returns the count. */
-static int alphabet_from(int *alpha, const unsigned char *want, int V)
-{
-    int n = 0;
-    for (int v = 0; v < V; v++)
-        if (want[v])
-            alpha[n++] = v;
-    return n;
-}
-
 int heads_probe_alphabet(int *alpha, int *rule, const int *tokens, const int *copy_key,
                          int nwin, int T, const Tokenizer *tok)
 {
-    int V = tok->V;
-    /* want[0][v]: copied word tokens; [1]: word tokens; [2]: tokens without '\n'. */
-    unsigned char *want = calloc((size_t)3 * (V ? V : 1), 1);
+    enum { COPIED = 1, WORD = 2, NO_NEWLINE = 4 };
+    static const int bit[3] = {COPIED, WORD, NO_NEWLINE};
+    int V = tok->V, count[3] = {0};
+    /* alpha[v] first holds token v's flags, then the chosen ids in place: the
+     * n-th id kept is never above v, so compaction never overwrites a flag it
+     * has still to read. */
+    for (int v = 0; v < V; v++)
+        alpha[v] = 0;
+    for (size_t r = 0; r < (size_t)nwin * T; r++) {
+        int v = tokens[r];
+        alpha[v] |= (is_word(tok, v) ? WORD : 0) | (has_newline(tok, v) ? 0 : NO_NEWLINE);
+        if (copy_key[r] >= 0 && is_word(tok, tokens[r + 1]))
+            alpha[tokens[r + 1]] |= COPIED;
+    }
+    for (int v = 0; v < V; v++)
+        for (int k = 0; k < 3; k++)
+            count[k] += (alpha[v] & bit[k]) != 0;
+    int k = 0;
+    while (k < 3 && count[k] < HEADS_PROBE_MIN_ALPHABET)
+        k++;
+    *rule = k + 1;
     int n = 0;
-    *rule = 4;
-    if (want) {
-        for (size_t r = 0; r < (size_t)nwin * T; r++) {
-            int v = tokens[r];
-            want[V + v] = (unsigned char)is_word(tok, v);
-            want[2 * V + v] = (unsigned char)!has_newline(tok, v);
-            if (copy_key[r] >= 0 && is_word(tok, tokens[r + 1]))
-                want[tokens[r + 1]] = 1;
-        }
-        for (*rule = 1; *rule <= 3; ++*rule) {
-            n = alphabet_from(alpha, want + (size_t)(*rule - 1) * V, V);
-            if (n >= HEADS_PROBE_MIN_ALPHABET)
-                break;
-        }
-        free(want);
-    }
-    if (*rule == 4) {
-        n = 0;
-        for (int v = 0; v < V; v++)
-            if (!has_newline(tok, v))
-                alpha[n++] = v;
-        if (n == 0)
-            for (; n < V; n++)
-                alpha[n] = n;
-    }
+    for (int v = 0; v < V; v++)
+        if (k < 3 ? (alpha[v] & bit[k]) != 0 : !has_newline(tok, v))
+            alpha[n++] = v;
+    if (n == 0)
+        for (; n < V; n++)
+            alpha[n] = n;
     return n;
 }
 

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "app/cli.h"
@@ -116,17 +115,10 @@ static void write_tokens(FILE *f, const Explore *e)
         fprintf(f, "%s%d", t ? "," : "", e->ids[t]);
     fputs("],\n\"pieces\":[", f);
     for (int t = 0; t < e->T; t++) {
-        size_t need = tok_label(tok, e->ids[t], NULL, 0);
-        char small[64], *label = need < sizeof small ? small : malloc(need + 1);
-        if (!label) {
-            fputs(t ? ",null" : "null", f);
-            continue;
-        }
-        tok_label(tok, e->ids[t], label, need + 1);
+        char label[EXPLORE_LABEL_MAX];
+        tok_label(tok, e->ids[t], label, sizeof label);
         fputs(t ? "," : "", f);
         jstr(f, label);
-        if (label != small)
-            free(label);
     }
     fputs("],\n", f);
 }

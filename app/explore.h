@@ -46,6 +46,10 @@ extern const char explore_page[];
 /* Writes the page to path. */
 int explore_write_html(const char *path, const Explore *e, char *err, size_t errlen);
 
+/* A piece's label is cut (whole symbols) to fit this many bytes with its NUL:
+ * about 250 characters of text, far more than any token a page can show. */
+#define EXPLORE_LABEL_MAX 1024
+
 /* Writes {L, H, T, "tokens", "ids", "pieces", "heads", "attention":[L][H][T][i+1]
  * floats} (docs/explorer.md): tokens[t] is token t's byte for a byte-level
  * vocabulary, the array of its bytes for a byte-pair one; pieces[t] its label

@@ -10,6 +10,7 @@
 
 #include "app/report.h"
 #include "app/report_files.h"
+#include "util/errbuf.h"
 
 static const char *const TYPE_COLOURS[HEAD_TYPES] = {
     "#d62728", "#e377c2", "#1f77b4", "#17becf", "#7f7f7f", "#9467bd", "#2ca02c", "#ff7f0e",
@@ -101,17 +102,13 @@ static void svg_colour_bar(FILE *f, int x, int y, int h)
  * queries down the left, the masked upper triangle grey, a colour bar on the
  * right, axis titles. Labels of one character sit upright, one per cell;
  * when any is longer, they run along the rows and up the columns, with room
- * made for the longest. All text is hidden when the picture is shown at less than
- * 80% of its size (a thumbnail), where it would be a few pixels high; the page
- * around a thumbnail names the head and the axes. */
+ * made for the longest (label is scratch for T of them). All text is hidden
+ * when the picture is shown at less than 80% of its size (a thumbnail), where
+ * it would be a few pixels high; the page around a thumbnail names the head and
+ * the axes. */
 static void svg_heatmap(FILE *f, const float *att, const int *ids, const Tokenizer *tok, int T,
-                        const char *title)
+                        char (*label)[REPORT_LABEL_MAX], const char *title)
 {
-    char (*label)[REPORT_LABEL_MAX] = malloc((size_t)T * sizeof *label);
-    if (!label) {
-        fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n");
-        return;
-    }
     int widest = 1;
     for (int t = 0; t < T; t++) {
         int c = axis_label(label[t], sizeof label[t], tok, ids[t]);
@@ -165,7 +162,6 @@ static void svg_heatmap(FILE *f, const float *att, const int *ids, const Tokeniz
         fprintf(f, "</text>\n");
     }
     fprintf(f, "</g>\n");
-    free(label);
     svg_colour_bar(f, left + size + 12, top, size < 240 ? size : 240);
     fprintf(f, "</svg>\n");
 }
@@ -176,6 +172,11 @@ int report_write_heatmaps(const char *dir, const HeadsReport *r, char *err, size
     if (report_heatmap_dir(sub, sizeof sub, dir, err, errlen))
         return -1;
     int H = r->cfg.H, n = r->cfg.L * H;
+    int most = r->T > r->probe_len ? r->T : r->probe_len;
+    /* Scratch for one heatmap's axis labels. */
+    char (*label)[REPORT_LABEL_MAX] = malloc((size_t)most * sizeof *label);
+    if (!label)
+        return err_set(err, errlen, "out of memory for %d axis labels", most);
     for (int k = 0; k < n; k++)
         for (int probe = 0; probe < 2; probe++) {
             char name[64], title[160];
@@ -184,14 +185,19 @@ int report_write_heatmaps(const char *dir, const HeadsReport *r, char *err, size
             snprintf(title, sizeof title, "head L%dH%d  %s  (%s)", k / H, k % H,
                      heads_type_names[s->type], probe ? "repeated random probe" : "text window");
             ReportOut o;
-            if (report_out_open(&o, sub, name, err, errlen))
+            if (report_out_open(&o, sub, name, err, errlen)) {
+                free(label);
                 return -1;
+            }
             int T = probe ? r->probe_len : r->T;
             const float *att = (probe ? r->att_probe : r->att_text) + (size_t)k * T * T;
-            svg_heatmap(o.f, att, probe ? r->probe : r->text, r->tok, T, title);
-            if (report_out_close(&o, err, errlen))
+            svg_heatmap(o.f, att, probe ? r->probe : r->text, r->tok, T, label, title);
+            if (report_out_close(&o, err, errlen)) {
+                free(label);
                 return -1;
+            }
         }
+    free(label);
     return 0;
 }
 

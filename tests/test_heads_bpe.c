@@ -4,8 +4,10 @@
  * with --explore-json. Every token label written (tokens.csv, heads.json, the
  * SVG heatmaps, the explorer's pieces) is read back through its format's
  * quoting and must be tok_label_bytes of the bytes written beside it; the
- * explorer shows the first block of tokens of its text. The token-level
- * definitions are tested on hand-worked vocabularies in test_heads.c. */
+ * explorer shows the first block of tokens of its text; --heads-every logs
+ * token relations; a byte-pair model still finds the built-in corpus and its
+ * planted relations. The token-level definitions are tested on hand-worked
+ * vocabularies in test_heads.c. */
 #include <criterion/criterion.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,7 +37,7 @@ static void run_ok(const char *what, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
-    snprintf(full, sizeof full, "ulimit -c 0; OMP_WAIT_POLICY=passive %s", cmd);
+    snprintf(full, sizeof full, "ulimit -c 0; export OMP_WAIT_POLICY=passive; { %s; }", cmd);
     int rc = tu_run(full, &out);
     cr_assert_eq(rc, 0, "%s failed (%d):\n%s", what, rc, out);
     free(out);
@@ -292,4 +294,37 @@ Test(heads_bpe, training_log_scores_relations_on_tokens, .timeout = 120)
     cr_assert(b && c, "a relation had no rows: %.400s", p);
     free(js);
     free(r.bytes);
+}
+
+Test(heads_bpe, the_built_in_corpus_keeps_its_planted_relations_on_byte_pairs, .timeout = 120)
+{
+    const char *dir = tu_tmpdir("heads-bpe-builtin");
+    cr_assert_not_null(dir);
+    char d[300], val[400], piece[400];
+    snprintf(d, sizeof d, "%s", dir);
+    snprintf(val, sizeof val, "%s/val.txt", d);
+    snprintf(piece, sizeof piece, "%s/piece.txt", d);
+    run_ok("train --vocab on the built-in corpus", "%s/train --vocab 512 --steps 2 --layers 1 "
+           "--embd 16 --heads 2 --block 64 --batch 4 --eval-iters 1 --eval-every 0 --threads 2 "
+           "--out %s/bi.ckpt && %s/train --dump-val %s --out %s/unused.ckpt && head -c 20000 %s > %s",
+           tu_bin(), d, tu_bin(), val, d, val, piece);
+    char cmd[2000], *out;
+    snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=passive %s/infer --ckpt %s/bi.ckpt --heads %s "
+             "--json --windows 4 -j 2 2>/dev/null", tu_bin(), d, piece);
+    cr_assert_eq(tu_run(cmd, &out), 0, "%s", out);
+    /* Found at the start of the validation split, with byte pairs, and both
+     * planted relations have token rows. */
+    cr_assert_not_null(strstr(out, "\"builtin_corpus\":true,\"planted_dropped\":"), "%.300s", out);
+    const char *m = strstr(out, "\"merges\":");
+    cr_assert(m && atoi(m + 9) > 0, "no merges: %.200s", out);
+    cr_assert_not_null(strstr(out, "\"probe_tokens\":\"word tokens"), "%.2000s", out);
+    for (int q = 0; q < 2; q++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"%s\":{", q ? "names" : "agreement");
+        const char *r = strstr(out, key);
+        cr_assert_not_null(r, "no %s relation", key);
+        r = strstr(r, "\"rows\":");
+        cr_assert(r && atoi(r + 7) > 0, "%s has no rows: %.300s", key, strstr(out, key));
+    }
+    free(out);
 }

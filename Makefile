@@ -100,7 +100,8 @@ bench-tok: $(BUILD)/libheadcount.a
 test-asan:
 	bash scripts/test_asan.sh
 
-# libFuzzer on the checkpoint loader for FUZZ_SECONDS (clang + libclang-rt-14-dev).
+# libFuzzer on the checkpoint loader, then on the byte-pair tokenizer, each for
+# FUZZ_SECONDS (clang + libclang-rt-14-dev).
 FUZZ_SECONDS ?= 60
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh

@@ -50,7 +50,7 @@ static void usage(void)
            "      --prompt-file FILE read the prompt from FILE ('-': standard input)\n"
            "  -n, --tokens N         tokens to generate per sample (default: %ld)\n"
            "  -t, --temperature X    0 = greedy (argmax) (default: %g)\n"
-           "  -k, --top-k K          keep the K most likely bytes, 0 = all (default: %ld)\n"
+           "  -k, --top-k K          keep the K most likely tokens, 0 = all (default: %ld)\n"
            "      --top-p P          nucleus: smallest set with probability >= P (default: %g)\n"
            "  -s, --seed N           sampling seed (default: %llu)\n"
            "      --samples N        independent samples, each under a header when N > 1\n"
@@ -142,7 +142,7 @@ static void parse(int argc, char **argv, InferOptions *o)
         case OPT_PROMPT_FILE: o->prompt_file = optarg; break;
         case OPT_TOKENS: o->tokens = cli_long("tokens", optarg, 0, 10000000); break;
         case OPT_TEMPERATURE: o->temperature = cli_double("temperature", optarg, 0, 100); break;
-        case OPT_TOP_K: o->top_k = cli_long("top-k", optarg, 0, 256); break;
+        case OPT_TOP_K: o->top_k = cli_long("top-k", optarg, 0, TOK_VOCAB_MAX); break;
         case OPT_TOP_P: o->top_p = cli_double("top-p", optarg, 1e-6, 1); break;
         case OPT_SEED: o->seed = cli_u64("seed", optarg); break;
         case OPT_SAMPLES: o->samples = cli_long("samples", optarg, 1, 100000); break;

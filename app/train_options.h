@@ -67,8 +67,8 @@ typedef enum { RES_RUN, RES_ARCH, RES_KEEP, RES_CHANGE, RES_OWN } SetResume;
     X(BLOCK, block, "block", 'T', SET_LONG, 64, NULL, 1, CONFIG_MAX_BLOCK, RES_ARCH, CFG_AT(T),   \
       "N", 1, "context length in tokens", NULL, NULL)                                             \
     X(VOCAB, vocab, "vocab", 0, SET_LONG, 0, NULL, 1, LIMIT_VOCAB_MAX, RES_KEEP, TS_AT(vocab),    \
-      "N", 1, "vocabulary size: the file's bytes, then byte-pair merges learned",                \
-      "from the train split up to N tokens (docs/tokenizer.md)", "bytes only")                  \
+      "N", 1, "tokens: the file's bytes plus byte-pair merges, N in all",                      \
+      "(merges learned from the train split: docs/tokenizer.md)", "bytes only")                 \
     X(BATCH, batch, "batch", 'B', SET_LONG, 12, NULL, 1, LIMIT_BATCH_MAX, RES_KEEP,               \
       TS_AT(batch), "N", 2, "sequences per micro-batch", NULL, NULL)                             \
     X(ACCUM, accum, "accum", 0, SET_LONG, 1, NULL, 1, LIMIT_ACCUM_MAX, RES_OWN, 0, "K", 2,        \

@@ -82,6 +82,8 @@ def parse_args(argv):
     add("--arm", choices=["width", "headsize", "both"], default="both")
     add("--head-size", type=int, metavar="D", help="D of the head-size arm (default: train's)")
     add("--steps", type=int, metavar="N", help="steps per run (default: train's; quick 30)")
+    add("--vocab", type=int, metavar="N", help="train's --vocab: byte-pair tokens learned from "
+        "the train split (default: bytes only; docs/tokenizer.md)")
     add("--jobs", type=int, metavar="N", help="runs at once (default: the cores)")
     add("--threads", type=int, metavar="N", help="threads per run (default: cores / jobs)")
     add("--quick", action="store_true", help="tiny models, 30 steps, H 1 4, 2 seeds, 100 kB")
@@ -97,7 +99,7 @@ def parse_args(argv):
     a.corpus = a.corpus or ("text" if a.builtin else None)
     if (a.quick and a.long) or (a.data and a.corpus):
         fail("--quick and --long, and --data and --corpus/--builtin, are exclusive")
-    for k in ("seeds", "head_size", "steps", "jobs", "threads"):
+    for k in ("seeds", "head_size", "steps", "jobs", "threads", "vocab"):
         if getattr(a, k) is not None and getattr(a, k) < 1:
             fail("--%s %d: must be at least 1" % (k.replace("_", "-"), getattr(a, k)))
     a.out = os.path.abspath(a.out or os.path.join(REPO, "runs", "ablation" + (
@@ -130,6 +132,7 @@ def make_plan(a):
     induction = a.corpus == "induction"
     flags = ["--corpus", a.corpus] if a.corpus else []
     flags += (QUICK_INDUCTION if induction else QUICK_TRAIN) if a.quick else []
+    flags += ["--vocab", str(a.vocab)] if a.vocab else []
     if a.steps or a.long:
         flags += ["--steps", str(a.steps or long_steps(print_settings(train, flags)))]
     s = print_settings(train, flags)

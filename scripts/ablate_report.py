@@ -32,7 +32,7 @@ TYPES = ["previous-token", "local", "induction", "first-position", "delimiter", 
 SUMMARY = ["mean_entropy", "mean_distance", "effective_heads", "removable_heads_1pct",
            "max_importance", "base_loss"]
 COLUMNS = ["arm", "run", "H", "D", "C", "attn_width", "params", "seed", "steps", "tokens",
-           "val_loss", "ppl", "bpc", "val_tokens", "train_loss", "tok_s", "train_seconds",
+           "val_loss", "ppl", "bpb", "val_tokens", "train_loss", "tok_s", "train_seconds",
            "wall_seconds", "threads", "heads_mean_entropy", "heads_mean_distance"] + [
            "n_" + t.replace("-", "_") for t in TYPES] + [
            "effective_heads", "removable_heads_1pct", "max_importance", "heads_base_loss",
@@ -154,7 +154,7 @@ def table_rows(sweep, runs):
                "attn_width": run["H"] * run["D"], "params": run["log"]["settings"]["params"],
                "seed": run["seed"], "steps": fp["steps"], "tokens": tokens,
                "val_loss": fin["val_loss"], "ppl": math.exp(fin["val_loss"]),
-               "bpc": fin["val_loss"] / math.log(2), "val_tokens": fin["val_tokens"],
+               "bpb": bits_per_byte(fin), "val_tokens": fin["val_tokens"],
                "train_loss": fin["train_loss"], "tok_s": round(tokens / train_s, 1),
                "train_seconds": round(train_s, 3), "wall_seconds": fin.get("wall_seconds"),
                "threads": run["log"]["settings"].get("threads"), "relations": s.get(
@@ -199,9 +199,15 @@ def pm(values, digits):
     return "%.*f ± %.*f" % (digits, m, digits, s)
 
 
+def bits_per_byte(fin):
+    """The final record's val_bpb; logs written before it existed are byte-level, where
+    bits per byte is loss / ln 2."""
+    return fin["val_bpb"] if fin.get("val_bpb") is not None else fin["val_loss"] / math.log(2)
+
+
 def tables(by_h, L):
     """The arm's Vaswani-style table and its head-type table."""
-    head = ["H", "D", "H·D", "params", "seeds", "val loss", "ppl", "bpc", "tok/s", "entropy",
+    head = ["H", "D", "H·D", "params", "seeds", "val loss", "ppl", "bpb", "tok/s", "entropy",
             "distance", "eff. heads", "removable <1%", "max imp."]
     everyone = [r for rs in by_h.values() for r in rs]
     tcols = ["n_" + t.replace("-", "_") for t in TYPES]
@@ -212,7 +218,7 @@ def tables(by_h, L):
         rem = pm(col("removable_heads_1pct"), 1)
         body.append([str(H), str(rs[0]["D"]), str(H * rs[0]["D"]), "%.3fM" % (
             num(rs[0]["params"]) / 1e6), str(len(rs))] + [pm(col(k), n) for k, n in (
-                ("val_loss", 4), ("ppl", 3), ("bpc", 3), ("tok_s", 0), ("heads_mean_entropy", 2),
+                ("val_loss", 4), ("ppl", 3), ("bpb", 3), ("tok_s", 0), ("heads_mean_entropy", 2),
                 ("heads_mean_distance", 1), ("effective_heads", 1))] + [
             rem + (" / %d" % (H * L) if rem != "–" else ""), pm(col("max_importance"), 3)])
         types.append([str(H)] + [pm([r.get(c, 0) for r in rs], 1) for c in tcols])
@@ -460,8 +466,9 @@ RELATIONS_INTRO = ("Relations (./infer --heads on the validation split, docs/hea
                    "bar ./infer --heads types a head by (0.50 for previous-token, 0.30 for "
                    "the others).")
 INTRO = ("Cells are mean ± sample standard deviation over seeds. val loss is the mean "
-         "cross-entropy over the whole validation split (nats per byte); ppl = e^loss, "
-         "bpc = loss / ln 2. tok/s is training throughput (depends on --jobs/--threads and "
+         "cross-entropy over the whole validation split (nats per token: per byte without "
+         "--vocab); ppl = e^loss, bpb = bits per byte (docs/tokenizer.md), loss / ln 2 for a "
+         "byte-level model, comparable across vocabularies. tok/s is training throughput (depends on --jobs/--threads and "
          "machine load). Heads columns come from `./infer --heads` on the validation "
          "split: mean attention entropy (nats), mean attention distance (tokens), effective "
          "number of heads, heads whose removal alone raises the loss by under 1%, and the "

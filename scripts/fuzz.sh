@@ -1,18 +1,23 @@
 #!/bin/sh
-# fuzz.sh: fuzzes the checkpoint reader (fuzz/fuzz_ckpt.c) with libFuzzer,
-# AddressSanitizer and UndefinedBehaviorSanitizer for FUZZ_SECONDS (default 60).
+# fuzz.sh: fuzzes the checkpoint reader (fuzz/fuzz_ckpt.c) and then the
+# byte-pair tokenizer (fuzz/fuzz_bpe.c) with libFuzzer, AddressSanitizer and
+# UndefinedBehaviorSanitizer, each for FUZZ_SECONDS (default 60).
 #
 # 1. Builds the library sources with clang (CLANG, default clang) and links the
-#    target with -fsanitize=fuzzer,address,undefined into build-fuzz/. ckpt_load
+#    targets with -fsanitize=fuzzer,address,undefined into build-fuzz/. ckpt_load
 #    runs no parallel code, but kernels/matmul.c calls the OpenMP runtime, so this
 #    links LLVM's libomp when present and GCC's libgomp otherwise.
 # 2. Writes seeds to fuzz/seeds/ (ignored by git, as *.ckpt): tiny checkpoints
 #    written by ./train (built with the normal Makefile into build-fuzz/gcc),
-#    with training state and, cut down with head/dd exactly as
-#    docs/checkpoint.md describes, without it.
-# 3. Runs the fuzzer. New inputs go to build-fuzz/corpus, crashes to
+#    byte-level (version 1) and with merges (version 2, --vocab), with training
+#    state and, cut down with head/dd exactly as docs/checkpoint.md describes,
+#    without it.
+# 3. Runs the checkpoint fuzzer. New inputs go to build-fuzz/corpus, crashes to
 #    build-fuzz/crash-*. A single allocation over 512 MB counts as a crash: the
 #    inputs are small, so only a size taken on trust from a header gets there.
+# 4. Runs the tokenizer fuzzer on a few hand-made seeds (fuzz/fuzz_bpe.c says
+#    what an input holds); new inputs go to build-fuzz/corpus-bpe, crashes to
+#    build-fuzz/bpe-crash-*.
 # Needs Debian's clang and libclang-rt-14-dev (libFuzzer). Exit status: 0 when
 # nothing was found, non-zero otherwise.
 set -eu
@@ -53,6 +58,7 @@ CFLAGS="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O1 -g -fno-omit-fr
 # Everything is rebuilt when the flags changed or any source or header is newer
 # than the last fuzzer binary.
 if [ "$(cat "$OUT/obj/flags" 2>/dev/null)" != "$CLANG $CFLAGS" ] || [ ! -f "$OUT/fuzz_ckpt" ] ||
+    [ ! -f "$OUT/fuzz_bpe" ] ||
     [ -n "$(find util kernels model data trainer analysis fuzz -name '*.[ch]' -newer "$OUT/fuzz_ckpt")" ]; then
     rm -f "$OUT"/obj/*.o
     echo "$CLANG $CFLAGS" >"$OUT/obj/flags"
@@ -68,6 +74,8 @@ for src in util/*.c kernels/*.c model/*.c data/*.c trainer/*.c analysis/*.c; do
 done
 # shellcheck disable=SC2086
 "$CLANG" $CFLAGS -fsanitize=fuzzer fuzz/fuzz_ckpt.c $objs -lm -o "$OUT/fuzz_ckpt"
+# shellcheck disable=SC2086
+"$CLANG" $CFLAGS -fsanitize=fuzzer fuzz/fuzz_bpe.c $objs -lm -o "$OUT/fuzz_bpe"
 
 # Seeds: a few tiny architectures, on text with a 3- and a 9-byte vocabulary.
 make -s BUILD="$OUT/gcc" BIN="$OUT/gcc" "$OUT/gcc/train"
@@ -80,17 +88,21 @@ seed() { # name data flags...
     shift 2
     OMP_NUM_THREADS=1 "$OUT/gcc/train" --data "$data" --steps 2 --batch 2 --eval-iters 1 \
         --out "$SEEDS/$name.ckpt" "$@" 2>"$OUT/seed.log" || { cat "$OUT/seed.log" >&2; exit 1; }
-    # Params-only copy: the header, vocabulary and 4P parameter bytes, flags set to 0.
-    # A file with state is 1280 + 4P + (1040 + 8P) bytes.
+    # Params-only copy: the header, byte alphabet, 4M merge bytes (M, header int 10, is
+    # 0 in version 1) and 4P parameter bytes, flags set to 0. A file with state is
+    # 1280 + 4M + 4P + (1040 + 8P) bytes.
     size=$(wc -c <"$SEEDS/$name.ckpt")
-    p=$(((size - 2320) / 12))
-    head -c $((1280 + 4 * p)) "$SEEDS/$name.ckpt" >"$SEEDS/$name-params.ckpt"
+    m=$(od -An -t d4 -j 40 -N 4 "$SEEDS/$name.ckpt" | tr -d ' ')
+    p=$(((size - 2320 - 4 * m) / 12))
+    head -c $((1280 + 4 * m + 4 * p)) "$SEEDS/$name.ckpt" >"$SEEDS/$name-params.ckpt"
     printf '\000\000\000\000' | dd of="$SEEDS/$name-params.ckpt" bs=1 seek=28 conv=notrunc \
         status=none
 }
 seed tiny "$OUT/abc.txt" --layers 1 --embd 4 --heads 1 --block 4
 seed twolayer "$OUT/abc.txt" --layers 2 --embd 8 --heads 2 --head-size 3 --block 6 --dropout 0.1
 seed heads "$OUT/cat.txt" --layers 1 --embd 6 --heads 3 --block 5 --val-frac 0
+# Version 2: byte-pair merges learned from the text (9 bytes + merges).
+seed merges "$OUT/cat.txt" --layers 1 --embd 4 --heads 1 --block 4 --vocab 16
 
 # Dictionary: the state marker, the magic, and int32 values at the dimension limits.
 for token in '"HCSTATE1"' '"\x02\x29\x35\x01"' '"\x01\x00\x00\x00"' '"\x00\x00\xc0\x7f"' \
@@ -104,3 +116,16 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     "$OUT/fuzz_ckpt" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -malloc_limit_mb=512 \
     -timeout=10 -max_len=65536 -dict="$OUT/ckpt.dict" -artifact_prefix="$OUT/" \
     -print_final_stats=1 "$OUT/corpus" "$SEEDS"
+
+# Tokenizer seeds: header (mode and merges, training length, marker), then text.
+mkdir -p "$OUT/corpus-bpe" "$OUT/seeds-bpe"
+printf '\100\030\000\000the cat sat on the mat.\nthe hat\nthe cat  sat' >"$OUT/seeds-bpe/words"
+printf '\040\014\000\000aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab' >"$OUT/seeds-bpe/overlap"
+printf '\041\020\000\000abcdefghijklmnop' >"$OUT/seeds-bpe/list"
+printf '\200\040\000\000  \n\n  x 12,345 !! \303\251t\303\251 \t\r\n  end' >"$OUT/seeds-bpe/classes"
+echo "fuzz.sh: fuzzing the byte-pair tokenizer for ${FUZZ_SECONDS}s" >&2
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    "$OUT/fuzz_bpe" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -malloc_limit_mb=512 \
+    -timeout=10 -max_len=8192 -artifact_prefix="$OUT/bpe-" -print_final_stats=1 \
+    "$OUT/corpus-bpe" "$OUT/seeds-bpe"

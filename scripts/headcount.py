@@ -2,9 +2,12 @@
 """headcount: load a headcount checkpoint into PyTorch and look at its heads.
 
 For people with a Python stack: the model as a ``torch.nn.Module`` built from
-nothing but the documented checkpoint layout (docs/checkpoint.md, format v1),
-with every head's attention available through forward hooks, and a loss that
+nothing but the documented checkpoint layout (docs/checkpoint.md, versions 1 and
+2), with every head's attention available through forward hooks, and a loss that
 equals ``./infer --eval`` (to about 1e-5; float32 sums run in another order).
+A version 2 checkpoint's byte-pair merges are applied here as data/bpe.h
+specifies (the same pre-tokenisation and merge order), so ``encode`` gives the
+token ids ./infer uses and ``decode`` gives the bytes back.
 
     import sys; sys.path.insert(0, "scripts")
     import headcount
@@ -22,7 +25,7 @@ equals ``./infer --eval`` (to about 1e-5; float32 sums run in another order).
 From the shell (Debian: apt-get install python3-torch; /usr/bin/python3):
 
     python3 scripts/headcount.py eval CKPT FILE        # the line ./infer --eval prints
-    python3 scripts/headcount.py attention CKPT TEXT   # each head's strongest key per byte
+    python3 scripts/headcount.py attention CKPT TEXT   # each head's strongest key per token
 
 The model: x = wte[token] + wpe[t]; L pre-LayerNorm blocks
 x += proj(attn(ln1(x))); x += fcproj(gelu_tanh(fc(ln2(x)))); logits = lnf(x) wte^T.
@@ -35,7 +38,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-MAGIC, VERSION = 20261122, 1
+MAGIC, VERSIONS = 20261122, (1, 2)
 
 
 class Config:
@@ -97,9 +100,10 @@ class HeadcountGPT(nn.Module):
     with targets, also the mean cross-entropy. head_on [L, H] of 0/1 silences
     heads as ./infer --mask does."""
 
-    def __init__(self, cfg, vocab):
+    def __init__(self, cfg, vocab, merges=()):
         super().__init__()
         self.cfg, self.vocab = cfg, bytes(vocab)
+        self.tokenizer = Tokenizer(self.vocab, merges)
         self.wte = nn.Parameter(torch.zeros(cfg.V, cfg.C))
         self.wpe = nn.Parameter(torch.zeros(cfg.T, cfg.C))
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.L))
@@ -119,15 +123,10 @@ class HeadcountGPT(nn.Module):
 
     def encode(self, text):
         """Bytes -> token ids [t]; a byte outside the vocabulary is a ValueError."""
-        lut = {b: i for i, b in enumerate(self.vocab)}
-        bad = [b for b in set(text) if b not in lut]
-        if bad:
-            raise ValueError("byte(s) %s not in the model's vocabulary of %d bytes"
-                             % (", ".join("0x%02x" % b for b in sorted(bad)), self.cfg.V))
-        return torch.tensor([lut[b] for b in text], dtype=torch.long)
+        return torch.tensor(self.tokenizer.encode(text), dtype=torch.long)
 
     def decode(self, ids):
-        return bytes(self.vocab[i] for i in ids)
+        return b"".join(self.tokenizer.pieces[int(i)] for i in ids)
 
     @torch.no_grad()
     def attention(self, ids, head_on=None):
@@ -142,6 +141,83 @@ class HeadcountGPT(nn.Module):
             for h in hooks:
                 h.remove()
         return torch.stack(got)
+
+# Byte classes of the pre-tokenisation (data/bpe.h).
+LETTER, DIGIT, SPACE, WHITE, PUNCT = range(5)
+_CLASS = [LETTER if (65 <= b <= 90 or 97 <= b <= 122 or b >= 128) else DIGIT if 48 <= b <= 57
+          else SPACE if b == 32 else WHITE if b in b"\n\r\t\v\f" else PUNCT for b in range(256)]
+_WORD = (LETTER, DIGIT, PUNCT)
+
+
+def chunks(text):
+    """The pre-tokenisation of data/bpe.h: a maximal run of letters, of digits or of
+    punctuation, optionally after one ' '; otherwise a maximal run of whitespace,
+    less a final ' ' that directly precedes a letter, digit or punctuation byte."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        j, k = i, _CLASS[text[i]]
+        if k == SPACE and i + 1 < n and _CLASS[text[i + 1]] in _WORD:
+            j, k = i + 1, _CLASS[text[i + 1]]
+        if k in _WORD:
+            while j < n and _CLASS[text[j]] == k:
+                j += 1
+        else:
+            while j < n and _CLASS[text[j]] in (SPACE, WHITE):
+                j += 1
+            if j < n and j - i >= 2 and text[j - 1] == 32 and _CLASS[text[j]] in _WORD:
+                j -= 1
+        out.append(text[i:j])
+        i = j
+    return out
+
+
+class Tokenizer:
+    """The byte alphabet (token i < nbytes is the byte alphabet[i]) and the merges
+    (token nbytes + k joins merges[k] = (left, right)); pieces[i] is token i's bytes."""
+
+    def __init__(self, alphabet, merges=()):
+        self.alphabet, self.merges = bytes(alphabet), [tuple(m) for m in merges]
+        self.id = {b: i for i, b in enumerate(self.alphabet)}
+        self.rank = {m: k for k, m in enumerate(self.merges)}
+        self.pieces = [bytes([b]) for b in self.alphabet]
+        for left, right in self.merges:
+            self.pieces.append(self.pieces[left] + self.pieces[right])
+        self._cache = {}
+
+    def encode(self, text):
+        """Bytes -> token ids (a list): each chunk's bytes, then, in each chunk, the
+        pair of lowest merge index present joined at every place, left to right
+        without overlap, until no merge applies (the order they were learned)."""
+        bad = sorted({b for b in set(text) if b not in self.id})
+        if bad:
+            raise ValueError("byte(s) %s not in the model's vocabulary of %d bytes"
+                             % (", ".join("0x%02x" % b for b in bad), len(self.alphabet)))
+        if not self.merges:
+            return [self.id[b] for b in text]
+        out = []
+        for chunk in chunks(bytes(text)):
+            if chunk not in self._cache:
+                self._cache[chunk] = self._merge([self.id[b] for b in chunk])
+            out += self._cache[chunk]
+        return out
+
+    def _merge(self, ids):
+        nbytes = len(self.alphabet)
+        while len(ids) > 1:
+            ranks = [self.rank.get(p) for p in zip(ids, ids[1:])]
+            k = min((r for r in ranks if r is not None), default=None)
+            if k is None:
+                return ids
+            pair, merged, i = self.merges[k], [], 0
+            while i < len(ids):
+                if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+                    merged.append(nbytes + k)
+                    i += 2
+                else:
+                    merged.append(ids[i])
+                    i += 1
+            ids = merged
+        return ids
 
 
 def _tensors(cfg):
@@ -160,18 +236,31 @@ def _tensors(cfg):
 
 
 def load(path):
-    """Reads a checkpoint (format v1) into a HeadcountGPT in eval mode. The
-    training state after the parameters, if any, is not read."""
+    """Reads a checkpoint (version 1, or 2 with merges) into a HeadcountGPT in eval
+    mode. The training state after the parameters, if any, is not read."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 1280:
         raise ValueError("%s: %d bytes, shorter than a checkpoint header" % (path, len(data)))
     hdr = struct.unpack_from("<256i", data, 0)
-    if hdr[0] != MAGIC or hdr[1] != VERSION:
-        raise ValueError("%s: not a headcount v%d checkpoint" % (path, VERSION))
+    if hdr[0] != MAGIC or hdr[1] not in VERSIONS:
+        raise ValueError("%s: not a headcount checkpoint of version %s" % (
+            path, " or ".join(map(str, VERSIONS))))
     cfg = Config(V=hdr[2], T=hdr[3], L=hdr[4], H=hdr[5], C=hdr[6], D=hdr[9])
-    model = HeadcountGPT(cfg, data[1024:1024 + cfg.V])
-    state, off = {}, 1280
+    M = hdr[10]
+    if (M != 0) if hdr[1] == 1 else not (1 <= M < cfg.V and cfg.V - M <= 256):
+        raise ValueError("%s: %d merges in a version %d checkpoint with V = %d"
+                         % (path, M, hdr[1], cfg.V))
+    nbytes = cfg.V - M
+    if len(data) < 1280 + 4 * M:
+        raise ValueError("%s: truncated in the merges" % path)
+    merges = [struct.unpack_from("<2H", data, 1280 + 4 * k) for k in range(M)]
+    for k, (left, right) in enumerate(merges):
+        if left >= nbytes + k or right >= nbytes + k:
+            raise ValueError("%s: merge %d joins tokens %d and %d, defined only below %d"
+                             % (path, k, left, right, nbytes + k))
+    model = HeadcountGPT(cfg, data[1024:1024 + nbytes], merges)
+    state, off = {}, 1280 + 4 * M
     for name, shape in _tensors(cfg):
         n = math.prod(shape)
         if off + 4 * n > len(data):
@@ -186,7 +275,7 @@ def load(path):
 @torch.no_grad()
 def evaluate(model, text, head_on=None):
     """The mean loss over text as ./infer --eval computes it: consecutive windows
-    of T inputs (the last one shorter), every predicted byte counted once.
+    of T inputs (the last one shorter), every predicted token counted once.
     Returns (loss, tokens)."""
     ids = model.encode(text)
     T, total, count = model.cfg.T, 0.0, 0
@@ -207,18 +296,23 @@ def main(argv):
     if len(argv) == 3 and argv[0] == "eval":
         model = load(argv[1])
         with open(argv[2], "rb") as f:
-            loss, n = evaluate(model, f.read())
-        print("eval loss %.6f ppl %.4f bpc %.4f tokens %d"
-              % (loss, math.exp(loss), loss / math.log(2), n))
+            text = f.read()
+        loss, n = evaluate(model, text)
+        # Bits per byte (docs/tokenizer.md): over the bytes of the predicted tokens,
+        # every token but the first.
+        nbytes = len(text) - len(model.decode(model.encode(text)[:1]))
+        print("eval loss %.6f ppl %.4f bpb %.4f tokens %d bytes %d"
+              % (loss, math.exp(loss), loss * (n / nbytes) / math.log(2), n, nbytes))
     elif len(argv) == 3 and argv[0] == "attention":
         model = load(argv[1])
-        text = argv[2].encode()[:model.cfg.T]
-        att = model.attention(model.encode(text))
+        ids = model.encode(argv[2].encode())[:model.cfg.T]
+        shown = ["".join(map(_glyph, model.decode([i]))) for i in ids.tolist()]
+        att = model.attention(ids)
         for l in range(model.cfg.L):
             for h in range(model.cfg.H):
                 top = att[l, h].argmax(-1).tolist()
                 print("L%dH%d %s" % (l, h, " ".join(
-                    "%s>%s" % (_glyph(text[i]), _glyph(text[j])) for i, j in enumerate(top))))
+                    "%s>%s" % (shown[i], shown[j]) for i, j in enumerate(top))))
     else:
         sys.exit(__doc__)
 

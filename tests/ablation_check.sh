@@ -11,7 +11,9 @@
 #   7. --corpus induction: train gets the induction task and logs per-head scores, the
 #      report has an induction table and a relations table per arm with a row per H,
 #      and --check notices when one is missing;
-#   8. --corpus text: agreement and names (built-in corpus only) reach the relations table.
+#   8. --corpus text: agreement and names (built-in corpus only) reach the relations table;
+#   9. --vocab N: every train gets it (the sweep's settings hold it), and the bpb column is
+#      each run's final val_bpb, below its val loss / ln 2 (tokens of several bytes).
 # usage: tests/ablation_check.sh [BIN_DIR] [WORK_DIR]   (defaults: . and build/ablation-check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -180,5 +182,22 @@ head=$(grep -A2 "^Relations per H:" "$work/text/ablation.md" | tail -1)
 for rel in "previous-token attn." "copy loss ratio" "agreement attn." "names loss ratio"; do
     case "$head" in *"$rel"*) ;; *) fail "relations table without '$rel': $head" ;; esac
 done
+
+step "9. --vocab: a byte-pair sweep reports bits per byte"
+ablate --vocab 300 --heads 1 --seeds 1 --arm width --out "$work/vocab" --threads 1 \
+    2>"$work/vocab.err" || { cat "$work/vocab.err" >&2; fail "quick --vocab sweep exited $?"; }
+ablate --out "$work/vocab" --check || fail "outputs of the --vocab sweep"
+python3 - "$work/vocab" <<'EOF'
+import csv, json, math, sys
+d = sys.argv[1]
+assert json.load(open(d + "/sweep.json"))["fingerprint"]["vocab"] == 300
+for row in csv.DictReader(open(d + "/ablation.csv")):
+    log = [json.loads(x) for x in open(d + "/runs/%s/run.jsonl" % row["run"])]
+    settings = next(x for x in log if x["type"] == "settings")
+    final = next(x for x in log if x["type"] == "final")
+    assert settings["vocab_asked"] == 300 and settings["merges"] > 0, settings
+    assert abs(float(row["bpb"]) - final["val_bpb"]) < 1e-4, (row["bpb"], final)
+    assert final["val_bpb"] < final["val_loss"] / math.log(2), final
+EOF
 
 step "all checks passed in $(( $(date +%s) - t0 )) s"

@@ -296,6 +296,31 @@ Test(bpe, pretokenisation_matches_the_rule_on_random_bytes)
     }
 }
 
+Test(bpe, pretokenisation_classes_every_byte_as_the_rule_says)
+{
+    /* Every byte pair b c, alone and after a space and after "\n ": together
+     * these see the class of every byte and every pair of classes. */
+    unsigned char t[4], want[4], got[4];
+    for (int b = 0; b < 256; b++)
+        for (int c = 0; c < 256; c++)
+            for (int pre = 0; pre < 3; pre++) {
+                size_t n = 0;
+                if (pre == 2)
+                    t[n++] = '\n';
+                if (pre >= 1)
+                    t[n++] = ' ';
+                t[n++] = (unsigned char)b;
+                t[n++] = (unsigned char)c;
+                ref_chunk_starts(t, n, want);
+                memset(got, 0, sizeof got);
+                for (size_t i = 0; i < n;) {
+                    got[i] = 1;
+                    i += bpe_chunk_len(t + i, n - i);
+                }
+                cr_assert(memcmp(got, want, n) == 0, "bytes 0x%02x 0x%02x after %d", b, c, pre);
+            }
+}
+
 /* ---- merges worked out by hand ------------------------------------------------ */
 
 /* bpe_learn on text must give exactly the merges want[0..nwant) (asking for

@@ -76,6 +76,7 @@ Test(ckpt, save_then_load_keeps_parameter_state_and_loss_bits)
     double a = eval_loss(&f.m), b = eval_loss(&m);
     cr_assert_eq(memcmp(&a, &b, sizeof a), 0, "loss %.17g before save, %.17g after load", a, b);
     model_free(&m);
+    tok_free(&tok);
     /* Into a trainer: the same parameters and settings, plus the moments and step. */
     Trainer t;
     TrainState ts2;
@@ -87,6 +88,7 @@ Test(ckpt, save_then_load_keeps_parameter_state_and_loss_bits)
     cr_assert_eq(memcmp(t.adam_m, f.adam_m, P * sizeof(float)), 0, "first moment bits differ");
     cr_assert_eq(memcmp(t.adam_v, f.adam_v, P * sizeof(float)), 0, "second moment bits differ");
     trainer_free(&t);
+    tok_free(&tok);
     fix_free(&f);
 }
 
@@ -112,6 +114,7 @@ Test(ckpt, params_only_file_has_no_checksum_and_loads)
     cr_assert_eq(steps, 7);
     cr_assert_eq(memcmp(m.params, f.m.params, n - PARAMS_AT), 0);
     model_free(&m);
+    tok_free(&tok);
     /* A trainer loaded from it starts its optimizer afresh: zero moments. */
     Trainer t;
     has = 7;
@@ -121,6 +124,7 @@ Test(ckpt, params_only_file_has_no_checksum_and_loads)
     for (size_t i = 0; i < t.model.table.total; i++)
         cr_assert(t.adam_m[i] == 0.0f && t.adam_v[i] == 0.0f, "moment %zu not zero", i);
     trainer_free(&t);
+    tok_free(&tok);
     free(b);
     fix_free(&f);
 }
@@ -138,6 +142,7 @@ Test(ckpt, file_with_state_loads_without_asking_for_state)
     cr_assert_eq(has, 0);
     cr_assert_eq(memcmp(m.params, f.m.params, f.m.table.total * sizeof(float)), 0);
     model_free(&m);
+    tok_free(&tok);
     fix_free(&f);
 }
 
@@ -211,6 +216,7 @@ Test(ckpt, a_save_interrupted_before_rename_leaves_the_old_file_intact)
     cr_assert_eq(steps, 30);
     cr_assert_eq(memcmp(m.params, f.m.params, f.m.table.total * sizeof(float)), 0);
     model_free(&m);
+    tok_free(&tok);
     /* The complete new file waits in the save's own path.tmp.XXXXXX; nothing
      * removes it later (the program did not create it in this process), and a
      * writability check does not touch it. */
@@ -220,6 +226,7 @@ Test(ckpt, a_save_interrupted_before_rename_leaves_the_old_file_intact)
     cr_assert_eq(steps, 31);
     cr_assert_eq(m.params[0], f.m.params[0] + 1.0f);
     model_free(&m);
+    tok_free(&tok);
     cr_assert_eq(ckpt_check_writable(f.path, err, sizeof err), 0, "%s", err);
     cr_assert_eq(access(tmp, F_OK), 0, "the leftover was deleted");
     cr_assert_eq(tu_find_prefix(f.dir, "model.ckpt.tmp.", NULL, 0), 1,

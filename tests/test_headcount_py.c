@@ -92,3 +92,50 @@ Test(headcount_py, hooked_attention_equals_infer_explore_json)
     cr_assert(strtod(p + 8, NULL) < 1e-5, "%s", out);
     free(out);
 }
+
+/* A version 2 checkpoint: the script reads the merges and encodes as data/bpe.h
+ * says, so its token count and loss equal ./infer --eval's on a text with every
+ * kind of chunk (runs of spaces before words, tabs and CR LF, digits, punctuation,
+ * UTF-8 letters), and decode(encode(text)) is the text. */
+Test(headcount_py, a_bpe_checkpoint_encodes_and_scores_as_infer_does, .timeout = 120)
+{
+    need_torch();
+    Env e;
+    env_init(&e, "bridge-bpe");
+    char text[400], *a, *b;
+    snprintf(text, sizeof text, "%s/mixed.txt", e.dir);
+    FILE *f = fopen(text, "wb");
+    cr_assert_not_null(f);
+    size_t n;
+    unsigned char *data = tu_read_file(e.data, &n);
+    for (int rep = 0; rep < 30; rep++)
+        fprintf(f, "  \n\n  x 12,345 !! \303\251t\303\251 \t\r\n  end...  (see: [1]) -- "
+                   "The  cat's  49 paws,\tok?\n%.*s", 120, (const char *)data + 7 * rep);
+    fclose(f);
+    free(data);
+    char ckpt[400];
+    snprintf(ckpt, sizeof ckpt, "%s/bpe.ckpt", e.dir);
+    int rc = tu_runf(&a, "OMP_WAIT_POLICY=passive %s/train --data %s --vocab 300 --layers 1 "
+                     "--heads 2 --embd 16 --block 32 --batch 4 --steps 20 --eval-iters 2 "
+                     "--threads 1 --out %s", tu_bin(), text, ckpt);
+    cr_assert_eq(rc, 0, "%s", a);
+    free(a);
+    rc = tu_runf(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), ckpt, text);
+    cr_assert_eq(rc, 0, "%s", a);
+    rc = tu_runf(&b, PY " scripts/headcount.py eval %s %s", ckpt, text);
+    cr_assert_eq(rc, 0, "%s", b);
+    const char *ta = strstr(a, " tokens "), *tb = strstr(b, " tokens ");
+    cr_assert(ta && tb, "infer: %s\ntorch: %s", a, b);
+    cr_assert_str_eq(ta, tb, "token and byte counts differ:\ninfer: %s\ntorch: %s", a, b);
+    cr_assert(fabs(loss_of(a) - loss_of(b)) < 2e-5, "infer: %s\ntorch: %s", a, b);
+    free(a);
+    free(b);
+    rc = tu_runf(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount; "
+             "m = headcount.load('%s'); t = open('%s', 'rb').read(); ids = m.encode(t); "
+             "print('merges', len(m.tokenizer.merges), 'tokens', len(ids), 'same', "
+             "m.decode(ids) == t)\"", ckpt, text);
+    cr_assert_eq(rc, 0, "%s", b);
+    cr_assert_not_null(strstr(b, "same True"), "%s", b);
+    cr_assert_null(strstr(b, "merges 0 "), "%s", b);
+    free(b);
+}

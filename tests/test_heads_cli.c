@@ -37,6 +37,7 @@ static void write_tiny(const char *dir, char *ckpt, char *text, size_t len)
     snprintf(ckpt, len, "%s/tiny.ckpt", dir);
     cr_assert_eq(ckpt_save(ckpt, &m, &tok, 0, NULL, err, sizeof err), 0, "%s", err);
     model_free(&m);
+    tok_free(&tok);
     free(buf);
 }
 
@@ -151,6 +152,7 @@ static void save_tiny_for(const char *ckpt, const unsigned char *text, size_t n)
     params_init(&m.table, m.params, 9);
     cr_assert_eq(ckpt_save(ckpt, &m, &tok, 0, NULL, err, sizeof err), 0, "%s", err);
     model_free(&m);
+    tok_free(&tok);
 }
 
 Test(heads, infer_recognises_a_piece_of_the_built_in_corpus, .timeout = 60)

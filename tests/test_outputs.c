@@ -58,6 +58,7 @@ static long ckpt_steps(const char *path)
     char err[2000];
     cr_assert_eq(ckpt_load(path, &m, &tok, &steps, NULL, NULL, err, sizeof err), 0, "%s", err);
     model_free(&m);
+    tok_free(&tok);
     return steps;
 }
 

@@ -38,6 +38,7 @@ static void write_ckpt(Fixture *f, const char *name, const char *text)
     make_model(&m, (Config){.V = tok.V, .T = 16, .L = 2, .H = 2, .C = 32, .D = 16}, 77);
     cr_assert_eq(ckpt_save(f->ckpt, &m, &tok, 0, NULL, err, sizeof err), 0, "%s", err);
     model_free(&m);
+    tok_free(&tok);
 }
 
 typedef struct {
@@ -234,7 +235,7 @@ Test(sample, cli_rejects_bad_numbers_with_usage_errors)
     check_rejected(&f, "--tokens 1e3", 2, "tokens");
     check_rejected(&f, "--temperature -0.5", 2, "temperature");
     check_rejected(&f, "--temperature nan", 2, "temperature");
-    check_rejected(&f, "--top-k 300", 2, "top-k");
+    check_rejected(&f, "--top-k 32769", 2, "top-k");
     check_rejected(&f, "--top-k -1", 2, "top-k");
     check_rejected(&f, "--top-p 0", 2, "top-p");
     check_rejected(&f, "--top-p 1.5", 2, "top-p");

@@ -28,7 +28,7 @@
 /* Value-taking flags; every one must show its default in --help. */
 static const char *const VALUE_FLAGS[] = {
     "--data", "--out", "--log", "--resume", "--save-every", "--layers", "--heads", "--embd",
-    "--head-size", "--block", "--batch", "--steps", "--lr", "--min-lr", "--warmup", "--wd",
+    "--head-size", "--block", "--vocab", "--batch", "--steps", "--lr", "--min-lr", "--warmup", "--wd",
     "--clip", "--dropout", "--seed", "--val-frac", "--eval-every", "--eval-iters", "--threads",
 };
 static const char *const SWITCH_FLAGS[] = {"--keep-best", "--allow-binary", "--help"};
@@ -296,6 +296,7 @@ Test(train, resumed_run_matches_an_uninterrupted_one)
     cr_assert_eq(ckpt_load(at8, &m, &tok, &steps, &ts, &has, err, sizeof err), 0, "%s", err);
     cr_assert(steps == 8 && has && ts.steps == 24);
     model_free(&m);
+    tok_free(&tok);
     rc = run(&out, "train", "--resume %s --threads 2 --out %s --log %s", at8, res, reslog);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "resuming"), "%s", out);
@@ -341,6 +342,7 @@ static void signal_saves_at_the_reported_step(int sig, const char *word)
               "the log does not end at step %ld: %s", reported, last);
     free(last);
     model_free(&m);
+    tok_free(&tok);
     free(text);
 }
 
@@ -373,6 +375,7 @@ Test(train, a_second_signal_exits_at_once_leaving_no_damaged_checkpoint)
         char err[2000];
         cr_assert_eq(ckpt_load(e.out, &m, &tok, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
         model_free(&m);
+        tok_free(&tok);
     }
 }
 
@@ -407,6 +410,7 @@ Test(train, a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkp
     cr_assert_eq(ckpt_load(e.out, &m, &tok, &steps, &ts, &has, err, sizeof err), 0, "%s", err);
     cr_assert_eq(steps, good);
     model_free(&m);
+    tok_free(&tok);
     free(out);
     /* Without periodic saves the run writes nothing and the old file survives. */
     size_t n0, n1;

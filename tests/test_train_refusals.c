@@ -293,6 +293,7 @@ Test(train, resume_with_contradicting_flags_is_refused)
     snprintf(bare, sizeof bare, "%s/bare.ckpt", e.dir);
     cr_assert_eq(ckpt_save(bare, &m, &tok, 4, NULL, err, sizeof err), 0, "%s", err);
     model_free(&m);
+    tok_free(&tok);
     snprintf(extra, sizeof extra, "--resume %s --steps 8", bare);
     refuse_train(&e, extra, 1, "has no training state");
     /* Repeating the checkpoint's own values is allowed. */

@@ -276,6 +276,8 @@ Test(trainer, a_trainer_loaded_from_a_checkpoint_continues_bit_identically)
     cr_assert_eq(memcmp(resumed.adam_v, whole.adam_v, bytes), 0, "second moments differ");
     trainer_free(&resumed);
     trainer_free(&whole);
+    tok_free(&tok_text);
+    tok_free(&tok_back);
 }
 
 /* The trainer owns the data position: a fresh one draws the batches batch_init
@@ -320,6 +322,8 @@ Test(trainer, the_batch_position_is_the_trainers_and_a_checkpoint_keeps_it)
               "the loaded trainer draws another batch");
     trainer_free(&back);
     trainer_free(&t);
+    tok_free(&tok);
+    tok_free(&tok_back);
 }
 
 /* Whoever inits frees: free releases and clears every buffer, and is safe on

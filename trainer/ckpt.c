@@ -209,7 +209,8 @@ static int write_all(FILE *fp, const Model *m, const Tokenizer *tok, long steps_
     Writer w = {fp, HASH_FNV_INIT, 0};
     put(&w, hdr, sizeof hdr);
     put(&w, vocab, sizeof vocab);
-    put(&w, tok->merges, (size_t)tok->nmerges * MERGE_BYTES);
+    if (tok->nmerges)
+        put(&w, tok->merges, (size_t)tok->nmerges * MERGE_BYTES);
     put(&w, m->params, t->total * sizeof(float));
     if (ts) {
         put_state(&w, ts, t->total);

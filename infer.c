@@ -61,7 +61,7 @@ static void usage(void)
            "      --windows N        windows of FILE to average over (default: automatic)\n"
            "      --prune-curve      remove heads least important first; print loss vs heads kept\n"
            "explorer:\n"
-           "      --text TEXT        the text to explore (its first block-size bytes)\n"
+           "      --text TEXT        the text to explore (its first block-size tokens)\n"
            "      --text-file FILE   read it from FILE ('-': standard input)\n"
            "      --explore-json F   also write the attention weights at full precision\n"
            "shared:\n"

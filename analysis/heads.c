@@ -38,6 +38,16 @@ int heads_is_delim(unsigned char c)
            (c >= '{' && c <= '~');
 }
 
+int heads_token_is_delim(const Tokenizer *tok, int id)
+{
+    size_t n;
+    const unsigned char *p = tok_piece(tok, id, &n);
+    for (size_t k = 0; k < n; k++)
+        if (!heads_is_delim(p[k]))
+            return 0;
+    return 1;
+}
+
 void heads_repeat_targets(int *match, const int *tokens, int B, int T)
 {
     for (int b = 0; b < B; b++) {
@@ -113,10 +123,9 @@ double heads_delim_share(const unsigned char *delim, int T, double *rows)
     return share;
 }
 
-int heads_probe_build(int *tokens, int T, const int *alpha, int n, Rng *rng)
+int heads_probe_build(int *tokens, int T, const int *alpha, int n, int *pool, Rng *rng)
 {
     int P = T / 2 < n ? T / 2 : n;
-    int pool[256];
     /* Partial Fisher-Yates: P distinct tokens, so each has one earlier copy. */
     for (int v = 0; v < n; v++)
         pool[v] = alpha[v];

@@ -7,7 +7,10 @@
  * between heads and the effective number of distinct heads it implies, head
  * importance by ablation and by the gate gradient, the type each head gets, and
  * the relations (keys, attention on them, the probe alphabet; implemented in
- * heads_relations.c). docs/heads.md gives every formula with its source.
+ * heads_relations.c). Everything is on tokens: a position is a token, and
+ * where bytes matter (delimiters, brackets, the probe alphabet) a token stands
+ * for its piece, so a byte-level model gets exactly the byte-level numbers.
+ * docs/heads.md gives every formula with its source.
  * Choosing windows, reading files, printing and writing reports are left to the
  * caller (infer_heads.c, report.c). Nothing here prints or exits; every sum
  * runs in a fixed order, so results do not depend on the thread count. */
@@ -17,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/synth.h"
+#include "data/tokenizer.h"
 #include "model/gpt.h"
 #include "util/rng.h"
 
@@ -43,15 +48,15 @@
  * (data/synth.h) and are filled in by the caller. */
 typedef enum {
     HEADS_REL_PREV,     /* key i - 1 */
-    HEADS_REL_BRACKET,  /* i precedes a closing bracket or quote: key = its opener */
-    HEADS_REL_COPY,     /* the 3 bytes ending at i occurred earlier, followed by byte i+1 */
+    HEADS_REL_BRACKET,  /* token i + 1 holds a closing bracket or quote: key = its opener's token */
+    HEADS_REL_COPY,     /* the 3 tokens ending at i occurred earlier, followed by token i+1 */
     HEADS_REL_AGREE,    /* built-in corpus: verb -> its subject */
-    HEADS_REL_NAMES,    /* built-in corpus: repeated name letter -> after its first use */
+    HEADS_REL_NAMES,    /* built-in corpus: repeated name -> after its first use */
     HEADS_REL_COUNT
 } HeadsRelKind;
 /* The three relations found in any text (and logged during training). */
 #define HEADS_REL_TEXT 3
-/* Bytes of context a copy row's earlier occurrence must share (docs/heads.md). */
+/* Tokens of context a copy row's earlier occurrence must share (docs/heads.md). */
 #define HEADS_COPY_CONTEXT 3
 /* A probe alphabet smaller than this falls back to the next rule (heads_probe_alphabet). */
 #define HEADS_PROBE_MIN_ALPHABET 8
@@ -87,7 +92,7 @@ typedef struct {
     double self;           /* mean A[i][i] */
     double first;          /* mean A[i][0] */
     double delim;          /* mean attention mass on whitespace/punctuation keys */
-    double repeat;         /* mean A[i][j+1], j the last earlier match of bytes i-1, i */
+    double repeat;         /* mean A[i][j+1], j the last earlier match of tokens i-1, i */
     double induction;      /* probe: attention to the token after the earlier copy */
     double duplicate;      /* probe: attention to the earlier copy itself */
     double rel[HEADS_REL_COUNT]; /* mean attention on each relation's key (0: no rows) */
@@ -113,7 +118,7 @@ typedef struct {
 typedef struct {
     double rows;        /* scored query rows with a key */
     double uniform;     /* sum of 1 / (i + 1): a uniform head's attention on the key */
-    double loss;        /* sum of the loss at those rows (predicting byte i + 1) */
+    double loss;        /* sum of the loss at those rows (predicting token i + 1) */
     double loss_rows;
     double pairs;       /* rows with a first occurrence (copy, names) */
     double pair_loss;   /* their loss */
@@ -125,7 +130,7 @@ typedef struct {
     int best;           /* l*H + h of the active head with the largest attention; -1: no rows */
     double attention;   /* its mean attention on the key */
     double uniform;     /* mean 1 / (i + 1) over the same rows */
-    double loss;        /* mean loss on the bytes the relation predicts (nats) */
+    double loss;        /* mean loss on the tokens the relation predicts (nats) */
     double loss_ratio;  /* copy, names: pair_loss / first_loss; 0 without pairs */
     double first_loss;  /* mean loss at the first occurrences */
     double rows, pairs;
@@ -138,8 +143,11 @@ int heads_skip(int T);
  * windows of T positions: a [T][T] matrix, row i valid for j <= i. */
 const float *heads_att(const Activations *a, int l, int b, int h, int T);
 
-/* 1 for whitespace and ASCII punctuation bytes: the delimiter keys. */
+/* 1 for whitespace and ASCII punctuation bytes. */
 int heads_is_delim(unsigned char byte);
+/* 1 when every byte of token id's piece is one heads_is_delim accepts: the
+ * delimiter keys (" ", ".\n" are; " the", "a." are not). */
+int heads_token_is_delim(const Tokenizer *tok, int id);
 
 /* For every window b of tokens[B][T], match[b][i] = j + 1 for the last j <= i - 3
  * with tokens[j-1..j] equal to tokens[i-1..i], or -1 when there is none (the
@@ -159,21 +167,38 @@ double heads_delim_share(const unsigned char *delim, int T, double *rows);
 /* key[b][i] = i - 1 for i >= 1, else -1. */
 void heads_keys_prev(int *key, int B, int T);
 
-/* For windows text[B][T] of bytes: key[b][i] = the position of the opener that
- * the closer at i + 1 closes, else -1. ( [ { pair with ) ] }; a '"' closes an
- * open '"' on top of the stack and opens one otherwise; a closer that does not
- * match the top is ignored; a newline empties the stack (brackets are matched
- * within a line). */
-void heads_keys_bracket(int *key, const unsigned char *text, int B, int T);
+/* For windows tokens[B][T]: key[b][i] = the token holding the opener that a
+ * closer in token i + 1 closes, else -1. The pieces' bytes are read in order:
+ * ( [ { pair with ) ] }; a '"' closes an open '"' on top of the stack and opens
+ * one otherwise; a closer that does not match the top is ignored; a newline
+ * empties the stack (brackets are matched within a line). When token i + 1
+ * closes several, its first closer counts; a closer whose opener is in its own
+ * token gives no row. At byte level: the byte before a closer, keyed on its
+ * opener. */
+void heads_keys_bracket(int *key, const int *tokens, const Tokenizer *tok, int B, int T);
 
-/* For windows text[B][T]: a copy row i (i <= T - 2) is one whose last
- * HEADS_COPY_CONTEXT bytes occurred earlier in the window, ending at j <= i - 3,
- * and for the last such j, text[j + 1] == text[i + 1] != text[i - 1] (a byte
- * equal to the one before i is a previous-token head's): key[b][i] = j + 1. Its
- * first[b][i] is the row f where those context bytes followed by text[i + 1]
- * first occur in the window (the same prediction with nothing to copy from);
- * -1 elsewhere in both. */
-void heads_keys_copy(int *key, int *first, const unsigned char *text, int B, int T);
+/* For windows tokens[B][T] (any ids; only equality counts): a copy row i
+ * (i <= T - 2) is one whose last HEADS_COPY_CONTEXT tokens occurred earlier in
+ * the window, ending at j <= i - 3, and for the last such j, x[j + 1] == x[i + 1]
+ * != x[i - 1] (a token equal to the one before i is a previous-token head's):
+ * key[b][i] = j + 1. Its first[b][i] is the row f where those context tokens
+ * followed by x[i + 1] first occur in the window (the same prediction with
+ * nothing to copy from); -1 elsewhere in both. */
+void heads_keys_copy(int *key, int *first, const int *tokens, int B, int T);
+
+/* The planted agreement and name relations of the built-in corpus (rel[0..n),
+ * byte positions in the corpus, in order of query) moved onto the tokens of a
+ * text that is the corpus from byte `at` on, token t holding the text's bytes
+ * [start[t], start[t + 1]) (start[0] = 0, start[nids] = its length). Bracket
+ * relations, and relations with a byte outside the text, are skipped. A kept
+ * relation's query row is the token before the one holding byte query + 1 (the
+ * row that predicts that byte) and its key the token holding byte key; one
+ * whose key token is not before that row (key and query fall in one token) is
+ * dropped and counted in *dropped. At byte level every relation is kept
+ * unchanged but for the shift by `at`. Writes out (room for n) in order of
+ * query and returns the count. */
+size_t heads_planted_to_tokens(SynthRelation *out, size_t *dropped, const SynthRelation *rel,
+                               size_t n, size_t at, const size_t *start, size_t nids);
 
 /* Adds relation `kind` over B windows: into sums[k].rel[kind] every head's
  * attention A[i][key[i]] for the scored rows i >= heads_skip(T) with key[i] >= 0,
@@ -189,21 +214,23 @@ void heads_add_relation(HeadSums *sums, RelationSums *rs, int kind, const Activa
 void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const RelationSums *rs,
                            int kind, int n);
 
-/* The probe alphabet, as token ids into alpha[256] (returns the count; *rule
- * receives the number of the rule that chose it):
- * 1. the ASCII letters that are the predicted byte of a copy row (copy_key >= 0 at
- *    row i, byte text[i + 1]) in windows text[nwin][T];
- * 2. fewer than HEADS_PROBE_MIN_ALPHABET: every letter in those windows;
- * 3. still fewer: every byte in them but '\n';
- * 4. still fewer: every token but '\n' (the newline too when it is the only one).
- * Bytes outside the vocabulary (id[byte] < 0) are never used. */
-int heads_probe_alphabet(int *alpha, int *rule, const unsigned char *text,
-                         const int *copy_key, int nwin, int T, const unsigned char *vocab,
-                         const int16_t *id, int V);
+/* The probe alphabet, as token ids in ascending order into alpha (room for
+ * tok->V; returns the count; *rule receives the number of the rule that chose
+ * it). A word token is one whose piece is ASCII letters, optionally after one
+ * leading space ("a", "the", " cat"; at byte level, a letter).
+ * 1. the word tokens that are the predicted token of a copy row (copy_key >= 0
+ *    at row i, token tokens[i + 1]) in windows tokens[nwin][T];
+ * 2. fewer than HEADS_PROBE_MIN_ALPHABET: every word token in those windows;
+ * 3. still fewer: every token in them whose piece holds no '\n';
+ * 4. still fewer: every token of the vocabulary with no '\n' (all of them when
+ *    that leaves none). */
+int heads_probe_alphabet(int *alpha, int *rule, const int *tokens, const int *copy_key,
+                         int nwin, int T, const Tokenizer *tok);
 
 /* Writes one probe into tokens[2P]: P distinct tokens drawn from alpha[0..n),
- * then the same P again. Returns P = min(T / 2, n) (T >= 2, n >= 1). */
-int heads_probe_build(int *tokens, int T, const int *alpha, int n, Rng *rng);
+ * then the same P again; pool is scratch for n ints. Returns P = min(T / 2, n)
+ * (T >= 2, n >= 1). */
+int heads_probe_build(int *tokens, int T, const int *alpha, int n, int *pool, Rng *rng);
 
 /* Adds the induction and duplicate scores of every head over B probes of 2P
  * positions (run through gpt_forward as a batch of B rows of T = 2P). */
@@ -278,9 +305,9 @@ int heads_quick(float *out, const Activations *a, const int *tokens, int B, int 
                 char *err, size_t errlen);
 
 /* The three text relations (previous-token, bracket, copy; no loss) of the
- * batch tokens[B][T] after a forward, into rel[HEADS_REL_TEXT]; vocab maps a
- * token to its byte. -1 when out of memory. */
+ * batch tokens[B][T] after a forward, into rel[HEADS_REL_TEXT]. -1 when out of
+ * memory. */
 int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
-                          const unsigned char *vocab, int B, int T, char *err, size_t errlen);
+                          const Tokenizer *tok, int B, int T, char *err, size_t errlen);
 
 #endif

@@ -1,5 +1,5 @@
 /* heads_relations: the relations of analysis/heads (heads.h, "Relations"): the
- * keys of the previous-token, bracket and copy relations in windows of bytes,
+ * keys of the previous-token, bracket and copy relations in windows of tokens,
  * every head's attention on them with the uniform baseline and the loss, the
  * best head, the probe alphabet drawn from copied letters, and the per-batch
  * version ./train logs. Split from heads.c, which keeps the pattern
@@ -33,34 +33,41 @@ static unsigned char opener_of(unsigned char c)
     return c == ')' ? '(' : c == ']' ? '[' : c == '}' ? '{' : 0;
 }
 
-void heads_keys_bracket(int *key, const unsigned char *text, int B, int T)
+void heads_keys_bracket(int *key, const int *tokens, const Tokenizer *tok, int B, int T)
 {
     enum { DEPTH = 32 };
     for (int b = 0; b < B; b++) {
-        const unsigned char *x = text + (size_t)b * T;
+        const int *x = tokens + (size_t)b * T;
         int *kb = key + (size_t)b * T;
-        int stack[DEPTH], depth = 0;
+        /* The open brackets: each one's byte and the token holding it. */
+        unsigned char open[DEPTH];
+        int at[DEPTH], depth = 0;
         for (int i = 0; i < T; i++)
             kb[i] = -1;
         for (int i = 0; i < T; i++) {
-            unsigned char c = x[i];
-            int top = depth ? stack[depth - 1] : -1;
-            if (c == '\n') {
-                depth = 0;
-            } else if ((c == '"' && top >= 0 && x[top] == '"') ||
-                       (opener_of(c) && top >= 0 && x[top] == opener_of(c))) {
-                if (i >= 1)
-                    kb[i - 1] = top;
-                depth--;
-            } else if ((c == '"' || is_opener(c)) && depth < DEPTH) {
-                stack[depth++] = i;
+            size_t n;
+            const unsigned char *p = tok_piece(tok, x[i], &n);
+            int closed = 0;
+            for (size_t k = 0; k < n; k++) {
+                unsigned char c = p[k], top = depth ? open[depth - 1] : 0;
+                if (c == '\n') {
+                    depth = 0;
+                } else if ((c == '"' && top == '"') || (opener_of(c) && top == opener_of(c))) {
+                    depth--;
+                    if (!closed && i >= 1 && at[depth] < i)
+                        kb[i - 1] = at[depth];
+                    closed = 1;
+                } else if ((c == '"' || is_opener(c)) && depth < DEPTH) {
+                    open[depth] = c;
+                    at[depth++] = i;
+                }
             }
         }
     }
 }
 
-/* 1 when the n bytes ending at p and at q are equal (p, q >= n - 1). */
-static int same_bytes(const unsigned char *x, int p, int q, int n)
+/* 1 when the n tokens ending at p and at q are equal (p, q >= n - 1). */
+static int same_tokens(const int *x, int p, int q, int n)
 {
     for (int k = 0; k < n; k++)
         if (x[p - k] != x[q - k])
@@ -68,31 +75,67 @@ static int same_bytes(const unsigned char *x, int p, int q, int n)
     return 1;
 }
 
-void heads_keys_copy(int *key, int *first, const unsigned char *text, int B, int T)
+void heads_keys_copy(int *key, int *first, const int *tokens, int B, int T)
 {
     const int K = HEADS_COPY_CONTEXT;
     for (int b = 0; b < B; b++) {
-        const unsigned char *x = text + (size_t)b * T;
+        const int *x = tokens + (size_t)b * T;
         int *kb = key + (size_t)b * T, *fb = first + (size_t)b * T;
         for (int i = 0; i < T; i++) {
             kb[i] = fb[i] = -1;
             if (i + 1 >= T)
                 continue;
             int j = i - 3;
-            while (j >= K - 1 && !same_bytes(x, i, j, K))
+            while (j >= K - 1 && !same_tokens(x, i, j, K))
                 j--;
-            /* The byte must be the one copied, and not the byte before i: a
+            /* The token must be the one copied, and not the token before i: a
              * previous-token head predicts that one (period-2 text). */
             if (j < K - 1 || x[j + 1] != x[i + 1] || x[i + 1] == x[i - 1])
                 continue;
             kb[i] = j + 1;
-            /* The first occurrence of the K context bytes and the predicted one. */
+            /* The first occurrence of the K context tokens and the predicted one. */
             int f = K - 1;
-            while (!same_bytes(x, i + 1, f + 1, K + 1))
+            while (!same_tokens(x, i + 1, f + 1, K + 1))
                 f++;
             fb[i] = f;
         }
     }
+}
+
+/* The token holding byte b: the last t with start[t] <= b (start ascending). */
+static size_t token_at(const size_t *start, size_t nids, size_t b)
+{
+    size_t lo = 0, hi = nids;   /* start[lo] <= b < start[hi] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (start[mid] <= b)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t heads_planted_to_tokens(SynthRelation *out, size_t *dropped, const SynthRelation *rel,
+                               size_t n, size_t at, const size_t *start, size_t nids)
+{
+    size_t kept = 0, nb = start[nids];
+    *dropped = 0;
+    for (size_t r = 0; r < n; r++) {
+        if (rel[r].kind == SYNTH_REL_BRACKET || rel[r].key < at || rel[r].query + 1 >= at + nb)
+            continue;
+        size_t next = token_at(start, nids, rel[r].query + 1 - at);
+        size_t key = token_at(start, nids, rel[r].key - at);
+        if (next == 0 || key + 1 >= next) {
+            ++*dropped;
+            continue;
+        }
+        out[kept] = rel[r];
+        out[kept].query = next - 1;
+        out[kept].key = key;
+        kept++;
+    }
+    return kept;
 }
 
 void heads_add_relation(HeadSums *sums, RelationSums *rs, int kind, const Activations *a,
@@ -148,81 +191,88 @@ void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const Relation
     r->loss_ratio = rs->first_loss > 0.0 ? rs->pair_loss / rs->first_loss : 0.0;
 }
 
-static int is_letter(unsigned char c)
+/* A word token: ASCII letters, optionally after one leading space. */
+static int is_word(const Tokenizer *tok, int id)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    size_t n, k = 0;
+    const unsigned char *p = tok_piece(tok, id, &n);
+    if (n > 1 && p[0] == ' ')
+        k = 1;
+    for (; k < n; k++)
+        if (!((p[k] >= 'a' && p[k] <= 'z') || (p[k] >= 'A' && p[k] <= 'Z')))
+            return 0;
+    return n > 0;
 }
 
-/* Appends to alpha the tokens of the bytes marked in want, in byte order. */
-static int alphabet_from(int *alpha, const unsigned char *want, const int16_t *id)
+static int has_newline(const Tokenizer *tok, int id)
 {
-    int n = 0;
-    for (int c = 0; c < 256; c++)
-        if (want[c] && id[c] >= 0)
-            alpha[n++] = id[c];
-    return n;
+    size_t n;
+    const unsigned char *p = tok_piece(tok, id, &n);
+    return memchr(p, '\n', n) != NULL;
 }
 
-int heads_probe_alphabet(int *alpha, int *rule, const unsigned char *text,
-                         const int *copy_key, int nwin, int T, const unsigned char *vocab,
-                         const int16_t *id, int V)
+int heads_probe_alphabet(int *alpha, int *rule, const int *tokens, const int *copy_key,
+                         int nwin, int T, const Tokenizer *tok)
 {
-    unsigned char copied[256] = {0}, letters[256] = {0}, bytes[256] = {0};
+    enum { COPIED = 1, WORD = 2, NO_NEWLINE = 4 };
+    static const int bit[3] = {COPIED, WORD, NO_NEWLINE};
+    int V = tok->V, count[3] = {0};
+    /* alpha[v] first holds token v's flags, then the chosen ids in place: the
+     * n-th id kept is never above v, so compaction never overwrites a flag it
+     * has still to read. */
+    for (int v = 0; v < V; v++)
+        alpha[v] = 0;
     for (size_t r = 0; r < (size_t)nwin * T; r++) {
-        unsigned char c = text[r];
-        letters[c] = is_letter(c);
-        bytes[c] = c != '\n';
-        if (copy_key[r] >= 0 && is_letter(text[r + 1]))
-            copied[text[r + 1]] = 1;
+        int v = tokens[r];
+        alpha[v] |= (is_word(tok, v) ? WORD : 0) | (has_newline(tok, v) ? 0 : NO_NEWLINE);
+        if (copy_key[r] >= 0 && is_word(tok, tokens[r + 1]))
+            alpha[tokens[r + 1]] |= COPIED;
     }
-    *rule = 1;
-    int n = alphabet_from(alpha, copied, id);
-    if (n < HEADS_PROBE_MIN_ALPHABET && ++*rule)
-        n = alphabet_from(alpha, letters, id);
-    if (n < HEADS_PROBE_MIN_ALPHABET && ++*rule)
-        n = alphabet_from(alpha, bytes, id);
-    if (n < HEADS_PROBE_MIN_ALPHABET) {
-        *rule = 4;
-        n = 0;
-        for (int v = 0; v < V; v++)
-            if (vocab[v] != '\n' || V == 1)
-                alpha[n++] = v;
-    }
+    for (int v = 0; v < V; v++)
+        for (int k = 0; k < 3; k++)
+            count[k] += (alpha[v] & bit[k]) != 0;
+    int k = 0;
+    while (k < 3 && count[k] < HEADS_PROBE_MIN_ALPHABET)
+        k++;
+    *rule = k + 1;
+    int n = 0;
+    for (int v = 0; v < V; v++)
+        if (k < 3 ? (alpha[v] & bit[k]) != 0 : !has_newline(tok, v))
+            alpha[n++] = v;
+    if (n == 0)
+        for (; n < V; n++)
+            alpha[n] = n;
     return n;
 }
 
 int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
-                          const unsigned char *vocab, int B, int T, char *err, size_t errlen)
+                          const Tokenizer *tok, int B, int T, char *err, size_t errlen)
 {
     int n = (int)(a->L * a->H);
     size_t NT = (size_t)B * T;
-    unsigned char *text = malloc(NT);
     int *key = malloc(NT * sizeof(int)), *first = malloc(NT * sizeof(int));
     HeadSums *sums = calloc((size_t)n, sizeof *sums);
     HeadStats *st = calloc((size_t)n, sizeof *st);
     RelationSums rs[HEADS_REL_TEXT];
     int rc = 0;
-    if (!text || !key || !first || !sums || !st) {
+    if (!key || !first || !sums || !st) {
         rc = err_set(err, errlen, "out of memory for relation metrics");
         goto done;
     }
     memset(rs, 0, sizeof rs);
-    for (size_t r = 0; r < NT; r++)
-        text[r] = vocab[tokens[r]];
     for (int q = 0; q < HEADS_REL_TEXT; q++) {
         if (q == HEADS_REL_PREV)
             heads_keys_prev(key, B, T);
         else if (q == HEADS_REL_BRACKET)
-            heads_keys_bracket(key, text, B, T);
+            heads_keys_bracket(key, tokens, tok, B, T);
         else
-            heads_keys_copy(key, first, text, B, T);
+            heads_keys_copy(key, first, tokens, B, T);
         heads_add_relation(sums, &rs[q], q, a, key, NULL, NULL, B, T);
     }
     heads_finish(st, sums, n);
     for (int q = 0; q < HEADS_REL_TEXT; q++)
         heads_relation_finish(&rel[q], st, &rs[q], q, n);
 done:
-    free(text);
     free(key);
     free(first);
     free(sums);

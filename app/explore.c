@@ -92,6 +92,37 @@ static unsigned char quantise(float w)
     return (unsigned char)(q < 0 ? 0 : q > 255 ? 255 : q);
 }
 
+/* "tokens", "ids" and "pieces" (explore.h), each followed by a comma. */
+static void write_tokens(FILE *f, const Explore *e)
+{
+    const Tokenizer *tok = e->tok;
+    fputs("\"tokens\":[", f);
+    for (int t = 0; t < e->T; t++) {
+        size_t n;
+        const unsigned char *p = tok_piece(tok, e->ids[t], &n);
+        fputs(t ? "," : "", f);
+        if (tok->nmerges == 0) {
+            fprintf(f, "%d", p[0]);
+            continue;
+        }
+        fputc('[', f);
+        for (size_t k = 0; k < n; k++)
+            fprintf(f, "%s%d", k ? "," : "", p[k]);
+        fputc(']', f);
+    }
+    fputs("],\n\"ids\":[", f);
+    for (int t = 0; t < e->T; t++)
+        fprintf(f, "%s%d", t ? "," : "", e->ids[t]);
+    fputs("],\n\"pieces\":[", f);
+    for (int t = 0; t < e->T; t++) {
+        char label[EXPLORE_LABEL_MAX];
+        tok_label(tok, e->ids[t], label, sizeof label);
+        fputs(t ? "," : "", f);
+        jstr(f, label);
+    }
+    fputs("],\n", f);
+}
+
 static void head_id(char buf[32], int k, int H)
 {
     snprintf(buf, 32, "L%dH%d", k / H, k % H);
@@ -127,15 +158,16 @@ static void write_data(FILE *f, const Explore *e)
     fputs(",\"source\":", f);
     jstr(f, e->source);
     fprintf(f, ",\"L\":%d,\"H\":%d,\"C\":%d,\"block\":%d,\"T\":%d,\"text_bytes\":%zu,"
+            "\"text_tokens\":%zu,\"kept\":\"%s\",\"vocab_size\":%d,\"merges\":%d,"
             "\"scored_rows\":%d,\"quant\":255,\"loss\":", L, H, e->cfg.C, e->cfg.T, T,
-            e->text_bytes, e->scored_rows);
+            e->text_bytes, e->text_tokens, e->from_end ? "last" : "first", e->tok->V,
+            e->tok->nmerges, e->scored_rows);
     jnum(f, e->loss);
     fputs(",\"delim_share\":", f);
     jnum(f, e->delim_share);
-    fputs(",\"tokens\":[", f);
-    for (int t = 0; t < T; t++)
-        fprintf(f, "%s%d", t ? "," : "", e->text[t]);
-    fputs("],\n\"att\":\"", f);
+    fputs(",", f);
+    write_tokens(f, e);
+    fputs("\"att\":\"", f);
     B64 b = {.f = f};
     for (int k = 0; k < L * H; k++)
         for (int i = 0; i < T; i++) {
@@ -181,10 +213,8 @@ int explore_write_json(const char *path, const Explore *e, char *err, size_t err
     if (!f)
         return err_set(err, errlen, "%s: cannot create: %s", path, strerror(errno));
     int L = e->cfg.L, H = e->cfg.H, T = e->T;
-    fprintf(f, "{\"L\":%d,\"H\":%d,\"T\":%d,\"tokens\":[", L, H, T);
-    for (int t = 0; t < T; t++)
-        fprintf(f, "%s%d", t ? "," : "", e->text[t]);
-    fputs("],\n", f);
+    fprintf(f, "{\"L\":%d,\"H\":%d,\"T\":%d,", L, H, T);
+    write_tokens(f, e);
     write_heads(f, e);
     fputs(",\n\"attention\":[", f);
     for (int l = 0; l < L; l++) {

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "data/tokenizer.h"
 #include "model/config.h"
 #include "analysis/heads.h"
 
@@ -22,12 +23,15 @@ typedef struct {
     const char *source;           /* where the text came from: a file, "--text", ... */
     Config cfg;
     int T;                        /* tokens shown (<= cfg.T) */
-    const unsigned char *text;    /* [T] bytes */
-    size_t text_bytes;            /* bytes the user gave (> T: the page says it was cut) */
+    const int *ids;               /* [T] token ids */
+    const Tokenizer *tok;         /* their pieces and labels */
+    size_t text_bytes;            /* bytes the user gave */
+    size_t text_tokens;           /* the tokens they make (> T: the page says it was cut) */
+    int from_end;                 /* the last T tokens are shown, else the first T */
     const float *att;             /* [L*H][T][T], row i valid for keys j <= i */
     const HeadStats *st;          /* [L*H]: scores on this text and the probes */
     int scored_rows;              /* query rows behind the row scores */
-    double loss;                  /* mean next-byte loss on the text (NAN: too short) */
+    double loss;                  /* mean next-token loss on the text (NAN: too short) */
     double delim_share;
     /* The planted-relation scores (summary.json's "relations" object) as JSON
      * text, inserted verbatim as the page's DATA.relations; NULL when there are
@@ -42,7 +46,14 @@ extern const char explore_page[];
 /* Writes the page to path. */
 int explore_write_html(const char *path, const Explore *e, char *err, size_t errlen);
 
-/* Writes {"tokens":[bytes], "text", L, H, T, "attention":[L][H][T][i+1] floats}. */
+/* A piece's label is cut (whole symbols) to fit this many bytes with its NUL:
+ * about 250 characters of text, far more than any token a page can show. */
+#define EXPLORE_LABEL_MAX 1024
+
+/* Writes {L, H, T, "tokens", "ids", "pieces", "heads", "attention":[L][H][T][i+1]
+ * floats} (docs/explorer.md): tokens[t] is token t's byte for a byte-level
+ * vocabulary, the array of its bytes for a byte-pair one; pieces[t] its label
+ * (tok_label). */
 int explore_write_json(const char *path, const Explore *e, char *err, size_t errlen);
 
 #endif

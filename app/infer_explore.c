@@ -24,9 +24,8 @@ static void *xcalloc(size_t n, size_t size)
 /* Row statistics and JSD over the one text window, with its attention kept in
  * att[n][T][T]; the probe scores over HEADS_PROBES probes, one at a time. */
 static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_share,
-                        const Model *m, Activations *a, const int *in,
-                        const unsigned char *bytes, const Tokenizer *tok, int T, uint64_t seed,
-                        const unsigned char *head_on)
+                        const Model *m, Activations *a, const int *in, const Tokenizer *tok,
+                        int T, uint64_t seed, const unsigned char *head_on)
 {
     char err[512];
     int L = m->cfg.L, H = m->cfg.H, n = L * H;
@@ -34,7 +33,7 @@ static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_sh
     unsigned char *delim = xcalloc((size_t)T, 1);
     int *match = xcalloc((size_t)T, sizeof(int));
     for (int t = 0; t < T; t++)
-        delim[t] = (unsigned char)heads_is_delim(tok->last_byte[in[t]]);
+        delim[t] = (unsigned char)heads_token_is_delim(tok, in[t]);
     heads_repeat_targets(match, in, 1, T);
     PassOptions po = {.head_on = head_on};
     gpt_forward(m, a, in, NULL, 1, T, &po);
@@ -51,12 +50,11 @@ static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_sh
         jsd[i] = sums[0].rows > 0 ? jsd[i] / sums[0].rows : 0.0;
 
     /* The probes draw from the same alphabet as --heads (heads_probe_alphabet):
-     * letters this text shows being copied first, never the newline. */
+     * word tokens this text shows being copied first, never the newline. */
     int *copy_key = xcalloc((size_t)T, sizeof(int)), *copy_first = xcalloc((size_t)T, sizeof(int));
-    heads_keys_copy(copy_key, copy_first, bytes, 1, T);
-    int alpha[256], rule;
-    int na = heads_probe_alphabet(alpha, &rule, bytes, copy_key, 1, T, tok->last_byte, tok->id,
-                                  tok->nbytes);
+    heads_keys_copy(copy_key, copy_first, in, 1, T);
+    int *alpha = xcalloc((size_t)tok->V, sizeof(int)), *pool = xcalloc((size_t)tok->V, sizeof(int));
+    int rule, na = heads_probe_alphabet(alpha, &rule, in, copy_key, 1, T, tok);
     free(copy_key);
     free(copy_first);
     int P = m->cfg.T / 2 < na ? m->cfg.T / 2 : na;
@@ -64,11 +62,13 @@ static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_sh
     Rng rng;
     rng_init(&rng, rng_hash(seed, RNG_STREAM_HEADS, 1), RNG_STREAM_HEADS);
     for (int p = 0; p < HEADS_PROBES && P >= 1; p++) {
-        heads_probe_build(probe, m->cfg.T, alpha, na, &rng);
+        heads_probe_build(probe, m->cfg.T, alpha, na, pool, &rng);
         gpt_forward(m, a, probe, NULL, 1, 2 * P, &po);
         heads_add_probe(sums, a, 1, P);
     }
     heads_finish(st, sums, n);
+    free(alpha);
+    free(pool);
     free(probe);
     free(match);
     free(delim);
@@ -118,12 +118,8 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     if (from_end)
         nids = (size_t)T;
     int *in = xcalloc(nids, sizeof(int));
-    /* The text as the explorer shows it: one byte per token (its last). */
-    unsigned char *text = xcalloc((size_t)T, 1);
     for (size_t i = 0; i < nids; i++)
         in[i] = shown[i];
-    for (int t = 0; t < T; t++)
-        text[t] = tok->last_byte[shown[t]];
     if (nt > (size_t)T)
         fprintf(stderr, "infer: note: %s is %zu tokens; the explorer shows its %s %d (the block "
                 "size)\n", source, nt, from_end ? "last" : "first", T);
@@ -135,9 +131,10 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     HeadStats *st = xcalloc((size_t)n, sizeof *st);
     double *jsd = xcalloc((size_t)n * n, sizeof(double));
     float *att = xcalloc((size_t)n * T * T, sizeof(float));
-    Explore e = {.ckpt = o->ckpt, .source = source, .cfg = m->cfg, .T = T, .text = text,
-                 .text_bytes = nbytes, .att = att, .st = st, .loss = NAN};
-    score_heads(st, jsd, att, &e.delim_share, m, &a, in, text, tok, T, o->seed, o->head_on);
+    Explore e = {.ckpt = o->ckpt, .source = source, .cfg = m->cfg, .T = T, .ids = in,
+                 .tok = tok, .text_bytes = nbytes, .text_tokens = nt, .from_end = from_end,
+                 .att = att, .st = st, .loss = NAN};
+    score_heads(st, jsd, att, &e.delim_share, m, &a, in, tok, T, o->seed, o->head_on);
     e.scored_rows = T - heads_skip(T);
     if (nids >= 2)
         e.loss = score_importance(st, m, &a, in, nids, o->head_on);
@@ -161,7 +158,6 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     free(jsd);
     free(st);
     free(in);
-    free(text);
     free(all);
     return 0;
 }

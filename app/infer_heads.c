@@ -25,17 +25,18 @@
 
 typedef struct {
     const Model *m;
+    const Tokenizer *tok;
     int L, H, n, T, nwin, Bcap, P;
     size_t *start;              /* [nwin] first token of each window */
     int *in, *tg, *match;       /* [nwin][T] */
     unsigned char *delim;       /* [nwin][T] */
-    unsigned char *bytes;       /* [nwin][T] the input bytes */
     int *key[HEADS_REL_COUNT];  /* [Bcap][T] each relation's key, -1: none */
     int *first[HEADS_REL_COUNT];/* [Bcap][T] copy, names: first occurrence row, -1: none */
     int builtin;                /* the file is a piece of the built-in corpus */
     size_t builtin_at;          /* where it starts there */
-    SynthRelation *planted;     /* its agreement and name relations, in file positions */
+    SynthRelation *planted;     /* its agreement and name relations, in token positions */
     size_t nplanted;
+    size_t planted_dropped;     /* relations whose key is not before their query row */
     int rel_windows;            /* consecutive windows of the relation pass */
     RelationSums rsums[HEADS_REL_COUNT];
     HeadsRelation rel[HEADS_REL_COUNT];
@@ -46,7 +47,6 @@ typedef struct {
     double *layer_eff;          /* [L] */
     double base_loss, delim_share, effective;
     float *att_text, *att_probe;
-    unsigned char *text, *probe_text;
     int *prune_order;
     double *prune_loss;
     int nprune;
@@ -65,39 +65,44 @@ static const char *const PROBE_RULES[] = {
     "", "letters predicted by copy rows", "letters of the text", "bytes of the text but newline",
     "tokens but newline",
 };
+/* The same rules for a byte-pair vocabulary, whose tokens are not letters. */
+static const char *const PROBE_RULES_BPE[] = {
+    "", "word tokens predicted by copy rows", "word tokens of the text",
+    "tokens of the text without a newline", "tokens of the vocabulary without a newline",
+};
 
 /* Whether the file is a piece of the built-in corpus (its bytes occur in the
  * SYNTH_DEFAULT_BYTES that ./train generates, as --dump-val's output does); if
- * so, keeps the planted agreement and name relations that lie inside it, moved
- * to file positions, in order of query. The relations are byte positions, so
- * this is done for byte-level models only, where a token is a byte. */
+ * so, keeps the planted agreement and name relations that lie inside it, in
+ * order of query, moved to token positions (heads_planted_to_tokens). */
 static void find_builtin(Analysis *an, const TokenId *ids, size_t n, const Tokenizer *tok)
 {
-    size_t N = SYNTH_DEFAULT_BYTES;
-    if (n > N || tok->nmerges > 0)
+    size_t N = SYNTH_DEFAULT_BYTES, nb = tok_count_bytes(tok, ids, n);
+    if (nb > N)
         return;
-    unsigned char *file = xcalloc(n, 1);
-    for (size_t i = 0; i < n; i++)
-        file[i] = tok->last_byte[ids[i]];
+    unsigned char *file = xcalloc(nb, 1);
+    tok_decode(tok, ids, n, file);
     char *corpus = xcalloc(N, 1);
     size_t total = synth_generate_relations(corpus, N, CORPUS_BUILTIN_SEED, NULL, 0);
     size_t at = 0;
     int found = 0;
-    for (; !found && at + n <= N; at += !found)
-        found = (unsigned char)corpus[at] == file[0] && memcmp(corpus + at, file, n) == 0;
+    for (; !found && at + nb <= N; at += !found)
+        found = (unsigned char)corpus[at] == file[0] && memcmp(corpus + at, file, nb) == 0;
     if (found) {
         SynthRelation *rel = xcalloc(total, sizeof *rel);
         synth_generate_relations(corpus, N, CORPUS_BUILTIN_SEED, rel, total);
+        size_t *start = xcalloc(n + 1, sizeof(size_t));
+        for (size_t t = 0; t < n; t++) {
+            size_t len;
+            tok_piece(tok, ids[t], &len);
+            start[t + 1] = start[t] + len;
+        }
         an->builtin = 1;
         an->builtin_at = at;
         an->planted = xcalloc(total, sizeof *rel);
-        for (size_t r = 0; r < total; r++)
-            if (rel[r].kind != SYNTH_REL_BRACKET && rel[r].key >= at && rel[r].query + 1 < at + n) {
-                an->planted[an->nplanted] = rel[r];
-                an->planted[an->nplanted].key -= at;
-                an->planted[an->nplanted].query -= at;
-                an->nplanted++;
-            }
+        an->nplanted = heads_planted_to_tokens(an->planted, &an->planted_dropped, rel, total, at,
+                                               start, n);
+        free(start);
         free(rel);
     }
     free(corpus);
@@ -106,7 +111,8 @@ static void find_builtin(Analysis *an, const TokenId *ids, size_t n, const Token
 
 /* The keys of the planted relations for windows w0.. of the relation pass,
  * each window starting at w * T; a name's first occurrence row is key - 1 (the
- * same letter before the same next letter) when it is in the window. */
+ * row that predicted the key token there) when it is in the window. When
+ * several relations give one query row, the last (in byte order) is kept. */
 static void planted_keys(Analysis *an, int w0, int B, size_t *next)
 {
     size_t NT = (size_t)B * an->T;
@@ -140,7 +146,6 @@ static void measure_relations(Analysis *an, Activations *a, const TokenId *ids,
     HeadStats *st = xcalloc((size_t)an->n, sizeof *st);
     int *in = xcalloc((size_t)an->Bcap * T, sizeof(int));
     int *tg = xcalloc((size_t)an->Bcap * T, sizeof(int));
-    unsigned char *text = xcalloc((size_t)an->Bcap * T, 1);
     PassOptions po = {.head_on = head_on};
     size_t next = 0;
     for (int w0 = 0; w0 < an->rel_windows; w0 += an->Bcap) {
@@ -149,12 +154,11 @@ static void measure_relations(Analysis *an, Activations *a, const TokenId *ids,
             size_t pos = (size_t)w0 * T + i;
             in[i] = ids[pos];
             tg[i] = ids[pos + 1];
-            text[i] = tok->last_byte[ids[pos]];
         }
         gpt_forward(an->m, a, in, tg, B, T, &po);
         heads_keys_prev(an->key[HEADS_REL_PREV], B, T);
-        heads_keys_bracket(an->key[HEADS_REL_BRACKET], text, B, T);
-        heads_keys_copy(an->key[HEADS_REL_COPY], an->first[HEADS_REL_COPY], text, B, T);
+        heads_keys_bracket(an->key[HEADS_REL_BRACKET], in, tok, B, T);
+        heads_keys_copy(an->key[HEADS_REL_COPY], an->first[HEADS_REL_COPY], in, B, T);
         planted_keys(an, w0, B, &next);
         for (int q = 0; q < HEADS_REL_COUNT; q++)
             heads_add_relation(sums, &an->rsums[q], q, a, an->key[q], an->first[q], a->losses,
@@ -167,7 +171,6 @@ static void measure_relations(Analysis *an, Activations *a, const TokenId *ids,
     free(st);
     free(in);
     free(tg);
-    free(text);
 }
 
 /* Window k starts uniformly at random inside the k-th of nwin equal strata of
@@ -186,14 +189,13 @@ static void choose_windows(Analysis *an, const TokenId *ids, size_t nids,
             size_t i = (size_t)k * an->T + t;
             an->in[i] = ids[s + t];
             an->tg[i] = ids[s + t + 1];
-            an->delim[i] = (unsigned char)heads_is_delim(tok->last_byte[ids[s + t]]);
-            an->bytes[i] = tok->last_byte[ids[s + t]];
+            an->delim[i] = (unsigned char)heads_token_is_delim(tok, ids[s + t]);
         }
     }
     heads_repeat_targets(an->match, an->in, an->nwin, an->T);
     size_t NT = (size_t)an->nwin * an->T;
     int *copy_key = xcalloc(NT, sizeof(int)), *copy_first = xcalloc(NT, sizeof(int));
-    heads_keys_copy(copy_key, copy_first, an->bytes, an->nwin, an->T);
+    heads_keys_copy(copy_key, copy_first, an->in, an->nwin, an->T);
     double share = 0.0, rows = 0.0;
     for (int k = 0; k < an->nwin; k++) {
         double r;
@@ -202,17 +204,18 @@ static void choose_windows(Analysis *an, const TokenId *ids, size_t nids,
     }
     an->delim_share = share / rows;
     /* The probes get their own generator, so they do not change with --windows. */
-    int alpha[256], rule;
-    int na = heads_probe_alphabet(alpha, &rule, an->bytes, copy_key, an->nwin, an->T,
-                                  tok->last_byte, tok->id, tok->nbytes);
+    int *alpha = xcalloc((size_t)tok->V, sizeof(int)), *pool = xcalloc((size_t)tok->V, sizeof(int));
+    int rule, na = heads_probe_alphabet(alpha, &rule, an->in, copy_key, an->nwin, an->T, tok);
     free(copy_key);
     free(copy_first);
-    an->probe_rule = PROBE_RULES[rule];
+    an->probe_rule = (tok->nmerges ? PROBE_RULES_BPE : PROBE_RULES)[rule];
     Rng prng;
     rng_init(&prng, rng_hash(seed, RNG_STREAM_HEADS, 1), RNG_STREAM_HEADS);
     an->P = an->T / 2 < na ? an->T / 2 : na;
     for (int p = 0; p < HEADS_PROBES; p++)
-        heads_probe_build(an->probe + (size_t)p * 2 * an->P, an->T, alpha, na, &prng);
+        heads_probe_build(an->probe + (size_t)p * 2 * an->P, an->T, alpha, na, pool, &prng);
+    free(alpha);
+    free(pool);
 }
 
 /* Copies every head's attention for batch row 0 into dst[n][T][T]. */
@@ -426,7 +429,7 @@ static void print_relations(const Analysis *an)
 {
     char name[32];
     printf("\nrelations (docs/heads.md): the best head's mean attention on the key, a uniform "
-           "head's, and the loss on the bytes the relation predicts\n"
+           "head's, and the loss on the tokens the relation predicts\n"
            "  relation        best    attention  uniform  loss    rows\n");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *r = &an->rel[q];
@@ -443,6 +446,9 @@ static void print_relations(const Analysis *an)
     if (an->builtin)
         printf("  (the file is the built-in corpus from byte %zu: agreement and names are its "
                "planted relations)\n", an->builtin_at);
+    if (an->planted_dropped)
+        printf("  (%zu planted relations left out: the key and the query fall in one token)\n",
+               an->planted_dropped);
     int best = -1;
     for (int k = 0; k < an->n; k++)
         if (!an->st[k].masked && (best < 0 || an->st[k].induction > an->st[best].induction))
@@ -459,8 +465,9 @@ static HeadsReport fill_report(const InferOptions *o, const Analysis *an, const 
         .probes = HEADS_PROBES, .probe_len = 2 * an->P, .seed = (unsigned long long)o->seed,
         .st = an->st, .jsd = an->jsd, .layer_effective = an->layer_eff, .sum = *s,
         .effective = an->effective, .base_loss = an->base_loss, .delim_share = an->delim_share,
-        .att_text = an->att_text, .text = an->text, .att_probe = an->att_probe,
-        .probe = an->probe_text, .prune_order = an->prune_order, .prune_loss = an->prune_loss,
+        .att_text = an->att_text, .text = an->in, .att_probe = an->att_probe,
+        .probe = an->probe, .tok = an->tok, .planted_dropped = an->planted_dropped,
+        .prune_order = an->prune_order, .prune_loss = an->prune_loss,
         .nprune = an->nprune, .rel = an->rel, .builtin = an->builtin,
         .rel_windows = an->rel_windows, .probe_rule = an->probe_rule,
     };
@@ -479,8 +486,8 @@ static void analysis_free(Analysis *an)
 {
     free(an->start); free(an->in); free(an->tg); free(an->match); free(an->delim);
     free(an->probe); free(an->st); free(an->jsd); free(an->layer_eff);
-    free(an->att_text); free(an->att_probe); free(an->text); free(an->probe_text);
-    free(an->prune_order); free(an->prune_loss); free(an->bytes); free(an->planted);
+    free(an->att_text); free(an->att_probe);
+    free(an->prune_order); free(an->prune_loss); free(an->planted);
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         free(an->key[q]);
         free(an->first[q]);
@@ -508,6 +515,7 @@ static TokenId *prepare(Analysis *an, const InferOptions *o, const Model *m,
     textfile_free(&f);
     memset(an, 0, sizeof *an);
     an->m = m;
+    an->tok = tok;
     an->L = m->cfg.L;
     an->H = m->cfg.H;
     an->n = an->L * an->H;
@@ -524,7 +532,6 @@ static TokenId *prepare(Analysis *an, const InferOptions *o, const Model *m,
     an->tg = xcalloc(NT, sizeof(int));
     an->match = xcalloc(NT, sizeof(int));
     an->delim = xcalloc(NT, 1);
-    an->bytes = xcalloc(NT, 1);
     size_t fitting = (*nids - 1) / (size_t)an->T;
     an->rel_windows = fitting < HEADS_REL_WINDOWS ? (int)fitting : HEADS_REL_WINDOWS;
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
@@ -537,8 +544,6 @@ static TokenId *prepare(Analysis *an, const InferOptions *o, const Model *m,
     an->layer_eff = xcalloc((size_t)an->L, sizeof(double));
     an->att_text = xcalloc((size_t)an->n * an->T * an->T, sizeof(float));
     an->att_probe = xcalloc((size_t)an->n * 4 * P * P, sizeof(float));
-    an->text = xcalloc((size_t)an->T, 1);
-    an->probe_text = xcalloc((size_t)2 * P, 1);
     return ids;
 }
 
@@ -552,10 +557,6 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
     TokenId *ids = prepare(&an, o, m, tok, &nids);
     choose_windows(&an, ids, nids, tok, o->seed);
     find_builtin(&an, ids, nids, tok);
-    for (int t = 0; t < an.T; t++)
-        an.text[t] = tok->last_byte[an.in[t]];
-    for (int t = 0; t < 2 * an.P; t++)
-        an.probe_text[t] = tok->last_byte[an.probe[t]];
     fprintf(stderr, "infer: heads of %s (L=%d H=%d) on %s: %d windows x %d tokens (seed %llu, "
             "%zu tokens in file), %d probes of 2x%d%s%s\n", o->ckpt, an.L, an.H, o->heads,
             an.nwin, an.T, (unsigned long long)o->seed, nids, HEADS_PROBES, an.P,

@@ -1,5 +1,6 @@
 /* report: the data files of --heads --report DIR (see report.h): heads.csv,
- * heads.json, summary.json, relations.csv, prune.csv, and the directories.
+ * heads.json, summary.json, relations.csv, tokens.csv, prune.csv, and the
+ * directories.
  * The heatmaps and index.html are in report_page.c; what both use (the output
  * file, the per-head fields, head labels) is declared in report_files.h. */
 #include "app/report.h"
@@ -83,6 +84,44 @@ static void jnum(FILE *f, double v)
         fputs("null", f);
 }
 
+/* s as a JSON string: '"' and '\\' escaped, control bytes as \u00XX ('<' too,
+ * so a string can sit in an HTML <script>). */
+static void jstr(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == '<')
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    fputc('"', f);
+}
+
+/* s as one CSV field (RFC 4180): quoted, with '"' doubled, when it holds a
+ * comma, a quote or a line break. */
+static void csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+const char *report_token_label(char *buf, size_t len, const Tokenizer *tok, int id)
+{
+    tok_label(tok, id, buf, len);
+    return buf;
+}
+
 /* "L1H10": no spreadsheet reads it as a number (as it would "1.10"). */
 const char *report_head_label(char buf[32], int k, int H)
 {
@@ -113,6 +152,20 @@ static int write_csv(const char *dir, const HeadsReport *r, char *err, size_t er
     return report_out_close(&o, err, errlen);
 }
 
+/* "name":[{"id":..,"text":label},...] for the tokens ids[0..n). */
+static void write_token_list(FILE *f, const char *name, const int *ids, int n,
+                             const Tokenizer *tok)
+{
+    char label[REPORT_LABEL_MAX];
+    fprintf(f, ",\"%s\":[", name);
+    for (int t = 0; t < n; t++) {
+        fprintf(f, "%s{\"id\":%d,\"text\":", t ? "," : "", ids[t]);
+        jstr(f, report_token_label(label, sizeof label, tok, ids[t]));
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
 static int write_heads_json(const char *dir, const HeadsReport *r, char *err, size_t errlen)
 {
     ReportOut o;
@@ -121,6 +174,8 @@ static int write_heads_json(const char *dir, const HeadsReport *r, char *err, si
     int H = r->cfg.H, n = r->cfg.L * H;
     fprintf(o.f, "{\"layers\":%d,\"heads\":%d,\"base_loss\":", r->cfg.L, H);
     jnum(o.f, r->base_loss);
+    write_token_list(o.f, "text_window", r->text, r->T, r->tok);
+    write_token_list(o.f, "probe", r->probe, r->probe_len, r->tok);
     fprintf(o.f, ",\"records\":[\n");
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
@@ -157,8 +212,11 @@ const char *report_rel_label(char buf[32], int k, int H)
 static void write_relations_json(FILE *f, const HeadsReport *r)
 {
     char name[32];
-    fprintf(f, ",\"relation_windows\":%d,\"builtin_corpus\":%s,\"probe_tokens\":\"%s\","
-            "\"relations\":{", r->rel_windows, r->builtin ? "true" : "false", r->probe_rule);
+    fprintf(f, ",\"relation_windows\":%d,\"builtin_corpus\":%s,", r->rel_windows,
+            r->builtin ? "true" : "false");
+    if (r->builtin)
+        fprintf(f, "\"planted_dropped\":%zu,", r->planted_dropped);
+    fprintf(f, "\"probe_tokens\":\"%s\",\"relations\":{", r->probe_rule);
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *x = &r->rel[q];
         if (q >= HEADS_REL_TEXT && !r->builtin)
@@ -209,8 +267,9 @@ void report_summary_json(FILE *f, const HeadsReport *r)
 {
     const HeadsSummary *s = &r->sum;
     fprintf(f, "{\"layers\":%d,\"heads\":%d,\"total_heads\":%d,\"active_heads\":%d,"
-            "\"windows\":%d,\"tokens_per_window\":%d,\"base_loss\":", r->cfg.L, r->cfg.H,
-            r->cfg.L * r->cfg.H, s->active, r->windows, r->T);
+            "\"windows\":%d,\"tokens_per_window\":%d,\"vocab_size\":%d,\"merges\":%d,"
+            "\"base_loss\":", r->cfg.L, r->cfg.H, r->cfg.L * r->cfg.H, s->active, r->windows, r->T,
+            r->tok->V, r->tok->nmerges);
     jnum(f, r->base_loss);
     fprintf(f, ",\"mean_entropy\":");
     jnum(f, s->mean_entropy);
@@ -273,6 +332,32 @@ static int write_relations_csv(const char *dir, const HeadsReport *r, char *err,
     return report_out_close(&o, err, errlen);
 }
 
+/* tokens.csv: the tokens on the heatmaps' axes, the text window's then the
+ * probe's: each one's id, its bytes in hex and its label. */
+static int write_tokens_csv(const char *dir, const HeadsReport *r, char *err, size_t errlen)
+{
+    ReportOut o;
+    if (report_out_open(&o, dir, "tokens.csv", err, errlen))
+        return -1;
+    char label[REPORT_LABEL_MAX];
+    fprintf(o.f, "part,position,id,bytes,text\n");
+    for (int part = 0; part < 2; part++) {
+        const int *ids = part ? r->probe : r->text;
+        int n = part ? r->probe_len : r->T;
+        for (int t = 0; t < n; t++) {
+            size_t len;
+            const unsigned char *p = tok_piece(r->tok, ids[t], &len);
+            fprintf(o.f, "%s,%d,%d,", part ? "probe" : "text", t, ids[t]);
+            for (size_t k = 0; k < len; k++)
+                fprintf(o.f, "%02x", p[k]);
+            fputc(',', o.f);
+            csv_field(o.f, report_token_label(label, sizeof label, r->tok, ids[t]));
+            fputc('\n', o.f);
+        }
+    }
+    return report_out_close(&o, err, errlen);
+}
+
 static int write_prune(const char *dir, const HeadsReport *r, char *err, size_t errlen)
 {
     ReportOut o;
@@ -306,6 +391,7 @@ int report_write(const char *dir, const HeadsReport *r, char *err, size_t errlen
 {
     if (report_prepare(dir, err, errlen) || write_csv(dir, r, err, errlen) ||
         write_heads_json(dir, r, err, errlen) || write_summary(dir, r, err, errlen) ||
+        write_tokens_csv(dir, r, err, errlen) ||
         report_write_heatmaps(dir, r, err, errlen) || report_write_index(dir, r, err, errlen))
         return -1;
     if (r->prune_order && write_prune(dir, r, err, errlen))

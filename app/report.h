@@ -1,9 +1,9 @@
 /* report: writes the files of `./infer --heads FILE --report DIR`: heads.csv
  * and heads.json (one record per head, every metric), summary.json (the
  * model-level numbers the ablation scripts read, and the relations),
- * relations.csv, one SVG heatmap per head for
- * a text window and for a probe, prune.csv (with --prune-curve) and index.html,
- * a self-contained page tying them together. Program-side: it writes files but
+ * relations.csv, tokens.csv (the heatmaps' tokens, labelled by tok_label), one
+ * SVG heatmap per head for a text window and for a probe, prune.csv (with
+ * --prune-curve) and index.html, a self-contained page tying them together. Program-side: it writes files but
  * never prints or exits; errors come back as -1 with a message naming the
  * file. The numbers themselves come from model/heads. */
 #ifndef HEADCOUNT_REPORT_H
@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "data/tokenizer.h"
 #include "model/config.h"
 #include "analysis/heads.h"
 
@@ -28,9 +29,10 @@ typedef struct {
     double effective, base_loss, delim_share;
     /* heatmaps: the first text window and the first probe */
     const float *att_text;      /* [L*H][T][T] */
-    const unsigned char *text;  /* [T] bytes */
+    const int *text;            /* [T] token ids */
     const float *att_probe;     /* [L*H][probe_len][probe_len] */
-    const unsigned char *probe; /* [probe_len] bytes */
+    const int *probe;           /* [probe_len] token ids */
+    const Tokenizer *tok;       /* labels the tokens (tok_label) */
     /* --prune-curve: loss after removing order[0..k) for k = 0..nprune */
     const int *prune_order;     /* NULL when not computed */
     const double *prune_loss;   /* [nprune + 1] */
@@ -39,6 +41,7 @@ typedef struct {
      * only when builtin is set; measured on rel_windows consecutive windows */
     const HeadsRelation *rel;
     int builtin, rel_windows;
+    size_t planted_dropped;     /* planted relations whose key and query share a token */
     const char *probe_rule;     /* which bytes the probes were drawn from */
 } HeadsReport;
 

@@ -33,6 +33,11 @@ extern const ReportField report_fields[];
 extern const size_t report_nfields;
 double report_field(const HeadStats *s, const ReportField *f);
 
+/* Room for a token's label in the report: longer ones are cut (whole symbols). */
+#define REPORT_LABEL_MAX 256
+/* Token id's label (tok_label) into buf[len], returned. */
+const char *report_token_label(char *buf, size_t len, const Tokenizer *tok, int id);
+
 /* "L1H10": no spreadsheet reads it as a number (as it would "1.10"). */
 const char *report_head_label(char buf[32], int k, int H);
 /* "L1H3" for head k, "" when there is none (k < 0). */

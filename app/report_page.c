@@ -5,10 +5,12 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app/report.h"
 #include "app/report_files.h"
+#include "util/errbuf.h"
 
 static const char *const TYPE_COLOURS[HEAD_TYPES] = {
     "#d62728", "#e377c2", "#1f77b4", "#17becf", "#7f7f7f", "#9467bd", "#2ca02c", "#ff7f0e",
@@ -29,21 +31,27 @@ static void xml_text(FILE *f, const char *s)
         }
 }
 
-/* One byte as a visible glyph for axis labels: space, newline and tab get
- * symbols, other unprintable bytes a middle dot. */
-static void xml_byte(FILE *f, unsigned char c)
+/* Axis labels longer than this many characters are cut, with an ellipsis. */
+#define AXIS_LABEL_CHARS 10
+
+/* Token id's label (tok_label) for an axis, cut to AXIS_LABEL_CHARS characters
+ * and an ellipsis; returns how many characters it has. */
+static int axis_label(char *buf, size_t len, const Tokenizer *tok, int id)
 {
-    char s[2] = {(char)c, 0};
-    if (c == ' ')
-        fputs("\xe2\x90\xa3", f);      /* U+2423 open box */
-    else if (c == '\n')
-        fputs("\xe2\x86\xb5", f);      /* U+21B5 return arrow */
-    else if (c == '\t')
-        fputs("\xe2\x87\xa5", f);      /* U+21E5 tab arrow */
-    else if (c < 0x20 || c >= 0x7f)
-        fputs("\xc2\xb7", f);          /* U+00B7 middle dot */
-    else
-        xml_text(f, s);
+    report_token_label(buf, len, tok, id);
+    int chars = 0;
+    for (size_t k = 0; buf[k]; k++)
+        if (((unsigned char)buf[k] & 0xc0) != 0x80 && ++chars > AXIS_LABEL_CHARS) {
+            snprintf(buf + k, len - k, "\xe2\x80\xa6");  /* U+2026 ellipsis */
+            return chars;
+        }
+    return chars;
+}
+
+/* "byte" for a byte-level vocabulary, else "token": the unit of a loss. */
+static const char *unit(const HeadsReport *r)
+{
+    return r->tok->nmerges ? "token" : "byte";
 }
 
 /* v in [0, 1] -> colour along white, #6baed6, #08306b. */
@@ -90,15 +98,26 @@ static void svg_colour_bar(FILE *f, int x, int y, int h)
     fprintf(f, "</g>\n");
 }
 
-/* One head's attention att[T][T] on the bytes text[T]: keys along the top,
+/* One head's attention att[T][T] on the tokens ids[T]: keys along the top,
  * queries down the left, the masked upper triangle grey, a colour bar on the
- * right, axis titles. All text is hidden when the picture is shown at less than
- * 80% of its size (a thumbnail), where it would be a few pixels high; the page
- * around a thumbnail names the head and the axes. */
-static void svg_heatmap(FILE *f, const float *att, const unsigned char *text, int T,
-                        const char *title)
+ * right, axis titles. Labels of one character sit upright, one per cell;
+ * when any is longer, they run along the rows and up the columns, with room
+ * made for the longest (label is scratch for T of them). All text is hidden
+ * when the picture is shown at less than 80% of its size (a thumbnail), where
+ * it would be a few pixels high; the page around a thumbnail names the head and
+ * the axes. */
+static void svg_heatmap(FILE *f, const float *att, const int *ids, const Tokenizer *tok, int T,
+                        char (*label)[REPORT_LABEL_MAX], const char *title)
 {
-    int cell = 12, left = 40, top = 58, size = T * cell, bar = 70;
+    int widest = 1;
+    for (int t = 0; t < T; t++) {
+        int c = axis_label(label[t], sizeof label[t], tok, ids[t]);
+        widest = c > widest ? c : widest;
+    }
+    /* About 6 px per character at font size 9. */
+    int cell = 12, left = widest > 1 ? 14 + 6 * widest : 40;
+    int top = widest > 1 && 44 + 6 * widest > 58 ? 44 + 6 * widest : 58;
+    int size = T * cell, bar = 70;
     int width = left + size + bar, height = top + size + 8;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
             "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans Mono, Menlo, Consolas, monospace\">\n"
@@ -128,12 +147,18 @@ static void svg_heatmap(FILE *f, const float *att, const unsigned char *text, in
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
                     left + j * cell, top + i * cell, cell, cell, c);
         }
-    fprintf(f, "<g class=\"lab\" font-size=\"9\" text-anchor=\"middle\" fill=\"#333\">\n");
+    fprintf(f, "<g class=\"lab\" font-size=\"9\" text-anchor=\"%s\" fill=\"#333\">\n",
+            widest > 1 ? "end" : "middle");
     for (int t = 0; t < T; t++) {
-        fprintf(f, "<text x=\"%d\" y=\"%d\">", left + t * cell + cell / 2, top - 4);
-        xml_byte(f, text[t]);
-        fprintf(f, "</text><text x=\"%d\" y=\"%d\">", left - 10, top + t * cell + cell - 3);
-        xml_byte(f, text[t]);
+        if (widest > 1)
+            fprintf(f, "<text transform=\"translate(%d %d) rotate(-90)\" text-anchor=\"start\">",
+                    left + t * cell + cell / 2 + 3, top - 4);
+        else
+            fprintf(f, "<text x=\"%d\" y=\"%d\">", left + t * cell + cell / 2, top - 4);
+        xml_text(f, label[t]);
+        fprintf(f, "</text><text x=\"%d\" y=\"%d\">", widest > 1 ? left - 3 : left - 10,
+                top + t * cell + cell - 3);
+        xml_text(f, label[t]);
         fprintf(f, "</text>\n");
     }
     fprintf(f, "</g>\n");
@@ -147,6 +172,11 @@ int report_write_heatmaps(const char *dir, const HeadsReport *r, char *err, size
     if (report_heatmap_dir(sub, sizeof sub, dir, err, errlen))
         return -1;
     int H = r->cfg.H, n = r->cfg.L * H;
+    int most = r->T > r->probe_len ? r->T : r->probe_len;
+    /* Scratch for one heatmap's axis labels. */
+    char (*label)[REPORT_LABEL_MAX] = malloc((size_t)most * sizeof *label);
+    if (!label)
+        return err_set(err, errlen, "out of memory for %d axis labels", most);
     for (int k = 0; k < n; k++)
         for (int probe = 0; probe < 2; probe++) {
             char name[64], title[160];
@@ -155,14 +185,19 @@ int report_write_heatmaps(const char *dir, const HeadsReport *r, char *err, size
             snprintf(title, sizeof title, "head L%dH%d  %s  (%s)", k / H, k % H,
                      heads_type_names[s->type], probe ? "repeated random probe" : "text window");
             ReportOut o;
-            if (report_out_open(&o, sub, name, err, errlen))
+            if (report_out_open(&o, sub, name, err, errlen)) {
+                free(label);
                 return -1;
+            }
             int T = probe ? r->probe_len : r->T;
             const float *att = (probe ? r->att_probe : r->att_text) + (size_t)k * T * T;
-            svg_heatmap(o.f, att, probe ? r->probe : r->text, T, title);
-            if (report_out_close(&o, err, errlen))
+            svg_heatmap(o.f, att, probe ? r->probe : r->text, r->tok, T, label, title);
+            if (report_out_close(&o, err, errlen)) {
+                free(label);
                 return -1;
+            }
         }
+    free(label);
     return 0;
 }
 
@@ -203,12 +238,12 @@ static void html_head(FILE *f, const HeadsReport *r)
     fprintf(f, "</code>: %d windows of %d tokens, %d probes of %d tokens, seed %llu</div>\n",
             r->windows, r->T, r->probes, r->probe_len, r->seed);
     fprintf(f, "<div class=\"cards\"><div class=\"card\"><b>%.4f</b><span>base loss "
-            "(nats/byte)</span></div><div class=\"card\"><b>%.2f / %d</b><span>effective "
+            "(nats/%s)</span></div><div class=\"card\"><b>%.2f / %d</b><span>effective "
             "distinct heads</span></div><div class=\"card\"><b>%d</b><span>heads costing &lt; 1%% "
             "when removed</span></div><div class=\"card\"><b>%+.2f%%</b><span>largest single-head "
             "cost</span></div><div class=\"card\"><b>%.3f</b><span>mean normalised entropy"
             "</span></div><div class=\"card\"><b>%.1f</b><span>mean attention distance</span>"
-            "</div></div>\n", r->base_loss, r->effective, s->active, s->removable_1pct,
+            "</div></div>\n", r->base_loss, unit(r), r->effective, s->active, s->removable_1pct,
             100.0 * s->max_importance / r->base_loss, s->mean_entropy, s->mean_distance);
     fprintf(f, "<div class=\"legend\">");
     for (int t = 0; t < HEAD_TYPES; t++)
@@ -222,7 +257,7 @@ static void html_grid(FILE *f, const HeadsReport *r, int probe)
     int H = r->cfg.H;
     fprintf(f, "<h2>%s</h2>\n<p class=\"note\">%s Rows are queries, columns keys; colour is "
             "the square root of the weight (white 0, dark blue 1). Click a map for the full-size "
-            "SVG, with the bytes on both axes and a colour scale.</p>\n"
+            "SVG, with the tokens on both axes and a colour scale.</p>\n"
             "<div class=\"grid%s\">\n",
             probe ? "Heads on a repeated random probe" :
                     "Heads on one text window (layer &times; head)",
@@ -415,8 +450,8 @@ static void html_prune(FILE *f, const HeadsReport *r)
                 y0 + ph, x0 + v * dx, y0 + ph + 4, x0 + v * dx, y0 + ph + 17, v);
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\">heads removed "
             "(of %d active)</text><text transform=\"translate(16 %d) rotate(-90)\" "
-            "text-anchor=\"middle\" font-size=\"12\">loss (nats per byte)</text>\n",
-            x0 + pw / 2, y0 + ph + 38, r->nprune, y0 + ph / 2);
+            "text-anchor=\"middle\" font-size=\"12\">loss (nats per %s)</text>\n",
+            x0 + pw / 2, y0 + ph + 38, r->nprune, y0 + ph / 2, unit(r));
     fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#999\" "
             "stroke-dasharray=\"4 3\"/>\n<polyline fill=\"none\" stroke=\"#1f77b4\" "
             "stroke-width=\"2\" points=\"", x0, PRUNE_Y(r->prune_loss[0]), x0 + pw,
@@ -460,11 +495,14 @@ static void html_relations(FILE *f, const HeadsReport *r)
     }
     fprintf(f, "</table>\n<p class=\"note\">Measured on %d consecutive windows%s. attention: "
             "the best head's mean weight on the key the relation names; uniform: what a head "
-            "spreading its weight evenly scores there; loss: nats on the bytes the relation "
-            "predicts; loss ratio: loss on copy rows over the loss on the same bytes at their "
+            "spreading its weight evenly scores there; loss: nats on the %ss the relation "
+            "predicts; loss ratio: loss on copy rows over the loss on the same %ss at their "
             "first occurrence. Probe tokens: %s. Definitions: docs/heads.md.</p>\n",
             r->rel_windows, r->builtin ? " of the built-in corpus (agreement and names are its "
-            "planted relations)" : "", r->probe_rule);
+            "planted relations)" : "", unit(r), unit(r), r->probe_rule);
+    if (r->builtin && r->planted_dropped)
+        fprintf(f, "<p class=\"note\">%zu planted relations are left out: their key and query "
+                "fall in one token.</p>\n", r->planted_dropped);
 }
 
 int report_write_index(const char *dir, const HeadsReport *r, char *err, size_t errlen)

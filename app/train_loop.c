@@ -268,7 +268,7 @@ static void measure_heads(Run *r)
     err[0] = '\0';
     if (heads_quick(r->head_metrics, &r->tr.acts, r->inputs, (int)r->o.batch, c->T, err, len))
         return;
-    heads_quick_relations(r->heads_rel, &r->tr.acts, r->inputs, r->corpus.tok.last_byte,
+    heads_quick_relations(r->heads_rel, &r->tr.acts, r->inputs, &r->corpus.tok,
                           (int)r->o.batch, c->T, err, len);
 }
 

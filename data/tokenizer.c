@@ -268,3 +268,66 @@ void tok_describe(const Tokenizer *tok, char *buf, size_t len)
         pos += (size_t)w;
     }
 }
+
+/* The length of the well-formed UTF-8 character at p[0..n) of a code point
+ * from U+00A0 up (not a surrogate, not overlong, at most U+10FFFF), else 0. */
+static size_t utf8_char(const unsigned char *p, size_t n, uint32_t *cp)
+{
+    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+    if (len == 0 || len > n || p[0] > 0xf4)
+        return 0;
+    uint32_t c = p[0] & (0x7f >> len);
+    for (size_t k = 1; k < len; k++) {
+        if ((p[k] & 0xc0) != 0x80)
+            return 0;
+        c = c << 6 | (p[k] & 0x3f);
+    }
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < least[len] || c < 0xa0 || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    *cp = c;
+    return len;
+}
+
+size_t tok_label_bytes(const unsigned char *p, size_t n, char *buf, size_t len)
+{
+    size_t at = 0, kept = 0;   /* the label's length so far; how much of it is in buf */
+    for (size_t i = 0; i < n;) {
+        char piece[16];
+        size_t w = 0, used = 1;
+        uint32_t cp = 0;
+        size_t u = utf8_char(p + i, n - i, &cp);
+        if (p[i] == ' ')
+            w = (size_t)snprintf(piece, sizeof piece, "\xe2\x90\xa3");
+        else if (p[i] == '\n')
+            w = (size_t)snprintf(piece, sizeof piece, "\xe2\x86\xb5");
+        else if (p[i] == '\t')
+            w = (size_t)snprintf(piece, sizeof piece, "\xe2\x87\xa5");
+        else if (p[i] == '\\')
+            w = (size_t)snprintf(piece, sizeof piece, "\\\\");
+        else if (p[i] > 0x20 && p[i] < 0x7f)
+            w = (size_t)snprintf(piece, sizeof piece, "%c", p[i]);
+        else if (u && cp != 0x2423 && cp != 0x21b5 && cp != 0x21e5) {
+            memcpy(piece, p + i, u);
+            w = used = u;
+        } else
+            w = (size_t)snprintf(piece, sizeof piece, "\\x%02x", p[i]);
+        /* Only whole symbols, so a cut label is still valid UTF-8. */
+        if (at == kept && at + w < len) {
+            memcpy(buf + at, piece, w);
+            kept += w;
+        }
+        at += w;
+        i += used;
+    }
+    if (len > 0)
+        buf[kept] = '\0';
+    return at;
+}
+
+size_t tok_label(const Tokenizer *tok, int id, char *buf, size_t len)
+{
+    size_t n;
+    const unsigned char *p = tok_piece(tok, id, &n);
+    return tok_label_bytes(p, n, buf, len);
+}

@@ -68,6 +68,20 @@ const unsigned char *tok_piece(const Tokenizer *tok, int id, size_t *len);
 size_t tok_count_bytes(const Tokenizer *tok, const TokenId *ids, size_t n);
 /* ids[0..n) -> their bytes in out (room for tok_count_bytes); returns the count. */
 size_t tok_decode(const Tokenizer *tok, const TokenId *ids, size_t n, unsigned char *out);
+/* Bytes p[0..n) as text for people, the way the heads report and the explorer
+ * label a token (docs/heads.md, "How tokens are shown"): a space is U+2423 (so
+ * " cat" reads as the open box then "cat"), a newline U+21B5, a tab U+21E5, a
+ * backslash two backslashes; printable ASCII and well-formed UTF-8 characters
+ * from U+00A0 up stand for themselves, except the three symbols just named,
+ * which are escaped so that a label means one thing; every other byte
+ * (controls, DEL, stray or malformed UTF-8) is a backslash, 'x' and two
+ * lowercase hex digits. The label is always valid UTF-8 without control
+ * characters. Writes the whole symbols that fit in len - 1 bytes and a NUL
+ * (len > 0; a cut label stays valid UTF-8) and returns the
+ * whole label's length, as snprintf does. */
+size_t tok_label_bytes(const unsigned char *p, size_t n, char *buf, size_t len);
+/* Token id's piece as tok_label_bytes writes it. */
+size_t tok_label(const Tokenizer *tok, int id, char *buf, size_t len);
 /* The byte alphabet written readably, e.g. "\n !&',-.3:;?ABC...xyz" with escapes. */
 void tok_describe(const Tokenizer *tok, char *buf, size_t len);
 

@@ -162,7 +162,8 @@ Test(heads, probe_is_distinct_tokens_repeated_twice)
     int tokens[64], alpha[40];
     for (int v = 0; v < 40; v++)
         alpha[v] = 100 + 2 * v;   /* tokens 100, 102, ..., 178: only these may appear */
-    int P = heads_probe_build(tokens, 64, alpha, 40, &rng);
+    int pool[40];
+    int P = heads_probe_build(tokens, 64, alpha, 40, pool, &rng);
     cr_assert_eq(P, 32);
     for (int i = 0; i < P; i++) {
         cr_assert(tokens[i] >= 100 && tokens[i] < 180 && tokens[i] % 2 == 0, "%d", tokens[i]);
@@ -170,7 +171,8 @@ Test(heads, probe_is_distinct_tokens_repeated_twice)
         for (int j = 0; j < i; j++)
             cr_assert_neq(tokens[i], tokens[j]);
     }
-    cr_assert_eq(heads_probe_build(tokens, 64, alpha, 5, &rng), 5, "P is capped by the alphabet");
+    cr_assert_eq(heads_probe_build(tokens, 64, alpha, 5, pool, &rng), 5,
+                 "P is capped by the alphabet");
 }
 
 Test(heads, induction_and_duplicate_on_a_hand_built_probe)
@@ -307,14 +309,35 @@ Test(heads, classification_follows_the_documented_thresholds)
     cr_assert_str_eq(heads_rel_names[HEADS_REL_COPY], "copy");
 }
 
-/* The bytes of a C string as one window. */
+/* A byte-level tokenizer of all 256 bytes: token b is byte b. */
+static void all_bytes(Tokenizer *tok)
+{
+    unsigned char b[256];
+    for (int c = 0; c < 256; c++)
+        b[c] = (unsigned char)c;
+    cr_assert_eq(tok_build(tok, b, 256, NULL, 0), 0);
+}
+
+/* The bytes of text[0..T) as byte-level token ids. */
+static void byte_ids(int *ids, const char *text, int T)
+{
+    for (int t = 0; t < T; t++)
+        ids[t] = (unsigned char)text[t];
+}
+
+/* The bytes of a C string as one window of byte-level tokens. */
 static void keys_of(int kind, const char *text, int *key, int *first)
 {
-    int T = (int)strlen(text);
+    int T = (int)strlen(text), ids[64];
+    cr_assert(T <= 64);
+    byte_ids(ids, text, T);
+    Tokenizer tok;
+    all_bytes(&tok);
     if (kind == HEADS_REL_BRACKET)
-        heads_keys_bracket(key, (const unsigned char *)text, 1, T);
+        heads_keys_bracket(key, ids, &tok, 1, T);
     else
-        heads_keys_copy(key, first, (const unsigned char *)text, 1, T);
+        heads_keys_copy(key, first, ids, 1, T);
+    tok_free(&tok);
 }
 
 Test(heads, bracket_keys_point_from_before_the_closer_to_its_opener)
@@ -384,7 +407,7 @@ Test(heads, relation_attention_uniform_and_loss_on_hand_built_heads)
     enum { T = 16 };
     const char *s = "ab(cdef)gh(ijk)l";
     int key[T];
-    heads_keys_bracket(key, (const unsigned char *)s, 1, T);
+    keys_of(HEADS_REL_BRACKET, s, key, NULL);
     cr_assert_eq(key[6], 2);
     cr_assert_eq(key[13], 10);
     /* Head 0 attends to the open bracket at rows 6 and 13 with weight 0.5 and 1; head 1
@@ -428,7 +451,7 @@ Test(heads, copy_loss_ratio_pairs_each_copy_row_with_its_first_occurrence)
     enum { T = 16 };
     const char *s = "xabcd.abcd.abcd!";
     int key[T], first[T];
-    heads_keys_copy(key, first, (const unsigned char *)s, 1, T);
+    keys_of(HEADS_REL_COPY, s, key, first);
     cr_assert_eq(key[8], 4);
     cr_assert_eq(first[8], 3);
     cr_assert_eq(key[13], 9);
@@ -473,18 +496,31 @@ Test(heads, copy_loss_ratio_pairs_each_copy_row_with_its_first_occurrence)
     free(f.buf);
 }
 
+/* s encoded by tok into ids (room for strlen(s)); returns the count. */
+static int tok_encode_ints(const Tokenizer *tok, const char *s, int *ids)
+{
+    size_t n = strlen(s);
+    TokenId buf[256];
+    cr_assert(n <= 256);
+    long got = tok_encode(tok, (const unsigned char *)s, n, buf, "test", NULL, 0);
+    cr_assert(got >= 0, "\"%s\" is outside the vocabulary", s);
+    for (long i = 0; i < got; i++)
+        ids[i] = buf[i];
+    return (int)got;
+}
+
 Test(heads, probe_alphabet_is_copied_letters_then_letters_never_newline)
 {
     Tokenizer tok;
     const char *all = "\n .,abcdefghijklmnopqrstuvwxyzXYZ!";
     cr_assert_eq(tok_build(&tok, (const unsigned char *)all, strlen(all), NULL, 0), 0);
-    int alpha[256], rule;
+    int alpha[256], rule, ids[32];
     /* Copy rows predict the letters d..l (9 letters) of the repeat. */
-    const char *s = "\nabcdefghijkl;abcdefghijkl.";
+    const char *s = "\nabcdefghijkl,abcdefghijkl.";
     int T = (int)strlen(s), key[32], first[32];
-    heads_keys_copy(key, first, (const unsigned char *)s, 1, T);
-    int n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)s, key, 1, T, tok.last_byte,
-                                 tok.id, tok.nbytes);
+    cr_assert_eq(tok_encode_ints(&tok, s, ids), T);
+    heads_keys_copy(key, first, ids, 1, T);
+    int n = heads_probe_alphabet(alpha, &rule, ids, key, 1, T, &tok);
     cr_assert_eq(rule, 1);
     cr_assert_eq(n, 9, "%d letters", n);
     for (int k = 0; k < n; k++) {
@@ -493,18 +529,16 @@ Test(heads, probe_alphabet_is_copied_letters_then_letters_never_newline)
     }
     /* Too few copied letters: every letter of the text, still no newline or space. */
     const char *t = "\nabcdefgh\nabcdefgX!";
-    T = (int)strlen(t);
-    heads_keys_copy(key, first, (const unsigned char *)t, 1, T);
-    n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)t, key, 1, T, tok.last_byte, tok.id,
-                             tok.nbytes);
+    T = tok_encode_ints(&tok, t, ids);
+    heads_keys_copy(key, first, ids, 1, T);
+    n = heads_probe_alphabet(alpha, &rule, ids, key, 1, T, &tok);
     cr_assert_eq(rule, 2);
     cr_assert_eq(n, 9, "a-h and X");
     /* Too few letters: every byte of the text but the newline. */
     const char *u = "\nab, .!\nab, .!";
-    T = (int)strlen(u);
-    heads_keys_copy(key, first, (const unsigned char *)u, 1, T);
-    n = heads_probe_alphabet(alpha, &rule, (const unsigned char *)u, key, 1, T, tok.last_byte, tok.id,
-                             tok.nbytes);
+    T = tok_encode_ints(&tok, u, ids);
+    heads_keys_copy(key, first, ids, 1, T);
+    n = heads_probe_alphabet(alpha, &rule, ids, key, 1, T, &tok);
     cr_assert_eq(rule, 4, "6 bytes are still too few: every token but the newline");
     cr_assert_eq(n, tok.V - 1);
     for (int k = 0; k < n; k++)
@@ -519,16 +553,14 @@ Test(heads, quick_relations_match_the_full_measurement)
     enum { T = 16 };
     const char *s = "ab(cdef)gh(ijk)lq(rs)tu\"vw\"xyzab";
     int tokens[2 * T];
-    unsigned char vocab[256];
-    for (int c = 0; c < 256; c++)
-        vocab[c] = (unsigned char)c;
-    for (int i = 0; i < 2 * T; i++)
-        tokens[i] = (unsigned char)s[i];
+    Tokenizer tok;
+    all_bytes(&tok);
+    byte_ids(tokens, s, 2 * T);
     int pats[] = {PAT_PREV, PAT_UNIFORM};
     FakeActs f;
     fake_init(&f, 1, 2, 2, T, pats, 0);
     HeadsRelation rel[HEADS_REL_TEXT];
-    cr_assert_eq(heads_quick_relations(rel, &f.a, tokens, vocab, 2, T, NULL, 0), 0);
+    cr_assert_eq(heads_quick_relations(rel, &f.a, tokens, &tok, 2, T, NULL, 0), 0);
     cr_assert_eq(rel[HEADS_REL_PREV].best, 0);
     cr_assert_float_eq(rel[HEADS_REL_PREV].attention, 1.0, 1e-12);
     cr_assert_eq(rel[HEADS_REL_BRACKET].best, 1, "the uniform head beats attention 0");
@@ -538,6 +570,7 @@ Test(heads, quick_relations_match_the_full_measurement)
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].uniform, want, 1e-12);
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].attention, want, 1e-6);
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].rows, 3.0, 1e-12);
+    tok_free(&tok);
     free(f.buf);
 }
 
@@ -586,5 +619,194 @@ Test(heads, statistics_are_identical_for_one_and_two_threads)
     heads_add_jsd(jsd2, &f.a, B, T, NULL, 0);
     cr_assert(memcmp(s1, s2, sizeof s1) == 0);
     cr_assert(memcmp(jsd1, jsd2, sizeof jsd1) == 0);
+    free(f.buf);
+}
+
+/* A byte-pair vocabulary worked by hand. Bytes (ids): ' ' 0, '"' 1, '(' 2, ')' 3,
+ * '.' 4, 'a' 5, 'b' 6, 'c' 7. Merges: 8 ")." , 9 "(\"", 10 "ab", 11 " ab",
+ * 12 "\")", 13 "()". With merges = 0, the byte-level vocabulary of the same bytes. */
+static void hand_bpe(Tokenizer *tok, int merges)
+{
+    static const unsigned char bytes[8] = {' ', '"', '(', ')', '.', 'a', 'b', 'c'};
+    static const BpeMerge m[6] = {{3, 4}, {2, 1}, {5, 6}, {0, 10}, {1, 3}, {2, 3}};
+    char err[300];
+    cr_assert_eq(tok_from_parts(tok, bytes, 8, m, merges ? 6 : 0, err, sizeof err), 0, "%s", err);
+}
+
+Test(heads, bracket_keys_on_byte_pair_tokens_go_from_before_the_closer_token_to_the_opener_token)
+{
+    Tokenizer bpe, byte;
+    hand_bpe(&bpe, 1);
+    hand_bpe(&byte, 0);
+    /* Tokens: 0 c | 1 (" | 2 ab | 3 ") | 4 " ab" | 5 (" | 6 ). | 7 c | 8 () */
+    const char *s = "c(\"ab\") ab(\").c()";
+    int ids[32], key[32];
+    int T = tok_encode_ints(&bpe, s, ids);
+    int want_ids[9] = {7, 9, 10, 12, 11, 9, 8, 7, 13};
+    cr_assert_eq(T, 9);
+    for (int t = 0; t < T; t++)
+        cr_assert_eq(ids[t], want_ids[t], "token %d is %d, want %d", t, ids[t], want_ids[t]);
+    heads_keys_bracket(key, ids, &bpe, 1, T);
+    /* Token 3 closes the '"' then the '(' of token 1: its first closer makes the row
+     * 2 -> 1. In token 6 the ')' meets the '"' of token 5 on top: no match. Token
+     * 8 opens and closes its own bracket: no row. */
+    for (int t = 0; t < T; t++)
+        cr_assert_eq(key[t], t == 2 ? 1 : -1, "bpe key[%d] = %d", t, key[t]);
+    /* The same text byte by byte: rows before each closer, "()" keyed on itself. */
+    T = tok_encode_ints(&byte, s, ids);
+    cr_assert_eq(T, 17);
+    heads_keys_bracket(key, ids, &byte, 1, T);
+    for (int t = 0; t < T; t++) {
+        int want = t == 4 ? 2 : t == 5 ? 1 : t == 15 ? 15 : -1;
+        cr_assert_eq(key[t], want, "byte key[%d] = %d, want %d", t, key[t], want);
+    }
+    tok_free(&bpe);
+    tok_free(&byte);
+}
+
+Test(heads, copy_keys_on_byte_pair_tokens_match_token_trigrams)
+{
+    Tokenizer bpe, byte;
+    hand_bpe(&bpe, 1);
+    hand_bpe(&byte, 0);
+    /* Tokens: c " ab" " ab" ). c " ab" " ab" ). -- ids 7 11 11 8 7 11 11 8. Row 6
+     * ends (c, " ab", " ab"), seen ending at 2 and followed by ")." both times. */
+    const char *s = "c ab ab).c ab ab).";
+    int ids[32], key[32], first[32];
+    int T = tok_encode_ints(&bpe, s, ids);
+    cr_assert_eq(T, 8);
+    heads_keys_copy(key, first, ids, 1, T);
+    for (int t = 0; t < T; t++) {
+        cr_assert_eq(key[t], t == 6 ? 3 : -1, "bpe key[%d] = %d", t, key[t]);
+        cr_assert_eq(first[t], t == 6 ? 2 : -1, "bpe first[%d] = %d", t, first[t]);
+    }
+    /* Byte by byte (3 bytes of context): rows 11 ("c a" -> 'b'), 13 ("ab " -> 'a'),
+     * 14 ("b a" -> 'b') and 16 ("ab)" -> '.'); row 12 and 15 see " ab" last
+     * followed by ')' or ' ', not what comes next. */
+    T = tok_encode_ints(&byte, s, ids);
+    heads_keys_copy(key, first, ids, 1, T);
+    int want_key[18], want_first[18];
+    for (int t = 0; t < 18; t++)
+        want_key[t] = want_first[t] = -1;
+    want_key[11] = 3, want_first[11] = 2;
+    want_key[13] = 5, want_first[13] = 4;
+    want_key[14] = 6, want_first[14] = 5;
+    want_key[16] = 8, want_first[16] = 7;
+    for (int t = 0; t < T; t++) {
+        cr_assert_eq(key[t], want_key[t], "byte key[%d] = %d, want %d", t, key[t], want_key[t]);
+        cr_assert_eq(first[t], want_first[t], "byte first[%d] = %d", t, first[t]);
+    }
+    tok_free(&bpe);
+    tok_free(&byte);
+}
+
+Test(heads, a_token_is_a_delimiter_when_all_its_bytes_are)
+{
+    Tokenizer bpe;
+    hand_bpe(&bpe, 1);
+    cr_assert(heads_token_is_delim(&bpe, 0), "' '");
+    cr_assert(heads_token_is_delim(&bpe, 8), "\").\"");
+    cr_assert(heads_token_is_delim(&bpe, 9), "'(\"'");
+    cr_assert(!heads_token_is_delim(&bpe, 11), "\" ab\"");
+    cr_assert(!heads_token_is_delim(&bpe, 7), "'c'");
+    tok_free(&bpe);
+}
+
+Test(heads, probe_alphabet_of_a_byte_pair_vocabulary_is_copied_word_tokens)
+{
+    /* Bytes ' ' (0), a..l (1..12); merge k joins ' ' and letter k: token 13 + k is
+     * " a" + k. "a b c ... l" twice: the second copy's rows from " d" on end three
+     * tokens seen before, so they predict " e" .. " l" (ids 17..24). */
+    unsigned char bytes[13] = {' '};
+    BpeMerge m[12];
+    for (int k = 0; k < 12; k++) {
+        bytes[1 + k] = (unsigned char)('a' + k);
+        m[k] = (BpeMerge){0, (TokenId)(1 + k)};
+    }
+    Tokenizer tok;
+    char err[300];
+    cr_assert_eq(tok_from_parts(&tok, bytes, 13, m, 12, err, sizeof err), 0, "%s", err);
+    const char *s = "a b c d e f g h i j k l a b c d e f g h i j k l";
+    int ids[64], key[64], first[64], alpha[25], rule;
+    int T = tok_encode_ints(&tok, s, ids);
+    cr_assert_eq(T, 24);
+    cr_assert(ids[0] == 1 && ids[1] == 14 && ids[12] == 13 && ids[23] == 24);
+    heads_keys_copy(key, first, ids, 1, T);
+    int n = heads_probe_alphabet(alpha, &rule, ids, key, 1, T, &tok);
+    cr_assert_eq(rule, 1);
+    cr_assert_eq(n, 8);
+    for (int k = 0; k < n; k++)
+        cr_assert_eq(alpha[k], 17 + k, "alpha[%d] = %d", k, alpha[k]);
+    /* Half the text has no copy rows: every word token of it ("a", " b" .. " l"). */
+    n = heads_probe_alphabet(alpha, &rule, ids, key, 1, 12, &tok);
+    cr_assert_eq(rule, 2);
+    cr_assert_eq(n, 12);
+    cr_assert(alpha[0] == 1 && alpha[1] == 14 && alpha[11] == 24);
+    tok_free(&tok);
+}
+
+Test(heads, planted_relations_move_to_the_tokens_that_hold_their_bytes)
+{
+    /* Byte level: token t is byte t, so relations only shift by the file's start. */
+    size_t start1[11];
+    for (int t = 0; t <= 10; t++)
+        start1[t] = (size_t)t;
+    const SynthRelation rel[] = {
+        {SYNTH_REL_AGREE, 105, 101}, {SYNTH_REL_BRACKET, 106, 102}, {SYNTH_REL_COPY, 108, 103},
+        {SYNTH_REL_COPY, 108, 99} /* key before the file */, {SYNTH_REL_AGREE, 109, 104}
+        /* predicts byte 110, past the file */,
+    };
+    SynthRelation out[8];
+    size_t dropped = 9;
+    size_t n = heads_planted_to_tokens(out, &dropped, rel, 5, 100, start1, 10);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(dropped, 0u);
+    cr_assert(out[0].kind == SYNTH_REL_AGREE && out[0].query == 5 && out[0].key == 1);
+    cr_assert(out[1].kind == SYNTH_REL_COPY && out[1].query == 8 && out[1].key == 3);
+    /* Byte pairs: "The cat sits. The cat sat." as The | " cat" | " sits" | . |
+     * " The" | " cat" | " sat" | . (tokens 0..7, starting at the bytes below). */
+    const size_t start2[9] = {0, 3, 7, 12, 13, 17, 21, 25, 26};
+    const SynthRelation rel2[] = {
+        /* The 't' of "sits" predicts 's', inside " sits": the row before " sits" is
+         * " cat", the subject itself -- dropped. */
+        {SYNTH_REL_AGREE, 10, 6},
+        /* The last 's' of "sits" predicts '.': row 2 (" sits"), key " cat" (1). */
+        {SYNTH_REL_AGREE, 11, 6},
+        /* Letters of the second "cat" predict letters inside " cat" (token 5): row 4
+         * (" The"), key the first " cat". */
+        {SYNTH_REL_COPY, 18, 5}, {SYNTH_REL_COPY, 19, 6},
+        /* A query whose next byte is in the first token has no row before it. */
+        {SYNTH_REL_AGREE, 0, 0},
+    };
+    n = heads_planted_to_tokens(out, &dropped, rel2, 5, 0, start2, 8);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(dropped, 2u);
+    cr_assert(out[0].kind == SYNTH_REL_AGREE && out[0].query == 2 && out[0].key == 1);
+    cr_assert(out[1].kind == SYNTH_REL_COPY && out[1].query == 4 && out[1].key == 1);
+    cr_assert(out[2].kind == SYNTH_REL_COPY && out[2].query == 4 && out[2].key == 1);
+}
+
+Test(heads, quick_relations_read_byte_pair_tokens)
+{
+    /* One window of the hand vocabulary, T = 16 tokens: the bracket row 2 -> 1 is
+     * before the skip (4), so a second pair of brackets gives the row 10 -> 9. */
+    enum { T = 16 };
+    Tokenizer bpe;
+    hand_bpe(&bpe, 1);
+    const char *s = "c(\"ab\") ab ab ab ab ab(\"ab\") ab ab ab ab";
+    int ids[64];
+    cr_assert_eq(tok_encode_ints(&bpe, s, ids), T);
+    cr_assert(ids[9] == 9 && ids[11] == 12, "(\" at 9 and \") at 11");
+    int pats[] = {PAT_PREV, PAT_UNIFORM};
+    FakeActs f;
+    fake_init(&f, 1, 2, 1, T, pats, 0);
+    HeadsRelation rel[HEADS_REL_TEXT];
+    cr_assert_eq(heads_quick_relations(rel, &f.a, ids, &bpe, 1, T, NULL, 0), 0);
+    cr_assert_float_eq(rel[HEADS_REL_BRACKET].rows, 1.0, 1e-12);
+    cr_assert_float_eq(rel[HEADS_REL_BRACKET].uniform, 1.0 / 11, 1e-12);
+    cr_assert_eq(rel[HEADS_REL_BRACKET].best, 0, "from row 10 the previous-token head looks at "
+                 "9, the opener's token");
+    cr_assert_float_eq(rel[HEADS_REL_BRACKET].attention, 1.0, 1e-12);
+    tok_free(&bpe);
     free(f.buf);
 }

@@ -151,3 +151,60 @@ Test(tokenizer, stored_merges_with_pieces_too_long_to_keep_are_refused)
     cr_assert_eq(tok_from_parts(&tok, a, 1, m, TOK_VOCAB_MAX, err, sizeof err), -1);
     cr_assert(strstr(err, "exceed"), "%s", err);
 }
+
+/* The label of bytes s[0..n). */
+static const char *label_of(const char *s, size_t n, char *buf, size_t len)
+{
+    size_t need = tok_label_bytes((const unsigned char *)s, n, buf, len);
+    cr_assert_eq(need, strlen(buf), "the whole label fits here: %zu vs %zu", need, strlen(buf));
+    return buf;
+}
+
+Test(tokenizer, labels_show_spaces_newlines_and_escape_what_is_not_text)
+{
+    char b[200];
+    cr_assert_str_eq(label_of(" cat", 4, b, sizeof b), "\xe2\x90\xa3" "cat");
+    cr_assert_str_eq(label_of("a\nb\tc", 5, b, sizeof b), "a\xe2\x86\xb5" "b\xe2\x87\xa5" "c");
+    /* Quotes and commas are themselves (the file formats quote them); a backslash
+     * doubles, so "\x01" the text and byte 0x01 differ. */
+    cr_assert_str_eq(label_of("\"a,b'", 5, b, sizeof b), "\"a,b'");
+    cr_assert_str_eq(label_of("\\x01", 4, b, sizeof b), "\\\\x01");
+    cr_assert_str_eq(label_of("\x01\x7f\r", 3, b, sizeof b), "\\x01\\x7f\\x0d");
+    /* Well-formed UTF-8 stays whole; stray, overlong, surrogate and C1 bytes do not. */
+    cr_assert_str_eq(label_of("caf\xc3\xa9", 5, b, sizeof b), "caf\xc3\xa9");
+    cr_assert_str_eq(label_of("\xe2\x82\xac!", 4, b, sizeof b), "\xe2\x82\xac!", "the euro sign");
+    cr_assert_str_eq(label_of("\xc3", 1, b, sizeof b), "\\xc3", "a lead byte alone");
+    cr_assert_str_eq(label_of("\xc3(", 2, b, sizeof b), "\\xc3(");
+    cr_assert_str_eq(label_of("\x80", 1, b, sizeof b), "\\x80");
+    cr_assert_str_eq(label_of("\xc0\xaf", 2, b, sizeof b), "\\xc0\\xaf", "overlong '/'");
+    cr_assert_str_eq(label_of("\xed\xa0\x80", 3, b, sizeof b), "\\xed\\xa0\\x80", "a surrogate");
+    cr_assert_str_eq(label_of("\xc2\x85", 2, b, sizeof b), "\\xc2\\x85", "C1 control NEL");
+    cr_assert_str_eq(label_of("\xf4\x90\x80\x80", 4, b, sizeof b), "\\xf4\\x90\\x80\\x80",
+                     "past U+10FFFF");
+    /* The label's own symbols, met in the text, are escaped byte by byte. */
+    cr_assert_str_eq(label_of("\xe2\x90\xa3", 3, b, sizeof b), "\\xe2\\x90\\xa3");
+    /* A short buffer keeps whole symbols only and reports the full length. */
+    char small[6];
+    cr_assert_eq(tok_label_bytes((const unsigned char *)"a cat", 5, small, sizeof small), 7u);
+    cr_assert_str_eq(small, "a\xe2\x90\xa3" "c");
+    cr_assert_eq(tok_label_bytes((const unsigned char *)"  ", 2, small, 3), 6u);
+    cr_assert_str_eq(small, "", "no half of the open box");
+}
+
+Test(tokenizer, a_token_label_is_its_piece_written_readably)
+{
+    /* Bytes ' ' (0) 'a' (1) 'c' (2) 't' (3); merges: c+a -> 4 "ca", ' '+4 -> 5 " ca",
+     * 5+t -> 6 " cat". */
+    const unsigned char bytes[4] = {' ', 'a', 'c', 't'};
+    const BpeMerge m[3] = {{2, 1}, {0, 4}, {5, 3}};
+    Tokenizer tok;
+    char err[300], b[64];
+    cr_assert_eq(tok_from_parts(&tok, bytes, 4, m, 3, err, sizeof err), 0, "%s", err);
+    tok_label(&tok, 6, b, sizeof b);
+    cr_assert_str_eq(b, "\xe2\x90\xa3" "cat");
+    tok_label(&tok, 0, b, sizeof b);
+    cr_assert_str_eq(b, "\xe2\x90\xa3");
+    tok_label(&tok, 4, b, sizeof b);
+    cr_assert_str_eq(b, "ca");
+    tok_free(&tok);
+}

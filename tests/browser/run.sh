@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The explorer's browser test (make test-browser): trains a small checkpoint in
-# a few seconds, writes an --explore page and its --explore-json weights, and a
-# page of a full-size untrained model (4 layers x 16 heads, T = 256), then runs
+# a few seconds, writes an --explore page and its --explore-json weights, a page
+# of a full-size untrained model (4 layers x 16 heads, T = 256) and a page and
+# weights of a small byte-pair (--vocab) model, then runs
 # tests/browser/test_explore.mjs on them in headless Chromium (node 18 or later
 # and Debian's chromium; no npm packages).
 #   tests/browser/run.sh [BIN_DIR] [WORK_DIR]
@@ -28,4 +29,11 @@ text="The old mouse went twice. The boys still shout early. The old mouse went t
 "$bin/infer" --ckpt "$work/big.ckpt" --threads 1 --explore "$work/big.html" \
     --text-file "$work/val.txt" 2>"$work/big.err"
 
+# A byte-pair model: its tokens are several bytes each, shown as their text.
+"$bin/train" --data "$work/val.txt" --vocab 300 --steps 60 -L 2 -H 4 -C 32 -T 48 --eval-every 0 \
+    --eval-iters 2 --threads 1 --out "$work/bpe.ckpt" >>"$work/train.log" 2>&1
+"$bin/infer" --ckpt "$work/bpe.ckpt" --threads 1 --explore "$work/bpe.html" \
+    --explore-json "$work/bpe.json" --text "$text" 2>"$work/bpe.err"
+
 node tests/browser/test_explore.mjs "$work/small.html" "$work/small.json" "$work/big.html"
+node tests/browser/test_explore.mjs "$work/bpe.html" "$work/bpe.json"

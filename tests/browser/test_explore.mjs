@@ -1,11 +1,12 @@
 // test_explore: loads an --explore page in headless Chromium and checks it
 // against the full-precision weights ./infer wrote with --explore-json:
 //   node tests/browser/test_explore.mjs PAGE.html WEIGHTS.json [PAGE2.html ...]
-// For each page: hovering a token shades exactly the keys it can see, each with
-// the largest selected head's weight; the per-head top keys are the right keys
-// with the right weights; switching the layer and toggling a head change both
-// accordingly; a map of the model view opens large; and the page logged no
-// error and made no request beyond loading itself. Extra pages (no JSON) are
+// For each page: every token shows its piece's label; hovering a token shades
+// exactly the keys it can see, each with the largest selected head's weight;
+// the per-head top keys are the right keys with the right weights; switching
+// the layer and toggling a head change both accordingly; a map of the model view
+// opens large; and the page logged no error and made no request beyond loading
+// itself. Extra pages (no JSON) are
 // only loaded, hovered and timed (the full-size model). Exits 1 on a failure.
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
@@ -118,6 +119,11 @@ async function testWithWeights(b, file, jsonFile) {
   check(info.T === T, `the page shows ${info.T} tokens, infer wrote ${T}`);
   check(info.cells === L * H, `the model view has ${info.cells} maps for ${L * H} heads`);
   check(info.layers === L, `the layer selector has ${info.layers} layers for ${L}`);
+  // Each token shows its label, as --explore-json writes it (a byte-pair token is
+  // its whole text, e.g. "\u2423went").
+  const shownText = await b.eval(`[...document.querySelectorAll("#tokens .tok")].map((s) => s.textContent)`);
+  check(JSON.stringify(shownText) === JSON.stringify(J.pieces),
+        `the tokens read ${JSON.stringify(shownText.slice(0, 8))}..., the pieces ${JSON.stringify(J.pieces.slice(0, 8))}...`);
 
   for (const i of [T - 1, Math.floor(T / 2), 0]) {
     await b.hover(`#tokens .tok[data-i="${i}"]`);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "trainer/ckpt.h"
 #include "util/errbuf.h"
 
 #define LOCK_MAGIC "headcount lock\n"
@@ -41,20 +43,12 @@ static void split_path(const char *path, char *dir, size_t dlen, const char **ba
     }
 }
 
-static void key_of(const char *path, FileKey *k)
+int guard_resolve(const char *path, char *buf, size_t len)
 {
-    struct stat st;
-    memset(k, 0, sizeof *k);
-    if (stat(path, &st) == 0) {
-        k->exists = 1;
-        k->dev = st.st_dev;
-        k->ino = st.st_ino;
-        return;
-    }
-    /* Not there: follow a dangling symlink to the file it would create. */
     char cur[PATH_MAX], dir[PATH_MAX];
     const char *base;
-    snprintf(cur, sizeof cur, "%s", path);
+    if ((size_t)snprintf(cur, sizeof cur, "%s", path) >= sizeof cur)
+        return -1;
     for (int hops = 0; hops < 40; hops++) {
         struct stat lst;
         char target[PATH_MAX];
@@ -71,9 +65,27 @@ static void key_of(const char *path, FileKey *k)
             char joined[2 * PATH_MAX + 2];
             snprintf(joined, sizeof joined, "%s/%s", dir, target);
             if ((size_t)snprintf(cur, sizeof cur, "%s", joined) >= sizeof cur)
-                break;
+                return -1;
         }
     }
+    return (size_t)snprintf(buf, len, "%s", cur) >= len ? -1 : 0;
+}
+
+static void key_of(const char *path, FileKey *k)
+{
+    struct stat st;
+    memset(k, 0, sizeof *k);
+    if (stat(path, &st) == 0) {
+        k->exists = 1;
+        k->dev = st.st_dev;
+        k->ino = st.st_ino;
+        return;
+    }
+    /* Not there: follow a dangling symlink to the file it would create. */
+    char cur[PATH_MAX], dir[PATH_MAX];
+    const char *base;
+    if (guard_resolve(path, cur, sizeof cur))
+        snprintf(cur, sizeof cur, "%.*s", PATH_MAX - 1, path);
     split_path(cur, dir, sizeof dir, &base);
     char real[PATH_MAX];
     if (!realpath(dir, real) ||
@@ -104,8 +116,25 @@ static int allowed(const GuardPath *o, const GuardPath *x)
     return o->output && o->may_be && strcmp(o->may_be, x->flag) == 0;
 }
 
+int guard_check_output(const char *flag, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    if (S_ISDIR(st.st_mode))
+        return err_set(err, errlen, "%s %s: is a directory, expected a file path", flag, path);
+    if (!S_ISREG(st.st_mode))
+        return err_set(err, errlen, "%s %s: not a regular file (a FIFO, device or socket); "
+                       "outputs are written to a temporary beside the file and renamed over "
+                       "it, so give the path of a plain file", flag, path);
+    return 0;
+}
+
 int guard_check_paths(const GuardPath *p, int n, char *err, size_t errlen)
 {
+    for (int i = 0; i < n; i++)
+        if (p[i].path && p[i].output && guard_check_output(p[i].flag, p[i].path, err, errlen))
+            return -1;
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
             if (!p[i].path || !p[j].path || !(p[i].output || p[j].output))
@@ -154,7 +183,9 @@ static void describe_holder(const char *text, char *buf, size_t len)
 int guard_lock(GuardLock *lk, const char *out, char *err, size_t errlen)
 {
     lk->fd = -1;
-    if ((size_t)snprintf(lk->path, sizeof lk->path, "%s.lock", out) >= sizeof lk->path)
+    char real[PATH_MAX];
+    if (guard_resolve(out, real, sizeof real) ||
+        (size_t)snprintf(lk->path, sizeof lk->path, "%s.lock", real) >= sizeof lk->path)
         return err_set(err, errlen, "%s: path too long", out);
     for (int attempt = 0; attempt < 8; attempt++) {
         int created = 1;
@@ -262,6 +293,117 @@ int guard_leftovers(const char *out, char *list, size_t len)
     }
     closedir(d);
     return count;
+}
+
+int guard_file_open(GuardFile *g, const char *path, char *err, size_t errlen)
+{
+    g->f = NULL;
+    g->tmp[0] = '\0';
+    if (guard_resolve(path, g->path, sizeof g->path))
+        return err_set(err, errlen, "%s: path too long", path);
+    int fd = ckpt_tmp_create(g->path, g->tmp, sizeof g->tmp);
+    if (fd < 0) {
+        int saved = errno;
+        g->tmp[0] = '\0';
+        return err_set(err, errlen, "%s: cannot write there: %s", path,
+                       saved == ENOENT ? "directory does not exist" : strerror(saved));
+    }
+    g->f = fdopen(fd, "w");
+    if (!g->f) {
+        int saved = errno;
+        close(fd);
+        unlink(g->tmp); /* ours: created above */
+        g->tmp[0] = '\0';
+        return err_set(err, errlen, "%s: cannot write: %s", path, strerror(saved));
+    }
+    return 0;
+}
+
+/* fsync of the directory holding path, so that a rename into it is durable. */
+static void sync_dir(const char *path)
+{
+    char dir[PATH_MAX];
+    const char *base;
+    split_path(path, dir, sizeof dir, &base);
+    int fd = open(dir, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* The first failure (an errno) in writing, flushing, fsyncing or closing g. */
+static int finish(GuardFile *g)
+{
+    errno = 0;
+    int bad = ferror(g->f) ? (errno ? errno : EIO) : 0;
+    if (!bad && fflush(g->f) != 0)
+        bad = errno ? errno : EIO;
+    if (!bad && fsync(fileno(g->f)) != 0)
+        bad = errno;
+    if (fclose(g->f) != 0 && !bad)
+        bad = errno ? errno : EIO;
+    g->f = NULL;
+    return bad;
+}
+
+static int failed(GuardFile *g, int bad, char *err, size_t errlen)
+{
+    if (g->f)
+        fclose(g->f);
+    g->f = NULL;
+    if (g->tmp[0])
+        unlink(g->tmp); /* ours: created by guard_file_open */
+    g->tmp[0] = '\0';
+    return err_set(err, errlen, "%s: write failed: %s; the previous file (if any) is untouched",
+                   g->path, strerror(bad));
+}
+
+int guard_file_finish(GuardFile *g, char *err, size_t errlen)
+{
+    if (!g->f)
+        return 0;
+    int bad = finish(g);
+    return bad ? failed(g, bad, err, errlen) : 0;
+}
+
+int guard_file_commit(GuardFile *g, char *err, size_t errlen)
+{
+    if (!g->tmp[0])
+        return err_set(err, errlen, "%s: no temporary to commit", g->path);
+    if (guard_file_finish(g, err, errlen))
+        return -1;
+    if (rename(g->tmp, g->path) != 0)
+        return failed(g, errno, err, errlen);
+    g->tmp[0] = '\0';
+    sync_dir(g->path);
+    return 0;
+}
+
+void guard_file_abort(GuardFile *g)
+{
+    if (g->f)
+        fclose(g->f);
+    g->f = NULL;
+    if (g->tmp[0])
+        unlink(g->tmp); /* ours: created by guard_file_open */
+    g->tmp[0] = '\0';
+}
+
+void guard_hold_signals(sigset_t *saved)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &set, saved);
+}
+
+void guard_release_signals(const sigset_t *saved)
+{
+    sigprocmask(SIG_SETMASK, saved, NULL);
 }
 
 unsigned long long guard_mem_available(void)

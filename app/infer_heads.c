@@ -13,6 +13,7 @@
 #include "data/synth.h"
 #include "app/infer.h"
 #include "analysis/heads.h"
+#include "app/fileguard.h"
 #include "app/report.h"
 
 /* Windows per run when --windows is not given (fewer if the file is short). */
@@ -467,10 +468,14 @@ static HeadsReport fill_report(const InferOptions *o, const Analysis *an, const 
 
 static void write_report(const InferOptions *o, const Analysis *an, const HeadsSummary *s)
 {
-    char err[1500];
+    char err[3000];
     HeadsReport r = fill_report(o, an, s);
+    /* A signal now waits until the report is in place (or cleaned away). */
+    sigset_t saved;
+    guard_hold_signals(&saved);
     if (report_write(o->report, &r, err, sizeof err))
-        cli_fail("--report: %s", err);
+        cli_fail("--report %s: %s; nothing of this report was written", o->report, err);
+    guard_release_signals(&saved);
     fprintf(stderr, "infer: report written to %s/index.html\n", o->report);
 }
 
@@ -542,8 +547,6 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
     char err[1500];
     Analysis an;
     size_t nids;
-    if (o->report && report_prepare(o->report, err, sizeof err))
-        cli_fail("--report: %s", err);
     uint8_t *ids = prepare(&an, o, m, tok, &nids);
     choose_windows(&an, ids, nids, tok, o->seed);
     find_builtin(&an, ids, nids, tok);

@@ -49,11 +49,12 @@ int tok_encode(const Tokenizer *tok, const unsigned char *bytes, size_t n, uint8
     for (size_t i = 0; i < n; i++) {
         int id = tok->id[bytes[i]];
         if (id < 0) {
-            char b[8], voc[1100];
+            char b[ERR_BYTE_LEN], voc[1100];
             tok_describe(tok, voc, sizeof voc);
             return err_set(err, errlen,
-                           "%s: byte %s at offset %zu is not in the model's vocabulary "
-                           "of %d bytes: \"%s\"", what, err_byte(bytes[i], b), i, tok->V, voc);
+                           "%s: byte %s at offset %zu is not in the model's vocabulary: it "
+                           "knows only the %d bytes of the text it was trained on, \"%s\"",
+                           what, err_byte(bytes[i], b), i, tok->V, voc);
         }
         ids[i] = (uint8_t)id;
     }

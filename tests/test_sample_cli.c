@@ -212,8 +212,9 @@ Test(sample, cli_rejects_bad_prompts)
 {
     Fixture f;
     write_ckpt(&f, "sample-bad", VOCAB);
-    check_rejected(&f, "--prompt 'Quiz~'", 1, "byte 'Q' at offset 0 is not in the model's vocab");
-    check_rejected(&f, "--prompt 'ok~'", 1, "the prompt: byte '~' at offset 2");
+    check_rejected(&f, "--prompt 'Quiz~'", 1, "byte 0x51 (Q) at offset 0 is not in the model's "
+                   "vocab");
+    check_rejected(&f, "--prompt 'ok~'", 1, "the prompt: byte 0x7e (~) at offset 2");
     char args[400];
     snprintf(args, sizeof args, "--prompt-file %s/absent.txt", f.dir);
     check_rejected(&f, args, 1, "no such file");

@@ -253,21 +253,6 @@ void infer_read_input(TextFile *f, const char *path, const char *flag)
         cli_fail("--%s -: reading standard input failed", flag);
 }
 
-/* --heads on a file with few windows still runs, but says the numbers are rough. */
-static void note_short_heads_file(const char *path, int T)
-{
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 3)
-        return; /* the analysis refuses it with the reason */
-    long long windows = st.st_size > 1 ? (long long)(st.st_size - 1) / T : 0;
-    if (windows < 8)
-        fprintf(stderr, "infer: note: %s has %lld byte(s): %s; the head scores will be rough "
-                "(8 windows, %lld bytes or more, give steadier ones)\n", path,
-                (long long)st.st_size, windows == 0 ? "shorter than one window of the block "
-                "size, so windows are cut short" : windows == 1 ? "one window of the block size"
-                : "only a few windows of the block size", 8LL * T + 1);
-}
-
 /* --explore with --text or --text-file: the page of that text. */
 static int run_explore_text(const InferOptions *o, const Model *m, const Tokenizer *tok)
 {
@@ -401,10 +386,9 @@ int main(int argc, char **argv)
     int rc;
     if (o.eval)
         rc = run_eval(&o, &m, &tok);
-    else if (o.heads) {
-        note_short_heads_file(o.heads, m.cfg.T);
+    else if (o.heads)
         rc = infer_heads(&o, &m, &tok);
-    } else if (o.explore && (o.text || o.text_file))
+    else if (o.explore && (o.text || o.text_file))
         rc = run_explore_text(&o, &m, &tok);
     else
         rc = infer_sample(&o, &m, &tok);

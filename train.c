@@ -349,7 +349,7 @@ static int dump_val(Run *r, const unsigned char *given)
     if (guard_file_open(&g, path, err, sizeof err))
         cli_fail("--dump-val %s", err);
     size_t n = r->corpus.nval;
-    int rc = write_stoppable(fileno(g.f), r->file.bytes + r->corpus.ntrain, n);
+    int rc = write_stoppable(g.fd, r->file.bytes + r->corpus.ntrain, n);
     int saved = errno;
     if (rc == 1) {
         guard_file_abort(&g);

@@ -1,4 +1,5 @@
 /* fileguard: identity checks, the checkpoint lock, leftovers, memory (see fileguard.h). */
+#define _GNU_SOURCE /* fopencookie */
 #include "app/fileguard.h"
 
 #include <dirent.h>
@@ -295,6 +296,57 @@ int guard_leftovers(const char *out, char *list, size_t len)
     return count;
 }
 
+/* The stream of guard_fdopen: writes go straight to fd, and the first failure's
+ * errno is kept in *error (stdio keeps only a flag, and errno is overwritten by
+ * the calls after it). */
+typedef struct {
+    int fd;
+    int *error;
+} Sink;
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
+{
+    Sink *k = cookie;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(k->fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (!*k->error)
+                *k->error = w < 0 ? errno : EIO;
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)w;
+    }
+    return (ssize_t)n;
+}
+
+static int sink_close(void *cookie)
+{
+    Sink *k = cookie;
+    int rc = close(k->fd);
+    if (rc != 0 && !*k->error)
+        *k->error = errno;
+    free(k);
+    return rc;
+}
+
+FILE *guard_fdopen(int fd, int *error)
+{
+    Sink *k = malloc(sizeof *k);
+    if (!k)
+        return NULL;
+    *k = (Sink){fd, error};
+    *error = 0;
+    cookie_io_functions_t io = {.read = NULL, .write = sink_write, .seek = NULL,
+                                .close = sink_close};
+    FILE *f = fopencookie(k, "w", io);
+    if (!f)
+        free(k);
+    return f;
+}
+
 int guard_file_open(GuardFile *g, const char *path, char *err, size_t errlen)
 {
     g->f = NULL;
@@ -308,7 +360,8 @@ int guard_file_open(GuardFile *g, const char *path, char *err, size_t errlen)
         return err_set(err, errlen, "%s: cannot write there: %s", path,
                        saved == ENOENT ? "directory does not exist" : strerror(saved));
     }
-    g->f = fdopen(fd, "w");
+    g->fd = fd;
+    g->f = guard_fdopen(fd, &g->error);
     if (!g->f) {
         int saved = errno;
         close(fd);
@@ -335,14 +388,11 @@ static void sync_dir(const char *path)
 /* The first failure (an errno) in writing, flushing, fsyncing or closing g. */
 static int finish(GuardFile *g)
 {
-    errno = 0;
-    int bad = ferror(g->f) ? (errno ? errno : EIO) : 0;
-    if (!bad && fflush(g->f) != 0)
-        bad = errno ? errno : EIO;
-    if (!bad && fsync(fileno(g->f)) != 0)
+    int bad = fflush(g->f) != 0 || ferror(g->f) ? (g->error ? g->error : EIO) : 0;
+    if (!bad && fsync(g->fd) != 0)
         bad = errno;
     if (fclose(g->f) != 0 && !bad)
-        bad = errno ? errno : EIO;
+        bad = g->error ? g->error : EIO;
     g->f = NULL;
     return bad;
 }

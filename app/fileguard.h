@@ -49,9 +49,15 @@ int guard_resolve(const char *path, char *buf, size_t len);
  * with "FLAG PATH: not a regular file ..." or "... is a directory" in err. */
 int guard_check_output(const char *flag, const char *path, char *err, size_t errlen);
 
+/* A stream writing to fd (which it closes) that keeps the first failed write's
+ * errno in *error, so that a message can say why (EFBIG, ENOSPC); NULL when out
+ * of memory. */
+FILE *guard_fdopen(int fd, int *error);
+
 /* An output written whole to a temporary and renamed into place on commit. */
 typedef struct {
     FILE *f;          /* the temporary, open for writing; NULL when not open */
+    int fd, error;    /* its descriptor; the first failed write's errno, or 0 */
     char path[4200];  /* the file it replaces (symlinks followed) */
     char tmp[4300];   /* PATH.tmp.XXXXXX */
 } GuardFile;

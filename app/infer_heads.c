@@ -542,12 +542,26 @@ static uint8_t *prepare(Analysis *an, const InferOptions *o, const Model *m,
     return ids;
 }
 
+/* --heads on a file with few windows still runs, but says the numbers are rough
+ * (once the file is known to be usable: read, long enough, and encoded). */
+static void note_short_file(const char *path, size_t n, int T)
+{
+    long long windows = n > 1 ? (long long)(n - 1) / T : 0;
+    if (windows < 8)
+        fprintf(stderr, "infer: note: %s has %zu byte(s): %s; the head scores will be rough "
+                "(8 windows, %lld bytes or more, give steadier ones)\n", path, n,
+                windows == 0 ? "shorter than one window of the block size, so windows are cut "
+                "short" : windows == 1 ? "one window of the block size"
+                : "only a few windows of the block size", 8LL * T + 1);
+}
+
 int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
 {
     char err[1500];
     Analysis an;
     size_t nids;
     uint8_t *ids = prepare(&an, o, m, tok, &nids);
+    note_short_file(o->heads, nids, m->cfg.T);
     choose_windows(&an, ids, nids, tok, o->seed);
     find_builtin(&an, ids, nids, tok);
     for (int t = 0; t < an.T; t++)

@@ -59,7 +59,8 @@ int report_out_open(ReportOut *o, const char *dir, const char *name, char *err,
     if ((size_t)snprintf(o->path, sizeof o->path, "%s/%s", dir, name) >= sizeof o->path)
         return err_set(err, errlen, "%.200s...: path too long", dir);
     int fd = open(o->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    o->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    o->fd = fd;
+    o->f = fd >= 0 ? guard_fdopen(fd, &o->error) : NULL;
     if (!o->f) {
         int saved = errno;
         if (fd >= 0)
@@ -71,14 +72,11 @@ int report_out_open(ReportOut *o, const char *dir, const char *name, char *err,
 
 int report_out_close(ReportOut *o, char *err, size_t errlen)
 {
-    errno = 0;
-    int bad = ferror(o->f) ? (errno ? errno : EIO) : 0;
-    if (!bad && fflush(o->f) != 0)
-        bad = errno ? errno : EIO;
-    if (!bad && fsync(fileno(o->f)) != 0)
+    int bad = fflush(o->f) != 0 || ferror(o->f) ? (o->error ? o->error : EIO) : 0;
+    if (!bad && fsync(o->fd) != 0)
         bad = errno;
     if (fclose(o->f) != 0 && !bad)
-        bad = errno ? errno : EIO;
+        bad = o->error ? o->error : EIO;
     o->f = NULL;
     if (bad)
         return err_set(err, errlen, "%s: write failed: %s", o->path, strerror(bad));

@@ -140,6 +140,7 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
         cli_fail("%s: has no training state (flags 0): it can be evaluated and sampled, not "
                  "resumed", o->resume);
     train_options_resume(o, given, &r->tr.model.cfg, ts);
+    resume_data(o, given, ts);
     o->allow_binary = o->allow_binary || ts->allow_binary;
     if (steps_done >= o->steps)
         cli_usage_error("%s has already trained %ld of %ld steps; give --steps above %ld to "
@@ -162,7 +163,6 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
         fprintf(stderr, "train: note: this resumed run writes no log; pass --log FILE to append "
                 "to the run's log (checkpoints do not record it, so that their bytes depend "
                 "on the run's settings alone)\n");
-    resume_data(o, given, ts);
     if (o->heads_every && !o->log)
         cli_usage_error("--heads-every %ld needs --log FILE to write the metrics to",
                         o->heads_every);

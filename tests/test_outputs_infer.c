@@ -212,15 +212,16 @@ Test(infer_outputs, a_fifo_as_an_output_is_refused_at_once, .timeout = 60)
     cr_assert_eq(mkfifo(fifo, 0666), 0);
     cr_assert_eq(mkdir(rep, 0777), 0);
     cr_assert_eq(mkfifo(inrep, 0666), 0);
-    int rc = run(&out, "infer", "--ckpt %s --explore %s --text '%s'", e.out, fifo, TEXT);
+    /* timeout: a program that opens the FIFO blocks there for ever */
+    int rc = tu_runf(&out, "timeout 20 %s/infer --ckpt %s --explore %s --text '%s'", tu_bin(),
+                     e.out, fifo, TEXT);
     expect_error(out, rc, 2, "infer", "not a regular file");
     free(out);
-    rc = run(&out, "infer", "--ckpt %s --explore %s --explore-json %s --text '%s'", e.out, page,
-             fifo, TEXT);
+    rc = tu_runf(&out, "timeout 20 %s/infer --ckpt %s --explore %s --explore-json %s --text '%s'",
+                 tu_bin(), e.out, page, fifo, TEXT);
     expect_error(out, rc, 2, "infer", "not a regular file");
     free(out);
     expect_absent(page);
-    /* timeout: the old behaviour blocks in open() */
     rc = tu_runf(&out, "ulimit -c 0; OMP_WAIT_POLICY=passive timeout 20 %s/infer --ckpt %s "
                  "--heads %s --report %s", tu_bin(), e.out, e.data, rep);
     expect_error(out, rc, 2, "infer", "heads.csv");
@@ -237,10 +238,11 @@ Test(infer_outputs, a_device_or_fifo_as_a_checkpoint_is_not_a_regular_file, .tim
     cr_assert_eq(mkfifo(fifo, 0666), 0);
     const char *paths[] = {"/dev/zero", "/dev/urandom", fifo};
     for (int k = 0; k < 3; k++) {
-        int rc = run(&out, "infer", "--ckpt %s --eval %s", paths[k], e.data);
+        int rc = tu_runf(&out, "timeout 20 %s/infer --ckpt %s --eval %s", tu_bin(), paths[k],
+                         e.data);
         expect_error(out, rc, 1, "infer", "not a regular file");
         free(out);
-        rc = run(&out, "train", "--resume %s --steps 9", paths[k]);
+        rc = tu_runf(&out, "timeout 20 %s/train --resume %s --steps 9", tu_bin(), paths[k]);
         expect_error(out, rc, 1, "train", "not a regular file");
         free(out);
     }

@@ -440,20 +440,37 @@ void guard_file_abort(GuardFile *g)
     g->tmp[0] = '\0';
 }
 
-void guard_hold_signals(sigset_t *saved)
+static const int HELD[GUARD_HELD_SIGNALS] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+/* The first signal that arrived while held (a handler can only reach a static). */
+static volatile sig_atomic_t held_signal = 0;
+
+static void hold_handler(int sig)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGQUIT);
-    sigprocmask(SIG_BLOCK, &set, saved);
+    if (!held_signal)
+        held_signal = sig;
 }
 
-void guard_release_signals(const sigset_t *saved)
+/* A handler, not a blocked mask: the mask is per thread, and a signal sent to the
+ * process goes to any thread that does not block it (an OpenMP worker). */
+void guard_hold_signals(GuardSignals *h)
 {
-    sigprocmask(SIG_SETMASK, saved, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = hold_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    held_signal = 0;
+    for (int k = 0; k < GUARD_HELD_SIGNALS; k++)
+        sigaction(HELD[k], &sa, &h->old[k]);
+}
+
+void guard_release_signals(GuardSignals *h)
+{
+    for (int k = 0; k < GUARD_HELD_SIGNALS; k++)
+        sigaction(HELD[k], &h->old[k], NULL);
+    if (held_signal)
+        raise(held_signal);
 }
 
 unsigned long long guard_mem_available(void)

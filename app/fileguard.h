@@ -75,11 +75,15 @@ int guard_file_commit(GuardFile *g, char *err, size_t errlen);
 /* Closes and removes the temporary; safe on a file not open. */
 void guard_file_abort(GuardFile *g);
 
-/* Holds SIGINT, SIGTERM, SIGHUP and SIGQUIT while a program writes and commits
- * its outputs, so that none is cut short (the mask before goes to saved);
- * release restores it, and a held signal takes effect then. */
-void guard_hold_signals(sigset_t *saved);
-void guard_release_signals(const sigset_t *saved);
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT are held while a program writes and commits
+ * its outputs, so that none is cut short: a signal that arrives meanwhile is
+ * recorded, and raised again (with the actions restored) on release. */
+#define GUARD_HELD_SIGNALS 4
+typedef struct {
+    struct sigaction old[GUARD_HELD_SIGNALS];
+} GuardSignals;
+void guard_hold_signals(GuardSignals *h);
+void guard_release_signals(GuardSignals *h);
 
 /* The lock beside one checkpoint path. */
 typedef struct {

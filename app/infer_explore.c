@@ -107,7 +107,7 @@ static void write_outputs(const InferOptions *o, const Explore *e)
     char err[9000];
     GuardFile page = {.f = NULL}, json = {.f = NULL};
     const char *flag = "--explore";
-    sigset_t saved;
+    GuardSignals saved;
     guard_hold_signals(&saved);
     if (guard_file_open(&page, o->explore, err, sizeof err) ||
         explore_write_html(page.f, e, err, sizeof err))

@@ -471,7 +471,7 @@ static void write_report(const InferOptions *o, const Analysis *an, const HeadsS
     char err[3000];
     HeadsReport r = fill_report(o, an, s);
     /* A signal now waits until the report is in place (or cleaned away). */
-    sigset_t saved;
+    GuardSignals saved;
     guard_hold_signals(&saved);
     if (report_write(o->report, &r, err, sizeof err))
         cli_fail("--report %s: %s; nothing of this report was written", o->report, err);

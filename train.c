@@ -569,9 +569,11 @@ int main(int argc, char **argv)
 {
     cli_prog = "train";
     cli_bounded_spin_openmp(argv);
-    Run run;
-    memset(&run, 0, sizeof run);
-    Run *r = &run;
+    /* On the heap: its path buffers would take tens of KiB of the main thread's
+     * stack, which the kernels' frames need (tests/test_train.c runs it small). */
+    Run *r = calloc(1, sizeof *r);
+    if (!r)
+        cli_fail("out of memory");
     r->lock.fd = r->best_lock.fd = -1;
     r->last_saved = r->resumed_step = -1;
     if (dist_init(&r->dist, &argc, &argv))
@@ -597,6 +599,7 @@ int main(int argc, char **argv)
     if (r->o.dump_val) {
         int rc = run_lead(r) ? dump_val(r, given) : 0;
         dist_finish(&r->dist);
+        free(r);
         return rc;
     }
     exiting_run = r;
@@ -633,5 +636,8 @@ int main(int argc, char **argv)
     trainer_free(&r->tr);
     corpus_free(&r->corpus);
     textfile_free(&r->file);
+    release_locks();
+    exiting_run = NULL;
+    free(r);
     return 0;
 }

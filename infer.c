@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@
 
 #include "app/cli.h"
 #include "app/fileguard.h"
+#include "app/report.h"
+#include "data/induction.h"
 #include "data/corpus.h"
 #include "trainer/ckpt.h"
 #include "model/evaluate.h"
@@ -40,7 +43,9 @@ static void usage(void)
            "                         ppl, bpb (bits per byte), tokens, bytes\n"
            "  --heads FILE           measure what every attention head does on FILE\n"
            "  --explore OUT.html     write an interactive page of every head's attention on\n"
-           "                         --text or --text-file, or else on the first sample\n\n"
+           "                         --text or --text-file (their first block-size bytes),\n"
+           "                         or else on the first sample (its last block-size bytes:\n"
+           "                         the context the model ended with)\n\n"
            "  -c, --ckpt CKPT        checkpoint to load (required)\n"
            "      --json             with --eval: the result as one JSON object (loss, ppl, bpb,\n"
            "                         tokens, bytes); with --heads: summary.json's object (relations,\n"
@@ -58,6 +63,8 @@ static void usage(void)
            "      --no-cache         recompute the whole context per byte (benchmarks)\n"
            "heads analysis:\n"
            "      --report DIR       write heads.csv, heads.json, SVG heatmaps and index.html\n"
+           "                         into DIR: a new or empty directory, or its own earlier\n"
+           "                         report, which it replaces as a whole\n"
            "      --windows N        windows of FILE to average over (default: automatic)\n"
            "      --prune-curve      remove heads least important first; print loss vs heads kept\n"
            "explorer:\n"
@@ -168,6 +175,13 @@ static void parse(int argc, char **argv, InferOptions *o)
                         argv[optind]);
     if (!o->ckpt)
         cli_usage_error("--ckpt CKPT is required");
+    const struct { const char *flag, *path; } paths[] = {
+        {"ckpt", o->ckpt}, {"eval", o->eval}, {"prompt-file", o->prompt_file},
+        {"heads", o->heads}, {"report", o->report}, {"explore", o->explore},
+        {"explore-json", o->explore_json}, {"text-file", o->text_file}};
+    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
+        if (paths[k].path && !paths[k].path[0])
+            cli_usage_error("--%s '': the path is empty; give a file name", paths[k].flag);
     if (o->eval && o->heads)
         cli_usage_error("--eval and --heads are separate modes; give one");
     if (o->prompt && o->prompt_file)
@@ -175,9 +189,12 @@ static void parse(int argc, char **argv, InferOptions *o)
     check_mode_flags(o);
 }
 
-/* "L.H,L.H" -> head_on[L*H] with the listed heads 0. */
+/* "L.H,L.H" -> head_on[L*H] with the listed heads 0: at least one head, no
+ * empty item (",," or a trailing comma) and no head listed twice. */
 static unsigned char *parse_mask(const char *spec, const Config *c)
 {
+    if (!spec[0])
+        cli_usage_error("--mask '': no head given; list heads as layer.head pairs like 0.1,2.3");
     unsigned char *on = malloc((size_t)c->L * c->H);
     if (!on)
         cli_fail("out of memory");
@@ -195,7 +212,12 @@ static unsigned char *parse_mask(const char *spec, const Config *c)
         if (l < 0 || l >= c->L || h < 0 || h >= c->H)
             cli_usage_error("--mask: head %ld.%ld does not exist (the model has layers 0..%d "
                             "and heads 0..%d)", l, h, c->L - 1, c->H - 1);
+        if (!on[l * c->H + h])
+            cli_usage_error("--mask '%s': head %ld.%ld is listed twice", spec, l, h);
         on[l * c->H + h] = 0;
+        if (*end == ',' && end[1] == '\0')
+            cli_usage_error("--mask '%s': ends with a comma; list heads as layer.head pairs "
+                            "like 0.1,2.3", spec);
         p = *end == ',' ? end + 1 : end;
     }
     return on;
@@ -230,21 +252,6 @@ void infer_read_input(TextFile *f, const char *path, const char *flag)
     }
     if (ferror(stdin))
         cli_fail("--%s -: reading standard input failed", flag);
-}
-
-/* --heads on a file with few windows still runs, but says the numbers are rough. */
-static void note_short_heads_file(const char *path, int T)
-{
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-        return;
-    long long windows = st.st_size > 1 ? (long long)(st.st_size - 1) / T : 0;
-    if (windows < 8)
-        fprintf(stderr, "infer: note: %s has %lld byte(s): %s; the head scores will be rough "
-                "(8 windows, %lld bytes or more, give steadier ones)\n", path,
-                (long long)st.st_size, windows == 0 ? "shorter than one window of the block "
-                "size, so windows are cut short" : windows == 1 ? "one window of the block size"
-                : "only a few windows of the block size", 8LL * T + 1);
 }
 
 /* --explore with --text or --text-file: the page of that text. */
@@ -307,23 +314,43 @@ static const char *file_arg(const char *path)
     return path && strcmp(path, "-") != 0 ? path : NULL;
 }
 
-/* No output may be an input or another output (fileguard.h): the explorer's
- * files, and the fixed names --report writes in its directory; an input inside
- * DIR/heatmaps, whose SVGs are rewritten, is refused as well. */
-static void check_outputs(const InferOptions *o)
+/* Whether path lies directly in the directory dir (by identity). */
+static int inside(const char *path, const char *dir)
+{
+    char parent[4200];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (slash == parent)
+        parent[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(parent, sizeof parent, ".");
+    return guard_same_file(parent, dir);
+}
+
+/* No output may be an input or another output (fileguard.h), the training data
+ * named by the checkpoint included: the explorer's files, and --report DIR as a
+ * whole: it must be new, empty or an earlier report (report.h), none of its
+ * files may be an input, and no input may lie inside it. */
+static void check_outputs(const InferOptions *o, const char *trained_on)
 {
     static const char *const REPORT_FILES[] = {"heads.csv", "heads.json", "summary.json",
-                                               "prune.csv", "index.html"};
-    enum { NREPORT = sizeof REPORT_FILES / sizeof REPORT_FILES[0] };
-    char report[NREPORT][4200], flags[NREPORT][64], heatmaps[4200], err[9000];
-    GuardPath paths[7 + NREPORT] = {
+                                               "relations.csv", "prune.csv", "index.html",
+                                               REPORT_MARKER};
+    enum { NREPORT = sizeof REPORT_FILES / sizeof REPORT_FILES[0], NIN = 6 };
+    char report[NREPORT][4200], flags[NREPORT][64], dir[4096], heatmaps[4200], err[9000];
+    GuardPath paths[NIN + 2 + NREPORT] = {
         {"--ckpt", o->ckpt, 0, NULL}, {"--eval", o->eval, 0, NULL},
         {"--heads", o->heads, 0, NULL}, {"--prompt-file", file_arg(o->prompt_file), 0, NULL},
-        {"--text-file", file_arg(o->text_file), 0, NULL}, {"--explore", o->explore, 1, NULL},
-        {"--explore-json", o->explore_json, 1, NULL}};
-    int n = 7;
+        {"--text-file", file_arg(o->text_file), 0, NULL},
+        {"the training data of --ckpt,", trained_on, 0, NULL},
+        {"--explore", o->explore, 1, NULL}, {"--explore-json", o->explore_json, 1, NULL}};
+    int n = NIN + 2;
+    if (o->report && guard_resolve(o->report, dir, sizeof dir))
+        cli_usage_error("--report: the path is too long");
     for (int k = 0; o->report && k < NREPORT; k++) {
-        snprintf(report[k], sizeof report[k], "%s/%s", o->report, REPORT_FILES[k]);
+        snprintf(report[k], sizeof report[k], "%s/%s", dir, REPORT_FILES[k]);
         snprintf(flags[k], sizeof flags[k], "--report (its %s)", REPORT_FILES[k]);
         paths[n++] = (GuardPath){flags[k], report[k], 1, NULL};
     }
@@ -331,21 +358,14 @@ static void check_outputs(const InferOptions *o)
         cli_usage_error("%s", err);
     if (!o->report)
         return;
-    snprintf(heatmaps, sizeof heatmaps, "%s/heatmaps", o->report);
-    for (int k = 0; k < 5; k++) {
-        if (!paths[k].path)
-            continue;
-        char dir[4200];
-        snprintf(dir, sizeof dir, "%s", paths[k].path);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *slash = '\0';
-        else
-            snprintf(dir, sizeof dir, ".");
-        if (guard_same_file(dir, heatmaps))
-            cli_usage_error("%s %s is inside %s, whose files --report rewrites; keep inputs "
-                            "out of it", paths[k].flag, paths[k].path, heatmaps);
-    }
+    snprintf(heatmaps, sizeof heatmaps, "%s/heatmaps", dir);
+    for (int k = 0; k < NIN; k++)
+        if (paths[k].path && (inside(paths[k].path, dir) || inside(paths[k].path, heatmaps)))
+            cli_usage_error("%s %s is inside --report %s, which the report replaces as a "
+                            "whole; keep inputs out of it", paths[k].flag, paths[k].path,
+                            o->report);
+    if (report_check_dir(o->report, err, sizeof err))
+        cli_usage_error("%s", err);
 }
 
 int main(int argc, char **argv)
@@ -354,24 +374,29 @@ int main(int argc, char **argv)
     cli_bounded_spin_openmp(argv);
     InferOptions o;
     parse(argc, argv, &o);
-    check_outputs(&o);
+    /* A file over `ulimit -f` is a write error (EFBIG) with a message, not a kill. */
+    signal(SIGXFSZ, SIG_IGN);
     if (o.threads)
         omp_set_num_threads((int)o.threads);
     Model m;
     Tokenizer tok;
+    TrainState ts;
     char err[1500];
     long steps;
-    if (ckpt_load(o.ckpt, &m, &tok, &steps, NULL, NULL, err, sizeof err))
+    int has_state;
+    if (ckpt_load(o.ckpt, &m, &tok, &steps, &ts, &has_state, err, sizeof err))
         cli_fail("%s", err);
+    int builtin = !has_state || strcmp(ts.data_path, CORPUS_BUILTIN_NAME) == 0 ||
+                  strcmp(ts.data_path, INDUCTION_CORPUS_NAME) == 0;
+    check_outputs(&o, builtin ? NULL : ts.data_path);
     if (o.mask)
         o.head_on = parse_mask(o.mask, &m.cfg);
     int rc;
     if (o.eval)
         rc = run_eval(&o, &m, &tok);
-    else if (o.heads) {
-        note_short_heads_file(o.heads, m.cfg.T);
+    else if (o.heads)
         rc = infer_heads(&o, &m, &tok);
-    } else if (o.explore && (o.text || o.text_file))
+    else if (o.explore && (o.text || o.text_file))
         rc = run_explore_text(&o, &m, &tok);
     else
         rc = infer_sample(&o, &m, &tok);

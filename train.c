@@ -44,6 +44,8 @@ static void release_locks(void)
     if (!exiting_run)
         return;
     run_lock_path = NULL;
+    if (exiting_run->log_tmp[0])
+        unlink(exiting_run->log_tmp); /* a fresh log not yet in place: ours */
     guard_unlock(&exiting_run->lock);
     guard_unlock(&exiting_run->best_lock);
 }
@@ -111,6 +113,22 @@ static void setup_fresh(Run *r)
     r->ts.best_step = -1;
 }
 
+/* The data a resumed run continues on: the checkpoint's file or built-in corpus,
+ * unless --data names another file; a --corpus that is not the one it trained
+ * on contradicts it. */
+static void resume_data(Options *o, const unsigned char *given, const TrainState *ts)
+{
+    int builtin = strcmp(ts->data_path, CORPUS_BUILTIN_NAME) == 0;
+    int induction = strcmp(ts->data_path, INDUCTION_CORPUS_NAME) == 0;
+    if (given[OPT_CORPUS] && (train_is_induction(o) != induction || (!builtin && !induction)))
+        cli_usage_error("--corpus %s contradicts the checkpoint, which trained on %s%s",
+                        o->corpus, ts->data_path, builtin || induction ? "" :
+                        " (pass --data FILE to continue on another file)");
+    o->corpus = induction ? "induction" : "text";
+    if (!given[OPT_DATA] && !builtin && !induction)
+        o->data = ts->data_path;
+}
+
 /* Reads the checkpoint to resume and takes its settings; the data is loaded
  * later (load_resumed_data), once the outputs are known to be safe to write. */
 static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
@@ -126,6 +144,7 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
         cli_fail("%s: has no training state (flags 0): it can be evaluated and sampled, not "
                  "resumed", o->resume);
     train_options_resume(o, given, &r->tr.model.cfg, ts);
+    resume_data(o, given, ts);
     o->allow_binary = o->allow_binary || ts->allow_binary;
     if (steps_done >= o->steps)
         cli_usage_error("%s has already trained %ld of %ld steps; give --steps above %ld to "
@@ -148,14 +167,6 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
         fprintf(stderr, "train: note: this resumed run writes no log; pass --log FILE to append "
                 "to the run's log (checkpoints do not record it, so that their bytes depend "
                 "on the run's settings alone)\n");
-    int builtin = strcmp(ts->data_path, CORPUS_BUILTIN_NAME) == 0;
-    int induction = strcmp(ts->data_path, INDUCTION_CORPUS_NAME) == 0;
-    if (given[OPT_CORPUS] && train_is_induction(o) != induction)
-        cli_usage_error("--corpus %s contradicts the checkpoint, which trained on %s", o->corpus,
-                        ts->data_path);
-    o->corpus = induction ? "induction" : "text";
-    if (!given[OPT_DATA] && !builtin && !induction)
-        o->data = ts->data_path;
     if (o->heads_every && !o->log)
         cli_usage_error("--heads-every %ld needs --log FILE to write the metrics to",
                         o->heads_every);
@@ -163,12 +174,11 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     r->last_saved = guard_same_file(o->out, o->resume) ? steps_done : -1;
 }
 
-static void load_resumed_data(Run *r, const unsigned char *given, const Tokenizer *tok)
+/* Loads the data of a resumed run (resume_data chose it): the checkpoint's,
+ * which must not have changed, or the file --data names. */
+static void load_run_data(Run *r, const unsigned char *given, const TrainState *ts)
 {
-    Options *o = &r->o;
-    TrainState *ts = &r->ts;
-    char err[1500];
-    check_memory(r, &r->tr.model.cfg, 4 * r->tr.model.table.total); /* params, grads, moments */
+    const Options *o = &r->o;
     if (given[OPT_DATA]) {
         load_data(r, o->data, 0);
         if (r->file.hash != ts->data_hash || r->file.n != ts->data_size)
@@ -183,6 +193,15 @@ static void load_resumed_data(Run *r, const unsigned char *given, const Tokenize
                      (unsigned long long)ts->data_hash, r->file.n,
                      (unsigned long long)r->file.hash, ts->data_path);
     }
+}
+
+static void load_resumed_data(Run *r, const unsigned char *given, const Tokenizer *tok)
+{
+    Options *o = &r->o;
+    TrainState *ts = &r->ts;
+    char err[1500];
+    check_memory(r, &r->tr.model.cfg, 4 * r->tr.model.table.total); /* params, grads, moments */
+    load_run_data(r, given, ts);
     if (corpus_prepare(&r->corpus, &r->file, tok, 0, o->val_frac, r->tr.model.cfg.T, err,
                        sizeof err))
         cli_fail("%s", err);
@@ -210,6 +229,11 @@ static void claim_outputs(Run *r)
 {
     Options *o = &r->o;
     char err[5000];
+    /* A symlink at --out: the checkpoint is the file it points to, written
+     * (and locked) there, so every spelling of it shares one lock. */
+    if (guard_resolve(o->out, r->out, sizeof r->out))
+        cli_usage_error("--out: the path is too long");
+    o->out = r->out;
     if (o->keep_best)
         best_path(o->out, r->best, sizeof r->best);
     if (!run_lead(r))
@@ -267,54 +291,86 @@ static int write_stoppable(int fd, const unsigned char *p, size_t n)
     return 0;
 }
 
-/* --dump-val: the held-out bytes, exactly as training splits them, for --eval
- * and --heads (the built-in corpus has no file of its own). A regular file is
- * replaced atomically (a temporary beside it, renamed when complete), so no
- * partial file is ever left; a device or FIFO is written directly. */
-static int dump_val(Run *r)
+/* --dump-val's data and split: the run's, read from the checkpoint with
+ * --resume (its data file or built-in corpus, its --val-frac and block size;
+ * flags that contradict them are refused as on a resume), else the flags'. */
+static void dump_val_data(Run *r, const unsigned char *given, char *trained_on, size_t len)
 {
-    char err[5000];
-    const char *path = r->o.dump_val;
-    GuardPath paths[] = {{"--data", r->o.data, 0, NULL}, {"--dump-val", path, 1, NULL}};
-    if (guard_check_paths(paths, 2, err, sizeof err))
-        cli_usage_error("%s", err);
-    struct stat st;
-    int exists = stat(path, &st) == 0, direct = exists && !S_ISREG(st.st_mode);
-    if (exists && S_ISDIR(st.st_mode))
-        cli_fail("--dump-val %s: is a directory, expected a file path", path);
-    load_data(r, r->o.data, builtin_size(&r->o));
-    if (corpus_prepare(&r->corpus, &r->file, NULL, 0, r->o.val_frac, (int)r->o.block, err,
-                       sizeof err))
+    Options *o = &r->o;
+    char err[1500];
+    Tokenizer tok, *vocab = NULL;
+    trained_on[0] = '\0';
+    if (o->resume) {
+        Model m;
+        int has_state;
+        if (ckpt_load(o->resume, &m, &tok, NULL, &r->ts, &has_state, err, sizeof err))
+            cli_fail("%s", err);
+        Config cfg = m.cfg;
+        model_free(&m);
+        if (!has_state)
+            cli_fail("--dump-val with --resume %s: the checkpoint has no training state, so it "
+                     "does not record the data it trained on; give --data FILE instead",
+                     o->resume);
+        train_options_resume(o, given, &cfg, &r->ts);
+        resume_data(o, given, &r->ts);
+        if (!given[OPT_OUT])
+            o->out = o->resume;
+        if (o->data && !given[OPT_DATA])
+            snprintf(trained_on, len, "%s", o->data);
+        vocab = &tok;
+    }
+    if (o->keep_best)
+        best_path(o->out, r->best, sizeof r->best);
+    GuardPath paths[] = {
+        {"--data", given[OPT_DATA] ? o->data : NULL, 0, NULL},
+        {"--resume", o->resume, 0, NULL},
+        {"the training data of --resume,", trained_on[0] ? trained_on : NULL, 0, NULL},
+        {"--dump-val", o->dump_val, 1, NULL},
+        {"--out", o->out, 1, "--resume"},
+        {"--keep-best", r->best[0] ? r->best : NULL, 1, NULL},
+        {"--log", o->log, 1, NULL},
+    };
+    char gerr[5000];
+    if (guard_check_paths(paths, (int)(sizeof paths / sizeof paths[0]), gerr, sizeof gerr))
+        cli_usage_error("%s", gerr);
+    if (o->resume)
+        load_run_data(r, given, &r->ts);
+    else
+        load_data(r, o->data, builtin_size(o));
+    int rc = corpus_prepare(&r->corpus, &r->file, vocab, 0, o->val_frac, (int)o->block, err,
+                            sizeof err);
+    if (vocab)
+        tok_free(vocab);
+    if (rc)
         cli_fail("%s", err);
-    char tmp[4200] = "";
-    int fd = direct ? open(path, O_WRONLY | O_CLOEXEC) : ckpt_tmp_create(path, tmp, sizeof tmp);
-    if (fd < 0)
-        cli_fail("--dump-val %s: cannot write there: %s", path,
-                 errno == ENOENT ? "directory does not exist" : strerror(errno));
+}
+
+/* --dump-val: the held-out bytes, exactly as training splits them, for --eval
+ * and --heads (the built-in corpus has no file of its own), written whole to a
+ * temporary and renamed into place, so no partial file is ever left. */
+static int dump_val(Run *r, const unsigned char *given)
+{
+    char err[5000], trained_on[CKPT_PATH_MAX];
+    const char *path = r->o.dump_val;
+    dump_val_data(r, given, trained_on, sizeof trained_on);
+    GuardFile g;
+    if (guard_file_open(&g, path, err, sizeof err))
+        cli_fail("--dump-val %s", err);
     size_t n = r->corpus.val_bytes;
-    int rc = write_stoppable(fd, r->file.bytes + r->corpus.train_bytes, n);
+    int rc = write_stoppable(g.fd, r->file.bytes + r->corpus.train_bytes, n);
     int saved = errno;
-    if (rc == 0 && !direct && fsync(fd) != 0) {
-        rc = -1;
-        saved = errno;
-    }
-    if (close(fd) != 0 && rc == 0) {
-        rc = -1;
-        saved = errno;
-    }
-    if (rc == 0 && !direct && rename(tmp, path) != 0) {
-        rc = -1;
-        saved = errno;
-    }
-    if (rc != 0 && tmp[0])
-        unlink(tmp); /* ours: created above */
     if (rc == 1) {
+        guard_file_abort(&g);
         fprintf(stderr, "train: interrupted; %s was not written\n", path);
         exit(128 + run_stop_signal);
     }
-    if (rc != 0)
-        cli_fail("--dump-val %s: write failed: %s%s", path, strerror(saved),
-                 direct ? "" : "; nothing was written there");
+    if (rc != 0) {
+        guard_file_abort(&g);
+        cli_fail("--dump-val %s: write failed: %s; nothing was written there", path,
+                 strerror(saved));
+    }
+    if (guard_file_commit(&g, err, sizeof err))
+        cli_fail("--dump-val %s", err);
     fprintf(stderr, "train: wrote the validation split of %s (%zu bytes) to %s\n", r->file.name,
             n, path);
     corpus_free(&r->corpus);
@@ -371,14 +427,56 @@ static void check_same_data(const Run *r)
              (unsigned long long)size, (unsigned long long)hash);
 }
 
+/* A resumed run appends to its log; a fresh one writes a temporary beside it,
+ * renamed over the log once its first record is written (place_log), so a log
+ * that cannot be written leaves an earlier one as it was. */
 static void open_log(Run *r)
 {
     if (!r->o.log || !run_lead(r))
         return;
-    r->log = fopen(r->o.log, r->o.resume ? "a" : "w");
+    int fd;
+    if (r->o.resume) {
+        /* O_NONBLOCK: a FIFO put there since the check must not block the open. */
+        fd = open(r->o.log, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+        struct stat st;
+        if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+            close(fd);
+            cli_fail("--log %s: not a regular file (a FIFO, device or socket)", r->o.log);
+        }
+        if (fd >= 0)
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    } else {
+        char real[4200];
+        if (guard_resolve(r->o.log, real, sizeof real))
+            cli_fail("--log %s: the path is too long", r->o.log);
+        fd = ckpt_tmp_create(real, r->log_tmp, sizeof r->log_tmp);
+        if (fd < 0)
+            r->log_tmp[0] = '\0';
+    }
+    r->log = fd >= 0 ? fdopen(fd, r->o.resume ? "a" : "w") : NULL;
     if (!r->log)
-        cli_fail("--log %s: cannot open for writing: %s", r->o.log, strerror(errno));
+        cli_fail("--log %s: cannot open for writing: %s", r->o.log,
+                 errno == ENOENT ? "directory does not exist" : strerror(errno));
     setvbuf(r->log, NULL, _IOLBF, 0);
+}
+
+/* A fresh log's first record is written: flush, fsync and rename it into place. */
+static void place_log(Run *r)
+{
+    if (!r->log || !r->log_tmp[0])
+        return;
+    char real[4200];
+    int bad = r->log_errno;
+    if (!bad && (fflush(r->log) != 0 || fsync(fileno(r->log)) != 0))
+        bad = errno ? errno : EIO;
+    if (!bad && (guard_resolve(r->o.log, real, sizeof real) || rename(r->log_tmp, real) != 0))
+        bad = errno ? errno : ENAMETOOLONG;
+    if (bad) {
+        unlink(r->log_tmp); /* ours: created by open_log */
+        cli_fail("--log %s: write failed: %s; nothing was written there (and nothing trained)",
+                 r->o.log, strerror(bad));
+    }
+    r->log_tmp[0] = '\0';
 }
 
 /* --corpus induction: the final loss on the val split's letters of a first copy
@@ -464,6 +562,8 @@ static void finish(Run *r, long start, double t0, double train_s)
         run_log(r, ",\"copy_loss_first\":%.6f,\"copy_loss_repeat\":%.6f", copy_first,
                 copy_repeat);
     run_log(r, "}\n");
+    if (r->log && !r->log_errno && (fflush(r->log) != 0 || fsync(fileno(r->log)) != 0))
+        r->log_errno = errno ? errno : EIO;
     if (r->log && (fclose(r->log) != 0 || r->log_errno)) {
         r->log = NULL;
         cli_fail("--log %s: write failed at the end of the run: %s; %s is saved", r->o.log,
@@ -483,9 +583,11 @@ int main(int argc, char **argv)
 {
     cli_prog = "train";
     cli_bounded_spin_openmp(argv);
-    Run run;
-    memset(&run, 0, sizeof run);
-    Run *r = &run;
+    /* On the heap: its path buffers would take tens of KiB of the main thread's
+     * stack, which the kernels' frames need (tests/test_train.c runs it small). */
+    Run *r = calloc(1, sizeof *r);
+    if (!r)
+        cli_fail("out of memory");
     r->lock.fd = r->best_lock.fd = -1;
     r->last_saved = r->resumed_step = -1;
     if (dist_init(&r->dist, &argc, &argv))
@@ -509,8 +611,9 @@ int main(int argc, char **argv)
         omp_set_num_threads((int)r->o.threads);
     run_install_signals();
     if (r->o.dump_val) {
-        int rc = run_lead(r) ? dump_val(r) : 0;
+        int rc = run_lead(r) ? dump_val(r, given) : 0;
         dist_finish(&r->dist);
+        free(r);
         return rc;
     }
     exiting_run = r;
@@ -530,6 +633,7 @@ int main(int argc, char **argv)
     open_log(r);
     long start = r->tr.step;
     run_print_settings(r);
+    place_log(r);
     if (dist_any(&r->dist, run_stop_signal)) {
         fprintf(stderr, "train: interrupted before the first step; nothing was written\n");
         run_exit(r, 128 + (run_stop_signal ? run_stop_signal : SIGINT));
@@ -548,5 +652,8 @@ int main(int argc, char **argv)
     corpus_free(&r->corpus);
     textfile_free(&r->file);
     tok_free(&tok);
+    release_locks();
+    exiting_run = NULL;
+    free(r);
     return 0;
 }

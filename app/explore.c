@@ -183,35 +183,21 @@ static void write_data(FILE *f, const Explore *e)
     fputs("}", f);
 }
 
-static int close_checked(FILE *f, const char *path, char *err, size_t errlen)
-{
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return err_set(err, errlen, "%s: write failed: %s", path, strerror(errno));
-    return 0;
-}
-
-int explore_write_html(const char *path, const Explore *e, char *err, size_t errlen)
+int explore_write_html(FILE *f, const Explore *e, char *err, size_t errlen)
 {
     const char *mark = strstr(explore_page, DATA_MARKER);
     if (!mark)
         return err_set(err, errlen, "the built-in page has no data marker (a build problem)");
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return err_set(err, errlen, "%s: cannot create: %s", path, strerror(errno));
     fwrite(explore_page, 1, (size_t)(mark - explore_page), f);
     fputs("const DATA = ", f);
     write_data(f, e);
     fputs(";", f);
     fputs(mark + strlen(DATA_MARKER), f);
-    return close_checked(f, path, err, errlen);
+    return 0;
 }
 
-int explore_write_json(const char *path, const Explore *e, char *err, size_t errlen)
+void explore_write_json(FILE *f, const Explore *e)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return err_set(err, errlen, "%s: cannot create: %s", path, strerror(errno));
     int L = e->cfg.L, H = e->cfg.H, T = e->T;
     fprintf(f, "{\"L\":%d,\"H\":%d,\"T\":%d,", L, H, T);
     write_tokens(f, e);
@@ -236,5 +222,4 @@ int explore_write_json(const char *path, const Explore *e, char *err, size_t err
         fputc(']', f);
     }
     fputs("]}\n", f);
-    return close_checked(f, path, err, errlen);
 }

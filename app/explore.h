@@ -7,12 +7,13 @@
  * (q = round(255 w), so a shown weight is within 1/510 of the float) and
  * base64-encoded: 64 heads at T = 256 take about 2.8 MB. The page's code is
  * explore_page.html, embedded at build time (Makefile: explore_page.c). The
- * numbers come from the caller (infer_explore.c); this file writes files but
- * never prints or exits: errors come back as -1 with a message naming the file. */
+ * numbers come from the caller (infer_explore.c), which also opens, checks and
+ * commits the files (fileguard.h); this file only formats them. */
 #ifndef HEADCOUNT_EXPLORE_H
 #define HEADCOUNT_EXPLORE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "data/tokenizer.h"
 #include "model/config.h"
@@ -43,17 +44,18 @@ typedef struct {
  * DATA object, then the rest. Defined in the generated explore_page.c. */
 extern const char explore_page[];
 
-/* Writes the page to path. */
-int explore_write_html(const char *path, const Explore *e, char *err, size_t errlen);
+/* Writes the page to f (the caller checks the writes and commits the file);
+ * -1 only when the built-in page is broken. */
+int explore_write_html(FILE *f, const Explore *e, char *err, size_t errlen);
 
 /* A piece's label is cut (whole symbols) to fit this many bytes with its NUL:
  * about 250 characters of text, far more than any token a page can show. */
 #define EXPLORE_LABEL_MAX 1024
 
 /* Writes {L, H, T, "tokens", "ids", "pieces", "heads", "attention":[L][H][T][i+1]
- * floats} (docs/explorer.md): tokens[t] is token t's byte for a byte-level
+ * floats} (docs/explorer.md) to f: tokens[t] is token t's byte for a byte-level
  * vocabulary, the array of its bytes for a byte-pair one; pieces[t] its label
  * (tok_label). */
-int explore_write_json(const char *path, const Explore *e, char *err, size_t errlen);
+void explore_write_json(FILE *f, const Explore *e);
 
 #endif

@@ -1,10 +1,12 @@
 /* fileguard: identity checks, the checkpoint lock, leftovers, memory (see fileguard.h). */
+#define _GNU_SOURCE /* fopencookie */
 #include "app/fileguard.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "trainer/ckpt.h"
 #include "util/errbuf.h"
 
 #define LOCK_MAGIC "headcount lock\n"
@@ -41,20 +44,12 @@ static void split_path(const char *path, char *dir, size_t dlen, const char **ba
     }
 }
 
-static void key_of(const char *path, FileKey *k)
+int guard_resolve(const char *path, char *buf, size_t len)
 {
-    struct stat st;
-    memset(k, 0, sizeof *k);
-    if (stat(path, &st) == 0) {
-        k->exists = 1;
-        k->dev = st.st_dev;
-        k->ino = st.st_ino;
-        return;
-    }
-    /* Not there: follow a dangling symlink to the file it would create. */
     char cur[PATH_MAX], dir[PATH_MAX];
     const char *base;
-    snprintf(cur, sizeof cur, "%s", path);
+    if ((size_t)snprintf(cur, sizeof cur, "%s", path) >= sizeof cur)
+        return -1;
     for (int hops = 0; hops < 40; hops++) {
         struct stat lst;
         char target[PATH_MAX];
@@ -71,9 +66,27 @@ static void key_of(const char *path, FileKey *k)
             char joined[2 * PATH_MAX + 2];
             snprintf(joined, sizeof joined, "%s/%s", dir, target);
             if ((size_t)snprintf(cur, sizeof cur, "%s", joined) >= sizeof cur)
-                break;
+                return -1;
         }
     }
+    return (size_t)snprintf(buf, len, "%s", cur) >= len ? -1 : 0;
+}
+
+static void key_of(const char *path, FileKey *k)
+{
+    struct stat st;
+    memset(k, 0, sizeof *k);
+    if (stat(path, &st) == 0) {
+        k->exists = 1;
+        k->dev = st.st_dev;
+        k->ino = st.st_ino;
+        return;
+    }
+    /* Not there: follow a dangling symlink to the file it would create. */
+    char cur[PATH_MAX], dir[PATH_MAX];
+    const char *base;
+    if (guard_resolve(path, cur, sizeof cur))
+        snprintf(cur, sizeof cur, "%.*s", PATH_MAX - 1, path);
     split_path(cur, dir, sizeof dir, &base);
     char real[PATH_MAX];
     if (!realpath(dir, real) ||
@@ -104,8 +117,25 @@ static int allowed(const GuardPath *o, const GuardPath *x)
     return o->output && o->may_be && strcmp(o->may_be, x->flag) == 0;
 }
 
+int guard_check_output(const char *flag, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    if (S_ISDIR(st.st_mode))
+        return err_set(err, errlen, "%s %s: is a directory, expected a file path", flag, path);
+    if (!S_ISREG(st.st_mode))
+        return err_set(err, errlen, "%s %s: not a regular file (a FIFO, device or socket); "
+                       "outputs are written to a temporary beside the file and renamed over "
+                       "it, so give the path of a plain file", flag, path);
+    return 0;
+}
+
 int guard_check_paths(const GuardPath *p, int n, char *err, size_t errlen)
 {
+    for (int i = 0; i < n; i++)
+        if (p[i].path && p[i].output && guard_check_output(p[i].flag, p[i].path, err, errlen))
+            return -1;
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
             if (!p[i].path || !p[j].path || !(p[i].output || p[j].output))
@@ -154,7 +184,9 @@ static void describe_holder(const char *text, char *buf, size_t len)
 int guard_lock(GuardLock *lk, const char *out, char *err, size_t errlen)
 {
     lk->fd = -1;
-    if ((size_t)snprintf(lk->path, sizeof lk->path, "%s.lock", out) >= sizeof lk->path)
+    char real[PATH_MAX];
+    if (guard_resolve(out, real, sizeof real) ||
+        (size_t)snprintf(lk->path, sizeof lk->path, "%s.lock", real) >= sizeof lk->path)
         return err_set(err, errlen, "%s: path too long", out);
     for (int attempt = 0; attempt < 8; attempt++) {
         int created = 1;
@@ -262,6 +294,183 @@ int guard_leftovers(const char *out, char *list, size_t len)
     }
     closedir(d);
     return count;
+}
+
+/* The stream of guard_fdopen: writes go straight to fd, and the first failure's
+ * errno is kept in *error (stdio keeps only a flag, and errno is overwritten by
+ * the calls after it). */
+typedef struct {
+    int fd;
+    int *error;
+} Sink;
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
+{
+    Sink *k = cookie;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(k->fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (!*k->error)
+                *k->error = w < 0 ? errno : EIO;
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)w;
+    }
+    return (ssize_t)n;
+}
+
+static int sink_close(void *cookie)
+{
+    Sink *k = cookie;
+    int rc = close(k->fd);
+    if (rc != 0 && !*k->error)
+        *k->error = errno;
+    free(k);
+    return rc;
+}
+
+FILE *guard_fdopen(int fd, int *error)
+{
+    Sink *k = malloc(sizeof *k);
+    if (!k)
+        return NULL;
+    *k = (Sink){fd, error};
+    *error = 0;
+    cookie_io_functions_t io = {.read = NULL, .write = sink_write, .seek = NULL,
+                                .close = sink_close};
+    FILE *f = fopencookie(k, "w", io);
+    if (!f)
+        free(k);
+    return f;
+}
+
+int guard_file_open(GuardFile *g, const char *path, char *err, size_t errlen)
+{
+    g->f = NULL;
+    g->tmp[0] = '\0';
+    if (guard_resolve(path, g->path, sizeof g->path))
+        return err_set(err, errlen, "%s: path too long", path);
+    int fd = ckpt_tmp_create(g->path, g->tmp, sizeof g->tmp);
+    if (fd < 0) {
+        int saved = errno;
+        g->tmp[0] = '\0';
+        return err_set(err, errlen, "%s: cannot write there: %s", path,
+                       saved == ENOENT ? "directory does not exist" : strerror(saved));
+    }
+    g->fd = fd;
+    g->f = guard_fdopen(fd, &g->error);
+    if (!g->f) {
+        int saved = errno;
+        close(fd);
+        unlink(g->tmp); /* ours: created above */
+        g->tmp[0] = '\0';
+        return err_set(err, errlen, "%s: cannot write: %s", path, strerror(saved));
+    }
+    return 0;
+}
+
+/* fsync of the directory holding path, so that a rename into it is durable. */
+static void sync_dir(const char *path)
+{
+    char dir[PATH_MAX];
+    const char *base;
+    split_path(path, dir, sizeof dir, &base);
+    int fd = open(dir, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* The first failure (an errno) in writing, flushing, fsyncing or closing g. */
+static int finish(GuardFile *g)
+{
+    int bad = fflush(g->f) != 0 || ferror(g->f) ? (g->error ? g->error : EIO) : 0;
+    if (!bad && fsync(g->fd) != 0)
+        bad = errno;
+    if (fclose(g->f) != 0 && !bad)
+        bad = g->error ? g->error : EIO;
+    g->f = NULL;
+    return bad;
+}
+
+static int failed(GuardFile *g, int bad, char *err, size_t errlen)
+{
+    if (g->f)
+        fclose(g->f);
+    g->f = NULL;
+    if (g->tmp[0])
+        unlink(g->tmp); /* ours: created by guard_file_open */
+    g->tmp[0] = '\0';
+    return err_set(err, errlen, "%s: write failed: %s; the previous file (if any) is untouched",
+                   g->path, strerror(bad));
+}
+
+int guard_file_finish(GuardFile *g, char *err, size_t errlen)
+{
+    if (!g->f)
+        return 0;
+    int bad = finish(g);
+    return bad ? failed(g, bad, err, errlen) : 0;
+}
+
+int guard_file_commit(GuardFile *g, char *err, size_t errlen)
+{
+    if (!g->tmp[0])
+        return err_set(err, errlen, "%s: no temporary to commit", g->path);
+    if (guard_file_finish(g, err, errlen))
+        return -1;
+    if (rename(g->tmp, g->path) != 0)
+        return failed(g, errno, err, errlen);
+    g->tmp[0] = '\0';
+    sync_dir(g->path);
+    return 0;
+}
+
+void guard_file_abort(GuardFile *g)
+{
+    if (g->f)
+        fclose(g->f);
+    g->f = NULL;
+    if (g->tmp[0])
+        unlink(g->tmp); /* ours: created by guard_file_open */
+    g->tmp[0] = '\0';
+}
+
+static const int HELD[GUARD_HELD_SIGNALS] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+/* The first signal that arrived while held (a handler can only reach a static). */
+static volatile sig_atomic_t held_signal = 0;
+
+static void hold_handler(int sig)
+{
+    if (!held_signal)
+        held_signal = sig;
+}
+
+/* A handler, not a blocked mask: the mask is per thread, and a signal sent to the
+ * process goes to any thread that does not block it (an OpenMP worker). */
+void guard_hold_signals(GuardSignals *h)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = hold_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    held_signal = 0;
+    for (int k = 0; k < GUARD_HELD_SIGNALS; k++)
+        sigaction(HELD[k], &sa, &h->old[k]);
+}
+
+void guard_release_signals(GuardSignals *h)
+{
+    for (int k = 0; k < GUARD_HELD_SIGNALS; k++)
+        sigaction(HELD[k], &h->old[k], NULL);
+    if (held_signal)
+        raise(held_signal);
 }
 
 unsigned long long guard_mem_available(void)

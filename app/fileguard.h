@@ -4,7 +4,13 @@
  * - Identity: every output path is compared with every input path, and with the
  *   other outputs, by the file it names (device and inode after following
  *   symlinks; for a file that does not exist yet, its resolved directory and
- *   name), never by spelling.
+ *   name), never by spelling. An output that exists must be a regular file: a
+ *   FIFO or a device is refused before anything is opened (opening a FIFO for
+ *   writing would wait forever for a reader).
+ * - Atomic outputs: every file is written whole to a fresh temporary beside it
+ *   (PATH.tmp.XXXXXX), each write checked, flushed, fsynced and renamed over
+ *   PATH (the file a symlink at PATH points to), so a full disk, `ulimit -f` or
+ *   a crash leaves the previous file as it was.
  * - One writer per checkpoint: an advisory lock (flock) on OUT.lock, held while
  *   the program runs and released by the kernel if it dies; a second program
  *   aimed at the same checkpoint is refused, naming the holder's pid.
@@ -15,7 +21,9 @@
 #ifndef HEADCOUNT_FILEGUARD_H
 #define HEADCOUNT_FILEGUARD_H
 
+#include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* One path a program reads or writes, with the flag that named it. */
 typedef struct {
@@ -33,13 +41,59 @@ int guard_check_paths(const GuardPath *paths, int n, char *err, size_t errlen);
 /* 1 when a and b name the same file (existing or not), 0 otherwise. */
 int guard_same_file(const char *a, const char *b);
 
+/* The path a write to path replaces: path itself, or where the chain of symlinks
+ * at path ends (a dangling link: the file it would create). -1 when too long. */
+int guard_resolve(const char *path, char *buf, size_t len);
+
+/* 0 when path may be written as an output: missing, or a regular file; else -1
+ * with "FLAG PATH: not a regular file ..." or "... is a directory" in err. */
+int guard_check_output(const char *flag, const char *path, char *err, size_t errlen);
+
+/* A stream writing to fd (which it closes) that keeps the first failed write's
+ * errno in *error, so that a message can say why (EFBIG, ENOSPC); NULL when out
+ * of memory. */
+FILE *guard_fdopen(int fd, int *error);
+
+/* An output written whole to a temporary and renamed into place on commit. */
+typedef struct {
+    FILE *f;          /* the temporary, open for writing; NULL when not open */
+    int fd, error;    /* its descriptor; the first failed write's errno, or 0 */
+    char path[4200];  /* the file it replaces (symlinks followed) */
+    char tmp[4300];   /* PATH.tmp.XXXXXX */
+} GuardFile;
+
+/* Creates the temporary beside path (symlinks followed); -1 with the reason. */
+int guard_file_open(GuardFile *g, const char *path, char *err, size_t errlen);
+/* Checks every write, flushes, fsyncs and closes the temporary; on failure it
+ * is removed, -1 with the reason. Lets several files be completed before any is
+ * renamed into place. */
+int guard_file_finish(GuardFile *g, char *err, size_t errlen);
+/* guard_file_finish (when not done yet), then renames the temporary over the
+ * path. On failure the temporary is removed and the previous file is untouched;
+ * -1 with the reason (e.g. "File too large", "No space left on device"). */
+int guard_file_commit(GuardFile *g, char *err, size_t errlen);
+/* Closes and removes the temporary; safe on a file not open. */
+void guard_file_abort(GuardFile *g);
+
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT are held while a program writes and commits
+ * its outputs, so that none is cut short: a signal that arrives meanwhile is
+ * recorded, and raised again (with the actions restored) on release. */
+#define GUARD_HELD_SIGNALS 4
+typedef struct {
+    struct sigaction old[GUARD_HELD_SIGNALS];
+} GuardSignals;
+void guard_hold_signals(GuardSignals *h);
+void guard_release_signals(GuardSignals *h);
+
 /* The lock beside one checkpoint path. */
 typedef struct {
     int fd;             /* -1 when not held */
     char path[4200];    /* OUT.lock */
 } GuardLock;
 
-/* Takes the lock for checkpoint path out (creating OUT.lock if needed); -1 with
+/* Takes the lock for checkpoint path out (creating OUT.lock if needed, beside the
+ * file a symlink at out points to, so every spelling of one checkpoint shares
+ * one lock); -1 with
  * the reason when another live process holds it (named by pid and command) or
  * when OUT.lock exists and is not a lock file of ours. */
 int guard_lock(GuardLock *lk, const char *out, char *err, size_t errlen);

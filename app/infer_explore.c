@@ -4,12 +4,14 @@
  * (the same numbers --heads reports, over one window instead of many), and
  * hands everything to explore.c, which writes the page. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app/cli.h"
 #include "app/explore.h"
+#include "app/fileguard.h"
 #include "app/infer.h"
 #include "analysis/heads.h"
 
@@ -97,6 +99,40 @@ static double score_importance(HeadStats *st, const Model *m, Activations *a, co
     return base;
 }
 
+/* The page and the weights, each written whole to its temporary; both are
+ * renamed into place only when both are complete, so a failure leaves the
+ * previous files as they were. Signals wait until the files are in place. */
+static void write_outputs(const InferOptions *o, const Explore *e)
+{
+    char err[9000];
+    GuardFile page = {.f = NULL}, json = {.f = NULL};
+    const char *flag = "--explore";
+    GuardSignals saved;
+    guard_hold_signals(&saved);
+    if (guard_file_open(&page, o->explore, err, sizeof err) ||
+        explore_write_html(page.f, e, err, sizeof err))
+        goto fail;
+    if (o->explore_json) {
+        flag = "--explore-json";
+        if (guard_file_open(&json, o->explore_json, err, sizeof err))
+            goto fail;
+        explore_write_json(json.f, e);
+        if (guard_file_finish(&json, err, sizeof err))
+            goto fail;
+    }
+    flag = "--explore";
+    if (guard_file_commit(&page, err, sizeof err))
+        goto fail;
+    if (o->explore_json && guard_file_commit(&json, err, sizeof err))
+        cli_fail("--explore-json: %s (the page %s was written)", err, o->explore);
+    guard_release_signals(&saved);
+    return;
+fail:
+    guard_file_abort(&page);
+    guard_file_abort(&json);
+    cli_fail("%s: %s; nothing was written", flag, err);
+}
+
 int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
                   const unsigned char *bytes, size_t nbytes, const char *source, int from_end)
 {
@@ -148,10 +184,7 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
         fprintf(stderr, "infer: note: the head scores rest on %d query row(s) of this text; "
                 "they are rough below a few dozen (the probe scores are not affected)\n",
                 e.scored_rows);
-    if (explore_write_html(o->explore, &e, err, sizeof err))
-        cli_fail("--explore: %s", err);
-    if (o->explore_json && explore_write_json(o->explore_json, &e, err, sizeof err))
-        cli_fail("--explore-json: %s", err);
+    write_outputs(o, &e);
     fprintf(stderr, "infer: explorer for %d token(s) of %s written to %s\n", T, source, o->explore);
     acts_free(&a);
     free(att);

@@ -13,6 +13,7 @@
 #include "data/synth.h"
 #include "app/infer.h"
 #include "analysis/heads.h"
+#include "app/fileguard.h"
 #include "app/report.h"
 
 /* Windows per run when --windows is not given (fewer if the file is short). */
@@ -475,10 +476,14 @@ static HeadsReport fill_report(const InferOptions *o, const Analysis *an, const 
 
 static void write_report(const InferOptions *o, const Analysis *an, const HeadsSummary *s)
 {
-    char err[1500];
+    char err[3000];
     HeadsReport r = fill_report(o, an, s);
+    /* A signal now waits until the report is in place (or cleaned away). */
+    GuardSignals saved;
+    guard_hold_signals(&saved);
     if (report_write(o->report, &r, err, sizeof err))
-        cli_fail("--report: %s", err);
+        cli_fail("--report %s: %s; nothing of this report was written", o->report, err);
+    guard_release_signals(&saved);
     fprintf(stderr, "infer: report written to %s/index.html\n", o->report);
 }
 
@@ -547,14 +552,26 @@ static TokenId *prepare(Analysis *an, const InferOptions *o, const Model *m,
     return ids;
 }
 
+/* --heads on a file with few windows still runs, but says the numbers are rough
+ * (once the file is known to be usable: read, long enough, and encoded). */
+static void note_short_file(const char *path, size_t n, int T)
+{
+    long long windows = n > 1 ? (long long)(n - 1) / T : 0;
+    if (windows < 8)
+        fprintf(stderr, "infer: note: %s has %zu byte(s): %s; the head scores will be rough "
+                "(8 windows, %lld bytes or more, give steadier ones)\n", path, n,
+                windows == 0 ? "shorter than one window of the block size, so windows are cut "
+                "short" : windows == 1 ? "one window of the block size"
+                : "only a few windows of the block size", 8LL * T + 1);
+}
+
 int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
 {
     char err[1500];
     Analysis an;
     size_t nids;
-    if (o->report && report_prepare(o->report, err, sizeof err))
-        cli_fail("--report: %s", err);
     TokenId *ids = prepare(&an, o, m, tok, &nids);
+    note_short_file(o->heads, nids, m->cfg.T);
     choose_windows(&an, ids, nids, tok, o->seed);
     find_builtin(&an, ids, nids, tok);
     fprintf(stderr, "infer: heads of %s (L=%d H=%d) on %s: %d windows x %d tokens (seed %llu, "

@@ -197,9 +197,14 @@ int infer_sample(const InferOptions *o, const Model *m, const Tokenizer *tok)
     char first[48] = "no token generated";
     if (ttft >= 0.0)
         snprintf(first, sizeof first, "first token after %.1f ms", ttft * 1e3);
-    fprintf(stderr, "infer: %ld token(s) in %.3f s: %.1f tok/s, %s, %s, window slid %ld "
-            "time(s)\n", total, secs, secs > 0 ? (double)total / secs : 0.0, first,
-            o->no_cache ? "no cache" : "KV cache", slides);
+    char context[160] = "";
+    if (slides)
+        snprintf(context, sizeof context, "; the text outgrew the model's context of %d "
+                 "tokens %ld time%s, and each time the model went on from its latest %d",
+                 m->cfg.T, slides, slides > 1 ? "s" : "", SAMPLER_KEEP(m->cfg.T));
+    fprintf(stderr, "infer: %ld token(s) in %.3f s: %.1f tok/s, %s, %s%s\n", total, secs,
+            secs > 0 ? (double)total / secs : 0.0, first, o->no_cache ? "no cache" : "KV cache",
+            context);
 
     int rc = 0;
     if (o->explore)

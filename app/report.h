@@ -3,7 +3,8 @@
  * model-level numbers the ablation scripts read, and the relations),
  * relations.csv, tokens.csv (the heatmaps' tokens, labelled by tok_label), one
  * SVG heatmap per head for a text window and for a probe, prune.csv (with
- * --prune-curve) and index.html, a self-contained page tying them together. Program-side: it writes files but
+ * --prune-curve) and index.html, a self-contained page tying them together, and
+ * the marker that makes the directory the report's own. Program-side: it writes files but
  * never prints or exits; errors come back as -1 with a message naming the
  * file. The numbers themselves come from model/heads. */
 #ifndef HEADCOUNT_REPORT_H
@@ -45,15 +46,25 @@ typedef struct {
     const char *probe_rule;     /* which bytes the probes were drawn from */
 } HeadsReport;
 
-/* Creates dir and dir/heatmaps if missing (dir's parent must exist); called
- * before the analysis so a bad --report fails at once. */
-int report_prepare(const char *dir, char *err, size_t errlen);
+/* The file that marks a directory as a report of ours, and its text. A report
+ * is written only where there is nothing, into an empty directory, or over an
+ * earlier report: a directory holding this marker and no file a report does
+ * not write. */
+#define REPORT_MARKER ".headcount-report"
+#define REPORT_MARKER_TEXT "headcount heads report: ./infer --report replaces this " \
+                           "directory as a whole\n"
+
+/* 0 when a report may be written at dir (see REPORT_MARKER), else -1 naming the
+ * files in the way; called before the analysis so a bad --report fails at once. */
+int report_check_dir(const char *dir, char *err, size_t errlen);
 
 /* summary.json's object on one line (with its newline) to f: what
  * `./infer --heads FILE --json` prints and the report writes as summary.json. */
 void report_summary_json(FILE *f, const HeadsReport *r);
 
-/* Creates dir if missing (as report_prepare) and writes every file into it. */
+/* Writes every file into a fresh directory beside dir (DIR.tmp.XXXXXX), then
+ * puts it in place of dir (which report_check_dir allows): nothing of the new
+ * report is left behind on failure, and an earlier report is replaced whole. */
 int report_write(const char *dir, const HeadsReport *r, char *err, size_t errlen);
 
 #endif

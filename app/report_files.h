@@ -13,6 +13,7 @@
 /* An open output file and its path, for messages. */
 typedef struct {
     FILE *f;
+    int fd, error;      /* its descriptor; the first failed write's errno, or 0 */
     char path[4096];
 } ReportOut;
 

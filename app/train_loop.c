@@ -221,6 +221,15 @@ void run_print_settings(Run *r)
                o->resume ? "true" : "false", o->accum, r->dist.size);
 }
 
+/* A checkpoint could not be written (a full disk, `ulimit -f`): the run stops at
+ * once, with the reason and where the last good checkpoint is. */
+static void stop_save_failed(const Run *r, long done, const char *what, const char *err)
+{
+    char good[5000];
+    run_last_good(r, good, sizeof good);
+    cli_fail("%s was not saved at step %ld, so the run stops: %s. %s", what, done, err, good);
+}
+
 /* The estimate at an evaluation point; keeps the best checkpoint if asked. */
 static void evaluate_now(Run *r, long done)
 {
@@ -242,18 +251,22 @@ static void evaluate_now(Run *r, long done)
         if (r->o.keep_best) {
             char err[1500];
             if (save(r, r->best, done, err, sizeof err))
-                fprintf(stderr, "train: warning: could not save the best checkpoint: %s\n", err);
+                stop_save_failed(r, done, "the best checkpoint", err);
         }
     }
 }
 
+/* avg_s is the running mean step time of the steps after the run's first (which
+ * also pays for warming up: threads, page faults, caches), 0 until one is timed;
+ * until then there is no estimate of the time left. */
 static void progress(Run *r, long done, double loss, float lr, double step_s, double avg_s)
 {
-    char eta[32];
-    cli_duration(avg_s * (double)(r->o.steps - done), eta, sizeof eta);
+    char eta[32] = "--";
+    if (avg_s > 0)
+        cli_duration(avg_s * (double)(r->o.steps - done), eta, sizeof eta);
     double tok = (double)r->o.batch * (double)r->o.block;
     fprintf(stderr, "step %ld/%ld | loss %.4f | lr %.2e | %.0f ms | %.1fk tok/s | eta %s\n", done,
-            r->o.steps, loss, lr, step_s * 1e3, tok / avg_s / 1e3, eta);
+            r->o.steps, loss, lr, step_s * 1e3, tok / (avg_s > 0 ? avg_s : step_s) / 1e3, eta);
 }
 
 /* --heads-every: the per-head metrics and relations of the step's first
@@ -402,7 +415,8 @@ void run_train_loop(Run *r, long start)
         double norm = s.norm;
         float lr = s.lr;
         double t1 = cli_now(), dt = t1 - t0;
-        avg = step == start ? dt : 0.9 * avg + 0.1 * dt;
+        if (step > start)
+            avg = step == start + 1 ? dt : 0.9 * avg + 0.1 * dt;
         double tokens = (double)B * T * (double)r->micro;
         run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6e,"
                    "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, lr, norm,
@@ -424,8 +438,7 @@ void run_train_loop(Run *r, long start)
             stop_log_failed(r, done);
         if (o->save_every && done % o->save_every == 0 && done < o->steps &&
             run_save_out(r, done, err, sizeof err))
-            fprintf(stderr, "train: warning: checkpoint not saved: %s (the previous one is "
-                    "intact)\n", err);
+            stop_save_failed(r, done, "the checkpoint", err);
         if (stop && done < o->steps) {
             if (!run_stop_signal)
                 run_stop_signal = stop & 255;

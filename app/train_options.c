@@ -324,7 +324,11 @@ static void parse_value(Options *o, const Setting *s, const char *arg)
     case SET_REAL:
     case SET_F32: *(double *)v = cli_double(s->flag, arg, s->lo, s->hi); break;
     case SET_SEED: *(uint64_t *)v = cli_u64(s->flag, arg); break;
-    case SET_PATH: *(const char **)v = arg; break;
+    case SET_PATH:
+        if (!arg[0])
+            cli_usage_error("--%s '': the path is empty; give a file name", s->flag);
+        *(const char **)v = arg;
+        break;
     case SET_NAME:
         for (size_t k = 0; k < sizeof CORPORA / sizeof CORPORA[0]; k++)
             if (strcmp(arg, CORPORA[k]) == 0) {
@@ -385,6 +389,9 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
         induction_recipe(o, given);
     else if (!given[OPT_DATA])
         text_recipe(o, given);
+    if (given[OPT_VAL_FRAC] && o->val_frac == 0)
+        cli_usage_error("--val-frac 0 holds nothing out, so there would be no val loss to "
+                        "measure; give a fraction above 0 (e.g. 0.01)");
     if (o->min_lr > o->lr)
         cli_usage_error("--min-lr %g is above --lr %g", o->min_lr, o->lr);
     if (o->heads_every && !o->log && !o->resume)

@@ -30,7 +30,9 @@ typedef struct {
     FILE *log;
     int log_errno;          /* the first failed write to the log; 0 while all went well */
     GuardLock lock, best_lock;
+    char out[4200];         /* --out, a symlink there followed */
     char best[4200];        /* the --keep-best checkpoint, "" without --keep-best */
+    char log_tmp[4300];     /* a fresh log's temporary until its first record is in place */
     long last_saved;        /* step of this run's newest checkpoint at --out, -1 when none */
     long resumed_step;      /* the step resumed from, -1 for a fresh run */
     Dist dist;              /* this process's rank among dist.size (1 without MPI) */

@@ -480,7 +480,7 @@ int bpe_learn(const unsigned char *text, size_t n, const int16_t byte_id[256], i
                            byte_id[b], nbase);
     for (size_t i = 0; i < n; i++)
         if (byte_id[text[i]] < 0) {
-            char bb[8];
+            char bb[ERR_BYTE_LEN];
             return err_set(err, errlen, "bpe: byte %s at offset %zu has no base id",
                            err_byte(text[i], bb), i);
         }

@@ -26,7 +26,7 @@ int textfile_read(TextFile *f, const char *path, int allow_binary, char *err, si
     if (S_ISDIR(st.st_mode))
         return err_set(err, errlen, "%s: is a directory, expected a text file", path);
     if (!S_ISREG(st.st_mode))
-        return err_set(err, errlen, "%s: not a regular file", path);
+        return err_set(err, errlen, "%s: not a regular file (a FIFO, device or socket)", path);
     if (st.st_size == 0)
         return err_set(err, errlen, "%s: file is empty", path);
     if ((uint64_t)st.st_size > CORPUS_MAX_BYTES)

@@ -128,7 +128,7 @@ int tok_learn(Tokenizer *tok, const unsigned char *text, size_t n, int V, char *
                        tok->nbytes);
     for (size_t i = 0; i < n; i++)
         if (tok->id[text[i]] < 0) {
-            char b[8];
+            char b[ERR_BYTE_LEN];
             return err_set(err, errlen, "byte %s at offset %zu of the training text is not in "
                            "the alphabet", err_byte(text[i], b), i);
         }
@@ -198,12 +198,12 @@ int tok_check(const Tokenizer *tok, const unsigned char *bytes, size_t n, const 
 {
     for (size_t i = 0; i < n; i++)
         if (tok->id[bytes[i]] < 0) {
-            char b[8], voc[1100];
+            char b[ERR_BYTE_LEN], voc[1100];
             tok_describe(tok, voc, sizeof voc);
             return err_set(err, errlen,
-                           "%s: byte %s at offset %zu is not in the model's vocabulary "
-                           "of %d bytes: \"%s\"", what, err_byte(bytes[i], b), i, tok->nbytes,
-                           voc);
+                           "%s: byte %s at offset %zu is not in the model's vocabulary: it "
+                           "knows only the %d bytes of the text it was trained on, \"%s\"",
+                           what, err_byte(bytes[i], b), i, tok->nbytes, voc);
         }
     return 0;
 }

@@ -401,7 +401,7 @@ def findings(arm, by_h, fp):
     bm, bs, bn = st[best]
     if len(st) == 1:
         return ["Only H=%d has finished runs (val loss %.4f)." % (best, bm)]
-    out = ["Lowest mean val loss: H=%d, %.4f nats/byte (%s, n=%d)." %
+    out = ["Lowest mean val loss: H=%d, %.4f nats per token (%s, n=%d)." %
            (best, bm, "s.d. %.4f" % bs if bn > 1 else "one seed", bn)]
     if min(s[2] for s in st.values()) < 2:
         out.append("With one seed for some H there is no estimate of seed-to-seed spread, so "

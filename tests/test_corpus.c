@@ -240,11 +240,14 @@ Test(tokenizer, unknown_byte_is_named_with_its_offset)
     char err[1500] = "";
     cr_assert_eq(tok_encode(&tok, (const unsigned char *)"abcab z", 7, ids, "prompt.txt", err,
                             sizeof err), -1);
-    cr_assert(strstr(err, "prompt.txt: byte ' ' at offset 5"), "%s", err);
+    cr_assert(strstr(err, "prompt.txt: byte 0x20 (space) at offset 5"), "%s", err);
     cr_assert(strstr(err, "\"\\nabc\""), "the vocabulary is not shown: %s", err);
     const unsigned char bin[] = {'a', 0xfe};
     cr_assert_eq(tok_encode(&tok, bin, 2, ids, "x", err, sizeof err), -1);
     cr_assert(strstr(err, "byte 0xfe at offset 1"), "%s", err);
+    cr_assert_eq(tok_encode(&tok, (const unsigned char *)"a'", 2, ids, "x", err, sizeof err), -1);
+    cr_assert(strstr(err, "byte 0x27 (') at offset 1"), "%s", err);
+    cr_assert(strstr(err, "the 4 bytes of the text it was trained on"), "no hint: %s", err);
     tok_free(&tok);
 }
 

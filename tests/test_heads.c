@@ -752,8 +752,8 @@ Test(heads, planted_relations_move_to_the_tokens_that_hold_their_bytes)
     for (int t = 0; t <= 10; t++)
         start1[t] = (size_t)t;
     const SynthRelation rel[] = {
-        {SYNTH_REL_AGREE, 105, 101}, {SYNTH_REL_BRACKET, 106, 102}, {SYNTH_REL_COPY, 108, 103},
-        {SYNTH_REL_COPY, 108, 99} /* key before the file */, {SYNTH_REL_AGREE, 109, 104}
+        {SYNTH_REL_AGREE, 105, 101}, {SYNTH_REL_BRACKET, 106, 102}, {SYNTH_REL_NAMES, 108, 103},
+        {SYNTH_REL_NAMES, 108, 99} /* key before the file */, {SYNTH_REL_AGREE, 109, 104}
         /* predicts byte 110, past the file */,
     };
     SynthRelation out[8];
@@ -762,7 +762,7 @@ Test(heads, planted_relations_move_to_the_tokens_that_hold_their_bytes)
     cr_assert_eq(n, 2);
     cr_assert_eq(dropped, 0u);
     cr_assert(out[0].kind == SYNTH_REL_AGREE && out[0].query == 5 && out[0].key == 1);
-    cr_assert(out[1].kind == SYNTH_REL_COPY && out[1].query == 8 && out[1].key == 3);
+    cr_assert(out[1].kind == SYNTH_REL_NAMES && out[1].query == 8 && out[1].key == 3);
     /* Byte pairs: "The cat sits. The cat sat." as The | " cat" | " sits" | . |
      * " The" | " cat" | " sat" | . (tokens 0..7, starting at the bytes below). */
     const size_t start2[9] = {0, 3, 7, 12, 13, 17, 21, 25, 26};
@@ -774,7 +774,7 @@ Test(heads, planted_relations_move_to_the_tokens_that_hold_their_bytes)
         {SYNTH_REL_AGREE, 11, 6},
         /* Letters of the second "cat" predict letters inside " cat" (token 5): row 4
          * (" The"), key the first " cat". */
-        {SYNTH_REL_COPY, 18, 5}, {SYNTH_REL_COPY, 19, 6},
+        {SYNTH_REL_NAMES, 18, 5}, {SYNTH_REL_NAMES, 19, 6},
         /* A query whose next byte is in the first token has no row before it. */
         {SYNTH_REL_AGREE, 0, 0},
     };
@@ -782,8 +782,8 @@ Test(heads, planted_relations_move_to_the_tokens_that_hold_their_bytes)
     cr_assert_eq(n, 3);
     cr_assert_eq(dropped, 2u);
     cr_assert(out[0].kind == SYNTH_REL_AGREE && out[0].query == 2 && out[0].key == 1);
-    cr_assert(out[1].kind == SYNTH_REL_COPY && out[1].query == 4 && out[1].key == 1);
-    cr_assert(out[2].kind == SYNTH_REL_COPY && out[2].query == 4 && out[2].key == 1);
+    cr_assert(out[1].kind == SYNTH_REL_NAMES && out[1].query == 4 && out[1].key == 1);
+    cr_assert(out[2].kind == SYNTH_REL_NAMES && out[2].query == 4 && out[2].key == 1);
 }
 
 Test(heads, quick_relations_read_byte_pair_tokens)

@@ -202,7 +202,7 @@ Test(heads, infer_heads_refuses_a_report_path_that_is_a_file, .timeout = 30)
     snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --report %s --windows 2", tu_bin(),
              ckpt, text, text);
     int rc = tu_run(cmd, &out);
-    cr_assert_eq(rc, 1, "exit %d:\n%s", rc, out);
+    cr_assert_eq(rc, 2, "exit %d:\n%s", rc, out);
     cr_assert_not_null(strstr(out, "not a directory"), "%s", out);
     free(out);
     size_t len;

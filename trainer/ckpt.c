@@ -284,7 +284,7 @@ int ckpt_check_writable(const char *path, char *err, size_t errlen)
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return err_set(err, errlen, "%s: is a directory, expected a checkpoint file path", path);
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return err_set(err, errlen, "%s: is not a regular file (a device, FIFO or socket); a "
+        return err_set(err, errlen, "%s: not a regular file (a FIFO, device or socket); a "
                        "checkpoint replaces its file, so it must be a plain file path", path);
     char tmp[4200];
     int fd = ckpt_tmp_create(path, tmp, sizeof tmp);
@@ -514,6 +514,9 @@ static int load_file(const char *path, Model *m, Trainer *t, Tokenizer *tok,
                        errno == ENOENT ? "no such checkpoint file" : strerror(errno));
     if (S_ISDIR(st.st_mode))
         return err_set(err, errlen, "%s: is a directory, expected a checkpoint file", path);
+    if (!S_ISREG(st.st_mode)) /* a FIFO would block in fopen, a device has no size */
+        return err_set(err, errlen, "%s: not a regular file (a FIFO, device or socket); a "
+                       "checkpoint is a plain file", path);
     uint64_t size = (uint64_t)st.st_size;
     if (size < HEADER_BYTES + VOCAB_BYTES)
         return err_set(err, errlen, "%s: %llu bytes is too short for a checkpoint (the header "

@@ -15,17 +15,15 @@ int err_set(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-const char *err_byte(unsigned char b, char buf[8])
+const char *err_byte(unsigned char b, char buf[ERR_BYTE_LEN])
 {
-    if (b == '\n')
-        snprintf(buf, 8, "'\\n'");
-    else if (b == '\t')
-        snprintf(buf, 8, "'\\t'");
-    else if (b == '\r')
-        snprintf(buf, 8, "'\\r'");
-    else if (b >= 0x20 && b < 0x7f)
-        snprintf(buf, 8, "'%c'", b);
+    const char *name = b == '\n' ? "newline" : b == '\t' ? "tab" : b == '\r' ? "carriage return"
+                     : b == ' ' ? "space" : NULL;
+    if (name)
+        snprintf(buf, ERR_BYTE_LEN, "0x%02x (%s)", b, name);
+    else if (b > 0x20 && b < 0x7f)
+        snprintf(buf, ERR_BYTE_LEN, "0x%02x (%c)", b, b);
     else
-        snprintf(buf, 8, "0x%02x", b);
+        snprintf(buf, ERR_BYTE_LEN, "0x%02x", b);
     return buf;
 }

@@ -13,7 +13,10 @@
 int err_set(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Describes byte b readably for messages: 'a', '\n', 0x00. buf needs 8 bytes. */
-const char *err_byte(unsigned char b, char buf[8]);
+/* Describes byte b readably for messages, its code first and then what it
+ * looks like: "0x61 (a)", "0x27 (')", "0x20 (space)", "0x0a (newline)", "0x00".
+ * buf needs ERR_BYTE_LEN bytes. */
+#define ERR_BYTE_LEN 32
+const char *err_byte(unsigned char b, char buf[ERR_BYTE_LEN]);
 
 #endif

@@ -38,6 +38,7 @@ typedef struct {
     long accum;             /* micro-batches summed per step (--accum x ranks), >= 1 */
     double lr, min_lr, wd, clip, dropout, val_frac, beta1, beta2, eps;
     double best_val;        /* best estimated val loss so far (valid when best_step >= 0) */
+    double head_dropout;    /* 0 in files written before the setting */
     char data_path[CKPT_PATH_MAX];
     /* The moments ckpt_save writes ([table.total] each): the Trainer's, borrowed;
      * nothing here allocates or frees them, and ckpt_load leaves them NULL. */

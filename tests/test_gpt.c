@@ -200,6 +200,37 @@ Test(gpt, head_dropout_scales_or_zeroes_each_sequences_heads_per_layer)
     teardown(&c);
 }
 
+/* Head dropout draws from a site of its own: turning it on leaves the attention
+ * dropout masks of every layer as they were (the zeros of attd on and below the
+ * diagonal are the dropped weights; a softmax weight of exact zero does not occur
+ * with these weights). */
+Test(gpt, head_dropout_leaves_the_attention_dropout_masks_unchanged)
+{
+    enum { B = 3, T = 8, H = 4, D = 4 };
+    GptCtx c;
+    Config cfg = CFG(H, D);
+    setup(&c, cfg, B, T, 0.3f, 8);
+    size_t TT = (size_t)B * H * T * T, n = (size_t)cfg.L * TT;
+    gpt_obj(&c);
+    unsigned char *dropped = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        dropped[i] = c.a.attd[i] == 0.0f;
+    c.po.head_dropout = 0.5f;
+    gpt_obj(&c);
+    size_t zeros = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t row = i / T % T, col = i % T;
+        if (col > row)
+            continue;
+        zeros += dropped[i];
+        cr_assert_eq(dropped[i], c.a.attd[i] == 0.0f, "layer %zu, weight %zu: the mask moved",
+                     i / TT, i % TT);
+    }
+    cr_assert(zeros > 0, "no attention weight was dropped");
+    free(dropped);
+    teardown(&c);
+}
+
 Test(gpt, model_gradient_matches_finite_differences_with_a_silenced_head)
 {
     unsigned char on[8] = {1, 0, 1, 1, 1, 1, 1, 0};

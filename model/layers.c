@@ -313,9 +313,10 @@ void dropout_backward(float *din, const float *dout, size_t n, float p, uint64_t
             din[i] += dout[i] * scale;
 }
 
-/* y[b][t][hD..(h+1)D) *= keep_bh / (1 - p) for every (b, t, h). Rows are
- * independent, and each element is one product, so any thread split gives the
- * same bits. */
+/* y[b][t][hD..(h+1)D) *= keep_bh / (1 - p) for every (b, t, h); a dropped head's
+ * values are set to +0 rather than multiplied, so even a non-finite input
+ * contributes exactly 0. Rows are independent, and each element is one product,
+ * so any thread split gives the same bits. */
 static void head_mask(float *y, int B, int T, int H, int D, float p, uint64_t key)
 {
     if (p <= 0.0f)

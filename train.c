@@ -386,7 +386,7 @@ static void alloc_buffers(Run *r)
     char err[1500];
     TrainHyper hp = {.lr = (float)o->lr, .min_lr = (float)o->min_lr, .warmup = o->warmup,
                      .steps = o->steps, .clip = (float)o->clip, .dropout = (float)o->dropout,
-                     .seed = o->seed, .micro = r->micro,
+                     .head_dropout = (float)o->head_dropout, .seed = o->seed, .micro = r->micro,
                      .adam = {.beta1 = (float)o->beta1, .beta2 = (float)o->beta2,
                               .eps = (float)o->eps, .weight_decay = (float)o->wd}};
     if (trainer_prepare(&r->tr, &hp, (int)o->batch, err, sizeof err))

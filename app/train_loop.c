@@ -198,9 +198,9 @@ void run_print_settings(Run *r)
     fprintf(stderr, "train: model L=%d H=%d C=%d D=%d T=%d V=%d, %.3fM parameters\n", c->L, c->H,
             c->C, c->D, c->T, c->V, (double)r->tr.model.table.total / 1e6);
     fprintf(stderr, "train: %ld steps x batch %ld x %d tokens, lr %g -> %g (warm-up %ld, "
-            "cosine), wd %g, clip %g, dropout %g, seed %llu, %d threads\n", o->steps, o->batch,
-            c->T, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
-            (unsigned long long)o->seed, omp_get_max_threads());
+            "cosine), wd %g, clip %g, dropout %g, head dropout %g, seed %llu, %d threads\n",
+            o->steps, o->batch, c->T, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
+            o->head_dropout, (unsigned long long)o->seed, omp_get_max_threads());
     if (r->micro > 1)
         fprintf(stderr, "train: each step sums %ld micro-batches (--accum %ld x %d rank%s): "
                 "%ld sequences a step\n", r->micro, o->accum, r->dist.size,
@@ -213,11 +213,12 @@ void run_print_settings(Run *r)
                "\"vocab_bytes\":%d,\"merges\":%d,\"vocab_asked\":%ld,"
                "\"layers\":%d,\"heads\":%d,\"embd\":%d,\"head_size\":%d,\"block\":%d,"
                "\"params\":%zu,\"batch\":%ld,\"steps\":%ld,\"lr\":%g,\"min_lr\":%g,"
-               "\"warmup\":%ld,\"wd\":%g,\"clip\":%g,\"dropout\":%g,\"seed\":%llu,"
+               "\"warmup\":%ld,\"wd\":%g,\"clip\":%g,\"dropout\":%g,\"head_dropout\":%g,"
+               "\"seed\":%llu,"
                "\"val_frac\":%g,\"threads\":%d,\"resume\":%s,\"accum\":%ld,\"ranks\":%d}\n",
                name, r->file.n, c->V, tok->nbytes, tok->nmerges, o->vocab, c->L, c->H, c->C, c->D, c->T, r->tr.model.table.total,
                o->batch, o->steps, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
-               (unsigned long long)o->seed, o->val_frac, omp_get_max_threads(),
+               o->head_dropout, (unsigned long long)o->seed, o->val_frac, omp_get_max_threads(),
                o->resume ? "true" : "false", o->accum, r->dist.size);
 }
 

@@ -94,6 +94,9 @@ typedef enum { RES_RUN, RES_ARCH, RES_KEEP, RES_CHANGE, RES_OWN } SetResume;
       2, "gradient clipping by global norm, 0 = off", NULL, NULL)                                \
     X(DROPOUT, dropout, "dropout", 0, SET_REAL, 0, NULL, 0, LIMIT_DROPOUT_MAX, RES_KEEP,          \
       TS_AT(dropout), "X", 2, "dropout on attention weights and residual branches", NULL, NULL)  \
+    X(HEAD_DROPOUT, head_dropout, "head-dropout", 0, SET_REAL, 0, NULL, 0, LIMIT_DROPOUT_MAX,     \
+      RES_KEEP, TS_AT(head_dropout), "P", 2, "zero each head's output with probability P",       \
+      "(per sequence and layer; kept heads scaled by 1/(1-P); training only)", NULL)             \
     X(SEED, seed, "seed", 's', SET_SEED, 1337, NULL, 0, 0, RES_KEEP, TS_AT(seed), "N", 2,         \
       "seed for init, batches and dropout", NULL, NULL)                                          \
     X(VAL_FRAC, val_frac, "val-frac", 0, SET_REAL, 0.1, NULL, 0, LIMIT_VAL_FRAC_MAX, RES_KEEP,    \

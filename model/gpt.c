@@ -144,7 +144,9 @@ void acts_free(Activations *a)
     memset(a, 0, sizeof *a);
 }
 
-enum { SITE_ATT = 0, SITE_ATTN_RESID = 1, SITE_MLP_RESID = 2 };
+/* The dropout sites of a layer: each draws its masks from its own key, so adding a
+ * site leaves the others' masks as they were. */
+enum { SITE_ATT = 0, SITE_ATTN_RESID = 1, SITE_MLP_RESID = 2, SITE_HEAD = 3 };
 
 static uint64_t site_key(const PassOptions *opt, int l, int site)
 {
@@ -208,6 +210,8 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         matmul_forward(qkv, ln1, lw->qkvw, lw->qkvb, N, C, 3 * A);
         attention_forward(atty, att, attd, qkv, B, T, H, D, p, site_key(opt, l, SITE_ATT));
         silence_heads(atty, opt, l, (size_t)N, H, D);
+        head_dropout_forward(atty, B, T, H, D, opt->head_dropout,
+                             site_key(opt, l, SITE_HEAD));
         matmul_forward(attproj, atty, lw->projw, lw->projb, N, A, C);
         if (p > 0.0f) {
             dropout_forward(res2, attproj, (size_t)N * C, p, site_key(opt, l, SITE_ATTN_RESID));
@@ -279,7 +283,8 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
         layernorm_backward(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
                            a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C);
 
-        /* res2 = res + dropout(proj(attn(qkv(ln1(res))))) */
+        /* res2 = res + dropout(proj(m * attn(qkv(ln1(res))))), m the head-dropout mask
+         * (atty holds m * attn, proj's input); dattn = m * datty */
         branch = a->dres;
         if (p > 0.0f) {
             memset(a->dbranch, 0, nc * sizeof(float));
@@ -290,6 +295,8 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
         silence_heads(a->datty, opt, l, (size_t)N, H, D);
         if (opt->head_grad)
             gate_gradient(opt->head_grad + (size_t)l * H, a->datty, atty, (size_t)N, H, D);
+        head_dropout_backward(a->datty, B, T, H, D, opt->head_dropout,
+                              site_key(opt, l, SITE_HEAD));
         attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);
         matmul_backward(a->dln, lg->qkvw, lg->qkvb, a->dqkv, ln1, lw->qkvw, N, C, 3 * A);
         layernorm_backward(a->dres, lg->ln1w, lg->ln1b, a->dln, res, lw->ln1w,

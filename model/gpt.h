@@ -3,7 +3,8 @@
  * x = wte[token] + wpe[t]; L pre-LayerNorm blocks
  *   x += proj(attn(ln1(x)));  x += fcproj(gelu(fc(ln2(x))))
  * then logits = lnf(x) wte^T (tied output weights) and a mean cross-entropy.
- * Dropout (optional) hits the attention weights and both residual branches.
+ * Dropout (optional) hits the attention weights and both residual branches;
+ * head dropout (optional, training) zeroes whole heads' outputs per sequence.
  * A head mask can silence heads (their outputs are zeroed) for ablations. */
 #ifndef HEADCOUNT_GPT_H
 #define HEADCOUNT_GPT_H
@@ -76,7 +77,10 @@ void acts_free(Activations *a);
 size_t acts_floats(const Config *cfg, int B, int T, int with_dropout);
 
 /* How a forward/backward pass runs: dropout probability and the mask key
- * (RNG_STREAM_DROPOUT seed mixed with the step), and an optional head gate
+ * (RNG_STREAM_DROPOUT seed mixed with the step), the head-dropout probability
+ * (each head's output y_h of each sequence and layer is zeroed with probability
+ * head_dropout, else scaled by 1/(1 - head_dropout), before the projection; its
+ * masks come from the same key at a site of their own), and an optional head gate
  * head_on[L*H] (NULL: every head on; 0 silences a head). When head_grad[L*H]
  * is not NULL, gpt_backward adds into it dLoss/dxi_h for a gate xi_h = 1
  * multiplying each head's output (Michel et al. 2019's head importance, before
@@ -84,13 +88,14 @@ size_t acts_floats(const Config *cfg, int B, int T, int with_dropout);
 typedef struct {
     float dropout;
     uint64_t dropout_key;
+    float head_dropout;
     const unsigned char *head_on;
     double *head_grad;
 } PassOptions;
 
 /* Forward over tokens[B][T] (B, T within the capacities). With targets it
  * returns the mean loss (and fills a->losses); without, it fills logits and
- * probs and returns 0. opt may be NULL (no dropout, all heads). */
+ * probs and returns 0. opt may be NULL (no dropout, no head dropout, all heads). */
 double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
                    int B, int T, const PassOptions *opt);
 /* Adds d(mean loss)/d(params) into g (laid out by m's table); needs the forward

@@ -1,4 +1,5 @@
-/* layers: embedding, layernorm, GELU, residual, softmax/cross-entropy, dropout.
+/* layers: embedding, layernorm, GELU, residual, softmax/cross-entropy, dropout,
+ * head dropout.
  * See layers.h for shapes and conventions. Row sums use 8 lanes over full
  * chunks, then a fixed lane tree, then the tail, so they vectorise without
  * letting the thread split change any result. */
@@ -310,4 +311,39 @@ void dropout_backward(float *din, const float *dout, size_t n, float p, uint64_t
     for (size_t i = 0; i < n; i++)
         if (p <= 0.0f || dropout_keep(key, i, p))
             din[i] += dout[i] * scale;
+}
+
+/* y[b][t][hD..(h+1)D) *= keep_bh / (1 - p) for every (b, t, h); a dropped head's
+ * values are set to +0 rather than multiplied, so even a non-finite input
+ * contributes exactly 0. Rows are independent, and each element is one product,
+ * so any thread split gives the same bits. */
+static void head_mask(float *y, int B, int T, int H, int D, float p, uint64_t key)
+{
+    if (p <= 0.0f)
+        return;
+    float scale = 1.0f / (1.0f - p);
+    size_t A = (size_t)H * D;
+    #pragma omp parallel for schedule(static) if ((long)B * T * H * D >= PARALLEL_MIN)
+    for (int n = 0; n < B * T; n++) {
+        int b = n / T;
+        float *y_n = y + (size_t)n * A;
+        for (int h = 0; h < H; h++) {
+            float m = dropout_keep(key, (uint64_t)b * H + h, p) ? scale : 0.0f;
+            float *y_nh = y_n + (size_t)h * D;
+            for (int d = 0; d < D; d++)
+                y_nh[d] = m != 0.0f ? y_nh[d] * m : 0.0f;
+        }
+    }
+}
+
+void head_dropout_forward(float *y, int B, int T, int H, int D, float p, uint64_t key)
+{
+    head_mask(y, B, T, H, D, p, key);
+}
+
+/* In the forward pass this was y' = m_bh y (m_bh = keep_bh / (1 - p), a constant
+ * per (b, h)), so dL/dy = m_bh dL/dy': the same mask, recomputed from the key. */
+void head_dropout_backward(float *dy, int B, int T, int H, int D, float p, uint64_t key)
+{
+    head_mask(dy, B, T, H, D, p, key);
 }

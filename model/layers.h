@@ -55,4 +55,15 @@ void dropout_backward(float *din, const float *dout, size_t n, float p, uint64_t
 /* The keep decision shared by every dropout site (attention uses it per weight). */
 int dropout_keep(uint64_t key, uint64_t i, float p);
 
+/* Head dropout on y[B][T][H*D] (the heads' outputs, concatenated), in place:
+ *   y[b][t][hD + d] *= m_bh,  m_bh = keep_bh / (1 - p),  keep_bh = dropout_keep(key, b H + h, p)
+ * one decision per (sequence b, head h), shared by all T positions and D channels,
+ * so a dropped head contributes exactly 0 to its sequence and a kept one is scaled
+ * by exactly 1/(1 - p). p = 0 leaves y untouched. */
+void head_dropout_forward(float *y, int B, int T, int H, int D, float p, uint64_t key);
+/* The backward of y' = m_bh y is dy = m_bh dy': the same mask, applied in place to
+ * dy[B][T][H*D]. It overwrites rather than adds (the exception to the rule above):
+ * its caller's dy is scratch that the projection's backward has just written. */
+void head_dropout_backward(float *dy, int B, int T, int H, int D, float p, uint64_t key);
+
 #endif

@@ -84,6 +84,8 @@ def parse_args(argv):
     add("--steps", type=int, metavar="N", help="steps per run (default: train's; quick 30)")
     add("--vocab", type=int, metavar="N", help="train's --vocab: byte-pair tokens learned from "
         "the train split (default: bytes only; docs/tokenizer.md)")
+    add("--head-dropout", type=float, metavar="P", help="train's --head-dropout for every "
+        "run (default: train's, 0); the default --out gets -hdP")
     add("--jobs", type=int, metavar="N", help="runs at once (default: the cores)")
     add("--threads", type=int, metavar="N", help="threads per run (default: cores / jobs)")
     add("--quick", action="store_true", help="tiny models, 30 steps, H 1 4, 2 seeds, 100 kB")
@@ -104,7 +106,8 @@ def parse_args(argv):
             fail("--%s %d: must be at least 1" % (k.replace("_", "-"), getattr(a, k)))
     a.out = os.path.abspath(a.out or os.path.join(REPO, "runs", "ablation" + (
         "-induction" if a.corpus == "induction" else "") + (
-        "-quick" if a.quick else "-long" if a.long else "")))
+        "-quick" if a.quick else "-long" if a.long else "") + (
+        "-hd%g" % a.head_dropout if a.head_dropout else "")))
     a.bin = os.path.abspath(a.bin)
     return a
 
@@ -135,6 +138,8 @@ def make_plan(a):
     flags += ["--vocab", str(a.vocab)] if a.vocab else []
     if a.steps or a.long:
         flags += ["--steps", str(a.steps or long_steps(print_settings(train, flags)))]
+    if a.head_dropout is not None:
+        flags += ["--head-dropout", repr(a.head_dropout)]
     s = print_settings(train, flags)
     try:
         heads = sorted({int(x) for x in (a.heads or ("1 4" if a.quick else "1 4 8 16"))

@@ -44,7 +44,7 @@ static void fix_setup(Fix *f, const char *name, const Config *cfg, int nmerges)
     ts->batch_rng = 0x0123456789abcdefULL; ts->data_size = 12345; ts->data_hash = 99;
     ts->allow_binary = 0; ts->best_step = 20; ts->best_val = 1.25;
     ts->lr = 1e-3; ts->min_lr = 1e-4; ts->wd = 0.1; ts->clip = 1.0; ts->dropout = 0.1;
-    ts->val_frac = 0.1; ts->beta1 = 0.9; ts->beta2 = 0.99; ts->eps = 1e-8;
+    ts->val_frac = 0.1; ts->beta1 = 0.9; ts->beta2 = 0.99; ts->eps = 1e-8; ts->head_dropout = 0.2;
     snprintf(ts->data_path, sizeof ts->data_path, "data/some file.txt");
 }
 

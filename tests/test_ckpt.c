@@ -67,10 +67,10 @@ Test(ckpt, save_then_load_keeps_parameter_state_and_loss_bits)
               ts.best_step == 20 && ts.allow_binary == 0);
     cr_assert(ts.seed == f.ts.seed && ts.batch_rng == f.ts.batch_rng &&
               ts.data_size == 12345 && ts.data_hash == 99);
-    double got[10] = {ts.lr, ts.min_lr, ts.wd, ts.clip, ts.dropout, ts.val_frac, ts.beta1,
-                      ts.beta2, ts.eps, ts.best_val};
-    double want[10] = {f.ts.lr, f.ts.min_lr, f.ts.wd, f.ts.clip, f.ts.dropout, f.ts.val_frac,
-                       f.ts.beta1, f.ts.beta2, f.ts.eps, f.ts.best_val};
+    double got[11] = {ts.lr, ts.min_lr, ts.wd, ts.clip, ts.dropout, ts.val_frac, ts.beta1,
+                      ts.beta2, ts.eps, ts.best_val, ts.head_dropout};
+    double want[11] = {f.ts.lr, f.ts.min_lr, f.ts.wd, f.ts.clip, f.ts.dropout, f.ts.val_frac,
+                       f.ts.beta1, f.ts.beta2, f.ts.eps, f.ts.best_val, f.ts.head_dropout};
     cr_assert_eq(memcmp(got, want, sizeof got), 0, "a training setting changed in the round trip");
     cr_assert_str_eq(ts.data_path, "data/some file.txt");
     double a = eval_loss(&f.m), b = eval_loss(&m);

@@ -408,6 +408,8 @@ Test(ckpt, stored_settings_outside_the_flags_ranges_are_refused)
         {"min_lr 0.01 above lr", R + 1 * 8, 1, 0.01},
         {"clip 1e+07 outside", R + 3 * 8, 1, 1e7},
         {"dropout 0.96 outside", R + 4 * 8, 1, 0.96},
+        {"head_dropout 1 outside", R + 10 * 8, 1, 1.0},
+        {"head_dropout -0.1 outside", R + 10 * 8, 1, -0.1},
         {"val_frac 0.95 outside", R + 5 * 8, 1, 0.95},
         {"beta1 1 outside", R + 6 * 8, 1, 1.0},
         {"eps 0 outside", R + 8 * 8, 1, 0},

@@ -1,7 +1,8 @@
 /* Whole-model tests: the gradient of the mean loss against central differences
  * for every parameter tensor (H = 1, 4, 8, 16, a head size that is not C/H,
- * dropout, a silenced head, a vocabulary of 3,000 tokens); thread-count bit
- * identity of forward and backward; one batch overfits. */
+ * dropout, head dropout at each H, a silenced head, a vocabulary of 3,000
+ * tokens); where head dropout acts; thread-count bit identity of forward and
+ * backward; one batch overfits. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -72,12 +73,32 @@ static void teardown(GptCtx *c)
 /* Tolerance: the loss is a float32 mean of O(1) terms, so its rounding noise is
  * ~1e-7; with h = 3e-3 that is ~2e-5 in a numeric gradient, covered by atol
  * 1e-3 of the tensor's largest entry (>= 1e-2 here) and rtol 2e-2. */
-static void check_model(Config cfg, float dropout, const unsigned char *head_on)
+static void check_model_with(Config cfg, float dropout, float head_dropout,
+                             const unsigned char *head_on)
 {
     GptCtx c;
     setup(&c, cfg, 2, cfg.T, dropout, 21 + (uint64_t)cfg.H);
     c.po.head_on = head_on;
+    c.po.head_dropout = head_dropout;
     gpt_obj(&c);
+    if (head_dropout > 0.0f) {
+        /* The check means something only when the mask drops some heads of some
+         * sequences and keeps others: a dropped (layer, sequence, head) has an
+         * output of exact zeros (a kept one, with these weights, never does). */
+        size_t N = (size_t)c.B * c.T, A = (size_t)cfg.H * cfg.D, zero = 0, heads = 0;
+        for (int l = 0; l < cfg.L; l++)
+            for (int b = 0; b < c.B; b++)
+                for (int h = 0; h < cfg.H; h++, heads++) {
+                    int all = 1;
+                    for (int t = 0; t < c.T; t++)
+                        for (int d = 0; d < cfg.D; d++)
+                            all &= c.a.atty[(size_t)l * N * A + ((size_t)b * c.T + t) * A +
+                                            (size_t)h * cfg.D + d] == 0.0f;
+                    zero += all;
+                }
+        cr_assert(zero > 0 && zero < heads, "head dropout %g dropped %zu of %zu heads",
+                  head_dropout, zero, heads);
+    }
     grads_zero(&c.g);
     gpt_backward(&c.m, &c.g, &c.a, c.tok, c.tgt, c.B, c.T, &c.po);
     Rng rng;
@@ -89,9 +110,14 @@ static void check_model(Config cfg, float dropout, const unsigned char *head_on)
         bad += tu_gradcheck(s->name, c.m.params + s->offset, c.g.data + s->offset, s->count,
                             gpt_obj, &c, 3e-3, 2e-2, 1e-3, 6, &rng);
     }
-    cr_assert_eq(bad, 0, "%d parameter gradients disagree (H=%d D=%d dropout=%g)", bad, cfg.H,
-                 cfg.D, dropout);
+    cr_assert_eq(bad, 0, "%d parameter gradients disagree (H=%d D=%d dropout=%g head "
+                 "dropout=%g)", bad, cfg.H, cfg.D, dropout, head_dropout);
     teardown(&c);
+}
+
+static void check_model(Config cfg, float dropout, const unsigned char *head_on)
+{
+    check_model_with(cfg, dropout, 0.0f, head_on);
 }
 
 #define CFG(h, d) ((Config){.V = 11, .T = 8, .L = 2, .H = (h), .C = 16, .D = (d)})
@@ -105,6 +131,107 @@ Test(gpt, model_gradient_matches_finite_differences_head_size_not_c_over_h)
     check_model(CFG(4, 6), 0, NULL);
 }
 Test(gpt, model_gradient_matches_finite_differences_with_dropout) { check_model(CFG(4, 4), 0.2f, NULL); }
+/* Head dropout at p = 0.5 (with H = 1 there are only L * B = 4 decisions, and the
+ * key of setup() drops some and keeps some: check_model_with asserts it). */
+Test(gpt, model_gradient_matches_finite_differences_with_head_dropout_1_head)
+{
+    check_model_with(CFG(1, 16), 0, 0.5f, NULL);
+}
+Test(gpt, model_gradient_matches_finite_differences_with_head_dropout_4_heads)
+{
+    check_model_with(CFG(4, 4), 0, 0.5f, NULL);
+}
+Test(gpt, model_gradient_matches_finite_differences_with_head_dropout_8_heads)
+{
+    check_model_with(CFG(8, 2), 0, 0.5f, NULL);
+}
+Test(gpt, model_gradient_matches_finite_differences_with_head_dropout_16_heads)
+{
+    check_model_with(CFG(16, 1), 0, 0.5f, NULL);
+}
+Test(gpt, model_gradient_matches_finite_differences_with_head_dropout_and_a_silenced_head)
+{
+    unsigned char on[8] = {1, 1, 0, 1, 1, 1, 1, 1};
+    check_model_with(CFG(4, 6), 0.2f, 0.3f, on);
+}
+
+/* In layer 0 the heads' outputs before the mask are the same with and without head
+ * dropout, so each (sequence, head) slice of atty must be either exactly the
+ * undropped one times 1/(1 - p), at every position, or exactly zero; the layers
+ * draw their masks independently (layer 1's pattern differs from layer 0's), and
+ * the kept fraction is near 1 - p. */
+Test(gpt, head_dropout_scales_or_zeroes_each_sequences_heads_per_layer)
+{
+    enum { B = 16, T = 8, H = 8, D = 2 };
+    const float p = 0.5f;
+    GptCtx c;
+    Config cfg = CFG(H, D);
+    setup(&c, cfg, B, T, 0, 4);
+    size_t N = (size_t)B * T, A = (size_t)H * D;
+    gpt_obj(&c);
+    float *plain = malloc(N * A * sizeof(float));
+    memcpy(plain, c.a.atty, N * A * sizeof(float));
+    c.po.head_dropout = p;
+    gpt_obj(&c);
+    unsigned char kept[2][B * H];
+    long nkept = 0, differ = 0;
+    for (int l = 0; l < 2; l++)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++) {
+                int zero = 1, scaled = 1;
+                for (int t = 0; t < T; t++)
+                    for (int d = 0; d < D; d++) {
+                        size_t i = ((size_t)b * T + t) * A + (size_t)h * D + d;
+                        float y = c.a.atty[(size_t)l * N * A + i];
+                        zero &= y == 0.0f;
+                        if (l == 0)
+                            scaled &= y == plain[i] * (1.0f / (1.0f - p));
+                    }
+                cr_assert(l == 1 || zero || scaled, "layer 0 sequence %d head %d: neither "
+                          "dropped nor scaled by exactly 1/(1-p)", b, h);
+                kept[l][b * H + h] = !zero;
+                nkept += !zero;
+            }
+    for (int i = 0; i < B * H; i++)
+        differ += kept[0][i] != kept[1][i];
+    cr_assert(differ > 0, "layers 0 and 1 dropped the same heads");
+    /* Binomial(256, 0.5): mean 128, sd 8; 5 sd either side. */
+    cr_assert(nkept > 88 && nkept < 168, "kept %ld of 256 heads at p = 0.5", nkept);
+    free(plain);
+    teardown(&c);
+}
+
+/* Head dropout draws from a site of its own: turning it on leaves the attention
+ * dropout masks of every layer as they were (the zeros of attd on and below the
+ * diagonal are the dropped weights; a softmax weight of exact zero does not occur
+ * with these weights). */
+Test(gpt, head_dropout_leaves_the_attention_dropout_masks_unchanged)
+{
+    enum { B = 3, T = 8, H = 4, D = 4 };
+    GptCtx c;
+    Config cfg = CFG(H, D);
+    setup(&c, cfg, B, T, 0.3f, 8);
+    size_t TT = (size_t)B * H * T * T, n = (size_t)cfg.L * TT;
+    gpt_obj(&c);
+    unsigned char *dropped = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        dropped[i] = c.a.attd[i] == 0.0f;
+    c.po.head_dropout = 0.5f;
+    gpt_obj(&c);
+    size_t zeros = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t row = i / T % T, col = i % T;
+        if (col > row)
+            continue;
+        zeros += dropped[i];
+        cr_assert_eq(dropped[i], c.a.attd[i] == 0.0f, "layer %zu, weight %zu: the mask moved",
+                     i / TT, i % TT);
+    }
+    cr_assert(zeros > 0, "no attention weight was dropped");
+    free(dropped);
+    teardown(&c);
+}
+
 Test(gpt, model_gradient_matches_finite_differences_with_a_silenced_head)
 {
     unsigned char on[8] = {1, 0, 1, 1, 1, 1, 1, 0};
@@ -164,9 +291,11 @@ static void run_pass(GptCtx *c, int threads, double *loss, float *grads)
 
 Test(gpt, one_and_two_threads_give_identical_bits)
 {
-    /* Sizes past every kernel's tile edges: C = 40, 3 heads of 13, T = 37, V = 29. */
+    /* Sizes past every kernel's tile edges: C = 40, 3 heads of 13, T = 37, V = 29;
+     * dropout and head dropout on. */
     GptCtx c;
     setup(&c, ((Config){.V = 29, .T = 37, .L = 2, .H = 3, .C = 40, .D = 13}), 3, 37, 0.1f, 9);
+    c.po.head_dropout = 0.3f;
     size_t P = c.m.table.total;
     float *g1 = malloc(P * sizeof(float)), *g2 = malloc(P * sizeof(float));
     double l1, l2;

@@ -251,6 +251,94 @@ Test(layers, dropout_backward_matches_forward_mask)
     free(c.in); free(c.out); free(c.R); free(din);
 }
 
+/* ---- head dropout ---- */
+
+/* y[B][T][H*D] after head_dropout_forward against the rule written out: head h of
+ * sequence b is kept when the top 24 bits of rng_hash(key, b H + h, 0) are at
+ * least p 2^24, and then every one of its T*D values is the input times exactly
+ * 1/(1 - p); otherwise every one is +0, even where the input was NaN or infinite. */
+Test(layers, head_dropout_keeps_or_zeroes_whole_heads_by_the_hashed_rule)
+{
+    enum { B = 2000, T = 3, H = 8, D = 5, A = H * D };
+    const float p = 0.25f;
+    const uint64_t key = 0x5eedULL;
+    Rng rng;
+    rng_init(&rng, 11, 0);
+    size_t n = (size_t)B * T * A;
+    float *in = tu_alloc_random(n, &rng, -2, 2), *y = malloc(n * sizeof(float));
+    in[3] = NAN;
+    in[A + 7] = INFINITY;
+    memcpy(y, in, n * sizeof(float));
+    head_dropout_forward(y, B, T, H, D, p, key);
+    float scale = 1.0f / (1.0f - p);
+    long kept = 0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            uint32_t u = (uint32_t)(rng_hash(key, (uint64_t)b * H + h, 0) >> 40);
+            int keep = (double)u >= 0.25 * 16777216.0;
+            kept += keep;
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < D; d++) {
+                    size_t i = ((size_t)b * T + t) * A + (size_t)h * D + d;
+                    float want = keep ? in[i] * scale : 0.0f;
+                    int same = memcmp(&y[i], &want, sizeof want) == 0 ||
+                               (isnan(want) && isnan(y[i]));
+                    cr_assert(same, "b %d t %d h %d d %d: %g, want %g (keep %d)", b, t, h, d,
+                              y[i], want, keep);
+                }
+        }
+    /* Binomial(16000, 0.75): mean 12000, sd 55; 6 sd either side. */
+    cr_assert(kept > 11670 && kept < 12330, "kept %ld of 16000 heads at p = 0.25", kept);
+    free(in);
+    free(y);
+}
+
+typedef struct {
+    int B, T, H, D;
+    float p;
+    float *in, *out, *R;
+} HeadDropCtx;
+
+static double head_drop_obj(void *ctx)
+{
+    HeadDropCtx *c = ctx;
+    size_t n = (size_t)c->B * c->T * c->H * c->D;
+    memcpy(c->out, c->in, n * sizeof(float));
+    head_dropout_forward(c->out, c->B, c->T, c->H, c->D, c->p, 99);
+    return dot_r(c->out, c->R, n);
+}
+
+/* The backward applies the forward's mask: central differences of sum(y' R) agree
+ * with it. And p = 0 is the identity, bit for bit (NaN included), both ways. */
+Test(layers, head_dropout_backward_matches_forward_mask)
+{
+    Rng rng;
+    rng_init(&rng, 6, 0);
+    HeadDropCtx c = {.B = 6, .T = 4, .H = 4, .D = 3, .p = 0.5f};
+    size_t n = (size_t)c.B * c.T * c.H * c.D;
+    c.in = tu_alloc_random(n, &rng, -1, 1);
+    c.out = calloc(n, sizeof(float));
+    c.R = tu_alloc_random(n, &rng, -1, 1);
+    float *dy = malloc(n * sizeof(float));
+    memcpy(dy, c.R, n * sizeof(float));
+    head_dropout_backward(dy, c.B, c.T, c.H, c.D, c.p, 99);
+    int bad = tu_gradcheck("head_dropout.in", c.in, dy, n, head_drop_obj, &c, 1e-2, RTOL, ATOL,
+                           (int)n, &rng);
+    cr_assert_eq(bad, 0);
+    size_t zero = 0;
+    for (size_t i = 0; i < n; i++)
+        zero += dy[i] == 0.0f;
+    cr_assert(zero > 0 && zero < n, "the mask at p = 0.5 dropped %zu of %zu values", zero, n);
+    memcpy(dy, c.in, n * sizeof(float));
+    dy[5] = NAN;
+    float *same = malloc(n * sizeof(float));
+    memcpy(same, dy, n * sizeof(float));
+    head_dropout_forward(dy, c.B, c.T, c.H, c.D, 0.0f, 99);
+    head_dropout_backward(dy, c.B, c.T, c.H, c.D, 0.0f, 99);
+    cr_assert(memcmp(dy, same, n * sizeof(float)) == 0, "p = 0 changed a bit");
+    free(c.in); free(c.out); free(c.R); free(dy); free(same);
+}
+
 /* ---- linear layer ---- */
 typedef struct {
     int N, IC, OC;

@@ -30,6 +30,7 @@ static const char *const VALUE_FLAGS[] = {
     "--data", "--out", "--log", "--resume", "--save-every", "--layers", "--heads", "--embd",
     "--head-size", "--block", "--vocab", "--batch", "--steps", "--lr", "--min-lr", "--warmup", "--wd",
     "--clip", "--dropout", "--seed", "--val-frac", "--eval-every", "--eval-iters", "--threads",
+    "--head-dropout",
 };
 static const char *const SWITCH_FLAGS[] = {"--keep-best", "--allow-binary", "--help"};
 
@@ -97,7 +98,7 @@ Test(train, help_lists_every_flag_with_the_default_in_use)
                               {"--block", "block"}, {"--batch", "batch"}, {"--lr", "lr"},
                               {"--min-lr", "min_lr"}, {"--warmup", "warmup"}, {"--wd", "wd"},
                               {"--clip", "clip"}, {"--dropout", "dropout"}, {"--seed", "seed"},
-                              {"--val-frac", "val_frac"}};
+                              {"--val-frac", "val_frac"}, {"--head-dropout", "head_dropout"}};
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
         cr_assert_eq(help_default(help, pairs[i][0]), json_number(log, pairs[i][1]),
                      "%s: --help and the run disagree", pairs[i][0]);

@@ -87,7 +87,7 @@ static const struct { const char *flag; long lo; const char *above; } INT_FLAGS[
 };
 static const struct { const char *flag; double lo; const char *above; } REAL_FLAGS[] = {
     {"lr", 1e-9, "10.5"}, {"min-lr", 0, "11"}, {"wd", 0, "10.01"}, {"clip", 0, "1e7"},
-    {"dropout", 0, "0.96"}, {"val-frac", 0, "0.95"},
+    {"dropout", 0, "0.96"}, {"val-frac", 0, "0.95"}, {"head-dropout", 0, "0.96"},
 };
 
 static void refuse_value(const Env *e, const char *flag, const char *value)
@@ -273,7 +273,8 @@ Test(train, resume_with_contradicting_flags_is_refused)
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     const char *flags[] = {"--layers 2", "--embd 32", "--heads 4", "--head-size 4", "--block 8",
-                           "--batch 8", "--lr 0.01", "--seed 1", "--dropout 0.2", "--wd 0"};
+                           "--batch 8", "--lr 0.01", "--seed 1", "--dropout 0.2", "--wd 0",
+                           "--head-dropout 0.2"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         snprintf(extra, sizeof extra, "--resume %s %s", ck, flags[i]);
         put_sentinel(&e);

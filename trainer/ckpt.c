@@ -56,7 +56,8 @@
     X(6, beta1, 0, LIMIT_BETA_MAX)                                                        \
     X(7, beta2, 0, LIMIT_BETA_MAX)                                                        \
     X(8, eps, LIMIT_EPS_MIN, 1.0)                                                         \
-    X(9, best_val, -HUGE_VAL, HUGE_VAL)
+    X(9, best_val, -HUGE_VAL, HUGE_VAL)                                                   \
+    X(10, head_dropout, 0, LIMIT_DROPOUT_MAX)
 
 #define SLOT_ENUM(i, f, lo, hi) SLOT_##f = i,
 enum { STATE_INT_SLOTS(SLOT_ENUM) STATE_INT_USED };

@@ -42,6 +42,7 @@ typedef struct {
     long vocab;             /* the --vocab asked for, 0 for a byte-level run */
     double lr, min_lr, wd, clip, dropout, val_frac, beta1, beta2, eps;
     double best_val;        /* best estimated val loss so far (valid when best_step >= 0) */
+    double head_dropout;    /* 0 in files written before the setting */
     char data_path[CKPT_PATH_MAX];
     /* The moments ckpt_save writes ([table.total] each): the Trainer's, borrowed;
      * nothing here allocates or frees them, and ckpt_load leaves them NULL. */

@@ -15,7 +15,7 @@
 #define LIMIT_LR_MIN 1e-9               /* --lr */
 #define LIMIT_LR_MAX 10.0               /* --lr, --min-lr, --wd */
 #define LIMIT_CLIP_MAX 1e6              /* --clip */
-#define LIMIT_DROPOUT_MAX 0.95          /* --dropout */
+#define LIMIT_DROPOUT_MAX 0.95          /* --dropout, --head-dropout */
 #define LIMIT_VAL_FRAC_MAX 0.9          /* --val-frac */
 #define LIMIT_BETA_MAX 0.9999999        /* --beta1, --beta2 */
 #define LIMIT_EPS_MIN 1e-30             /* --eps, up to 1 */

@@ -70,7 +70,8 @@ double trainer_micro(Trainer *t, const int *inputs, const int *targets, long i)
     int B = t->B, T = t->model.cfg.T;
     uint64_t n = (uint64_t)t->step * (uint64_t)t->hp.micro + (uint64_t)i;
     PassOptions po = {.dropout = t->hp.dropout,
-                      .dropout_key = rng_hash(t->hp.seed, RNG_STREAM_DROPOUT, n)};
+                      .dropout_key = rng_hash(t->hp.seed, RNG_STREAM_DROPOUT, n),
+                      .head_dropout = t->hp.head_dropout};
     double loss = gpt_forward(&t->model, &t->acts, inputs, targets, B, T, &po);
     grads_zero(&t->grads);
     gpt_backward(&t->model, &t->grads, &t->acts, inputs, targets, B, T, &po);

@@ -28,7 +28,9 @@ typedef struct {
     long warmup, steps; /* warm-up steps, and the run's total (where the cosine ends) */
     float clip;         /* global-norm clip; <= 0: none */
     float dropout;      /* probability; 0: no dropout */
-    uint64_t seed;      /* dropout masks: rng_hash(seed, RNG_STREAM_DROPOUT, micro-batch) */
+    float head_dropout; /* probability a head's output is zeroed per sequence; 0: none */
+    uint64_t seed;      /* dropout and head-dropout masks: rng_hash(seed, RNG_STREAM_DROPOUT,
+                         * micro-batch) */
     long micro;         /* micro-batches per step in all (accumulation x ranks), >= 1 */
     AdamW adam;
 } TrainHyper;

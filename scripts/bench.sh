@@ -23,6 +23,32 @@ if [ "$((10#$rounds))" -lt 1 ]; then
 fi
 rounds=$((10#$rounds))
 mkdir -p "$out"
+
+# The PyTorch interpreters: Debian's 1.13, and a 2.x one (BENCH_TORCH2, else the
+# bench venv's python when it exists). A BENCH_TORCH2 that names no PyTorch 2.x is
+# an error, not a silent skip.
+pythons=()
+if [ "${BENCH_TORCH:-auto}" != 0 ]; then
+    if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+        pythons+=(/usr/bin/python3)
+    fi
+    py2=${BENCH_TORCH2:-${BENCH_VENV:-.venv-bench}/bin/python}
+    is2='import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)'
+    where='import torch; print(torch.__file__)'
+    if [ -x "$py2" ] && "$py2" -c "$is2" 2>/dev/null; then
+        # Unless it is the same PyTorch as Debian's (a 2.x python3-torch).
+        if [ ${#pythons[@]} -eq 0 ] || [ "$("$py2" -c "$where" 2>/dev/null)" != \
+             "$(/usr/bin/python3 -c "$where" 2>/dev/null)" ]; then
+            pythons+=("$py2")
+        fi
+    elif [ -n "${BENCH_TORCH2:-}" ]; then
+        echo "bench: BENCH_TORCH2=$BENCH_TORCH2 is not a python with PyTorch 2.x" >&2
+        exit 2
+    fi
+fi
+# torch.compile's kernels, cached so that only the first round compiles them.
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$(cd "$out" && pwd)/torchinductor}
+
 cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O3 ${ARCH--march=native} -fopenmp -ffp-contract=off -I."
 
 # Both sides wait between OpenMP regions under one policy: the caller's
@@ -53,28 +79,6 @@ echo "== matrix multiply (GFLOP/s; OpenBLAS rows when libopenblas-dev is install
 env -u OPENBLAS_CORETYPE ./build/bench_matmul --csv "$out/matmul.csv"
 
 rm -f "$out/train.csv" "$out/torch.csv"
-# The PyTorch interpreters: Debian's 1.13, and a 2.x one (BENCH_TORCH2, else the
-# bench venv's python when it exists). A BENCH_TORCH2 that names no PyTorch 2.x is
-# an error, not a silent skip.
-pythons=()
-if [ "${BENCH_TORCH:-auto}" != 0 ]; then
-    if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-        pythons+=(/usr/bin/python3)
-    fi
-    py2=${BENCH_TORCH2:-${BENCH_VENV:-.venv-bench}/bin/python}
-    is2='import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)'
-    if [ -x "$py2" ] && "$py2" -c "$is2" 2>/dev/null; then
-        if [ ${#pythons[@]} -eq 0 ] || [ "$(realpath "$py2")" != "$(realpath /usr/bin/python3)" ]; then
-            pythons+=("$py2")
-        fi
-    elif [ -n "${BENCH_TORCH2:-}" ]; then
-        echo "bench: BENCH_TORCH2=$BENCH_TORCH2 is not a python with PyTorch 2.x" >&2
-        exit 2
-    fi
-fi
-# torch.compile's kernels, cached so that only the first round compiles them.
-export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$PWD/$out/torchinductor}
-
 if [ ${#pythons[@]} -gt 0 ]; then
     echo
     echo "== PyTorch"

@@ -6,9 +6,10 @@ peak, the 2-thread speed-up, every PyTorch 2.x variant's tokens/s, each PyTorch'
 BLAS and instruction set, and sampling speed with and without the KV cache.
 Standard library only. Writes summary.md next to the CSVs and prints it.
 
-PyTorch columns: "1.x" for Debian's PyTorch 1.13 (one variant, eager), "2.x" for
-the best PyTorch 2.x variant of each (configuration, H, threads): the variant with
-the highest median tokens/s, named in the table, and the ratio is against it.
+One group of columns per PyTorch version in torch.csv. PyTorch 1.x (Debian's 1.13)
+has one variant, eager, and is held to TARGETS; for a PyTorch 2.x the group names
+the best variant of each (configuration, H, threads), the one with the highest
+median tokens/s, and the ratio is against it and TARGETS2.
 
 With BENCH_ROUNDS = R > 1 the CSVs hold R rows per configuration and variant, in
 the order the rounds ran: every figure is the median over the rounds, and a ratio
@@ -68,21 +69,29 @@ def sgemm_peak(path):
     return ours, blas
 
 
-def family(version):
-    """'1.x' or '2.x' (any later major counts as 2.x) from a torch.__version__."""
+def major(version):
+    """The major number of a torch.__version__ (2 where it cannot be read)."""
     try:
-        return "1.x" if int(version.split(".")[0]) < 2 else "2.x"
+        return int(version.split(".")[0])
     except ValueError:
-        return "2.x"
+        return 2
+
+
+def short(version):
+    """'2.13' from '2.13.0+cpu'."""
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def version_key(version):
+    return tuple(int(x) if x.isdigit() else 0 for x in version.split("+")[0].split("."))
 
 
 def torch_runs(rows):
-    """{(config, H, threads, family): {variant: [tokens/s per round]}} and the
-    rows whose variant failed or was unavailable."""
+    """{(config, H, threads, torch version): {variant: [tokens/s per round]}} and
+    the rows whose variant failed or was unavailable."""
     runs, failed = {}, []
     for r in rows:
-        key = (r["config"], int(r["H"]), int(r.get("threads") or 2),
-               family(r.get("torch", "")))
+        key = (r["config"], int(r["H"]), int(r.get("threads") or 2), r.get("torch", ""))
         if not r.get("tokens_per_s"):
             failed.append(r)
             continue
@@ -127,7 +136,7 @@ def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
     torch_rows = read(os.path.join(d, "torch.csv"))
     runs, failed = torch_runs(torch_rows)
-    fams = sorted({k[3] for k in runs})
+    versions = sorted({k[3] for k in runs}, key=version_key)
     peak_ours, peak_blas = sgemm_peak(os.path.join(d, "matmul.csv"))
     peak = peak_blas or peak_ours
     by = {}
@@ -137,20 +146,34 @@ def main():
     def med(rows, key):
         return statistics.median(float(r[key]) for r in rows)
 
-    order = ["BABY", "MID", "NANO"]
-    keys = sorted(by, key=lambda k: (order.index(k[0]) if k[0] in order else 9, k[1], k[2]))
-    versions = {family(r.get("torch", "")): r.get("torch", "") for r in torch_rows}
+    def order_key(cfg, h, thr):
+        return (order.index(cfg) if cfg in order else 9, h, thr)
 
+    def torch_heads(ver, targets):
+        """Column heads and rule for one PyTorch: 1.x has one variant, eager; for
+        2.x the best variant is named."""
+        name = "" if major(ver) < 2 else f" best PyTorch {ver} variant |"
+        tps = " its tok/s |" if name else f" PyTorch {ver} tok/s |"
+        extra = " target | met |" if targets else ""
+        cols = (2 if name else 1) + 1 + (2 if targets else 0)
+        return name + tps + f" ours / {short(ver)} |" + extra, "---|" * cols
+
+    def torch_cells(key, ver, ours, targets):
+        name, theirs = best_variant(runs.get(key, {}))
+        cells = f" {name or '-'} |" if major(ver) >= 2 else ""
+        cells += f" {fmt_tps(theirs)} |"
+        if targets is None:
+            ratio, spread = ratio_of(ours, theirs)
+            return cells + f" {'-' if ratio is None else f'{ratio:.2f}x{spread}'} |"
+        return cells + f" {vs(ours, theirs, targets.get(key[:2]))} |"
+
+    order = ["BABY", "MID", "NANO"]
+    keys = sorted(by, key=lambda k: order_key(*k))
     head = "| config | H | tok/s (2 thr) | GFLOP/s | % of sgemm peak | 2 thr / 1 thr |"
     rule = "|---|---|---|---|---|---|"
-    for fam in fams:
-        if fam == "1.x":
-            head += f" PyTorch {versions[fam]} tok/s | ours / {fam} | target | met |"
-            rule += "---|---|---|---|"
-        else:
-            head += (f" best PyTorch {versions[fam]} variant | its tok/s | ours / {fam} |"
-                     " target | met |")
-            rule += "---|---|---|---|---|"
+    for ver in versions:
+        h_, r_ = torch_heads(ver, True)
+        head, rule = head + h_, rule + r_
     lines = [head, rule]
     for cfg, h, thr in keys:
         if thr != 2:
@@ -162,50 +185,40 @@ def main():
         speed = f"{tps / med(one, 'tokens_per_s'):.2f}x" if one else "-"
         pct = f"{100 * gf / peak:.0f}%" if peak else "-"
         line = f"| {cfg} | {h} | {tps:,.0f} | {gf:.1f} | {pct} | {speed} |"
-        for fam in fams:
-            name, theirs = best_variant(runs.get((cfg, h, thr, fam), {}))
-            targets = TARGETS if fam == "1.x" else TARGETS2
-            if fam != "1.x":
-                line += f" {name or '-'} |"
-            line += f" {fmt_tps(theirs)} | {vs(ours, theirs, targets.get((cfg, h)))} |"
+        for ver in versions:
+            line += torch_cells((cfg, h, thr, ver), ver, ours,
+                                TARGETS if major(ver) < 2 else TARGETS2)
         lines.append(line)
     lines.append("")
-    if fams and any(k[2] == 1 for k in keys):
+    if versions and any(k[2] == 1 for k in keys):
         head, rule = "| config | H | tok/s (1 thr) |", "|---|---|---|"
-        for fam in fams:
-            if fam == "1.x":
-                head += f" PyTorch {versions[fam]} tok/s | ours / {fam} |"
-                rule += "---|---|"
-            else:
-                head += f" best PyTorch {versions[fam]} variant | its tok/s | ours / {fam} |"
-                rule += "---|---|---|"
+        for ver in versions:
+            h_, r_ = torch_heads(ver, False)
+            head, rule = head + h_, rule + r_
         lines += ["One thread (no targets):", "", head, rule]
         for cfg, h, thr in keys:
             if thr != 1:
                 continue
             ours = [float(r["tokens_per_s"]) for r in by[(cfg, h, thr)]]
             line = f"| {cfg} | {h} | {fmt_tps(ours)} |"
-            for fam in fams:
-                name, theirs = best_variant(runs.get((cfg, h, thr, fam), {}))
-                ratio, spread = ratio_of(ours, theirs)
-                if fam != "1.x":
-                    line += f" {name or '-'} |"
-                line += (f" {fmt_tps(theirs)} |"
-                         f" {'-' if ratio is None else f'{ratio:.2f}x{spread}'} |")
+            for ver in versions:
+                line += torch_cells((cfg, h, thr, ver), ver, ours, None)
             lines.append(line)
         lines.append("")
-    if "2.x" in fams:
-        names = ["eager", "sdpa", "compile"]
-        lines += [f"PyTorch {versions['2.x']} variants, median tok/s (eager: the model "
-                  "written out, per-tensor AdamW; sdpa: scaled_dot_product_attention, "
-                  "fused AdamW; compile: torch.compile of sdpa):", "",
+    names = ["eager", "sdpa", "compile"]
+    for ver in versions:
+        if major(ver) < 2:
+            continue
+        lines += [f"PyTorch {ver} variants, median tok/s (eager: the model written out, "
+                  "per-tensor AdamW; sdpa: scaled_dot_product_attention, fused AdamW; "
+                  "compile: torch.compile of sdpa):", "",
                   "| config | H | threads | " + " | ".join(names) + " |",
                   "|---|---|---|" + "---|" * len(names)]
-        for (cfg, h, thr, fam), variants in sorted(runs.items(), key=lambda kv: (
-                order.index(kv[0][0]) if kv[0][0] in order else 9, kv[0][1], kv[0][2])):
-            if fam == "2.x":
+        for (cfg, h, thr, v), variants in sorted(runs.items(),
+                                                  key=lambda kv: order_key(*kv[0][:3])):
+            if v == ver:
                 lines.append(f"| {cfg} | {h} | {thr} | "
-                             + " | ".join(fmt_tps(variants.get(v, [])) for v in names) + " |")
+                             + " | ".join(fmt_tps(variants.get(n, [])) for n in names) + " |")
         lines.append("")
     builds = {}
     for r in torch_rows:
@@ -217,10 +230,13 @@ def main():
     if warm:
         lines.append(f"torch.compile warm-up (untimed, compilation included): "
                      f"{min(warm):.0f}-{max(warm):.0f} s per run")
+    said = set()
     for r in failed:
-        lines.append(f"PyTorch {r.get('torch', '')} {r.get('variant', '')} at "
-                     f"{r['config']}:{r['H']}, {r.get('threads', '')} thr: not timed "
-                     f"({r.get('note', '')})")
+        line = (f"PyTorch {r.get('torch', '')} {r.get('variant', '')} at {r['config']}:"
+                f"{r['H']}, {r.get('threads', '')} thr: not timed ({r.get('note', '')})")
+        if line not in said:
+            said.add(line)
+            lines.append(line)
     nano = by.get(("NANO", 6, 2))
     if nano and peak:
         share = med(nano, "gflops") / peak

@@ -30,7 +30,7 @@ INFER_OBJ := $(BUILD)/infer.o $(BUILD)/app/infer_sample.o $(BUILD)/app/infer_hea
              $(BUILD)/app/report_page.o $(BUILD)/app/infer_explore.o $(BUILD)/app/explore.o \
              $(BUILD)/app/explore_page.o
 
-.PHONY: all test clean bench bench-tok ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
+.PHONY: all test clean bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
 all: $(BIN)/train $(BIN)/infer
 
 # Every object remembers the compiler and flags it was built with: a change of ARCH, OPT,
@@ -89,7 +89,31 @@ clean:
 
 # Training throughput, sgemm peak, PyTorch (if installed) and sampling speed: docs/bench.md.
 bench: all $(BUILD)/libheadcount.a
-	bash scripts/bench.sh
+	BENCH_VENV=$(BENCH_VENV) bash scripts/bench.sh
+
+# PyTorch 2.x for `make bench`, in a venv inside the repository (CPU build: the
+# pin's +cpu label keeps pip from taking the CUDA build; VENV_PIP_ARGS can name
+# where the wheel is, e.g. --find-links DIR or an --index-url; numpy only quiets
+# torch's warning). Never needed by the tests.
+BENCH_VENV ?= .venv-bench
+BENCH_PINS ?= torch==2.13.0+cpu numpy==2.4.6
+bench-deps:
+	python3 -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install $(VENV_PIP_ARGS) $(BENCH_PINS)
+	$(BENCH_VENV)/bin/python scripts/bench_torch.py --info
+
+# scripts/headcount.py's TransformerLens bridge against ./infer on four shapes
+# (tests/tl_check.py, docs/transformer_lens.md). TL_PYTHON: a python with torch and
+# transformer_lens, by default that of the venv `make tl-deps` makes (pinned versions,
+# scripts/requirements-tl.txt, about 1.6 GB); without it the check says it skips.
+TL_VENV   ?= .venv-tl
+TL_PYTHON ?= $(TL_VENV)/bin/python
+test-tl: $(BIN)/train $(BIN)/infer
+	@if [ -x "$(TL_PYTHON)" ]; then $(TL_PYTHON) tests/tl_check.py $(BIN) $(BUILD)/test-tl; \
+	else echo "tl_check: skipped: no $(TL_PYTHON) (make tl-deps makes it, or set TL_PYTHON)"; fi
+tl-deps:
+	python3 -m venv $(TL_VENV)
+	$(TL_VENV)/bin/pip install $(VENV_PIP_ARGS) -r scripts/requirements-tl.txt
 
 # The byte-pair tokenizer's speed, and Hugging Face tokenizers' when BENCH_TOK_PYTHON
 # (default python3) imports it: docs/tokenizer.md.

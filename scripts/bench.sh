@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # make bench: training throughput of BABY / MID / NANO (issue 6), this machine's
-# matrix-multiply peak, the same models in PyTorch when Debian's python3-torch is
-# installed, OpenBLAS sgemm when libopenblas-dev is, and sampling speed with and
-# without the KV cache, and the byte-pair tokenizer against Hugging Face's
+# matrix-multiply peak, the same models in PyTorch (Debian's python3-torch 1.13 at
+# /usr/bin/python3, and PyTorch 2.x from the venv `make bench-deps` makes, each when
+# present), OpenBLAS sgemm when libopenblas-dev is, sampling speed with and without
+# the KV cache, and the byte-pair tokenizer against Hugging Face's
 # (scripts/bench_tok.sh). Prints tables; writes CSVs to $BENCH_OUT (default
 # build/bench). Not a test: nothing here asserts a time.
 #   BENCH_CONFIGS=BABY,MID,NANO  BENCH_THREADS=1,2  BENCH_TORCH=auto|0  BENCH_ROUNDS=1
+#   BENCH_TORCH2=PYTHON: the interpreter with PyTorch 2.x (default
+#   $BENCH_VENV/bin/python, BENCH_VENV=.venv-bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${BENCH_OUT:-build/bench}
@@ -21,6 +24,32 @@ if [ "$((10#$rounds))" -lt 1 ]; then
 fi
 rounds=$((10#$rounds))
 mkdir -p "$out"
+
+# The PyTorch interpreters: Debian's 1.13, and a 2.x one (BENCH_TORCH2, else the
+# bench venv's python when it exists). A BENCH_TORCH2 that names no PyTorch 2.x is
+# an error, not a silent skip.
+pythons=()
+if [ "${BENCH_TORCH:-auto}" != 0 ]; then
+    if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+        pythons+=(/usr/bin/python3)
+    fi
+    py2=${BENCH_TORCH2:-${BENCH_VENV:-.venv-bench}/bin/python}
+    is2='import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)'
+    where='import torch; print(torch.__file__)'
+    if [ -x "$py2" ] && "$py2" -c "$is2" 2>/dev/null; then
+        # Unless it is the same PyTorch as Debian's (a 2.x python3-torch).
+        if [ ${#pythons[@]} -eq 0 ] || [ "$("$py2" -c "$where" 2>/dev/null)" != \
+             "$(/usr/bin/python3 -c "$where" 2>/dev/null)" ]; then
+            pythons+=("$py2")
+        fi
+    elif [ -n "${BENCH_TORCH2:-}" ]; then
+        echo "bench: BENCH_TORCH2=$BENCH_TORCH2 is not a python with PyTorch 2.x" >&2
+        exit 2
+    fi
+fi
+# torch.compile's kernels, cached so that only the first round compiles them.
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$(cd "$out" && pwd)/torchinductor}
+
 cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O3 ${ARCH--march=native} -fopenmp -ffp-contract=off -I."
 
 # Both sides wait between OpenMP regions under one policy: the caller's
@@ -51,24 +80,37 @@ echo "== matrix multiply (GFLOP/s; OpenBLAS rows when libopenblas-dev is install
 env -u OPENBLAS_CORETYPE ./build/bench_matmul --csv "$out/matmul.csv"
 
 rm -f "$out/train.csv" "$out/torch.csv"
-if [ "${BENCH_TORCH:-auto}" != 0 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+if [ ${#pythons[@]} -gt 0 ]; then
+    echo
+    echo "== PyTorch"
+    for py in "${pythons[@]}"; do
+        echo "$py: $(env -u OPENBLAS_CORETYPE "$py" scripts/bench_torch.py --info 2>/dev/null)"
+    done
     # Ours and PyTorch take turns, one (configuration, H) at a time, so that each
     # ratio compares runs seconds apart: this host's speed drifts by 20-30% over
     # minutes, which decided the ratios when all of ours ran before all of PyTorch's.
     # With BENCH_ROUNDS=R each configuration takes R such turns in a row, and the
-    # summary quotes the median of the R ratios with their range.
+    # summary quotes the median of the R ratios with their range. Each PyTorch runs
+    # every variant it has (scripts/bench_torch.py), one process per thread count.
     echo
-    echo "== training steps, ours (1 and 2 threads) then PyTorch (2 threads,"
+    echo "== training steps, ours then each PyTorch (threads $threads,"
     echo "   OPENBLAS_CORETYPE unset), one configuration at a time, $rounds round(s)"
-    header=""
+    ours_header=""
+    torch_header=""
     for run in $(./build/bench_train --list); do
         case ",$configs," in *",${run%%:*},"*|*",$run,"*) ;; *) continue ;; esac
         for _ in $(seq "$rounds"); do
             ./build/bench_train --configs "$run" --threads "$threads" --csv "$out/train.csv" \
-                $header
-            env -u OPENBLAS_CORETYPE /usr/bin/python3 scripts/bench_torch.py \
-                --threads 2 --configs "$run" $header | tee -a "$out/torch.csv" | sed 's/^/torch: /'
-            header=--no-header
+                $ours_header
+            ours_header=--no-header
+            for py in "${pythons[@]}"; do
+                for t in ${threads//,/ }; do
+                    env -u OPENBLAS_CORETYPE "$py" scripts/bench_torch.py \
+                        --threads "$t" --configs "$run" $torch_header |
+                        tee -a "$out/torch.csv" | sed 's/^/torch: /'
+                    torch_header=--no-header
+                done
+            done
         done
     done
 else
@@ -78,7 +120,8 @@ else
         ./build/bench_train --configs "$configs" --threads "$threads" --csv "$out/train.csv"
     done
     echo
-    echo "(PyTorch comparison skipped: install Debian's python3-torch to include it)"
+    echo "(PyTorch comparison skipped: install Debian's python3-torch, or run"
+    echo " make bench-deps for PyTorch 2.x, to include it)"
 fi
 
 echo

@@ -1,24 +1,35 @@
 #!/usr/bin/env python3
 """Summarises `make bench` CSVs (train.csv, torch.csv, matmul.csv, sample.csv in
-the directory given) into one markdown table: ours vs PyTorch tokens/s with the
-ratio and the issue's target, model GFLOP/s against the measured sgemm peak, the
-2-thread speed-up, and sampling speed with and without the KV cache. Standard
-library only. Writes summary.md next to the CSVs and prints it.
+the directory given) into markdown tables: ours against each PyTorch that ran
+(tokens/s, the ratio and its target), model GFLOP/s against the measured sgemm
+peak, the 2-thread speed-up, every PyTorch 2.x variant's tokens/s, each PyTorch's
+BLAS and instruction set, and sampling speed with and without the KV cache.
+Standard library only. Writes summary.md next to the CSVs and prints it.
 
-With BENCH_ROUNDS = R > 1 the CSVs hold R rows per configuration, in the order the
-rounds ran (ours, then PyTorch, R times): every figure is the median over the
-rounds, and the ratio is the median of the R per-round ratios, shown with their
-range."""
+One group of columns per PyTorch version in torch.csv. PyTorch 1.x (Debian's 1.13)
+has one variant, eager, and is held to TARGETS; for a PyTorch 2.x the group names
+the best variant of each (configuration, H, threads), the one with the highest
+median tokens/s, and the ratio is against it and TARGETS2.
+
+With BENCH_ROUNDS = R > 1 the CSVs hold R rows per configuration and variant, in
+the order the rounds ran: every figure is the median over the rounds, and a ratio
+is the median of the R per-round ratios, shown with their range."""
 import csv
 import os
 import statistics
 import sys
 
-# Ours / PyTorch: issue 18's targets (BABY 2x, MID H = 1 and 4 1.5x, NANO 1.6x, and
-# NANO at 70% of OpenBLAS's square sgemm GFLOP/s), issue 6's for MID H = 8 and 16.
+# Ours / PyTorch 1.13 (2 threads): issue 18's targets (BABY 2x, MID H = 1 and 4 1.5x,
+# NANO 1.6x, and NANO at 70% of OpenBLAS's square sgemm GFLOP/s), issue 6's for MID
+# H = 8 and 16.
 TARGETS = {("BABY", h): 2.0 for h in (1, 4, 8, 16)}
 TARGETS.update({("MID", 1): 1.5, ("MID", 4): 1.5, ("MID", 8): 2.0, ("MID", 16): 2.0,
                 ("NANO", 6): 1.6})
+# Ours / the best PyTorch 2.x variant (2 threads), issue 28: 1.5x everywhere, 2x on
+# BABY and on MID at H >= 8.
+TARGETS2 = {("BABY", h): 2.0 for h in (1, 4, 8, 16)}
+TARGETS2.update({("MID", 1): 1.5, ("MID", 4): 1.5, ("MID", 8): 2.0, ("MID", 16): 2.0,
+                 ("NANO", 6): 1.5})
 NANO_PEAK_SHARE = 0.70
 
 
@@ -58,11 +69,74 @@ def sgemm_peak(path):
     return ours, blas
 
 
+def major(version):
+    """The major number of a torch.__version__ (2 where it cannot be read)."""
+    try:
+        return int(version.split(".")[0])
+    except ValueError:
+        return 2
+
+
+def short(version):
+    """'2.13' from '2.13.0+cpu'."""
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def version_key(version):
+    return tuple(int(x) if x.isdigit() else 0 for x in version.split("+")[0].split("."))
+
+
+def torch_runs(rows):
+    """{(config, H, threads, torch version): {variant: [tokens/s per round]}} and
+    the rows whose variant failed or was unavailable."""
+    runs, failed = {}, []
+    for r in rows:
+        key = (r["config"], int(r["H"]), int(r.get("threads") or 2), r.get("torch", ""))
+        if not r.get("tokens_per_s"):
+            failed.append(r)
+            continue
+        runs.setdefault(key, {}).setdefault(r.get("variant") or "eager", []).append(
+            float(r["tokens_per_s"]))
+    return runs, failed
+
+
+def best_variant(variants):
+    """(name, tokens/s per round) of the variant with the highest median."""
+    if not variants:
+        return None, []
+    name = max(variants, key=lambda v: statistics.median(variants[v]))
+    return name, variants[name]
+
+
+def ratio_of(ours, theirs):
+    """Ours / theirs: the median of per-round ratios when the rounds pair up, else
+    the ratio of medians; with the range of per-round ratios when R > 1."""
+    if not ours or not theirs:
+        return None, ""
+    if len(ours) == len(theirs):
+        per_round = [a / b for a, b in zip(ours, theirs)]
+        spread = f" ({min(per_round):.2f}-{max(per_round):.2f})" if len(per_round) > 1 else ""
+        return statistics.median(per_round), spread
+    return statistics.median(ours) / statistics.median(theirs), ""
+
+
+def fmt_tps(values):
+    return f"{statistics.median(values):,.0f}" if values else "-"
+
+
+def vs(ours, theirs, target):
+    """'ratio | target | met' cells."""
+    ratio, spread = ratio_of(ours, theirs)
+    met = "-" if ratio is None or target is None else ("yes" if ratio >= target else "no")
+    return (f"{'-' if ratio is None else f'{ratio:.2f}x{spread}'} | "
+            f"{'-' if target is None else f'{target}x'} | {met}")
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
-    torch = {}
-    for r in read(os.path.join(d, "torch.csv")):
-        torch.setdefault((r["config"], int(r["H"])), []).append(float(r["tokens_per_s"]))
+    torch_rows = read(os.path.join(d, "torch.csv"))
+    runs, failed = torch_runs(torch_rows)
+    versions = sorted({k[3] for k in runs}, key=version_key)
     peak_ours, peak_blas = sgemm_peak(os.path.join(d, "matmul.csv"))
     peak = peak_blas or peak_ours
     by = {}
@@ -72,35 +146,97 @@ def main():
     def med(rows, key):
         return statistics.median(float(r[key]) for r in rows)
 
-    lines = ["| config | H | tok/s (2 thr) | GFLOP/s | % of sgemm peak | 2 thr / 1 thr |"
-             " PyTorch tok/s | ratio | target | met |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    def order_key(cfg, h, thr):
+        return (order.index(cfg) if cfg in order else 9, h, thr)
+
+    def torch_heads(ver, targets):
+        """Column heads and rule for one PyTorch: 1.x has one variant, eager; for
+        2.x the best variant is named."""
+        name = "" if major(ver) < 2 else f" best PyTorch {ver} variant |"
+        tps = " its tok/s |" if name else f" PyTorch {ver} tok/s |"
+        extra = " target | met |" if targets else ""
+        cols = (2 if name else 1) + 1 + (2 if targets else 0)
+        return name + tps + f" ours / {short(ver)} |" + extra, "---|" * cols
+
+    def torch_cells(key, ver, ours, targets):
+        name, theirs = best_variant(runs.get(key, {}))
+        cells = f" {name or '-'} |" if major(ver) >= 2 else ""
+        cells += f" {fmt_tps(theirs)} |"
+        if targets is None:
+            ratio, spread = ratio_of(ours, theirs)
+            return cells + f" {'-' if ratio is None else f'{ratio:.2f}x{spread}'} |"
+        return cells + f" {vs(ours, theirs, targets.get(key[:2]))} |"
+
     order = ["BABY", "MID", "NANO"]
-    for (cfg, h, thr), rows in sorted(by.items(), key=lambda kv: (
-            order.index(kv[0][0]) if kv[0][0] in order else 9, kv[0][1], kv[0][2])):
+    keys = sorted(by, key=lambda k: order_key(*k))
+    head = "| config | H | tok/s (2 thr) | GFLOP/s | % of sgemm peak | 2 thr / 1 thr |"
+    rule = "|---|---|---|---|---|---|"
+    for ver in versions:
+        h_, r_ = torch_heads(ver, True)
+        head, rule = head + h_, rule + r_
+    lines = [head, rule]
+    for cfg, h, thr in keys:
         if thr != 2:
             continue
+        rows = by[(cfg, h, thr)]
+        ours = [float(r["tokens_per_s"]) for r in rows]
         tps, gf = med(rows, "tokens_per_s"), med(rows, "gflops")
         one = by.get((cfg, h, 1))
         speed = f"{tps / med(one, 'tokens_per_s'):.2f}x" if one else "-"
         pct = f"{100 * gf / peak:.0f}%" if peak else "-"
-        pts = torch.get((cfg, h), [])
-        pt = statistics.median(pts) if pts else None
-        ratio, spread = None, ""
-        if len(pts) == len(rows) and pts:
-            per_round = [float(r["tokens_per_s"]) / p for r, p in zip(rows, pts)]
-            ratio = statistics.median(per_round)
-            if len(per_round) > 1:
-                spread = f" ({min(per_round):.2f}-{max(per_round):.2f})"
-        elif pt:
-            ratio = tps / pt
-        tgt = TARGETS.get((cfg, h))
-        met = "-" if ratio is None or tgt is None else ("yes" if ratio >= tgt else "no")
-        lines.append(f"| {cfg} | {h} | {tps:,.0f} | {gf:.1f} | {pct} | {speed} | "
-                     f"{'-' if pt is None else f'{pt:,.0f}'} | "
-                     f"{'-' if ratio is None else f'{ratio:.2f}x{spread}'} | "
-                     f"{'-' if tgt is None else f'{tgt}x'} | {met} |")
+        line = f"| {cfg} | {h} | {tps:,.0f} | {gf:.1f} | {pct} | {speed} |"
+        for ver in versions:
+            line += torch_cells((cfg, h, thr, ver), ver, ours,
+                                TARGETS if major(ver) < 2 else TARGETS2)
+        lines.append(line)
     lines.append("")
+    if versions and any(k[2] == 1 for k in keys):
+        head, rule = "| config | H | tok/s (1 thr) |", "|---|---|---|"
+        for ver in versions:
+            h_, r_ = torch_heads(ver, False)
+            head, rule = head + h_, rule + r_
+        lines += ["One thread (no targets):", "", head, rule]
+        for cfg, h, thr in keys:
+            if thr != 1:
+                continue
+            ours = [float(r["tokens_per_s"]) for r in by[(cfg, h, thr)]]
+            line = f"| {cfg} | {h} | {fmt_tps(ours)} |"
+            for ver in versions:
+                line += torch_cells((cfg, h, thr, ver), ver, ours, None)
+            lines.append(line)
+        lines.append("")
+    names = ["eager", "sdpa", "compile"]
+    for ver in versions:
+        if major(ver) < 2:
+            continue
+        lines += [f"PyTorch {ver} variants, median tok/s (eager: the model written out, "
+                  "per-tensor AdamW; sdpa: scaled_dot_product_attention, fused AdamW; "
+                  "compile: torch.compile of sdpa):", "",
+                  "| config | H | threads | " + " | ".join(names) + " |",
+                  "|---|---|---|" + "---|" * len(names)]
+        for (cfg, h, thr, v), variants in sorted(runs.items(),
+                                                  key=lambda kv: order_key(*kv[0][:3])):
+            if v == ver:
+                lines.append(f"| {cfg} | {h} | {thr} | "
+                             + " | ".join(fmt_tps(variants.get(n, [])) for n in names) + " |")
+        lines.append("")
+    builds = {}
+    for r in torch_rows:
+        builds.setdefault(r.get("torch", ""), (r.get("blas", "?"), r.get("isa", "?")))
+    for version, (blas, isa) in sorted(builds.items()):
+        lines.append(f"PyTorch {version}: BLAS {blas or '?'}, ISA {isa or '?'}")
+    warm = [float(r["warmup_s"]) for r in torch_rows
+            if r.get("variant") == "compile" and r.get("warmup_s")]
+    if warm:
+        lines.append(f"torch.compile warm-up (untimed, compilation included): "
+                     f"{min(warm):.0f}-{max(warm):.0f} s per run")
+    said = set()
+    for r in failed:
+        line = (f"PyTorch {r.get('torch', '')} {r.get('variant', '')} at {r['config']}:"
+                f"{r['H']}, {r.get('threads', '')} thr: not timed ({r.get('note', '')})")
+        if line not in said:
+            said.add(line)
+            lines.append(line)
     nano = by.get(("NANO", 6, 2))
     if nano and peak:
         share = med(nano, "gflops") / peak

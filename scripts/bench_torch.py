@@ -2,15 +2,34 @@
 """The PyTorch side of `make bench`: the same model as headcount (pre-LayerNorm
 GPT, biases everywhere, tanh GELU, tied output weights, causal softmax attention),
 the same batch, AdamW, float32 on the CPU, timed over full training steps on
-random tokens. Prints one CSV row per configuration to stdout.
+random tokens. Prints one CSV row per (configuration, variant) to stdout.
+
+Variants (--variants; `auto` runs every one the installed PyTorch has):
+  eager    the model written out (QK^T, mask, softmax, AV) and torch.optim.AdamW's
+           default per-tensor loop: what runs on PyTorch 1.13.
+  sdpa     F.scaled_dot_product_attention(is_causal=True) and AdamW(fused=True)
+           (foreach=True where fused is missing): PyTorch 2.x's fused kernels.
+  compile  torch.compile of the sdpa model (forward and backward through
+           TorchInductor), fused AdamW; the compilation runs in the warm-up steps,
+           outside the timed region, and its time is the row's warmup_s.
+A variant that fails (torch.compile needs a C++ compiler and Python headers) gives
+a row with empty timings and the reason in `note`.
+
+Every variant first checks that it is the same model: from the same init, on the
+same first batch, its first loss must equal the eager model's to a relative 1e-5
+(float32 sums in another order move it by about 1e-7), or the run stops with exit 1.
+--check does only that, for two steps (so the optimizers are compared too), and
+times nothing.
 
 Run with Debian's python3-torch as
 `env -u OPENBLAS_CORETYPE GOMP_SPINCOUNT=10000 /usr/bin/python3 scripts/bench_torch.py`
-(scripts/bench.sh does, with the same OpenMP wait policy as ours): on a 2-core Xeon
-that bounded spin ran PyTorch's steps 10-20 % faster than OMP_WAIT_POLICY=PASSIVE,
-which the first measurements used. --threads sets torch.set_num_threads."""
+or with a PyTorch 2.x venv's python (scripts/bench.sh runs both, with the same
+OpenMP wait policy as ours). --threads sets torch.set_num_threads; one process
+times one thread count, since torch.compile specialises its kernels on it."""
 import argparse
+import csv
 import math
+import re
 import statistics
 import sys
 import time
@@ -26,12 +45,19 @@ CONFIGS = [
     ("MID", 4, 256, 256, 16, 8, 2, 8), ("MID", 4, 256, 256, 16, 16, 2, 8),
     ("NANO", 6, 384, 256, 16, 6, 1, 5),
 ]
+VARIANTS = ("eager", "sdpa", "compile")
+# Warm-up steps of a compiled model: the first compiles forward and backward, and
+# the next two absorb any recompilation (e.g. once the optimizer holds state).
+COMPILE_WARM = 3
+SAME_LOSS_TOL = 1e-5  # relative
+HEADER = ["config", "L", "C", "T", "B", "H", "threads", "ms_median", "ms_min", "ms_max",
+          "tokens_per_s", "torch", "variant", "blas", "isa", "warmup_s", "note"]
 
 
 class Block(nn.Module):
-    def __init__(self, C, H, T):
+    def __init__(self, C, H, T, sdpa):
         super().__init__()
-        self.H, self.D = H, C // H
+        self.H, self.D, self.sdpa = H, C // H, sdpa
         self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
         self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
         self.fc, self.fcproj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
@@ -43,19 +69,30 @@ class Block(nn.Module):
         q = q.view(B, T, self.H, self.D).transpose(1, 2)
         k = k.view(B, T, self.H, self.D).transpose(1, 2)
         v = v.view(B, T, self.H, self.D).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(self.D)
-        att = att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(self.D)
+            att = att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).reshape(B, T, C)
         x = x + self.proj(y)
         return x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
 class GPT(nn.Module):
-    def __init__(self, V, T, L, C, H):
+    """sdpa switches the attention's arithmetic only: the parameters, their order
+    and so their initialisation under one seed are the same either way."""
+
+    def __init__(self, V, T, L, C, H, sdpa=False):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
-        self.blocks = nn.ModuleList(Block(C, H, T) for _ in range(L))
+        self.blocks = nn.ModuleList(Block(C, H, T, sdpa) for _ in range(L))
         self.lnf = nn.LayerNorm(C)
+
+    def set_sdpa(self, on):
+        for b in self.blocks:
+            b.sdpa = on
 
     def forward(self, idx, targets):
         T = idx.shape[1]
@@ -66,46 +103,197 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
-def run(cfg):
-    name, L, C, T, B, H, warm, steps = cfg
+def available(variant):
+    """'' when this PyTorch has what the variant needs, else why not."""
+    if variant == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
+        return "no F.scaled_dot_product_attention in torch " + torch.__version__
+    if variant == "compile" and not hasattr(torch, "compile"):
+        return "no torch.compile in torch " + torch.__version__
+    return ""
+
+
+def adamw(params, variant):
+    kw = dict(lr=1e-3, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
+    if variant == "eager":
+        return torch.optim.AdamW(params, **kw)
+    try:
+        return torch.optim.AdamW(params, fused=True, **kw)
+    except (TypeError, RuntimeError):
+        return torch.optim.AdamW(params, foreach=True, **kw)
+
+
+def build(cfg, variant):
+    """(model, module to call, optimizer), from seed 1: every variant starts from
+    the same weights and draws the same batches."""
+    name, L, C, T, B, H = cfg[:6]
     torch.manual_seed(1)
-    model = GPT(65, T, L, C, H)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.99), eps=1e-8,
-                            weight_decay=0.1)
-    times = []
+    model = GPT(65, T, L, C, H, sdpa=variant != "eager")
+    step_fn = torch.compile(model) if variant == "compile" else model
+    return model, step_fn, adamw(model.parameters(), variant)
+
+
+def train_step(step_fn, opt, params, idx, tgt):
+    loss = step_fn(idx, tgt)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+    return loss.item()
+
+
+def rel_diff(a, b):
+    return abs(a - b) / max(abs(b), 1e-30)
+
+
+def eager_loss(model, idx, tgt):
+    """The eager model's loss on this batch, with the model's weights as they are."""
+    model.set_sdpa(False)
+    with torch.no_grad():
+        loss = model(idx, tgt).item()
+    model.set_sdpa(True)
+    return loss
+
+
+def run(cfg, variant):
+    """Times one variant: (median, min, max ms per step, warm-up seconds)."""
+    name, L, C, T, B, H, warm, steps = cfg
+    model, step_fn, opt = build(cfg, variant)
+    params = list(model.parameters())
+    if variant == "compile":
+        warm = max(warm, COMPILE_WARM)
+    times, warm_s = [], 0.0
     for s in range(warm + steps):
         idx = torch.randint(0, 65, (B, T))
         tgt = torch.randint(0, 65, (B, T))
+        ref = eager_loss(model, idx, tgt) if s == 0 and variant != "eager" else None
         t0 = time.perf_counter()
-        loss = model(idx, tgt)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        loss = train_step(step_fn, opt, params, idx, tgt)
         t1 = time.perf_counter()
+        if ref is not None and not rel_diff(loss, ref) <= SAME_LOSS_TOL:
+            raise SystemExit("bench_torch: %s:%d %s: first loss %.7f, eager model's %.7f: "
+                             "not the same model" % (name, H, variant, loss, ref))
         if s >= warm:
             times.append((t1 - t0) * 1e3)
-    return statistics.median(times), min(times), max(times)
+        else:
+            warm_s += t1 - t0
+    return statistics.median(times), min(times), max(times), warm_s
+
+
+def check(cfg, variants, steps=2):
+    """Each variant's losses over the first steps against the eager model's;
+    returns the largest relative difference."""
+    name, L, C, T, B, H = cfg[:6]
+    losses = {}
+    for v in ("eager",) + tuple(x for x in variants if x != "eager"):
+        model, step_fn, opt = build(cfg, v)
+        params = list(model.parameters())
+        got = []
+        for _ in range(steps):
+            idx = torch.randint(0, 65, (B, T))
+            tgt = torch.randint(0, 65, (B, T))
+            got.append(train_step(step_fn, opt, params, idx, tgt))
+        losses[v] = got
+    worst = 0.0
+    for v, got in losses.items():
+        d = max(rel_diff(a, b) for a, b in zip(got, losses["eager"]))
+        worst = max(worst, d)
+        print("check %s:%d %-7s losses %s  largest relative difference %.2g" % (
+            name, H, v, " ".join("%.6f" % x for x in got), d))
+    return worst
+
+
+def blas_name():
+    """The BLAS this PyTorch calls, from torch.__config__.show()."""
+    cfg = torch.__config__.show()
+    found = re.search(r"BLAS_INFO=(\w+)", cfg)
+    blas = found.group(1) if found else "unknown"
+    mkl = re.search(r"Math Kernel Library Version ([\d.]+)", cfg)
+    if blas == "mkl" and mkl:
+        blas = "MKL " + mkl.group(1)
+    elif blas == "open":
+        blas = "OpenBLAS"
+    dnn = re.search(r"MKL-DNN v([\d.]+)", cfg)
+    return blas + (" + oneDNN " + dnn.group(1) if dnn else "")
+
+
+def isa_name():
+    """The instruction set PyTorch's CPU kernels were dispatched to."""
+    get = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    if get is not None:
+        return get()
+    found = re.search(r"CPU capability usage: (\w+)", torch.__config__.show())
+    return found.group(1) if found else "unknown"
+
+
+def selected(spec):
+    wanted = set(spec.split(","))
+    return [c for c in CONFIGS if c[0] in wanted or "%s:%d" % (c[0], c[5]) in wanted]
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--configs", default="BABY,MID,NANO",
                     help="NAME (every H) or NAME:H entries, comma-separated")
+    ap.add_argument("--variants", default="auto",
+                    help="comma-separated from %s, or auto: all this PyTorch has"
+                    % ",".join(VARIANTS))
     ap.add_argument("--no-header", action="store_true")
+    ap.add_argument("--info", action="store_true",
+                    help="print this PyTorch's version, BLAS, ISA and variants, and exit")
+    ap.add_argument("--check", action="store_true",
+                    help="compare every variant's first losses with the eager model's; "
+                    "time nothing")
     a = ap.parse_args()
+    if a.threads < 1:
+        ap.error("--threads must be >= 1 (got %d)" % a.threads)
+    if a.variants == "auto":
+        variants = [v for v in VARIANTS if not available(v)]
+    else:
+        variants = a.variants.split(",")
+        bad = [v for v in variants if v not in VARIANTS]
+        if bad:
+            ap.error("--variants: unknown %s (allowed: %s, auto)" % (",".join(bad),
+                                                                    ",".join(VARIANTS)))
+    if a.info:
+        print("torch %s: BLAS %s, ISA %s, variants %s%s" % (
+            torch.__version__, blas_name(), isa_name(), ",".join(variants) or "none",
+            "".join("; %s: %s" % (v, available(v)) for v in VARIANTS if available(v))))
+        return 0
+    configs = selected(a.configs)
+    if not configs:
+        ap.error("--configs: no configuration matches '%s'" % a.configs)
     torch.set_num_threads(a.threads)
-    wanted = set(a.configs.split(","))
+    if a.check:
+        usable = [v for v in variants if not available(v)]
+        worst = max(check(cfg, usable) for cfg in configs)
+        print("check: largest relative loss difference %.2g (tolerance %g)"
+              % (worst, SAME_LOSS_TOL))
+        return 0 if worst <= SAME_LOSS_TOL else 1
+    out = csv.writer(sys.stdout, lineterminator="\n")
     if not a.no_header:
-        print("config,L,C,T,B,H,threads,ms_median,ms_min,ms_max,tokens_per_s,torch")
-    for cfg in CONFIGS:
-        if cfg[0] not in wanted and f"{cfg[0]}:{cfg[5]}" not in wanted:
-            continue
-        med, lo, hi = run(cfg)
+        out.writerow(HEADER)
+    blas, isa = blas_name(), isa_name()
+    for cfg in configs:
         name, L, C, T, B, H = cfg[:6]
-        print(f"{name},{L},{C},{T},{B},{H},{a.threads},{med:.3f},{lo:.3f},{hi:.3f},"
-              f"{B * T / (med / 1e3):.1f},{torch.__version__}", flush=True)
+        for v in variants:
+            note = available(v)
+            if not note:
+                try:
+                    med, lo, hi, warm_s = run(cfg, v)
+                except Exception as e:  # a compiler or backend failure, reported in the row
+                    note = "%s: %s" % (type(e).__name__, str(e).strip().split("\n")[0][:200])
+                    print("bench_torch: %s:%d %s failed: %s" % (name, H, v, note),
+                          file=sys.stderr)
+            if note:
+                out.writerow([name, L, C, T, B, H, a.threads, "", "", "", "", torch.__version__,
+                              v, blas, isa, "", note])
+            else:
+                out.writerow([name, L, C, T, B, H, a.threads, "%.3f" % med, "%.3f" % lo,
+                              "%.3f" % hi, "%.1f" % (B * T / (med / 1e3)), torch.__version__,
+                              v, blas, isa, "%.1f" % warm_s, ""])
+            sys.stdout.flush()
+    return 0
 
 
 if __name__ == "__main__":

@@ -29,6 +29,9 @@ From the shell (Debian: apt-get install python3-torch; /usr/bin/python3):
 
 The model: x = wte[token] + wpe[t]; L pre-LayerNorm blocks
 x += proj(attn(ln1(x))); x += fcproj(gelu_tanh(fc(ln2(x)))); logits = lnf(x) wte^T.
+
+to_transformer_lens(path) gives the same model as a TransformerLens model, and
+evaluate_tl scores with its hooks (docs/transformer_lens.md).
 """
 import math
 import struct
@@ -283,6 +286,96 @@ def evaluate(model, text, head_on=None):
         inp = ids[s:s + T][:len(ids) - 1 - s]
         tgt = ids[s + 1:s + 1 + len(inp)]
         logits = model(inp[None], head_on=head_on)
+        total += F.cross_entropy(logits[0].double(), tgt, reduction="sum").item()
+        count += len(tgt)
+    return total / count, count
+
+
+def tl_config(cfg):
+    """The TransformerLens config fields of a headcount model: learned positions,
+    LayerNorm with headcount's epsilon (1e-5, model/layers.c), the tanh GELU
+    (kernels/vmath.h computes x * sigmoid(2u) = 0.5 x (1 + tanh u),
+    TransformerLens's "gelu_new"), an MLP of 4C, attention scaled by 1/sqrt(D)."""
+    return dict(d_model=cfg.C, d_head=cfg.D, n_heads=cfg.H, n_layers=cfg.L, n_ctx=cfg.T,
+                d_vocab=cfg.V, d_mlp=4 * cfg.C, act_fn="gelu_new", eps=1e-5,
+                normalization_type="LN", positional_embedding_type="standard",
+                attn_only=False, init_weights=False)
+
+
+def tl_state_dict(model):
+    """model's parameters in TransformerLens's names and shapes (HookedTransformer's
+    convention), copied as they are: no LayerNorm folding, no centring.
+    W_Q/W_K/W_V [H, C, D] and b_Q/b_K/b_V [H, D] from the q, k and v row blocks of
+    qkv (head h owns rows hD..hD+D-1 of each); W_O [H, D, C] from proj [C, A];
+    W_in [C, 4C], W_out [4C, C]; the tied output W_U = wte^T [C, V], b_U = 0."""
+    cfg = model.cfg
+    C, H, D, A = cfg.C, cfg.H, cfg.D, cfg.H * cfg.D
+    sd = {"embed.W_E": model.wte, "pos_embed.W_pos": model.wpe}
+    for l, b in enumerate(model.blocks):
+        p = "blocks.%d." % l
+        for i, n in enumerate("QKV"):
+            sd[p + "attn.W_" + n] = b.attn.qkv.weight[i * A:(i + 1) * A].reshape(H, D, C) \
+                .permute(0, 2, 1)
+            sd[p + "attn.b_" + n] = b.attn.qkv.bias[i * A:(i + 1) * A].reshape(H, D)
+        sd[p + "attn.W_O"] = b.attn.proj.weight.reshape(C, H, D).permute(1, 2, 0)
+        sd[p + "attn.b_O"] = b.attn.proj.bias
+        for ln in ("ln1", "ln2"):
+            sd[p + ln + ".w"], sd[p + ln + ".b"] = getattr(b, ln).weight, getattr(b, ln).bias
+        sd[p + "mlp.W_in"], sd[p + "mlp.b_in"] = b.fc.weight.t(), b.fc.bias
+        sd[p + "mlp.W_out"], sd[p + "mlp.b_out"] = b.fcproj.weight.t(), b.fcproj.bias
+    sd["ln_final.w"], sd["ln_final.b"] = model.lnf.weight, model.lnf.bias
+    sd["unembed.W_U"] = model.wte.t()
+    sd["unembed.b_U"] = torch.zeros(cfg.V)
+    return {k: v.detach().clone().contiguous() for k, v in sd.items()}
+
+
+def to_transformer_lens(path):
+    """A checkpoint (a path, or a model load() returned) as a TransformerLens model
+    in eval mode, with the same weights and so the same logits (to float32 rounding).
+    TransformerLens before 4.0: a HookedTransformer built from a
+    HookedTransformerConfig. From 4.0, which removed HookedTransformer: a
+    TransformerBridge over TransformerLens's own native transformer
+    (TransformerBridge.boot_native), with the same hook names
+    (blocks.{l}.attn.hook_pattern [B, H, t, t], hook_z [B, t, H, D], ...). Feed it
+    token ids (model.encode(text)); it has no tokenizer."""
+    model = load(path) if isinstance(path, str) else path
+    fields, sd = tl_config(model.cfg), tl_state_dict(model)
+    try:
+        from transformer_lens import HookedTransformer, HookedTransformerConfig
+    except ImportError:
+        HookedTransformer = None
+    if HookedTransformer is not None:
+        tl = HookedTransformer(HookedTransformerConfig(default_prepend_bos=False, **fields))
+        # Only the attention's causal-mask buffers are not in sd; they keep their own.
+        own = tl.state_dict()
+        missing = set(own) - set(sd)
+        params = dict(tl.named_parameters())
+        if missing & set(params) or set(sd) - set(own):
+            raise ValueError("TransformerLens's parameters differ from headcount's: "
+                             "missing %s, unexpected %s" % (sorted(missing & set(params)),
+                                                            sorted(set(sd) - set(own))))
+        sd.update({k: own[k] for k in missing})
+        tl.load_state_dict(sd, strict=True)
+        return tl.eval()
+    from transformer_lens import TransformerBridge, TransformerBridgeConfig
+    from transformer_lens.model_bridge.sources import native  # adds boot_native
+    from transformer_lens.utilities.tl_checkpoint_conversion import convert_tl_checkpoint
+    cfg = TransformerBridgeConfig(**fields)
+    tl = native.boot(cfg)
+    tl.load_state_dict(convert_tl_checkpoint(sd, cfg), strict=True)
+    return tl.eval()
+
+
+@torch.no_grad()
+def evaluate_tl(tl, ids, fwd_hooks=()):
+    """evaluate() for a TransformerLens model: the mean loss over token ids [n] in
+    consecutive windows of n_ctx inputs, as ./infer --eval scores a file, with
+    fwd_hooks [(hook name, function)] applied. Returns (loss, tokens)."""
+    T, total, count = tl.cfg.n_ctx, 0.0, 0
+    for s in range(0, len(ids) - 1, T):
+        inp = ids[s:s + T][:len(ids) - 1 - s]
+        tgt = ids[s + 1:s + 1 + len(inp)]
+        logits = tl.run_with_hooks(inp[None], fwd_hooks=list(fwd_hooks))
         total += F.cross_entropy(logits[0].double(), tgt, reduction="sum").item()
         count += len(tgt)
     return total / count, count

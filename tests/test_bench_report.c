@@ -1,8 +1,9 @@
 /* Tests of scripts/bench_report.py, the summary of `make bench`: with several rounds
  * per configuration it quotes median tokens/s and the median of the per-round ratios
  * with their range, judges the target by that median, and takes NANO's share of the
- * sgemm peak from its median GFLOP/s. Hand-made CSVs with known answers; nothing is
- * timed. Skipped where python3 is missing. */
+ * sgemm peak from its median GFLOP/s; with PyTorch 2.x it names the best variant,
+ * takes the ratio against it and judges it by PyTorch 2.x's targets. Hand-made CSVs
+ * with known answers; nothing is timed. Skipped where python3 is missing. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,15 +25,23 @@ static void write_text(const char *dir, const char *name, const char *text)
     "config,L,C,T,B,H,D,threads,ms_median,ms_min,ms_max,tokens_per_s,gflops,params," \
     "peak_mb\n"
 #define TORCH_HEAD "config,L,C,T,B,H,threads,ms_median,ms_min,ms_max,tokens_per_s,torch\n"
+#define TORCH2_HEAD                                                                  \
+    "config,L,C,T,B,H,threads,ms_median,ms_min,ms_max,tokens_per_s,torch,variant,blas,isa," \
+    "warmup_s,note\n"
+
+static void need_python3(void)
+{
+    char *out;
+    int rc = tu_runf(&out, "python3 -c 'import csv, statistics'");
+    free(out);
+    if (rc != 0)
+        cr_skip_test("python3 is not installed");
+}
 
 Test(bench_report, rounds_give_medians_and_the_median_ratio_with_its_range)
 {
     char *out;
-    if (tu_runf(&out, "python3 -c 'import csv, statistics'") != 0) {
-        free(out);
-        cr_skip_test("python3 is not installed");
-    }
-    free(out);
+    need_python3();
     const char *dir = tu_tmpdir("bench_report");
     /* MID H=1, three rounds: ours 2 threads 1000, 1200, 900 tok/s against PyTorch's
      * 500, 1000, 600: ratios 2.0, 1.2, 1.5 -> median 1.5 (target 1.5: met), range
@@ -51,11 +60,11 @@ Test(bench_report, rounds_give_medians_and_the_median_ratio_with_its_range)
                "NANO,6,384,256,16,6,64,2,0,0,0,200,230,0,0\n");
     write_text(dir, "torch.csv",
                TORCH_HEAD
-               "MID,4,256,256,16,1,2,0,0,0,500,x\n"
-               "MID,4,256,256,16,1,2,0,0,0,1000,x\n"
-               "MID,4,256,256,16,1,2,0,0,0,600,x\n"
-               "NANO,6,384,256,16,6,2,0,0,0,300,x\n"
-               "NANO,6,384,256,16,6,2,0,0,0,100,x\n");
+               "MID,4,256,256,16,1,2,0,0,0,500,1.13.0\n"
+               "MID,4,256,256,16,1,2,0,0,0,1000,1.13.0\n"
+               "MID,4,256,256,16,1,2,0,0,0,600,1.13.0\n"
+               "NANO,6,384,256,16,6,2,0,0,0,300,1.13.0\n"
+               "NANO,6,384,256,16,6,2,0,0,0,100,1.13.0\n");
     write_text(dir, "matmul.csv",
                "op,shape,ours_1t,ours_2t,blas_1t,blas_2t\n"
                "nt,256,1,200,1,300\n"
@@ -72,5 +81,73 @@ Test(bench_report, rounds_give_medians_and_the_median_ratio_with_its_range)
               "NANO row wrong:\n%s", out);
     cr_assert(strstr(out, "NANO at 55% of the sgemm peak (target 70%: missed)"), "%s", out);
     cr_assert(strstr(out, "ours 250 GFLOP/s, OpenBLAS 400 GFLOP/s"), "%s", out);
+    free(out);
+}
+
+Test(bench_report, pytorch2_is_judged_by_its_best_variant_beside_pytorch_1_13)
+{
+    char *out;
+    need_python3();
+    const char *dir = tu_tmpdir("bench_report2");
+    /* BABY H=4, two rounds. Ours, 2 threads: 3000 and 3300 tok/s (median 3150), GFLOP/s
+     * 50 and 70 (median 60 = 20% of the 300 peak); 1 thread 2000 and 2200 (median 2100:
+     * 1.50x). PyTorch 1.13, 2 threads: 1200 and 1100 -> ratios 2.5 and 3.0, median 2.75
+     * (BABY's 2x: met). PyTorch 2.13, 2 threads: eager 1000/1100, sdpa 1500/1500,
+     * compile 1400/1700; compile has the highest median (1550), so the ratios are
+     * 3000/1400 = 2.14 and 3300/1700 = 1.94, median 2.04 (2x: met). 1 thread: sdpa
+     * 1000/1100 is best (compile failed twice, reported once): 2.00x. NANO, one round:
+     * ours 300 against sdpa's 190 = 1.58x, which meets PyTorch 2.x's 1.5x (1.13's
+     * target would be 1.6x); no 1.13 figure there. */
+    write_text(dir, "train.csv",
+               TRAIN_HEAD
+               "BABY,4,128,64,12,4,32,1,0,0,0,2000,10,0,0\n"
+               "BABY,4,128,64,12,4,32,2,0,0,0,3000,50,0,0\n"
+               "BABY,4,128,64,12,4,32,1,0,0,0,2200,10,0,0\n"
+               "BABY,4,128,64,12,4,32,2,0,0,0,3300,70,0,0\n"
+               "NANO,6,384,256,16,6,64,2,0,0,0,300,200,0,0\n");
+    write_text(dir, "torch.csv",
+               TORCH2_HEAD
+               "BABY,4,128,64,12,4,2,0,0,0,1200,1.13.0,eager,OpenBLAS,AVX2,0.1,\n"
+               "BABY,4,128,64,12,4,1,0,0,0,800,2.13.0+cpu,eager,MKL 2024.2,AVX512,0.1,\n"
+               "BABY,4,128,64,12,4,1,0,0,0,1000,2.13.0+cpu,sdpa,MKL 2024.2,AVX512,0.1,\n"
+               "BABY,4,128,64,12,4,1,,,,,2.13.0+cpu,compile,MKL 2024.2,AVX512,,"
+               "\"RuntimeError: no compiler, here\"\n"
+               "BABY,4,128,64,12,4,2,0,0,0,1000,2.13.0+cpu,eager,MKL 2024.2,AVX512,0.1,\n"
+               "BABY,4,128,64,12,4,2,0,0,0,1500,2.13.0+cpu,sdpa,MKL 2024.2,AVX512,0.1,\n"
+               "BABY,4,128,64,12,4,2,0,0,0,1400,2.13.0+cpu,compile,MKL 2024.2,AVX512,20,\n"
+               "BABY,4,128,64,12,4,2,0,0,0,1100,1.13.0,eager,OpenBLAS,AVX2,0.1,\n"
+               "BABY,4,128,64,12,4,1,0,0,0,800,2.13.0+cpu,eager,MKL 2024.2,AVX512,0.1,\n"
+               "BABY,4,128,64,12,4,1,0,0,0,1100,2.13.0+cpu,sdpa,MKL 2024.2,AVX512,0.1,\n"
+               "BABY,4,128,64,12,4,1,,,,,2.13.0+cpu,compile,MKL 2024.2,AVX512,,"
+               "\"RuntimeError: no compiler, here\"\n"
+               "BABY,4,128,64,12,4,2,0,0,0,1100,2.13.0+cpu,eager,MKL 2024.2,AVX512,0.1,\n"
+               "BABY,4,128,64,12,4,2,0,0,0,1500,2.13.0+cpu,sdpa,MKL 2024.2,AVX512,0.1,\n"
+               "BABY,4,128,64,12,4,2,0,0,0,1700,2.13.0+cpu,compile,MKL 2024.2,AVX512,2,\n"
+               "NANO,6,384,256,16,6,2,0,0,0,190,2.13.0+cpu,sdpa,MKL 2024.2,AVX512,0.1,\n");
+    write_text(dir, "matmul.csv", "op,shape,ours_1t,ours_2t\nnn,256,1,300\n");
+    int rc = tu_runf(&out, "python3 scripts/bench_report.py %s", dir);
+    cr_assert_eq(rc, 0, "bench_report.py failed:\n%s", out);
+    cr_assert(strstr(out, "| ours / 1.13 | target | met | best PyTorch 2.13.0+cpu variant | "
+                          "its tok/s | ours / 2.13 | target | met |"),
+              "header wrong:\n%s", out);
+    cr_assert(strstr(out, "| BABY | 4 | 3,150 | 60.0 | 20% | 1.50x | 1,150 | 2.75x (2.50-3.00) | "
+                          "2.0x | yes | compile | 1,550 | 2.04x (1.94-2.14) | 2.0x | yes |"),
+              "BABY row wrong:\n%s", out);
+    cr_assert(strstr(out, "| NANO | 6 | 300 | 200.0 | 67% | - | - | - | 1.6x | - | sdpa | 190 | "
+                          "1.58x | 1.5x | yes |"),
+              "NANO row wrong:\n%s", out);
+    cr_assert(strstr(out, "| BABY | 4 | 2,100 | - | - | sdpa | 1,050 | 2.00x (2.00-2.00) |"),
+              "1-thread row wrong:\n%s", out);
+    cr_assert(strstr(out, "| BABY | 4 | 2 | 1,050 | 1,500 | 1,550 |"), "%s", out);
+    cr_assert(strstr(out, "| BABY | 4 | 1 | 800 | 1,050 | - |"), "%s", out);
+    cr_assert(strstr(out, "PyTorch 1.13.0: BLAS OpenBLAS, ISA AVX2"), "%s", out);
+    cr_assert(strstr(out, "PyTorch 2.13.0+cpu: BLAS MKL 2024.2, ISA AVX512"), "%s", out);
+    cr_assert(strstr(out, "torch.compile warm-up (untimed, compilation included): 2-20 s"),
+              "%s", out);
+    const char *fail = "PyTorch 2.13.0+cpu compile at BABY:4, 1 thr: not timed "
+                       "(RuntimeError: no compiler, here)";
+    const char *at = strstr(out, fail);
+    cr_assert(at, "%s", out);
+    cr_assert_null(strstr(at + 1, fail), "the failure is reported twice:\n%s", out);
     free(out);
 }

@@ -1,8 +1,8 @@
 /* bench_train: training throughput of the model configurations of issue 6.
  *
  * For each configuration it runs warm-up steps, then timed full training steps
- * (trainer_step: forward, backward, clipping, AdamW) on random tokens (V = 65,
- * as tiny Shakespeare; speed does not depend on the text), each configuration in a child
+ * (trainer_step: forward, backward, clipping, AdamW) on random tokens (V = 65 as tiny
+ * Shakespeare's bytes, or --vocab V; speed does not depend on the text), each in a child
  * process so its peak memory can be read. Prints a table and, with --csv FILE,
  * writes one CSV row per (configuration, threads).
  *
@@ -60,10 +60,10 @@ double bench_flops_per_token(const Config *c)
 }
 
 /* Runs one configuration in this process; writes "median min max" ms to out. */
-static int run_config(const BenchConfig *bc, int threads, double out[3])
+static int run_config(const BenchConfig *bc, int V, int threads, double out[3])
 {
     omp_set_num_threads(threads);
-    Config cfg = {.V = 65, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C, .D = bc->C / bc->H};
+    Config cfg = {.V = V, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C, .D = bc->C / bc->H};
     char err[256];
     int total = bc->warmup + bc->steps;
     TrainHyper hp = {.lr = 1e-3f, .min_lr = 1e-4f, .warmup = 2, .steps = total, .clip = 1.0f,
@@ -82,8 +82,8 @@ static int run_config(const BenchConfig *bc, int threads, double out[3])
     double *ms = malloc(sizeof(double) * (size_t)bc->steps);
     for (int s = 0; s < total; s++) {
         for (size_t i = 0; i < N; i++) {
-            tok[i] = (int)rng_below(&rng, 65);
-            tgt[i] = (int)rng_below(&rng, 65);
+            tok[i] = (int)rng_below(&rng, (uint64_t)V);
+            tgt[i] = (int)rng_below(&rng, (uint64_t)V);
         }
         double t0 = now();
         trainer_step(&t, tok, tgt, NULL);
@@ -117,7 +117,7 @@ static int wanted(const char *list, const char *name, int H)
 int main(int argc, char **argv)
 {
     const char *csv_path = NULL, *only = NULL, *threads_list = "1,2";
-    int header = 1;
+    int header = 1, V = 65;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--csv") && i + 1 < argc)
             csv_path = argv[++i];
@@ -132,13 +132,24 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads_list = argv[++i];
+        else if (!strcmp(argv[i], "--vocab") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 2 || v > CONFIG_MAX_VOCAB) {
+                fprintf(stderr, "bench: --vocab %s: expected 2..%d\n", argv[i], CONFIG_MAX_VOCAB);
+                return 2;
+            }
+            V = (int)v;
+        }
         else {
             int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
             fprintf(help ? stdout : stderr,
                     "usage: bench_train [--configs BABY,MID:4,...] [--threads 1,2] "
-                    "[--csv FILE] [--no-header] [--list]\n"
+                    "[--vocab V] [--csv FILE] [--no-header] [--list]\n"
                     "  --configs: NAME (every H) or NAME:H entries\n"
                     "  --csv: rows appended; the header only to a new file\n"
+                    "  --vocab: the vocabulary size (default 65, a byte vocabulary; a\n"
+                    "           byte-pair one makes the output layer and softmax larger)\n"
                     "  --list: print the NAME:H entries and exit\n");
             return help ? 0 : 2;
         }
@@ -174,7 +185,7 @@ int main(int argc, char **argv)
             if (pid == 0) {
                 double r[3];
                 close(fd[0]);
-                int rc = run_config(bc, threads, r);
+                int rc = run_config(bc, V, threads, r);
                 if (rc == 0 && write(fd[1], r, sizeof r) != (ssize_t)sizeof r)
                     rc = 1;
                 _exit(rc ? 1 : 0);
@@ -190,7 +201,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench: %s H=%d failed\n", bc->name, bc->H);
                 continue;
             }
-            Config cfg = {.V = 65, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C,
+            Config cfg = {.V = V, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C,
                           .D = bc->C / bc->H};
             double tokens = (double)bc->B * bc->T, tps = tokens / (r[0] / 1e3);
             double gflops = bench_flops_per_token(&cfg) * tps / 1e9;

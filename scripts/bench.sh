@@ -125,6 +125,13 @@ else
 fi
 
 echo
+echo "== training steps against the vocabulary size (BABY H=4, ours; V = 65 is bytes,"
+echo "   1024 and 4096 byte-pair vocabularies: a larger output layer and softmax)"
+for v in 65 1024 4096; do
+    echo "V = $v"
+    ./build/bench_train --configs BABY:4 --threads "$threads" --vocab "$v"
+done
+echo
 echo "== sampling (BABY H=4 checkpoint, 2000 bytes)"
 ck="$out/sample.ckpt"
 ./train --steps 2 --eval-every 0 --save-every 0 --out "$ck" >/dev/null 2>&1

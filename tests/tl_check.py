@@ -27,6 +27,7 @@ SHAPES = [
     ("H4", "--layers 2 --heads 4 --embd 32 --block 32", (1, 2)),
     ("H16", "--layers 1 --heads 16 --embd 32 --block 32", (0, 5)),
     ("D5", "--layers 2 --heads 3 --embd 24 --head-size 5 --block 24", (0, 1)),
+    ("BPE", "--layers 2 --heads 4 --embd 32 --block 32 --vocab 300", (1, 1)),
 ]
 TRAIN = "--steps 200 --eval-every 0 --save-every 0 --threads 1"
 EVAL_BYTES = 6000
@@ -78,13 +79,13 @@ def check_shape(name, flags, masked, bin_dir, work):
     if not abs(got - want) <= TOL_LOSS or n != len(ids) - 1:
         problems.append("loss %.6f over %d tokens, ./infer --eval %.6f" % (got, n, want))
 
-    # (b) hook_pattern against --explore-json on the first T bytes.
+    # (b) hook_pattern against --explore-json on the first T tokens (their ids).
     js = os.path.join(d, "w.json")
     run("%s/infer --ckpt %s --explore %s --explore-json %s --text-file %s -j 1"
         % (bin_dir, ckpt, os.path.join(d, "p.html"), js, text))
     with open(js) as f:
         J = json.load(f)
-    _, cache = tl.run_with_cache(model.encode(bytes(J["tokens"]))[None])
+    _, cache = tl.run_with_cache(torch.tensor(J["ids"], dtype=torch.long)[None])
     t, dp = J["T"], 0.0
     for l in range(cfg.L):
         pat = cache["blocks.%d.attn.hook_pattern" % l][0]

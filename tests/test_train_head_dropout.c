@@ -111,6 +111,7 @@ Test(train, head_dropout_is_kept_in_the_checkpoint_and_resumes_bit_identically)
     cr_assert_eq(ckpt_load(path, &m, &tok, NULL, &ts, &has, err, sizeof err), 0, "%s", err);
     cr_assert(has && ts.head_dropout == 0.3, "stored head_dropout %g", ts.head_dropout);
     model_free(&m);
+    tok_free(&tok);
 }
 
 Test(train, head_dropout_outside_its_range_is_one_usage_error_line)

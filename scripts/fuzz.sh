@@ -100,7 +100,7 @@ seed() { # name data flags...
 }
 seed tiny "$OUT/abc.txt" --layers 1 --embd 4 --heads 1 --block 4
 seed twolayer "$OUT/abc.txt" --layers 2 --embd 8 --heads 2 --head-size 3 --block 6 --dropout 0.1
-seed heads "$OUT/cat.txt" --layers 1 --embd 6 --heads 3 --block 5 --val-frac 0
+seed heads "$OUT/cat.txt" --layers 1 --embd 6 --heads 3 --block 5 --val-frac 0.2
 # Version 2: byte-pair merges learned from the text (9 bytes + merges).
 seed merges "$OUT/cat.txt" --layers 1 --embd 4 --heads 1 --block 4 --vocab 16
 

@@ -391,6 +391,7 @@ int main(int argc, char **argv)
     check_outputs(&o, builtin ? NULL : ts.data_path);
     if (o.mask)
         o.head_on = parse_mask(o.mask, &m.cfg);
+    o.train_state = has_state ? &ts : NULL;
     int rc;
     if (o.eval)
         rc = run_eval(&o, &m, &tok);

@@ -43,25 +43,26 @@
 #define HEADS_BROAD_MIN 0.75      /* normalised entropy */
 
 /* Relations (docs/heads.md, "Relations"): for query row i of a window, the key
- * a head that has learnt the relation attends to. The first three are found in
- * any text; agreement and planted names come from the built-in corpus' list
- * (data/synth.h) and are filled in by the caller. */
+ * a head that has learnt the relation attends to (for rare, a set of keys). The
+ * first four are found in any text; agreement and planted names come from the
+ * built-in corpus' list (data/synth.h) and are filled in by the caller. */
 typedef enum {
     HEADS_REL_PREV,     /* key i - 1 */
     HEADS_REL_BRACKET,  /* token i + 1 holds a closing bracket or quote: key = its opener's token */
     HEADS_REL_COPY,     /* the 3 tokens ending at i occurred earlier, followed by token i+1 */
+    HEADS_REL_RARE,     /* keys: the positions <= i - 2 holding the window's rarest token */
     HEADS_REL_AGREE,    /* built-in corpus: verb -> its subject */
     HEADS_REL_NAMES,    /* built-in corpus: repeated name -> after its first use */
     HEADS_REL_COUNT
 } HeadsRelKind;
-/* The three relations found in any text (and logged during training). */
-#define HEADS_REL_TEXT 3
+/* The four relations found in any text (and logged during training). */
+#define HEADS_REL_TEXT 4
 /* Tokens of context a copy row's earlier occurrence must share (docs/heads.md). */
 #define HEADS_COPY_CONTEXT 3
 /* A probe alphabet smaller than this falls back to the next rule (heads_probe_alphabet). */
 #define HEADS_PROBE_MIN_ALPHABET 8
 
-/* "previous-token", "bracket", "copy", "agreement", "names": JSON keys. */
+/* "previous-token", "bracket", "copy", "rare", "agreement", "names": JSON keys. */
 extern const char *const heads_rel_names[HEADS_REL_COUNT];
 
 typedef enum {
@@ -208,6 +209,32 @@ size_t heads_planted_to_tokens(SynthRelation *out, size_t *dropped, const SynthR
 void heads_add_relation(HeadSums *sums, RelationSums *rs, int kind, const Activations *a,
                         const int *key, const int *first, const float *losses, int B, int T);
 
+/* counts[V] = the number of times each token id occurs in ids[n] (ids >= V are
+ * not counted): the training text's unigram counts for the rare relation. */
+void heads_token_counts(uint64_t *counts, const TokenId *ids, size_t n, int V);
+
+/* The rare relation's key sets for windows tokens[B][T], as thresholds: for
+ * i >= 2, minc[b][i] = min over j <= i - 2 of counts[tokens[b][j]], and row i's
+ * key set R(i) is every j <= i - 2 whose token has that count (ties all in);
+ * UINT64_MAX for i < 2 (no key). Returns nothing; writes minc[B*T]. */
+void heads_rare_min(uint64_t *minc, const int *tokens, const uint64_t *counts, int B, int T);
+
+/* |R(i)| for row i of one window x[T] (0 when i < 2): the positions j <= i - 2
+ * with counts[x[j]] == minc_i; when in_set is not NULL, in_set[j] = 1 for them
+ * and 0 for every other j < T. */
+int heads_rare_keys(unsigned char *in_set, const int *x, int i, int T, const uint64_t *counts,
+                    uint64_t minc_i);
+
+/* Adds the rare relation over B windows tokens[B][T]: into sums[k].rel[HEADS_REL_RARE]
+ * every head's attention mass on R(i) for the scored rows i >= max(2, heads_skip(T)),
+ * and into *rs the rows, the uniform baseline |R(i)| / (i + 1) and, when
+ * losses[B][T] and targets[B][T] are given, the loss at the rows whose target
+ * token is a token of R(i) (the rare token comes back) into loss and loss_rows.
+ * -1 when out of memory (nothing added). */
+int heads_add_rare(HeadSums *sums, RelationSums *rs, const Activations *a, const int *tokens,
+                   const int *targets, const uint64_t *counts, const float *losses, int B,
+                   int T);
+
 /* Relation `kind` from the finished st[n] (heads_finish) and its sums: the best
  * head is the unmasked one with the largest st[k].rel[kind], ties to the lower
  * index. */
@@ -304,10 +331,12 @@ extern const char *const heads_quick_names[HEADS_QUICK_COUNT];
 int heads_quick(float *out, const Activations *a, const int *tokens, int B, int T,
                 char *err, size_t errlen);
 
-/* The three text relations (previous-token, bracket, copy; no loss) of the
- * batch tokens[B][T] after a forward, into rel[HEADS_REL_TEXT]. -1 when out of
- * memory. */
+/* The four text relations (previous-token, bracket, copy, rare; no loss) of the
+ * batch tokens[B][T] after a forward, into rel[HEADS_REL_TEXT]; the rare
+ * relation's counts are those of train_ids[ntrain] (the training text), or of
+ * the batch itself when train_ids is NULL. -1 when out of memory. */
 int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
-                          const Tokenizer *tok, int B, int T, char *err, size_t errlen);
+                          const Tokenizer *tok, const TokenId *train_ids, size_t ntrain,
+                          int B, int T, char *err, size_t errlen);
 
 #endif

@@ -1,5 +1,5 @@
 /* heads_relations: the relations of analysis/heads (heads.h, "Relations"): the
- * keys of the previous-token, bracket and copy relations in windows of tokens,
+ * keys of the previous-token, bracket, copy and rare relations in windows of tokens,
  * every head's attention on them with the uniform baseline and the loss, the
  * best head, the probe alphabet drawn from copied letters, and the per-batch
  * version ./train logs. Split from heads.c, which keeps the pattern
@@ -12,7 +12,7 @@
 #include "util/errbuf.h"
 
 const char *const heads_rel_names[HEADS_REL_COUNT] = {
-    "previous-token", "bracket", "copy", "agreement", "names",
+    "previous-token", "bracket", "copy", "rare", "agreement", "names",
 };
 
 void heads_keys_prev(int *key, int B, int T)
@@ -172,6 +172,94 @@ void heads_add_relation(HeadSums *sums, RelationSums *rs, int kind, const Activa
         }
 }
 
+void heads_token_counts(uint64_t *counts, const TokenId *ids, size_t n, int V)
+{
+    memset(counts, 0, (size_t)V * sizeof *counts);
+    for (size_t t = 0; t < n; t++)
+        if ((int)ids[t] < V)
+            counts[ids[t]]++;
+}
+
+void heads_rare_min(uint64_t *minc, const int *tokens, const uint64_t *counts, int B, int T)
+{
+    for (int b = 0; b < B; b++) {
+        const int *x = tokens + (size_t)b * T;
+        uint64_t *mb = minc + (size_t)b * T, m = UINT64_MAX;
+        for (int i = 0; i < T; i++) {
+            if (i >= 2 && counts[x[i - 2]] < m)
+                m = counts[x[i - 2]];
+            mb[i] = m;
+        }
+    }
+}
+
+int heads_rare_keys(unsigned char *in_set, const int *x, int i, int T, const uint64_t *counts,
+                    uint64_t minc_i)
+{
+    int n = 0;
+    for (int j = 0; j < T; j++) {
+        int in = j <= i - 2 && counts[x[j]] == minc_i;
+        n += in;
+        if (in_set)
+            in_set[j] = (unsigned char)in;
+    }
+    return n;
+}
+
+/* The first row the rare relation scores: a key set needs i >= 2. */
+static int rare_first_row(int T)
+{
+    int skip = heads_skip(T);
+    return skip > 2 ? skip : 2;
+}
+
+int heads_add_rare(HeadSums *sums, RelationSums *rs, const Activations *a, const int *tokens,
+                    const int *targets, const uint64_t *counts, const float *losses, int B,
+                    int T)
+{
+    int H = (int)a->H, n = (int)a->L * H, first = rare_first_row(T);
+    uint64_t *minc = malloc((size_t)B * T * sizeof *minc);
+    if (!minc)
+        return -1;
+    heads_rare_min(minc, tokens, counts, B, T);
+    #pragma omp parallel for schedule(static)
+    for (int k = 0; k < n; k++)
+        for (int b = 0; b < B; b++) {
+            const float *att = heads_att(a, k / H, b, k % H, T);
+            const int *x = tokens + (size_t)b * T;
+            const uint64_t *mb = minc + (size_t)b * T;
+            for (int i = first; i < T; i++) {
+                const float *row = att + (size_t)i * T;
+                double mass = 0.0;
+                for (int j = 0; j <= i - 2; j++)
+                    if (counts[x[j]] == mb[i])
+                        mass += row[j];
+                sums[k].rel[HEADS_REL_RARE] += mass;
+                sums[k].rel_rows[HEADS_REL_RARE] += 1.0;
+            }
+        }
+    for (int b = 0; b < B; b++) {
+        const int *x = tokens + (size_t)b * T;
+        for (int i = first; i < T; i++) {
+            size_t r = (size_t)b * T + i;
+            int size = heads_rare_keys(NULL, x, i, T, counts, minc[r]);
+            rs->rows += 1.0;
+            rs->uniform += (double)size / (double)(i + 1);
+            if (!losses || !targets)
+                continue;
+            int back = 0;
+            for (int j = 0; j <= i - 2 && !back; j++)
+                back = counts[x[j]] == minc[r] && x[j] == targets[r];
+            if (back) {
+                rs->loss += losses[r];
+                rs->loss_rows += 1.0;
+            }
+        }
+    }
+    free(minc);
+    return 0;
+}
+
 void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const RelationSums *rs,
                            int kind, int n)
 {
@@ -246,16 +334,18 @@ int heads_probe_alphabet(int *alpha, int *rule, const int *tokens, const int *co
 }
 
 int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
-                          const Tokenizer *tok, int B, int T, char *err, size_t errlen)
+                          const Tokenizer *tok, const TokenId *train_ids, size_t ntrain,
+                          int B, int T, char *err, size_t errlen)
 {
     int n = (int)(a->L * a->H);
     size_t NT = (size_t)B * T;
     int *key = malloc(NT * sizeof(int)), *first = malloc(NT * sizeof(int));
     HeadSums *sums = calloc((size_t)n, sizeof *sums);
     HeadStats *st = calloc((size_t)n, sizeof *st);
+    uint64_t *counts = malloc((size_t)tok->V * sizeof *counts);
     RelationSums rs[HEADS_REL_TEXT];
     int rc = 0;
-    if (!key || !first || !sums || !st) {
+    if (!key || !first || !sums || !st || !counts) {
         rc = err_set(err, errlen, "out of memory for relation metrics");
         goto done;
     }
@@ -265,9 +355,24 @@ int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *t
             heads_keys_prev(key, B, T);
         else if (q == HEADS_REL_BRACKET)
             heads_keys_bracket(key, tokens, tok, B, T);
-        else
+        else if (q == HEADS_REL_COPY)
             heads_keys_copy(key, first, tokens, B, T);
-        heads_add_relation(sums, &rs[q], q, a, key, NULL, NULL, B, T);
+        if (q != HEADS_REL_RARE) {
+            heads_add_relation(sums, &rs[q], q, a, key, NULL, NULL, B, T);
+            continue;
+        }
+        if (train_ids) {
+            heads_token_counts(counts, train_ids, ntrain, tok->V);
+        } else {
+            memset(counts, 0, (size_t)tok->V * sizeof *counts);
+            for (size_t t = 0; t < NT; t++)
+                if (tokens[t] >= 0 && tokens[t] < tok->V)
+                    counts[tokens[t]]++;
+        }
+        if (heads_add_rare(sums, &rs[q], a, tokens, NULL, counts, NULL, B, T)) {
+            rc = err_set(err, errlen, "out of memory for relation metrics");
+            goto done;
+        }
     }
     heads_finish(st, sums, n);
     for (int q = 0; q < HEADS_REL_TEXT; q++)
@@ -277,5 +382,6 @@ done:
     free(first);
     free(sums);
     free(st);
+    free(counts);
     return rc;
 }

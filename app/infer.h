@@ -11,6 +11,7 @@
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "model/gpt.h"
+#include "trainer/ckpt.h"
 
 typedef struct {
     const char *ckpt;
@@ -27,6 +28,7 @@ typedef struct {
     const char *report;     /* output directory for csv/json/svg/html */
     long windows;           /* 0: the default */
     int prune_curve;
+    const TrainState *train_state; /* the checkpoint's, NULL without: the rare counts' text */
     /* --explore */
     const char *explore;      /* OUT.html */
     const char *explore_json; /* also the weights at full precision */

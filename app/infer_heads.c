@@ -14,6 +14,7 @@
 #include "app/infer.h"
 #include "analysis/heads.h"
 #include "app/fileguard.h"
+#include "app/rare_counts.h"
 #include "app/report.h"
 
 /* Windows per run when --windows is not given (fewer if the file is short). */
@@ -41,6 +42,9 @@ typedef struct {
     int rel_windows;            /* consecutive windows of the relation pass */
     RelationSums rsums[HEADS_REL_COUNT];
     HeadsRelation rel[HEADS_REL_COUNT];
+    uint64_t *counts;           /* [V] the rare relation's token counts */
+    int rare_training;          /* 1: counted on the training text; 0: on the file */
+    char rare_source[2000];     /* which text was counted, and why */
     const char *probe_rule;     /* which rule of heads_probe_alphabet chose the tokens */
     int *probe;                 /* [HEADS_PROBES][2P] */
     HeadStats *st;              /* [n] */
@@ -162,8 +166,12 @@ static void measure_relations(Analysis *an, Activations *a, const TokenId *ids,
         heads_keys_copy(an->key[HEADS_REL_COPY], an->first[HEADS_REL_COPY], in, B, T);
         planted_keys(an, w0, B, &next);
         for (int q = 0; q < HEADS_REL_COUNT; q++)
-            heads_add_relation(sums, &an->rsums[q], q, a, an->key[q], an->first[q], a->losses,
-                               B, T);
+            if (q != HEADS_REL_RARE)
+                heads_add_relation(sums, &an->rsums[q], q, a, an->key[q], an->first[q],
+                                   a->losses, B, T);
+        if (heads_add_rare(sums, &an->rsums[HEADS_REL_RARE], a, in, tg, an->counts, a->losses,
+                           B, T))
+            cli_fail("out of memory for the rare relation");
     }
     heads_finish(st, sums, an->n);
     for (int k = 0; k < an->n; k++)
@@ -444,6 +452,7 @@ static void print_relations(const Analysis *an)
                    r->first_loss, r->pairs);
         printf("\n");
     }
+    printf("  (rare: token counts of %s)\n", an->rare_source);
     if (an->builtin)
         printf("  (the file is the built-in corpus from byte %zu: agreement and names are its "
                "planted relations)\n", an->builtin_at);
@@ -471,6 +480,7 @@ static HeadsReport fill_report(const InferOptions *o, const Analysis *an, const 
         .prune_order = an->prune_order, .prune_loss = an->prune_loss,
         .nprune = an->nprune, .rel = an->rel, .builtin = an->builtin,
         .rel_windows = an->rel_windows, .probe_rule = an->probe_rule,
+        .rare_training = an->rare_training, .rare_source = an->rare_source,
     };
 }
 
@@ -492,7 +502,7 @@ static void analysis_free(Analysis *an)
     free(an->start); free(an->in); free(an->tg); free(an->match); free(an->delim);
     free(an->probe); free(an->st); free(an->jsd); free(an->layer_eff);
     free(an->att_text); free(an->att_probe);
-    free(an->prune_order); free(an->prune_loss); free(an->planted);
+    free(an->prune_order); free(an->prune_loss); free(an->planted); free(an->counts);
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         free(an->key[q]);
         free(an->first[q]);
@@ -574,6 +584,9 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
     note_short_file(o->heads, nids, m->cfg.T);
     choose_windows(&an, ids, nids, tok, o->seed);
     find_builtin(&an, ids, nids, tok);
+    an.counts = xcalloc((size_t)tok->V, sizeof *an.counts);
+    an.rare_training = rare_counts_load(an.counts, o->train_state, tok, ids, nids,
+                                        an.rare_source, sizeof an.rare_source);
     fprintf(stderr, "infer: heads of %s (L=%d H=%d) on %s: %d windows x %d tokens (seed %llu, "
             "%zu tokens in file), %d probes of 2x%d%s%s\n", o->ckpt, an.L, an.H, o->heads,
             an.nwin, an.T, (unsigned long long)o->seed, nids, HEADS_PROBES, an.P,

@@ -40,6 +40,7 @@ const ReportField report_fields[] = {
     {"jsd_nearest", offsetof(HeadStats, jsd_nearest)},
     {"bracket", offsetof(HeadStats, rel[HEADS_REL_BRACKET])},
     {"copy", offsetof(HeadStats, rel[HEADS_REL_COPY])},
+    {"rare", offsetof(HeadStats, rel[HEADS_REL_RARE])},
     {"agreement", offsetof(HeadStats, rel[HEADS_REL_AGREE])},
     {"names", offsetof(HeadStats, rel[HEADS_REL_NAMES])},
 };
@@ -225,7 +226,10 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
             r->builtin ? "true" : "false");
     if (r->builtin)
         fprintf(f, "\"planted_dropped\":%zu,", r->planted_dropped);
-    fprintf(f, "\"probe_tokens\":\"%s\",\"relations\":{", r->probe_rule);
+    fprintf(f, "\"rare_counts\":\"%s\",\"rare_counts_source\":",
+            r->rare_training ? "training" : "file");
+    jstr(f, r->rare_source ? r->rare_source : "");
+    fprintf(f, ",\"probe_tokens\":\"%s\",\"relations\":{", r->probe_rule);
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *x = &r->rel[q];
         if (q >= HEADS_REL_TEXT && !r->builtin)

@@ -43,6 +43,8 @@ typedef struct {
     const HeadsRelation *rel;
     int builtin, rel_windows;
     size_t planted_dropped;     /* planted relations whose key and query share a token */
+    int rare_training;          /* the rare counts are the training text's (else the file's) */
+    const char *rare_source;    /* which text was counted, and why, as one line */
     const char *probe_rule;     /* which bytes the probes were drawn from */
 } HeadsReport;
 

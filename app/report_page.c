@@ -500,6 +500,11 @@ static void html_relations(FILE *f, const HeadsReport *r)
             "first occurrence. Probe tokens: %s. Definitions: docs/heads.md.</p>\n",
             r->rel_windows, r->builtin ? " of the built-in corpus (agreement and names are its "
             "planted relations)" : "", unit(r), unit(r), r->probe_rule);
+    if (r->rare_source) {
+        fputs("<p class=\"note\">rare: token counts of ", f);
+        xml_text(f, r->rare_source);
+        fputs(".</p>\n", f);
+    }
     if (r->builtin && r->planted_dropped)
         fprintf(f, "<p class=\"note\">%zu planted relations are left out: their key and query "
                 "fall in one token.</p>\n", r->planted_dropped);

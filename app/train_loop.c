@@ -282,8 +282,8 @@ static void measure_heads(Run *r)
     err[0] = '\0';
     if (heads_quick(r->head_metrics, &r->tr.acts, r->inputs, (int)r->o.batch, c->T, err, len))
         return;
-    heads_quick_relations(r->heads_rel, &r->tr.acts, r->inputs, &r->corpus.tok,
-                          (int)r->o.batch, c->T, err, len);
+    heads_quick_relations(r->heads_rel, &r->tr.acts, r->inputs, &r->corpus.tok, r->corpus.ids,
+                          r->corpus.ntrain, (int)r->o.batch, c->T, err, len);
 }
 
 /* The metrics measure_heads took this step, as one JSON line. */
@@ -306,7 +306,7 @@ static void log_heads(Run *r, long done)
                 run_log(r, ",\"%s\":%.5f", heads_quick_names[k], m[k]);
             run_log(r, "}");
         }
-    /* The relations of this batch (previous-token, bracket, copy): the best head's
+    /* The relations of this batch (previous-token, bracket, copy, rare): the best head's
      * attention on the relation's key, and a uniform head's; null when the batch
      * has no row of that relation. */
     run_log(r, "],\"relations\":{");

@@ -560,7 +560,7 @@ Test(heads, quick_relations_match_the_full_measurement)
     FakeActs f;
     fake_init(&f, 1, 2, 2, T, pats, 0);
     HeadsRelation rel[HEADS_REL_TEXT];
-    cr_assert_eq(heads_quick_relations(rel, &f.a, tokens, &tok, 2, T, NULL, 0), 0);
+    cr_assert_eq(heads_quick_relations(rel, &f.a, tokens, &tok, NULL, 0, 2, T, NULL, 0), 0);
     cr_assert_eq(rel[HEADS_REL_PREV].best, 0);
     cr_assert_float_eq(rel[HEADS_REL_PREV].attention, 1.0, 1e-12);
     cr_assert_eq(rel[HEADS_REL_BRACKET].best, 1, "the uniform head beats attention 0");
@@ -570,6 +570,11 @@ Test(heads, quick_relations_match_the_full_measurement)
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].uniform, want, 1e-12);
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].attention, want, 1e-6);
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].rows, 3.0, 1e-12);
+    /* Rare (counts of the batch itself): every scored row has a key set, which
+     * never holds i - 1, so the uniform head is the best and scores uniform. */
+    cr_assert_float_eq(rel[HEADS_REL_RARE].rows, 2.0 * (T - 4), 1e-12);
+    cr_assert_eq(rel[HEADS_REL_RARE].best, 1);
+    cr_assert_float_eq(rel[HEADS_REL_RARE].attention, rel[HEADS_REL_RARE].uniform, 1e-6);
     tok_free(&tok);
     free(f.buf);
 }
@@ -801,7 +806,7 @@ Test(heads, quick_relations_read_byte_pair_tokens)
     FakeActs f;
     fake_init(&f, 1, 2, 1, T, pats, 0);
     HeadsRelation rel[HEADS_REL_TEXT];
-    cr_assert_eq(heads_quick_relations(rel, &f.a, ids, &bpe, 1, T, NULL, 0), 0);
+    cr_assert_eq(heads_quick_relations(rel, &f.a, ids, &bpe, NULL, 0, 1, T, NULL, 0), 0);
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].rows, 1.0, 1e-12);
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].uniform, 1.0 / 11, 1e-12);
     cr_assert_eq(rel[HEADS_REL_BRACKET].best, 0, "from row 10 the previous-token head looks at "

@@ -91,8 +91,15 @@ Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
     assert_starts(path, "{", "\"copy\":{\"best_head\":");
     assert_starts(path, "{", "\"loss_ratio\":");
     snprintf(path, sizeof path, "%s/relations.csv", rep);
-    cr_assert_eq(count_lines(path), 1 + 3, "a header and the three text relations");
+    cr_assert_eq(count_lines(path), 1 + 4, "a header and the four text relations");
     assert_starts(path, "relation,best_head,attention,uniform,loss", "bracket,L");
+    assert_starts(path, "relation,", "\nrare,L");
+    snprintf(path, sizeof path, "%s/summary.json", rep);
+    assert_starts(path, "{", "\"rare\":{\"best_head\":\"L");
+    assert_starts(path, "{", "\"rare_counts\":\"file\",\"rare_counts_source\":\"the analysed "
+                  "file (");
+    snprintf(path, sizeof path, "%s/heads.csv", rep);
+    assert_starts(path, "layer,head,type", ",copy,rare,");
     snprintf(path, sizeof path, "%s/prune.csv", rep);
     cr_assert_eq(count_lines(path), 1 + 1 + 3, "header, no removal, then the 3 active heads");
     snprintf(path, sizeof path, "%s/heatmaps/text_L1_H1.svg", rep);
@@ -131,6 +138,7 @@ Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 
         cr_assert_not_null(rel, "%s", p);
         cr_assert_not_null(strstr(rel, "\"bracket\":{\"best_head\":"), "%s", p);
         cr_assert_not_null(strstr(rel, "\"copy\":{\"best_head\":"), "%s", p);
+        cr_assert_not_null(strstr(rel, "\"rare\":{\"best_head\":\"L0H"), "%s", p);
         cr_assert_not_null(strstr(rel, "\"uniform\":"), "%s", p);
         cr_assert_eq(strcmp(end - 2, "}}"), 0, "the line ends with the relations: %s", p);
         *end = '\n';
@@ -138,6 +146,29 @@ Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 
     }
     cr_assert_eq(lines, 3, "the first step, then steps 2 and 4 are logged");
     free(log);
+
+    /* The rare relation counts the training text while it is unchanged, else the
+     * analysed file, and says which. */
+    for (int changed = 0; changed < 2; changed++) {
+        if (changed) {
+            size_t n;
+            unsigned char *b = tu_read_file(text, &n);
+            b[0] = b[0] == 'T' ? 'M' : 'T';   /* a byte of the vocabulary */
+            cr_assert_eq(tu_write_file(text, b, n), 0);
+            free(b);
+        }
+        snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s/log.ckpt --heads %s --windows 2 -j 1",
+                 tu_bin(), d, text);
+        rc = tu_run(cmd, &out);
+        cr_assert_eq(rc, 0, "infer --heads failed (%d):\n%s", rc, out);
+        cr_assert_not_null(strstr(out, "\n  rare "), "%s", out);
+        cr_assert_not_null(strstr(out, changed ? "(rare: token counts of the analysed file"
+                                               : "(rare: token counts of the training text"),
+                           "%s", out);
+        if (changed)
+            cr_assert_not_null(strstr(out, "has changed since training"), "%s", out);
+        free(out);
+    }
 }
 
 /* A tiny random checkpoint whose vocabulary covers text[n], saved to ckpt. */

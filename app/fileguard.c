@@ -399,12 +399,7 @@ static int finish(GuardFile *g)
 
 static int failed(GuardFile *g, int bad, char *err, size_t errlen)
 {
-    if (g->f)
-        fclose(g->f);
-    g->f = NULL;
-    if (g->tmp[0])
-        unlink(g->tmp); /* ours: created by guard_file_open */
-    g->tmp[0] = '\0';
+    guard_file_abort(g);
     return err_set(err, errlen, "%s: write failed: %s; the previous file (if any) is untouched",
                    g->path, strerror(bad));
 }

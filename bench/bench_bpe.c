@@ -12,59 +12,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_clock.h"
 #include "data/bpe.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "data/corpus.h"
+#include "data/tokenizer.h"
 
 /* Sorts x[0..n) and returns its median. */
 static double median(double *x, int n)
 {
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    qsort(x, (size_t)n, sizeof *x, bench_cmp_double);
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
-static unsigned char *read_file(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    unsigned char *buf = NULL;
-    size_t cap = 0, len = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? 2 * cap : 1 << 20;
-            unsigned char *b = realloc(buf, cap);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = b;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return NULL;
-    }
-    *n = len;
-    return buf;
 }
 
 static long parse_int(const char *flag, const char *s, long lo, long hi)
@@ -103,18 +60,18 @@ int main(int argc, char **argv)
             return help ? 0 : 2;
         }
     }
-    size_t n = 0;
-    unsigned char *text = read_file(path, &n);
-    if (!text) {
-        fprintf(stderr, "bench_bpe: cannot read %s\n", path);
+    TextFile file;
+    Tokenizer alphabet; /* the file's bytes: the base ids */
+    char ferr[1500];
+    if (textfile_read(&file, path, 1, ferr, sizeof ferr) ||
+        tok_build(&alphabet, file.bytes, file.n, ferr, sizeof ferr)) {
+        fprintf(stderr, "bench_bpe: %s\n", ferr);
         return 1;
     }
-    int16_t byte_id[256];
-    int seen[256] = {0}, nbase = 0;
-    for (size_t i = 0; i < n; i++)
-        seen[text[i]] = 1;
-    for (int b = 0; b < 256; b++)
-        byte_id[b] = seen[b] ? (int16_t)nbase++ : -1;
+    const unsigned char *text = file.bytes;
+    size_t n = file.n;
+    const int16_t *byte_id = alphabet.id;
+    int nbase = alphabet.nbytes;
     BpeMerge *merges = malloc(sizeof *merges * (size_t)(want ? want : 1));
     TokenId *ids = malloc(sizeof *ids * (n ? n : 1));
     double *learn_s = malloc(sizeof(double) * (size_t)runs);
@@ -128,20 +85,20 @@ int main(int argc, char **argv)
     int got = 0;
     size_t ntok = 0;
     for (int r = 0; r < runs; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         if (bpe_learn(text, n, byte_id, nbase, want, merges, &got, err, sizeof err)) {
             fprintf(stderr, "bench_bpe: %s\n", err);
             return 1;
         }
-        double t1 = now();
+        double t1 = bench_now();
         BpeEncoder *e = bpe_encoder_new(byte_id, nbase, merges, got, err, sizeof err);
         if (!e) {
             fprintf(stderr, "bench_bpe: %s\n", err);
             return 1;
         }
-        double t2 = now();
+        double t2 = bench_now();
         ntok = bpe_encode(e, text, n, ids);
-        double t3 = now();
+        double t3 = bench_now();
         bpe_encoder_free(e);
         learn_s[r] = t1 - t0;
         build_s[r] = t2 - t1;
@@ -179,6 +136,7 @@ int main(int argc, char **argv)
     free(learn_s);
     free(build_s);
     free(enc_s);
-    free(text);
+    tok_free(&alphabet);
+    textfile_free(&file);
     return 0;
 }

@@ -21,6 +21,7 @@
  * were once named sgemm_nn/nt/tn, which libopenblas also exports as internal
  * drivers: linked together, ours silently replaced OpenBLAS's. The matmul_ names
  * cannot clash.) */
+#include "bench/bench_clock.h"
 #include "kernels/matmul.h"
 
 #include <errno.h>
@@ -43,19 +44,6 @@ typedef struct {
 typedef struct {
     float *a, *b, *c, *d, *e, *bias, *dbias;
 } Bufs;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
 
 /* What one timed repeat runs: an operation on a shape with a thread count. */
 typedef enum { OP_FWD, OP_BWD, OP_NN, OP_BLAS_NT, OP_BLAS_NN, OP_BLAS_BWD } Op;
@@ -115,11 +103,11 @@ static double job_gflops(const Job *j, Bufs *m, int reps)
 #endif
     job_run(j, m);
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         job_run(j, m);
-        t[r] = now_s() - t0;
+        t[r] = bench_now() - t0;
     }
-    qsort(t, (size_t)reps, sizeof(double), cmp_double);
+    qsort(t, (size_t)reps, sizeof(double), bench_cmp_double);
     double med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
     return job_flops(j) / med * 1e-9;
 }

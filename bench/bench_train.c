@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_clock.h"
 #include "model/gpt.h"
 #include "trainer/trainer.h"
 #include "util/rng.h"
@@ -38,19 +39,6 @@ static const BenchConfig CONFIGS[] = {
     {"MID", 4, 256, 256, 16, 8, 2, 8},  {"MID", 4, 256, 256, 16, 16, 2, 8},
     {"NANO", 6, 384, 256, 16, 6, 1, 5},
 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 double bench_flops_per_token(const Config *c)
 {
@@ -85,13 +73,13 @@ static int run_config(const BenchConfig *bc, int V, int threads, double out[3])
             tok[i] = (int)rng_below(&rng, (uint64_t)V);
             tgt[i] = (int)rng_below(&rng, (uint64_t)V);
         }
-        double t0 = now();
+        double t0 = bench_now();
         trainer_step(&t, tok, tgt, NULL);
-        double t1 = now();
+        double t1 = bench_now();
         if (s >= bc->warmup)
             ms[s - bc->warmup] = (t1 - t0) * 1e3;
     }
-    qsort(ms, (size_t)bc->steps, sizeof(double), cmp_double);
+    qsort(ms, (size_t)bc->steps, sizeof(double), bench_cmp_double);
     out[0] = ms[bc->steps / 2];
     out[1] = ms[0];
     out[2] = ms[bc->steps - 1];

@@ -399,8 +399,10 @@ static void alloc_buffers(Run *r)
     if (r->o.heads_every) {
         r->head_metrics = malloc((size_t)r->tr.model.cfg.L * r->tr.model.cfg.H * HEADS_QUICK_COUNT *
                                  sizeof(float));
-        if (!r->head_metrics)
+        r->token_counts = malloc((size_t)r->tr.model.cfg.V * sizeof *r->token_counts);
+        if (!r->head_metrics || !r->token_counts)
             cli_fail("out of memory for head metrics");
+        heads_token_counts(r->token_counts, r->corpus.ids, r->corpus.ntrain, r->tr.model.cfg.V);
     }
     if (r->micro > 1) {
         r->acc = malloc(r->tr.model.table.total * sizeof(float));
@@ -648,6 +650,7 @@ int main(int argc, char **argv)
     free(r->mb_tg);
     free(r->acc);
     free(r->head_metrics);
+    free(r->token_counts);
     trainer_free(&r->tr);
     corpus_free(&r->corpus);
     textfile_free(&r->file);

@@ -333,10 +333,10 @@ int heads_quick(float *out, const Activations *a, const int *tokens, int B, int 
 
 /* The four text relations (previous-token, bracket, copy, rare; no loss) of the
  * batch tokens[B][T] after a forward, into rel[HEADS_REL_TEXT]; the rare
- * relation's counts are those of train_ids[ntrain] (the training text), or of
- * the batch itself when train_ids is NULL. -1 when out of memory. */
+ * relation's counts are train_counts[V] (the training text's, heads_token_counts),
+ * or the batch's own when train_counts is NULL. -1 when out of memory. */
 int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
-                          const Tokenizer *tok, const TokenId *train_ids, size_t ntrain,
-                          int B, int T, char *err, size_t errlen);
+                          const Tokenizer *tok, const uint64_t *train_counts, int B, int T,
+                          char *err, size_t errlen);
 
 #endif

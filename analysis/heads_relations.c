@@ -334,15 +334,16 @@ int heads_probe_alphabet(int *alpha, int *rule, const int *tokens, const int *co
 }
 
 int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
-                          const Tokenizer *tok, const TokenId *train_ids, size_t ntrain,
-                          int B, int T, char *err, size_t errlen)
+                          const Tokenizer *tok, const uint64_t *train_counts, int B, int T,
+                          char *err, size_t errlen)
 {
     int n = (int)(a->L * a->H);
     size_t NT = (size_t)B * T;
     int *key = malloc(NT * sizeof(int)), *first = malloc(NT * sizeof(int));
     HeadSums *sums = calloc((size_t)n, sizeof *sums);
     HeadStats *st = calloc((size_t)n, sizeof *st);
-    uint64_t *counts = malloc((size_t)tok->V * sizeof *counts);
+    uint64_t *own = train_counts ? NULL : calloc((size_t)tok->V, sizeof *own);
+    const uint64_t *counts = train_counts ? train_counts : own;
     RelationSums rs[HEADS_REL_TEXT];
     int rc = 0;
     if (!key || !first || !sums || !st || !counts) {
@@ -361,14 +362,10 @@ int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *t
             heads_add_relation(sums, &rs[q], q, a, key, NULL, NULL, B, T);
             continue;
         }
-        if (train_ids) {
-            heads_token_counts(counts, train_ids, ntrain, tok->V);
-        } else {
-            memset(counts, 0, (size_t)tok->V * sizeof *counts);
+        if (own)
             for (size_t t = 0; t < NT; t++)
                 if (tokens[t] >= 0 && tokens[t] < tok->V)
-                    counts[tokens[t]]++;
-        }
+                    own[tokens[t]]++;
         if (heads_add_rare(sums, &rs[q], a, tokens, NULL, counts, NULL, B, T)) {
             rc = err_set(err, errlen, "out of memory for relation metrics");
             goto done;
@@ -382,6 +379,6 @@ done:
     free(first);
     free(sums);
     free(st);
-    free(counts);
+    free(own);
     return rc;
 }

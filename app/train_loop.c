@@ -282,8 +282,8 @@ static void measure_heads(Run *r)
     err[0] = '\0';
     if (heads_quick(r->head_metrics, &r->tr.acts, r->inputs, (int)r->o.batch, c->T, err, len))
         return;
-    heads_quick_relations(r->heads_rel, &r->tr.acts, r->inputs, &r->corpus.tok, r->corpus.ids,
-                          r->corpus.ntrain, (int)r->o.batch, c->T, err, len);
+    heads_quick_relations(r->heads_rel, &r->tr.acts, r->inputs, &r->corpus.tok, r->token_counts,
+                          (int)r->o.batch, c->T, err, len);
 }
 
 /* The metrics measure_heads took this step, as one JSON line. */

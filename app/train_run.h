@@ -25,6 +25,7 @@ typedef struct {
     TrainState ts;          /* the settings and data position a checkpoint stores */
     int *inputs, *targets;
     float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
+    uint64_t *token_counts; /* [V]: each token's count in the train split, for --heads-every */
     HeadsRelation heads_rel[HEADS_REL_TEXT]; /* --heads-every: the step's relations */
     char heads_err[300];    /* why this step's head metrics failed; "" when they did not */
     FILE *log;

@@ -385,14 +385,20 @@ static void sync_dir(const char *path)
     }
 }
 
+int guard_stream_close(FILE *f, int fd, const int *error)
+{
+    int bad = fflush(f) != 0 || ferror(f) ? (*error ? *error : EIO) : 0;
+    if (!bad && fsync(fd) != 0)
+        bad = errno;
+    if (fclose(f) != 0 && !bad)
+        bad = *error ? *error : EIO;
+    return bad;
+}
+
 /* The first failure (an errno) in writing, flushing, fsyncing or closing g. */
 static int finish(GuardFile *g)
 {
-    int bad = fflush(g->f) != 0 || ferror(g->f) ? (g->error ? g->error : EIO) : 0;
-    if (!bad && fsync(g->fd) != 0)
-        bad = errno;
-    if (fclose(g->f) != 0 && !bad)
-        bad = g->error ? g->error : EIO;
+    int bad = guard_stream_close(g->f, g->fd, &g->error);
     g->f = NULL;
     return bad;
 }

@@ -54,6 +54,10 @@ int guard_check_output(const char *flag, const char *path, char *err, size_t err
  * of memory. */
 FILE *guard_fdopen(int fd, int *error);
 
+/* Flushes, fsyncs and closes such a stream f on descriptor fd: 0, or the errno of
+ * the first failure (the stream's kept *error where it has one, else EIO). */
+int guard_stream_close(FILE *f, int fd, const int *error);
+
 /* An output written whole to a temporary and renamed into place on commit. */
 typedef struct {
     FILE *f;          /* the temporary, open for writing; NULL when not open */

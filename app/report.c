@@ -74,11 +74,7 @@ int report_out_open(ReportOut *o, const char *dir, const char *name, char *err,
 
 int report_out_close(ReportOut *o, char *err, size_t errlen)
 {
-    int bad = fflush(o->f) != 0 || ferror(o->f) ? (o->error ? o->error : EIO) : 0;
-    if (!bad && fsync(o->fd) != 0)
-        bad = errno;
-    if (fclose(o->f) != 0 && !bad)
-        bad = o->error ? o->error : EIO;
+    int bad = guard_stream_close(o->f, o->fd, &o->error);
     o->f = NULL;
     if (bad)
         return err_set(err, errlen, "%s: write failed: %s", o->path, strerror(bad));

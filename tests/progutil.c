@@ -69,6 +69,15 @@ const char *find_in(const char *s, size_t n, const char *needle)
     return NULL;
 }
 
+double json_number(const char *line, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *at = strstr(line, k);
+    cr_assert_not_null(at, "%s missing from %s", key, line);
+    return strtod(at + strlen(k), NULL);
+}
+
 /* out without the lines a sanitizer adds ("==123==WARNING: ..."): they are not
  * the program's output (ASan warns before malloc returns NULL as asked). */
 char *program_output(const char *out)

@@ -28,6 +28,8 @@ int count_lines(const char *s);
 int has_line_starting(const char *s, const char *prefix);
 /* needle within s[0..n). */
 const char *find_in(const char *s, size_t n, const char *needle);
+/* The number after "key": in a JSON line (a failed assertion when it is missing). */
+double json_number(const char *line, const char *key);
 /* out without sanitizer lines (malloc'd). */
 char *program_output(const char *out);
 

@@ -61,16 +61,6 @@ static double help_default(const char *help, const char *flag)
     return strtod(d + 10, NULL);
 }
 
-/* The number after "key": in a JSON line. */
-static double json_number(const char *line, const char *key)
-{
-    char k[64];
-    snprintf(k, sizeof k, "\"%s\":", key);
-    const char *at = strstr(line, k);
-    cr_assert_not_null(at, "%s missing from %s", key, line);
-    return strtod(at + strlen(k), NULL);
-}
-
 Test(train, help_lists_every_flag_with_the_default_in_use)
 {
     Env e;

@@ -132,16 +132,6 @@ Test(vocab, a_resumed_bpe_run_matches_an_uninterrupted_one, .timeout = 120)
                           "--vocab 160 contradicts the checkpoint (150)");
 }
 
-/* The number after "key": in s, as a double. */
-static double json_double(const char *s, const char *key)
-{
-    char k[64];
-    snprintf(k, sizeof k, "\"%s\":", key);
-    const char *at = strstr(s, k);
-    cr_assert_not_null(at, "%s missing from %s", key, s);
-    return strtod(at + strlen(k), NULL);
-}
-
 /* The final record's val loss and bits per byte (printed with 6 decimals) come
  * back from ./infer --eval on the dumped val split; bpb is the loss over the
  * predicted tokens' bytes, fewer tokens than bytes. */
@@ -163,11 +153,11 @@ Test(vocab, infer_eval_reproduces_the_final_val_loss_and_bits_per_byte, .timeout
     text[n] = '\0';
     const char *final = strstr(text, "\"type\":\"final\"");
     cr_assert_not_null(final, "%s", text);
-    double want_loss = json_double(final, "val_loss"), want_bpb = json_double(final, "val_bpb");
+    double want_loss = json_number(final, "val_loss"), want_bpb = json_number(final, "val_bpb");
     long want_tokens = json_long(final, "val_tokens");
     rc = run(&out, "infer", "--ckpt %s --eval %s --json", e.out, val);
     cr_assert_eq(rc, 0, "%s", out);
-    double loss = json_double(out, "loss"), bpb = json_double(out, "bpb");
+    double loss = json_number(out, "loss"), bpb = json_number(out, "bpb");
     long tokens = json_long(out, "tokens"), bytes = json_long(out, "bytes");
     cr_assert_eq(tokens, want_tokens, "%s", out);
     cr_assert_lt(tokens, bytes, "BPE tokens should be fewer than the bytes: %s", out);

@@ -52,7 +52,7 @@ static int count_training(uint64_t *counts, const TrainState *ts, const Tokenize
     TextFile f;
     if (read_training_text(&f, ts, why, whylen))
         return -1;
-    size_t train_bytes = (size_t)((double)f.n * (1.0 - ts->val_frac));
+    size_t train_bytes = corpus_train_bytes(f.n, ts->val_frac);
     TokenId *ids = malloc(train_bytes ? train_bytes * sizeof *ids : 1);
     char err[1500];
     long n = ids ? tok_encode(tok, f.bytes, train_bytes, ids, ts->data_path, err, sizeof err)

@@ -114,12 +114,17 @@ static int make_tokenizer(Tokenizer *out, const TextFile *f, const Tokenizer *to
     return 0;
 }
 
+size_t corpus_train_bytes(size_t n, double val_frac)
+{
+    return (size_t)((double)n * (1.0 - val_frac));
+}
+
 int corpus_prepare(Corpus *c, const TextFile *f, const Tokenizer *tok, int vocab,
                    double val_frac, int T, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     size_t n = f->n, window = (size_t)T + 1;
-    size_t train_bytes = (size_t)((double)n * (1.0 - val_frac));
+    size_t train_bytes = corpus_train_bytes(n, val_frac);
     size_t val_bytes = n - train_bytes;
     int rc = make_tokenizer(&c->tok, f, tok, vocab, train_bytes, err, errlen);
     if (rc)

@@ -49,6 +49,8 @@ typedef struct {
  * a message, or CORPUS_VOCAB_TOO_SMALL (a message too) when vocab is below the
  * number of distinct bytes of f. On error nothing needs freeing. */
 #define CORPUS_VOCAB_TOO_SMALL (-2)
+/* How many of n bytes are the train split: the first (1 - val_frac) of them. */
+size_t corpus_train_bytes(size_t n, double val_frac);
 int corpus_prepare(Corpus *c, const TextFile *f, const Tokenizer *tok, int vocab,
                    double val_frac, int T, char *err, size_t errlen);
 void corpus_free(Corpus *c);

@@ -44,8 +44,9 @@
 
 /* Relations (docs/heads.md, "Relations"): for query row i of a window, the key
  * a head that has learnt the relation attends to (for rare, a set of keys). The
- * first four are found in any text; agreement and planted names come from the
- * built-in corpus' list (data/synth.h) and are filled in by the caller. */
+ * first four are found in any text; agreement, planted names, determiner and
+ * coreference come from the built-in corpus' list (data/synth.h) and are filled
+ * in by the caller. */
 typedef enum {
     HEADS_REL_PREV,     /* key i - 1 */
     HEADS_REL_BRACKET,  /* token i + 1 holds a closing bracket or quote: key = its opener's token */
@@ -53,6 +54,8 @@ typedef enum {
     HEADS_REL_RARE,     /* keys: the positions <= i - 2 holding the window's rarest token */
     HEADS_REL_AGREE,    /* built-in corpus: verb -> its subject */
     HEADS_REL_NAMES,    /* built-in corpus: repeated name -> after its first use */
+    HEADS_REL_DET,      /* built-in corpus: noun (where its forms part) -> its determiner */
+    HEADS_REL_COREF,    /* built-in corpus: the noun named again -> the antecedent of "it" */
     HEADS_REL_COUNT
 } HeadsRelKind;
 /* The four relations found in any text (and logged during training). */
@@ -62,7 +65,8 @@ typedef enum {
 /* A probe alphabet smaller than this falls back to the next rule (heads_probe_alphabet). */
 #define HEADS_PROBE_MIN_ALPHABET 8
 
-/* "previous-token", "bracket", "copy", "rare", "agreement", "names": JSON keys. */
+/* "previous-token", "bracket", "copy", "rare", "agreement", "names", "determiner",
+ * "coreference": JSON keys. */
 extern const char *const heads_rel_names[HEADS_REL_COUNT];
 
 typedef enum {

@@ -12,7 +12,8 @@
 #include "util/errbuf.h"
 
 const char *const heads_rel_names[HEADS_REL_COUNT] = {
-    "previous-token", "bracket", "copy", "rare", "agreement", "names",
+    "previous-token", "bracket", "copy", "rare", "agreement", "names", "determiner",
+    "coreference",
 };
 
 void heads_keys_prev(int *key, int B, int T)

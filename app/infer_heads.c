@@ -114,6 +114,15 @@ static void find_builtin(Analysis *an, const TokenId *ids, size_t n, const Token
     free(file);
 }
 
+/* The HeadsRelKind of each planted SynthRelKind (brackets are found in any text). */
+static const int planted_kind[SYNTH_REL_KINDS] = {
+    [SYNTH_REL_AGREE] = HEADS_REL_AGREE,
+    [SYNTH_REL_BRACKET] = HEADS_REL_BRACKET,
+    [SYNTH_REL_NAMES] = HEADS_REL_NAMES,
+    [SYNTH_REL_DET] = HEADS_REL_DET,
+    [SYNTH_REL_COREF] = HEADS_REL_COREF,
+};
+
 /* The keys of the planted relations for windows w0.. of the relation pass,
  * each window starting at w * T; a name's first occurrence row is key - 1 (the
  * row that predicted the key token there) when it is in the window. When
@@ -132,7 +141,7 @@ static void planted_keys(Analysis *an, int w0, int B, size_t *next)
         size_t s = p->query / (size_t)an->T * (size_t)an->T;   /* its window's start */
         if (p->key < s)
             continue;
-        int q = p->kind == SYNTH_REL_AGREE ? HEADS_REL_AGREE : HEADS_REL_NAMES;
+        int q = planted_kind[p->kind];
         size_t i = p->query - lo;
         an->key[q][i] = (int)(p->key - s);
         if (q == HEADS_REL_NAMES && p->key > s)
@@ -454,8 +463,8 @@ static void print_relations(const Analysis *an)
     }
     printf("  (rare: token counts of %s)\n", an->rare_source);
     if (an->builtin)
-        printf("  (the file is the built-in corpus from byte %zu: agreement and names are its "
-               "planted relations)\n", an->builtin_at);
+        printf("  (the file is the built-in corpus from byte %zu: agreement, names, determiner "
+               "and coreference are its planted relations)\n", an->builtin_at);
     if (an->planted_dropped)
         printf("  (%zu planted relations left out: the key and the query fall in one token)\n",
                an->planted_dropped);

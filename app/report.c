@@ -43,6 +43,8 @@ const ReportField report_fields[] = {
     {"rare", offsetof(HeadStats, rel[HEADS_REL_RARE])},
     {"agreement", offsetof(HeadStats, rel[HEADS_REL_AGREE])},
     {"names", offsetof(HeadStats, rel[HEADS_REL_NAMES])},
+    {"determiner", offsetof(HeadStats, rel[HEADS_REL_DET])},
+    {"coreference", offsetof(HeadStats, rel[HEADS_REL_COREF])},
 };
 const size_t report_nfields = sizeof report_fields / sizeof report_fields[0];
 

@@ -94,23 +94,43 @@ static int is_vowel(char c)
     return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u';
 }
 
-/* Appends "det [adj] noun" of the given number, the noun animate when it is to be
- * a subject and from the whole lexicon otherwise; returns the noun's last byte. */
+/* How many leading bytes a word's singular and plural forms share: the relations
+ * that decide number are planted on the last of them (dog/dogs 3, mouse/mice 1,
+ * runs/run 3, is/are 0). */
+static size_t pair_shared(const WordPair *pair)
+{
+    size_t shared = 0;
+    while (pair->sg[shared] && pair->sg[shared] == pair->pl[shared])
+        shared++;
+    return shared;
+}
+
+/* Appends "det [adj [adj]] noun" of the given number, the noun animate when it
+ * is to be a subject and from the whole lexicon otherwise; a determiner other
+ * than "the" plants the determiner relation. Returns the noun's last byte. */
 static size_t put_np(Line *l, Rng *r, int plural, int animate)
 {
     const char *det = "the";
     if (rng_below(r, 5) >= 3)
         det = plural ? PICK(r, DETS_PL) : PICK(r, DETS_SG);
-    const char *adj = rng_below(r, 5) < 2 ? PICK(r, ADJS) : NULL;
+    uint64_t nadj = rng_below(r, 10);
+    nadj = nadj < 6 ? 0 : nadj < 9 ? 1 : 2;
+    const char *adj[SYNTH_ADJ_MAX] = {NULL, NULL};
+    for (uint64_t k = 0; k < nadj; k++)
+        do
+            adj[k] = PICK(r, ADJS);
+        while (k > 0 && adj[k] == adj[0]);
     size_t i = (size_t)rng_below(r, animate ? COUNT(ANIMATE) : COUNT(ANIMATE) + COUNT(THINGS));
     const WordPair *pair = i < COUNT(ANIMATE) ? &ANIMATE[i] : &THINGS[i - COUNT(ANIMATE)];
     const char *noun = plural ? pair->pl : pair->sg;
-    if (strcmp(det, "a") == 0 && is_vowel(adj ? adj[0] : noun[0]))
+    if (strcmp(det, "a") == 0 && is_vowel(adj[0] ? adj[0][0] : noun[0]))
         det = "an";
-    line_word(l, det);
-    if (adj)
-        line_word(l, adj);
+    size_t det_end = line_word(l, det) + strlen(det) - 1;
+    for (uint64_t k = 0; k < nadj; k++)
+        line_word(l, adj[k]);
     size_t start = line_word(l, noun);
+    if (strcmp(det, "the") != 0)
+        line_rel(l, SYNTH_REL_DET, start + pair_shared(pair) - 1, det_end);
     return start + strlen(noun) - 1;
 }
 
@@ -146,11 +166,8 @@ static void put_verb_pp(Line *l, Rng *r)
  * singular and plural forms part. */
 static void put_verb(Line *l, const WordPair *verb, int plural, size_t subject_end)
 {
-    size_t shared = 0;
-    while (verb->sg[shared] && verb->sg[shared] == verb->pl[shared])
-        shared++;
     size_t start = line_word(l, plural ? verb->pl : verb->sg);
-    line_rel(l, SYNTH_REL_AGREE, start + shared - 1, subject_end);
+    line_rel(l, SYNTH_REL_AGREE, start + pair_shared(verb) - 1, subject_end);
 }
 
 /* ---- Line kinds ------------------------------------------------------------- */
@@ -415,6 +432,40 @@ static void gen_copy(Line *l, Rng *r)
     copy_repeat(l, r, &a, &b);
 }
 
+/* A coreference line: an animal and a thing, in either order, "it", a property
+ * that fits only one of them, then that one named again:
+ *   "The dog was near the cup because it was hungry, so the dog slept."
+ *   "A key lay by the goat and it was dusty, so the key fell."
+ * Which noun is named again follows from the property alone: each order and each
+ * property class is drawn with probability 1/2, so the nearer noun is the right
+ * one half of the time. Plants the coreference relation on the second naming. */
+static void gen_coref(Line *l, Rng *r)
+{
+    int thing_first = (int)rng_below(r, 2);
+    int about_thing = (int)rng_below(r, 2);
+    const char *animal = PICK(r, COREF_ANIMALS), *thing = PICK(r, COREF_THINGS);
+    size_t at[2];
+    for (int k = 0; k < 2; k++) {
+        const char *noun = (k == 0) == thing_first ? thing : animal;
+        const char *det = k == 0 && rng_below(r, 3) == 0 ? (is_vowel(noun[0]) ? "an" : "a")
+                                                         : "the";
+        line_word(l, det);
+        at[k] = line_word(l, noun);
+        if (k == 0)
+            line_word(l, PICK(r, COREF_LINKS));
+    }
+    line_word(l, PICK(r, COREF_CONJS));
+    line_word(l, "it");
+    line_word(l, "was");
+    line_word(l, about_thing ? PICK(r, PROPS_THING) : PICK(r, PROPS_ANIMAL));
+    line_char(l, ',');
+    line_word(l, "so");
+    line_word(l, "the");
+    size_t again = line_word(l, about_thing ? thing : animal);
+    line_rel(l, SYNTH_REL_COREF, again - 1, at[about_thing == thing_first ? 0 : 1]);
+    line_word(l, about_thing ? PICK(r, AFTER_THING) : PICK(r, AFTER_ANIMAL));
+}
+
 /* A sound made of one random consonant-vowel syllable said 4-10 times
  * (SYNTH_SOUND_*: "babababa", "tititititi"): past its first two letters every
  * byte is the one two places back, the byte before the one being read, so a
@@ -471,7 +522,7 @@ static void gen_sound(Line *l, Rng *r)
 
 /* ---- Driver ----------------------------------------------------------------- */
 
-typedef enum { KIND_PLAIN, KIND_AGREE, KIND_BRACKET, KIND_COPY, KIND_SOUND } LineKind;
+typedef enum { KIND_PLAIN, KIND_AGREE, KIND_BRACKET, KIND_COPY, KIND_COREF, KIND_SOUND } LineKind;
 
 /* Draws a line kind by its share, then draws lines of that kind until one keeps
  * every limit; ends it with ".\n" and capitalises its first letter. */
@@ -482,7 +533,8 @@ static void line_generate(Line *l, Rng *r)
                   : pick < SYNTH_PERCENT_PLAIN + SYNTH_PERCENT_AGREE ? KIND_AGREE
                   : pick < SYNTH_PERCENT_PLAIN + SYNTH_PERCENT_AGREE + SYNTH_PERCENT_BRACKET
                       ? KIND_BRACKET
-                  : pick < 100 - SYNTH_PERCENT_SOUND ? KIND_COPY
+                  : pick < 100 - SYNTH_PERCENT_SOUND - SYNTH_PERCENT_COREF ? KIND_COPY
+                  : pick < 100 - SYNTH_PERCENT_SOUND ? KIND_COREF
                   : KIND_SOUND;
     size_t max_len = kind == KIND_AGREE ? SYNTH_AGREE_MAX_LINE : SYNTH_OTHER_MAX_LINE;
     do {
@@ -495,6 +547,8 @@ static void line_generate(Line *l, Rng *r)
             gen_bracket(l, r);
         else if (kind == KIND_COPY)
             gen_copy(l, r);
+        else if (kind == KIND_COREF)
+            gen_coref(l, r);
         else
             gen_sound(l, r);
         line_char(l, '.');

@@ -1,12 +1,14 @@
 /* synth: the built-in training corpus, generated rather than downloaded.
  *
  * Writes a deterministic, pure-ASCII, English-like text from a small lexicon, one
- * sentence per line, in which five relations that attention heads are known to
- * learn are planted on purpose: local spelling and word order, subject-verb
- * agreement across a varying distance, brackets and quotes that must be closed,
- * made-up names that are repeated later in the same line (copy / induction), and
- * sounds that repeat one random syllable ("kokoko"), in which every byte past the
- * second is the one two back: only a previous-token head predicts them.
+ * sentence per line, in which relations that attention heads are known to learn
+ * are planted on purpose: local spelling and word order, a determiner that fixes
+ * its noun's number, subject-verb agreement across a varying distance, brackets
+ * and quotes that must be closed, made-up names that are repeated later in the
+ * same line (copy / induction), a pronoun between two nouns whose antecedent only
+ * a property tells (coreference), and sounds that repeat one random syllable
+ * ("kokoko"), in which every byte past the second is the one two back: only a
+ * previous-token head predicts them.
  * docs/corpus.md describes every line kind with examples, proportions and
  * distances. The generator can also report, for each planted relation, which
  * earlier byte a head tracking that relation should attend to; reading files,
@@ -22,16 +24,20 @@
 
 /* Share of each line kind, in percent of lines (they sum to 100). */
 enum {
-    SYNTH_PERCENT_PLAIN = 17,   /* past-tense sentences: local spelling and word order */
-    SYNTH_PERCENT_AGREE = 20,   /* present tense: the verb agrees with a distant subject */
-    SYNTH_PERCENT_BRACKET = 18, /* a ( ... ) or "..." span, sometimes one nested in the other */
-    SYNTH_PERCENT_COPY = 25,    /* a made-up name introduced and repeated in the line */
-    SYNTH_PERCENT_SOUND = 20    /* a sound: one random syllable said 4-10 times ("kokoko") */
+    SYNTH_PERCENT_PLAIN = 12,   /* past-tense sentences: local spelling and word order */
+    SYNTH_PERCENT_AGREE = 18,   /* present tense: the verb agrees with a distant subject */
+    SYNTH_PERCENT_BRACKET = 16, /* a ( ... ) or "..." span, sometimes one nested in the other */
+    SYNTH_PERCENT_COPY = 22,    /* a made-up name introduced and repeated in the line */
+    SYNTH_PERCENT_COREF = 14,   /* an animal, a thing, "it", a property, then one of them again */
+    SYNTH_PERCENT_SOUND = 18    /* a sound: one random syllable said 4-10 times ("kokoko") */
 };
 
 /* A sound is one consonant-vowel syllable said this many times. */
 #define SYNTH_SOUND_MIN_REPEATS 4
 #define SYNTH_SOUND_MAX_REPEATS 10
+
+/* A noun phrase has no adjective, one or two, in tenths: 6, 3 and 1. */
+#define SYNTH_ADJ_MAX 2
 
 /* Longest line of each kind, in bytes including the '\n'. Agreement lines fit in a
  * 64-byte context whole; a repeated name starts at most SYNTH_COPY_MAX_DISTANCE
@@ -56,11 +62,22 @@ void synth_generate(char *buf, size_t nbytes, uint64_t seed);
  *   SYNTH_REL_NAMES:   query is a letter of a repeated name (all but its last),
  *                      key is the byte after that letter in the name's first
  *                      occurrence, so text[key - 1] == text[query] and
- *                      text[key] == text[query + 1] (an induction head's target). */
+ *                      text[key] == text[query + 1] (an induction head's target).
+ *   SYNTH_REL_DET:     query is the last byte a noun's singular and plural forms
+ *                      share (the 'g' of dog/dogs, the 'm' of mouse/mice), key is
+ *                      the last byte of its determiner, when the determiner says
+ *                      the number (a, an, this, these, two...; not "the").
+ *   SYNTH_REL_COREF:   query is the space before the noun a coreference line
+ *                      names again ("so the| dog"), key is the first byte of the
+ *                      same noun where it was first named, the one of the two
+ *                      nouns that the property after "it" fits; text[key - 1] ==
+ *                      text[query] (a space) and text[key] == text[query + 1]. */
 typedef enum {
     SYNTH_REL_AGREE,
     SYNTH_REL_BRACKET,
     SYNTH_REL_NAMES,
+    SYNTH_REL_DET,
+    SYNTH_REL_COREF,
     SYNTH_REL_KINDS
 } SynthRelKind;
 

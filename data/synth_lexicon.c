@@ -104,6 +104,22 @@ const char *const ADVS_END[] = {
 };
 
 const char *const CONJS[] = {"and", "but", "then", "so"};
+
+const char *const COREF_ANIMALS[] = {
+    "dog", "cat", "bird", "horse", "cow", "fox", "mouse", "duck", "goat", "pig",
+};
+const char *const COREF_THINGS[] = {
+    "cup", "apple", "stone", "coin", "key", "lamp", "bell", "box", "hat", "ball", "dish", "book",
+};
+const char *const PROPS_ANIMAL[] = {"hungry", "sleepy", "scared", "thirsty", "sick"};
+const char *const PROPS_THING[] = {"broken", "cracked", "dusty", "shiny", "cheap"};
+const char *const AFTER_ANIMAL[] = {"slept", "ran", "hid", "waited", "rested"};
+const char *const AFTER_THING[] = {"fell", "broke", "rolled", "stayed"};
+/* How the two nouns stand: "the dog was near the cup". */
+const char *const COREF_LINKS[] = {"was near", "was beside", "was behind", "lay by", "sat by"};
+const char *const COREF_CONJS[] = {"because", "and", "but"};
+static const char *const COREF_WORDS[] = {"it", "because"};
+static const char *const COREF_PAST[] = {"was", "lay"};
 static const char *const FUNCTION_WORDS[] = {"that", "who"};
 
 static int words_equal(const char *lexicon_word, const char *word, size_t len)
@@ -156,5 +172,10 @@ unsigned synth_word_classes(const char *word, size_t len)
     c |= list_classes(ADVS_END, COUNT(ADVS_END), SYNTH_OTHER, word, len);
     c |= list_classes(CONJS, COUNT(CONJS), SYNTH_OTHER, word, len);
     c |= list_classes(FUNCTION_WORDS, COUNT(FUNCTION_WORDS), SYNTH_OTHER, word, len);
+    c |= list_classes(PROPS_ANIMAL, COUNT(PROPS_ANIMAL), SYNTH_ADJ, word, len);
+    c |= list_classes(PROPS_THING, COUNT(PROPS_THING), SYNTH_ADJ, word, len);
+    c |= list_classes(AFTER_THING, COUNT(AFTER_THING), SYNTH_VERB_PAST, word, len);
+    c |= list_classes(COREF_PAST, COUNT(COREF_PAST), SYNTH_VERB_PAST, word, len);
+    c |= list_classes(COREF_WORDS, COUNT(COREF_WORDS), SYNTH_OTHER, word, len);
     return c;
 }

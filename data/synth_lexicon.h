@@ -28,5 +28,17 @@ extern const char *const ADVS_MID[8];
 extern const char *const ADVS_END[11];
 extern const char *const CONJS[4];
 extern const WordPair COPULA;
+/* Coreference lines (synth.c, gen_coref): animals and portable things that can stand
+ * side by side, a property that fits only animals or only things, and what each
+ * does afterwards. The properties occur in no other line, so the property alone
+ * tells which of the two nouns "it" is. */
+extern const char *const COREF_ANIMALS[10];
+extern const char *const COREF_THINGS[12];
+extern const char *const PROPS_ANIMAL[5];
+extern const char *const PROPS_THING[5];
+extern const char *const AFTER_ANIMAL[5];
+extern const char *const AFTER_THING[4];
+extern const char *const COREF_LINKS[5];
+extern const char *const COREF_CONJS[3];
 
 #endif

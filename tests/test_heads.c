@@ -791,6 +791,50 @@ Test(heads, planted_relations_move_to_the_tokens_that_hold_their_bytes)
     cr_assert(out[2].kind == SYNTH_REL_NAMES && out[2].query == 4 && out[2].key == 1);
 }
 
+Test(heads, determiner_and_coreference_move_to_word_tokens)
+{
+    /* "Two old dogs ran. The dog was near the cup because it was hungry, so the dog
+     * slept." The determiner relation: the 'g' of "dogs" (byte 10, where dog/dogs
+     * part) needs "Two" (key: its 'o', byte 2). The coreference relation: the
+     * space before the last "dog" (byte 72) predicts its 'd', whose antecedent
+     * starts at byte 22. */
+    const char *text = "Two old dogs ran. The dog was near the cup because it was hungry, "
+                       "so the dog slept.";
+    cr_assert_eq(text[10], 'g');
+    cr_assert_eq(text[2], 'o');
+    cr_assert_eq(strncmp(text + 66, "so the dog", 10), 0);
+    cr_assert_eq(text[22], 'd');
+    const SynthRelation rel[] = {{SYNTH_REL_DET, 10, 2}, {SYNTH_REL_COREF, 72, 22}};
+    size_t nb = strlen(text), dropped = 9;
+    /* Bytes: unchanged. */
+    size_t *start1 = malloc((nb + 1) * sizeof *start1);
+    cr_assert_not_null(start1);
+    for (size_t t = 0; t <= nb; t++)
+        start1[t] = t;
+    SynthRelation out[4];
+    cr_assert_eq(heads_planted_to_tokens(out, &dropped, rel, 2, 0, start1, nb), 2u);
+    cr_assert_eq(dropped, 0u);
+    cr_assert(out[0].kind == SYNTH_REL_DET && out[0].query == 10 && out[0].key == 2);
+    cr_assert(out[1].kind == SYNTH_REL_COREF && out[1].query == 72 && out[1].key == 22);
+    free(start1);
+    /* One token per word, with its space: Two | " old" | " dogs" | " ran" | "." |
+     * " The" | " dog" | " was" | " near" | " the" | " cup" | " because" | " it" |
+     * " was" | " hungry" | "," | " so" | " the" | " dog" | " slept" | "." */
+    const size_t start2[] = {0,  3,  7,  12, 16, 17, 21, 25, 29, 34, 38,
+                             42, 50, 53, 57, 64, 65, 68, 72, 76, 82, 83};
+    cr_assert_eq(start2[21], nb);
+    cr_assert_eq(heads_planted_to_tokens(out, &dropped, rel, 2, 0, start2, 21), 2u);
+    /* Row " old" (1) predicts " dogs" and needs "Two" (0); row " the" (17)
+     * predicts " dog" and needs the first " dog" (6), not the nearer " cup" (10). */
+    cr_assert(out[0].kind == SYNTH_REL_DET && out[0].query == 1 && out[0].key == 0);
+    cr_assert(out[1].kind == SYNTH_REL_COREF && out[1].query == 17 && out[1].key == 6);
+    /* Without the adjective the determiner is the row itself: dropped. */
+    const size_t start3[] = {0, 3, 8, 12, 13};
+    const SynthRelation det[] = {{SYNTH_REL_DET, 6, 2}}; /* "Two dogs ran." */
+    cr_assert_eq(heads_planted_to_tokens(out, &dropped, det, 1, 0, start3, 4), 0u);
+    cr_assert_eq(dropped, 1u);
+}
+
 Test(heads, quick_relations_read_byte_pair_tokens)
 {
     /* One window of the hand vocabulary, T = 16 tokens: the bracket row 2 -> 1 is

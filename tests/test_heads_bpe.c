@@ -312,15 +312,16 @@ Test(heads_bpe, the_built_in_corpus_keeps_its_planted_relations_on_byte_pairs, .
     snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=passive %s/infer --ckpt %s/bi.ckpt --heads %s "
              "--json --windows 4 -j 2 2>/dev/null", tu_bin(), d, piece);
     cr_assert_eq(tu_run(cmd, &out), 0, "%s", out);
-    /* Found at the start of the validation split, with byte pairs, and both
-     * planted relations have token rows. */
+    /* Found at the start of the validation split, with byte pairs, and every
+     * planted relation has token rows. */
     cr_assert_not_null(strstr(out, "\"builtin_corpus\":true,\"planted_dropped\":"), "%.300s", out);
     const char *m = strstr(out, "\"merges\":");
     cr_assert(m && atoi(m + 9) > 0, "no merges: %.200s", out);
     cr_assert_not_null(strstr(out, "\"probe_tokens\":\"word tokens"), "%.2000s", out);
-    for (int q = 0; q < 2; q++) {
+    static const char *const planted[] = {"agreement", "names", "determiner", "coreference"};
+    for (int q = 0; q < 4; q++) {
         char key[64];
-        snprintf(key, sizeof key, "\"%s\":{", q ? "names" : "agreement");
+        snprintf(key, sizeof key, "\"%s\":{", planted[q]);
         const char *r = strstr(out, key);
         cr_assert_not_null(r, "no %s relation", key);
         r = strstr(r, "\"rows\":");

@@ -176,7 +176,7 @@ static void save_tiny_for(const char *ckpt, const unsigned char *text, size_t n)
 {
     Tokenizer tok;
     cr_assert_eq(tok_build(&tok, text, n, NULL, 0), 0);
-    Config cfg = {.V = tok.V, .T = 32, .L = 1, .H = 2, .C = 16, .D = 8};
+    Config cfg = {.V = tok.V, .T = 64, .L = 1, .H = 2, .C = 16, .D = 8};
     Model m;
     char err[512];
     cr_assert_eq(model_init(&m, &cfg, err, sizeof err), 0, "%s", err);
@@ -219,6 +219,8 @@ Test(heads, infer_recognises_a_piece_of_the_built_in_corpus, .timeout = 60)
         if (!edited) {
             assert_starts(path, "{", "\"agreement\":{\"best_head\":\"L0H");
             assert_starts(path, "{", "\"names\":{\"best_head\":\"L0H");
+            assert_starts(path, "{", "\"determiner\":{\"best_head\":\"L0H");
+            assert_starts(path, "{", "\"coreference\":{\"best_head\":\"L0H");
         }
     }
     free(corpus);

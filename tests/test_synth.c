@@ -8,7 +8,7 @@
 
 #include "data/synth.h"
 
-enum { KIND_PLAIN, KIND_AGREE, KIND_BRACKET, KIND_COPY, KIND_SOUND, KINDS };
+enum { KIND_PLAIN, KIND_AGREE, KIND_BRACKET, KIND_COPY, KIND_COREF, KIND_SOUND, KINDS };
 
 static char *generate(size_t n, uint64_t seed)
 {
@@ -78,8 +78,8 @@ static int is_sound(const char *w, size_t len)
 }
 
 /* The kind of a line, read from its surface: a sound word, else brackets or
- * quotes, else a word outside the lexicon (a name), else a present-tense verb,
- * else plain. */
+ * quotes, else the pronoun "it", else a word outside the lexicon (a name), else a
+ * present-tense verb, else plain. */
 static int classify(const char *line, size_t len)
 {
     Words w;
@@ -89,6 +89,9 @@ static int classify(const char *line, size_t len)
             return KIND_SOUND;
     if (memchr(line, '(', len) || memchr(line, '"', len))
         return KIND_BRACKET;
+    for (size_t i = 0; i < w.n; i++)
+        if (w.len[i] == 2 && memcmp(line + w.start[i], "it", 2) == 0)
+            return KIND_COREF;
     int present = 0;
     for (size_t i = 0; i < w.n; i++) {
         unsigned c = classes_of(line + w.start[i], w.len[i]);
@@ -228,8 +231,11 @@ Test(synth, line_kinds_occur_in_their_documented_shares)
     KindCount k = {{0}, 0};
     each_line(t, SYNTH_DEFAULT_BYTES, count_kind, &k);
     const int share[KINDS] = {SYNTH_PERCENT_PLAIN, SYNTH_PERCENT_AGREE, SYNTH_PERCENT_BRACKET,
-                              SYNTH_PERCENT_COPY, SYNTH_PERCENT_SOUND};
-    cr_assert_eq(share[0] + share[1] + share[2] + share[3] + share[4], 100);
+                              SYNTH_PERCENT_COPY, SYNTH_PERCENT_COREF, SYNTH_PERCENT_SOUND};
+    int sum = 0;
+    for (int i = 0; i < KINDS; i++)
+        sum += share[i];
+    cr_assert_eq(sum, 100);
     cr_assert_gt(k.lines, 15000u);
     for (int i = 0; i < KINDS; i++) {
         double got = 100.0 * (double)k.count[i] / (double)k.lines;
@@ -441,8 +447,8 @@ Test(synth, agreement_verbs_match_the_subject_not_the_nearest_noun)
     char *t = generate(SYNTH_DEFAULT_BYTES, 1);
     AgreeCount a = {0, 0, 0, 0, 0};
     each_line(t, SYNTH_DEFAULT_BYTES, check_agree, &a);
-    /* 20 % (SYNTH_PERCENT_AGREE) of about 21,000 lines. */
-    cr_assert_gt(a.lines, 3800u);
+    /* 18 % (SYNTH_PERCENT_AGREE) of about 20,000 lines. */
+    cr_assert_gt(a.lines, 3200u);
     cr_assert(a.plural > a.lines / 3 && a.plural < 2 * a.lines / 3, "%zu plural of %zu",
               a.plural, a.lines);
     /* Lines with a noun of the other number between subject and verb: the ones a
@@ -475,6 +481,55 @@ static void check_agree_relation(const char *t, const SynthRelation *r)
     cr_assert_leq(r->query - r->key, 60u);
 }
 
+static int in_list(const char *w, size_t len, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(list[i]) == len && strncmp(list[i], w, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* The word holding byte pos in t, as (start, length). */
+static size_t word_at(const char *t, size_t pos, size_t *len)
+{
+    size_t s = pos, e = pos;
+    while (s > 0 && is_letter(t[s - 1]))
+        s--;
+    while (is_letter(t[e]))
+        e++;
+    *len = e - s;
+    return s;
+}
+
+/* The determiner ending at key fixes the number of the noun around query: a
+ * singular determiner before a singular noun, a plural one before a plural, at
+ * most SYNTH_ADJ_MAX adjectives between them, and the query on the last byte the
+ * noun's two forms share. */
+static void check_det_relation(const char *t, const SynthRelation *r)
+{
+    size_t dl, nl;
+    size_t ds = word_at(t, r->key, &dl), ns = word_at(t, r->query, &nl);
+    cr_assert_eq(ds + dl, r->key + 1, "determiner key is not the end of a word");
+    unsigned det = classes_of(t + ds, dl), noun = classes_of(t + ns, nl);
+    cr_assert(det & SYNTH_DET, "%.*s is not a determiner", (int)dl, t + ds);
+    cr_assert(!(dl == 3 && strncmp(t + ds, "the", 3) == 0), "\"the\" fixes no number");
+    cr_assert(noun & (SYNTH_NOUN_SG | SYNTH_NOUN_PL), "%.*s is not a noun", (int)nl, t + ns);
+    static const char *const singular[] = {"a", "an", "this", "one", "each", "every"};
+    char low[8] = {0};
+    cr_assert_lt(dl, sizeof low);
+    memcpy(low, t + ds, dl);
+    low[0] = (char)(low[0] | 0x20);
+    int plural_det = !in_list(low, dl, singular, 6);
+    cr_assert_eq((noun & SYNTH_NOUN_PL) != 0, plural_det, "%.*s ... %.*s", (int)dl, t + ds,
+                 (int)nl, t + ns);
+    size_t words = 0;
+    for (size_t i = ds + dl; i < ns; i++)
+        words += t[i] == ' ';
+    cr_assert_leq(words, (size_t)SYNTH_ADJ_MAX + 1, "too far from its determiner");
+    /* Some form of the noun parts right after the query (or the query ends it). */
+    cr_assert(r->query + 1 <= ns + nl);
+}
+
 Test(synth, planted_relations_point_at_what_they_claim)
 {
     const size_t n = 200000;
@@ -497,6 +552,11 @@ Test(synth, planted_relations_point_at_what_they_claim)
             cr_assert(is_letter(t[r->query]) && t[r->key - 1] == t[r->query] &&
                       t[r->key] == t[r->query + 1], "copy relation %zu", i);
             cr_assert_leq(r->query - r->key, (size_t)SYNTH_COPY_MAX_DISTANCE);
+        } else if (r->kind == SYNTH_REL_DET) {
+            check_det_relation(t, r);
+        } else if (r->kind == SYNTH_REL_COREF) {
+            cr_assert(t[r->query] == ' ' && t[r->key - 1] == ' ' &&
+                      t[r->key] == t[r->query + 1], "coreference relation %zu", i);
         } else if (r->kind == SYNTH_REL_BRACKET) {
             char open = t[r->key];
             cr_assert((open == '(' && t[r->query + 1] == ')') ||
@@ -526,4 +586,89 @@ Test(synth, relation_total_does_not_depend_on_cap_and_cap_is_respected)
     cr_assert_eq(memcmp(&rel[10], &untouched, sizeof untouched), 0, "wrote past cap");
     cr_assert_lt(rel[9].query, n);
     free(buf);
+}
+
+typedef struct {
+    size_t lines, nearest, thing_prop;
+} CorefCount;
+
+
+/* A coreference line has two nouns before "it", one from each group; the property
+ * after "it was" fits one group, and the noun named after "so the" is that
+ * group's. Counts the lines where that noun is the nearer of the two. */
+static void check_coref(const char *line, size_t len, void *ctx)
+{
+    static const char *const animal_props[] = {"hungry", "sleepy", "scared", "thirsty", "sick"};
+    static const char *const thing_props[] = {"broken", "cracked", "dusty", "shiny", "cheap"};
+    static const char *const animals[] = {"dog", "cat", "bird", "horse", "cow",
+                                          "fox", "mouse", "duck", "goat", "pig"};
+    if (classify(line, len) != KIND_COREF)
+        return;
+    CorefCount *c = ctx;
+    Words w;
+    split_words(line, len, &w);
+    size_t nouns[2], nn = 0, it = w.n;
+    for (size_t i = 0; i < w.n && it == w.n; i++) {
+        const char *wi = line + w.start[i];
+        if (w.len[i] == 2 && memcmp(wi, "it", 2) == 0)
+            it = i;
+        else if (classes_of(wi, w.len[i]) & SYNTH_NOUN_SG) {
+            cr_assert_lt(nn, 2u, "more than two nouns before it: %.*s", (int)len, line);
+            nouns[nn++] = i;
+        }
+    }
+    cr_assert(nn == 2 && it + 5 < w.n, "shape: %.*s", (int)len, line);
+    const char *prop = line + w.start[it + 2];
+    size_t plen = w.len[it + 2];
+    int thing = in_list(prop, plen, thing_props, 5);
+    cr_assert(thing || in_list(prop, plen, animal_props, 5), "property: %.*s", (int)len, line);
+    int first_animal = in_list(line + w.start[nouns[0]], w.len[nouns[0]], animals, 10);
+    int second_animal = in_list(line + w.start[nouns[1]], w.len[nouns[1]], animals, 10);
+    cr_assert_neq(first_animal, second_animal, "not one animal and one thing: %.*s", (int)len,
+                  line);
+    size_t ante = nouns[(thing == first_animal) ? 1 : 0];
+    size_t again = it + 5; /* it was PROP so the NOUN */
+    cr_assert(w.len[again] == w.len[ante] &&
+                  memcmp(line + w.start[again], line + w.start[ante], w.len[ante]) == 0,
+              "the noun named again is not the one the property fits: %.*s", (int)len, line);
+    c->lines++;
+    c->nearest += ante == nouns[1];
+    c->thing_prop += thing;
+}
+
+Test(synth, coreference_follows_the_property_and_the_nearer_noun_is_right_half_the_time)
+{
+    char *t = generate(SYNTH_DEFAULT_BYTES, 1);
+    CorefCount c = {0, 0, 0};
+    each_line(t, SYNTH_DEFAULT_BYTES, check_coref, &c);
+    /* 14 % (SYNTH_PERCENT_COREF) of about 20,000 lines. */
+    cr_assert_gt(c.lines, 2400u);
+    cr_assert(c.nearest > c.lines * 45 / 100 && c.nearest < c.lines * 55 / 100,
+              "the nearer noun is the antecedent in %zu of %zu lines", c.nearest, c.lines);
+    cr_assert(c.thing_prop > c.lines * 45 / 100 && c.thing_prop < c.lines * 55 / 100);
+    free(t);
+}
+
+Test(synth, coreference_relation_marks_the_antecedent_of_a_known_line)
+{
+    /* The first coreference relation of seed 1: its query is the space after
+     * "so the" and its key the first letter of the same noun earlier in the line. */
+    const size_t n = 20000;
+    char *t = malloc(n);
+    cr_assert_not_null(t);
+    size_t total = synth_generate_relations(t, n, 1, NULL, 0);
+    SynthRelation *rel = malloc(total * sizeof *rel);
+    cr_assert_not_null(rel);
+    synth_generate_relations(t, n, 1, rel, total);
+    size_t k = 0;
+    while (k < total && rel[k].kind != SYNTH_REL_COREF)
+        k++;
+    cr_assert_lt(k, total);
+    cr_assert_eq(strncmp(t + rel[k].query - 6, "so the ", 7), 0);
+    size_t la, lb;
+    size_t a = word_at(t, rel[k].query + 1, &la), b = word_at(t, rel[k].key, &lb);
+    cr_assert_eq(b, rel[k].key);
+    cr_assert(la == lb && memcmp(t + a, t + b, la) == 0);
+    free(rel);
+    free(t);
 }

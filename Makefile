@@ -70,7 +70,8 @@ $(BIN)/infer: $(INFER_OBJ) $(BUILD)/app/cli.o $(BUILD)/app/fileguard.o $(BUILD)/
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o $(BUILD)/app/rare_counts.o $(BUILD)/libheadcount.a
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o $(BUILD)/app/rare_counts.o \
+             $(BUILD)/app/report.o $(BUILD)/app/report_page.o $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root (first the include-direction check of

@@ -13,6 +13,8 @@
 #include "app/explore.h"
 #include "app/fileguard.h"
 #include "app/infer.h"
+#include "app/planted.h"
+#include "app/rare_counts.h"
 #include "analysis/heads.h"
 
 static void *xcalloc(size_t n, size_t size)
@@ -99,6 +101,60 @@ static double score_importance(HeadStats *st, const Model *m, Activations *a, co
     return base;
 }
 
+/* Every relation's keys for the relation view, as --heads finds them. */
+typedef struct {
+    int *key[HEADS_REL_COUNT], *first[HEADS_REL_COUNT]; /* [T] each, -1: none */
+    unsigned char *rare;       /* [T][T] the rare relation's key sets */
+    Planted planted;
+} RelationKeys;
+
+/* The keys of the shown window in[T], which is the text all[nt] from token
+ * base on: the text relations from the window alone (the rare counts are the
+ * training text's when the checkpoint names it, as for --heads), the planted
+ * ones when the text is a piece of the built-in corpus. */
+static void find_relation_keys(RelationKeys *rk, Explore *e, const InferOptions *o,
+                               const TokenId *all, size_t nt, size_t base)
+{
+    char err[200], why[2000];
+    int T = e->T;
+    const int *in = e->ids;
+    const Tokenizer *tok = e->tok;
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        rk->key[q] = xcalloc((size_t)T, sizeof(int));
+        rk->first[q] = xcalloc((size_t)T, sizeof(int));
+    }
+    heads_keys_prev(rk->key[HEADS_REL_PREV], 1, T);
+    heads_keys_bracket(rk->key[HEADS_REL_BRACKET], in, tok, 1, T);
+    heads_keys_copy(rk->key[HEADS_REL_COPY], rk->first[HEADS_REL_COPY], in, 1, T);
+    uint64_t *counts = xcalloc((size_t)tok->V, sizeof *counts), *minc = xcalloc((size_t)T,
+                                                                              sizeof *minc);
+    rare_counts_load(counts, o->train_state, tok, all, nt, why, sizeof why);
+    heads_rare_min(minc, in, counts, 1, T);
+    rk->rare = xcalloc((size_t)T * T, 1);
+    for (int i = 0; i < T; i++)
+        heads_rare_keys(rk->rare + (size_t)i * T, in, i, T, counts, minc[i]);
+    free(minc);
+    free(counts);
+    if (planted_find(&rk->planted, all, nt, tok, o->train_state, err, sizeof err))
+        cli_fail("%s", err);
+    size_t next = 0;
+    planted_keys(rk->key, rk->first, &rk->planted, base, 1, T, &next);
+    e->builtin = rk->planted.builtin;
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        e->rel_key[q] = q < HEADS_REL_TEXT || e->builtin ? rk->key[q] : NULL;
+    e->rare_keys = rk->rare;
+}
+
+static void relation_keys_free(RelationKeys *rk)
+{
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        free(rk->key[q]);
+        free(rk->first[q]);
+    }
+    free(rk->rare);
+    planted_free(&rk->planted);
+}
+
 /* The page and the weights, each written whole to its temporary; both are
  * renamed into place only when both are complete, so a failure leaves the
  * previous files as they were. Signals wait until the files are in place. */
@@ -170,6 +226,8 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     Explore e = {.ckpt = o->ckpt, .source = source, .cfg = m->cfg, .T = T, .ids = in,
                  .tok = tok, .text_bytes = nbytes, .text_tokens = nt, .from_end = from_end,
                  .att = att, .st = st, .loss = NAN};
+    RelationKeys rk;
+    find_relation_keys(&rk, &e, o, all, nt, from_end ? nt - (size_t)T : 0);
     score_heads(st, jsd, att, &e.delim_share, m, &a, in, tok, T, o->seed, o->head_on);
     e.scored_rows = T - heads_skip(T);
     if (nids >= 2)
@@ -187,6 +245,7 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     write_outputs(o, &e);
     fprintf(stderr, "infer: explorer for %d token(s) of %s written to %s\n", T, source, o->explore);
     acts_free(&a);
+    relation_keys_free(&rk);
     free(att);
     free(jsd);
     free(st);

@@ -350,18 +350,19 @@ static void print_table(const HeadsInputs *in, const HeadsMeasures *ms, const He
         if (ms->st[q].masked)
             idx[k++] = q;
     printf("head    type            entropy  conf  dist  prev  self first delim  ind   dup"
-           "   dloss  dloss%%   grad   near\n");
+           "   dloss  dloss%%   grad   near   serves\n");
     for (int r = 0; r < in->n; r++) {
         const HeadStats *h = &ms->st[idx[r]];
         char near[24] = "-";
         if (h->nearest >= 0)
             snprintf(near, sizeof near, "L%dH%d", h->nearest / in->H, h->nearest % in->H);
-        char id[24];
+        char id[24], serves[HEADS_REL_COUNT * 32];
         snprintf(id, sizeof id, "L%dH%d", idx[r] / in->H, idx[r] % in->H);
         printf("%-7s %-15s %6.3f %5.2f %5.1f %5.2f %5.2f %5.2f %5.2f %5.2f %5.2f"
-               " %7.4f %6.2f%% %7.4f  %s\n", id, heads_type_names[h->type], h->entropy, h->confidence, h->distance, h->prev,
+               " %7.4f %6.2f%% %7.4f  %-6s %s\n", id, heads_type_names[h->type], h->entropy, h->confidence, h->distance, h->prev,
                h->self, h->first, h->delim, h->induction, h->duplicate, h->delta_loss,
-               100.0 * h->delta_loss / ms->base_loss, h->grad, near);
+               100.0 * h->delta_loss / ms->base_loss, h->grad, near,
+               *report_serves(serves, sizeof serves, h, "+") ? serves : "-");
     }
     printf("\nsorted by dloss (loss increase when the head alone is silenced); ind/dup on "
            "%d probes of 2x%d random tokens (%s)\n", HEADS_PROBES, in->P, in->probe_rule);

@@ -142,8 +142,10 @@ const char *report_serves(char *buf, size_t len, const HeadStats *s, const char 
     for (int q = 0; q < HEADS_REL_COUNT; q++)
         if (heads_serves(s, q)) {
             int w = snprintf(buf + at, len - at, "%s%s", at ? sep : "", heads_rel_names[q]);
-            if (w < 0 || (size_t)w >= len - at)
+            if (w < 0 || (size_t)w >= len - at) {
+                buf[at] = '\0';   /* a name that does not fit is left out whole */
                 break;
+            }
             at += (size_t)w;
         }
     return buf;

@@ -142,7 +142,14 @@ static void write_heads(FILE *f, const Explore *e)
             fprintf(f, ",\"%s\":", SCORES[q].name);
             jnum(f, *(const double *)((const char *)s + SCORES[q].offset));
         }
-        fputc('}', f);
+        const char *sep = "";
+        fputs(",\"serves\":[", f);
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            if (heads_serves(s, q)) {
+                fprintf(f, "%s\"%s\"", sep, heads_rel_names[q]);
+                sep = ",";
+            }
+        fputs("]}", f);
     }
     fputs("]", f);
 }

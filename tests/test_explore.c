@@ -304,6 +304,69 @@ static void expect_single_keys(const char *json, const char *name, const int *wa
     }
 }
 
+/* Whether head k's "serves" list in the explore JSON names relation `name`. */
+static int json_serves(const char *json, int k, const char *name)
+{
+    const char *p = strstr(json, "\"heads\":[");
+    cr_assert_not_null(p);
+    for (int i = 0; i <= k; i++) {
+        p = strstr(p + 1, "\"serves\":[");
+        cr_assert_not_null(p, "head %d has no serves list", i);
+    }
+    const char *end = strchr(p, ']');
+    char want[64];
+    snprintf(want, sizeof want, "\"%s\"", name);
+    const char *hit = strstr(p, want);
+    return hit && hit < end;
+}
+
+/* Each head serves relation `name` (row i's keys keys[i][0..nk[i])) exactly
+ * when its mean attention on the keys over the scored rows with keys,
+ * recomputed from the JSON's weights (L = 2, H = 2), is above the bar. Returns
+ * how many heads serve it. */
+static int expect_serves(const char *json, const char *name, double bar, int keys[][16],
+                         const int *nk, int T)
+{
+    const char *p = strstr(json, "\"attention\":[");
+    cr_assert_not_null(p);
+    p += strlen("\"attention\":[");
+    int skip = T / 4 < 8 ? T / 4 : 8, serving = 0;
+    for (int k = 0; k < 4; k++) {
+        double sum = 0.0, rows = 0.0;
+        for (int i = 0; i < T; i++) {
+            rows += i >= skip && nk[i] > 0;
+            for (int j = 0; j <= i; j++) {
+                while (*p == '[' || *p == ']' || *p == ',' || *p == '\n')
+                    p++;
+                char *end;
+                double w = strtod(p, &end);
+                cr_assert(end > p, "head %d, row %d: %.20s", k, i, p);
+                p = end;
+                for (int m = 0; i >= skip && m < nk[i]; m++)
+                    sum += keys[i][m] == j ? w : 0.0;
+            }
+        }
+        cr_assert_gt(rows, 0.0);
+        int serves = json_serves(json, k, name);
+        cr_assert_eq(serves, sum / rows > bar, "head %d, %s: mean attention %g on the key, bar %g",
+                     k, name, sum / rows, bar);
+        serving += serves;
+    }
+    return serving;
+}
+
+/* expect_serves for a relation with one key per row, want[i] (-1: none). */
+static int expect_serves_single(const char *json, const char *name, double bar, const int *want,
+                                int T)
+{
+    int keys[64][16], nk[64];
+    for (int i = 0; i < T; i++) {
+        nk[i] = want[i] >= 0;
+        keys[i][0] = want[i];
+    }
+    return expect_serves(json, name, bar, keys, nk, T);
+}
+
 Test(explore, a_hand_built_window_has_its_known_relation_keys, .timeout = 60)
 {
     Env e;
@@ -333,12 +396,16 @@ Test(explore, a_hand_built_window_has_its_known_relation_keys, .timeout = 60)
     expect_single_keys(j, "previous-token", prev, T);
     expect_single_keys(j, "bracket", bracket, T);
     expect_single_keys(j, "copy", copy, T);
+    int serving = expect_serves_single(j, "previous-token", 0.5, prev, T) +
+                  expect_serves_single(j, "bracket", 0.3, bracket, T) +
+                  expect_serves_single(j, "copy", 0.3, copy, T);
     int rows[64][16], n[64];
     cr_assert_eq(json_keys(j, "rare", rows, n, T), T);
     cr_assert(n[0] == 0 && n[1] == 0 && n[2] > 0, "rare keys start at row 2");
     for (int i = 2; i < T; i++)
         for (int k = 0; k < n[i]; k++)
             cr_assert(rows[i][k] <= i - 2, "rare, row %d: key %d", i, rows[i][k]);
+    serving += expect_serves(j, "rare", 0.3, rows, n, T);
     cr_assert_eq(json_keys(j, "agreement", rows, n, T), -1, "not the built-in corpus");
     cr_assert_eq(json_keys(j, "names", rows, n, T), -1);
     cr_assert_not_null(strstr(j, "\"builtin_corpus\":false"));
@@ -348,6 +415,29 @@ Test(explore, a_hand_built_window_has_its_known_relation_keys, .timeout = 60)
     cr_assert_not_null(strstr(page, "\"bracket\":[[],[],[0],[],[],[],[],[],[],[],[],[9],"), "%.300s",
                        strstr(page, "\"relation_keys\""));
     free(page);
+    /* One token repeated: row i's rare key set is every position up to i - 2, so
+     * a head serves rare unless it keeps 70 % of its weight on the last two
+     * keys (a uniform head puts (i - 1) / (i + 1) there), and no row is a copy
+     * row (the token after is the token before). */
+    rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s'", tu_bin(),
+             e.ckpt, html, json, "aaaaaaaaaaaaaaaa");
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    j = read_text(json);
+    cr_assert_eq(json_keys(j, "rare", rows, n, T), T);
+    for (int i = 0; i < T; i++) {
+        cr_assert_eq(n[i], i >= 2 ? i - 1 : 0, "row %d: %d rare keys", i, n[i]);
+        for (int k = 0; k < n[i]; k++)
+            cr_assert_eq(rows[i][k], k);
+    }
+    int none[16];
+    for (int i = 0; i < T; i++)
+        none[i] = -1;
+    expect_single_keys(j, "copy", none, T);
+    serving = expect_serves(j, "rare", 0.3, rows, n, T);
+    cr_assert_gt(serving, 0, "no head of the model serves rare on one repeated token");
+    expect_serves_single(j, "previous-token", 0.5, prev, T);
+    free(j);
 }
 
 Test(explore, a_piece_of_the_built_in_corpus_has_its_planted_keys, .timeout = 120)

@@ -1,8 +1,10 @@
 /* infer_explore: the --explore driver. Runs the model over one text (the
  * user's, or a sample just generated), keeps every head's attention, scores
  * the heads on that text and on the repeated random probes with analysis/heads
- * (the same numbers --heads reports, over one window instead of many), and
- * hands everything to explore.c, which writes the page. */
+ * (the same numbers --heads reports, over one window instead of many), finds
+ * every relation's ground-truth keys in the window as --heads does (planted
+ * ones through app/planted), and hands everything to explore.c, which writes
+ * the page. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>

@@ -27,7 +27,7 @@
 
 /* What the analysis reads: the model, the windows and probes it runs, and what
  * each relation's keys are found from. Filled by prepare, choose_windows and
- * find_inputs; read-only for the passes. */
+ * find_sources; read-only for the passes. */
 typedef struct {
     const Model *m;
     const Tokenizer *tok;

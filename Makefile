@@ -27,7 +27,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/tests/progutil.o \
             $(BUILD)/tests/matmul_ref.o $(BUILD)/tests/ckpt_fixture.o
 INFER_OBJ := $(BUILD)/infer.o $(BUILD)/app/infer_sample.o $(BUILD)/app/infer_heads.o $(BUILD)/app/report.o \
-             $(BUILD)/app/rare_counts.o \
+             $(BUILD)/app/rare_counts.o $(BUILD)/app/planted.o \
              $(BUILD)/app/report_page.o $(BUILD)/app/infer_explore.o $(BUILD)/app/explore.o \
              $(BUILD)/app/explore_page.o
 
@@ -70,7 +70,8 @@ $(BIN)/infer: $(INFER_OBJ) $(BUILD)/app/cli.o $(BUILD)/app/fileguard.o $(BUILD)/
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o $(BUILD)/app/rare_counts.o $(BUILD)/libheadcount.a
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o $(BUILD)/app/rare_counts.o \
+             $(BUILD)/app/report.o $(BUILD)/app/report_page.o $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root (first the include-direction check of

@@ -69,6 +69,15 @@ typedef enum {
  * "coreference": JSON keys. */
 extern const char *const heads_rel_names[HEADS_REL_COUNT];
 
+/* Each relation's bar (docs/heads.md, "Serves"): a head serves relation q when
+ * its mean attention on q's key, HeadStats.rel[q], is above heads_rel_bar[q].
+ * Every relation has one; a relation added without one would have bar 0. */
+static const double heads_rel_bar[HEADS_REL_COUNT] = {
+    [HEADS_REL_PREV] = HEADS_PREV_MIN, [HEADS_REL_BRACKET] = 0.30, [HEADS_REL_COPY] = 0.30,
+    [HEADS_REL_RARE] = 0.30, [HEADS_REL_AGREE] = 0.30, [HEADS_REL_NAMES] = 0.30,
+    [HEADS_REL_DET] = 0.30, [HEADS_REL_COREF] = 0.30,
+};
+
 typedef enum {
     HEAD_INDUCTION,
     HEAD_COPY,
@@ -238,6 +247,9 @@ int heads_rare_keys(unsigned char *in_set, const int *x, int i, int T, const uin
 int heads_add_rare(HeadSums *sums, RelationSums *rs, const Activations *a, const int *tokens,
                    const int *targets, const uint64_t *counts, const float *losses, int B,
                    int T);
+
+/* 1 when head s serves relation q: it is not masked and s->rel[q] > heads_rel_bar[q]. */
+int heads_serves(const HeadStats *s, int q);
 
 /* Relation `kind` from the finished st[n] (heads_finish) and its sums: the best
  * head is the unmasked one with the largest st[k].rel[kind], ties to the lower

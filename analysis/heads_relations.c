@@ -261,6 +261,11 @@ int heads_add_rare(HeadSums *sums, RelationSums *rs, const Activations *a, const
     return 0;
 }
 
+int heads_serves(const HeadStats *s, int q)
+{
+    return !s->masked && s->rel[q] > heads_rel_bar[q];
+}
+
 void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const RelationSums *rs,
                            int kind, int n)
 {

@@ -142,9 +142,49 @@ static void write_heads(FILE *f, const Explore *e)
             fprintf(f, ",\"%s\":", SCORES[q].name);
             jnum(f, *(const double *)((const char *)s + SCORES[q].offset));
         }
-        fputc('}', f);
+        const char *sep = "";
+        fputs(",\"serves\":[", f);
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            if (heads_serves(s, q)) {
+                fprintf(f, "%s\"%s\"", sep, heads_rel_names[q]);
+                sep = ",";
+            }
+        fputs("]}", f);
     }
     fputs("]", f);
+}
+
+/* "builtin_corpus":..,"relation_keys":{"name":[[keys of row 0],[keys of row 1],..]
+ * or null,...}, followed by a comma. */
+static void write_relation_keys(FILE *f, const Explore *e)
+{
+    int T = e->T;
+    fprintf(f, "\"builtin_corpus\":%s,\n\"relation_keys\":{", e->builtin ? "true" : "false");
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        fprintf(f, "%s\n\"%s\":", q ? "," : "", heads_rel_names[q]);
+        int rare = q == HEADS_REL_RARE;
+        if (rare ? !e->rare_keys : !e->rel_key[q]) {
+            fputs("null", f);
+            continue;
+        }
+        fputc('[', f);
+        for (int i = 0; i < T; i++) {
+            fputs(i ? ",[" : "[", f);
+            if (rare) {
+                const char *sep = "";
+                for (int j = 0; j < T; j++)
+                    if (e->rare_keys[(size_t)i * T + j]) {
+                        fprintf(f, "%s%d", sep, j);
+                        sep = ",";
+                    }
+            } else if (e->rel_key[q][i] >= 0) {
+                fprintf(f, "%d", e->rel_key[q][i]);
+            }
+            fputc(']', f);
+        }
+        fputc(']', f);
+    }
+    fputs("},\n", f);
 }
 
 /* The DATA object: settings, tokens, quantised attention, head scores. */
@@ -177,6 +217,7 @@ static void write_data(FILE *f, const Explore *e)
         }
     b64_flush(&b);
     fputs("\",\n", f);
+    write_relation_keys(f, e);
     write_heads(f, e);
     fputs(",\n\"relations\":", f);
     fputs(e->relations_json ? e->relations_json : "null", f);
@@ -201,6 +242,7 @@ void explore_write_json(FILE *f, const Explore *e)
     int L = e->cfg.L, H = e->cfg.H, T = e->T;
     fprintf(f, "{\"L\":%d,\"H\":%d,\"T\":%d,", L, H, T);
     write_tokens(f, e);
+    write_relation_keys(f, e);
     write_heads(f, e);
     fputs(",\n\"attention\":[", f);
     for (int l = 0; l < L; l++) {

@@ -38,6 +38,16 @@ typedef struct {
      * text, inserted verbatim as the page's DATA.relations; NULL when there are
      * none. The page shows them in its "Relations" section. */
     const char *relations_json;
+    /* Each relation's ground-truth keys in the shown window, the ones --heads
+     * scores (docs/explorer.md, "Relation view"): rel_key[q][i] is query row
+     * i's key, -1 when it has none; the rare relation's rows have key sets,
+     * rare_keys[i * T + j] = 1 for every key j of row i (rel_key[HEADS_REL_RARE]
+     * is not read). rel_key[q] is NULL for a relation not known on this text:
+     * the planted ones, unless builtin (the text is a piece of the built-in
+     * corpus). */
+    const int *rel_key[HEADS_REL_COUNT];
+    const unsigned char *rare_keys;   /* [T][T] */
+    int builtin;
 } Explore;
 
 /* The page (explore_page.html), split at its data marker: prefix, then the
@@ -52,8 +62,8 @@ int explore_write_html(FILE *f, const Explore *e, char *err, size_t errlen);
  * about 250 characters of text, far more than any token a page can show. */
 #define EXPLORE_LABEL_MAX 1024
 
-/* Writes {L, H, T, "tokens", "ids", "pieces", "heads", "attention":[L][H][T][i+1]
- * floats} (docs/explorer.md) to f: tokens[t] is token t's byte for a byte-level
+/* Writes {L, H, T, "tokens", "ids", "pieces", "heads", "builtin_corpus",
+ * "relation_keys", "attention":[L][H][T][i+1] floats} (docs/explorer.md) to f: tokens[t] is token t's byte for a byte-level
  * vocabulary, the array of its bytes for a byte-pair one; pieces[t] its label
  * (tok_label). */
 void explore_write_json(FILE *f, const Explore *e);

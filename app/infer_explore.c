@@ -1,8 +1,10 @@
 /* infer_explore: the --explore driver. Runs the model over one text (the
  * user's, or a sample just generated), keeps every head's attention, scores
  * the heads on that text and on the repeated random probes with analysis/heads
- * (the same numbers --heads reports, over one window instead of many), and
- * hands everything to explore.c, which writes the page. */
+ * (the same numbers --heads reports, over one window instead of many), finds
+ * every relation's ground-truth keys in the window as --heads does (planted
+ * ones through app/planted), and hands everything to explore.c, which writes
+ * the page. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +15,8 @@
 #include "app/explore.h"
 #include "app/fileguard.h"
 #include "app/infer.h"
+#include "app/planted.h"
+#include "app/rare_counts.h"
 #include "analysis/heads.h"
 
 static void *xcalloc(size_t n, size_t size)
@@ -23,11 +27,68 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-/* Row statistics and JSD over the one text window, with its attention kept in
- * att[n][T][T]; the probe scores over HEADS_PROBES probes, one at a time. */
+/* Every relation's keys for the relation view, as --heads finds them. */
+typedef struct {
+    int *key[HEADS_REL_COUNT], *first[HEADS_REL_COUNT]; /* [T] each, -1: none */
+    unsigned char *rare;       /* [T][T] the rare relation's key sets */
+    uint64_t *counts;          /* [V] the token counts the rare relation ranks by */
+    Planted planted;
+} RelationKeys;
+
+/* The keys of the shown window in[T], which is the text all[nt] from token
+ * base on: the text relations from the window alone (the rare counts are the
+ * training text's when the checkpoint names it, as for --heads), the planted
+ * ones when the text is a piece of the built-in corpus. */
+static void find_relation_keys(RelationKeys *rk, Explore *e, const InferOptions *o,
+                               const TokenId *all, size_t nt, size_t base)
+{
+    char err[200], why[2000];
+    int T = e->T;
+    const int *in = e->ids;
+    const Tokenizer *tok = e->tok;
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        rk->key[q] = xcalloc((size_t)T, sizeof(int));
+        rk->first[q] = xcalloc((size_t)T, sizeof(int));
+    }
+    heads_keys_prev(rk->key[HEADS_REL_PREV], 1, T);
+    heads_keys_bracket(rk->key[HEADS_REL_BRACKET], in, tok, 1, T);
+    heads_keys_copy(rk->key[HEADS_REL_COPY], rk->first[HEADS_REL_COPY], in, 1, T);
+    uint64_t *counts = rk->counts = xcalloc((size_t)tok->V, sizeof *counts);
+    uint64_t *minc = xcalloc((size_t)T, sizeof *minc);
+    rare_counts_load(counts, o->train_state, tok, all, nt, why, sizeof why);
+    heads_rare_min(minc, in, counts, 1, T);
+    rk->rare = xcalloc((size_t)T * T, 1);
+    for (int i = 0; i < T; i++)
+        heads_rare_keys(rk->rare + (size_t)i * T, in, i, T, counts, minc[i]);
+    free(minc);
+    if (planted_find(&rk->planted, all, nt, tok, o->train_state, err, sizeof err))
+        cli_fail("%s", err);
+    size_t next = 0;
+    planted_keys(rk->key, rk->first, &rk->planted, base, 1, T, &next);
+    e->builtin = rk->planted.builtin;
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        e->rel_key[q] = q < HEADS_REL_TEXT || e->builtin ? rk->key[q] : NULL;
+    e->rare_keys = rk->rare;
+}
+
+static void relation_keys_free(RelationKeys *rk)
+{
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        free(rk->key[q]);
+        free(rk->first[q]);
+    }
+    free(rk->rare);
+    free(rk->counts);
+    planted_free(&rk->planted);
+}
+
+/* Row statistics, relation scores (on rk's keys) and JSD over the one text
+ * window, with its attention kept in att[n][T][T]; the probe scores over
+ * HEADS_PROBES probes, one at a time. */
 static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_share,
                         const Model *m, Activations *a, const int *in, const Tokenizer *tok,
-                        int T, uint64_t seed, const unsigned char *head_on)
+                        const RelationKeys *rk, int T, uint64_t seed,
+                        const unsigned char *head_on)
 {
     char err[512];
     int L = m->cfg.L, H = m->cfg.H, n = L * H;
@@ -43,6 +104,12 @@ static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_sh
         memcpy(att + (size_t)k * T * T, heads_att(a, k / H, 0, k % H, T),
                (size_t)T * T * sizeof(float));
     heads_add_rows(sums, a, delim, match, 1, T);
+    RelationSums rs[HEADS_REL_COUNT] = {{0}};
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        if (q != HEADS_REL_RARE)
+            heads_add_relation(sums, &rs[q], q, a, rk->key[q], rk->first[q], NULL, 1, T);
+    if (heads_add_rare(sums, &rs[HEADS_REL_RARE], a, in, NULL, rk->counts, NULL, 1, T))
+        cli_fail("out of memory for the rare relation");
     if (heads_add_jsd(jsd, a, 1, T, err, sizeof err))
         cli_fail("%s", err);
     double rows;
@@ -170,7 +237,9 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     Explore e = {.ckpt = o->ckpt, .source = source, .cfg = m->cfg, .T = T, .ids = in,
                  .tok = tok, .text_bytes = nbytes, .text_tokens = nt, .from_end = from_end,
                  .att = att, .st = st, .loss = NAN};
-    score_heads(st, jsd, att, &e.delim_share, m, &a, in, tok, T, o->seed, o->head_on);
+    RelationKeys rk;
+    find_relation_keys(&rk, &e, o, all, nt, from_end ? nt - (size_t)T : 0);
+    score_heads(st, jsd, att, &e.delim_share, m, &a, in, tok, &rk, T, o->seed, o->head_on);
     e.scored_rows = T - heads_skip(T);
     if (nids >= 2)
         e.loss = score_importance(st, m, &a, in, nids, o->head_on);
@@ -187,6 +256,7 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     write_outputs(o, &e);
     fprintf(stderr, "infer: explorer for %d token(s) of %s written to %s\n", T, source, o->explore);
     acts_free(&a);
+    relation_keys_free(&rk);
     free(att);
     free(jsd);
     free(st);

@@ -137,6 +137,35 @@ const char *report_head_label(char buf[32], int k, int H)
     return buf;
 }
 
+const char *report_serves(char *buf, size_t len, const HeadStats *s, const char *sep)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        if (heads_serves(s, q)) {
+            int w = snprintf(buf + at, len - at, "%s%s", at ? sep : "", heads_rel_names[q]);
+            if (w < 0 || (size_t)w >= len - at) {
+                buf[at] = '\0';   /* a name that does not fit is left out whole */
+                break;
+            }
+            at += (size_t)w;
+        }
+    return buf;
+}
+
+/* ["bracket",...]: the relations head s serves. */
+static void write_serves_json(FILE *f, const HeadStats *s)
+{
+    const char *sep = "";
+    fputc('[', f);
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        if (heads_serves(s, q)) {
+            fprintf(f, "%s\"%s\"", sep, heads_rel_names[q]);
+            sep = ",";
+        }
+    fputc(']', f);
+}
+
 static int write_csv(const char *dir, const HeadsReport *r, char *err, size_t errlen)
 {
     ReportOut o;
@@ -146,16 +175,17 @@ static int write_csv(const char *dir, const HeadsReport *r, char *err, size_t er
     fprintf(o.f, "layer,head,type,masked");
     for (size_t i = 0; i < report_nfields; i++)
         fprintf(o.f, ",%s", report_fields[i].name);
-    fprintf(o.f, ",delta_loss_pct,nearest\n");
+    fprintf(o.f, ",delta_loss_pct,nearest,serves\n");
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
-        char near[32] = "";
+        char near[32] = "", serves[HEADS_REL_COUNT * 32];
         if (s->nearest >= 0)
             report_head_label(near, s->nearest, H);
         fprintf(o.f, "%d,%d,%s,%d", k / H, k % H, heads_type_names[s->type], s->masked);
         for (size_t i = 0; i < report_nfields; i++)
             fprintf(o.f, ",%.6g", report_field(s, &report_fields[i]));
-        fprintf(o.f, ",%.6g,%s\n", 100.0 * s->delta_loss / r->base_loss, near);
+        fprintf(o.f, ",%.6g,%s,%s\n", 100.0 * s->delta_loss / r->base_loss, near,
+                report_serves(serves, sizeof serves, s, "+"));
     }
     return report_out_close(&o, err, errlen);
 }
@@ -197,9 +227,12 @@ static int write_heads_json(const char *dir, const HeadsReport *r, char *err, si
         jnum(o.f, 100.0 * s->delta_loss / r->base_loss);
         char near[32];
         if (s->nearest >= 0)
-            fprintf(o.f, ",\"nearest\":\"%s\"}", report_head_label(near, s->nearest, H));
+            fprintf(o.f, ",\"nearest\":\"%s\"", report_head_label(near, s->nearest, H));
         else
-            fprintf(o.f, ",\"nearest\":null}");
+            fprintf(o.f, ",\"nearest\":null");
+        fputs(",\"serves\":", o.f);
+        write_serves_json(o.f, s);
+        fputc('}', o.f);
         fprintf(o.f, "%s\n", k + 1 < n ? "," : "");
     }
     fprintf(o.f, "]}\n");
@@ -243,7 +276,8 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
         jnum(f, x->uniform);
         fprintf(f, ",\"loss\":");
         jnum(f, x->loss);
-        fprintf(f, ",\"rows\":%.0f", x->rows);
+        fprintf(f, ",\"rows\":%.0f,\"bar\":", x->rows);
+        jnum(f, heads_rel_bar[q]);
         if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES) {
             fprintf(f, ",\"loss_ratio\":");
             jnum(f, x->loss_ratio);
@@ -252,6 +286,11 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
             fprintf(f, ",\"pairs\":%.0f", x->pairs);
         }
         fputc('}', f);
+    }
+    fputs("},\"serves\":{", f);
+    for (int k = 0; k < r->cfg.L * r->cfg.H; k++) {
+        fprintf(f, "%s\"%s\":", k ? "," : "", report_head_label(name, k, r->cfg.H));
+        write_serves_json(f, &r->st[k]);
     }
     fputc('}', f);
 }

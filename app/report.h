@@ -60,6 +60,10 @@ typedef struct {
  * files in the way; called before the analysis so a bad --report fails at once. */
 int report_check_dir(const char *dir, char *err, size_t errlen);
 
+/* The relations head s serves (heads_serves), their names joined by sep, into
+ * buf; "" when none. */
+const char *report_serves(char *buf, size_t len, const HeadStats *s, const char *sep);
+
 /* summary.json's object on one line (with its newline) to f: what
  * `./infer --heads FILE --json` prints and the report writes as summary.json. */
 void report_summary_json(FILE *f, const HeadsReport *r);

@@ -295,7 +295,7 @@ static void html_table(FILE *f, const HeadsReport *r)
     for (size_t i = 0; i < report_nfields; i++)
         fprintf(f, "<th>%s</th>", report_fields[i].offset == offsetof(HeadStats, entropy)
                 ? "entropy (normalised, 0&ndash;1)" : report_fields[i].name);
-    fprintf(f, "<th>nearest</th></tr>\n");
+    fprintf(f, "<th>nearest</th><th>serves</th></tr>\n");
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
         char near[32] = "-";
@@ -305,7 +305,9 @@ static void html_table(FILE *f, const HeadsReport *r)
                 k / H, k % H, TYPE_COLOURS[s->type], heads_type_names[s->type]);
         for (size_t i = 0; i < report_nfields; i++)
             fprintf(f, "<td>%.3f</td>", report_field(s, &report_fields[i]));
-        fprintf(f, "<td>%s</td></tr>\n", near);
+        char serves[HEADS_REL_COUNT * 32];
+        report_serves(serves, sizeof serves, s, ", ");
+        fprintf(f, "<td>%s</td><td>%s</td></tr>\n", near, serves[0] ? serves : "-");
     }
     fprintf(f, "</table>\n<p class=\"note\">Entropy is H(row) / ln(keys in the row): 0 = one "
             "key, 1 = uniform. Definitions and sources: docs/heads.md. Share of "
@@ -479,7 +481,7 @@ static void html_relations(FILE *f, const HeadsReport *r)
     char name[32];
     fprintf(f, "<h2>Relations</h2>\n<table><tr><th>relation</th><th>best head</th>"
             "<th>attention</th><th>uniform</th><th>loss</th><th>rows</th><th>loss ratio</th>"
-            "</tr>\n");
+            "<th>bar</th><th>served by</th></tr>\n");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *x = &r->rel[q];
         if (q >= HEADS_REL_TEXT && !r->builtin)
@@ -489,15 +491,25 @@ static void html_relations(FILE *f, const HeadsReport *r)
                 report_rel_label(name, x->best, r->cfg.H) : "-", x->attention, x->uniform, x->loss,
                 x->rows);
         if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
-            fprintf(f, "<td>%.3f</td></tr>\n", x->loss_ratio);
+            fprintf(f, "<td>%.3f</td>", x->loss_ratio);
         else
-            fprintf(f, "<td></td></tr>\n");
+            fprintf(f, "<td></td>");
+        fprintf(f, "<td>%.2f</td><td>", heads_rel_bar[q]);
+        const char *sep = "";
+        for (int k = 0; k < r->cfg.L * r->cfg.H; k++)
+            if (heads_serves(&r->st[k], q)) {
+                fprintf(f, "%s%s", sep, report_head_label(name, k, r->cfg.H));
+                sep = ", ";
+            }
+        fprintf(f, "%s</td></tr>\n", *sep ? "" : "-");
     }
     fprintf(f, "</table>\n<p class=\"note\">Measured on %d consecutive windows%s. attention: "
             "the best head's mean weight on the key the relation names; uniform: what a head "
             "spreading its weight evenly scores there; loss: nats on the %ss the relation "
             "predicts; loss ratio: loss on copy rows over the loss on the same %ss at their "
-            "first occurrence. Probe tokens: %s. Definitions: docs/heads.md.</p>\n",
+            "first occurrence. A head serves a relation when its mean weight on the key is "
+            "above the relation's bar (the Metrics table's serves column). Probe tokens: %s. "
+            "Definitions: docs/heads.md.</p>\n",
             r->rel_windows, r->builtin ? " of the built-in corpus (agreement and names are its "
             "planted relations)" : "", unit(r), unit(r), r->probe_rule);
     if (r->rare_source) {

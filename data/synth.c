@@ -558,29 +558,51 @@ static void line_generate(Line *l, Rng *r)
         l->text[0] = (char)(l->text[0] - 'a' + 'A');
 }
 
+/* The corpus line by line: each call of walk_next makes the next line, of
+ * which the first `len` bytes lie inside the corpus's nbytes (all of it but
+ * for the last, cut line), starting at corpus byte `pos`. */
+typedef struct {
+    Rng rng;
+    Line line;
+    size_t pos, len, nbytes;
+} Walk;
+
+static void walk_init(Walk *w, uint64_t seed, size_t nbytes)
+{
+    rng_init(&w->rng, seed, RNG_STREAM_CORPUS);
+    w->pos = w->len = 0;
+    w->nbytes = nbytes;
+}
+
+/* 0 when the corpus has no more lines. */
+static int walk_next(Walk *w)
+{
+    w->pos += w->len;
+    if (w->pos >= w->nbytes)
+        return 0;
+    line_generate(&w->line, &w->rng);
+    w->len = w->line.len < w->nbytes - w->pos ? w->line.len : w->nbytes - w->pos;
+    return 1;
+}
+
 size_t synth_generate_relations(char *buf, size_t nbytes, uint64_t seed,
                                 SynthRelation *rels, size_t cap)
 {
-    Rng rng;
-    rng_init(&rng, seed, RNG_STREAM_CORPUS);
-    Line line;
-    size_t pos = 0;
+    Walk w;
+    walk_init(&w, seed, nbytes);
     size_t total = 0;
-    while (pos < nbytes) {
-        line_generate(&line, &rng);
-        size_t n = line.len < nbytes - pos ? line.len : nbytes - pos;
-        memcpy(buf + pos, line.text, n);
-        for (size_t i = 0; i < line.nrel; i++) {
-            if (line.rel[i].query + 1 >= n)
+    while (walk_next(&w)) {
+        memcpy(buf + w.pos, w.line.text, w.len);
+        for (size_t i = 0; i < w.line.nrel; i++) {
+            if (w.line.rel[i].query + 1 >= w.len)
                 continue;
             if (total < cap) {
-                rels[total] = line.rel[i];
-                rels[total].query += pos;
-                rels[total].key += pos;
+                rels[total] = w.line.rel[i];
+                rels[total].query += w.pos;
+                rels[total].key += w.pos;
             }
             total++;
         }
-        pos += n;
     }
     return total;
 }
@@ -588,4 +610,69 @@ size_t synth_generate_relations(char *buf, size_t nbytes, uint64_t seed,
 void synth_generate(char *buf, size_t nbytes, uint64_t seed)
 {
     synth_generate_relations(buf, nbytes, seed, NULL, 0);
+}
+
+/* Whether the lines from the walk's next one on hold text[0..n), the walk
+ * being left wherever the comparison stopped. */
+static int walk_matches(Walk *w, const char *text, size_t n)
+{
+    for (size_t off = 0; off < n;) {
+        if (!walk_next(w))
+            return 0;
+        size_t m = w->len < n - off ? w->len : n - off;
+        if (memcmp(w->line.text, text + off, m) != 0)
+            return 0;
+        off += m;
+    }
+    return 1;
+}
+
+int synth_locate(size_t *at, const char *text, size_t n, size_t nbytes, uint64_t seed)
+{
+    const char *nl = n ? memchr(text, '\n', n) : NULL;
+    if (!nl || n > nbytes)
+        return 0;
+    size_t head = (size_t)(nl - text) + 1; /* the text's bytes up to its first newline */
+    Walk w;
+    walk_init(&w, seed, nbytes);
+    while (walk_next(&w)) {
+        /* Only a whole line ends in a newline, so the text's first one is the
+         * end of a line, and the bytes before it are that line's last. */
+        if (w.len != w.line.len || w.len < head ||
+            memcmp(w.line.text + w.len - head, text, head) != 0)
+            continue;
+        size_t start = w.pos + w.len - head;
+        if (start + n > nbytes)
+            return 0;
+        Walk saved = w;
+        if (walk_matches(&w, text + head, n - head)) {
+            *at = start;
+            return 1;
+        }
+        w = saved;
+    }
+    return 0;
+}
+
+size_t synth_relations_in(SynthRelation *rels, size_t cap, size_t at, size_t n, uint64_t seed)
+{
+    Walk w;
+    walk_init(&w, seed, at + n);
+    size_t total = 0;
+    while (walk_next(&w)) {
+        if (w.pos + w.line.len <= at)
+            continue;
+        for (size_t i = 0; i < w.line.nrel; i++) {
+            size_t query = w.line.rel[i].query + w.pos, key = w.line.rel[i].key + w.pos;
+            if (key < at || query + 1 >= at + n)
+                continue;
+            if (total < cap) {
+                rels[total] = w.line.rel[i];
+                rels[total].query = query;
+                rels[total].key = key;
+            }
+            total++;
+        }
+    }
+    return total;
 }

@@ -94,6 +94,21 @@ typedef struct {
 size_t synth_generate_relations(char *buf, size_t nbytes, uint64_t seed,
                                 SynthRelation *rels, size_t cap);
 
+/* Where text[0..n) lies in the corpus synth_generate(buf, nbytes, seed) writes,
+ * found by walking the generator line by line, never holding the corpus: a line
+ * ends at its only newline, so the text's first newline is the end of some
+ * line, and only the lines whose last bytes are the text's bytes up to that
+ * newline are compared further. Any piece that holds a newline (from a line's
+ * start, or from inside a line, as --dump-val's split does) is found; a text
+ * with no newline never is. Returns 1 and the first such position in *at, or 0. */
+int synth_locate(size_t *at, const char *text, size_t n, size_t nbytes, uint64_t seed);
+
+/* The planted relations (as synth_generate_relations lists them, in corpus
+ * positions and order of query) whose key and query + 1 both lie in the bytes
+ * [at, at + n) of the corpus made from seed; generates only up to at + n.
+ * Writes the first min(total, cap) to rels and returns the total. */
+size_t synth_relations_in(SynthRelation *rels, size_t cap, size_t at, size_t n, uint64_t seed);
+
 /* Word classes of the lexicon, as bits: a word may belong to more than one. */
 enum {
     SYNTH_NOUN_SG = 1 << 0,

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/corpus.h"
+#include "data/synth.h"
 #include "tests/testutil.h"
 
 #define TINY "--layers 2 --embd 16 --heads 2 --block 16 --batch 4 --eval-iters 2 --threads 1"
@@ -253,4 +255,238 @@ Test(explore, heads_on_a_short_file_says_the_numbers_are_rough)
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_null(strstr(out, "will be rough"), "a 20 KB file is called short:\n%s", out);
     free(out);
+}
+
+/* Row i's keys in --explore-json's relation_keys[name] (rows[i][0..n[i])), or -1
+ * when the relation is null there; returns the number of rows. */
+static int json_keys(const char *json, const char *name, int rows[][16], int *n, int T)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":", name);
+    const char *p = strstr(strstr(json, "\"relation_keys\":{"), key);
+    cr_assert_not_null(p, "no relation_keys for %s", name);
+    p += strlen(key);
+    if (strncmp(p, "null", 4) == 0)
+        return -1;
+    cr_assert_eq(*p, '[');
+    p++;
+    int i = 0;
+    for (; *p == '[' || *p == ','; i++) {
+        if (*p == ',')
+            p++;
+        cr_assert(i < T && *p == '[', "%s: row %d", name, i);
+        p++;
+        n[i] = 0;
+        while (*p != ']') {
+            char *end;
+            long v = strtol(p, &end, 10);
+            cr_assert(end > p && n[i] < 16, "%s: row %d: %.20s", name, i, p);
+            rows[i][n[i]++] = (int)v;
+            p = *end == ',' ? end + 1 : end;
+        }
+        p++;
+    }
+    cr_assert_eq(*p, ']');
+    return i;
+}
+
+/* Every row of relation `name` has exactly the keys want[i] (-1: none). */
+static void expect_single_keys(const char *json, const char *name, const int *want, int T)
+{
+    int rows[64][16], n[64];
+    cr_assert_eq(json_keys(json, name, rows, n, T), T, "%s: not one entry per row", name);
+    for (int i = 0; i < T; i++) {
+        cr_assert_eq(n[i], want[i] >= 0, "%s, row %d: %d keys, want %s", name, i, n[i],
+                     want[i] >= 0 ? "one" : "none");
+        if (want[i] >= 0)
+            cr_assert_eq(rows[i][0], want[i], "%s, row %d: key %d, want %d", name, i,
+                         rows[i][0], want[i]);
+    }
+}
+
+/* Whether head k's "serves" list in the explore JSON names relation `name`. */
+static int json_serves(const char *json, int k, const char *name)
+{
+    const char *p = strstr(json, "\"heads\":[");
+    cr_assert_not_null(p);
+    for (int i = 0; i <= k; i++) {
+        p = strstr(p + 1, "\"serves\":[");
+        cr_assert_not_null(p, "head %d has no serves list", i);
+    }
+    const char *end = strchr(p, ']');
+    char want[64];
+    snprintf(want, sizeof want, "\"%s\"", name);
+    const char *hit = strstr(p, want);
+    return hit && hit < end;
+}
+
+/* Each head serves relation `name` (row i's keys keys[i][0..nk[i])) exactly
+ * when its mean attention on the keys over the scored rows with keys,
+ * recomputed from the JSON's weights (L = 2, H = 2), is above the bar. Returns
+ * how many heads serve it. */
+static int expect_serves(const char *json, const char *name, double bar, int keys[][16],
+                         const int *nk, int T)
+{
+    const char *p = strstr(json, "\"attention\":[");
+    cr_assert_not_null(p);
+    p += strlen("\"attention\":[");
+    int skip = T / 4 < 8 ? T / 4 : 8, serving = 0;
+    for (int k = 0; k < 4; k++) {
+        double sum = 0.0, rows = 0.0;
+        for (int i = 0; i < T; i++) {
+            rows += i >= skip && nk[i] > 0;
+            for (int j = 0; j <= i; j++) {
+                while (*p == '[' || *p == ']' || *p == ',' || *p == '\n')
+                    p++;
+                char *end;
+                double w = strtod(p, &end);
+                cr_assert(end > p, "head %d, row %d: %.20s", k, i, p);
+                p = end;
+                for (int m = 0; i >= skip && m < nk[i]; m++)
+                    sum += keys[i][m] == j ? w : 0.0;
+            }
+        }
+        cr_assert_gt(rows, 0.0);
+        int serves = json_serves(json, k, name);
+        cr_assert_eq(serves, sum / rows > bar, "head %d, %s: mean attention %g on the key, bar %g",
+                     k, name, sum / rows, bar);
+        serving += serves;
+    }
+    return serving;
+}
+
+/* expect_serves for a relation with one key per row, want[i] (-1: none). */
+static int expect_serves_single(const char *json, const char *name, double bar, const int *want,
+                                int T)
+{
+    int keys[64][16], nk[64];
+    for (int i = 0; i < T; i++) {
+        nk[i] = want[i] >= 0;
+        keys[i][0] = want[i];
+    }
+    return expect_serves(json, name, bar, keys, nk, T);
+}
+
+Test(explore, a_hand_built_window_has_its_known_relation_keys, .timeout = 60)
+{
+    Env e;
+    env_init(&e, "explore-relkeys");
+    char json[600], html[600], *out;
+    snprintf(json, sizeof json, "%s/w.json", e.dir);
+    snprintf(html, sizeof html, "%s/w.html", e.dir);
+    /* 16 tokens (the block): "(ab) the (ab) th".
+     * bracket: the closer at 3 ends row 2's "(ab", opened at 0; the one at 12, row 11 (9).
+     * copy: "(ab" at 9..11 repeats 0..2, and the next bytes keep repeating: rows
+     * 11..14 copy from 3..6 (row 15 has no next token in the window). */
+    const char *text = "(ab) the (ab) th";
+    int rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s'", tu_bin(),
+                 e.ckpt, html, json, text);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    char *j = read_text(json);
+    int T = 16, prev[16], bracket[16], copy[16];
+    for (int i = 0; i < T; i++) {
+        prev[i] = i - 1;
+        bracket[i] = copy[i] = -1;
+    }
+    bracket[2] = 0;
+    bracket[11] = 9;
+    for (int i = 11; i <= 14; i++)
+        copy[i] = i - 8;
+    expect_single_keys(j, "previous-token", prev, T);
+    expect_single_keys(j, "bracket", bracket, T);
+    expect_single_keys(j, "copy", copy, T);
+    int serving = expect_serves_single(j, "previous-token", 0.5, prev, T) +
+                  expect_serves_single(j, "bracket", 0.3, bracket, T) +
+                  expect_serves_single(j, "copy", 0.3, copy, T);
+    int rows[64][16], n[64];
+    cr_assert_eq(json_keys(j, "rare", rows, n, T), T);
+    cr_assert(n[0] == 0 && n[1] == 0 && n[2] > 0, "rare keys start at row 2");
+    for (int i = 2; i < T; i++)
+        for (int k = 0; k < n[i]; k++)
+            cr_assert(rows[i][k] <= i - 2, "rare, row %d: key %d", i, rows[i][k]);
+    serving += expect_serves(j, "rare", 0.3, rows, n, T);
+    cr_assert_eq(json_keys(j, "agreement", rows, n, T), -1, "not the built-in corpus");
+    cr_assert_eq(json_keys(j, "names", rows, n, T), -1);
+    cr_assert_not_null(strstr(j, "\"builtin_corpus\":false"));
+    free(j);
+    /* The page carries the same keys. */
+    char *page = read_text(html);
+    cr_assert_not_null(strstr(page, "\"bracket\":[[],[],[0],[],[],[],[],[],[],[],[],[9],"), "%.300s",
+                       strstr(page, "\"relation_keys\""));
+    free(page);
+    /* One token repeated: row i's rare key set is every position up to i - 2, so
+     * a head serves rare unless it keeps 70 % of its weight on the last two
+     * keys (a uniform head puts (i - 1) / (i + 1) there), and no row is a copy
+     * row (the token after is the token before). */
+    rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s'", tu_bin(),
+             e.ckpt, html, json, "aaaaaaaaaaaaaaaa");
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    j = read_text(json);
+    cr_assert_eq(json_keys(j, "rare", rows, n, T), T);
+    for (int i = 0; i < T; i++) {
+        cr_assert_eq(n[i], i >= 2 ? i - 1 : 0, "row %d: %d rare keys", i, n[i]);
+        for (int k = 0; k < n[i]; k++)
+            cr_assert_eq(rows[i][k], k);
+    }
+    int none[16];
+    for (int i = 0; i < T; i++)
+        none[i] = -1;
+    expect_single_keys(j, "copy", none, T);
+    serving = expect_serves(j, "rare", 0.3, rows, n, T);
+    cr_assert_gt(serving, 0, "no head of the model serves rare on one repeated token");
+    expect_serves_single(j, "previous-token", 0.5, prev, T);
+    free(j);
+}
+
+Test(explore, a_piece_of_the_built_in_corpus_has_its_planted_keys, .timeout = 120)
+{
+    const char *dir = tu_tmpdir("explore-planted");
+    cr_assert_not_null(dir);
+    char ckpt[600], text[600], json[600], html[600], *out;
+    snprintf(ckpt, sizeof ckpt, "%s/bi.ckpt", dir);
+    snprintf(text, sizeof text, "%s/piece.txt", dir);
+    snprintf(json, sizeof json, "%s/p.json", dir);
+    snprintf(html, sizeof html, "%s/p.html", dir);
+    int rc = run(&out, "%s/train --steps 1 --layers 1 --embd 16 --heads 2 --block 64 --batch 2 "
+                 "--eval-iters 1 --eval-every 0 --threads 1 --out %s", tu_bin(), ckpt);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    /* A piece from inside a line whose first 64 bytes hold planted relations. */
+    size_t N = 300000, at = 200003, n = 3000;
+    char *corpus = malloc(N);
+    cr_assert_not_null(corpus);
+    size_t total = synth_generate_relations(corpus, N, CORPUS_BUILTIN_SEED, NULL, 0);
+    SynthRelation *rel = malloc(total * sizeof *rel);
+    cr_assert_not_null(rel);
+    synth_generate_relations(corpus, N, CORPUS_BUILTIN_SEED, rel, total);
+    cr_assert_eq(tu_write_file(text, corpus + at, n), 0);
+    rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text-file %s", tu_bin(),
+             ckpt, html, json, text);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    /* Byte level: row query - at keys key - at, the last relation of a row kept. */
+    static const char *const name[SYNTH_REL_KINDS] = {
+        [SYNTH_REL_AGREE] = "agreement", [SYNTH_REL_NAMES] = "names",
+        [SYNTH_REL_DET] = "determiner", [SYNTH_REL_COREF] = "coreference",
+    };
+    int T = 64, want[SYNTH_REL_KINDS][64], seen = 0;
+    for (int q = 0; q < SYNTH_REL_KINDS; q++)
+        for (int i = 0; i < T; i++)
+            want[q][i] = -1;
+    for (size_t r = 0; r < total; r++)
+        if (rel[r].kind != SYNTH_REL_BRACKET && rel[r].key >= at && rel[r].query < at + T) {
+            want[rel[r].kind][rel[r].query - at] = (int)(rel[r].key - at);
+            seen++;
+        }
+    cr_assert_gt(seen, 0, "the window holds no planted relation: pick another piece");
+    char *j = read_text(json);
+    cr_assert_not_null(strstr(j, "\"builtin_corpus\":true"));
+    for (int q = 0; q < SYNTH_REL_KINDS; q++)
+        if (q != SYNTH_REL_BRACKET)
+            expect_single_keys(j, name[q], want[q], T);
+    free(j);
+    free(rel);
+    free(corpus);
 }

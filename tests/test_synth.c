@@ -672,3 +672,83 @@ Test(synth, coreference_relation_marks_the_antecedent_of_a_known_line)
     free(rel);
     free(t);
 }
+
+/* The first position of text[0..n) in buf[0..N), found byte by byte. */
+static size_t first_at(const char *buf, size_t N, const char *text, size_t n)
+{
+    for (size_t at = 0; at + n <= N; at++)
+        if (memcmp(buf + at, text, n) == 0)
+            return at;
+    return (size_t)-1;
+}
+
+Test(synth, locate_finds_every_piece_that_holds_a_newline_where_a_search_does)
+{
+    const size_t N = 100000;
+    char *buf = generate(N, 31);
+    /* From a line's start, from inside a line, up to the cut last line, one
+     * line alone, and one newline alone (the first line's end). */
+    size_t line = (size_t)((char *)memchr(buf + 40000, '\n', 1000) - buf) + 1;
+    size_t starts[] = {0, line, line + 7, 65432, N - 3000, line, line - 1};
+    size_t lens[] = {5000, 20000, 20000, 777, 3000, 0, 1};
+    lens[5] = (size_t)((char *)memchr(buf + line, '\n', 1000) - buf) + 1 - line;
+    for (size_t k = 0; k < sizeof starts / sizeof starts[0]; k++) {
+        size_t at = 12345, want = first_at(buf, N, buf + starts[k], lens[k]);
+        cr_assert_eq(synth_locate(&at, buf + starts[k], lens[k], N, 31), 1, "piece %zu", k);
+        cr_assert_eq(at, want, "piece %zu at %zu: found %zu, the first is %zu", k, starts[k],
+                     at, want);
+    }
+    free(buf);
+}
+
+Test(synth, locate_refuses_an_edited_piece_a_piece_without_newline_and_one_past_the_end)
+{
+    const size_t N = 50000;
+    char *buf = generate(N, 31);
+    char *copy = malloc(N);
+    cr_assert_not_null(copy);
+    memcpy(copy, buf, N);
+    size_t at = 7;
+    copy[30000] = copy[30000] == 'e' ? 'a' : 'e';
+    cr_assert_eq(synth_locate(&at, copy + 20000, 20000, N, 31), 0, "an edited piece");
+    cr_assert_eq(synth_locate(&at, buf + 20000, 20000, N, 32), 0, "another seed's corpus");
+    size_t nl = (size_t)((char *)memchr(buf + 100, '\n', 200) - buf);
+    cr_assert_eq(synth_locate(&at, buf + nl + 1, 10, N, 31), 0, "no newline");
+    /* The corpus of N bytes is a prefix of a longer one; its last bytes and one
+     * more are not inside it. */
+    char *longer = generate(N + 100, 31);
+    cr_assert_eq(synth_locate(&at, longer + N - 2000, 2001, N, 31), 0, "past the end");
+    cr_assert_eq(at, 7u, "not changed on failure");
+    cr_assert_eq(synth_locate(&at, longer + N - 2000, 2001, N + 100, 31), 1);
+    cr_assert_eq(at, first_at(longer, N + 100, longer + N - 2000, 2001));
+    free(longer);
+    free(copy);
+    free(buf);
+}
+
+Test(synth, relations_in_a_piece_are_those_of_the_whole_corpus_inside_it)
+{
+    const size_t N = 60000, at = 12345, n = 30000;
+    char *buf = generate(N, 5);
+    size_t total = synth_generate_relations(buf, N, 5, NULL, 0);
+    SynthRelation *all = malloc(total * sizeof *all);
+    cr_assert_not_null(all);
+    synth_generate_relations(buf, N, 5, all, total);
+    size_t count = synth_relations_in(NULL, 0, at, n, 5), want = 0;
+    SynthRelation *in = malloc((count + 1) * sizeof *in);
+    cr_assert_not_null(in);
+    cr_assert_eq(synth_relations_in(in, count, at, n, 5), count);
+    for (size_t r = 0; r < total; r++) {
+        if (all[r].key < at || all[r].query + 1 >= at + n)
+            continue;
+        cr_assert_lt(want, count);
+        cr_assert(in[want].kind == all[r].kind && in[want].query == all[r].query &&
+                  in[want].key == all[r].key, "relation %zu differs", want);
+        want++;
+    }
+    cr_assert_eq(count, want);
+    cr_assert_gt(count, 100u);
+    free(in);
+    free(all);
+    free(buf);
+}

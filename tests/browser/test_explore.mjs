@@ -141,6 +141,7 @@ async function testWithWeights(b, file, jsonFile) {
       await b.click(`#headbtns button[data-head="0"]`);
     }
   }
+  await checkRelationView(b, J);
   await b.click(`#grid .cell[data-k="${L * H - 1}"]`);
   const modal = await b.eval(`({hidden: document.getElementById("modal").hidden,
     w: document.getElementById("big").width, title: document.getElementById("bigtitle").textContent})`);
@@ -149,6 +150,37 @@ async function testWithWeights(b, file, jsonFile) {
   await b.send("Input.dispatchKeyEvent", { type: "keyDown", key: "Escape", code: "Escape", windowsVirtualKeyCode: 27 });
   await b.until(`document.getElementById("modal").hidden`, 5000);
   finish(page, file);
+}
+
+// The relation view: for each relation --explore-json gives keys for, picking it
+// underlines exactly the queries with a key, and hovering such a query marks
+// exactly its keys; the relations without keys on this text are not offered.
+async function checkRelationView(b, J) {
+  const names = Object.keys(J.relation_keys).filter((n) => J.relation_keys[n]);
+  const offered = await b.eval(`[...document.getElementById("relation").options].map((o) => o.value)`);
+  check(JSON.stringify(offered) === JSON.stringify([""].concat(names)),
+        `the relation selector offers ${JSON.stringify(offered)}, the JSON has keys for ${JSON.stringify(names)}`);
+  await b.click(`#tokens .tok[data-i="0"]`);   // unpin whatever is pinned: hover drives the query
+  await b.click(`#tokens .tok[data-i="0"]`);
+  let marked = 0;
+  for (const n of names) {
+    const keys = J.relation_keys[n];
+    await b.eval(`(() => { const s = document.getElementById("relation"); s.value = ${JSON.stringify(n)};
+      s.dispatchEvent(new Event("change")); })()`);
+    const rq = await b.eval(`[...document.querySelectorAll("#tokens .tok.rq")].map((s) => +s.dataset.i)`);
+    const want = keys.map((k, i) => (k.length ? i : -1)).filter((i) => i >= 0);
+    check(JSON.stringify(rq) === JSON.stringify(want), `${n}: underlined queries ${JSON.stringify(rq)}, want ${JSON.stringify(want)}`);
+    for (const i of want.slice(-3)) {
+      await b.hover(`#tokens .tok[data-i="${i}"]`);
+      await b.until(`document.querySelector('#tokens .tok[data-i="${i}"]').classList.contains("q")`, 5000);
+      const rk = await b.eval(`[...document.querySelectorAll("#tokens .tok.rk")].map((s) => +s.dataset.i)`);
+      check(JSON.stringify(rk) === JSON.stringify(keys[i]), `${n}, query ${i}: marked keys ${JSON.stringify(rk)}, want ${JSON.stringify(keys[i])}`);
+      marked += rk.length;
+    }
+  }
+  check(marked > 0, "the relation view marked no key at all");
+  await b.eval(`(() => { const s = document.getElementById("relation"); s.value = "";
+    s.dispatchEvent(new Event("change")); })()`);
 }
 
 function finish(page, file) {

@@ -1,0 +1,96 @@
+/* planted: the built-in corpus' planted relations on an analysed text (planted.h). */
+#include "app/planted.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/corpus.h"
+#include "util/errbuf.h"
+
+/* The bytes of the built-in corpus the text is looked for in. */
+static size_t corpus_bytes(const TrainState *ts)
+{
+    if (ts && strcmp(ts->data_path, CORPUS_BUILTIN_NAME) == 0)
+        return (size_t)ts->data_size;
+    return SYNTH_DEFAULT_BYTES;
+}
+
+int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *tok,
+                 const TrainState *ts, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    size_t nb = tok_count_bytes(tok, ids, nids), at;
+    char *text = malloc(nb ? nb : 1);
+    size_t *start = malloc((nids + 1) * sizeof *start);
+    SynthRelation *rel = NULL;
+    int rc = -1;
+    if (!text || !start)
+        goto done;
+    tok_decode(tok, ids, nids, (unsigned char *)text);
+    if (!synth_locate(&at, text, nb, corpus_bytes(ts), CORPUS_BUILTIN_SEED)) {
+        rc = 0;
+        goto done;
+    }
+    size_t total = synth_relations_in(NULL, 0, at, nb, CORPUS_BUILTIN_SEED);
+    rel = malloc((total ? total : 1) * sizeof *rel);
+    p->rel = malloc((total ? total : 1) * sizeof *p->rel);
+    if (!rel || !p->rel)
+        goto done;
+    synth_relations_in(rel, total, at, nb, CORPUS_BUILTIN_SEED);
+    start[0] = 0;
+    for (size_t t = 0; t < nids; t++) {
+        size_t len;
+        tok_piece(tok, ids[t], &len);
+        start[t + 1] = start[t] + len;
+    }
+    p->builtin = 1;
+    p->at = at;
+    p->n = heads_planted_to_tokens(p->rel, &p->dropped, rel, total, at, start, nids);
+    rc = 0;
+done:
+    free(rel);
+    free(start);
+    free(text);
+    if (rc)
+        err_set(err, errlen, "out of memory looking for the text in the built-in corpus");
+    return rc;
+}
+
+void planted_free(Planted *p)
+{
+    free(p->rel);
+    p->rel = NULL;
+    p->n = 0;
+}
+
+/* The HeadsRelKind of each planted SynthRelKind (brackets are found in any text). */
+static const int planted_kind[SYNTH_REL_KINDS] = {
+    [SYNTH_REL_AGREE] = HEADS_REL_AGREE,
+    [SYNTH_REL_BRACKET] = HEADS_REL_BRACKET,
+    [SYNTH_REL_NAMES] = HEADS_REL_NAMES,
+    [SYNTH_REL_DET] = HEADS_REL_DET,
+    [SYNTH_REL_COREF] = HEADS_REL_COREF,
+};
+
+void planted_keys(int *const *key, int *const *first, const Planted *p, size_t lo, int B, int T,
+                  size_t *next)
+{
+    size_t NT = (size_t)B * T;
+    for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++)
+        for (size_t i = 0; i < NT; i++)
+            key[q][i] = first[q][i] = -1;
+    size_t hi = lo + NT;
+    while (*next < p->n && p->rel[*next].query < lo)
+        (*next)++;
+    for (size_t r = *next; r < p->n && p->rel[r].query < hi; r++) {
+        const SynthRelation *x = &p->rel[r];
+        size_t s = lo + (x->query - lo) / (size_t)T * (size_t)T;   /* its window's start */
+        if (x->key < s)
+            continue;
+        int q = planted_kind[x->kind];
+        size_t i = x->query - lo;
+        key[q][i] = (int)(x->key - s);
+        if (q == HEADS_REL_NAMES && x->key > s)
+            first[q][i] = (int)(x->key - 1 - s);
+    }
+}

@@ -1,0 +1,48 @@
+/* planted: the built-in corpus' planted relations (data/synth.h) on a text
+ * being analysed, for --heads (infer_heads.c) and --explore (infer_explore.c).
+ * It finds whether the text is a piece of the built-in corpus (synth_locate:
+ * by the text's first line end, walking the generator, never holding the
+ * corpus), lists the relations inside it on the text's tokens, and gives each
+ * window's query rows their keys. The generator is the one source of these
+ * relations; the text relations (previous-token, bracket, copy, rare) are
+ * analysis/heads' own. Nothing here prints or exits. */
+#ifndef HEADCOUNT_PLANTED_H
+#define HEADCOUNT_PLANTED_H
+
+#include <stddef.h>
+
+#include "analysis/heads.h"
+#include "data/synth.h"
+#include "data/tokenizer.h"
+#include "trainer/ckpt.h"
+
+typedef struct {
+    int builtin;          /* the text is a piece of the built-in corpus */
+    size_t at;            /* the corpus byte it starts at */
+    SynthRelation *rel;   /* [n] its planted relations on its tokens, in order of query */
+    size_t n;
+    size_t dropped;       /* relations left out: key and query fall in one token */
+} Planted;
+
+/* Fills p for the text ids[nids]. The corpus searched is the one the
+ * checkpoint trained on when its training state ts names the built-in corpus
+ * (ts->data_size bytes), else the SYNTH_DEFAULT_BYTES ./train generates (ts
+ * NULL or another text). A text that is no piece of it, or that holds no
+ * newline, gets builtin = 0 and no relations. The relations are those
+ * synth_relations_in lists, moved onto the tokens by heads_planted_to_tokens.
+ * 0, or -1 when out of memory (p is then safe to planted_free). */
+int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *tok,
+                 const TrainState *ts, char *err, size_t errlen);
+void planted_free(Planted *p);
+
+/* The keys of the planted relations for B windows of T tokens, window b
+ * starting at text token lo + b * T: key[q][b * T + i] for every planted
+ * relation q (>= HEADS_REL_AGREE), -1 where row i has none; a name's first
+ * occurrence row first[q][.] is key - 1 (the row that predicted the key token
+ * there) when it is in the window. When several relations give one query row,
+ * the last (in byte order) is kept. *next is where the walk through p->rel
+ * resumes: 0 for the first call, then windows must come in increasing order. */
+void planted_keys(int *const *key, int *const *first, const Planted *p, size_t lo, int B, int T,
+                  size_t *next);
+
+#endif

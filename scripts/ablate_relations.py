@@ -187,11 +187,13 @@ def seeds_text(n):
 def served_sentence(arm_title, g, arm):
     """'At H = 1, 2 of 6 relations have a head at their bar (range 1–3 over 5 seeds)
     with 2 distinct heads; at H = 4, ...' for one arm."""
+    mine = {H: [r["judged"] for r in rs] for (a, H), rs in g.items() if a == arm}
+    if mine and not any(j["served"] for js in mine.values() for j in js):
+        n = max(j["scored"] for js in mine.values() for j in js)
+        return "**%s**: at every H (%s), none of the %d relation%s has a head at the bar, " \
+            "in any seed." % (arm_title, ", ".join(map(str, mine)), n, "" if n == 1 else "s")
     parts = []
-    for (a, H), rs in g.items():
-        if a != arm:
-            continue
-        js = [r["judged"] for r in rs]
+    for H, js in mine.items():
         served = [j["served"] for j in js]
         distinct = [j["distinct_heads"] for j in js]
         if min(served) != max(served):
@@ -212,7 +214,10 @@ def served_sentence(arm_title, g, arm):
 
 
 def shared_sentence(g, arm):
-    """In how many runs one head serves two or more relations, per H."""
+    """In how many runs one head serves two or more relations, per H; nothing when no
+    run serves any relation."""
+    if not any(r["judged"]["served"] for (a, _), rs in g.items() if a == arm for r in rs):
+        return ""
     parts = []
     for (a, H), rs in g.items():
         if a == arm:
@@ -229,12 +234,13 @@ def never_always(g, arm, names):
     out = []
     never = [k for k in names if not any(r["judged"]["relations"][k]["served"] for r in mine)]
     if never:
-        out.append("No head reaches the bar at any H, in any seed, for %s." % ", ".join(
-            "%s (best %.3f, bar %.2f)" % (k, max(num(r["judged"]["relations"][k]["attention"])
-                                                for r in mine),
-                                          mine[0]["judged"]["relations"][k]["bar"])
-            if any(math.isfinite(num(r["judged"]["relations"][k]["attention"])) for r in mine)
-            else "%s (no score)" % k for k in never))
+        out.append("%s %s." % (
+            "The best head's attention in any run, against the bar:" if len(never) == len(
+                names) else "No head reaches the bar at any H, in any seed, for", ", ".join(
+                "%s (best %.3f, bar %.2f)" % (k, max(num(r["judged"]["relations"][k][
+                    "attention"]) for r in mine), mine[0]["judged"]["relations"][k]["bar"])
+                if any(math.isfinite(num(r["judged"]["relations"][k]["attention"]))
+                       for r in mine) else "%s (no score)" % k for k in never)))
     always = [k for k in names if all(r["judged"]["relations"][k]["served"] for r in mine)]
     if always and len(always) < len(names):
         out.append("Served at every H in every seed: %s." % ", ".join(always))
@@ -325,7 +331,7 @@ def matrix_plot(rows, names, arm, title):
         first = min(rs, key=lambda r: r["seed"])
         heads = sorted(first.get("head_rows") or [], key=lambda h: head_key(head_label(h)))
         n = max(len(heads), 1)
-        ch = 18 if n <= 16 else max(6.0, min(18.0, 480.0 / n))
+        ch = 18 if n <= 16 else max(8.0, min(18.0, 480.0 / n))
         panels.append((x + label_w, H, first, heads, ch))
         x += label_w + cw * len(names) + gap
     scale_h = 200
@@ -337,7 +343,7 @@ def matrix_plot(rows, names, arm, title):
         bars = [first["judged"]["relations"][k]["bar"] for k in names]
         marks = [[v >= b for v, b in zip(row, bars)] for row in vals]
         heatmap(svg, px, top, vals, [head_label(h) for h in heads], names, cw, ch,
-                marks=marks, title="H = %d (D = %d), seed %d" % (H, first["D"], first["seed"]))
+                marks=marks, show_values=len(heads) <= 32, title="H = %d (D = %d), seed %d" % (H, first["D"], first["seed"]))
     colour_scale(svg, x + 10, top, 16, scale_h, 0.0, 1.0, label="attention")
     for k, line in enumerate([
             "Cell: the head's mean attention on the relation's key (heads.csv), in the first "

@@ -217,6 +217,26 @@ class Sweep(unittest.TestCase):
         self.assertIn(">0.55</text>", svg)
 
 
+class NoneServed(unittest.TestCase):
+    def test_an_arm_where_nothing_is_served_says_so_once(self):
+        names = ["previous-token", "bracket"]
+        relations = {"previous-token": rel("L0H0", 0.40, 0.05, 2.0),
+                     "bracket": rel("L0H1", 0.20, 0.05, 4.0)}
+        heads = [head(0, 0, 0.40, 0.1, 0, 0), head(0, 1, 0.1, 0.2, 0, 0)]
+        rows = [{"arm": "width", "H": H, "D": 4 // H, "seed": seed, "run": "r",
+                 "judged": ablate_relations.judge(relations, heads, names)}
+                for H in (1, 2) for seed in (1, 2)]
+        g = ablate_relations.groups(rows, ["width"])
+        self.assertEqual(ablate_relations.served_sentence("W", g, "width"),
+                         "**W**: at every H (1, 2), none of the 2 relations has a head at the "
+                         "bar, in any seed.")
+        self.assertEqual(ablate_relations.shared_sentence(g, "width"), "")
+        self.assertEqual(ablate_relations.never_always(g, "width", names),
+                         ["The best head's attention in any run, against the bar: "
+                          "previous-token (best 0.400, bar 0.50), bracket (best 0.200, bar "
+                          "0.30)."])
+
+
 class Ramp(unittest.TestCase):
     def test_ends_and_clamping(self):
         self.assertEqual(svgchart.ramp(0, 0, 1), "#ffffff")

@@ -141,6 +141,13 @@ def mean_range(values):
     return whole(m) if lo == hi else "%s (%d–%d)" % (whole(m), lo, hi)
 
 
+def best_heads(xs):
+    """The best heads over seeds, most frequent first: 'L2H1 ×3, L3H0'."""
+    n = Counter(x["best_head"] for x in xs if x["best_head"])
+    return ", ".join(h + (" ×%d" % n[h] if n[h] > 1 else "") for h in sorted(
+        n, key=lambda h: (-n[h], head_key(h)))) or "–"
+
+
 def groups(rows, arms):
     """{(arm, H): rows} in the report's order, for the arms that have rows."""
     out = {}
@@ -152,7 +159,7 @@ def groups(rows, arms):
 def tables(rows, names, arms):
     """The two tables: per relation, arm and H; and per arm and H."""
     g = groups(rows, arms)
-    head = ["relation", "arm", "H", "D", "best-head attn.", "uniform", "ratio", "bar",
+    head = ["relation", "arm", "H", "D", "best head", "best-head attn.", "uniform", "ratio", "bar",
             "seeds at bar", "loss (nats)"]
     body = []
     for k in names:
@@ -161,7 +168,8 @@ def tables(rows, names, arms):
             att, uni = mean_sd([x["attention"] for x in xs])[0], mean_sd(
                 [x["uniform"] for x in xs])[0]
             bars = sorted({x["bar"] for x in xs})
-            body.append([k, arm, str(H), str(rs[0]["D"]), pm([x["attention"] for x in xs], 3),
+            body.append([k, arm, str(H), str(rs[0]["D"]), best_heads(xs),
+                         pm([x["attention"] for x in xs], 3),
                          "%.3f" % uni if math.isfinite(uni) else "–",
                          "%.1f" % (att / uni) if uni > 0 and math.isfinite(att) else "–",
                          "/".join("%.2f" % b for b in bars),
@@ -290,13 +298,14 @@ def bars_sentence(rows, names):
 
 
 INTRO = ("Does one head have to average several relations into one muddy pattern, and do "
-         "several heads split them? Per relation, arm and H: the best head's mean attention "
-         "on the relation's key (summary.json, mean ± s.d. over seeds), the uniform head's, "
-         "their ratio, the bar, the seeds in which some head reaches the bar, and the loss "
-         "(nats) on the tokens the relation predicts. A relation is served in a run when its "
-         "best head reaches the bar; the heads serving it are that head and every head whose "
-         "per-head score in heads.csv reaches the bar; distinct heads counts the different "
-         "heads serving the served relations, and a head serving 2+ serves two or more.")
+         "several heads split them? Per relation, arm and H: the best head of each seed "
+         "(×n: in n seeds), its mean attention on the relation's key (summary.json, mean ± "
+         "s.d. over seeds), the uniform head's, their ratio, the bar, the seeds in which "
+         "some head reaches the bar, and the loss (nats) on the tokens the relation "
+         "predicts. A relation is served in a run when its best head reaches the bar; the "
+         "heads serving it are that head and every head whose per-head score in heads.csv "
+         "reaches the bar; distinct heads counts the different heads serving the served "
+         "relations, and a head serving 2+ serves two or more.")
 
 
 def section(rows, names, arms, titles):
@@ -343,7 +352,8 @@ def matrix_plot(rows, names, arm, title):
         bars = [first["judged"]["relations"][k]["bar"] for k in names]
         marks = [[v >= b for v, b in zip(row, bars)] for row in vals]
         heatmap(svg, px, top, vals, [head_label(h) for h in heads], names, cw, ch,
-                marks=marks, show_values=len(heads) <= 32, title="H = %d (D = %d), seed %d" % (H, first["D"], first["seed"]))
+                marks=marks, show_values=len(heads) <= 32,
+                title="H = %d (D = %d), seed %d" % (H, first["D"], first["seed"]))
     colour_scale(svg, x + 10, top, 16, scale_h, 0.0, 1.0, label="attention")
     for k, line in enumerate([
             "Cell: the head's mean attention on the relation's key (heads.csv), in the first "

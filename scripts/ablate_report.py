@@ -259,8 +259,8 @@ def hlist(hs):
 
 def relation_findings(by_h):
     """Per relation: at which H every seed's best head clears its bar (summary.json's,
-    else the one ./infer uses to type a head by it), where the attention is highest (and whether by more than the
-    seed noise) and where its loss is lowest."""
+    else the one ./infer uses to type a head by it), where the attention is highest
+    (and whether by more than the seed noise) and where its loss is lowest."""
     out = []
     for k in relations_of([r for rs in by_h.values() for r in rs]):
         bar = ablate_relations.bar_of(next(r["relations"][k] for rs in by_h.values() for r in rs
@@ -618,7 +618,8 @@ def table_after(text, caption):
 def check(outdir):
     """--check: a finished run with heads/summary.json for every (arm, H, seed), a CSV row
     for each with finite numbers, one md table row per arm and H, the relations section
-    when there are relations (ablate_relations.check), plots that parse as XML. Changes nothing; returns the problems found."""
+    when there are relations (ablate_relations.check), plots that parse as XML. Changes
+    nothing; returns the problems found."""
     sweep, runs = load(outdir)
     problems = ["run %s: unfinished or no heads/summary.json" % r["name"]
                 for r in runs_of(sweep) if not runs.get(r["name"], {}).get("summary")]

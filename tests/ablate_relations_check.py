@@ -171,11 +171,13 @@ class Sweep(unittest.TestCase):
     def test_relation_table_has_attention_uniform_ratio_bar_seeds_and_loss(self):
         # previous-token at H=1: 0.55 and 0.45 -> 0.500 ± 0.071, uniform 0.05, ratio 10;
         # at the 0.50 bar in seed 1 only; losses 2 and 3 -> 2.500 ± 0.707.
-        self.assertIn("| previous-token | width | 1 | 4 | 0.500 ± 0.071 | 0.050 | 10.0 | 0.50 | "
-                      "1/2 | 2.500 ± 0.707 |", self.md)
-        self.assertIn("| foo | width | 2 | 2 | 0.275 ± 0.035 | 0.100 | 2.8 | 0.20 | 2/2 |",
+        self.assertIn("| previous-token | width | 1 | 4 | L0H0 ×2 | 0.500 ± 0.071 | 0.050 | 10.0 "
+                      "| 0.50 | 1/2 | 2.500 ± 0.707 |", self.md)
+        # foo's best head: L0H1 in seed 1 (0.30), L0H0 in seed 2 (0.25).
+        self.assertIn("| foo | width | 2 | 2 | L0H0, L0H1 | 0.275 ± 0.035 | 0.100 | 2.8 | 0.20 | "
+                      "2/2 |", self.md)
+        self.assertIn("| qux | width | 2 | 2 | L0H0 ×2 | 0.100 | 0.020 | 5.0 | 0.30 | 0/2 |",
                       self.md)
-        self.assertIn("| qux | width | 2 | 2 | 0.100 | 0.020 | 5.0 | 0.30 | 0/2 |", self.md)
 
     def test_sentences_follow_the_numbers(self):
         for s in ["At H = 1, 1.5 of 4 relations have a head at the bar (range 1–2 over 2 "

@@ -37,10 +37,10 @@ BAR_DEFAULT = {"previous-token": 0.50}
 BAR_DEFAULT_OTHER = 0.30
 # heads.csv names each relation's per-head score after the relation, except where the
 # relation's per-head score is a pattern score of its own: previous-token's is `prev`,
-# the mean A[i][i-1] (docs/heads.md, "Pattern scores").
+# the mean A[i][i-1] (docs/heads.md, "Per-head metrics").
 HEAD_COLUMN = {"previous-token": "prev"}
 SECTION = "## One head against several: the relations"
-# The captions the section's tables follow; check_md() finds the tables by them.
+# The captions the section's tables follow; check() finds the tables by them.
 BY_RELATION = "Relations by arm and H:"
 SERVED = "Relations served per arm and H:"
 CSV_COLUMNS = ["arm", "run", "H", "D", "seed", "relation", "best_head", "attention",

@@ -83,16 +83,17 @@ def read_log(path):
     """train's --log: settings, steps, final. A resumed run appends to the same file,
     so a step logged twice keeps its last record; a line cut by a kill is skipped."""
     out, steps = {"settings": None, "final": None}, {}
-    for line in read_text(path).split("\n") if os.path.exists(path) else []:
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue
-        kind = r.get("type")
-        if kind == "step":
-            steps[r["step"]] = r
-        elif kind == "final" or (kind == "settings" and not out["settings"]):
-            out[kind] = r
+    if os.path.exists(path):
+        for line in open(path, encoding="utf-8"):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            kind = r.get("type")
+            if kind == "step":
+                steps[r["step"]] = r
+            elif kind == "final" or (kind == "settings" and not out["settings"]):
+                out[kind] = r
     out["steps"] = [steps[k] for k in sorted(steps)]
     return out
 

@@ -18,8 +18,10 @@ import re
 import statistics
 import xml.etree.ElementTree as ET
 
+import ablate_relations
 import induction_phase
 import plot_log
+from ablate_stats import mean_sd, num, pm
 from svgchart import PALETTE, Axes, Svg, legend, padded
 
 ARMS = {"width": "fixed width (C fixed, D = C/H)",
@@ -39,10 +41,6 @@ COLUMNS = ["arm", "run", "H", "D", "C", "attn_width", "params", "seed", "steps",
            "heads_report"]
 INDUCTION_COLUMNS = ["induction_formed", "induction_phase_step", "induction_final_repeat",
                      "copy_loss_ratio"]
-# The best-head attention at which ./infer --heads types a head by a relation
-# (docs/heads.md, "Head types"): 0.50 for previous-token, 0.30 for the others.
-LEARNED_AT = {"previous-token": 0.50}
-LEARNED_AT_OTHER = 0.30
 # A copy loss ratio below this means the model predicts repeated letters far better
 # than first occurrences: it copies, whichever heads do it.
 COPIES_BELOW = 0.5
@@ -69,6 +67,16 @@ def write_text(path, data):
 
 def write_json(path, obj):
     write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def read_csv(path):
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
 
 
 def read_log(path):
@@ -107,22 +115,17 @@ def runs_of(sweep):
     return sorted(runs.values(), key=lambda r: (r["seed"], -r["cost"]))
 
 
-def num(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
 def load(outdir):
-    """The sweep and its finished runs: {name: {dir, log, summary}}."""
+    """The sweep and its finished runs: {name: {dir, log, summary, heads}}, heads being
+    heads/heads.csv's rows (one dict per head)."""
     sweep, runs = read_json(os.path.join(outdir, "sweep.json")), {}
     for r in runs_of(sweep):
         d = os.path.join(outdir, "runs", r["name"])
         if os.path.exists(os.path.join(d, "done.json")):
-            s = os.path.join(d, "heads", "summary.json")
+            s, h = (os.path.join(d, "heads", f) for f in ("summary.json", "heads.csv"))
             runs[r["name"]] = dict(r, dir=d, log=read_log(os.path.join(d, "run.jsonl")),
-                                   summary=read_json(s) if os.path.exists(s) else {})
+                                   summary=read_json(s) if os.path.exists(s) else {},
+                                   heads=read_csv(h) if os.path.exists(h) else [])
     return sweep, runs
 
 
@@ -158,7 +161,8 @@ def table_rows(sweep, runs):
                "train_loss": fin["train_loss"], "tok_s": round(tokens / train_s, 1),
                "train_seconds": round(train_s, 3), "wall_seconds": fin.get("wall_seconds"),
                "threads": run["log"]["settings"].get("threads"), "relations": s.get(
-                   "relations") or {}, "heads_report": "runs/%s/heads/index.html" % name}
+                   "relations") or {}, "head_rows": run["heads"],
+               "heads_report": "runs/%s/heads/index.html" % name}
         for k in SUMMARY:
             row[k if k in COLUMNS else "heads_" + k] = s.get(k)
         if is_induction(sweep):
@@ -171,8 +175,8 @@ def table_rows(sweep, runs):
 
 def write_csv(path, rows):
     extra = sorted({k for r in rows for k in r if k.startswith("n_")} - set(COLUMNS))
-    cols = COLUMNS[:-5] + extra + COLUMNS[-5:] + [k for k in INDUCTION_COLUMNS if any(
-        k in r for r in rows)]
+    cols = COLUMNS[:-5] + extra + COLUMNS[-5:] + [k for k in INDUCTION_COLUMNS + (
+        ablate_relations.RUN_COLUMNS) if any(k in r for r in rows)]
     with open(path + ".tmp", "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -180,23 +184,6 @@ def write_csv(path, rows):
             w.writerow(["%.6g" % v if isinstance(v, float) else "" if v is None else v
                         for v in (r.get(c) for c in cols)])
     os.replace(path + ".tmp", path)
-
-
-def mean_sd(values):
-    v = [x for x in map(num, values) if math.isfinite(x)]
-    if not v:
-        return float("nan"), float("nan"), 0
-    return statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else float("nan"), len(v)
-
-
-def pm(values, digits):
-    """mean ± s.d. with `digits` decimals; one value alone, and whole if it is whole."""
-    m, s, n = mean_sd(values)
-    if n == 0:
-        return "–"
-    if n == 1 or not math.isfinite(s) or s == 0:
-        return "%d" % m if m == int(m) and digits <= 1 else "%.*f" % (digits, m)
-    return "%.*f ± %.*f" % (digits, m, digits, s)
 
 
 def bits_per_byte(fin):
@@ -272,12 +259,13 @@ def hlist(hs):
 
 
 def relation_findings(by_h):
-    """Per relation: at which H every seed's best head clears the bar ./infer uses to
-    type a head by it, where the attention is highest (and whether by more than the
-    seed noise) and where its loss is lowest."""
+    """Per relation: at which H every seed's best head clears its bar (summary.json's,
+    else the one ./infer uses to type a head by it), where the attention is highest
+    (and whether by more than the seed noise) and where its loss is lowest."""
     out = []
     for k in relations_of([r for rs in by_h.values() for r in rs]):
-        bar = LEARNED_AT.get(k, LEARNED_AT_OTHER)
+        bar = ablate_relations.bar_of(next(r["relations"][k] for rs in by_h.values() for r in rs
+                                           if k in r["relations"]), k)[0]
         att = {H: [x for x in rel_values(rs, k, "attention") if math.isfinite(x)]
                for H, rs in sorted(by_h.items())}
         att = {H: v for H, v in att.items() if v}
@@ -463,8 +451,8 @@ RELATIONS_INTRO = ("Relations (./infer --heads on the validation split, docs/hea
                    "over seeds, with the uniform head's score in the header, and the loss "
                    "(nats) on the bytes the relation predicts; for copy and names the copy "
                    "loss ratio instead. \"Learned\" below means the best head reaches the "
-                   "bar ./infer --heads types a head by (0.50 for previous-token, 0.30 for "
-                   "the others).")
+                   "relation's bar: summary.json's \"bar\", or without one the bar ./infer "
+                   "--heads types a head by (0.50 for previous-token, 0.30 for the others).")
 INTRO = ("Cells are mean ± sample standard deviation over seeds. val loss is the mean "
          "cross-entropy over the whole validation split (nats per token: per byte without "
          "--vocab); ppl = e^loss, bpb = bits per byte (docs/tokenizer.md), loss / ln 2 for a "
@@ -485,6 +473,11 @@ def heads_every(sweep):
     return int(args[args.index("--heads-every") + 1]) if "--heads-every" in args else 0
 
 
+def arm_title(arm, fp):
+    return ARMS[arm].replace("C fixed", "C = %d" % fp["embd"]).replace(
+        "D fixed", "D = %d" % fp["fixed_head_size"])
+
+
 def write_md(path, sweep, rows):
     """ablation.md: per arm its tables and the sentences generated from them."""
     md = lambda h, b: "\n".join(["| " + " | ".join(h) + " |", "|" + "|".join(  # noqa: E731
@@ -494,15 +487,14 @@ def write_md(path, sweep, rows):
         out += [INDUCTION_INTRO % (heads_every(sweep), induction_phase.THRESHOLD), ""]
     if any(relations_of([r]) for r in rows):
         out += [RELATIONS_INTRO, ""]
-    for arm, title in ARMS.items():
+    for arm in ARMS:
         by_h = {}
         for r in (r for r in rows if r["arm"] == arm):
             by_h.setdefault(r["H"], []).append(r)
         if not by_h:
             continue
         t1, t2 = tables(by_h, fp["layers"])
-        out += ["## Arm: %s" % title.replace("C fixed", "C = %d" % fp["embd"]).replace(
-            "D fixed", "D = %d" % fp["fixed_head_size"]), "", md(*t1), ""]
+        out += ["## Arm: %s" % arm_title(arm, fp), "", md(*t1), ""]
         out += ["Head types (mean count per model over seeds):", "", md(*t2), ""]
         if is_induction(sweep):
             out += [INDUCTION_TABLE, "", md(*induction_table(by_h)), "",
@@ -511,8 +503,11 @@ def write_md(path, sweep, rows):
         out += [RELATIONS_TABLE, "", md(*t3), "", " ".join(relation_findings(by_h)), ""] \
             if t3[1] else []
         out += [" ".join(findings(arm, by_h, fp)), ""]
-    out += ["Plots: plots/val_loss.svg, plots/curves_*.svg%s; per-run files: runs/NAME/." % (
-        ", plots/repeat.svg" if is_induction(sweep) else ""), ""]
+    out += ablate_relations.section(rows, relations_of(rows), [a for a in ARMS],
+                                    {a: arm_title(a, fp) for a in ARMS})
+    out += ["Plots: plots/val_loss.svg, plots/curves_*.svg%s%s; per-run files: runs/NAME/." % (
+        ", plots/repeat.svg" if is_induction(sweep) else "",
+        ", plots/relations_*.svg" if relations_of(rows) else ""), ""]
     write_text(path, "\n".join(out))
 
 
@@ -590,11 +585,18 @@ def write_plots(outdir, sweep, rows, runs):
             svg = plot_log.loss_plot(logs, ["H=%d D=%d s%d" % (r["H"], r["D"], r["seed"])
                                             for r in mine])
             write_text(os.path.join(outdir, "plots", "curves_%s.svg" % arm), svg.render())
+    ablate_relations.write_plots(os.path.join(outdir, "plots"), rows, relations_of(rows),
+                                 list(ARMS), {a: arm_title(a, sweep["fingerprint"]) for a in ARMS},
+                                 write_text)
 
 
 def write_all(outdir):
     sweep, runs = load(outdir)
     rows = table_rows(sweep, runs)
+    names = relations_of(rows)
+    if names:
+        ablate_relations.annotate(rows, names)
+        ablate_relations.write_csv(os.path.join(outdir, "relations.csv"), rows, names)
     write_csv(os.path.join(outdir, "ablation.csv"), rows)
     write_md(os.path.join(outdir, "ablation.md"), sweep, rows)
     write_plots(outdir, sweep, rows, runs)
@@ -616,13 +618,14 @@ def table_after(text, caption):
 
 def check(outdir):
     """--check: a finished run with heads/summary.json for every (arm, H, seed), a CSV row
-    for each with finite numbers, one md table row per arm and H, plots that parse as
-    XML. Changes nothing; returns the problems found."""
+    for each with finite numbers, one md table row per arm and H, the relations section
+    when there are relations (ablate_relations.check), plots that parse as XML. Changes
+    nothing; returns the problems found."""
     sweep, runs = load(outdir)
     problems = ["run %s: unfinished or no heads/summary.json" % r["name"]
                 for r in runs_of(sweep) if not runs.get(r["name"], {}).get("summary")]
     path, md = (os.path.join(outdir, f) for f in ("ablation.csv", "ablation.md"))
-    rows = list(csv.DictReader(open(path, encoding="utf-8"))) if os.path.exists(path) else []
+    rows = read_csv(path) if os.path.exists(path) else []
     want = {(arm, r["H"], r["seed"]) for r in runs_of(sweep) for arm in r["arms"]}
     problems += ["ablation.csv: no row for arm %s, H=%d, seed %d" % k
                  for k in sorted(want - {(r["arm"], int(r["H"]), int(r["seed"])) for r in rows})]
@@ -630,7 +633,8 @@ def check(outdir):
                  for i, r in enumerate(rows, 2) for c in ("val_loss", "ppl", "params", "tok_s",
                                                           "heads_mean_entropy")
                  if not math.isfinite(num(r.get(c)))]
-    parts = open(md, encoding="utf-8").read().split("\n## Arm: ") if os.path.exists(md) else []
+    text = read_text(md) if os.path.exists(md) else ""
+    parts = text.split("\n## Arm: ") if text else []
     relations = any(relations_of([dict(relations=r["summary"].get("relations") or {})])
                     for r in runs.values())
     want_h = [str(H) for H in sweep["heads"]]
@@ -648,6 +652,10 @@ def check(outdir):
                     arm, caption, got, want_h))
             elif not wanted and got:
                 problems.append("ablation.md: arm %s: '%s' without its data" % (arm, caption))
+    problems += ablate_relations.check(
+        outdir, text, relations_of([dict(relations=r["summary"].get("relations") or {})
+                                    for r in runs.values()]),
+        [a for a in ARMS if a in sweep["arms"]], sorted(sweep["heads"]), len(want))
     plots = ["val_loss.svg"] + ["curves_%s.svg" % a for a in sweep["arms"]]
     for f in plots + (["repeat.svg"] if is_induction(sweep) else []):
         try:

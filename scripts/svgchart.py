@@ -2,8 +2,9 @@
 
 Writes self-contained SVG text (no scripts, no external fonts or images) with the
 standard library only: a canvas, axes with linear scales and "nice" ticks, lines,
-markers, error bars, rectangles and a legend. What to plot, and from which
-numbers, is decided by the callers; this file knows nothing about runs.
+markers, error bars, rectangles, a legend, and heatmaps with a colour scale. What
+to plot, and from which numbers, is decided by the callers; this file knows nothing
+about runs.
 """
 import math
 from xml.sax.saxutils import escape
@@ -204,3 +205,66 @@ def legend(svg, x, y, entries, title=None):
             svg.rect(x + 10, cy - 10, 13, 11, color)
         svg.text(x + 32, cy, label, size=11)
         cy += 18
+
+
+# The heatmap ramp: white at the scale's low end to dark blue at its high end.
+RAMP_LOW, RAMP_HIGH = (255, 255, 255), (8, 48, 107)
+
+
+def ramp(v, vmin, vmax):
+    """The ramp's colour for v on [vmin, vmax] (clamped), as #rrggbb."""
+    t = 0.0 if vmax <= vmin else min(max((v - vmin) / (vmax - vmin), 0.0), 1.0)
+    return "#%02x%02x%02x" % tuple(round(a + (b - a) * t) for a, b in zip(RAMP_LOW, RAMP_HIGH))
+
+
+def heatmap(svg, x, y, values, row_labels, col_labels, cell_w, cell_h, vmin=0.0, vmax=1.0,
+            marks=None, title="", show_values=None, tips=None):
+    """A matrix of cells with its top-left corner at (x, y): values[i][j] (NaN: a grey
+    cell) coloured by ramp(), row labels to the left, column labels above, rotated.
+    marks[i][j] true outlines the cell. show_values writes each value in its cell
+    (None: when the cells are tall and wide enough to read). tips[i][j]: hover text."""
+    if show_values is None:
+        show_values = cell_h >= 14 and cell_w >= 30
+    if title:
+        svg.text(x + cell_w * len(col_labels) / 2, y - 74, title, size=13, anchor="middle",
+                 weight="bold")
+    for j, label in enumerate(col_labels):
+        cx = x + (j + 0.5) * cell_w
+        svg.add('<text x="%.1f" y="%.1f" font-size="11" text-anchor="start" fill="#222" '
+                'transform="rotate(-50 %.1f %.1f)">%s</text>' % (cx, y - 6, cx, y - 6,
+                                                                 escape(str(label))))
+    size = min(11, max(7, cell_h - 3))
+    for i, row in enumerate(values):
+        cy = y + i * cell_h
+        svg.text(x - 5, cy + cell_h / 2 + size / 3, row_labels[i], size=size, anchor="end",
+                 fill="#444")
+        for j, v in enumerate(row):
+            ok = isinstance(v, (int, float)) and math.isfinite(v)
+            tip = tips[i][j] if tips else "%s, %s: %s" % (row_labels[i], col_labels[j],
+                                                          fmt(v) if ok else "no score")
+            svg.rect(x + j * cell_w, cy, cell_w, cell_h, ramp(v, vmin, vmax) if ok else "#ddd",
+                     stroke="#fff", tip=tip)
+            if marks and marks[i][j]:
+                svg.add('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" '
+                        'stroke="#000" stroke-width="2"/>' % (x + j * cell_w + 1, cy + 1,
+                                                              cell_w - 2, cell_h - 2))
+            if show_values:
+                dark = ok and (v - vmin) > 0.55 * (vmax - vmin)
+                svg.text(x + (j + 0.5) * cell_w, cy + cell_h / 2 + size / 3,
+                         "%.2f" % v if ok else "–", size=size, anchor="middle",
+                         fill="#fff" if dark else "#222")
+
+
+def colour_scale(svg, x, y, w, h, vmin, vmax, label="", steps=40):
+    """A vertical legend for ramp(): vmin at the bottom, vmax at the top, with ticks."""
+    for k in range(steps):
+        v = vmin + (vmax - vmin) * (k + 0.5) / steps
+        svg.rect(x, y + h - (k + 1) * h / steps, w, h / steps + 0.5, ramp(v, vmin, vmax))
+    svg.rect(x, y, w, h, "none", stroke="#999")
+    for t in nice_ticks(vmin, vmax, 4):
+        if vmin <= t <= vmax:
+            py = y + h - (t - vmin) / (vmax - vmin) * h
+            svg.line(x + w, py, x + w + 4, py, stroke="#555")
+            svg.text(x + w + 7, py + 4, fmt(t), size=11, fill="#444")
+    if label:
+        svg.text(x + w / 2, y - 10, label, size=11, anchor="middle")

@@ -11,7 +11,9 @@
 #   7. --corpus induction: train gets the induction task and logs per-head scores, the
 #      report has an induction table and a relations table per arm with a row per H,
 #      and --check notices when one is missing;
-#   8. --corpus text: agreement and names (built-in corpus only) reach the relations table;
+#   8. --corpus text: agreement and names (built-in corpus only) reach the relations table,
+#      and the section "One head against several" has a row per relation, the served
+#      count, relations.csv and the heads x relations matrix (plots/relations_width.svg);
 #   9. --vocab N: every train gets it (the sweep's settings hold it), and the bpb column is
 #      each run's final val_bpb, below its val loss / ln 2 (tokens of several bytes).
 # usage: tests/ablation_check.sh [BIN_DIR] [WORK_DIR]   (defaults: . and build/ablation-check)
@@ -182,6 +184,30 @@ head=$(grep -A2 "^Relations per H:" "$work/text/ablation.md" | tail -1)
 for rel in "previous-token attn." "copy loss ratio" "agreement attn." "names loss ratio"; do
     case "$head" in *"$rel"*) ;; *) fail "relations table without '$rel': $head" ;; esac
 done
+python3 - "$work/text" <<'EOF' || fail "the section 'One head against several'"
+import csv, glob, json, sys
+import xml.etree.ElementTree as ET
+d = sys.argv[1]
+(summary,) = glob.glob(d + "/runs/*/heads/summary.json")
+rels = [k for k, v in json.load(open(summary))["relations"].items() if v.get("rows")]
+md = open(d + "/ablation.md").read()
+part = md.split("## One head against several: the relations\n", 1)[1]
+def table(caption):
+    lines = part.split(caption + "\n\n", 1)[1].split("\n\n")[0].split("\n")
+    return [[c.strip() for c in x.strip("|").split("|")] for x in lines[2:]]
+assert [r[:3] for r in table("Relations by arm and H:")] == [[k, "width", "4"] for k in rels]
+(served,) = table("Relations served per arm and H:")
+assert served[:5] == ["width", "4", "8", "4", str(len(rels))], served
+n = int(served[5])
+assert 0 <= n <= len(rels) and ("At H = 4, %d of %d relations" % (n, len(rels)) if n else
+                                "none of the %d relations has a head" % len(rels)) in part, part
+out = list(csv.DictReader(open(d + "/relations.csv")))
+assert [r["relation"] for r in out] == rels, out
+assert sum(int(r["served"]) for r in out) == n
+svg = ET.parse(d + "/plots/relations_width.svg").getroot()
+labels = {t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")}
+assert {"L0H0", "L0H3"} <= labels and set(rels) <= labels, labels
+EOF
 
 step "9. --vocab: a byte-pair sweep reports bits per byte"
 ablate --vocab 300 --heads 1 --seeds 1 --arm width --out "$work/vocab" --threads 1 \

@@ -1,0 +1,419 @@
+"""ablate_relations: the ablation report's "one head against several" section.
+
+The claim it tests: a single head must average conflicting needs into one muddy
+pattern, while several heads split them, one per relation. For every relation a
+run's heads/summary.json lists, and each (arm, H), it gives the best head's attention
+on the relation's key against the uniform head's, the seeds in which some head
+reaches the relation's bar, the loss on the tokens the relation predicts; per
+(arm, H) how many relations are served and by how many distinct heads; the
+sentences generated from those numbers; relations.csv (per run and relation); and
+plots/relations_ARM.svg, each H's heads x relations matrix from heads.csv.
+
+Definitions (docs/ablation.md, "One head against several"):
+- bar: summary.json's "bar" for the relation; without one, 0.50 for previous-token
+  and 0.30 for the others, the bars ./infer --heads types heads by.
+- a relation is served in a run when its best head's attention (summary.json)
+  reaches the bar; the heads serving it are its best head and every other head
+  whose per-head score (heads.csv) reaches the bar.
+- distinct heads: the number of different heads serving the served relations;
+  shared heads: those serving two or more.
+
+Loading the runs and the rest of the report are ablate_report.py's; the chart
+primitives svgchart.py's. Standard library only.
+"""
+import csv
+import math
+import os
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+from ablate_stats import mean_sd, num, pm
+from svgchart import Svg, colour_scale, heatmap
+
+# The bar when summary.json gives none: ./infer --heads' type thresholds
+# (docs/heads.md, "Types"): 0.50 for previous-token, 0.30 for every other relation.
+BAR_DEFAULT = {"previous-token": 0.50}
+BAR_DEFAULT_OTHER = 0.30
+# heads.csv names each relation's per-head score after the relation, except where the
+# relation's per-head score is a pattern score of its own: previous-token's is `prev`,
+# the mean A[i][i-1] (docs/heads.md, "Per-head metrics").
+HEAD_COLUMN = {"previous-token": "prev"}
+SECTION = "## One head against several: the relations"
+# The captions the section's tables follow; check() finds the tables by them.
+BY_RELATION = "Relations by arm and H:"
+SERVED = "Relations served per arm and H:"
+CSV_COLUMNS = ["arm", "run", "H", "D", "seed", "relation", "best_head", "attention",
+               "uniform", "ratio", "bar", "bar_source", "served", "serving_heads", "loss",
+               "rows"]
+# The per-run totals ablation.csv gets when the runs have relations.
+RUN_COLUMNS = ["relations_scored", "relations_served", "relations_distinct_heads",
+               "relations_shared_heads"]
+
+
+def bar_of(entry, name):
+    """(bar, source) for one relation of one summary.json: its "bar" when it gives
+    one ("summary.json"), else the default ("default")."""
+    b = num((entry or {}).get("bar"))
+    if math.isfinite(b):
+        return b, "summary.json"
+    return BAR_DEFAULT.get(name, BAR_DEFAULT_OTHER), "default"
+
+
+def head_key(label):
+    """Sort key of a head label L<l>H<h>: layer, then head."""
+    m = re.match(r"L(\d+)H(\d+)$", label or "")
+    return (int(m.group(1)), int(m.group(2))) if m else (1 << 30, 0)
+
+
+def head_label(h):
+    return "L%dH%d" % (int(h["layer"]), int(h["head"]))
+
+
+def head_score(h, name):
+    """One heads.csv row's mean attention on the relation's key; NaN without a column."""
+    col = name if name in h else HEAD_COLUMN.get(name)
+    return num(h.get(col)) if col else float("nan")
+
+
+def judge(relations, heads, names):
+    """One run: relations is its summary.json "relations", heads its heads.csv rows
+    (dicts), names the relations to judge. Returns {"relations": {name: {best_head,
+    attention, uniform, ratio, loss, rows, bar, bar_source, served (0/1), heads (the
+    serving heads' labels)}}, "scored", "served", "distinct_heads", "shared_heads"}."""
+    live = [h for h in heads if num(h.get("masked")) != 1]
+    out, uses = {}, Counter()
+    for k in names:
+        e = relations.get(k) or {}
+        bar, source = bar_of(e, k)
+        att, uni = num(e.get("attention")), num(e.get("uniform"))
+        served = math.isfinite(att) and att >= bar
+        serving = set()
+        if served:
+            serving = {head_label(h) for h in live if head_score(h, k) >= bar}
+            serving |= {e["best_head"]} if e.get("best_head") else set()
+        uses.update(serving)
+        out[k] = {"best_head": e.get("best_head"), "attention": att, "uniform": uni,
+                  "ratio": att / uni if uni > 0 else float("nan"), "loss": num(e.get("loss")),
+                  "rows": e.get("rows"), "bar": bar, "bar_source": source,
+                  "served": int(served), "heads": sorted(serving, key=head_key)}
+    return {"relations": out, "scored": len(names),
+            "served": sum(r["served"] for r in out.values()), "distinct_heads": len(uses),
+            "shared_heads": sum(1 for n in uses.values() if n >= 2)}
+
+
+def annotate(rows, names):
+    """Judge every row (one per arm and run): row["judged"], and the totals of
+    RUN_COLUMNS for ablation.csv."""
+    for r in rows:
+        j = judge(r["relations"], r.get("head_rows") or [], names)
+        r["judged"] = j
+        r.update({"relations_scored": j["scored"], "relations_served": j["served"],
+                  "relations_distinct_heads": j["distinct_heads"],
+                  "relations_shared_heads": j["shared_heads"]})
+
+
+def write_csv(path, rows, names):
+    """relations.csv: one row per arm, run and relation."""
+    with open(path + ".tmp", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_COLUMNS)
+        for r in rows:
+            for k in names:
+                x = r["judged"]["relations"][k]
+                cells = dict(x, arm=r["arm"], run=r["run"], H=r["H"], D=r["D"], seed=r["seed"],
+                             relation=k, serving_heads=" ".join(x["heads"]))
+                w.writerow(["%.6g" % v if isinstance(v, float) and math.isfinite(v) else
+                            "" if v is None or isinstance(v, float) else v
+                            for v in (cells.get(c) for c in CSV_COLUMNS)])
+    os.replace(path + ".tmp", path)
+
+
+def whole(x):
+    """A mean count: whole when it is, else one decimal."""
+    return "%d" % x if x == int(x) else "%.1f" % x
+
+
+def mean_range(values):
+    """'mean (min–max)' of counts; the mean alone when they are all equal."""
+    m = sum(values) / len(values)
+    lo, hi = min(values), max(values)
+    return whole(m) if lo == hi else "%s (%d–%d)" % (whole(m), lo, hi)
+
+
+def best_heads(xs):
+    """The best heads over seeds, most frequent first: 'L2H1 ×3, L3H0'."""
+    n = Counter(x["best_head"] for x in xs if x["best_head"])
+    return ", ".join(h + (" ×%d" % n[h] if n[h] > 1 else "") for h in sorted(
+        n, key=lambda h: (-n[h], head_key(h)))) or "–"
+
+
+def groups(rows, arms):
+    """{(arm, H): rows} in the report's order, for the arms that have rows."""
+    out = {}
+    for r in sorted(rows, key=lambda r: (arms.index(r["arm"]), r["H"], r["seed"])):
+        out.setdefault((r["arm"], r["H"]), []).append(r)
+    return out
+
+
+def tables(rows, names, arms):
+    """The two tables: per relation, arm and H; and per arm and H."""
+    g = groups(rows, arms)
+    head = ["relation", "arm", "H", "D", "best head", "best-head attn.", "uniform", "ratio", "bar",
+            "seeds at bar", "loss (nats)"]
+    body = []
+    for k in names:
+        for (arm, H), rs in g.items():
+            xs = [r["judged"]["relations"][k] for r in rs]
+            att, uni = mean_sd([x["attention"] for x in xs])[0], mean_sd(
+                [x["uniform"] for x in xs])[0]
+            bars = sorted({x["bar"] for x in xs})
+            body.append([k, arm, str(H), str(rs[0]["D"]), best_heads(xs),
+                         pm([x["attention"] for x in xs], 3),
+                         "%.3f" % uni if math.isfinite(uni) else "–",
+                         "%.1f" % (att / uni) if uni > 0 and math.isfinite(att) else "–",
+                         "/".join("%.2f" % b for b in bars),
+                         "%d/%d" % (sum(x["served"] for x in xs), len(xs)),
+                         pm([x["loss"] for x in xs], 3)])
+    head2 = ["arm", "H", "D", "heads (L·H)", "relations", "served, mean (range)",
+             "distinct heads, mean (range)", "heads serving 2+, mean (range)", "seeds"]
+    body2 = []
+    for (arm, H), rs in g.items():
+        js = [r["judged"] for r in rs]
+        body2.append([arm, str(H), str(rs[0]["D"]), str(len(rs[0].get("head_rows") or []) or
+                                                         "–"), str(js[0]["scored"]),
+                      mean_range([j["served"] for j in js]),
+                      mean_range([j["distinct_heads"] for j in js]),
+                      mean_range([j["shared_heads"] for j in js]), str(len(js))])
+    return (head, body), (head2, body2)
+
+
+def seeds_text(n):
+    return "%d seed%s" % (n, "" if n == 1 else "s")
+
+
+def served_sentence(arm_title, g, arm):
+    """'At H = 1, 2 of 6 relations have a head at their bar (range 1–3 over 5 seeds)
+    with 2 distinct heads; at H = 4, ...' for one arm."""
+    mine = {H: [r["judged"] for r in rs] for (a, H), rs in g.items() if a == arm}
+    if mine and not any(j["served"] for js in mine.values() for j in js):
+        n = max(j["scored"] for js in mine.values() for j in js)
+        return "**%s**: at every H (%s), none of the %d relation%s has a head at the bar, " \
+            "in any seed." % (arm_title, ", ".join(map(str, mine)), n, "" if n == 1 else "s")
+    parts = []
+    for H, js in mine.items():
+        served = [j["served"] for j in js]
+        distinct = [j["distinct_heads"] for j in js]
+        if min(served) != max(served):
+            spread = "range %d–%d over %s" % (min(served), max(served), seeds_text(len(js)))
+        else:
+            spread = "the same in each of %s" % seeds_text(len(js)) if len(js) > 1 else \
+                "one seed"
+        mean = sum(served) / len(js)
+        s = "at H = %d, %s of %d relation%s %s a head at the bar (%s)" % (
+            H, whole(mean), js[0]["scored"], "" if js[0]["scored"] == 1 else "s",
+            "has" if mean == 1 else "have", spread)
+        if sum(served):
+            s += " with %s distinct head%s" % (mean_range(distinct), "" if min(distinct) ==
+                                                max(distinct) == 1 else "s")
+        parts.append(s)
+    text = "; ".join(parts)
+    return "**%s**: %s." % (arm_title, text[0].upper() + text[1:]) if parts else ""
+
+
+def shared_sentence(g, arm):
+    """In how many runs one head serves two or more relations, per H; nothing when no
+    run serves any relation."""
+    if not any(r["judged"]["served"] for (a, _), rs in g.items() if a == arm for r in rs):
+        return ""
+    parts = []
+    for (a, H), rs in g.items():
+        if a == arm:
+            n = sum(1 for r in rs if r["judged"]["shared_heads"])
+            parts.append("%d of %d at H = %d" % (n, len(rs), H))
+    return "Runs in which one head serves two or more relations: %s." % ", ".join(parts) \
+        if parts else ""
+
+
+def never_always(g, arm, names):
+    """The relations no head serves at any H of the arm, in any seed (with the best
+    attention seen, against the bar), and those served at every H in every seed."""
+    mine = [r for (a, _), rs in g.items() if a == arm for r in rs]
+    out = []
+    never = [k for k in names if not any(r["judged"]["relations"][k]["served"] for r in mine)]
+    if never:
+        out.append("%s %s." % (
+            "The best head's attention in any run, against the bar:" if len(never) == len(
+                names) else "No head reaches the bar at any H, in any seed, for", ", ".join(
+                "%s (best %.3f, bar %.2f)" % (k, max(num(r["judged"]["relations"][k][
+                    "attention"]) for r in mine), mine[0]["judged"]["relations"][k]["bar"])
+                if any(math.isfinite(num(r["judged"]["relations"][k]["attention"]))
+                       for r in mine) else "%s (no score)" % k for k in never)))
+    always = [k for k in names if all(r["judged"]["relations"][k]["served"] for r in mine)]
+    if always and len(always) < len(names):
+        out.append("Served at every H in every seed: %s." % ", ".join(always))
+    elif always:
+        out.append("Every relation is served at every H in every seed.")
+    return out
+
+
+def divided_sentence(g, arm, names):
+    """At H = 1 there is one head per layer: its best attention on each relation
+    against the best head's at each larger H (means over seeds)."""
+    if (arm, 1) not in g:
+        return ""
+    others = sorted(H for a, H in g if a == arm and H > 1)
+    parts = []
+    for k in names:
+        at = {H: mean_sd([r["judged"]["relations"][k]["attention"] for r in g[arm, H]])[0]
+              for H in [1] + others}
+        if not math.isfinite(at[1]):
+            continue
+        parts.append("%s %.3f%s" % (k, at[1], " against %s" % ", ".join(
+            "%.3f (H = %d)" % (at[H], H) for H in others if math.isfinite(at[H]))
+            if others else ""))
+    if not parts:
+        return ""
+    return ("At H = 1 the one head per layer divides its attention: the best H = 1 head's "
+            "attention on each relation's key%s (mean over seeds): %s." % (
+                ", against the best head's at larger H" if others else "", "; ".join(parts)))
+
+
+def bars_sentence(rows, names):
+    """Which bar each relation was judged by, and where it came from."""
+    by = {}
+    for k in names:
+        got = {(r["judged"]["relations"][k]["bar"], r["judged"]["relations"][k]["bar_source"])
+               for r in rows}
+        by[k] = sorted(got)
+    given = [k for k in names if all(s == "summary.json" for _, s in by[k])]
+    cells = ", ".join("%s %s" % (k, "/".join("%.2f" % b for b, _ in by[k])) for k in names)
+    if len(given) == len(names):
+        return "Bars (from summary.json's \"bar\"): %s." % cells
+    if not given:
+        return ("Bars: %s (summary.json gives none, so the defaults: 0.50 for previous-token, "
+                "0.30 for the others)." % cells)
+    return ("Bars: %s (from summary.json's \"bar\" for %s; the defaults, 0.50 for "
+            "previous-token and 0.30 for the others, for the rest)." % (cells, ", ".join(given)))
+
+
+INTRO = ("Does one head have to average several relations into one muddy pattern, and do "
+         "several heads split them? Per relation, arm and H: the best head of each seed "
+         "(×n: in n seeds), its mean attention on the relation's key (summary.json, mean ± "
+         "s.d. over seeds), the uniform head's, their ratio, the bar, the seeds in which "
+         "some head reaches the bar, and the loss (nats) on the tokens the relation "
+         "predicts. A relation is served in a run when its best head reaches the bar; the "
+         "heads serving it are that head and every head whose per-head score in heads.csv "
+         "reaches the bar; distinct heads counts the different heads serving the served "
+         "relations, and a head serving 2+ serves two or more.")
+
+
+def section(rows, names, arms, titles):
+    """The section's markdown lines; none without relations."""
+    if not names or not rows:
+        return []
+    md = lambda h, b: ["| " + " | ".join(h) + " |", "|" + "|".join(  # noqa: E731
+        "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b]
+    g = groups(rows, arms)
+    t1, t2 = tables(rows, names, arms)
+    out = [SECTION, "", INTRO, "", bars_sentence(rows, names), "", BY_RELATION, ""] + md(
+        *t1) + ["", SERVED, ""] + md(*t2) + [""]
+    for arm in arms:
+        if not any(a == arm for a, _ in g):
+            continue
+        said = [served_sentence(titles[arm], g, arm), shared_sentence(g, arm)] + never_always(
+            g, arm, names) + [divided_sentence(g, arm, names)]
+        out += [" ".join(s for s in said if s), ""]
+    out += ["Heads × relations, each H's first seed: %s." % ", ".join(
+        "plots/relations_%s.svg" % a for a in arms if any(x == a for x, _ in g)), ""]
+    return out
+
+
+def matrix_plot(rows, names, arm, title):
+    """plots/relations_ARM.svg: per H, the first seed's heads x relations matrix (cell:
+    that head's mean attention on the relation's key, from heads.csv), the cells at or
+    above the relation's bar outlined; one colour scale 0 to 1 for every panel."""
+    g = {H: rs for (a, H), rs in groups(rows, [arm]).items() if a == arm}
+    cw, top, gap, label_w = 42, 120, 40, 52
+    panels, x = [], 20
+    for H, rs in sorted(g.items()):
+        first = min(rs, key=lambda r: r["seed"])
+        heads = sorted(first.get("head_rows") or [], key=lambda h: head_key(head_label(h)))
+        n = max(len(heads), 1)
+        ch = 18 if n <= 16 else max(8.0, min(18.0, 480.0 / n))
+        panels.append((x + label_w, H, first, heads, ch))
+        x += label_w + cw * len(names) + gap
+    scale_h = 200
+    height = top + max([len(p[3]) * p[4] for p in panels] + [scale_h + 20]) + 80
+    svg = Svg(int(max(x + 90, 780)), int(height), "Heads x relations: %s" % title)
+    svg.text(20, 24, "Heads × relations, %s" % title, size=14, weight="bold")
+    for px, H, first, heads, ch in panels:
+        vals = [[head_score(h, k) for k in names] for h in heads]
+        bars = [first["judged"]["relations"][k]["bar"] for k in names]
+        marks = [[v >= b for v, b in zip(row, bars)] for row in vals]
+        heatmap(svg, px, top, vals, [head_label(h) for h in heads], names, cw, ch,
+                marks=marks, show_values=len(heads) <= 32,
+                title="H = %d (D = %d), seed %d" % (H, first["D"], first["seed"]))
+    colour_scale(svg, x + 10, top, 16, scale_h, 0.0, 1.0, label="attention")
+    for k, line in enumerate([
+            "Cell: the head's mean attention on the relation's key (heads.csv), in the first "
+            "seed's model of each H.",
+            "Outlined: at or above the relation's bar. Grey: no per-head score. "
+            "previous-token's per-head score is prev, the mean A[i][i-1]."]):
+        svg.text(20, height - 40 + 18 * k, line, size=11, fill="#444")
+    return svg
+
+
+def write_plots(plots_dir, rows, names, arms, titles, write_text):
+    """plots/relations_ARM.svg for each arm with rows."""
+    for arm in arms:
+        mine = [r for r in rows if r["arm"] == arm]
+        if mine and names:
+            write_text(os.path.join(plots_dir, "relations_%s.svg" % arm),
+                       matrix_plot(mine, names, arm, titles[arm]).render())
+
+
+def table_cells(text, caption):
+    """The rows (lists of cells) of the table that follows caption; None if absent."""
+    if caption not in text:
+        return None
+    lines = []
+    for line in text.split(caption, 1)[1].lstrip("\n").split("\n"):
+        if not line.startswith("|"):
+            break
+        lines.append([c.strip() for c in line.strip("|").split("|")])
+    return lines[2:]
+
+
+def check(outdir, md, names, arms, heads, n_rows):
+    """The section, its two tables (a row per relation, arm and H; a row per arm and H),
+    relations.csv (a row per arm, run and relation: n_rows · len(names)) and the plots;
+    the problems found."""
+    problems = []
+    if not names:
+        return ["ablation.md: '%s' without relations" % SECTION] if SECTION in md else []
+    if SECTION not in md:
+        return ["ablation.md: no section '%s'" % SECTION]
+    part = md.split(SECTION, 1)[1]
+    want1 = [[k, a, str(H)] for k in names for a in arms for H in heads]
+    got1 = [c[:3] for c in table_cells(part, BY_RELATION) or []]
+    if got1 != want1:
+        problems.append("ablation.md: '%s' rows %s, expected %s" % (BY_RELATION, got1, want1))
+    want2 = [[a, str(H)] for a in arms for H in heads]
+    got2 = [c[:2] for c in table_cells(part, SERVED) or []]
+    if got2 != want2:
+        problems.append("ablation.md: '%s' rows %s, expected %s" % (SERVED, got2, want2))
+    path = os.path.join(outdir, "relations.csv")
+    got = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8", newline="") as f:
+            got = list(csv.DictReader(f))
+    if len(got) != n_rows * len(names) or any(r["relation"] not in names for r in got):
+        problems.append("relations.csv: %d rows, expected %d (%d runs × %d relations)" % (
+            len(got), n_rows * len(names), n_rows, len(names)))
+    for a in arms:
+        try:
+            ET.parse(os.path.join(outdir, "plots", "relations_%s.svg" % a))
+        except (ET.ParseError, OSError) as e:
+            problems.append("plots/relations_%s.svg: %s" % (a, e))
+    return problems

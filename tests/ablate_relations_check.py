@@ -1,0 +1,252 @@
+"""Known-answer tests of scripts/ablate_relations.py, the ablation report's "one head
+against several" section, and of the heatmap it draws with scripts/svgchart.py.
+
+Hand-made summary.json relations and heads.csv rows with served relations, distinct
+and shared heads worked out by hand, first for one run (judge), then for a whole fake
+sweep directory (one layer, fixed width C = 4, H = 1 and 2, two seeds) through
+ablate_report.write_all and check: its tables, sentences, relations.csv and SVG.
+Run by tests/test_ablate_relations.c (make test): python3 tests/ablate_relations_check.py
+Standard library only.
+"""
+import csv
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import ablate_relations  # noqa: E402
+import ablate_report  # noqa: E402
+import svgchart  # noqa: E402
+
+HEAD_FIELDS = ["layer", "head", "type", "masked", "prev", "bracket", "foo", "qux"]
+
+
+def head(layer, h, prev, bracket, foo, qux, masked=0):
+    return {"layer": str(layer), "head": str(h), "type": "mixed", "masked": str(masked),
+            "prev": str(prev), "bracket": str(bracket), "foo": str(foo), "qux": str(qux)}
+
+
+def rel(best, attention, uniform, loss, bar=None):
+    r = {"best_head": best, "attention": attention, "uniform": uniform, "loss": loss,
+         "rows": 100}
+    if bar is not None:
+        r["bar"] = bar
+    return r
+
+
+class Judge(unittest.TestCase):
+    """One run, two heads, three relations."""
+
+    # L0H0 attends to the previous token (prev 0.62 >= 0.50) and to bracket openers
+    # (0.35 >= 0.30); L0H1 to bracket openers (0.31) and to foo's key (0.25 >= foo's
+    # own bar 0.20). Served: all three. Serving heads: previous-token {L0H0}, bracket
+    # {L0H0, L0H1}, foo {L0H1}: 2 distinct heads, both serving two relations.
+    heads = [head(0, 0, 0.62, 0.35, 0.05, 0), head(0, 1, 0.10, 0.31, 0.25, 0)]
+    relations = {"previous-token": rel("L0H0", 0.60, 0.05, 2.0),
+                 "bracket": rel("L0H0", 0.35, 0.05, 4.0),
+                 "foo": rel("L0H1", 0.25, 0.10, 3.0, bar=0.2)}
+    names = ["previous-token", "bracket", "foo"]
+
+    def test_served_relations_distinct_and_shared_heads(self):
+        j = ablate_relations.judge(self.relations, self.heads, self.names)
+        self.assertEqual((j["scored"], j["served"], j["distinct_heads"], j["shared_heads"]),
+                         (3, 3, 2, 2))
+        r = j["relations"]
+        self.assertEqual(r["previous-token"]["heads"], ["L0H0"])
+        self.assertEqual(r["bracket"]["heads"], ["L0H0", "L0H1"])
+        self.assertEqual(r["foo"]["heads"], ["L0H1"])
+        self.assertAlmostEqual(r["previous-token"]["ratio"], 12.0)
+        self.assertEqual((r["previous-token"]["bar"], r["previous-token"]["bar_source"]),
+                         (0.5, "default"))
+        self.assertEqual((r["bracket"]["bar"], r["foo"]["bar"], r["foo"]["bar_source"]),
+                         (0.3, 0.2, "summary.json"))
+
+    def test_a_best_head_under_the_bar_serves_nothing(self):
+        # bracket's best head at 0.29 < 0.30: not served, so no head serves it although
+        # heads.csv has L0H0 at 0.35 (a served relation's heads come from heads.csv).
+        relations = dict(self.relations, bracket=rel("L0H0", 0.29, 0.05, 4.0))
+        j = ablate_relations.judge(relations, self.heads, self.names)
+        self.assertEqual((j["served"], j["distinct_heads"], j["shared_heads"]), (2, 2, 0))
+        self.assertEqual(j["relations"]["bracket"]["heads"], [])
+
+    def test_masked_heads_serve_nothing(self):
+        heads = [self.heads[0], dict(self.heads[1], masked="1")]
+        relations = dict(self.relations, foo=rel("L0H0", 0.25, 0.1, 3.0, bar=0.2))
+        j = ablate_relations.judge(relations, heads, self.names)
+        self.assertEqual(j["relations"]["bracket"]["heads"], ["L0H0"])
+        self.assertEqual((j["served"], j["distinct_heads"], j["shared_heads"]), (3, 1, 1))
+
+    def test_a_relation_without_a_score_is_not_served(self):
+        j = ablate_relations.judge({"bracket": {"best_head": None, "attention": None}},
+                                   self.heads, ["bracket", "missing"])
+        self.assertEqual((j["scored"], j["served"], j["distinct_heads"]), (2, 0, 0))
+
+
+# The fake sweep: per (H, seed) each head's (prev, bracket, foo, qux) and, per relation,
+# the best head's attention. foo carries its own bar (0.20) in summary.json; qux, at
+# 0.10 everywhere, is served nowhere.
+#   H=1 s1: prev 0.55, bracket 0.40 served by L0H0          -> served 2, distinct 1, shared 1
+#   H=1 s2: bracket 0.35 served by L0H0 (prev 0.45 under)   -> served 1, distinct 1, shared 0
+#   H=2 s1: prev L0H0 0.70, bracket L0H1 0.50, foo L0H1 0.30 -> served 3, distinct 2, shared 1
+#   H=2 s2: prev L0H0 0.80, bracket L0H1 0.40, foo L0H0 0.25 -> served 3, distinct 2, shared 1
+SWEEP_HEADS = {
+    (1, 1): [(0.55, 0.40, 0.10, 0.10)],
+    (1, 2): [(0.45, 0.35, 0.05, 0.10)],
+    (2, 1): [(0.70, 0.10, 0.10, 0.10), (0.20, 0.50, 0.30, 0.05)],
+    (2, 2): [(0.80, 0.10, 0.25, 0.10), (0.10, 0.40, 0.05, 0.05)],
+}
+UNIFORM = {"previous-token": 0.05, "bracket": 0.04, "foo": 0.10, "qux": 0.02}
+
+
+def write_json(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f)
+
+
+def read(path):
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def fake_sweep(d):
+    fp = {"embd": 4, "fixed_head_size": 2, "layers": 1, "block": 8, "batch": 2, "steps": 10,
+          "data": "fake.txt", "data_slice": False, "data_bytes": 1000, "val_frac": 0.1,
+          "corpus": None, "accum": 1}
+    write_json(os.path.join(d, "sweep.json"),
+               {"fingerprint": fp, "seeds": [1, 2], "arms": ["width"], "heads": [1, 2]})
+    for (H, seed), rows in SWEEP_HEADS.items():
+        run = os.path.join(d, "runs", "H%02d-D%03d-s%d" % (H, 4 // H, seed))
+        os.makedirs(os.path.join(run, "heads"))
+        write_json(os.path.join(run, "done.json"), {})
+        with open(os.path.join(run, "run.jsonl"), "w") as f:
+            for rec in ({"type": "settings", "params": 100, "threads": 1},
+                        {"type": "step", "step": 10, "loss": 3.0, "ms": 5.0},
+                        {"type": "final", "step": 10, "val_loss": 2.5, "val_tokens": 100,
+                         "train_loss": 2.4, "wall_seconds": 1.0, "val_bpb": 3.6}):
+                f.write(json.dumps(rec) + "\n")
+        with open(os.path.join(run, "heads", "heads.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, HEAD_FIELDS)
+            w.writeheader()
+            for h, scores in enumerate(rows):
+                w.writerow(head(0, h, *scores))
+        relations = {}
+        for k, name in enumerate(["previous-token", "bracket", "foo", "qux"]):
+            best = max(range(len(rows)), key=lambda h: rows[h][k])
+            relations[name] = rel("L0H%d" % best, rows[best][k], UNIFORM[name], 1.0 + seed,
+                                  bar=0.2 if name == "foo" else None)
+        write_json(os.path.join(run, "heads", "summary.json"),
+                   {"relations": relations, "type_counts": {"mixed": H}, "mean_entropy": 0.5,
+                    "mean_distance": 2.0, "effective_heads": 1.0, "removable_heads_1pct": 0,
+                    "max_importance": 0.1, "base_loss": 2.5})
+
+
+class Sweep(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ablate_relations.")
+        fake_sweep(self.dir)
+        ablate_report.write_all(self.dir)
+        self.md = read(os.path.join(self.dir, "ablation.md"))
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_the_check_passes_and_notices_a_missing_table(self):
+        self.assertEqual(ablate_report.check(self.dir), [])
+        cut = self.md.replace(ablate_relations.SERVED, "(cut)")
+        ablate_report.write_text(os.path.join(self.dir, "ablation.md"), cut)
+        problems = ablate_report.check(self.dir)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn(ablate_relations.SERVED, problems[0])
+
+    def test_served_table_counts_relations_and_heads(self):
+        self.assertIn("| width | 1 | 4 | 1 | 4 | 1.5 (1–2) | 1 | 0.5 (0–1) | 2 |", self.md)
+        self.assertIn("| width | 2 | 2 | 2 | 4 | 3 | 2 | 1 | 2 |", self.md)
+
+    def test_relation_table_has_attention_uniform_ratio_bar_seeds_and_loss(self):
+        # previous-token at H=1: 0.55 and 0.45 -> 0.500 ± 0.071, uniform 0.05, ratio 10;
+        # at the 0.50 bar in seed 1 only; losses 2 and 3 -> 2.500 ± 0.707.
+        self.assertIn("| previous-token | width | 1 | 4 | L0H0 ×2 | 0.500 ± 0.071 | 0.050 | 10.0 "
+                      "| 0.50 | 1/2 | 2.500 ± 0.707 |", self.md)
+        # foo's best head: L0H1 in seed 1 (0.30), L0H0 in seed 2 (0.25).
+        self.assertIn("| foo | width | 2 | 2 | L0H0, L0H1 | 0.275 ± 0.035 | 0.100 | 2.8 | 0.20 | "
+                      "2/2 |", self.md)
+        self.assertIn("| qux | width | 2 | 2 | L0H0 ×2 | 0.100 | 0.020 | 5.0 | 0.30 | 0/2 |",
+                      self.md)
+
+    def test_sentences_follow_the_numbers(self):
+        for s in ["At H = 1, 1.5 of 4 relations have a head at the bar (range 1–2 over 2 "
+                  "seeds) with 1 distinct head; at H = 2, 3 of 4 relations have a head at the "
+                  "bar (the same in each of 2 seeds) with 2 distinct heads.",
+                  "Runs in which one head serves two or more relations: 1 of 2 at H = 1, 2 of "
+                  "2 at H = 2.",
+                  "No head reaches the bar at any H, in any seed, for qux (best 0.100, bar "
+                  "0.30).",
+                  "Served at every H in every seed: bracket.",
+                  "previous-token 0.500 against 0.750 (H = 2); bracket 0.375 against 0.450 "
+                  "(H = 2); foo 0.075 against 0.275 (H = 2); qux 0.100 against 0.100 (H = 2).",
+                  "Bars: previous-token 0.50, bracket 0.30, foo 0.20, qux 0.30 (from "
+                  "summary.json's \"bar\" for foo;"]:
+            self.assertIn(s, self.md)
+
+    def test_relations_csv_has_a_row_per_run_and_relation(self):
+        rows = ablate_report.read_csv(os.path.join(self.dir, "relations.csv"))
+        self.assertEqual(len(rows), 4 * 4)
+        r = next(r for r in rows if (r["run"], r["relation"]) == ("H02-D002-s1", "foo"))
+        self.assertEqual((r["served"], r["serving_heads"], r["bar"], r["bar_source"]),
+                         ("1", "L0H1", "0.2", "summary.json"))
+        r = next(r for r in rows if (r["run"], r["relation"]) == ("H02-D002-s1", "bracket"))
+        self.assertEqual((r["best_head"], r["served"], r["serving_heads"]), ("L0H1", "1", "L0H1"))
+        runs = {r["run"]: r for r in ablate_report.read_csv(os.path.join(self.dir,
+                                                                          "ablation.csv"))}
+        self.assertEqual([runs["H01-D004-s1"][c] for c in ablate_relations.RUN_COLUMNS],
+                         ["4", "2", "1", "1"])
+        self.assertEqual([runs["H02-D002-s2"][c] for c in ablate_relations.RUN_COLUMNS],
+                         ["4", "3", "2", "1"])
+
+    def test_the_matrix_outlines_the_cells_at_the_bar(self):
+        svg = read(os.path.join(self.dir, "plots", "relations_width.svg"))
+        ET.fromstring(svg.encode("utf-8"))
+        # First seeds only: H=1 s1 (prev 0.55, bracket 0.40) and H=2 s1 (L0H0 prev 0.70;
+        # L0H1 bracket 0.50 and foo 0.30 >= 0.20): five cells at or above their bar.
+        self.assertEqual(len(re.findall(r'fill="none" stroke="#000"', svg)), 5)
+        self.assertIn("H = 2 (D = 2), seed 1", svg)
+        self.assertIn(">0.55</text>", svg)
+
+
+class NoneServed(unittest.TestCase):
+    def test_an_arm_where_nothing_is_served_says_so_once(self):
+        names = ["previous-token", "bracket"]
+        relations = {"previous-token": rel("L0H0", 0.40, 0.05, 2.0),
+                     "bracket": rel("L0H1", 0.20, 0.05, 4.0)}
+        heads = [head(0, 0, 0.40, 0.1, 0, 0), head(0, 1, 0.1, 0.2, 0, 0)]
+        rows = [{"arm": "width", "H": H, "D": 4 // H, "seed": seed, "run": "r",
+                 "judged": ablate_relations.judge(relations, heads, names)}
+                for H in (1, 2) for seed in (1, 2)]
+        g = ablate_relations.groups(rows, ["width"])
+        self.assertEqual(ablate_relations.served_sentence("W", g, "width"),
+                         "**W**: at every H (1, 2), none of the 2 relations has a head at the "
+                         "bar, in any seed.")
+        self.assertEqual(ablate_relations.shared_sentence(g, "width"), "")
+        self.assertEqual(ablate_relations.never_always(g, "width", names),
+                         ["The best head's attention in any run, against the bar: "
+                          "previous-token (best 0.400, bar 0.50), bracket (best 0.200, bar "
+                          "0.30)."])
+
+
+class Ramp(unittest.TestCase):
+    def test_ends_and_clamping(self):
+        self.assertEqual(svgchart.ramp(0, 0, 1), "#ffffff")
+        self.assertEqual(svgchart.ramp(1, 0, 1), "#08306b")
+        self.assertEqual(svgchart.ramp(2, 0, 1), "#08306b")
+        self.assertEqual(svgchart.ramp(-1, 0, 1), "#ffffff")
+        self.assertEqual(svgchart.ramp(0.5, 0, 1), "#8498b5")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -38,6 +38,7 @@ const ReportField report_fields[] = {
     {"grad_window", offsetof(HeadStats, grad_window)},
     {"jsd_layer", offsetof(HeadStats, jsd_layer)},
     {"jsd_nearest", offsetof(HeadStats, jsd_nearest)},
+    {"previous-token", offsetof(HeadStats, rel[HEADS_REL_PREV])},
     {"bracket", offsetof(HeadStats, rel[HEADS_REL_BRACKET])},
     {"copy", offsetof(HeadStats, rel[HEADS_REL_COPY])},
     {"rare", offsetof(HeadStats, rel[HEADS_REL_RARE])},

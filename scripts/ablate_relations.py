@@ -35,9 +35,9 @@ from svgchart import Svg, colour_scale, heatmap
 # (docs/heads.md, "Types"): 0.50 for previous-token, 0.30 for every other relation.
 BAR_DEFAULT = {"previous-token": 0.50}
 BAR_DEFAULT_OTHER = 0.30
-# heads.csv names each relation's per-head score after the relation, except where the
-# relation's per-head score is a pattern score of its own: previous-token's is `prev`,
-# the mean A[i][i-1] (docs/heads.md, "Per-head metrics").
+# heads.csv names each relation's per-head score after the relation. Reports written
+# before it had a previous-token column give the pattern score `prev` instead, the
+# mean A[i][i-1] over the analysis windows (docs/heads.md, "Per-head metrics").
 HEAD_COLUMN = {"previous-token": "prev"}
 SECTION = "## One head against several: the relations"
 # The captions the section's tables follow; check() finds the tables by them.
@@ -358,8 +358,7 @@ def matrix_plot(rows, names, arm, title):
     for k, line in enumerate([
             "Cell: the head's mean attention on the relation's key (heads.csv), in the first "
             "seed's model of each H.",
-            "Outlined: at or above the relation's bar. Grey: no per-head score. "
-            "previous-token's per-head score is prev, the mean A[i][i-1]."]):
+            "Outlined: at or above the relation's bar. Grey: no per-head score."]):
         svg.text(20, height - 40 + 18 * k, line, size=11, fill="#444")
     return svg
 

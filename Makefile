@@ -61,7 +61,7 @@ $(BUILD)/libheadcount.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
 TRAIN_OBJ := $(BUILD)/train.o $(BUILD)/app/train_options.o $(BUILD)/app/train_loop.o \
-             $(BUILD)/app/cli.o $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o
+             $(BUILD)/app/cli.o $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o $(BUILD)/app/planted.o
 $(BIN)/train: $(TRAIN_OBJ) $(BUILD)/libheadcount.a
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -71,7 +71,8 @@ $(BIN)/infer: $(INFER_OBJ) $(BUILD)/app/cli.o $(BUILD)/app/fileguard.o $(BUILD)/
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o $(BUILD)/app/rare_counts.o \
-             $(BUILD)/app/report.o $(BUILD)/app/report_page.o $(BUILD)/libheadcount.a
+             $(BUILD)/app/report.o $(BUILD)/app/report_page.o $(BUILD)/app/planted.o \
+             $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root (first the include-direction check of

@@ -380,6 +380,32 @@ static int dump_val(Run *r, const unsigned char *given)
 
 /* The trainer's step settings and activations, the batches, and the buffers of
  * --heads-every and of summed micro-batches. */
+/* --heads-every on the built-in corpus also logs its planted relations: the
+ * train split's, found by planted_find, and room for one batch's keys. */
+static void alloc_planted(Run *r)
+{
+    char err[300];
+    if (strcmp(r->file.name, CORPUS_BUILTIN_NAME) != 0)
+        return;
+    TrainState trained_on = {.data_size = r->file.n};
+    snprintf(trained_on.data_path, sizeof trained_on.data_path, "%s", r->file.name);
+    if (planted_find(&r->planted, r->corpus.ids, r->corpus.ntrain, &r->corpus.tok, &trained_on,
+                     err, sizeof err))
+        cli_fail("%s", err);
+    if (!r->planted.builtin)
+        return;
+    size_t bt = (size_t)r->o.batch * r->o.block;
+    r->heads_starts = malloc((size_t)r->o.batch * sizeof *r->heads_starts);
+    int ok = r->heads_starts != NULL;
+    for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++) {
+        r->planted_key[q] = malloc(bt * sizeof(int));
+        r->planted_first[q] = malloc(bt * sizeof(int));
+        ok = ok && r->planted_key[q] && r->planted_first[q];
+    }
+    if (!ok)
+        cli_fail("out of memory for the planted relations");
+}
+
 static void alloc_buffers(Run *r)
 {
     const Options *o = &r->o;
@@ -403,6 +429,7 @@ static void alloc_buffers(Run *r)
         if (!r->head_metrics || !r->token_counts)
             cli_fail("out of memory for head metrics");
         heads_token_counts(r->token_counts, r->corpus.ids, r->corpus.ntrain, r->tr.model.cfg.V);
+        alloc_planted(r);
     }
     if (r->micro > 1) {
         r->acc = malloc(r->tr.model.table.total * sizeof(float));
@@ -651,6 +678,12 @@ int main(int argc, char **argv)
     free(r->acc);
     free(r->head_metrics);
     free(r->token_counts);
+    planted_free(&r->planted);
+    free(r->heads_starts);
+    for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++) {
+        free(r->planted_key[q]);
+        free(r->planted_first[q]);
+    }
     trainer_free(&r->tr);
     corpus_free(&r->corpus);
     textfile_free(&r->file);

@@ -350,9 +350,12 @@ int heads_quick(float *out, const Activations *a, const int *tokens, int B, int 
 /* The four text relations (previous-token, bracket, copy, rare; no loss) of the
  * batch tokens[B][T] after a forward, into rel[HEADS_REL_TEXT]; the rare
  * relation's counts are train_counts[V] (the training text's, heads_token_counts),
- * or the batch's own when train_counts is NULL. -1 when out of memory. */
+ * or the batch's own when train_counts is NULL. With planted_key (the planted
+ * relations' keys of the batch, planted_key[q][B*T] for q >= HEADS_REL_AGREE,
+ * -1 where a row has none) the planted relations too, into rel[HEADS_REL_COUNT].
+ * -1 when out of memory. */
 int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
-                          const Tokenizer *tok, const uint64_t *train_counts, int B, int T,
-                          char *err, size_t errlen);
+                          const Tokenizer *tok, const uint64_t *train_counts,
+                          int *const *planted_key, int B, int T, char *err, size_t errlen);
 
 #endif

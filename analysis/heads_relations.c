@@ -340,8 +340,8 @@ int heads_probe_alphabet(int *alpha, int *rule, const int *tokens, const int *co
 }
 
 int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
-                          const Tokenizer *tok, const uint64_t *train_counts, int B, int T,
-                          char *err, size_t errlen)
+                          const Tokenizer *tok, const uint64_t *train_counts,
+                          int *const *planted_key, int B, int T, char *err, size_t errlen)
 {
     int n = (int)(a->L * a->H);
     size_t NT = (size_t)B * T;
@@ -350,7 +350,8 @@ int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *t
     HeadStats *st = calloc((size_t)n, sizeof *st);
     uint64_t *own = train_counts ? NULL : calloc((size_t)tok->V, sizeof *own);
     const uint64_t *counts = train_counts ? train_counts : own;
-    RelationSums rs[HEADS_REL_TEXT];
+    RelationSums rs[HEADS_REL_COUNT];
+    int nrel = planted_key ? HEADS_REL_COUNT : HEADS_REL_TEXT;
     int rc = 0;
     if (!key || !first || !sums || !st || !counts) {
         rc = err_set(err, errlen, "out of memory for relation metrics");
@@ -377,8 +378,10 @@ int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *t
             goto done;
         }
     }
+    for (int q = HEADS_REL_TEXT; q < nrel; q++)
+        heads_add_relation(sums, &rs[q], q, a, planted_key[q], NULL, NULL, B, T);
     heads_finish(st, sums, n);
-    for (int q = 0; q < HEADS_REL_TEXT; q++)
+    for (int q = 0; q < nrel; q++)
         heads_relation_finish(&rel[q], st, &rs[q], q, n);
 done:
     free(key);

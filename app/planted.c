@@ -94,3 +94,26 @@ void planted_keys(int *const *key, int *const *first, const Planted *p, size_t l
             first[q][i] = (int)(x->key - 1 - s);
     }
 }
+
+void planted_keys_at(int *const *key, int *const *first, const Planted *p, const size_t *starts,
+                     int B, int T)
+{
+    int *kb[HEADS_REL_COUNT] = {NULL}, *fb[HEADS_REL_COUNT] = {NULL};
+    for (int b = 0; b < B; b++) {
+        size_t off = (size_t)b * T;
+        for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++) {
+            kb[q] = key[q] + off;
+            fb[q] = first[q] + off;
+        }
+        /* The first relation whose query is in the window: the walk starts there. */
+        size_t lo = 0, hi = p->n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (p->rel[mid].query < starts[b])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        planted_keys(kb, fb, p, starts[b], 1, T, &lo);
+    }
+}

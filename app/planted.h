@@ -45,4 +45,10 @@ void planted_free(Planted *p);
 void planted_keys(int *const *key, int *const *first, const Planted *p, size_t lo, int B, int T,
                   size_t *next);
 
+/* The same for B windows of T tokens starting anywhere, window b at text token
+ * starts[b] (./train --heads-every's batches): key[q][b * T + i] and first[q][.]
+ * as planted_keys gives them for that window alone. */
+void planted_keys_at(int *const *key, int *const *first, const Planted *p, const size_t *starts,
+                     int B, int T);
+
 #endif

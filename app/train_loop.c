@@ -282,8 +282,20 @@ static void measure_heads(Run *r)
     err[0] = '\0';
     if (heads_quick(r->head_metrics, &r->tr.acts, r->inputs, (int)r->o.batch, c->T, err, len))
         return;
+    int with_planted = r->heads_starts != NULL;
+    if (with_planted)
+        planted_keys_at(r->planted_key, r->planted_first, &r->planted, r->heads_starts,
+                        (int)r->o.batch, c->T);
     heads_quick_relations(r->heads_rel, &r->tr.acts, r->inputs, &r->corpus.tok, r->token_counts,
-                          (int)r->o.batch, c->T, err, len);
+                          with_planted ? r->planted_key : NULL, (int)r->o.batch, c->T, err, len);
+}
+
+/* Before the batch measure_heads will read is drawn: where its windows start,
+ * for the planted relations' keys. */
+static void peek_heads_batch(Run *r, size_t ntrain)
+{
+    if (r->heads_starts)
+        batch_peek(&r->tr.batches, ntrain, (int)r->o.batch, r->tr.model.cfg.T, r->heads_starts);
 }
 
 /* The metrics measure_heads took this step, as one JSON line. */
@@ -306,11 +318,12 @@ static void log_heads(Run *r, long done)
                 run_log(r, ",\"%s\":%.5f", heads_quick_names[k], m[k]);
             run_log(r, "}");
         }
-    /* The relations of this batch (previous-token, bracket, copy, rare): the best head's
-     * attention on the relation's key, and a uniform head's; null when the batch
-     * has no row of that relation. */
+    /* The relations of this batch (previous-token, bracket, copy, rare, and on the
+     * built-in corpus its planted ones): the best head's attention on the
+     * relation's key, and a uniform head's; null when the batch has no row of
+     * that relation. */
     run_log(r, "],\"relations\":{");
-    for (int q = 0; q < HEADS_REL_TEXT; q++) {
+    for (int q = 0; q < (r->heads_starts ? HEADS_REL_COUNT : HEADS_REL_TEXT); q++) {
         snprintf(name, sizeof name, "\"L%dH%d\"", rel[q].best / c->H, rel[q].best % c->H);
         run_log(r, "%s\"%s\":{\"best_head\":%s,\"attention\":%.5f,\"uniform\":%.5f}",
                 q ? "," : "", heads_rel_names[q], rel[q].best < 0 ? "null" : name,
@@ -369,6 +382,8 @@ static float *step_gradient(Run *r, double *loss, int heads_due)
     const TokenId *ids = r->corpus.ids;
     size_t ntrain = r->corpus.ntrain;
     if (r->micro == 1) {
+        if (heads_due)
+            peek_heads_batch(r, ntrain);
         trainer_next_batch(&r->tr, ids, ntrain, r->inputs, r->targets);
         *loss = trainer_micro(&r->tr, r->inputs, r->targets, 0);
         if (heads_due)
@@ -381,6 +396,8 @@ static float *step_gradient(Run *r, double *loss, int heads_due)
     for (long j = 0; j < k; j++) {
         for (int q = 0; q < n; q++) {
             int keep = q == me;
+            if (heads_due && j == 0 && keep)
+                peek_heads_batch(r, ntrain);
             trainer_next_batch(&r->tr, ids, ntrain, keep ? r->inputs : r->mb_in,
                                keep ? r->targets : r->mb_tg);
         }

@@ -14,6 +14,7 @@
 #include "data/corpus.h"
 #include "app/dist.h"
 #include "app/fileguard.h"
+#include "app/planted.h"
 #include "trainer/ckpt.h"
 #include "trainer/trainer.h"
 
@@ -26,7 +27,10 @@ typedef struct {
     int *inputs, *targets;
     float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
     uint64_t *token_counts; /* [V]: each token's count in the train split, for --heads-every */
-    HeadsRelation heads_rel[HEADS_REL_TEXT]; /* --heads-every: the step's relations */
+    HeadsRelation heads_rel[HEADS_REL_COUNT]; /* --heads-every: the step's relations */
+    Planted planted;        /* --heads-every on the built-in corpus: its relations in the train split */
+    size_t *heads_starts;   /* [B] where the measured batch's windows start, with planted relations */
+    int *planted_key[HEADS_REL_COUNT], *planted_first[HEADS_REL_COUNT]; /* [B*T] for q >= AGREE */
     char heads_err[300];    /* why this step's head metrics failed; "" when they did not */
     FILE *log;
     int log_errno;          /* the first failed write to the log; 0 while all went well */

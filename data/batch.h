@@ -21,5 +21,8 @@ void batch_init(BatchSampler *s, uint64_t seed, uint64_t stream);
 /* ids[0..len) with len >= T + 1; inputs and targets are [B][T]. */
 void batch_next(BatchSampler *s, const TokenId *ids, size_t len, int B, int T, int *inputs,
                 int *targets);
+/* The offsets starts[B] of the windows the next batch_next(s, ids, len, B, T, ...)
+ * will take, without moving s. */
+void batch_peek(const BatchSampler *s, size_t len, int B, int T, size_t *starts);
 
 #endif

@@ -560,7 +560,7 @@ Test(heads, quick_relations_match_the_full_measurement)
     FakeActs f;
     fake_init(&f, 1, 2, 2, T, pats, 0);
     HeadsRelation rel[HEADS_REL_TEXT];
-    cr_assert_eq(heads_quick_relations(rel, &f.a, tokens, &tok, NULL, 2, T, NULL, 0), 0);
+    cr_assert_eq(heads_quick_relations(rel, &f.a, tokens, &tok, NULL, NULL, 2, T, NULL, 0), 0);
     cr_assert_eq(rel[HEADS_REL_PREV].best, 0);
     cr_assert_float_eq(rel[HEADS_REL_PREV].attention, 1.0, 1e-12);
     cr_assert_eq(rel[HEADS_REL_BRACKET].best, 1, "the uniform head beats attention 0");
@@ -850,7 +850,7 @@ Test(heads, quick_relations_read_byte_pair_tokens)
     FakeActs f;
     fake_init(&f, 1, 2, 1, T, pats, 0);
     HeadsRelation rel[HEADS_REL_TEXT];
-    cr_assert_eq(heads_quick_relations(rel, &f.a, ids, &bpe, NULL, 1, T, NULL, 0), 0);
+    cr_assert_eq(heads_quick_relations(rel, &f.a, ids, &bpe, NULL, NULL, 1, T, NULL, 0), 0);
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].rows, 1.0, 1e-12);
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].uniform, 1.0 / 11, 1e-12);
     cr_assert_eq(rel[HEADS_REL_BRACKET].best, 0, "from row 10 the previous-token head looks at "

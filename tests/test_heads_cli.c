@@ -186,6 +186,36 @@ static void save_tiny_for(const char *ckpt, const unsigned char *text, size_t n)
     tok_free(&tok);
 }
 
+Test(heads, training_log_on_the_built_in_corpus_carries_its_planted_relations, .timeout = 60)
+{
+    const char *dir = tu_tmpdir("heads-log-planted");
+    cr_assert_not_null(dir);
+    char path[600], cmd[2048], *out;
+    snprintf(path, sizeof path, "%s/train.jsonl", dir);
+    snprintf(cmd, sizeof cmd, "%s/train --layers 1 --heads 2 --embd 16 --block 64 --batch 8 "
+             "--steps 2 --eval-every 0 --save-every 0 --heads-every 1 --threads 1 --log %s "
+             "--out %s/log.ckpt", tu_bin(), path, dir);
+    int rc = tu_run(cmd, &out);
+    cr_assert_eq(rc, 0, "train failed (%d):\n%s", rc, out);
+    free(out);
+    size_t len;
+    char *log = (char *)tu_read_file(path, &len);
+    cr_assert_not_null(log);
+    log[len] = '\0';
+    const char *p = strstr(log, "{\"type\":\"heads\"");
+    cr_assert_not_null(p);
+    /* Eight windows of 64 bytes always hold determiner rows (a tenth of the
+     * bytes' lines plant several); every planted relation has its entry, null
+     * when the batch has no row of it. */
+    const char *rel = strstr(p, "\"relations\":{\"previous-token\"");
+    cr_assert_not_null(rel, "%.300s", p);
+    cr_assert_not_null(strstr(rel, "\"determiner\":{\"best_head\":\"L0H"), "%.1500s", rel);
+    cr_assert_not_null(strstr(rel, "\"agreement\":{\"best_head\":"), "%.1500s", rel);
+    cr_assert_not_null(strstr(rel, "\"names\":{\"best_head\":"), "%.1500s", rel);
+    cr_assert_not_null(strstr(rel, "\"coreference\":{\"best_head\":"), "%.1500s", rel);
+    free(log);
+}
+
 Test(heads, infer_recognises_a_piece_of_the_built_in_corpus, .timeout = 60)
 {
     const char *dir = tu_tmpdir("heads-builtin");

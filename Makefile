@@ -141,8 +141,9 @@ ablation: $(BIN)/train $(BIN)/infer
 ablation-check: $(BIN)/train $(BIN)/infer
 	bash tests/ablation_check.sh $(BIN) $(BUILD)/ablation-check
 
-# The slow ground-truth check: a small model on the built-in corpus must show heads
-# that track the planted relations (docs/heads.md). Not part of `make test`.
+# The slow ground-truth check (20-30 minutes): models on the built-in corpus, bytes and
+# words, must show heads that track the planted relations (docs/heads.md). Not part of
+# `make test`.
 check-heads: $(BIN)/train $(BIN)/infer
 	HEADCOUNT_BIN=$(BIN) BUILD=$(BUILD) bash scripts/check_heads.sh
 

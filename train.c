@@ -102,9 +102,10 @@ static void setup_fresh(Run *r)
     if (!o->head_size && o->embd % o->heads != 0)
         cli_usage_error("--heads %ld does not divide --embd %ld; pick a divisor or give "
                         "--head-size", o->heads, o->embd);
-    Config cfg = {.V = r->corpus.tok.V, .T = (int)o->block, .L = (int)o->layers,
-                  .H = (int)o->heads, .C = (int)o->embd,
-                  .D = (int)(o->head_size ? o->head_size : o->embd / o->heads)};
+    Config cfg = {.V = r->corpus.tok.V};
+    settings_config(o, &cfg);
+    if (!cfg.D)
+        cfg.D = cfg.C / cfg.H;
     if (config_validate(&cfg, err, sizeof err))
         cli_usage_error("%s", err);
     check_memory(r, &cfg, 0);
@@ -146,6 +147,10 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     train_options_resume(o, given, &r->tr.model.cfg, ts);
     resume_data(o, given, ts);
     o->allow_binary = o->allow_binary || ts->allow_binary;
+    if (given[OPT_HEAD_DROPOUT] && o->head_dropout != ts->head_dropout)
+        cli_usage_error("--head-dropout %g contradicts the checkpoint (%g): an exact resume "
+                        "continues the run as it was set up", o->head_dropout, ts->head_dropout);
+    o->head_dropout = ts->head_dropout;
     if (steps_done >= o->steps)
         cli_usage_error("%s has already trained %ld of %ld steps; give --steps above %ld to "
                         "train further", o->resume, steps_done, o->steps, steps_done);
@@ -384,11 +389,8 @@ static void alloc_buffers(Run *r)
 {
     const Options *o = &r->o;
     char err[1500];
-    TrainHyper hp = {.lr = (float)o->lr, .min_lr = (float)o->min_lr, .warmup = o->warmup,
-                     .steps = o->steps, .clip = (float)o->clip, .dropout = (float)o->dropout,
-                     .head_dropout = (float)o->head_dropout, .seed = o->seed, .micro = r->micro,
-                     .adam = {.beta1 = (float)o->beta1, .beta2 = (float)o->beta2,
-                              .eps = (float)o->eps, .weight_decay = (float)o->wd}};
+    TrainHyper hp = {.head_dropout = (float)o->head_dropout, .micro = r->micro};
+    settings_hyper(o, &hp);
     if (trainer_prepare(&r->tr, &hp, (int)o->batch, err, sizeof err))
         cli_fail("%s", err);
     size_t bt = (size_t)r->o.batch * r->o.block;

@@ -89,13 +89,13 @@ static void sync_state(Run *r, long step)
 {
     TrainState *ts = &r->ts;
     const Options *o = &r->o;
-    train_options_store(o, ts); /* every setting the table marks KEEP or CHANGE */
+    settings_store(o, ts); /* every STORED and STEP setting */
+    ts->head_dropout = o->head_dropout;
     ts->step = step;
     ts->adam_m = r->tr.adam_m;
     ts->adam_v = r->tr.adam_v;
     ts->batch_rng = r->tr.batches.rng.state;
     ts->data_size = r->file.n; ts->data_hash = r->file.hash;
-    ts->allow_binary = o->allow_binary;
     ts->accum = r->micro;
     snprintf(ts->data_path, sizeof ts->data_path, "%s", r->file.name);
 }
@@ -197,10 +197,11 @@ void run_print_settings(Run *r)
             r->file.name, r->file.n, c->V, merges, r->corpus.ntrain, r->corpus.nval);
     fprintf(stderr, "train: model L=%d H=%d C=%d D=%d T=%d V=%d, %.3fM parameters\n", c->L, c->H,
             c->C, c->D, c->T, c->V, (double)r->tr.model.table.total / 1e6);
+    char said[600];
+    train_options_say(o, said, sizeof said);
     fprintf(stderr, "train: %ld steps x batch %ld x %d tokens, lr %g -> %g (warm-up %ld, "
-            "cosine), wd %g, clip %g, dropout %g, head dropout %g, seed %llu, %d threads\n",
-            o->steps, o->batch, c->T, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
-            o->head_dropout, (unsigned long long)o->seed, omp_get_max_threads());
+            "cosine)%s, %d threads\n", o->steps, o->batch, c->T, o->lr, o->min_lr, o->warmup,
+            said, omp_get_max_threads());
     if (r->micro > 1)
         fprintf(stderr, "train: each step sums %ld micro-batches (--accum %ld x %d rank%s): "
                 "%ld sequences a step\n", r->micro, o->accum, r->dist.size,
@@ -209,16 +210,14 @@ void run_print_settings(Run *r)
             o->save_every, o->log ? ", log " : "", o->log ? o->log : "");
     char name[1100];
     train_json_string(name, sizeof name, r->file.name);
+    char record[1000];
+    train_options_record(o, record, sizeof record);
     run_log(r, "{\"type\":\"settings\",\"data\":%s,\"data_bytes\":%zu,\"vocab\":%d,"
                "\"vocab_bytes\":%d,\"merges\":%d,\"vocab_asked\":%ld,"
                "\"layers\":%d,\"heads\":%d,\"embd\":%d,\"head_size\":%d,\"block\":%d,"
-               "\"params\":%zu,\"batch\":%ld,\"steps\":%ld,\"lr\":%g,\"min_lr\":%g,"
-               "\"warmup\":%ld,\"wd\":%g,\"clip\":%g,\"dropout\":%g,\"head_dropout\":%g,"
-               "\"seed\":%llu,"
-               "\"val_frac\":%g,\"threads\":%d,\"resume\":%s,\"accum\":%ld,\"ranks\":%d}\n",
-               name, r->file.n, c->V, tok->nbytes, tok->nmerges, o->vocab, c->L, c->H, c->C, c->D, c->T, r->tr.model.table.total,
-               o->batch, o->steps, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
-               o->head_dropout, (unsigned long long)o->seed, o->val_frac, omp_get_max_threads(),
+               "\"params\":%zu,%s,\"threads\":%d,\"resume\":%s,\"accum\":%ld,\"ranks\":%d}\n",
+               name, r->file.n, c->V, tok->nbytes, tok->nmerges, o->vocab, c->L, c->H, c->C, c->D,
+               c->T, r->tr.model.table.total, record, omp_get_max_threads(),
                o->resume ? "true" : "false", o->accum, r->dist.size);
 }
 

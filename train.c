@@ -147,10 +147,6 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     train_options_resume(o, given, &r->tr.model.cfg, ts);
     resume_data(o, given, ts);
     o->allow_binary = o->allow_binary || ts->allow_binary;
-    if (given[OPT_HEAD_DROPOUT] && o->head_dropout != ts->head_dropout)
-        cli_usage_error("--head-dropout %g contradicts the checkpoint (%g): an exact resume "
-                        "continues the run as it was set up", o->head_dropout, ts->head_dropout);
-    o->head_dropout = ts->head_dropout;
     if (steps_done >= o->steps)
         cli_usage_error("%s has already trained %ld of %ld steps; give --steps above %ld to "
                         "train further", o->resume, steps_done, o->steps, steps_done);
@@ -389,7 +385,7 @@ static void alloc_buffers(Run *r)
 {
     const Options *o = &r->o;
     char err[1500];
-    TrainHyper hp = {.head_dropout = (float)o->head_dropout, .micro = r->micro};
+    TrainHyper hp = {.micro = r->micro};
     settings_hyper(o, &hp);
     if (trainer_prepare(&r->tr, &hp, (int)o->batch, err, sizeof err))
         cli_fail("%s", err);

@@ -90,7 +90,6 @@ static void sync_state(Run *r, long step)
     TrainState *ts = &r->ts;
     const Options *o = &r->o;
     settings_store(o, ts); /* every STORED and STEP setting */
-    ts->head_dropout = o->head_dropout;
     ts->step = step;
     ts->adam_m = r->tr.adam_m;
     ts->adam_v = r->tr.adam_v;

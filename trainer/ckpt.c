@@ -39,8 +39,7 @@
     X(12, best_step, -1, LIMIT_STEPS_MAX)                                                 \
     X(13, accum, 0, LIMIT_ACCUM_MAX)
 #define STATE_DOUBLE_SLOTS(X)                                                              \
-    X(9, best_val, -HUGE_VAL, HUGE_VAL)                                                   \
-    X(10, head_dropout, 0, LIMIT_DROPOUT_MAX)
+    X(9, best_val, -HUGE_VAL, HUGE_VAL)
 
 #define SLOT_ENUM(i, f, lo, hi) SLOT_##f = i,
 enum { STATE_INT_SLOTS(SLOT_ENUM) };

@@ -34,7 +34,6 @@
 struct TrainState {
 #define TRAIN_STATE_FIELD(ID, field, ctype, ...) ctype field;
     TRAIN_SETTINGS(SETTINGS_SKIP, TRAIN_STATE_FIELD, TRAIN_STATE_FIELD)
-    double head_dropout;    /* 0 in files written before the setting */
     long step;              /* steps completed (also header field 8) */
     uint64_t batch_rng;     /* the batch sampler's Rng state */
     uint64_t data_size, data_hash;

@@ -146,11 +146,11 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
          .hi = LIMIT_DROPOUT_MAX, .resume = RES_KEEP, REAL_SLOT(4), .in_log = 1,               \
          .say = "dropout", .meta = "X", .section = SEC_TRAINING,                               \
          .help = "dropout on attention weights and residual branches")                         \
-    RUN(HEAD_DROPOUT, head_dropout, double, .flag = "head-dropout", .type = SET_REAL, .lo = 0, \
-        .hi = LIMIT_DROPOUT_MAX, .resume = RES_OWN, .in_log = 1, .say = "head dropout",       \
-        .meta = "P", .section = SEC_TRAINING,                                                  \
-        .help = "zero each head's output with probability P",                                 \
-        .more = "(per sequence and layer; kept heads scaled by 1/(1-P); training only)")      \
+    STEP(HEAD_DROPOUT, head_dropout, double, .flag = "head-dropout", .type = SET_REAL,         \
+         .lo = 0, .hi = LIMIT_DROPOUT_MAX, .resume = RES_KEEP, REAL_SLOT(10), .in_log = 1,     \
+         .say = "head dropout", .meta = "P", .section = SEC_TRAINING,                          \
+         .help = "zero each head's output with probability P",                                \
+         .more = "(per sequence and layer; kept heads scaled by 1/(1-P); training only)")     \
     STEP(SEED, seed, uint64_t, .flag = "seed", .short_flag = 's', .type = SET_SEED,            \
          .def = 1337, .resume = RES_KEEP, INT_SLOT(7), .in_log = 1, .say = "seed",             \
          .meta = "N", .section = SEC_TRAINING, .help = "seed for init, batches and dropout")  \

@@ -38,7 +38,6 @@
 struct TrainHyper {
 #define TRAIN_HYPER_FIELD(ID, field, ctype, ...) TRAIN_HYPER_TYPE_##ctype field;
     TRAIN_SETTINGS(SETTINGS_SKIP, SETTINGS_SKIP, TRAIN_HYPER_FIELD)
-    float head_dropout; /* probability a head's output is zeroed per sequence; 0: none */
     long micro;         /* micro-batches per step in all (accumulation x ranks), >= 1 */
     AdamW adam;         /* the optimizer's settings: the rows marked ADAM */
 };

@@ -30,11 +30,9 @@
 #define TRAIN_HYPER_TYPE_uint64_t uint64_t
 
 /* What a step does besides the maths of the model: one field per STEP setting
- * (trainer/settings.h: lr and min_lr, the schedule's peak and final learning
- * rate; warmup and steps, its warm-up and the run's total; clip, the global-norm
- * clip, <= 0 none; dropout and head_dropout, probabilities, 0 none; seed, whose
- * rng_hash(seed, RNG_STREAM_DROPOUT, micro-batch) keys the dropout masks), then
- * the rest. */
+ * of trainer/settings.h, named as its row (whose help says what it does; the
+ * seed keys the dropout masks as rng_hash(seed, RNG_STREAM_DROPOUT, micro-batch)),
+ * then the rest. */
 struct TrainHyper {
 #define TRAIN_HYPER_FIELD(ID, field, ctype, ...) TRAIN_HYPER_TYPE_##ctype field;
     TRAIN_SETTINGS(SETTINGS_SKIP, SETTINGS_SKIP, TRAIN_HYPER_FIELD)

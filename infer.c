@@ -7,6 +7,7 @@
 
 #include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <omp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,87 +23,134 @@
 #include "trainer/ckpt.h"
 #include "model/evaluate.h"
 
+/* Option ids: the flags in INFER_FLAGS' order, then --help and --version. */
 enum {
-    OPT_CKPT = 256, OPT_EVAL, OPT_PROMPT, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMPERATURE, OPT_TOP_K,
-    OPT_TOP_P, OPT_SEED, OPT_SAMPLES, OPT_NO_CACHE, OPT_HEADS, OPT_REPORT, OPT_WINDOWS,
-    OPT_PRUNE_CURVE, OPT_MASK, OPT_THREADS, OPT_HELP, OPT_EXPLORE, OPT_EXPLORE_JSON, OPT_TEXT,
-    OPT_TEXT_FILE, OPT_VERSION, OPT_JSON
+    OPT_FIRST = 256,
+#define OPT_ID(ID, field, ctype, ...) OPT_##ID,
+    INFER_FLAGS(OPT_ID)
+#undef OPT_ID
+    OPT_HELP, OPT_VERSION
 };
 
-static const InferOptions DEFAULTS = {
-    .tokens = 500, .samples = 1, .top_k = 0, .temperature = 0.8, .top_p = 1.0, .seed = 1337,
-    .windows = 0,
+static const InferFlag FLAGS[] = {
+#define FLAG_ROW(ID, field, ctype, ...)                                                         \
+    {.id = OPT_##ID, .at = offsetof(InferOptions, field), __VA_ARGS__},
+    INFER_FLAGS(FLAG_ROW)
+#undef FLAG_ROW
 };
+enum { NFLAGS = sizeof FLAGS / sizeof FLAGS[0] };
+
+/* The headings of --help's groups after the modes ("" is a blank line). */
+static const char *const SECTIONS[FSEC_COUNT] = {
+    [FSEC_CKPT] = "", [FSEC_SAMPLING] = "sampling:", [FSEC_HEADS] = "heads analysis:",
+    [FSEC_EXPLORER] = "explorer:", [FSEC_SHARED] = "shared:"};
+
+static void *value_of(InferOptions *o, const InferFlag *f)
+{
+    return (char *)o + f->at;
+}
+
+static void set_defaults(InferOptions *o)
+{
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < NFLAGS; i++) {
+        const InferFlag *f = &FLAGS[i];
+        void *v = value_of(o, f);
+        switch (f->type) {
+        case FLAG_LONG: *(long *)v = (long)f->def; break;
+        case FLAG_REAL: *(double *)v = f->def; break;
+        case FLAG_SEED: *(uint64_t *)v = (uint64_t)f->def; break;
+        default: break;
+        }
+    }
+}
+
+/* One flag's lines of --help: its help text, each line break continuing at the
+ * help column, and its default. */
+static void usage_flag(const InferFlag *f, const InferOptions *d)
+{
+    char left[64], def[64] = "";
+    const void *v = (const char *)d + f->at;
+    const char *meta = f->meta ? f->meta : "";
+    if (f->section == FSEC_MODES)
+        snprintf(left, sizeof left, "  --%s %s", f->flag, meta);
+    else if (f->short_flag)
+        snprintf(left, sizeof left, "  -%c, --%s%s%s", f->short_flag, f->flag, *meta ? " " : "",
+                 meta);
+    else
+        snprintf(left, sizeof left, "      --%s%s%s", f->flag, *meta ? " " : "", meta);
+    if (f->def_text)
+        snprintf(def, sizeof def, "(default: %s)", f->def_text);
+    else if (f->show_def && f->type == FLAG_REAL)
+        snprintf(def, sizeof def, "(default: %g)", *(const double *)v);
+    else if (f->show_def && f->type == FLAG_LONG)
+        snprintf(def, sizeof def, "(default: %ld)", *(const long *)v);
+    else if (f->show_def && f->type == FLAG_SEED)
+        snprintf(def, sizeof def, "(default: %llu)",
+                 (unsigned long long)*(const uint64_t *)v);
+    printf("%-24s ", left);
+    for (const char *p = f->help; *p; p++) {
+        putchar(*p);
+        if (*p == '\n' && p[1])
+            printf("%-24s ", "");
+    }
+    size_t n = strlen(f->help);
+    if (def[0] && n && f->help[n - 1] == '\n')
+        printf("%-24s %s\n", "", def);
+    else if (def[0])
+        printf(" %s\n", def);
+    else if (!n || f->help[n - 1] != '\n')
+        printf("\n");
+}
 
 static void usage(void)
 {
+    InferOptions d;
+    set_defaults(&d);
     printf("usage: ./infer --ckpt CKPT [mode] [options]\n"
            "Uses a checkpoint written by ./train. Modes:\n"
-           "  (default)              sample text to stdout\n"
-           "  --eval FILE            score FILE; prints one line: eval loss (nats per token),\n"
-           "                         ppl, bpb (bits per byte), tokens, bytes\n"
-           "  --heads FILE           measure what every attention head does on FILE\n"
-           "  --explore OUT.html     write an interactive page of every head's attention on\n"
-           "                         --text or --text-file (their first block-size bytes),\n"
-           "                         or else on the first sample (its last block-size bytes:\n"
-           "                         the context the model ended with)\n\n"
-           "  -c, --ckpt CKPT        checkpoint to load (required)\n"
-           "      --json             with --eval: the result as one JSON object (loss, ppl, bpb,\n"
-           "                         tokens, bytes); with --heads: summary.json's object (relations,\n"
-           "                         head types, the prune curve) instead of the table\n"
-           "sampling:\n"
-           "  -p, --prompt TEXT      text to continue (default: a newline)\n"
-           "      --prompt-file FILE read the prompt from FILE ('-': standard input)\n"
-           "  -n, --tokens N         tokens to generate per sample (default: %ld)\n"
-           "  -t, --temperature X    0 = greedy (argmax) (default: %g)\n"
-           "  -k, --top-k K          keep the K most likely tokens, 0 = all (default: %ld)\n"
-           "      --top-p P          nucleus: smallest set with probability >= P (default: %g)\n"
-           "  -s, --seed N           sampling seed (default: %llu)\n"
-           "      --samples N        independent samples, each under a header when N > 1\n"
-           "                         (default: %ld)\n"
-           "      --no-cache         recompute the whole context per byte (benchmarks)\n"
-           "heads analysis:\n"
-           "      --report DIR       write heads.csv, heads.json, SVG heatmaps and index.html\n"
-           "                         into DIR: a new or empty directory, or its own earlier\n"
-           "                         report, which it replaces as a whole\n"
-           "      --windows N        windows of FILE to average over (default: automatic)\n"
-           "      --prune-curve      remove heads least important first; print loss vs heads kept\n"
-           "explorer:\n"
-           "      --text TEXT        the text to explore (its first block-size tokens)\n"
-           "      --text-file FILE   read it from FILE ('-': standard input)\n"
-           "      --explore-json F   also write the attention weights at full precision\n"
-           "shared:\n"
-           "      --mask L.H,...     silence these heads (layer.head, 0-based) in every mode\n"
-           "  -j, --threads N        OpenMP threads (default: all cores; results are identical)\n"
-           "  -h, --help             this help\n"
-           "      --version          print the version and exit\n",
-           DEFAULTS.tokens, DEFAULTS.temperature, DEFAULTS.top_k, DEFAULTS.top_p,
-           (unsigned long long)DEFAULTS.seed, DEFAULTS.samples);
+           "%-24s sample text to stdout\n", "  (default)");
+    for (int sec = 0; sec < FSEC_COUNT; sec++) {
+        if (SECTIONS[sec])
+            printf("%s\n", SECTIONS[sec]);
+        for (int i = 0; i < NFLAGS; i++)
+            if ((int)FLAGS[i].section == sec)
+                usage_flag(&FLAGS[i], &d);
+    }
+    printf("%-24s this help\n%-24s print the version and exit\n", "  -h, --help",
+           "      --version");
+}
+
+/* The mode flags a refused flag needs, as "--eval FILE or --heads FILE". */
+static void needed_modes(int modes, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < NFLAGS && k < len; i++)
+        if (FLAGS[i].mode & modes)
+            k += (size_t)snprintf(buf + k, len - k, "%s--%s %s", k ? " or " : "", FLAGS[i].flag,
+                                  FLAGS[i].meta);
 }
 
 /* A flag that would do nothing in the chosen mode is an error, not ignored. */
-static void check_mode_flags(const InferOptions *o)
+static void check_mode_flags(const InferOptions *o, const unsigned char *given)
 {
-    if (!o->heads) {
-        if (o->report)
-            cli_usage_error("--report needs --heads FILE (it writes the heads report)");
-        if (o->prune_curve)
-            cli_usage_error("--prune-curve needs --heads FILE");
-        if (o->windows)
-            cli_usage_error("--windows needs --heads FILE");
+    /* Every mode flag given (two are refused below and in parse). */
+    int mode = (o->eval ? MODE_EVAL : 0) | (o->heads ? MODE_HEADS : 0) |
+               (o->explore ? MODE_EXPLORE : 0);
+    if (!mode)
+        mode = MODE_SAMPLE;
+    for (int i = 0; i < NFLAGS; i++) {
+        const InferFlag *f = &FLAGS[i];
+        if (given[i] && f->modes && !(f->modes & mode)) {
+            char need[200];
+            needed_modes(f->modes, need, sizeof need);
+            cli_usage_error("--%s needs %s%s", f->flag, need, f->why ? f->why : "");
+        }
     }
-    if (o->json && !o->eval && !o->heads)
-        cli_usage_error("--json needs --eval FILE or --heads FILE (it prints their result "
-                        "as JSON)");
     if (o->explore && (o->eval || o->heads))
         cli_usage_error("--explore is its own mode; give it without --%s",
                         o->eval ? "eval" : "heads");
-    if (!o->explore) {
-        if (o->text || o->text_file)
-            cli_usage_error("--%s needs --explore OUT.html", o->text ? "text" : "text-file");
-        if (o->explore_json)
-            cli_usage_error("--explore-json needs --explore OUT.html");
-    }
     if (o->text && o->text_file)
         cli_usage_error("--text and --text-file both given; give one");
     if ((o->text || o->text_file) && (o->prompt || o->prompt_file))
@@ -114,59 +162,56 @@ static void check_mode_flags(const InferOptions *o)
         cli_usage_error("only one of --prompt-file and --text-file can read standard input");
 }
 
+/* One flag's value from optarg, checked against its range. */
+static void parse_value(InferOptions *o, const InferFlag *f, const char *arg)
+{
+    void *v = value_of(o, f);
+    switch (f->type) {
+    case FLAG_PATH:
+    case FLAG_TEXT: *(const char **)v = arg; break;
+    case FLAG_LONG: *(long *)v = cli_long(f->flag, arg, (long)f->lo, (long)f->hi); break;
+    case FLAG_REAL: *(double *)v = cli_double(f->flag, arg, f->lo, f->hi); break;
+    case FLAG_SEED: *(uint64_t *)v = cli_u64(f->flag, arg); break;
+    case FLAG_SWITCH: *(int *)v = 1; break;
+    }
+}
+
 static void parse(int argc, char **argv, InferOptions *o)
 {
-    static const struct option longs[] = {
-        {"ckpt", required_argument, 0, OPT_CKPT}, {"eval", required_argument, 0, OPT_EVAL},
-        {"prompt", required_argument, 0, OPT_PROMPT},
-        {"prompt-file", required_argument, 0, OPT_PROMPT_FILE},
-        {"tokens", required_argument, 0, OPT_TOKENS},
-        {"temperature", required_argument, 0, OPT_TEMPERATURE},
-        {"top-k", required_argument, 0, OPT_TOP_K}, {"top-p", required_argument, 0, OPT_TOP_P},
-        {"seed", required_argument, 0, OPT_SEED}, {"samples", required_argument, 0, OPT_SAMPLES},
-        {"no-cache", no_argument, 0, OPT_NO_CACHE}, {"heads", required_argument, 0, OPT_HEADS},
-        {"report", required_argument, 0, OPT_REPORT},
-        {"windows", required_argument, 0, OPT_WINDOWS},
-        {"prune-curve", no_argument, 0, OPT_PRUNE_CURVE}, {"mask", required_argument, 0, OPT_MASK},
-        {"threads", required_argument, 0, OPT_THREADS}, {"help", no_argument, 0, OPT_HELP},
-        {"explore", required_argument, 0, OPT_EXPLORE},
-        {"explore-json", required_argument, 0, OPT_EXPLORE_JSON},
-        {"json", no_argument, 0, OPT_JSON},
-        {"text", required_argument, 0, OPT_TEXT},
-        {"text-file", required_argument, 0, OPT_TEXT_FILE},
-        {"version", no_argument, 0, OPT_VERSION}, {0, 0, 0, 0}};
-    static const CliShort shorts[] = {
-        {'c', OPT_CKPT}, {'p', OPT_PROMPT}, {'n', OPT_TOKENS}, {'t', OPT_TEMPERATURE},
-        {'k', OPT_TOP_K}, {'s', OPT_SEED}, {'j', OPT_THREADS}, {'h', OPT_HELP}};
-    *o = DEFAULTS;
+    static struct option longs[NFLAGS + 3];
+    static CliShort shorts[NFLAGS + 1];
+    static char shortopts[3 * NFLAGS + 4];
+    unsigned char given[NFLAGS] = {0};
+    size_t nshorts = 0, k = 0;
+    shortopts[k++] = ':';
+    for (int i = 0; i < NFLAGS; i++) {
+        const InferFlag *f = &FLAGS[i];
+        int arg = f->type == FLAG_SWITCH ? no_argument : required_argument;
+        longs[i] = (struct option){f->flag, arg, 0, f->id};
+        if (f->short_flag) {
+            shorts[nshorts++] = (CliShort){f->short_flag, f->id};
+            shortopts[k++] = f->short_flag;
+            if (arg == required_argument)
+                shortopts[k++] = ':';
+        }
+    }
+    longs[NFLAGS] = (struct option){"help", no_argument, 0, OPT_HELP};
+    longs[NFLAGS + 1] = (struct option){"version", no_argument, 0, OPT_VERSION};
+    longs[NFLAGS + 2] = (struct option){0, 0, 0, 0};
+    shorts[nshorts++] = (CliShort){'h', OPT_HELP};
+    shortopts[k++] = 'h';
+    shortopts[k] = '\0';
+    set_defaults(o);
     int c;
-    while ((c = cli_next_option(argc, argv, ":c:p:n:t:k:s:j:h", longs, shorts,
-                                sizeof shorts / sizeof shorts[0])) != -1) {
+    while ((c = cli_next_option(argc, argv, shortopts, longs, shorts, nshorts)) != -1) {
+        if (c > OPT_FIRST && c < OPT_HELP) {
+            given[c - OPT_FIRST - 1] = 1;
+            parse_value(o, &FLAGS[c - OPT_FIRST - 1], optarg);
+            continue;
+        }
         switch (c) {
-        case OPT_CKPT: o->ckpt = optarg; break;
-        case OPT_EVAL: o->eval = optarg; break;
-        case OPT_PROMPT: o->prompt = optarg; break;
-        case OPT_PROMPT_FILE: o->prompt_file = optarg; break;
-        case OPT_TOKENS: o->tokens = cli_long("tokens", optarg, 0, 10000000); break;
-        case OPT_TEMPERATURE: o->temperature = cli_double("temperature", optarg, 0, 100); break;
-        case OPT_TOP_K: o->top_k = cli_long("top-k", optarg, 0, TOK_VOCAB_MAX); break;
-        case OPT_TOP_P: o->top_p = cli_double("top-p", optarg, 1e-6, 1); break;
-        case OPT_SEED: o->seed = cli_u64("seed", optarg); break;
-        case OPT_SAMPLES: o->samples = cli_long("samples", optarg, 1, 100000); break;
-        case OPT_NO_CACHE: o->no_cache = 1; break;
-        case OPT_HEADS: o->heads = optarg; break;
-        case OPT_REPORT: o->report = optarg; break;
-        case OPT_WINDOWS: o->windows = cli_long("windows", optarg, 1, 1000000); break;
-        case OPT_PRUNE_CURVE: o->prune_curve = 1; break;
-        case OPT_MASK: o->mask = optarg; break;
-        case OPT_THREADS: o->threads = cli_long("threads", optarg, 1, 1024); break;
         case OPT_HELP: usage(); exit(0);
         case OPT_VERSION: printf("infer (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
-        case OPT_EXPLORE: o->explore = optarg; break;
-        case OPT_EXPLORE_JSON: o->explore_json = optarg; break;
-        case OPT_JSON: o->json = 1; break;
-        case OPT_TEXT: o->text = optarg; break;
-        case OPT_TEXT_FILE: o->text_file = optarg; break;
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
@@ -175,18 +220,16 @@ static void parse(int argc, char **argv, InferOptions *o)
                         argv[optind]);
     if (!o->ckpt)
         cli_usage_error("--ckpt CKPT is required");
-    const struct { const char *flag, *path; } paths[] = {
-        {"ckpt", o->ckpt}, {"eval", o->eval}, {"prompt-file", o->prompt_file},
-        {"heads", o->heads}, {"report", o->report}, {"explore", o->explore},
-        {"explore-json", o->explore_json}, {"text-file", o->text_file}};
-    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
-        if (paths[k].path && !paths[k].path[0])
-            cli_usage_error("--%s '': the path is empty; give a file name", paths[k].flag);
+    for (int i = 0; i < NFLAGS; i++) {
+        const char *path = *(const char **)value_of(o, &FLAGS[i]);
+        if (FLAGS[i].type == FLAG_PATH && path && !path[0])
+            cli_usage_error("--%s '': the path is empty; give a file name", FLAGS[i].flag);
+    }
     if (o->eval && o->heads)
         cli_usage_error("--eval and --heads are separate modes; give one");
     if (o->prompt && o->prompt_file)
         cli_usage_error("--prompt and --prompt-file both given; give one");
-    check_mode_flags(o);
+    check_mode_flags(o, given);
 }
 
 /* "L.H,L.H" -> head_on[L*H] with the listed heads 0: at least one head, no

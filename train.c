@@ -36,20 +36,6 @@
 
 static void train_exit(int code) __attribute__((noreturn));
 
-/* The run whose locks are released at exit, whichever way main ends. */
-static Run *exiting_run = NULL;
-
-static void release_locks(void)
-{
-    if (!exiting_run)
-        return;
-    run_lock_path = NULL;
-    if (exiting_run->log_tmp[0])
-        unlink(exiting_run->log_tmp); /* a fresh log not yet in place: ours */
-    guard_unlock(&exiting_run->lock);
-    guard_unlock(&exiting_run->best_lock);
-}
-
 /* The size of a fresh run's built-in corpus. */
 static size_t builtin_size(const Options *o)
 {
@@ -77,7 +63,7 @@ static void check_memory(const Run *r, const Config *cfg, size_t held)
     size_t P = (size_t)config_param_count(cfg);
     double floats = 4.0 * (double)P - (double)held +
                     (double)acts_floats(cfg, (int)r->o.batch, cfg->T, r->o.dropout > 0) +
-                    (r->micro > 1 ? 2.0 * (double)P : 0.0);
+                    (r->loop.micro > 1 ? 2.0 * (double)P : 0.0);
     double bytes = 4.0 * floats + 8.0 * (double)r->o.batch * (double)cfg->T;
     unsigned long long avail = guard_mem_available();
     if (avail && bytes > (double)avail)
@@ -102,9 +88,10 @@ static void setup_fresh(Run *r)
     if (!o->head_size && o->embd % o->heads != 0)
         cli_usage_error("--heads %ld does not divide --embd %ld; pick a divisor or give "
                         "--head-size", o->heads, o->embd);
-    Config cfg = {.V = r->corpus.tok.V, .T = (int)o->block, .L = (int)o->layers,
-                  .H = (int)o->heads, .C = (int)o->embd,
-                  .D = (int)(o->head_size ? o->head_size : o->embd / o->heads)};
+    Config cfg = {.V = r->corpus.tok.V};
+    settings_config(o, &cfg);
+    if (!cfg.D)
+        cfg.D = cfg.C / cfg.H;
     if (config_validate(&cfg, err, sizeof err))
         cli_usage_error("%s", err);
     check_memory(r, &cfg, 0);
@@ -170,8 +157,8 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     if (o->heads_every && !o->log)
         cli_usage_error("--heads-every %ld needs --log FILE to write the metrics to",
                         o->heads_every);
-    r->resumed_step = steps_done;
-    r->last_saved = guard_same_file(o->out, o->resume) ? steps_done : -1;
+    r->files.resumed_step = steps_done;
+    r->files.last_saved = guard_same_file(o->out, o->resume) ? steps_done : -1;
 }
 
 /* Loads the data of a resumed run (resume_data chose it): the checkpoint's,
@@ -205,7 +192,7 @@ static void load_resumed_data(Run *r, const unsigned char *given, const Tokenize
     if (corpus_prepare(&r->corpus, &r->file, tok, 0, o->val_frac, r->tr.model.cfg.T, err,
                        sizeof err))
         cli_fail("%s", err);
-    fprintf(stderr, "train: resuming %s at step %ld of %ld\n", o->resume, r->resumed_step,
+    fprintf(stderr, "train: resuming %s at step %ld of %ld\n", o->resume, r->files.resumed_step,
             o->steps);
     if (given[OPT_STEPS] && o->steps != ts->steps)
         fprintf(stderr, "train: note: total steps changed from %ld to %ld (the cosine schedule "
@@ -231,33 +218,33 @@ static void claim_outputs(Run *r)
     char err[5000];
     /* A symlink at --out: the checkpoint is the file it points to, written
      * (and locked) there, so every spelling of it shares one lock. */
-    if (guard_resolve(o->out, r->out, sizeof r->out))
+    if (guard_resolve(o->out, r->files.out, sizeof r->files.out))
         cli_usage_error("--out: the path is too long");
-    o->out = r->out;
+    o->out = r->files.out;
     if (o->keep_best)
-        best_path(o->out, r->best, sizeof r->best);
+        best_path(o->out, r->files.best, sizeof r->files.best);
     if (!run_lead(r))
         return;
     GuardPath paths[] = {
         {"--data", o->data, 0, NULL},
         {"--resume", o->resume, 0, NULL},
         {"--out", o->out, 1, "--resume"},
-        {"--keep-best", r->best[0] ? r->best : NULL, 1, NULL},
+        {"--keep-best", r->files.best[0] ? r->files.best : NULL, 1, NULL},
         {"--log", o->log, 1, NULL},
     };
     if (guard_check_paths(paths, (int)(sizeof paths / sizeof paths[0]), err, sizeof err))
         cli_usage_error("%s", err);
     if (ckpt_check_writable(o->out, err, sizeof err))
         cli_fail("--out %s", err);
-    if (r->best[0] && ckpt_check_writable(r->best, err, sizeof err))
+    if (r->files.best[0] && ckpt_check_writable(r->files.best, err, sizeof err))
         cli_fail("--keep-best %s", err);
-    if (guard_lock(&r->lock, o->out, err, sizeof err))
+    if (guard_lock(&r->files.lock, o->out, err, sizeof err))
         cli_fail("%s", err);
-    run_lock_path = guard_lock_path(&r->lock);
-    if (r->best[0] && guard_lock(&r->best_lock, r->best, err, sizeof err))
+    r->stop.lock_path = guard_lock_path(&r->files.lock);
+    if (r->files.best[0] && guard_lock(&r->files.best_lock, r->files.best, err, sizeof err))
         cli_fail("%s", err);
     for (int k = 0; k < 2; k++) {
-        const char *path = k ? r->best : o->out;
+        const char *path = k ? r->files.best : o->out;
         if (!path[0])
             continue;
         char list[2000];
@@ -271,10 +258,10 @@ static void claim_outputs(Run *r)
 
 /* Writes n bytes to fd, checking for a signal between pieces; 0, -1 (errno set)
  * or 1 when a signal asked to stop. */
-static int write_stoppable(int fd, const unsigned char *p, size_t n)
+static int write_stoppable(const Run *r, int fd, const unsigned char *p, size_t n)
 {
     while (n > 0) {
-        if (run_stop_signal)
+        if (r->stop.signal)
             return 1;
         size_t piece = n < ((size_t)1 << 20) ? n : (size_t)1 << 20;
         ssize_t w = write(fd, p, piece);
@@ -320,14 +307,14 @@ static void dump_val_data(Run *r, const unsigned char *given, char *trained_on, 
         vocab = &tok;
     }
     if (o->keep_best)
-        best_path(o->out, r->best, sizeof r->best);
+        best_path(o->out, r->files.best, sizeof r->files.best);
     GuardPath paths[] = {
         {"--data", given[OPT_DATA] ? o->data : NULL, 0, NULL},
         {"--resume", o->resume, 0, NULL},
         {"the training data of --resume,", trained_on[0] ? trained_on : NULL, 0, NULL},
         {"--dump-val", o->dump_val, 1, NULL},
         {"--out", o->out, 1, "--resume"},
-        {"--keep-best", r->best[0] ? r->best : NULL, 1, NULL},
+        {"--keep-best", r->files.best[0] ? r->files.best : NULL, 1, NULL},
         {"--log", o->log, 1, NULL},
     };
     char gerr[5000];
@@ -357,12 +344,12 @@ static int dump_val(Run *r, const unsigned char *given)
     if (guard_file_open(&g, path, err, sizeof err))
         cli_fail("--dump-val %s", err);
     size_t n = r->corpus.val_bytes;
-    int rc = write_stoppable(g.fd, r->file.bytes + r->corpus.train_bytes, n);
+    int rc = write_stoppable(r, g.fd, r->file.bytes + r->corpus.train_bytes, n);
     int saved = errno;
     if (rc == 1) {
         guard_file_abort(&g);
         fprintf(stderr, "train: interrupted; %s was not written\n", path);
-        exit(128 + run_stop_signal);
+        exit(128 + r->stop.signal);
     }
     if (rc != 0) {
         guard_file_abort(&g);
@@ -389,18 +376,18 @@ static void alloc_planted(Run *r)
         return;
     TrainState trained_on = {.data_size = r->file.n};
     snprintf(trained_on.data_path, sizeof trained_on.data_path, "%s", r->file.name);
-    if (planted_find(&r->planted, r->corpus.ids, r->corpus.ntrain, &r->corpus.tok, &trained_on,
+    if (planted_find(&r->loop.planted, r->corpus.ids, r->corpus.ntrain, &r->corpus.tok, &trained_on,
                      err, sizeof err))
         cli_fail("%s", err);
-    if (!r->planted.builtin)
+    if (!r->loop.planted.builtin)
         return;
     size_t bt = (size_t)r->o.batch * r->o.block;
-    r->heads_starts = malloc((size_t)r->o.batch * sizeof *r->heads_starts);
-    int ok = r->heads_starts != NULL;
+    r->loop.heads_starts = malloc((size_t)r->o.batch * sizeof *r->loop.heads_starts);
+    int ok = r->loop.heads_starts != NULL;
     for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++) {
-        r->planted_key[q] = malloc(bt * sizeof(int));
-        r->planted_first[q] = malloc(bt * sizeof(int));
-        ok = ok && r->planted_key[q] && r->planted_first[q];
+        r->loop.planted_key[q] = malloc(bt * sizeof(int));
+        r->loop.planted_first[q] = malloc(bt * sizeof(int));
+        ok = ok && r->loop.planted_key[q] && r->loop.planted_first[q];
     }
     if (!ok)
         cli_fail("out of memory for the planted relations");
@@ -410,32 +397,29 @@ static void alloc_buffers(Run *r)
 {
     const Options *o = &r->o;
     char err[1500];
-    TrainHyper hp = {.lr = (float)o->lr, .min_lr = (float)o->min_lr, .warmup = o->warmup,
-                     .steps = o->steps, .clip = (float)o->clip, .dropout = (float)o->dropout,
-                     .head_dropout = (float)o->head_dropout, .seed = o->seed, .micro = r->micro,
-                     .adam = {.beta1 = (float)o->beta1, .beta2 = (float)o->beta2,
-                              .eps = (float)o->eps, .weight_decay = (float)o->wd}};
+    TrainHyper hp = {.micro = r->loop.micro};
+    settings_hyper(o, &hp);
     if (trainer_prepare(&r->tr, &hp, (int)o->batch, err, sizeof err))
         cli_fail("%s", err);
     size_t bt = (size_t)r->o.batch * r->o.block;
-    r->inputs = malloc(bt * sizeof(int));
-    r->targets = malloc(bt * sizeof(int));
-    if (!r->inputs || !r->targets)
+    r->loop.inputs = malloc(bt * sizeof(int));
+    r->loop.targets = malloc(bt * sizeof(int));
+    if (!r->loop.inputs || !r->loop.targets)
         cli_fail("out of memory for batches");
     if (r->o.heads_every) {
-        r->head_metrics = malloc((size_t)r->tr.model.cfg.L * r->tr.model.cfg.H * HEADS_QUICK_COUNT *
+        r->loop.head_metrics = malloc((size_t)r->tr.model.cfg.L * r->tr.model.cfg.H * HEADS_QUICK_COUNT *
                                  sizeof(float));
-        r->token_counts = malloc((size_t)r->tr.model.cfg.V * sizeof *r->token_counts);
-        if (!r->head_metrics || !r->token_counts)
+        r->loop.token_counts = malloc((size_t)r->tr.model.cfg.V * sizeof *r->loop.token_counts);
+        if (!r->loop.head_metrics || !r->loop.token_counts)
             cli_fail("out of memory for head metrics");
-        heads_token_counts(r->token_counts, r->corpus.ids, r->corpus.ntrain, r->tr.model.cfg.V);
+        heads_token_counts(r->loop.token_counts, r->corpus.ids, r->corpus.ntrain, r->tr.model.cfg.V);
         alloc_planted(r);
     }
-    if (r->micro > 1) {
-        r->acc = malloc(r->tr.model.table.total * sizeof(float));
-        r->mb_in = malloc(bt * sizeof(int));
-        r->mb_tg = malloc(bt * sizeof(int));
-        if (!r->acc || !r->mb_in || !r->mb_tg || dist_setup(&r->dist, r->tr.model.table.total))
+    if (r->loop.micro > 1) {
+        r->loop.acc = malloc(r->tr.model.table.total * sizeof(float));
+        r->loop.mb_in = malloc(bt * sizeof(int));
+        r->loop.mb_tg = malloc(bt * sizeof(int));
+        if (!r->loop.acc || !r->loop.mb_in || !r->loop.mb_tg || dist_setup(&r->dist, r->tr.model.table.total))
             cli_fail("out of memory for gradient accumulation");
     }
 }
@@ -478,34 +462,34 @@ static void open_log(Run *r)
         char real[4200];
         if (guard_resolve(r->o.log, real, sizeof real))
             cli_fail("--log %s: the path is too long", r->o.log);
-        fd = ckpt_tmp_create(real, r->log_tmp, sizeof r->log_tmp);
+        fd = ckpt_tmp_create(real, r->files.log_tmp, sizeof r->files.log_tmp);
         if (fd < 0)
-            r->log_tmp[0] = '\0';
+            r->files.log_tmp[0] = '\0';
     }
-    r->log = fd >= 0 ? fdopen(fd, r->o.resume ? "a" : "w") : NULL;
-    if (!r->log)
+    r->files.log = fd >= 0 ? fdopen(fd, r->o.resume ? "a" : "w") : NULL;
+    if (!r->files.log)
         cli_fail("--log %s: cannot open for writing: %s", r->o.log,
                  errno == ENOENT ? "directory does not exist" : strerror(errno));
-    setvbuf(r->log, NULL, _IOLBF, 0);
+    setvbuf(r->files.log, NULL, _IOLBF, 0);
 }
 
 /* A fresh log's first record is written: flush, fsync and rename it into place. */
 static void place_log(Run *r)
 {
-    if (!r->log || !r->log_tmp[0])
+    if (!r->files.log || !r->files.log_tmp[0])
         return;
     char real[4200];
-    int bad = r->log_errno;
-    if (!bad && (fflush(r->log) != 0 || fsync(fileno(r->log)) != 0))
+    int bad = r->files.log_errno;
+    if (!bad && (fflush(r->files.log) != 0 || fsync(fileno(r->files.log)) != 0))
         bad = errno ? errno : EIO;
-    if (!bad && (guard_resolve(r->o.log, real, sizeof real) || rename(r->log_tmp, real) != 0))
+    if (!bad && (guard_resolve(r->o.log, real, sizeof real) || rename(r->files.log_tmp, real) != 0))
         bad = errno ? errno : ENAMETOOLONG;
     if (bad) {
-        unlink(r->log_tmp); /* ours: created by open_log */
+        unlink(r->files.log_tmp); /* ours: created by open_log */
         cli_fail("--log %s: write failed: %s; nothing was written there (and nothing trained)",
                  r->o.log, strerror(bad));
     }
-    r->log_tmp[0] = '\0';
+    r->files.log_tmp[0] = '\0';
 }
 
 /* --corpus induction: the final loss on the val split's letters of a first copy
@@ -534,7 +518,7 @@ static void copy_loss(Run *r, const float *token_loss, double *first, double *re
 static void finish(Run *r, long start, double t0, double train_s)
 {
     char err[1500], good[5000];
-    if (r->last_saved < r->o.steps && run_save_out(r, r->o.steps, err, sizeof err)) {
+    if (r->files.last_saved < r->o.steps && run_save_out(r, r->o.steps, err, sizeof err)) {
         run_last_good(r, good, sizeof good);
         cli_fail("training finished but the checkpoint was not saved: %s. %s", err, good);
     }
@@ -551,7 +535,7 @@ static void finish(Run *r, long start, double t0, double train_s)
         fprintf(stderr, "train: scoring the whole val split (%zu tokens)\n", r->corpus.nval - 1);
         const TokenId *vids = r->corpus.ids + r->corpus.ntrain;
         int rc = eval_sequence_until(&r->tr.model, &r->tr.acts, vids, r->corpus.nval, NULL, &val,
-                                     &nval_tok, token_loss, &run_stop_signal, err, sizeof err);
+                                     &nval_tok, token_loss, &r->stop.signal, err, sizeof err);
         if (rc < 0)
             cli_fail("%s", err);
         if (rc == 0)
@@ -560,19 +544,19 @@ static void finish(Run *r, long start, double t0, double train_s)
             copy_loss(r, token_loss, &copy_first, &copy_repeat);
     }
     free(token_loss);
-    double train_est = run_stop_signal ? NAN : run_estimate(r, r->corpus.ids, r->corpus.ntrain, NULL);
-    if (run_stop_signal) {
+    double train_est = r->stop.signal ? NAN : run_estimate(r, r->corpus.ids, r->corpus.ntrain, NULL);
+    if (r->stop.signal) {
         fprintf(stderr, "train: %s during the final evaluation; %s is saved and complete "
-                "(step %ld of %ld)\n", run_stop_signal == SIGINT ? "interrupted" : "terminated",
+                "(step %ld of %ld)\n", r->stop.signal == SIGINT ? "interrupted" : "terminated",
                 r->o.out, r->o.steps, r->o.steps);
-        if (r->log)
-            fclose(r->log);
-        run_exit(r, 128 + run_stop_signal);
+        if (r->files.log)
+            fclose(r->files.log);
+        run_exit(r, 128 + r->stop.signal);
     }
     double wall = cli_now() - t0;
     long steps_run = r->o.steps - start;
     double tok_s = (double)steps_run * (double)r->o.batch * (double)r->o.block *
-                   (double)r->micro / train_s;
+                   (double)r->loop.micro / train_s;
     char dur[32];
     cli_duration(wall, dur, sizeof dur);
     fprintf(stderr, "done: %ld steps in %.1f s (%.0f tok/s) | train loss %.4f (estimate) | "
@@ -591,20 +575,20 @@ static void finish(Run *r, long start, double t0, double train_s)
         run_log(r, ",\"copy_loss_first\":%.6f,\"copy_loss_repeat\":%.6f", copy_first,
                 copy_repeat);
     run_log(r, "}\n");
-    if (r->log && !r->log_errno && (fflush(r->log) != 0 || fsync(fileno(r->log)) != 0))
-        r->log_errno = errno ? errno : EIO;
-    if (r->log && (fclose(r->log) != 0 || r->log_errno)) {
-        r->log = NULL;
+    if (r->files.log && !r->files.log_errno && (fflush(r->files.log) != 0 || fsync(fileno(r->files.log)) != 0))
+        r->files.log_errno = errno ? errno : EIO;
+    if (r->files.log && (fclose(r->files.log) != 0 || r->files.log_errno)) {
+        r->files.log = NULL;
         cli_fail("--log %s: write failed at the end of the run: %s; %s is saved", r->o.log,
-                 strerror(r->log_errno ? r->log_errno : errno), r->o.out);
+                 strerror(r->files.log_errno ? r->files.log_errno : errno), r->o.out);
     }
-    r->log = NULL;
+    r->files.log = NULL;
 }
 
 /* Error exits: release the locks, then end every rank (dist_abort). */
 static void train_exit(int code)
 {
-    release_locks();
+    run_release_watched();
     dist_abort(code);
 }
 
@@ -617,8 +601,8 @@ int main(int argc, char **argv)
     Run *r = calloc(1, sizeof *r);
     if (!r)
         cli_fail("out of memory");
-    r->lock.fd = r->best_lock.fd = -1;
-    r->last_saved = r->resumed_step = -1;
+    r->files.lock.fd = r->files.best_lock.fd = -1;
+    r->files.last_saved = r->files.resumed_step = -1;
     if (dist_init(&r->dist, &argc, &argv))
         cli_fail("cannot start MPI");
     if (r->dist.size > 1) {
@@ -638,20 +622,20 @@ int main(int argc, char **argv)
     train_options_parse(argc, argv, &r->o, given);
     if (r->o.threads)
         omp_set_num_threads((int)r->o.threads);
-    run_install_signals();
+    run_watch_signals(r);
     if (r->o.dump_val) {
         int rc = run_lead(r) ? dump_val(r, given) : 0;
         dist_finish(&r->dist);
+        run_watch_signals(NULL);
         free(r);
         return rc;
     }
-    exiting_run = r;
-    atexit(release_locks);
+    run_release_at_exit();
     Tokenizer tok;
     memset(&tok, 0, sizeof tok);
     if (r->o.resume)
         open_resume(r, given, &tok);
-    r->micro = r->o.accum * r->dist.size;
+    r->loop.micro = r->o.accum * r->dist.size;
     claim_outputs(r);
     if (r->o.resume)
         load_resumed_data(r, given, &tok);
@@ -663,33 +647,33 @@ int main(int argc, char **argv)
     long start = r->tr.step;
     run_print_settings(r);
     place_log(r);
-    if (dist_any(&r->dist, run_stop_signal)) {
+    if (dist_any(&r->dist, r->stop.signal)) {
         fprintf(stderr, "train: interrupted before the first step; nothing was written\n");
-        run_exit(r, 128 + (run_stop_signal ? run_stop_signal : SIGINT));
+        run_exit(r, 128 + (r->stop.signal ? r->stop.signal : SIGINT));
     }
     double t0 = cli_now();
     run_train_loop(r, start);
     finish(r, start, t0, cli_now() - t0);
     dist_finish(&r->dist);
-    free(r->inputs);
-    free(r->targets);
-    free(r->mb_in);
-    free(r->mb_tg);
-    free(r->acc);
-    free(r->head_metrics);
-    free(r->token_counts);
-    planted_free(&r->planted);
-    free(r->heads_starts);
+    free(r->loop.inputs);
+    free(r->loop.targets);
+    free(r->loop.mb_in);
+    free(r->loop.mb_tg);
+    free(r->loop.acc);
+    free(r->loop.head_metrics);
+    free(r->loop.token_counts);
+    planted_free(&r->loop.planted);
+    free(r->loop.heads_starts);
     for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++) {
-        free(r->planted_key[q]);
-        free(r->planted_first[q]);
+        free(r->loop.planted_key[q]);
+        free(r->loop.planted_first[q]);
     }
     trainer_free(&r->tr);
     corpus_free(&r->corpus);
     textfile_free(&r->file);
     tok_free(&tok);
-    release_locks();
-    exiting_run = NULL;
+    run_release_files(r);
+    run_watch_signals(NULL);
     free(r);
     return 0;
 }

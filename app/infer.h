@@ -6,6 +6,7 @@
 #ifndef HEADCOUNT_INFER_H
 #define HEADCOUNT_INFER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "data/corpus.h"
@@ -13,31 +14,126 @@
 #include "model/gpt.h"
 #include "trainer/ckpt.h"
 
+/* How an ./infer flag's value is parsed: PATH is a file name (never empty),
+ * TEXT any string, SWITCH takes no value. */
+typedef enum { FLAG_PATH, FLAG_TEXT, FLAG_LONG, FLAG_REAL, FLAG_SEED, FLAG_SWITCH } FlagType;
+
+/* The modes of ./infer: sampling (no mode flag), and the three mode flags. */
+enum { MODE_SAMPLE = 1, MODE_EVAL = 2, MODE_HEADS = 4, MODE_EXPLORE = 8 };
+
+/* The groups of --help: the modes, then the flags under each heading. */
+typedef enum {
+    FSEC_MODES, FSEC_CKPT, FSEC_SAMPLING, FSEC_HEADS, FSEC_EXPLORER, FSEC_SHARED, FSEC_COUNT
+} FlagSection;
+
+/* Every flag of ./infer, declared once: X(ID, field, C type, named fields...),
+ * the named fields being an InferFlag's (below). The option ids, InferOptions,
+ * the parser with its range checks and mode checks, and --help derive from it
+ * (infer.c). A line break in .help continues the text on the next line of
+ * --help; a help that ends in one puts the default on a line of its own. */
+#define INFER_FLAGS(X)                                                                         \
+    X(EVAL, eval, const char *, .flag = "eval", .type = FLAG_PATH, .meta = "FILE",             \
+      .mode = MODE_EVAL, .section = FSEC_MODES,                                                \
+      .help = "score FILE; prints one line: eval loss (nats per token),\n"                     \
+              "ppl, bpb (bits per byte), tokens, bytes")                                       \
+    X(HEADS, heads, const char *, .flag = "heads", .type = FLAG_PATH, .meta = "FILE",          \
+      .mode = MODE_HEADS, .section = FSEC_MODES,                                               \
+      .help = "measure what every attention head does on FILE")                                \
+    X(EXPLORE, explore, const char *, .flag = "explore", .type = FLAG_PATH,                    \
+      .meta = "OUT.html", .mode = MODE_EXPLORE, .section = FSEC_MODES,                         \
+      .help = "write an interactive page of every head's attention on\n"                       \
+              "--text or --text-file (their first block-size bytes),\n"                        \
+              "or else on the first sample (its last block-size bytes:\n"                      \
+              "the context the model ended with)")                                             \
+    X(CKPT, ckpt, const char *, .flag = "ckpt", .short_flag = 'c', .type = FLAG_PATH,          \
+      .meta = "CKPT", .section = FSEC_CKPT, .help = "checkpoint to load (required)")           \
+    X(JSON, json, int, .flag = "json", .type = FLAG_SWITCH, .modes = MODE_EVAL | MODE_HEADS,   \
+      .why = " (it prints their result as JSON)", .section = FSEC_CKPT,                        \
+      .help = "with --eval: the result as one JSON object (loss, ppl, bpb,\n"                  \
+              "tokens, bytes); with --heads: summary.json's object (relations,\n"              \
+              "head types, the prune curve) instead of the table")                             \
+    X(PROMPT, prompt, const char *, .flag = "prompt", .short_flag = 'p', .type = FLAG_TEXT,    \
+      .meta = "TEXT", .section = FSEC_SAMPLING, .help = "text to continue",                    \
+      .def_text = "a newline")                                                                 \
+    X(PROMPT_FILE, prompt_file, const char *, .flag = "prompt-file", .type = FLAG_PATH,        \
+      .meta = "FILE", .section = FSEC_SAMPLING,                                                \
+      .help = "read the prompt from FILE ('-': standard input)")                               \
+    X(TOKENS, tokens, long, .flag = "tokens", .short_flag = 'n', .type = FLAG_LONG,            \
+      .def = 500, .lo = 0, .hi = 10000000, .show_def = 1, .meta = "N",                         \
+      .section = FSEC_SAMPLING, .help = "tokens to generate per sample")                       \
+    X(TEMPERATURE, temperature, double, .flag = "temperature", .short_flag = 't',              \
+      .type = FLAG_REAL, .def = 0.8, .lo = 0, .hi = 100, .show_def = 1, .meta = "X",           \
+      .section = FSEC_SAMPLING, .help = "0 = greedy (argmax)")                                 \
+    X(TOP_K, top_k, long, .flag = "top-k", .short_flag = 'k', .type = FLAG_LONG, .lo = 0,      \
+      .hi = TOK_VOCAB_MAX, .show_def = 1, .meta = "K", .section = FSEC_SAMPLING,               \
+      .help = "keep the K most likely tokens, 0 = all")                                        \
+    X(TOP_P, top_p, double, .flag = "top-p", .type = FLAG_REAL, .def = 1.0, .lo = 1e-6,        \
+      .hi = 1, .show_def = 1, .meta = "P", .section = FSEC_SAMPLING,                           \
+      .help = "nucleus: smallest set with probability >= P")                                   \
+    X(SEED, seed, uint64_t, .flag = "seed", .short_flag = 's', .type = FLAG_SEED,              \
+      .def = 1337, .show_def = 1, .meta = "N", .section = FSEC_SAMPLING,                       \
+      .help = "sampling seed")                                                                 \
+    X(SAMPLES, samples, long, .flag = "samples", .type = FLAG_LONG, .def = 1, .lo = 1,         \
+      .hi = 100000, .show_def = 1, .meta = "N", .section = FSEC_SAMPLING,                      \
+      .help = "independent samples, each under a header when N > 1\n")                        \
+    X(NO_CACHE, no_cache, int, .flag = "no-cache", .type = FLAG_SWITCH,                        \
+      .section = FSEC_SAMPLING, .help = "recompute the whole context per byte (benchmarks)")   \
+    X(REPORT, report, const char *, .flag = "report", .type = FLAG_PATH, .meta = "DIR",        \
+      .modes = MODE_HEADS, .why = " (it writes the heads report)", .section = FSEC_HEADS,      \
+      .help = "write heads.csv, heads.json, SVG heatmaps and index.html\n"                     \
+              "into DIR: a new or empty directory, or its own earlier\n"                       \
+              "report, which it replaces as a whole")                                          \
+    X(WINDOWS, windows, long, .flag = "windows", .type = FLAG_LONG, .lo = 1, .hi = 1000000,    \
+      .zero_off = 1, .modes = MODE_HEADS, .meta = "N", .section = FSEC_HEADS,                                 \
+      .help = "windows of FILE to average over", .def_text = "automatic")                      \
+    X(PRUNE_CURVE, prune_curve, int, .flag = "prune-curve", .type = FLAG_SWITCH,               \
+      .modes = MODE_HEADS, .section = FSEC_HEADS,                                              \
+      .help = "remove heads least important first; print loss vs heads kept")                  \
+    X(TEXT, text, const char *, .flag = "text", .type = FLAG_TEXT, .meta = "TEXT",             \
+      .modes = MODE_EXPLORE, .section = FSEC_EXPLORER,                                         \
+      .help = "the text to explore (its first block-size tokens)")                             \
+    X(TEXT_FILE, text_file, const char *, .flag = "text-file", .type = FLAG_PATH,              \
+      .meta = "FILE", .modes = MODE_EXPLORE, .section = FSEC_EXPLORER,                         \
+      .help = "read it from FILE ('-': standard input)")                                       \
+    X(EXPLORE_JSON, explore_json, const char *, .flag = "explore-json", .type = FLAG_PATH,     \
+      .meta = "F", .modes = MODE_EXPLORE, .section = FSEC_EXPLORER,                            \
+      .help = "also write the attention weights at full precision")                            \
+    X(MASK, mask, const char *, .flag = "mask", .type = FLAG_TEXT, .meta = "L.H,...",          \
+      .section = FSEC_SHARED,                                                                  \
+      .help = "silence these heads (layer.head, 0-based) in every mode")                       \
+    X(THREADS, threads, long, .flag = "threads", .short_flag = 'j', .type = FLAG_LONG,         \
+      .lo = 1, .hi = 1024, .zero_off = 1, .meta = "N", .section = FSEC_SHARED,                 \
+      .help = "OpenMP threads",                                                                \
+      .def_text = "all cores; results are identical")
+
+/* A row of INFER_FLAGS; a field the row leaves out is 0 (NULL, none). */
 typedef struct {
-    const char *ckpt;
-    /* --eval */
-    const char *eval;
-    /* sampling (the default mode) */
-    const char *prompt, *prompt_file;
-    long tokens, samples, top_k;
-    double temperature, top_p;
-    uint64_t seed;
-    int no_cache;           /* --no-cache: full forward per token (for benchmarks) */
-    /* --heads */
-    const char *heads;      /* FILE to analyse */
-    const char *report;     /* output directory for csv/json/svg/html */
-    long windows;           /* 0: the default */
-    int prune_curve;
+    int id;                 /* the getopt id: OPT_<ID> */
+    size_t at;              /* offset of the value in InferOptions */
+    const char *flag;       /* long flag, without "--" */
+    char short_flag;        /* or 0 */
+    FlagType type;
+    double def;             /* default of a number (0 for the others: none) */
+    double lo, hi;          /* the range a LONG or REAL takes */
+    int zero_off;           /* the default 0, outside [lo, hi], means automatic */
+    int mode;               /* the mode this flag chooses, 0 for an option */
+    int modes;              /* the modes it works in, refused in the others; 0: any mode (a
+                             * sampling option is read by sampling and by --explore on a
+                             * sample, and not by --eval or --heads) */
+    const char *why;        /* what the refusal adds after "--X needs --MODE ..." */
+    int show_def;           /* --help shows the default value */
+    const char *def_text;   /* the default as --help words it, NULL for none or show_def */
+    const char *meta;       /* the value's name in --help ("" or NULL for a switch) */
+    FlagSection section;
+    const char *help;
+} InferFlag;
+
+typedef struct {
+#define INFER_FIELD(ID, field, ctype, ...) ctype field;
+    INFER_FLAGS(INFER_FIELD)
+#undef INFER_FIELD
     const TrainState *train_state; /* the checkpoint's, NULL without: the rare counts' text */
-    /* --explore */
-    const char *explore;      /* OUT.html */
-    const char *explore_json; /* also the weights at full precision */
-    const char *text, *text_file; /* the text to explore; without one, the first sample */
-    /* shared */
-    const char *mask;       /* "L.H,L.H": silenced heads */
-    unsigned char *head_on; /* [L*H] parsed from mask, NULL when no mask */
-    long threads;
-    int json;               /* --json: --eval's result as one JSON object */
+    unsigned char *head_on; /* [L*H] parsed from --mask, NULL when no mask */
 } InferOptions;
 
 /* Reads path into f, or standard input when path is "-"; fails (exit 1) with a

@@ -23,28 +23,34 @@
 #include "trainer/limits.h"
 #include "util/rng.h"
 
-volatile sig_atomic_t run_stop_signal = 0;
-/* The held checkpoint lock's path, so that the second signal can remove it. */
-const char *volatile run_lock_path = NULL;
+/* The run the signal handlers stop and whose files are let go at exit: the one
+ * mutable global, because a handler has no other way to reach the run. */
+static Run *volatile watched = NULL;
 
 static void on_signal(int sig)
 {
-    if (run_stop_signal) {
+    Run *r = watched;
+    if (!r)
+        return;
+    if (r->stop.signal) {
         static const char msg[] = "\ntrain: second signal, exiting at once; "
                                   "the last saved checkpoint is intact\n";
         ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)ignored;
-        if (run_lock_path)
-            unlink(run_lock_path);
+        if (r->stop.lock_path)
+            unlink(r->stop.lock_path);
         _exit(128 + sig);
     }
-    run_stop_signal = sig;
+    r->stop.signal = sig;
 }
 
 /* SIGINT/SIGTERM ask for a save; SIGXFSZ (a file over `ulimit -f`) becomes an
  * EFBIG write error, reported like any other. */
-void run_install_signals(void)
+void run_watch_signals(Run *r)
 {
+    watched = r;
+    if (!r)
+        return;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -52,6 +58,27 @@ void run_install_signals(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGXFSZ, SIG_IGN);
+}
+
+void run_release_files(Run *r)
+{
+    r->stop.lock_path = NULL;
+    if (r->files.log_tmp[0])
+        unlink(r->files.log_tmp); /* a fresh log not yet in place: ours */
+    guard_unlock(&r->files.lock);
+    guard_unlock(&r->files.best_lock);
+}
+
+void run_release_watched(void)
+{
+    Run *r = watched;
+    if (r)
+        run_release_files(r);
+}
+
+void run_release_at_exit(void)
+{
+    atexit(run_release_watched);
 }
 
 /* Only rank 0 writes files and prints progress. */
@@ -73,15 +100,15 @@ void run_exit(Run *r, int code)
 void run_log(Run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void run_log(Run *r, const char *fmt, ...)
 {
-    if (!r->log || r->log_errno)
+    if (!r->files.log || r->files.log_errno)
         return;
     va_list ap;
     va_start(ap, fmt);
     errno = 0;
-    int rc = vfprintf(r->log, fmt, ap);
+    int rc = vfprintf(r->files.log, fmt, ap);
     va_end(ap);
-    if (rc < 0 || ferror(r->log))
-        r->log_errno = errno ? errno : EIO;
+    if (rc < 0 || ferror(r->files.log))
+        r->files.log_errno = errno ? errno : EIO;
 }
 
 /* Copies the settings of the run into the training state a checkpoint stores. */
@@ -89,14 +116,13 @@ static void sync_state(Run *r, long step)
 {
     TrainState *ts = &r->ts;
     const Options *o = &r->o;
-    train_options_store(o, ts); /* every setting the table marks KEEP or CHANGE */
+    settings_store(o, ts); /* every STORED and STEP setting */
     ts->step = step;
     ts->adam_m = r->tr.adam_m;
     ts->adam_v = r->tr.adam_v;
     ts->batch_rng = r->tr.batches.rng.state;
     ts->data_size = r->file.n; ts->data_hash = r->file.hash;
-    ts->allow_binary = o->allow_binary;
-    ts->accum = r->micro;
+    ts->accum = r->loop.micro;
     snprintf(ts->data_path, sizeof ts->data_path, "%s", r->file.name);
 }
 
@@ -123,18 +149,18 @@ int run_save_out(Run *r, long done, char *err, size_t errlen)
 {
     if (run_lead(r) && save(r, r->o.out, done, err, errlen))
         return -1;
-    r->last_saved = done;
+    r->files.last_saved = done;
     return 0;
 }
 
 /* Where the last good checkpoint is, for messages after a failure. */
 void run_last_good(const Run *r, char *buf, size_t len)
 {
-    if (r->last_saved >= 0)
-        snprintf(buf, len, "The last good checkpoint is %s (step %ld)", r->o.out, r->last_saved);
-    else if (r->resumed_step >= 0)
+    if (r->files.last_saved >= 0)
+        snprintf(buf, len, "The last good checkpoint is %s (step %ld)", r->o.out, r->files.last_saved);
+    else if (r->files.resumed_step >= 0)
         snprintf(buf, len, "This run saved no checkpoint; the one it resumed from, %s (step "
-                 "%ld), is intact", r->o.resume, r->resumed_step);
+                 "%ld), is intact", r->o.resume, r->files.resumed_step);
     else
         snprintf(buf, len, "This run wrote no checkpoint");
 }
@@ -166,11 +192,11 @@ double run_estimate(Run *r, const TokenId *ids, size_t len, double *bpb)
     double total = 0.0;
     size_t bytes = 0;
     for (long i = 0; i < r->o.eval_iters; i++) {
-        batch_next(&s, ids, len, B, T, r->inputs, r->targets);
-        total += gpt_forward(&r->tr.model, &r->tr.acts, r->inputs, r->targets, B, T, NULL);
+        batch_next(&s, ids, len, B, T, r->loop.inputs, r->loop.targets);
+        total += gpt_forward(&r->tr.model, &r->tr.acts, r->loop.inputs, r->loop.targets, B, T, NULL);
         for (int k = 0; k < B * T; k++) {
             size_t n;
-            tok_piece(&r->corpus.tok, r->targets[k], &n);
+            tok_piece(&r->corpus.tok, r->loop.targets[k], &n);
             bytes += n;
         }
     }
@@ -197,28 +223,27 @@ void run_print_settings(Run *r)
             r->file.name, r->file.n, c->V, merges, r->corpus.ntrain, r->corpus.nval);
     fprintf(stderr, "train: model L=%d H=%d C=%d D=%d T=%d V=%d, %.3fM parameters\n", c->L, c->H,
             c->C, c->D, c->T, c->V, (double)r->tr.model.table.total / 1e6);
+    char said[600];
+    train_options_say(o, said, sizeof said);
     fprintf(stderr, "train: %ld steps x batch %ld x %d tokens, lr %g -> %g (warm-up %ld, "
-            "cosine), wd %g, clip %g, dropout %g, head dropout %g, seed %llu, %d threads\n",
-            o->steps, o->batch, c->T, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
-            o->head_dropout, (unsigned long long)o->seed, omp_get_max_threads());
-    if (r->micro > 1)
+            "cosine)%s, %d threads\n", o->steps, o->batch, c->T, o->lr, o->min_lr, o->warmup,
+            said, omp_get_max_threads());
+    if (r->loop.micro > 1)
         fprintf(stderr, "train: each step sums %ld micro-batches (--accum %ld x %d rank%s): "
-                "%ld sequences a step\n", r->micro, o->accum, r->dist.size,
-                r->dist.size > 1 ? "s" : "", r->micro * o->batch);
+                "%ld sequences a step\n", r->loop.micro, o->accum, r->dist.size,
+                r->dist.size > 1 ? "s" : "", r->loop.micro * o->batch);
     fprintf(stderr, "train: checkpoint %s (every %ld steps and at the end)%s%s\n", o->out,
             o->save_every, o->log ? ", log " : "", o->log ? o->log : "");
     char name[1100];
     train_json_string(name, sizeof name, r->file.name);
+    char record[1000];
+    train_options_record(o, record, sizeof record);
     run_log(r, "{\"type\":\"settings\",\"data\":%s,\"data_bytes\":%zu,\"vocab\":%d,"
                "\"vocab_bytes\":%d,\"merges\":%d,\"vocab_asked\":%ld,"
                "\"layers\":%d,\"heads\":%d,\"embd\":%d,\"head_size\":%d,\"block\":%d,"
-               "\"params\":%zu,\"batch\":%ld,\"steps\":%ld,\"lr\":%g,\"min_lr\":%g,"
-               "\"warmup\":%ld,\"wd\":%g,\"clip\":%g,\"dropout\":%g,\"head_dropout\":%g,"
-               "\"seed\":%llu,"
-               "\"val_frac\":%g,\"threads\":%d,\"resume\":%s,\"accum\":%ld,\"ranks\":%d}\n",
-               name, r->file.n, c->V, tok->nbytes, tok->nmerges, o->vocab, c->L, c->H, c->C, c->D, c->T, r->tr.model.table.total,
-               o->batch, o->steps, o->lr, o->min_lr, o->warmup, o->wd, o->clip, o->dropout,
-               o->head_dropout, (unsigned long long)o->seed, o->val_frac, omp_get_max_threads(),
+               "\"params\":%zu,%s,\"threads\":%d,\"resume\":%s,\"accum\":%ld,\"ranks\":%d}\n",
+               name, r->file.n, c->V, tok->nbytes, tok->nmerges, o->vocab, c->L, c->H, c->C, c->D,
+               c->T, r->tr.model.table.total, record, omp_get_max_threads(),
                o->resume ? "true" : "false", o->accum, r->dist.size);
 }
 
@@ -251,7 +276,7 @@ static void evaluate_now(Run *r, long done)
         r->ts.best_step = done;
         if (r->o.keep_best) {
             char err[1500];
-            if (save(r, r->best, done, err, sizeof err))
+            if (save(r, r->files.best, done, err, sizeof err))
                 stop_save_failed(r, done, "the best checkpoint", err);
         }
     }
@@ -277,42 +302,44 @@ static void progress(Run *r, long done, double loss, float lr, double step_s, do
 static void measure_heads(Run *r)
 {
     const Config *c = &r->tr.model.cfg;
-    char *err = r->heads_err;
-    size_t len = sizeof r->heads_err;
+    char *err = r->loop.heads_err;
+    size_t len = sizeof r->loop.heads_err;
     err[0] = '\0';
-    if (heads_quick(r->head_metrics, &r->tr.acts, r->inputs, (int)r->o.batch, c->T, err, len))
+    if (heads_quick(r->loop.head_metrics, &r->tr.acts, r->loop.inputs, (int)r->o.batch, c->T, err, len))
         return;
-    int with_planted = r->heads_starts != NULL;
+    RunLoop *lp = &r->loop;
+    int with_planted = lp->heads_starts != NULL;
     if (with_planted)
-        planted_keys_at(r->planted_key, r->planted_first, &r->planted, r->heads_starts,
+        planted_keys_at(lp->planted_key, lp->planted_first, &lp->planted, lp->heads_starts,
                         (int)r->o.batch, c->T);
-    heads_quick_relations(r->heads_rel, &r->tr.acts, r->inputs, &r->corpus.tok, r->token_counts,
-                          with_planted ? r->planted_key : NULL, (int)r->o.batch, c->T, err, len);
+    heads_quick_relations(lp->heads_rel, &r->tr.acts, lp->inputs, &r->corpus.tok, lp->token_counts,
+                          with_planted ? lp->planted_key : NULL, (int)r->o.batch, c->T, err, len);
 }
 
 /* Before the batch measure_heads will read is drawn: where its windows start,
  * for the planted relations' keys. */
 static void peek_heads_batch(Run *r, size_t ntrain)
 {
-    if (r->heads_starts)
-        batch_peek(&r->tr.batches, ntrain, (int)r->o.batch, r->tr.model.cfg.T, r->heads_starts);
+    if (r->loop.heads_starts)
+        batch_peek(&r->tr.batches, ntrain, (int)r->o.batch, r->tr.model.cfg.T,
+                   r->loop.heads_starts);
 }
 
 /* The metrics measure_heads took this step, as one JSON line. */
 static void log_heads(Run *r, long done)
 {
     const Config *c = &r->tr.model.cfg;
-    const HeadsRelation *rel = r->heads_rel;
+    const HeadsRelation *rel = r->loop.heads_rel;
     char name[32];
-    if (r->heads_err[0]) {
+    if (r->loop.heads_err[0]) {
         fprintf(stderr, "train: warning: head metrics skipped at step %ld: %s\n", done,
-                r->heads_err);
+                r->loop.heads_err);
         return;
     }
     run_log(r, "{\"type\":\"heads\",\"step\":%ld,\"heads\":[", done);
     for (int l = 0; l < c->L; l++)
         for (int h = 0; h < c->H; h++) {
-            const float *m = r->head_metrics + ((size_t)l * c->H + h) * HEADS_QUICK_COUNT;
+            const float *m = r->loop.head_metrics + ((size_t)l * c->H + h) * HEADS_QUICK_COUNT;
             run_log(r, "%s{\"layer\":%d,\"head\":%d", l + h ? "," : "", l, h);
             for (int k = 0; k < HEADS_QUICK_COUNT; k++)
                 run_log(r, ",\"%s\":%.5f", heads_quick_names[k], m[k]);
@@ -323,7 +350,7 @@ static void log_heads(Run *r, long done)
      * relation's key, and a uniform head's; null when the batch has no row of
      * that relation. */
     run_log(r, "],\"relations\":{");
-    for (int q = 0; q < (r->heads_starts ? HEADS_REL_COUNT : HEADS_REL_TEXT); q++) {
+    for (int q = 0; q < (r->loop.heads_starts ? HEADS_REL_COUNT : HEADS_REL_TEXT); q++) {
         snprintf(name, sizeof name, "\"L%dH%d\"", rel[q].best / c->H, rel[q].best % c->H);
         run_log(r, "%s\"%s\":{\"best_head\":%s,\"attention\":%.5f,\"uniform\":%.5f}",
                 q ? "," : "", heads_rel_names[q], rel[q].best < 0 ? "null" : name,
@@ -348,28 +375,28 @@ static void stop_nonfinite(const Run *r, long step, double loss, double norm)
 static void stop_log_failed(Run *r, long done)
 {
     char err[1500], good[5000], cmd[4600];
-    const char *why = strerror(r->log_errno);
-    if (done > r->last_saved && run_save_out(r, done, err, sizeof err))
+    const char *why = strerror(r->files.log_errno);
+    if (done > r->files.last_saved && run_save_out(r, done, err, sizeof err))
         fprintf(stderr, "train: saving after the log failed did not work either: %s\n", err);
     run_last_good(r, good, sizeof good);
     resume_command(r, cmd, sizeof cmd);
     cli_fail("--log %s: write failed at step %ld: %s. %s%s%s", r->o.log, done, why, good,
-             r->last_saved >= 0 ? "; continue with: " : "", r->last_saved >= 0 ? cmd : "");
+             r->files.last_saved >= 0 ? "; continue with: " : "", r->files.last_saved >= 0 ? cmd : "");
 }
 
 /* Ctrl-C / SIGTERM after a step: save (unless this step was just saved) and exit. */
 static void stop_on_signal(Run *r, long done)
 {
     char err[1500], cmd[4600];
-    if (done > r->last_saved && run_save_out(r, done, err, sizeof err))
+    if (done > r->files.last_saved && run_save_out(r, done, err, sizeof err))
         cli_fail("interrupted at step %ld, and saving failed: %s", done, err);
     resume_command(r, cmd, sizeof cmd);
     fprintf(stderr, "train: %s at step %ld of %ld: saved %s; continue with: %s\n",
-            run_stop_signal == SIGINT ? "interrupted" : "terminated", done, r->o.steps, r->o.out,
+            r->stop.signal == SIGINT ? "interrupted" : "terminated", done, r->o.steps, r->o.out,
             cmd);
-    if (r->log)
-        fclose(r->log);
-    run_exit(r, 128 + run_stop_signal);
+    if (r->files.log)
+        fclose(r->files.log);
+    run_exit(r, 128 + r->stop.signal);
 }
 
 /* One step's gradient and mean loss. With one micro-batch in all, the gradient
@@ -381,11 +408,11 @@ static float *step_gradient(Run *r, double *loss, int heads_due)
 {
     const TokenId *ids = r->corpus.ids;
     size_t ntrain = r->corpus.ntrain;
-    if (r->micro == 1) {
+    if (r->loop.micro == 1) {
         if (heads_due)
             peek_heads_batch(r, ntrain);
-        trainer_next_batch(&r->tr, ids, ntrain, r->inputs, r->targets);
-        *loss = trainer_micro(&r->tr, r->inputs, r->targets, 0);
+        trainer_next_batch(&r->tr, ids, ntrain, r->loop.inputs, r->loop.targets);
+        *loss = trainer_micro(&r->tr, r->loop.inputs, r->loop.targets, 0);
         if (heads_due)
             measure_heads(r);
         return r->tr.grads.data;
@@ -398,21 +425,21 @@ static float *step_gradient(Run *r, double *loss, int heads_due)
             int keep = q == me;
             if (heads_due && j == 0 && keep)
                 peek_heads_batch(r, ntrain);
-            trainer_next_batch(&r->tr, ids, ntrain, keep ? r->inputs : r->mb_in,
-                               keep ? r->targets : r->mb_tg);
+            trainer_next_batch(&r->tr, ids, ntrain, keep ? r->loop.inputs : r->loop.mb_in,
+                               keep ? r->loop.targets : r->loop.mb_tg);
         }
-        mine[j] = trainer_micro(&r->tr, r->inputs, r->targets, j * n + me);
+        mine[j] = trainer_micro(&r->tr, r->loop.inputs, r->loop.targets, j * n + me);
         if (heads_due && j == 0)
             measure_heads(r);
-        dist_fold(&r->dist, r->acc, r->tr.grads.data, (int)j);
+        dist_fold(&r->dist, r->loop.acc, r->tr.grads.data, (int)j);
     }
-    dist_gather(&r->dist, r->acc, 1.0f / (float)r->micro);
+    dist_gather(&r->dist, r->loop.acc, 1.0f / (float)r->loop.micro);
     dist_losses(&r->dist, mine, (int)k, all);
     double total = 0.0;
-    for (long i = 0; i < r->micro; i++)
+    for (long i = 0; i < r->loop.micro; i++)
         total += all[i];
-    *loss = total / (double)r->micro;
-    return r->acc;
+    *loss = total / (double)r->loop.micro;
+    return r->loop.acc;
 }
 
 void run_train_loop(Run *r, long start)
@@ -424,7 +451,7 @@ void run_train_loop(Run *r, long start)
     for (long step = start; step < o->steps; step++) {
         double t0 = cli_now(), loss;
         long done = step + 1;
-        int heads_due = r->log && o->heads_every &&
+        int heads_due = r->files.log && o->heads_every &&
                         (done % o->heads_every == 0 || done == start + 1);
         float *grads = step_gradient(r, &loss, heads_due);
         TrainStep s;
@@ -435,7 +462,7 @@ void run_train_loop(Run *r, long start)
         double t1 = cli_now(), dt = t1 - t0;
         if (step > start)
             avg = step == start + 1 ? dt : 0.9 * avg + 0.1 * dt;
-        double tokens = (double)B * T * (double)r->micro;
+        double tokens = (double)B * T * (double)r->loop.micro;
         run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6e,"
                    "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, lr, norm,
                    dt * 1e3, tokens / dt);
@@ -449,7 +476,7 @@ void run_train_loop(Run *r, long start)
             evaluate_now(r, done);
         /* Every rank stops at the same step: a signal to any of them, or the log
          * (rank 0's) failing, ends all (256 marks the log). */
-        int stop = run_stop_signal | (r->log_errno ? 256 : 0);
+        int stop = r->stop.signal | (r->files.log_errno ? 256 : 0);
         if (r->dist.size > 1)
             stop = dist_any(&r->dist, stop);
         if (stop & 256)
@@ -458,8 +485,8 @@ void run_train_loop(Run *r, long start)
             run_save_out(r, done, err, sizeof err))
             stop_save_failed(r, done, "the checkpoint", err);
         if (stop && done < o->steps) {
-            if (!run_stop_signal)
-                run_stop_signal = stop & 255;
+            if (!r->stop.signal)
+                r->stop.signal = stop & 255;
             stop_on_signal(r, done);
         }
     }

@@ -1,4 +1,5 @@
-/* train_options: flags, defaults, help and parsing for ./train (see train_options.h). */
+/* train_options: flags, help and parsing for ./train over the settings table (see
+ * train_options.h and trainer/settings.h). */
 #include "app/train_options.h"
 
 #include <getopt.h>
@@ -9,59 +10,28 @@
 
 #include "app/cli.h"
 
-/* One row per setting, generated from TRAIN_SETTINGS. */
-typedef struct {
-    int id;
-    const char *flag;
-    char short_flag;
-    SetType type;
-    double dnum;
-    const char *dstr;
-    double lo, hi;
-    SetResume resume;
-    size_t at;      /* offset in Config (ARCH) or TrainState (KEEP, CHANGE) */
-    const char *meta;
-    int section;
-    const char *help, *more, *dtext;
-    size_t field;   /* offset in Options */
-    const char *key; /* the field's name: its key in JSON */
-} Setting;
+enum { NSET = SETTING_COUNT };
 
-static const Setting SETTINGS[] = {
-#define X(ID, field, flag, sh, type, dn, ds, lo, hi, res, at, meta, sec, help, more, dtext) \
-    {OPT_##ID, flag, sh, type, dn, ds, lo, hi, res, at, meta, sec, help, more, dtext,       \
-     offsetof(Options, field), #field},
-    TRAIN_SETTINGS(X)
-#undef X
-};
-enum { NSET = sizeof SETTINGS / sizeof SETTINGS[0] };
-
-static const char *const SECTIONS[] = {"data and output", "model", "training", "program"};
+static const char *const SECTIONS[SEC_COUNT] = {
+    [SEC_FILES] = "data and output", [SEC_MODEL] = "model", [SEC_TRAINING] = "training",
+    [SEC_PROGRAM] = "program"};
 /* The names --corpus accepts. */
 static const char *const CORPORA[] = {"text", "induction"};
 
+/* The option id of row i. */
+static int opt_id(int i)
+{
+    return OPT_FIRST + 1 + i;
+}
+
 static void *value_of(Options *o, const Setting *s)
 {
-    return (char *)o + s->field;
+    return (char *)o + s->at;
 }
 
 static const void *cvalue_of(const Options *o, const Setting *s)
 {
-    return (const char *)o + s->field;
-}
-
-static void set_default(Options *o, const Setting *s)
-{
-    void *v = value_of(o, s);
-    switch (s->type) {
-    case SET_LONG: *(long *)v = (long)s->dnum; break;
-    case SET_REAL:
-    case SET_F32: *(double *)v = s->dnum; break;
-    case SET_SEED: *(uint64_t *)v = (uint64_t)s->dnum; break;
-    case SET_PATH:
-    case SET_NAME: *(const char **)v = s->dstr; break;
-    case SET_SWITCH: *(int *)v = (int)s->dnum; break;
-    }
+    return (const char *)o + s->at;
 }
 
 /* The value as --help and messages print it. */
@@ -90,13 +60,12 @@ static void print_recipe(const char *name, void (*recipe)(Options *, const unsig
 {
     Options d, r;
     unsigned char none[OPT_COUNT] = {0};
-    for (int i = 0; i < NSET; i++)
-        set_default(&d, &SETTINGS[i]);
+    settings_defaults(&d);
     r = d;
     recipe(&r, none);
     printf("  %-28s", name);
     for (int i = 0; i < NSET; i++) {
-        const Setting *s = &SETTINGS[i];
+        const Setting *s = &settings_table[i];
         if (same_value(&d, &r, s))
             continue;
         char v[64];
@@ -109,33 +78,32 @@ static void print_recipe(const char *name, void (*recipe)(Options *, const unsig
 static void usage(void)
 {
     Options d;
-    for (int i = 0; i < NSET; i++)
-        set_default(&d, &SETTINGS[i]);
+    settings_defaults(&d);
     printf("usage: ./train [--data FILE] [options]\n"
            "Trains a small GPT (bytes or byte-pair tokens, multi-head attention) and writes a\n"
            "checkpoint.\n"
            "Without --data it trains on the built-in generated corpus (docs/corpus.md),\n"
            "with that corpus' own recipe (below).\n");
-    for (int sec = 0; sec < 4; sec++) {
+    for (int sec = 0; sec < SEC_COUNT; sec++) {
         printf("\n%s:\n", SECTIONS[sec]);
         for (int i = 0; i < NSET; i++) {
-            const Setting *s = &SETTINGS[i];
-            if (s->section != sec)
+            const Setting *s = &settings_table[i];
+            if ((int)s->section != sec)
                 continue;
             char left[64], def[64];
             if (s->short_flag)
                 snprintf(left, sizeof left, "  -%c, --%s %s", s->short_flag, s->flag, s->meta);
             else
                 snprintf(left, sizeof left, "      --%s %s", s->flag, s->meta);
-            if (s->dtext)
-                snprintf(def, sizeof def, "%s", s->dtext);
+            if (s->def_text)
+                snprintf(def, sizeof def, "%s", s->def_text);
             else
                 format_value(&d, s, def, sizeof def);
             printf("%-24s %s (default: %s)\n", left, s->help, def);
             if (s->more)
                 printf("%-24s %s\n", "", s->more);
         }
-        if (sec == 3)
+        if (sec == SEC_PROGRAM)
             printf("%-24s this help\n%-24s the version\n%-24s print the settings these flags "
                    "give, as JSON, and exit\n", "  -h, --help", "      --version",
                    "      --print-settings");
@@ -174,7 +142,7 @@ static void print_settings_json(const Options *o)
 {
     printf("{");
     for (int i = 0; i < NSET; i++) {
-        const Setting *s = &SETTINGS[i];
+        const Setting *s = &settings_table[i];
         const void *v = cvalue_of(o, s);
         printf("%s\"%s\":", i ? "," : "", s->key);
         switch (s->type) {
@@ -194,20 +162,6 @@ static void print_settings_json(const Options *o)
         }
     }
     printf(",\"version\":\"%s\"}\n", HEADCOUNT_VERSION);
-}
-
-/* A KEEP or CHANGE setting's stored value, as the Options field's type. */
-static void stored_value(const TrainState *ts, const Setting *s, Options *into)
-{
-    const char *p = (const char *)ts + s->at;
-    void *v = value_of(into, s);
-    switch (s->type) {
-    case SET_LONG: *(long *)v = *(const long *)p; break;
-    case SET_REAL:
-    case SET_F32: *(double *)v = *(const double *)p; break;
-    case SET_SEED: *(uint64_t *)v = *(const uint64_t *)p; break;
-    default: break;
-    }
 }
 
 static void copy_value(Options *dst, const Options *src, const Setting *s)
@@ -240,23 +194,23 @@ void train_options_resume(Options *o, const unsigned char *given, const Config *
 {
     Options have = *o;
     for (int i = 0; i < NSET; i++) {
-        const Setting *s = &SETTINGS[i];
+        const Setting *s = &settings_table[i];
         const char *why;
         if (s->resume == RES_ARCH) {
-            *(long *)value_of(&have, s) = *(const int *)((const char *)c + s->at);
+            *(long *)value_of(&have, s) = *(const int *)((const char *)c + s->cfg_at);
             why = "the architecture comes from the checkpoint";
         } else if (s->resume == RES_KEEP || s->resume == RES_CHANGE) {
-            stored_value(ts, s, &have);
+            settings_load_one(ts, s, &have);
             why = "an exact resume continues the run as it was set up";
         } else {
             continue;
         }
         if (s->resume == RES_CHANGE) {
-            if (!given[s->id])
+            if (!given[opt_id(i)])
                 copy_value(o, &have, s);
             continue;
         }
-        if (given[s->id] && !same_value(o, &have, s)) {
+        if (given[opt_id(i)] && !same_value(o, &have, s)) {
             char want[64], got[64];
             format_value(o, s, want, sizeof want);
             format_value(&have, s, got, sizeof got);
@@ -267,21 +221,31 @@ void train_options_resume(Options *o, const unsigned char *given, const Config *
     }
 }
 
-void train_options_store(const Options *o, TrainState *ts)
+void train_options_record(const Options *o, char *buf, size_t len)
 {
-    for (int i = 0; i < NSET; i++) {
-        const Setting *s = &SETTINGS[i];
-        if (s->resume != RES_KEEP && s->resume != RES_CHANGE)
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < NSET && k < len; i++) {
+        const Setting *s = &settings_table[i];
+        if (!s->in_log)
             continue;
-        char *p = (char *)ts + s->at;
-        const void *v = cvalue_of(o, s);
-        switch (s->type) {
-        case SET_LONG: *(long *)p = *(const long *)v; break;
-        case SET_REAL: *(double *)p = *(const double *)v; break;
-        case SET_F32: *(double *)p = (double)(float)*(const double *)v; break;
-        case SET_SEED: *(uint64_t *)p = *(const uint64_t *)v; break;
-        default: break;
-        }
+        char v[64];
+        format_value(o, s, v, sizeof v);
+        k += (size_t)snprintf(buf + k, len - k, "%s\"%s\":%s", k ? "," : "", s->key, v);
+    }
+}
+
+void train_options_say(const Options *o, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < NSET && k < len; i++) {
+        const Setting *s = &settings_table[i];
+        if (!s->say)
+            continue;
+        char v[64];
+        format_value(o, s, v, sizeof v);
+        k += (size_t)snprintf(buf + k, len - k, ", %s %s", s->say, v);
     }
 }
 
@@ -348,17 +312,18 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
     size_t nshorts = 0, k = 0;
     shortopts[k++] = ':';
     for (int i = 0; i < NSET; i++) {
-        const Setting *s = &SETTINGS[i];
+        const Setting *s = &settings_table[i];
         longs[i] = (struct option){s->flag, s->type == SET_SWITCH ? no_argument
-                                                                   : required_argument, 0, s->id};
+                                                                   : required_argument, 0,
+                                   opt_id(i)};
         if (s->short_flag) {
-            shorts[nshorts++] = (CliShort){s->short_flag, s->id};
+            shorts[nshorts++] = (CliShort){s->short_flag, opt_id(i)};
             shortopts[k++] = s->short_flag;
             if (s->type != SET_SWITCH)
                 shortopts[k++] = ':';
         }
-        set_default(o, s);
     }
+    settings_defaults(o);
     longs[NSET] = (struct option){"help", no_argument, 0, OPT_HELP};
     longs[NSET + 1] = (struct option){"version", no_argument, 0, OPT_VERSION};
     longs[NSET + 2] = (struct option){"print-settings", no_argument, 0, OPT_PRINT_SETTINGS};
@@ -370,7 +335,7 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
     while ((c = cli_next_option(argc, argv, shortopts, longs, shorts, nshorts)) != -1) {
         if (c > OPT_FIRST && c < OPT_HELP) {
             given[c] = 1;
-            parse_value(o, &SETTINGS[c - OPT_FIRST - 1], optarg);
+            parse_value(o, &settings_table[c - OPT_FIRST - 1], optarg);
             continue;
         }
         switch (c) {

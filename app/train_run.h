@@ -1,6 +1,8 @@
-/* train_run: the state of one ./train run (Run) and the functions app/train_loop.c
- * gives train.c: signals, the training loop with its evaluations, logging and
- * saves, and the orderly ways a run stops. Setting a run up (data, model, resume,
+/* train_run: the state of one ./train run (Run, by concept: its settings, data
+ * and trainer, its files and locks (RunFiles), how it is asked to stop (RunStop)
+ * and the loop's memory (RunLoop)) and the functions app/train_loop.c gives
+ * train.c: signals, the training loop with its evaluations, logging and saves,
+ * and the orderly ways a run stops. Setting a run up (data, model, resume,
  * output checks) and finishing it are in train.c. */
 #ifndef HEADCOUNT_TRAIN_RUN_H
 #define HEADCOUNT_TRAIN_RUN_H
@@ -18,13 +20,35 @@
 #include "trainer/ckpt.h"
 #include "trainer/trainer.h"
 
+/* The run's files: the checkpoint it writes and the best one, the locks it holds
+ * on them, the log, and where the last good checkpoint is. */
 typedef struct {
-    Options o;
-    TextFile file;
-    Corpus corpus;
-    Trainer tr;             /* model, gradients, Adam moments, activations, steps done */
-    TrainState ts;          /* the settings and data position a checkpoint stores */
-    int *inputs, *targets;
+    char out[4200];         /* --out, a symlink there followed */
+    char best[4200];        /* the --keep-best checkpoint, "" without --keep-best */
+    GuardLock lock, best_lock;
+    FILE *log;
+    int log_errno;          /* the first failed write to the log; 0 while all went well */
+    char log_tmp[4300];     /* a fresh log's temporary until its first record is in place */
+    long last_saved;        /* step of this run's newest checkpoint at --out, -1 when none */
+    long resumed_step;      /* the step resumed from, -1 for a fresh run */
+} RunFiles;
+
+/* How a run is asked to stop. The signal handler reaches it through the one
+ * pointer run_watch_signals keeps. */
+typedef struct {
+    volatile sig_atomic_t signal; /* the first SIGINT/SIGTERM, 0 until then: the run saves
+                                   * and stops after the step */
+    const char *volatile lock_path; /* the held checkpoint lock, removed by a second
+                                     * signal's immediate exit */
+} RunStop;
+
+/* The training loop's working memory: the batches, the sum of a step's
+ * micro-batches, and --heads-every's metrics. */
+typedef struct {
+    int *inputs, *targets;  /* [B*T] */
+    long micro;             /* micro-batches per step, all ranks together: accum x size */
+    float *acc;             /* [P] the step's summed gradient when micro > 1 */
+    int *mb_in, *mb_tg;     /* [B*T] batches of other ranks' micro-batches, drawn and dropped */
     float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
     uint64_t *token_counts; /* [V]: each token's count in the train split, for --heads-every */
     HeadsRelation heads_rel[HEADS_REL_COUNT]; /* --heads-every: the step's relations */
@@ -32,28 +56,34 @@ typedef struct {
     size_t *heads_starts;   /* [B] where the measured batch's windows start, with planted relations */
     int *planted_key[HEADS_REL_COUNT], *planted_first[HEADS_REL_COUNT]; /* [B*T] for q >= AGREE */
     char heads_err[300];    /* why this step's head metrics failed; "" when they did not */
-    FILE *log;
-    int log_errno;          /* the first failed write to the log; 0 while all went well */
-    GuardLock lock, best_lock;
-    char out[4200];         /* --out, a symlink there followed */
-    char best[4200];        /* the --keep-best checkpoint, "" without --keep-best */
-    char log_tmp[4300];     /* a fresh log's temporary until its first record is in place */
-    long last_saved;        /* step of this run's newest checkpoint at --out, -1 when none */
-    long resumed_step;      /* the step resumed from, -1 for a fresh run */
+} RunLoop;
+
+/* One ./train run: its settings, data, trainer and what a checkpoint stores, its
+ * place among the MPI ranks, its files, how it stops, and the loop's memory. */
+typedef struct {
+    Options o;
+    TextFile file;
+    Corpus corpus;
+    Trainer tr;             /* model, gradients, Adam moments, activations, steps done */
+    TrainState ts;          /* the settings and data position a checkpoint stores */
     Dist dist;              /* this process's rank among dist.size (1 without MPI) */
-    long micro;             /* micro-batches per step, all ranks together: accum x size */
-    float *acc;             /* [P] the step's summed gradient when micro > 1 */
-    int *mb_in, *mb_tg;     /* [B*T] batches of other ranks' micro-batches, drawn and dropped */
+    RunFiles files;
+    RunStop stop;
+    RunLoop loop;
 } Run;
 
-/* The first SIGINT/SIGTERM (0 until then): the run saves and stops after the step. */
-extern volatile sig_atomic_t run_stop_signal;
-/* The held checkpoint lock's path, removed by a second signal's immediate exit. */
-extern const char *volatile run_lock_path;
-
-/* SIGINT/SIGTERM set run_stop_signal (a second one exits at once); SIGXFSZ is
- * ignored so an over-large file is a write error. */
-void run_install_signals(void);
+/* SIGINT/SIGTERM set r->stop.signal (a second one removes r->stop.lock_path and
+ * exits at once); SIGXFSZ is ignored so an over-large file is a write error. The
+ * handler keeps r as the only run it stops; NULL lets go of it. */
+void run_watch_signals(Run *r);
+/* Removes what the run holds: a fresh log's temporary and the checkpoint locks
+ * (safe to repeat). */
+void run_release_files(Run *r);
+/* run_release_files on the run run_watch_signals keeps, if any: for exits that
+ * do not know it (a failure's, MPI's abort). */
+void run_release_watched(void);
+/* From now on, an exit (a failure's included) releases the watched run's files. */
+void run_release_at_exit(void);
 /* Only rank 0 writes files and prints progress. */
 int run_lead(const Run *r);
 /* Ends the process after an orderly stop that every rank reached together. */

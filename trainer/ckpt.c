@@ -24,46 +24,26 @@
 #define STATE_INTS 32
 #define STATE_DOUBLES 32
 
-/* The training state's settings: their slot in the file's int64 and double arrays
- * (docs/checkpoint.md), the TrainState field, and the range a reader accepts. The
- * one list of the layout: writing, reading and checking are generated from it.
- * Slots past the last are written as zero and ignored. Two fields are coded:
- * accum is stored as 0 when it is 1 (files from before the field hold 0), and
- * best_val as 0 while there is no best (best_step -1). */
+/* The training state's two arrays (docs/checkpoint.md): the settings take the
+ * slots their rows in trainer/settings.h name; the run's position takes the slots
+ * below, with the range a reader accepts. Writing, reading and checking are
+ * generated from these two lists and the settings table. Slots nobody uses are
+ * written as zero and ignored. Two fields are coded: accum is stored as 0 when it
+ * is 1 (files from before the field hold 0), and best_val as 0 while there is no
+ * best (best_step -1). */
 #define STATE_INT_SLOTS(X)                                                                 \
     X(0, step, 0, LIMIT_STEPS_MAX)                                                        \
-    X(1, steps, 1, LIMIT_STEPS_MAX)                                                       \
-    X(2, batch, 1, LIMIT_BATCH_MAX)                                                       \
-    X(3, warmup, 0, LIMIT_STEPS_MAX)                                                      \
-    X(4, eval_every, 0, LIMIT_STEPS_MAX)                                                  \
-    X(5, eval_iters, 1, LIMIT_EVAL_ITERS_MAX)                                             \
-    X(6, save_every, 0, LIMIT_STEPS_MAX)                                                  \
-    X(7, seed, INT64_MIN, INT64_MAX)                                                      \
     X(8, batch_rng, INT64_MIN, INT64_MAX)                                                 \
     X(9, data_size, 0, INT64_MAX)                                                         \
     X(10, data_hash, INT64_MIN, INT64_MAX)                                                \
-    X(11, allow_binary, 0, 1)                                                             \
     X(12, best_step, -1, LIMIT_STEPS_MAX)                                                 \
-    X(13, accum, 0, LIMIT_ACCUM_MAX)                                                      \
-    X(14, vocab, 0, LIMIT_VOCAB_MAX)
+    X(13, accum, 0, LIMIT_ACCUM_MAX)
 #define STATE_DOUBLE_SLOTS(X)                                                              \
-    X(0, lr, LIMIT_LR_MIN, LIMIT_LR_MAX)                                                  \
-    X(1, min_lr, 0, LIMIT_LR_MAX)                                                         \
-    X(2, wd, 0, LIMIT_LR_MAX)                                                             \
-    X(3, clip, 0, LIMIT_CLIP_MAX)                                                         \
-    X(4, dropout, 0, LIMIT_DROPOUT_MAX)                                                   \
-    X(5, val_frac, 0, LIMIT_VAL_FRAC_MAX)                                                 \
-    X(6, beta1, 0, LIMIT_BETA_MAX)                                                        \
-    X(7, beta2, 0, LIMIT_BETA_MAX)                                                        \
-    X(8, eps, LIMIT_EPS_MIN, 1.0)                                                         \
-    X(9, best_val, -HUGE_VAL, HUGE_VAL)                                                   \
-    X(10, head_dropout, 0, LIMIT_DROPOUT_MAX)
+    X(9, best_val, -HUGE_VAL, HUGE_VAL)
 
 #define SLOT_ENUM(i, f, lo, hi) SLOT_##f = i,
-enum { STATE_INT_SLOTS(SLOT_ENUM) STATE_INT_USED };
-enum { STATE_DOUBLE_SLOTS(SLOT_ENUM) STATE_DOUBLE_USED };
-_Static_assert(STATE_INT_USED <= STATE_INTS && STATE_DOUBLE_USED <= STATE_DOUBLES,
-               "the training state's arrays have room for every slot");
+enum { STATE_INT_SLOTS(SLOT_ENUM) };
+enum { STATE_DOUBLE_SLOTS(SLOT_ENUM) };
 #define VOCAB_BYTES 256
 #define HEADER_BYTES (CKPT_HEADER_INTS * 4)
 #define MERGE_BYTES 4   /* uint16 left, uint16 right */
@@ -76,6 +56,33 @@ _Static_assert(CONFIG_MAX_VOCAB == TOK_VOCAB_MAX, "model/config.h's vocabulary l
 _Static_assert(sizeof(TokenId) == sizeof(uint16_t) && (TokenId)-1 == UINT16_MAX,
                "model/evaluate.h reads token ids as uint16_t");
 _Static_assert(sizeof(BpeMerge) == MERGE_BYTES, "a merge is stored as two uint16");
+
+int ckpt_state_slots_check(char *err, size_t errlen)
+{
+    const char *ints[STATE_INTS] = {0}, *reals[STATE_DOUBLES] = {0};
+#define OWN_INT(i, f, lo, hi) ints[i] = #f;
+#define OWN_DOUBLE(i, f, lo, hi) reals[i] = #f;
+    STATE_INT_SLOTS(OWN_INT)
+    STATE_DOUBLE_SLOTS(OWN_DOUBLE)
+    for (int k = 0; k < SETTING_COUNT; k++) {
+        const Setting *s = &settings_table[k];
+        if (s->stored != (s->slot_kind != SLOT_NONE))
+            return err_set(err, errlen, "%s: %s", s->key, s->stored ? "stored without a slot"
+                                                                    : "a slot but not stored");
+        if (!s->stored)
+            continue;
+        int real = s->slot_kind == SLOT_REAL, n = real ? STATE_DOUBLES : STATE_INTS;
+        const char **used = real ? reals : ints;
+        if (s->slot < 0 || s->slot >= n)
+            return err_set(err, errlen, "%s: slot %d outside the %d of its array", s->key,
+                           s->slot, n);
+        if (used[s->slot])
+            return err_set(err, errlen, "%s: %s slot %d is %s's too", s->key,
+                           real ? "double" : "int", s->slot, used[s->slot]);
+        used[s->slot] = s->key;
+    }
+    return 0;
+}
 
 /* Bytes of the training-state section for P parameters, checksum included. */
 static uint64_t state_bytes(uint64_t P)
@@ -134,6 +141,16 @@ static int check_finite(const ParamTable *t, const float *x, const char *path, c
     return 0;
 }
 
+/* A stored integer setting's value (long, int or uint64_t) as its int64 slot. */
+static int64_t stored_int(const Setting *s, const char *p)
+{
+    switch (s->type) {
+    case SET_SEED: return (int64_t)*(const uint64_t *)p;
+    case SET_SWITCH: return *(const int *)p;
+    default: return *(const long *)p;
+    }
+}
+
 static void put_state(Writer *w, const TrainState *ts, size_t P)
 {
     int64_t iv[STATE_INTS] = {0};
@@ -143,6 +160,14 @@ static void put_state(Writer *w, const TrainState *ts, size_t P)
 #define PUT_DOUBLE(i, f, lo, hi) dv[i] = ts->f;
     STATE_INT_SLOTS(PUT_INT)
     STATE_DOUBLE_SLOTS(PUT_DOUBLE)
+    for (int k = 0; k < SETTING_COUNT; k++) {
+        const Setting *s = &settings_table[k];
+        const char *p = (const char *)ts + s->state_at;
+        if (s->slot_kind == SLOT_INT)
+            iv[s->slot] = stored_int(s, p);
+        else if (s->slot_kind == SLOT_REAL)
+            dv[s->slot] = *(const double *)p;
+    }
     iv[SLOT_accum] = ts->accum > 1 ? ts->accum : 0;
     dv[SLOT_best_val] = ts->best_step >= 0 ? ts->best_val : 0.0;
     snprintf(path, sizeof path, "%s", ts->data_path);
@@ -312,8 +337,9 @@ static int get(Reader *r, void *p, size_t n)
     return 0;
 }
 
-/* The stored settings must be values ./train's flags could have produced
- * (limits.h), so whatever the checksum lets through is still sane. */
+/* The stored settings must be values ./train's flags could have produced (the
+ * ranges of trainer/settings.h), so whatever the checksum lets through is still
+ * sane. */
 static int check_settings(const int64_t *iv, const double *dv, char *why, size_t len)
 {
 #define RANGE(i, f, lo, hi) {#f, i, lo, hi},
@@ -330,11 +356,23 @@ static int check_settings(const int64_t *iv, const double *dv, char *why, size_t
         if (!(dv[reals[k].i] >= reals[k].lo && dv[reals[k].i] <= reals[k].hi))
             return err_set(why, len, "%s %g outside [%g, %g]", reals[k].name, dv[reals[k].i],
                            reals[k].lo, reals[k].hi);
-    if (iv[SLOT_step] > iv[SLOT_steps])
+    for (int k = 0; k < SETTING_COUNT; k++) {
+        const Setting *s = &settings_table[k];
+        double lo = settings_min(s);
+        if (s->slot_kind == SLOT_INT && s->type != SET_SEED &&
+            (iv[s->slot] < (int64_t)lo || iv[s->slot] > (int64_t)s->hi))
+            return err_set(why, len, "%s %lld outside [%lld, %lld]", s->key,
+                           (long long)iv[s->slot], (long long)lo, (long long)s->hi);
+        if (s->slot_kind == SLOT_REAL && !(dv[s->slot] >= lo && dv[s->slot] <= s->hi))
+            return err_set(why, len, "%s %g outside [%g, %g]", s->key, dv[s->slot], lo, s->hi);
+    }
+    const int steps = settings_table[SETTING_STEPS].slot, lr = settings_table[SETTING_LR].slot,
+              min_lr = settings_table[SETTING_MIN_LR].slot;
+    if (iv[SLOT_step] > iv[steps])
         return err_set(why, len, "step %lld beyond the run's %lld steps",
-                       (long long)iv[SLOT_step], (long long)iv[SLOT_steps]);
-    if (dv[SLOT_min_lr] > dv[SLOT_lr])
-        return err_set(why, len, "min_lr %g above lr %g", dv[SLOT_min_lr], dv[SLOT_lr]);
+                       (long long)iv[SLOT_step], (long long)iv[steps]);
+    if (dv[min_lr] > dv[lr])
+        return err_set(why, len, "min_lr %g above lr %g", dv[min_lr], dv[lr]);
     if (iv[SLOT_best_step] > iv[SLOT_step])
         return err_set(why, len, "best_step %lld after step %lld", (long long)iv[SLOT_best_step],
                        (long long)iv[SLOT_step]);
@@ -384,6 +422,18 @@ static int load_state(Reader *r, const char *path, const Model *m, TrainState *t
 #define GET_DOUBLE(i, f, lo, hi) ts->f = dv[i];
     STATE_INT_SLOTS(GET_INT)
     STATE_DOUBLE_SLOTS(GET_DOUBLE)
+    for (int k = 0; k < SETTING_COUNT; k++) {
+        const Setting *s = &settings_table[k];
+        char *p = (char *)ts + s->state_at;
+        if (s->slot_kind == SLOT_REAL)
+            *(double *)p = dv[s->slot];
+        else if (s->slot_kind == SLOT_INT && s->type == SET_SEED)
+            *(uint64_t *)p = (uint64_t)iv[s->slot];
+        else if (s->slot_kind == SLOT_INT && s->type == SET_SWITCH)
+            *(int *)p = (int)iv[s->slot];
+        else if (s->slot_kind == SLOT_INT)
+            *(long *)p = (long)iv[s->slot];
+    }
     ts->accum = iv[SLOT_accum] > 1 ? (long)iv[SLOT_accum] : 1;
     char why[160];
     if (check_settings(iv, dv, why, sizeof why))

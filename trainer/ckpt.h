@@ -28,26 +28,28 @@
 #define CKPT_FLAG_TRAIN_STATE 1
 #define CKPT_PATH_MAX 512
 
-/* Everything an exact resume needs besides the parameters. */
-typedef struct {
+/* Everything an exact resume needs besides the parameters: one field per STORED
+ * or STEP setting (trainer/settings.h), in the slot its row names, then the
+ * position of the run. */
+struct TrainState {
+#define TRAIN_STATE_FIELD(ID, field, ctype, ...) ctype field;
+    TRAIN_SETTINGS(SETTINGS_SKIP, TRAIN_STATE_FIELD, TRAIN_STATE_FIELD)
     long step;              /* steps completed (also header field 8) */
-    long steps;             /* total steps of the run */
-    long batch, warmup, eval_every, eval_iters, save_every;
-    uint64_t seed;
     uint64_t batch_rng;     /* the batch sampler's Rng state */
     uint64_t data_size, data_hash;
-    long allow_binary;
     long best_step;         /* step of best_val, -1 when none */
     long accum;             /* micro-batches summed per step (--accum x ranks), >= 1 */
-    long vocab;             /* the --vocab asked for, 0 for a byte-level run */
-    double lr, min_lr, wd, clip, dropout, val_frac, beta1, beta2, eps;
     double best_val;        /* best estimated val loss so far (valid when best_step >= 0) */
-    double head_dropout;    /* 0 in files written before the setting */
     char data_path[CKPT_PATH_MAX];
     /* The moments ckpt_save writes ([table.total] each): the Trainer's, borrowed;
      * nothing here allocates or frees them, and ckpt_load leaves them NULL. */
     const float *adam_m, *adam_v;
-} TrainState;
+};
+
+/* 0 when every stored setting of trainer/settings.h has a slot of its own in
+ * the training state's arrays, none shared with another setting or with the
+ * run's position; else -1 with the first clash. */
+int ckpt_state_slots_check(char *err, size_t errlen);
 
 /* Writes m and tok (and ts, when not NULL) to path atomically. Refuses
  * non-finite values. steps_trained goes into header field 8. */

@@ -21,19 +21,24 @@
 #include "data/batch.h"
 #include "model/gpt.h"
 #include "trainer/adamw.h"
+#include "trainer/settings.h"
 
-/* What a step does besides the maths of the model. */
-typedef struct {
-    float lr, min_lr;   /* peak and final learning rate (schedule.h) */
-    long warmup, steps; /* warm-up steps, and the run's total (where the cosine ends) */
-    float clip;         /* global-norm clip; <= 0: none */
-    float dropout;      /* probability; 0: no dropout */
-    float head_dropout; /* probability a head's output is zeroed per sequence; 0: none */
-    uint64_t seed;      /* dropout and head-dropout masks: rng_hash(seed, RNG_STREAM_DROPOUT,
-                         * micro-batch) */
+/* A STEP setting's type in TrainHyper: the float the step computes in for a
+ * double, the value's own type otherwise. */
+#define TRAIN_HYPER_TYPE_double float
+#define TRAIN_HYPER_TYPE_long long
+#define TRAIN_HYPER_TYPE_uint64_t uint64_t
+
+/* What a step does besides the maths of the model: one field per STEP setting
+ * of trainer/settings.h, named as its row (whose help says what it does; the
+ * seed keys the dropout masks as rng_hash(seed, RNG_STREAM_DROPOUT, micro-batch)),
+ * then the rest. */
+struct TrainHyper {
+#define TRAIN_HYPER_FIELD(ID, field, ctype, ...) TRAIN_HYPER_TYPE_##ctype field;
+    TRAIN_SETTINGS(SETTINGS_SKIP, SETTINGS_SKIP, TRAIN_HYPER_FIELD)
     long micro;         /* micro-batches per step in all (accumulation x ranks), >= 1 */
-    AdamW adam;
-} TrainHyper;
+    AdamW adam;         /* the optimizer's settings: the rows marked ADAM */
+};
 
 typedef struct {
     Model model;

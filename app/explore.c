@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "app/cli.h"
+#include "app/report.h"
 #include "util/errbuf.h"
 
 /* Where explore_page.html wants the data: `const DATA = {...};` replaces it. */
@@ -142,14 +143,9 @@ static void write_heads(FILE *f, const Explore *e)
             fprintf(f, ",\"%s\":", SCORES[q].name);
             jnum(f, *(const double *)((const char *)s + SCORES[q].offset));
         }
-        const char *sep = "";
-        fputs(",\"serves\":[", f);
-        for (int q = 0; q < HEADS_REL_COUNT; q++)
-            if (heads_serves(s, q)) {
-                fprintf(f, "%s\"%s\"", sep, heads_rel_names[q]);
-                sep = ",";
-            }
-        fputs("]}", f);
+        fputs(",\"serves\":", f);
+        report_serves_json(f, s);
+        fputc('}', f);
     }
     fputs("]", f);
 }

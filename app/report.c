@@ -154,8 +154,7 @@ const char *report_serves(char *buf, size_t len, const HeadStats *s, const char 
     return buf;
 }
 
-/* ["bracket",...]: the relations head s serves. */
-static void write_serves_json(FILE *f, const HeadStats *s)
+void report_serves_json(FILE *f, const HeadStats *s)
 {
     const char *sep = "";
     fputc('[', f);
@@ -232,7 +231,7 @@ static int write_heads_json(const char *dir, const HeadsReport *r, char *err, si
         else
             fprintf(o.f, ",\"nearest\":null");
         fputs(",\"serves\":", o.f);
-        write_serves_json(o.f, s);
+        report_serves_json(o.f, s);
         fputc('}', o.f);
         fprintf(o.f, "%s\n", k + 1 < n ? "," : "");
     }
@@ -291,7 +290,7 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
     fputs("},\"serves\":{", f);
     for (int k = 0; k < r->cfg.L * r->cfg.H; k++) {
         fprintf(f, "%s\"%s\":", k ? "," : "", report_head_label(name, k, r->cfg.H));
-        write_serves_json(f, &r->st[k]);
+        report_serves_json(f, &r->st[k]);
     }
     fputc('}', f);
 }

@@ -63,6 +63,8 @@ int report_check_dir(const char *dir, char *err, size_t errlen);
 /* The relations head s serves (heads_serves), their names joined by sep, into
  * buf; "" when none. */
 const char *report_serves(char *buf, size_t len, const HeadStats *s, const char *sep);
+/* ["bracket",...]: the relations head s serves, as a JSON array. */
+void report_serves_json(FILE *f, const HeadStats *s);
 
 /* summary.json's object on one line (with its newline) to f: what
  * `./infer --heads FILE --json` prints and the report writes as summary.json. */

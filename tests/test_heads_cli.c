@@ -108,6 +108,21 @@ Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
     assert_starts(path, "<!DOCTYPE html>", "heatmaps/probe_L0_H0.svg");
 }
 
+/* Runs the ./train command cmd, which must succeed, and returns its log at path
+ * as a string. */
+static char *train_log(const char *cmd, const char *path)
+{
+    char *out;
+    int rc = tu_run(cmd, &out);
+    cr_assert_eq(rc, 0, "train failed (%d):\n%s", rc, out);
+    free(out);
+    size_t len;
+    char *log = (char *)tu_read_file(path, &len);
+    cr_assert_not_null(log);
+    log[len] = '\0';
+    return log;
+}
+
 Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 60)
 {
     const char *dir = tu_tmpdir("heads-log");
@@ -119,13 +134,7 @@ Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 
     snprintf(cmd, sizeof cmd, "%s/train --data %s --layers 1 --heads 2 --embd 16 --block 16 "
              "--batch 4 --steps 4 --eval-every 0 --save-every 0 --heads-every 2 --log %s "
              "--out %s/log.ckpt", tu_bin(), text, path, d);
-    int rc = tu_run(cmd, &out);
-    cr_assert_eq(rc, 0, "train failed (%d):\n%s", rc, out);
-    free(out);
-    size_t len;
-    char *log = (char *)tu_read_file(path, &len);
-    cr_assert_not_null(log);
-    log[len] = '\0';
+    char *log = train_log(cmd, path);
     int lines = 0;
     const char *tag = "{\"type\":\"heads\"";
     for (char *p = strstr(log, tag); p; p = strstr(p + 1, tag)) {
@@ -159,7 +168,7 @@ Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 
         }
         snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s/log.ckpt --heads %s --windows 2 -j 1",
                  tu_bin(), d, text);
-        rc = tu_run(cmd, &out);
+        int rc = tu_run(cmd, &out);
         cr_assert_eq(rc, 0, "infer --heads failed (%d):\n%s", rc, out);
         cr_assert_not_null(strstr(out, "\n  rare "), "%s", out);
         cr_assert_not_null(strstr(out, changed ? "(rare: token counts of the analysed file"
@@ -190,18 +199,12 @@ Test(heads, training_log_on_the_built_in_corpus_carries_its_planted_relations, .
 {
     const char *dir = tu_tmpdir("heads-log-planted");
     cr_assert_not_null(dir);
-    char path[600], cmd[2048], *out;
+    char path[600], cmd[2048];
     snprintf(path, sizeof path, "%s/train.jsonl", dir);
     snprintf(cmd, sizeof cmd, "%s/train --layers 1 --heads 2 --embd 16 --block 64 --batch 8 "
              "--steps 2 --eval-every 0 --save-every 0 --heads-every 1 --threads 1 --log %s "
              "--out %s/log.ckpt", tu_bin(), path, dir);
-    int rc = tu_run(cmd, &out);
-    cr_assert_eq(rc, 0, "train failed (%d):\n%s", rc, out);
-    free(out);
-    size_t len;
-    char *log = (char *)tu_read_file(path, &len);
-    cr_assert_not_null(log);
-    log[len] = '\0';
+    char *log = train_log(cmd, path);
     const char *p = strstr(log, "{\"type\":\"heads\"");
     cr_assert_not_null(p);
     /* Eight windows of 64 bytes always hold determiner rows (a tenth of the

@@ -221,8 +221,10 @@ static void parse(int argc, char **argv, InferOptions *o)
     if (!o->ckpt)
         cli_usage_error("--ckpt CKPT is required");
     for (int i = 0; i < NFLAGS; i++) {
+        if (FLAGS[i].type != FLAG_PATH)
+            continue;
         const char *path = *(const char **)value_of(o, &FLAGS[i]);
-        if (FLAGS[i].type == FLAG_PATH && path && !path[0])
+        if (path && !path[0])
             cli_usage_error("--%s '': the path is empty; give a file name", FLAGS[i].flag);
     }
     if (o->eval && o->heads)

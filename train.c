@@ -173,6 +173,15 @@ static void load_run_data(Run *r, const unsigned char *given, const TrainState *
                     "continuing on it as asked\n", o->data, ts->data_path);
     } else {
         load_data(r, o->data, (size_t)ts->data_size);
+        int generated = strcmp(ts->data_path, CORPUS_BUILTIN_NAME) == 0 ||
+                        strcmp(ts->data_path, INDUCTION_CORPUS_NAME) == 0;
+        if (generated && (r->file.hash != ts->data_hash || r->file.n != ts->data_size))
+            cli_fail("%s is not the text this checkpoint trained on (%llu bytes, hash %016llx; "
+                     "this build generates %zu bytes, hash %016llx): it was written by a build "
+                     "whose generator made other text (docs/corpus.md), so it cannot be "
+                     "resumed exactly; start a new run", ts->data_path,
+                     (unsigned long long)ts->data_size, (unsigned long long)ts->data_hash,
+                     r->file.n, (unsigned long long)r->file.hash);
         if (r->file.hash != ts->data_hash || r->file.n != ts->data_size)
             cli_fail("%s changed since the checkpoint was written (%llu bytes, hash %016llx; "
                      "now %zu bytes, hash %016llx); pass --data %s to continue on it anyway",
@@ -365,8 +374,6 @@ static int dump_val(Run *r, const unsigned char *given)
     return 0;
 }
 
-/* The trainer's step settings and activations, the batches, and the buffers of
- * --heads-every and of summed micro-batches. */
 /* --heads-every on the built-in corpus also logs its planted relations: the
  * train split's, found by planted_find, and room for one batch's keys. */
 static void alloc_planted(Run *r)
@@ -393,6 +400,8 @@ static void alloc_planted(Run *r)
         cli_fail("out of memory for the planted relations");
 }
 
+/* The trainer's step settings and activations, the batches, and the buffers of
+ * --heads-every and of summed micro-batches. */
 static void alloc_buffers(Run *r)
 {
     const Options *o = &r->o;

@@ -58,7 +58,7 @@ typedef enum {
     HEADS_REL_COREF,    /* built-in corpus: the noun named again -> the antecedent of "it" */
     HEADS_REL_COUNT
 } HeadsRelKind;
-/* The four relations found in any text (and logged during training). */
+/* The four relations found in any text; the planted ones follow them. */
 #define HEADS_REL_TEXT 4
 /* Tokens of context a copy row's earlier occurrence must share (docs/heads.md). */
 #define HEADS_COPY_CONTEXT 3
@@ -72,11 +72,7 @@ extern const char *const heads_rel_names[HEADS_REL_COUNT];
 /* Each relation's bar (docs/heads.md, "Serves"): a head serves relation q when
  * its mean attention on q's key, HeadStats.rel[q], is above heads_rel_bar[q].
  * Every relation has one; a relation added without one would have bar 0. */
-static const double heads_rel_bar[HEADS_REL_COUNT] = {
-    [HEADS_REL_PREV] = HEADS_PREV_MIN, [HEADS_REL_BRACKET] = 0.30, [HEADS_REL_COPY] = 0.30,
-    [HEADS_REL_RARE] = 0.30, [HEADS_REL_AGREE] = 0.30, [HEADS_REL_NAMES] = 0.30,
-    [HEADS_REL_DET] = 0.30, [HEADS_REL_COREF] = 0.30,
-};
+extern const double heads_rel_bar[HEADS_REL_COUNT];
 
 typedef enum {
     HEAD_INDUCTION,
@@ -200,7 +196,7 @@ void heads_keys_bracket(int *key, const int *tokens, const Tokenizer *tok, int B
  * nothing to copy from); -1 elsewhere in both. */
 void heads_keys_copy(int *key, int *first, const int *tokens, int B, int T);
 
-/* The planted agreement and name relations of the built-in corpus (rel[0..n),
+/* The planted relations of the built-in corpus (rel[0..n),
  * byte positions in the corpus, in order of query) moved onto the tokens of a
  * text that is the corpus from byte `at` on, token t holding the text's bytes
  * [start[t], start[t + 1]) (start[0] = 0, start[nids] = its length). Bracket

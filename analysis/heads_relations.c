@@ -16,6 +16,12 @@ const char *const heads_rel_names[HEADS_REL_COUNT] = {
     "coreference",
 };
 
+const double heads_rel_bar[HEADS_REL_COUNT] = {
+    [HEADS_REL_PREV] = HEADS_PREV_MIN, [HEADS_REL_BRACKET] = 0.30, [HEADS_REL_COPY] = 0.30,
+    [HEADS_REL_RARE] = 0.30, [HEADS_REL_AGREE] = 0.30, [HEADS_REL_NAMES] = 0.30,
+    [HEADS_REL_DET] = 0.30, [HEADS_REL_COREF] = 0.30,
+};
+
 void heads_keys_prev(int *key, int B, int T)
 {
     for (int b = 0; b < B; b++)

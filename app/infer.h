@@ -119,7 +119,7 @@ typedef struct {
     int mode;               /* the mode this flag chooses, 0 for an option */
     int modes;              /* the modes it works in, refused in the others; 0: any mode (a
                              * sampling option is read by sampling and by --explore on a
-                             * sample, and not by --eval or --heads) */
+                             * sample; --seed also places --heads' windows) */
     const char *why;        /* what the refusal adds after "--X needs --MODE ..." */
     int show_def;           /* --help shows the default value */
     const char *def_text;   /* the default as --help words it, NULL for none or show_def */

@@ -100,6 +100,7 @@ static void measure_relations(HeadsMeasures *ms, const HeadsInputs *in, Activati
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         key[q] = xcalloc(NB, sizeof(int));
         first[q] = xcalloc(NB, sizeof(int));
+        memset(first[q], 0xff, NB * sizeof(int)); /* -1: no first occurrence */
     }
     PassOptions po = {.head_on = head_on};
     size_t next = 0;

@@ -66,7 +66,7 @@ void planted_free(Planted *p)
 /* The HeadsRelKind of each planted SynthRelKind (brackets are found in any text). */
 static const int planted_kind[SYNTH_REL_KINDS] = {
     [SYNTH_REL_AGREE] = HEADS_REL_AGREE,
-    [SYNTH_REL_BRACKET] = HEADS_REL_BRACKET,
+    [SYNTH_REL_BRACKET] = -1, /* found in any text: analysis/heads' own */
     [SYNTH_REL_NAMES] = HEADS_REL_NAMES,
     [SYNTH_REL_DET] = HEADS_REL_DET,
     [SYNTH_REL_COREF] = HEADS_REL_COREF,
@@ -88,6 +88,8 @@ void planted_keys(int *const *key, int *const *first, const Planted *p, size_t l
         if (x->key < s)
             continue;
         int q = planted_kind[x->kind];
+        if (q < HEADS_REL_AGREE)
+            continue;
         size_t i = x->query - lo;
         key[q][i] = (int)(x->key - s);
         if (q == HEADS_REL_NAMES && x->key > s)

@@ -510,8 +510,8 @@ static void html_relations(FILE *f, const HeadsReport *r)
             "first occurrence. A head serves a relation when its mean weight on the key is "
             "above the relation's bar (the Metrics table's serves column). Probe tokens: %s. "
             "Definitions: docs/heads.md.</p>\n",
-            r->rel_windows, r->builtin ? " of the built-in corpus (agreement and names are its "
-            "planted relations)" : "", unit(r), unit(r), r->probe_rule);
+            r->rel_windows, r->builtin ? " of the built-in corpus (agreement, names, "
+            "determiner and coreference are its planted relations)" : "", unit(r), unit(r), r->probe_rule);
     if (r->rare_source) {
         fputs("<p class=\"note\">rare: token counts of ", f);
         xml_text(f, r->rare_source);

@@ -49,8 +49,11 @@ static void on_signal(int sig)
 void run_watch_signals(Run *r)
 {
     watched = r;
-    if (!r)
+    if (!r) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
         return;
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

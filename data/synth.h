@@ -66,7 +66,8 @@ void synth_generate(char *buf, size_t nbytes, uint64_t seed);
  *   SYNTH_REL_DET:     query is the last byte a noun's singular and plural forms
  *                      share (the 'g' of dog/dogs, the 'm' of mouse/mice), key is
  *                      the last byte of its determiner, when the determiner says
- *                      the number (a, an, this, these, two...; not "the").
+ *                      the number (a, an, this, these, two...; not "the"), in
+ *                      every line kind but coreference.
  *   SYNTH_REL_COREF:   query is the space before the noun a coreference line
  *                      names again ("so the| dog"), key is the first byte of the
  *                      same noun where it was first named, the one of the two

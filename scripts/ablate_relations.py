@@ -4,7 +4,7 @@ The claim it tests: a single head must average conflicting needs into one muddy
 pattern, while several heads split them, one per relation. For every relation a
 run's heads/summary.json lists, and each (arm, H), it gives the best head's attention
 on the relation's key against the uniform head's, the seeds in which some head
-reaches the relation's bar, the loss on the tokens the relation predicts; per
+is above the relation's bar, the loss on the tokens the relation predicts; per
 (arm, H) how many relations are served and by how many distinct heads; the
 sentences generated from those numbers; relations.csv (per run and relation); and
 plots/relations_ARM.svg, each H's heads x relations matrix from heads.csv.
@@ -13,8 +13,8 @@ Definitions (docs/ablation.md, "One head against several"):
 - bar: summary.json's "bar" for the relation; without one, 0.50 for previous-token
   and 0.30 for the others, the bars ./infer --heads types heads by.
 - a relation is served in a run when its best head's attention (summary.json)
-  reaches the bar; the heads serving it are its best head and every other head
-  whose per-head score (heads.csv) reaches the bar.
+  is above the bar; the heads serving it are its best head and every other head
+  whose per-head score (heads.csv) is above the bar.
 - distinct heads: the number of different heads serving the served relations;
   shared heads: those serving two or more.
 
@@ -87,10 +87,10 @@ def judge(relations, heads, names):
         e = relations.get(k) or {}
         bar, source = bar_of(e, k)
         att, uni = num(e.get("attention")), num(e.get("uniform"))
-        served = math.isfinite(att) and att >= bar
+        served = math.isfinite(att) and att > bar
         serving = set()
         if served:
-            serving = {head_label(h) for h in live if head_score(h, k) >= bar}
+            serving = {head_label(h) for h in live if head_score(h, k) > bar}
             serving |= {e["best_head"]} if e.get("best_head") else set()
         uses.update(serving)
         out[k] = {"best_head": e.get("best_head"), "attention": att, "uniform": uni,
@@ -160,7 +160,7 @@ def tables(rows, names, arms):
     """The two tables: per relation, arm and H; and per arm and H."""
     g = groups(rows, arms)
     head = ["relation", "arm", "H", "D", "best head", "best-head attn.", "uniform", "ratio", "bar",
-            "seeds at bar", "loss (nats)"]
+            "seeds above bar", "loss (nats)"]
     body = []
     for k in names:
         for (arm, H), rs in g.items():
@@ -198,7 +198,7 @@ def served_sentence(arm_title, g, arm):
     mine = {H: [r["judged"] for r in rs] for (a, H), rs in g.items() if a == arm}
     if mine and not any(j["served"] for js in mine.values() for j in js):
         n = max(j["scored"] for js in mine.values() for j in js)
-        return "**%s**: at every H (%s), none of the %d relation%s has a head at the bar, " \
+        return "**%s**: at every H (%s), none of the %d relation%s has a head above the bar, " \
             "in any seed." % (arm_title, ", ".join(map(str, mine)), n, "" if n == 1 else "s")
     parts = []
     for H, js in mine.items():
@@ -210,7 +210,7 @@ def served_sentence(arm_title, g, arm):
             spread = "the same in each of %s" % seeds_text(len(js)) if len(js) > 1 else \
                 "one seed"
         mean = sum(served) / len(js)
-        s = "at H = %d, %s of %d relation%s %s a head at the bar (%s)" % (
+        s = "at H = %d, %s of %d relation%s %s a head above the bar (%s)" % (
             H, whole(mean), js[0]["scored"], "" if js[0]["scored"] == 1 else "s",
             "has" if mean == 1 else "have", spread)
         if sum(served):
@@ -244,7 +244,7 @@ def never_always(g, arm, names):
     if never:
         out.append("%s %s." % (
             "The best head's attention in any run, against the bar:" if len(never) == len(
-                names) else "No head reaches the bar at any H, in any seed, for", ", ".join(
+                names) else "No head is above the bar at any H, in any seed, for", ", ".join(
                 "%s (best %.3f, bar %.2f)" % (k, max(num(r["judged"]["relations"][k][
                     "attention"]) for r in mine), mine[0]["judged"]["relations"][k]["bar"])
                 if any(math.isfinite(num(r["judged"]["relations"][k]["attention"]))
@@ -301,10 +301,10 @@ INTRO = ("Does one head have to average several relations into one muddy pattern
          "several heads split them? Per relation, arm and H: the best head of each seed "
          "(×n: in n seeds), its mean attention on the relation's key (summary.json, mean ± "
          "s.d. over seeds), the uniform head's, their ratio, the bar, the seeds in which "
-         "some head reaches the bar, and the loss (nats) on the tokens the relation "
-         "predicts. A relation is served in a run when its best head reaches the bar; the "
+         "some head is above the bar, and the loss (nats) on the tokens the relation "
+         "predicts. A relation is served in a run when its best head is above the bar; the "
          "heads serving it are that head and every head whose per-head score in heads.csv "
-         "reaches the bar; distinct heads counts the different heads serving the served "
+         "is above the bar; distinct heads counts the different heads serving the served "
          "relations, and a head serving 2+ serves two or more.")
 
 
@@ -350,7 +350,7 @@ def matrix_plot(rows, names, arm, title):
     for px, H, first, heads, ch in panels:
         vals = [[head_score(h, k) for k in names] for h in heads]
         bars = [first["judged"]["relations"][k]["bar"] for k in names]
-        marks = [[v >= b for v, b in zip(row, bars)] for row in vals]
+        marks = [[v > b for v, b in zip(row, bars)] for row in vals]
         heatmap(svg, px, top, vals, [head_label(h) for h in heads], names, cw, ch,
                 marks=marks, show_values=len(heads) <= 32,
                 title="H = %d (D = %d), seed %d" % (H, first["D"], first["seed"]))
@@ -358,7 +358,7 @@ def matrix_plot(rows, names, arm, title):
     for k, line in enumerate([
             "Cell: the head's mean attention on the relation's key (heads.csv), in the first "
             "seed's model of each H.",
-            "Outlined: at or above the relation's bar. Grey: no per-head score."]):
+            "Outlined: above the relation's bar. Grey: no per-head score."]):
         svg.text(20, height - 40 + 18 * k, line, size=11, fill="#444")
     return svg
 

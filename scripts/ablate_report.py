@@ -271,12 +271,12 @@ def relation_findings(by_h):
         att = {H: v for H, v in att.items() if v}
         if not att:
             continue
-        every = [H for H, v in att.items() if min(v) >= bar]
-        some = [H for H, v in att.items() if max(v) >= bar and H not in every]
+        every = [H for H, v in att.items() if min(v) > bar]
+        some = [H for H, v in att.items() if max(v) > bar and H not in every]
         u = mean_sd(rel_values([r for rs in by_h.values() for r in rs], k, "uniform"))[0]
         ms = {H: mean_sd(v) for H, v in att.items()}
         if len(every) == len(att):
-            s = "%s is learned by every H (best-head attention >= %.2f in every seed" % (k, bar)
+            s = "%s is learned by every H (best-head attention above %.2f in every seed" % (k, bar)
         elif not every and not some:
             s = "%s is learned by no H (best-head attention under %.2f in every seed" % (k, bar)
         else:

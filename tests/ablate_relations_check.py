@@ -180,12 +180,12 @@ class Sweep(unittest.TestCase):
                       self.md)
 
     def test_sentences_follow_the_numbers(self):
-        for s in ["At H = 1, 1.5 of 4 relations have a head at the bar (range 1–2 over 2 "
-                  "seeds) with 1 distinct head; at H = 2, 3 of 4 relations have a head at the "
+        for s in ["At H = 1, 1.5 of 4 relations have a head above the bar (range 1–2 over 2 "
+                  "seeds) with 1 distinct head; at H = 2, 3 of 4 relations have a head above the "
                   "bar (the same in each of 2 seeds) with 2 distinct heads.",
                   "Runs in which one head serves two or more relations: 1 of 2 at H = 1, 2 of "
                   "2 at H = 2.",
-                  "No head reaches the bar at any H, in any seed, for qux (best 0.100, bar "
+                  "No head is above the bar at any H, in any seed, for qux (best 0.100, bar "
                   "0.30).",
                   "Served at every H in every seed: bracket.",
                   "previous-token 0.500 against 0.750 (H = 2); bracket 0.375 against 0.450 "
@@ -230,7 +230,7 @@ class NoneServed(unittest.TestCase):
                 for H in (1, 2) for seed in (1, 2)]
         g = ablate_relations.groups(rows, ["width"])
         self.assertEqual(ablate_relations.served_sentence("W", g, "width"),
-                         "**W**: at every H (1, 2), none of the 2 relations has a head at the "
+                         "**W**: at every H (1, 2), none of the 2 relations has a head above the "
                          "bar, in any seed.")
         self.assertEqual(ablate_relations.shared_sentence(g, "width"), "")
         self.assertEqual(ablate_relations.never_always(g, "width", names),

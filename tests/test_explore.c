@@ -408,6 +408,8 @@ Test(explore, a_hand_built_window_has_its_known_relation_keys, .timeout = 60)
     serving += expect_serves(j, "rare", 0.3, rows, n, T);
     cr_assert_eq(json_keys(j, "agreement", rows, n, T), -1, "not the built-in corpus");
     cr_assert_eq(json_keys(j, "names", rows, n, T), -1);
+    cr_assert_eq(json_keys(j, "determiner", rows, n, T), -1);
+    cr_assert_eq(json_keys(j, "coreference", rows, n, T), -1);
     cr_assert_not_null(strstr(j, "\"builtin_corpus\":false"));
     free(j);
     /* The page carries the same keys. */

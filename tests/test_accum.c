@@ -44,10 +44,7 @@ Test(accum, the_fold_adds_micro_batches_in_order_and_scales_once)
 /* The first step's record of a --log file: loss and gradient norm. */
 static void first_step(const char *log, double *loss, double *norm)
 {
-    size_t n;
-    char *text = (char *)tu_read_file(log, &n);
-    cr_assert_not_null(text, "no log %s", log);
-    text[n] = '\0';
+    char *text = tu_read_text(log);
     const char *at = strstr(text, "{\"type\":\"step\",\"step\":1,");
     cr_assert_not_null(at, "no step 1 in %s", log);
     const char *l = strstr(at, "\"loss\":"), *g = strstr(at, "\"grad_norm\":");

@@ -37,15 +37,6 @@ static void env_init(Env *e, const char *name)
     tu_model(e, name, 20000, 5, TINY " --steps 20");
 }
 
-static char *read_text(const char *path)
-{
-    size_t n;
-    unsigned char *b = tu_read_file(path, &n);
-    cr_assert_not_null(b, "%s was not written", path);
-    b[n] = '\0';
-    return (char *)b;
-}
-
 /* The base64 "att" string of a page, decoded; *n receives its length. */
 static unsigned char *page_weights(const char *page, size_t *n)
 {
@@ -80,7 +71,7 @@ Test(explore, page_is_self_contained)
     snprintf(html, sizeof html, "%s/p.html", e.dir);
     int rc = run(&out, "%s/infer --ckpt %s --explore %s --text '" TEXT "'", tu_bin(), e.ckpt, html);
     cr_assert_eq(rc, 0, "%s", out);
-    char *page = read_text(html);
+    char *page = tu_read_text(html);
     static const char *const banned[] = {"http:", "https:", "//cdn", "<link", "@import",
                                          "src=", "url(", "@font-face", "fetch(",
                                          "XMLHttpRequest", "/*@DATA@*/"};
@@ -103,7 +94,7 @@ Test(explore, names_cannot_end_the_pages_script)
                  "%s/infer --ckpt '%s/x</script><!--/m.ckpt' --explore %s --text 'The old'",
                  e.dir, e.ckpt, e.dir, tu_bin(), e.dir, html);
     cr_assert_eq(rc, 0, "%s", out);
-    char *page = read_text(html);
+    char *page = tu_read_text(html);
     const char *first = strstr(page, "</script>");
     cr_assert_not_null(first);
     cr_assert_null(strstr(first + 1, "</script>"), "a second </script> in the page");
@@ -126,7 +117,7 @@ Test(explore, page_weights_are_the_json_weights_rounded_to_bytes)
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_not_null(strstr(out, "shows its first 16"), "no note that the text was cut:\n%s",
                        out);
-    char *page = read_text(html), *js = read_text(json);
+    char *page = tu_read_text(html), *js = tu_read_text(json);
     size_t n;
     unsigned char *q = page_weights(page, &n);
     const int L = 2, H = 2, T = 16;
@@ -169,7 +160,7 @@ Test(explore, stdin_gives_the_same_weights_as_a_file)
     free(out);
     rc = run(&out, "%s/infer --ckpt %s --explore %s --text-file - < %s", tu_bin(), e.ckpt, b, txt);
     cr_assert_eq(rc, 0, "%s", out);
-    char *pa = read_text(a), *pb = read_text(b);
+    char *pa = tu_read_text(a), *pb = tu_read_text(b);
     const char *wa = strstr(pa, "\"att\":"), *wb = strstr(pb, "\"att\":");
     cr_assert(wa && wb);
     cr_assert_not_null(strstr(pb, "\"source\":\"\\u003cstdin>\""),
@@ -192,7 +183,7 @@ Test(explore, a_sample_can_be_explored)
                  "--tokens 7 --seed 3 2>/dev/null | cat", tu_bin(), e.ckpt, html, json);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_eq(strncmp(out, "The", 3), 0, "the sample is not on stdout:\n%s", out);
-    char *js = read_text(json);
+    char *js = tu_read_text(json);
     cr_assert_not_null(strstr(js, "\"T\":10,"), "the page does not hold prompt + sample:\n%.200s",
                        js);
     /* The explored bytes are the printed ones. */
@@ -383,7 +374,7 @@ Test(explore, a_hand_built_window_has_its_known_relation_keys, .timeout = 60)
                  e.ckpt, html, json, text);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    char *j = read_text(json);
+    char *j = tu_read_text(json);
     int T = 16, prev[16], bracket[16], copy[16];
     for (int i = 0; i < T; i++) {
         prev[i] = i - 1;
@@ -413,7 +404,7 @@ Test(explore, a_hand_built_window_has_its_known_relation_keys, .timeout = 60)
     cr_assert_not_null(strstr(j, "\"builtin_corpus\":false"));
     free(j);
     /* The page carries the same keys. */
-    char *page = read_text(html);
+    char *page = tu_read_text(html);
     cr_assert_not_null(strstr(page, "\"bracket\":[[],[],[0],[],[],[],[],[],[],[],[],[9],"), "%.300s",
                        strstr(page, "\"relation_keys\""));
     free(page);
@@ -425,7 +416,7 @@ Test(explore, a_hand_built_window_has_its_known_relation_keys, .timeout = 60)
              e.ckpt, html, json, "aaaaaaaaaaaaaaaa");
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    j = read_text(json);
+    j = tu_read_text(json);
     cr_assert_eq(json_keys(j, "rare", rows, n, T), T);
     for (int i = 0; i < T; i++) {
         cr_assert_eq(n[i], i >= 2 ? i - 1 : 0, "row %d: %d rare keys", i, n[i]);
@@ -483,7 +474,7 @@ Test(explore, a_piece_of_the_built_in_corpus_has_its_planted_keys, .timeout = 12
             seen++;
         }
     cr_assert_gt(seen, 0, "the window holds no planted relation: pick another piece");
-    char *j = read_text(json);
+    char *j = tu_read_text(json);
     cr_assert_not_null(strstr(j, "\"builtin_corpus\":true"));
     for (int q = 0; q < SYNTH_REL_KINDS; q++)
         if (q != SYNTH_REL_BRACKET)

@@ -63,15 +63,6 @@ static void setup(Run *r, const char *name)
            r->text, r->ckpt);
 }
 
-static char *read_text(const char *path)
-{
-    size_t n;
-    unsigned char *b = tu_read_file(path, &n);
-    cr_assert_not_null(b, "%s was not written", path);
-    b[n] = '\0';
-    return (char *)b;
-}
-
 /* One RFC 4180 field at *p into out (room for len), leaving *p after it and its
  * comma. Returns 1 if it was quoted. */
 static int csv_next(const char **p, char *out, size_t len)
@@ -142,7 +133,7 @@ Test(heads_bpe, report_labels_tokens_with_their_text_in_every_file, .timeout = 1
            "-j 2", tu_bin(), r.ckpt, r.text, r.rep);
     char path[600];
     snprintf(path, sizeof path, "%s/summary.json", r.rep);
-    char *sum = read_text(path);
+    char *sum = tu_read_text(path);
     int merges = -1;
     const char *m = strstr(sum, "\"merges\":");
     cr_assert_not_null(m, "summary.json has no merge count");
@@ -153,7 +144,7 @@ Test(heads_bpe, report_labels_tokens_with_their_text_in_every_file, .timeout = 1
 
     /* tokens.csv: every label is its bytes' label; some need quoting. */
     snprintf(path, sizeof path, "%s/tokens.csv", r.rep);
-    char *csv = read_text(path);
+    char *csv = tu_read_text(path);
     const char *p = strchr(csv, '\n');
     cr_assert_not_null(p);
     p++;
@@ -196,7 +187,7 @@ Test(heads_bpe, report_labels_tokens_with_their_text_in_every_file, .timeout = 1
 
     /* heads.json's text window: the same labels, through JSON's escaping. */
     snprintf(path, sizeof path, "%s/heads.json", r.rep);
-    char *js = read_text(path);
+    char *js = tu_read_text(path);
     p = strstr(js, "\"text_window\":[");
     cr_assert_not_null(p);
     for (int t = 0; t < BLOCK; t++) {
@@ -211,7 +202,7 @@ Test(heads_bpe, report_labels_tokens_with_their_text_in_every_file, .timeout = 1
 
     /* The heatmap's axes carry the labels, XML-escaped. */
     snprintf(path, sizeof path, "%s/heatmaps/text_L0_H0.svg", r.rep);
-    char *svg = read_text(path);
+    char *svg = tu_read_text(path);
     cr_assert_not_null(strstr(svg, ">\xe2\x90\xa3" "dd</text>"), "no \" dd\" label in the SVG");
     cr_assert_not_null(strstr(svg, ">&quot;,</text>"), "no '\",' label in the SVG");
     cr_assert_not_null(strstr(svg, "rotate(-90)"), "word labels run up the columns");
@@ -228,7 +219,7 @@ Test(heads_bpe, explorer_shows_the_first_block_of_tokens_with_their_text, .timeo
     snprintf(json, sizeof json, "%s/weights.json", r.dir);
     run_ok("infer --explore", "%s/infer --ckpt %s --explore %s --explore-json %s --text-file %s",
            tu_bin(), r.ckpt, html, json, r.text);
-    char *js = read_text(json);
+    char *js = tu_read_text(json);
     cr_assert_not_null(strstr(js, "\"T\":32,"), "%.100s", js);
     /* tokens: the bytes of each token, in order: together the start of the text. */
     const char *p = strstr(js, "\"tokens\":[");
@@ -264,7 +255,7 @@ Test(heads_bpe, explorer_shows_the_first_block_of_tokens_with_their_text, .timeo
     }
     free(js);
     /* The page: the same data, and what it kept of the longer text. */
-    char *page = read_text(html);
+    char *page = tu_read_text(html);
     cr_assert_not_null(strstr(page, "\"kept\":\"first\""));
     const char *tt = strstr(page, "\"text_tokens\":");
     cr_assert_not_null(tt);
@@ -284,7 +275,7 @@ Test(heads_bpe, training_log_scores_relations_on_tokens, .timeout = 120)
     run_ok("train --heads-every", "%s/train --data %s --vocab 40 --steps 2 --layers 1 --embd 16 "
            "--heads 2 --block 32 --batch 4 --eval-every 0 --save-every 0 --heads-every 1 "
            "--threads 1 --log %s --out %s/log.ckpt", tu_bin(), r.text, log, r.dir);
-    char *js = read_text(log);
+    char *js = tu_read_text(log);
     const char *p = strstr(js, "{\"type\":\"heads\"");
     cr_assert_not_null(p, "no heads record");
     /* Every line of the text has a quoted "b" and repeats, so both the bracket and

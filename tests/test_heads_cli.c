@@ -54,12 +54,9 @@ static size_t count_lines(const char *path)
 
 static void assert_starts(const char *path, const char *prefix, const char *contains)
 {
-    size_t len;
-    unsigned char *b = tu_read_file(path, &len);
-    cr_assert_not_null(b, "%s missing", path);
-    b[len] = '\0';
-    cr_assert(strncmp((char *)b, prefix, strlen(prefix)) == 0, "%s starts '%.40s'", path, b);
-    cr_assert_not_null(strstr((char *)b, contains), "%s lacks '%s'", path, contains);
+    char *b = tu_read_text(path);
+    cr_assert(strncmp(b, prefix, strlen(prefix)) == 0, "%s starts '%.40s'", path, b);
+    cr_assert_not_null(strstr(b, contains), "%s lacks '%s'", path, contains);
     free(b);
 }
 
@@ -116,11 +113,7 @@ static char *train_log(const char *cmd, const char *path)
     int rc = tu_run(cmd, &out);
     cr_assert_eq(rc, 0, "train failed (%d):\n%s", rc, out);
     free(out);
-    size_t len;
-    char *log = (char *)tu_read_file(path, &len);
-    cr_assert_not_null(log);
-    log[len] = '\0';
-    return log;
+    return tu_read_text(path);
 }
 
 Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 60)

@@ -168,10 +168,7 @@ Test(outputs, resume_continues_into_its_own_checkpoint_and_the_hint_continues_th
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status 0x%x", status);
-    size_t n;
-    char *text = (char *)tu_read_file(errpath, &n);
-    cr_assert_not_null(text);
-    text[n] = '\0';
+    char *text = tu_read_text(errpath);
     const char *hint = strstr(text, "continue with: ./train ");
     cr_assert_not_null(hint, "no resume hint:\n%s", text);
     hint += strlen("continue with: ./train ");
@@ -186,9 +183,7 @@ Test(outputs, resume_continues_into_its_own_checkpoint_and_the_hint_continues_th
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     cr_assert_eq(ckpt_steps(e.out), at + 3, "the hint did not continue into --out");
-    char *log = (char *)tu_read_file(e.log, &n);
-    cr_assert_not_null(log);
-    log[n] = '\0';
+    char *log = tu_read_text(e.log);
     char key[64];
     snprintf(key, sizeof key, "{\"type\":\"step\",\"step\":%ld,", at + 1);
     cr_assert(strstr(log, key) && strstr(log, "\"type\":\"final\""),

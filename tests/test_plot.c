@@ -24,11 +24,7 @@ static char *read_text(const char *dir, const char *name)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    size_t n;
-    unsigned char *b = tu_read_file(path, &n);
-    cr_assert_not_null(b, "%s was not written", path);
-    b[n] = '\0';
-    return (char *)b;
+    return tu_read_text(path);
 }
 
 static int count(const char *s, const char *needle)

@@ -80,10 +80,7 @@ Test(train, help_lists_every_flag_with_the_default_in_use)
     rc = run(&out, "train", "--data %s --steps 1 --eval-iters 1 --out %s --log %s", e.data, e.out,
              e.log);
     cr_assert_eq(rc, 0, "%s", out);
-    size_t n;
-    char *log = (char *)tu_read_file(e.log, &n);
-    cr_assert_not_null(log);
-    log[n] = '\0';
+    char *log = tu_read_text(e.log);
     const char *pairs[][2] = {{"--layers", "layers"}, {"--heads", "heads"}, {"--embd", "embd"},
                               {"--block", "block"}, {"--batch", "batch"}, {"--lr", "lr"},
                               {"--min-lr", "min_lr"}, {"--warmup", "warmup"}, {"--wd", "wd"},
@@ -143,10 +140,7 @@ Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
                  "--out %s --log %s", e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    size_t n;
-    char *log = (char *)tu_read_file(e.log, &n);
-    cr_assert_not_null(log);
-    log[n] = '\0';
+    char *log = tu_read_text(e.log);
     cr_assert_eq(json_number(log, "lr"), 5e-3, "the run did not use the recipe: %s", log);
     cr_assert_eq(json_number(log, "min_lr"), 5e-4, "%s", log);
     free(log);
@@ -156,13 +150,10 @@ Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
  * (the timing fields), joined. */
 static char *log_lines(const char *path, const char *type, long from, const char *cut)
 {
-    size_t n;
-    char *text = (char *)tu_read_file(path, &n);
-    cr_assert_not_null(text, "no log %s", path);
-    text[n] = '\0';
+    char *text = tu_read_text(path);
     char prefix[64];
     snprintf(prefix, sizeof prefix, "{\"type\":\"%s\",", type);
-    char *res = calloc(n + 1, 1);
+    char *res = calloc(strlen(text) + 1, 1);
     size_t len = 0;
     for (char *line = text; *line;) {
         char *end = strchr(line, '\n');

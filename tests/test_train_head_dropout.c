@@ -33,11 +33,8 @@ static int same_files(const char *a, const char *b)
  * final line), which alone may differ between thread counts. */
 static char *log_without_timings(const char *path)
 {
-    size_t n;
-    char *text = (char *)tu_read_file(path, &n);
-    cr_assert_not_null(text, "no log %s", path);
-    text[n] = '\0';
-    char *res = calloc(n + 1, 1), *w = res;
+    char *text = tu_read_text(path);
+    char *res = calloc(strlen(text) + 1, 1), *w = res;
     for (char *line = text; *line;) {
         char *end = strchr(line, '\n');
         size_t ll = end ? (size_t)(end - line) : strlen(line);
@@ -85,10 +82,7 @@ Test(train, head_dropout_gives_identical_checkpoints_for_one_and_two_threads)
     cr_assert(same_files(ck[2], ck[3]), "--head-dropout 0 differs from no flag");
     cr_assert(!same_files(ck[0], ck[2]), "--head-dropout 0.3 trained what 0 trains");
     /* The settings record names it. */
-    size_t n;
-    char *log = (char *)tu_read_file(lg[0], &n);
-    cr_assert_not_null(log);
-    log[n] = '\0';
+    char *log = tu_read_text(lg[0]);
     cr_assert(strstr(log, "\"head_dropout\":0.3,"), "%s", log);
     free(log);
 }
@@ -138,10 +132,7 @@ Test(train, evaluation_runs_without_head_dropout)
     int rc = run(&out, "train", "--data %s --dump-val %s", e.data, val);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    size_t n;
-    char *log = (char *)tu_read_file(e.log, &n);
-    cr_assert_not_null(log);
-    log[n] = '\0';
+    char *log = tu_read_text(e.log);
     const char *fin = strstr(log, "{\"type\":\"final\"");
     const char *jv = fin ? strstr(fin, "\"val_loss\":") : NULL;
     cr_assert_not_null(jv, "%s", log);

@@ -82,10 +82,7 @@ Test(vocab, the_vocabulary_is_shown_at_start_in_the_log_and_in_print_settings)
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "vocabulary 150 = "), "%s", out);
     cr_assert(strstr(out, " bytes + "), "%s", out);
-    size_t n;
-    char *log = (char *)tu_read_file(e.log, &n);
-    cr_assert_not_null(log);
-    log[n] = '\0';
+    char *log = tu_read_text(e.log);
     long V = json_long(log, "vocab"), nb = json_long(log, "vocab_bytes");
     cr_assert(V == 150 && nb > 20 && json_long(log, "merges") == V - nb &&
               json_long(log, "vocab_asked") == 150, "%s", log);

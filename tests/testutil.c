@@ -128,9 +128,22 @@ unsigned char *tu_read_file(const char *path, size_t *n)
         return NULL;
     }
     unsigned char *buf = malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        fclose(f);
+        return NULL;
+    }
     *n = fread(buf, 1, (size_t)st.st_size, f);
+    buf[*n] = '\0';
     fclose(f);
     return buf;
+}
+
+char *tu_read_text(const char *path)
+{
+    size_t n;
+    unsigned char *b = tu_read_file(path, &n);
+    cr_assert_not_null(b, "%s could not be read", path);
+    return (char *)b;
 }
 
 int tu_find_prefix(const char *dir, const char *prefix, char *found, size_t len)

@@ -64,7 +64,9 @@ int tu_write_file(const char *path, const void *data, size_t n);
  * (dir/name) goes to found when found is not NULL. */
 int tu_find_prefix(const char *dir, const char *prefix, char *found, size_t len);
 
-/* Reads a whole file (malloc'd) or NULL. */
+/* Reads a whole file (malloc'd, with a NUL after its n bytes) or NULL. */
 unsigned char *tu_read_file(const char *path, size_t *n);
+/* A file that must exist, as a NUL-terminated string (malloc'd). */
+char *tu_read_text(const char *path);
 
 #endif

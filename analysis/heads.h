@@ -69,8 +69,9 @@ typedef enum {
  * "coreference": JSON keys. */
 extern const char *const heads_rel_names[HEADS_REL_COUNT];
 
-/* Each relation's bar (docs/heads.md, "Serves"): a head serves relation q when
- * its mean attention on q's key, HeadStats.rel[q], is above heads_rel_bar[q].
+/* Each relation's bar (docs/heads.md, "Serves"): a head attends to relation q
+ * when its mean attention on q's key, HeadStats.rel[q], is above heads_rel_bar[q];
+ * it serves q when it also is needed for it (heads_serves).
  * Every relation has one; a relation added without one would have bar 0. */
 extern const double heads_rel_bar[HEADS_REL_COUNT];
 
@@ -113,6 +114,9 @@ typedef struct {
     double jsd_nearest;    /* smallest JSD to any other head */
     int nearest;           /* that head, as l*H + h; -1 when there is none */
     int masked;            /* silenced by the caller's head mask */
+    int costed;            /* cost[] was measured (analysis/pairs.h) */
+    double cost[HEADS_REL_COUNT]; /* share of each relation's logit difference (or loss,
+                                   * pairs_cost) its silencing alone takes away */
     HeadType type;
 } HeadStats;
 
@@ -196,6 +200,10 @@ void heads_keys_bracket(int *key, const int *tokens, const Tokenizer *tok, int B
  * nothing to copy from); -1 elsewhere in both. */
 void heads_keys_copy(int *key, int *first, const int *tokens, int B, int T);
 
+/* The token holding byte b of a text whose token t holds bytes
+ * [start[t], start[t + 1]): the last t < nids with start[t] <= b. */
+size_t heads_token_at(const size_t *start, size_t nids, size_t b);
+
 /* The planted relations of the built-in corpus (rel[0..n),
  * byte positions in the corpus, in order of query) moved onto the tokens of a
  * text that is the corpus from byte `at` on, token t holding the text's bytes
@@ -244,7 +252,12 @@ int heads_add_rare(HeadSums *sums, RelationSums *rs, const Activations *a, const
                    const int *targets, const uint64_t *counts, const float *losses, int B,
                    int T);
 
-/* 1 when head s serves relation q: it is not masked and s->rel[q] > heads_rel_bar[q]. */
+/* Head s attends to relation q: it is not masked and s->rel[q] > heads_rel_bar[q]. */
+int heads_attends(const HeadStats *s, int q);
+/* Head s is needed for relation q: its cost was measured and is at least
+ * HEADS_NEEDED_SHARE (analysis/pairs.h). */
+int heads_needed(const HeadStats *s, int q);
+/* Head s serves relation q: it attends and it is needed. */
 int heads_serves(const HeadStats *s, int q);
 
 /* Relation `kind` from the finished st[n] (heads_finish) and its sums: the best

@@ -5,6 +5,7 @@
  * version ./train logs. Split from heads.c, which keeps the pattern
  * statistics; docs/heads.md gives the definitions. */
 #include "analysis/heads.h"
+#include "analysis/pairs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -109,8 +110,7 @@ void heads_keys_copy(int *key, int *first, const int *tokens, int B, int T)
     }
 }
 
-/* The token holding byte b: the last t with start[t] <= b (start ascending). */
-static size_t token_at(const size_t *start, size_t nids, size_t b)
+size_t heads_token_at(const size_t *start, size_t nids, size_t b)
 {
     size_t lo = 0, hi = nids;   /* start[lo] <= b < start[hi] */
     while (hi - lo > 1) {
@@ -131,8 +131,8 @@ size_t heads_planted_to_tokens(SynthRelation *out, size_t *dropped, const SynthR
     for (size_t r = 0; r < n; r++) {
         if (rel[r].kind == SYNTH_REL_BRACKET || rel[r].key < at || rel[r].query + 1 >= at + nb)
             continue;
-        size_t next = token_at(start, nids, rel[r].query + 1 - at);
-        size_t key = token_at(start, nids, rel[r].key - at);
+        size_t next = heads_token_at(start, nids, rel[r].query + 1 - at);
+        size_t key = heads_token_at(start, nids, rel[r].key - at);
         if (next == 0 || key + 1 >= next) {
             ++*dropped;
             continue;
@@ -267,9 +267,19 @@ int heads_add_rare(HeadSums *sums, RelationSums *rs, const Activations *a, const
     return 0;
 }
 
-int heads_serves(const HeadStats *s, int q)
+int heads_attends(const HeadStats *s, int q)
 {
     return !s->masked && s->rel[q] > heads_rel_bar[q];
+}
+
+int heads_needed(const HeadStats *s, int q)
+{
+    return !s->masked && s->costed && s->cost[q] >= HEADS_NEEDED_SHARE;
+}
+
+int heads_serves(const HeadStats *s, int q)
+{
+    return heads_attends(s, q) && heads_needed(s, q);
 }
 
 void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const RelationSums *rs,

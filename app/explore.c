@@ -143,8 +143,7 @@ static void write_heads(FILE *f, const Explore *e)
             fprintf(f, ",\"%s\":", SCORES[q].name);
             jnum(f, *(const double *)((const char *)s + SCORES[q].offset));
         }
-        fputs(",\"serves\":", f);
-        report_serves_json(f, s);
+        report_head_relations_json(f, s);
         fputc('}', f);
     }
     fputs("]", f);

@@ -144,9 +144,33 @@ static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_sh
     free(sums);
 }
 
-/* The loss on the text, and how much it rises when each head alone is off. */
+/* The causal scores of the window in[0..Tl) (text token base on) just run
+ * through a: its minimal pairs and every relation's loss on its tokens. */
+static void window_causal(CausalScore *cs, const Activations *a, const RelationKeys *rk,
+                          const int *in, size_t base, int Tl, int n)
+{
+    HeadSums *sums = xcalloc((size_t)n, sizeof *sums);
+    RelationSums rs[HEADS_REL_COUNT] = {{0}};
+    PairSums ps[PAIRS_SETS] = {{0}};
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        if (q != HEADS_REL_RARE)
+            heads_add_relation(sums, &rs[q], q, a, rk->key[q], rk->first[q], a->losses, 1, Tl);
+    if (heads_add_rare(sums, &rs[HEADS_REL_RARE], a, in, in + 1, rk->counts, a->losses, 1, Tl))
+        cli_fail("out of memory for the rare relation");
+    size_t next = 0;
+    pairs_add(ps, a, rk->planted.pair, rk->planted.npair, base, 1, Tl, &next);
+    for (int q = 0; q < PAIRS_SETS; q++)
+        pairs_finish(&cs->pair[q], &ps[q]);
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        cs->rel_loss[q] = rs[q].loss_rows > 0 ? rs[q].loss / rs[q].loss_rows : 0.0;
+    free(sums);
+}
+
+/* The loss on the text, how much it rises when each head alone is off, and
+ * each head's cost to every relation on this text (analysis/pairs.h). */
 static double score_importance(HeadStats *st, const Model *m, Activations *a, const int *in,
-                               size_t nids, const unsigned char *head_on)
+                               size_t nids, const unsigned char *head_on,
+                               const RelationKeys *rk, size_t base_tok)
 {
     int n = m->cfg.L * m->cfg.H;
     int Tl = nids - 1 < (size_t)m->cfg.T ? (int)(nids - 1) : m->cfg.T;
@@ -154,6 +178,8 @@ static double score_importance(HeadStats *st, const Model *m, Activations *a, co
     for (int k = 0; k < n; k++)
         st[k].masked = head_on && !head_on[k];
     double base = heads_loss(m, a, in, in + 1, 1, Tl, head_on);
+    CausalScore cbase, cx;
+    window_causal(&cbase, a, rk, in, base_tok, Tl, n);
     for (int k = 0; k < n; k++) {
         st[k].delta_loss = NAN;
         if (st[k].masked)
@@ -161,6 +187,11 @@ static double score_importance(HeadStats *st, const Model *m, Activations *a, co
         for (int q = 0; q < n; q++)
             on[q] = !st[q].masked && q != k;
         st[k].delta_loss = heads_loss(m, a, in, in + 1, 1, Tl, on) - base;
+        window_causal(&cx, a, rk, in, base_tok, Tl, n);
+        st[k].costed = 1;
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            st[k].cost[q] = pairs_cost(&cbase.pair[q], &cx.pair[q], cbase.rel_loss[q],
+                                       cx.rel_loss[q]);
     }
     free(on);
     return base;
@@ -242,7 +273,8 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     score_heads(st, jsd, att, &e.delim_share, m, &a, in, tok, &rk, T, o->seed, o->head_on);
     e.scored_rows = T - heads_skip(T);
     if (nids >= 2)
-        e.loss = score_importance(st, m, &a, in, nids, o->head_on);
+        e.loss = score_importance(st, m, &a, in, nids, o->head_on, &rk,
+                                  from_end ? nt - (size_t)T : 0);
     heads_redundancy(st, jsd, L, H);
     for (int k = 0; k < n; k++)
         st[k].type = heads_classify(&st[k], e.delim_share);

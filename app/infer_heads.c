@@ -22,6 +22,9 @@
 /* The relation pass reads at most this many consecutive windows (262,144 tokens
  * at T = 64): relations are rare, so it reads the whole of a typical file. */
 #define HEADS_REL_WINDOWS 4096
+/* The causal passes (minimal pairs, one per silenced head) read the first this
+ * many windows of the relation pass (16,384 tokens at T = 64). */
+#define HEADS_CAUSAL_WINDOWS 256
 /* Activation memory for one batch is kept under this many attention floats. */
 #define MAX_ATT_FLOATS ((size_t)64 << 20)
 
@@ -39,6 +42,7 @@ typedef struct {
     int *probe;                 /* [HEADS_PROBES][2P] */
     const char *probe_rule;     /* which rule of heads_probe_alphabet chose the tokens */
     int rel_windows;            /* consecutive windows of the relation pass */
+    int causal_windows;         /* the first of them, read by every causal pass */
     Planted planted;            /* the built-in corpus' relations, when the file is a piece */
     uint64_t *counts;           /* [V] the rare relation's token counts */
     int rare_training;          /* 1: counted on the training text; 0: on the file */
@@ -52,6 +56,8 @@ typedef struct {
     RelationSums rsums[HEADS_REL_COUNT];
     double base_loss;
     float *att_text, *att_probe; /* heatmaps: [n][T][T], [n][2P][2P] */
+    CausalScore base;           /* minimal pairs and relation losses, heads as given */
+    CausalScore *ablated;       /* [n]: the same with head k silenced too */
 } HeadsMeasures;
 
 /* What the printer and report.c show besides the measurements: st's derived
@@ -61,6 +67,8 @@ typedef struct {
     double effective;
     HeadsRelation rel[HEADS_REL_COUNT];
     HeadsSummary sum;
+    int needed_head[HEADS_REL_COUNT]; /* the head whose silencing costs most; -1: none */
+    NeededSet needed[HEADS_REL_COUNT];
     int *prune_order;           /* --prune-curve; NULL without */
     double *prune_loss;
     int nprune;
@@ -85,16 +93,19 @@ static const char *const PROBE_RULES_BPE[] = {
     "tokens of the text without a newline", "tokens of the vocabulary without a newline",
 };
 
-/* The relation pass: consecutive windows of T tokens from the start of the file
- * (at most HEADS_REL_WINDOWS), every relation's keys, and the attention and
- * loss sums; fills ms->rsums and every head's rel[]. */
-static void measure_relations(HeadsMeasures *ms, const HeadsInputs *in, Activations *a,
-                              const TokenId *ids, const unsigned char *head_on)
+/* One pass over nwin consecutive windows of T tokens from the start of the file
+ * with the heads in head_on active: every relation's keys, the heads'
+ * attention on them into sums (may be NULL: a scratch is used), the rows and
+ * loss into rsums, and the minimal pairs' scores into ps. */
+static void relation_pass(HeadSums *sums, RelationSums *rsums, PairSums *ps,
+                          const HeadsInputs *in, Activations *a, const TokenId *ids, int nwin,
+                          const unsigned char *head_on)
 {
     int T = in->T;
     size_t NB = (size_t)in->Bcap * T;
-    HeadSums *sums = xcalloc((size_t)in->n, sizeof *sums);
-    HeadStats *st = xcalloc((size_t)in->n, sizeof *st);
+    HeadSums *scratch = sums ? NULL : xcalloc((size_t)in->n, sizeof *scratch);
+    if (!sums)
+        sums = scratch;
     int *x = xcalloc(NB, sizeof(int)), *tg = xcalloc(NB, sizeof(int));
     int *key[HEADS_REL_COUNT], *first[HEADS_REL_COUNT];   /* [Bcap][T] each, -1: none */
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
@@ -103,9 +114,9 @@ static void measure_relations(HeadsMeasures *ms, const HeadsInputs *in, Activati
         memset(first[q], 0xff, NB * sizeof(int)); /* -1: no first occurrence */
     }
     PassOptions po = {.head_on = head_on};
-    size_t next = 0;
-    for (int w0 = 0; w0 < in->rel_windows; w0 += in->Bcap) {
-        int B = in->rel_windows - w0 < in->Bcap ? in->rel_windows - w0 : in->Bcap;
+    size_t next = 0, next_pair = 0;
+    for (int w0 = 0; w0 < nwin; w0 += in->Bcap) {
+        int B = nwin - w0 < in->Bcap ? nwin - w0 : in->Bcap;
         for (size_t i = 0; i < (size_t)B * T; i++) {
             size_t pos = (size_t)w0 * T + i;
             x[i] = ids[pos];
@@ -118,22 +129,126 @@ static void measure_relations(HeadsMeasures *ms, const HeadsInputs *in, Activati
         planted_keys(key, first, &in->planted, (size_t)w0 * T, B, T, &next);
         for (int q = 0; q < HEADS_REL_COUNT; q++)
             if (q != HEADS_REL_RARE)
-                heads_add_relation(sums, &ms->rsums[q], q, a, key[q], first[q], a->losses, B, T);
-        if (heads_add_rare(sums, &ms->rsums[HEADS_REL_RARE], a, x, tg, in->counts, a->losses,
-                           B, T))
+                heads_add_relation(sums, &rsums[q], q, a, key[q], first[q], a->losses, B, T);
+        if (heads_add_rare(sums, &rsums[HEADS_REL_RARE], a, x, tg, in->counts, a->losses, B, T))
             cli_fail("out of memory for the rare relation");
+        pairs_add(ps, a, in->planted.pair, in->planted.npair, (size_t)w0 * T, B, T, &next_pair);
     }
-    heads_finish(st, sums, in->n);
-    for (int k = 0; k < in->n; k++)
-        memcpy(ms->st[k].rel, st[k].rel, sizeof st[k].rel);
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         free(key[q]);
         free(first[q]);
     }
-    free(sums);
-    free(st);
+    free(scratch);
     free(x);
     free(tg);
+}
+
+/* The relation pass: every relation's keys over in->rel_windows windows, and the
+ * attention and loss sums; fills ms->rsums and every head's rel[]. */
+static void measure_relations(HeadsMeasures *ms, const HeadsInputs *in, Activations *a,
+                              const TokenId *ids, const unsigned char *head_on)
+{
+    HeadSums *sums = xcalloc((size_t)in->n, sizeof *sums);
+    HeadStats *st = xcalloc((size_t)in->n, sizeof *st);
+    PairSums ps[PAIRS_SETS] = {{0}};
+    relation_pass(sums, ms->rsums, ps, in, a, ids, in->rel_windows, head_on);
+    heads_finish(st, sums, in->n);
+    for (int k = 0; k < in->n; k++)
+        memcpy(ms->st[k].rel, st[k].rel, sizeof st[k].rel);
+    free(sums);
+    free(st);
+}
+
+/* The causal pass's scores with the heads in head_on active: every pair set's
+ * and every relation's loss on its tokens, over in->causal_windows windows. */
+static void causal_score(CausalScore *cs, const HeadsInputs *in, Activations *a,
+                         const TokenId *ids, const unsigned char *head_on)
+{
+    RelationSums rs[HEADS_REL_COUNT] = {{0}};
+    PairSums ps[PAIRS_SETS] = {{0}};
+    relation_pass(NULL, rs, ps, in, a, ids, in->causal_windows, head_on);
+    for (int s = 0; s < PAIRS_SETS; s++)
+        pairs_finish(&cs->pair[s], &ps[s]);
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        cs->rel_loss[q] = rs[q].loss_rows > 0 ? rs[q].loss / rs[q].loss_rows : 0.0;
+}
+
+/* The cost for relation q of the ablated scores x against the base. */
+static double causal_cost(const CausalScore *base, const CausalScore *x, int q)
+{
+    return pairs_cost(&base->pair[q], &x->pair[q], base->rel_loss[q], x->rel_loss[q]);
+}
+
+/* The needed set of relation q (docs/heads.md, "Needed heads"): the active
+ * heads in order of their own cost (largest first, ties by index), silenced
+ * together one more at a time until the set takes away HEADS_NEEDED_SET_SHARE of
+ * the logit difference, at most NEEDED_SET_MAX heads. */
+static void needed_set(HeadsOutputs *out, const HeadsMeasures *ms, const HeadsInputs *in,
+                       Activations *a, const TokenId *ids, const unsigned char *head_on, int q)
+{
+    int *order = xcalloc((size_t)in->n, sizeof(int)), k = 0;
+    for (int h = 0; h < in->n; h++)
+        if (!ms->st[h].masked && ms->st[h].cost[q] > 0)
+            order[k++] = h;
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && ms->st[order[j]].cost[q] > ms->st[order[j - 1]].cost[q]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    unsigned char *on = xcalloc((size_t)in->n, 1);
+    for (int h = 0; h < in->n; h++)
+        on[h] = !head_on || head_on[h];
+    NeededSet *ns = &out->needed[q];
+    for (int i = 0; i < k && i < NEEDED_SET_MAX; i++) {
+        on[order[i]] = 0;
+        ns->head[ns->n++] = order[i];
+        CausalScore x;
+        causal_score(&x, in, a, ids, on);
+        ns->share = causal_cost(&ms->base, &x, q);
+        if (ns->share >= HEADS_NEEDED_SET_SHARE) {
+            ns->reached = 1;
+            break;
+        }
+    }
+    free(on);
+    free(order);
+}
+
+/* Minimal pairs and head ablation per relation: the intact model's scores, each
+ * head silenced alone (every head's cost[]), each relation's needed head, and
+ * for the relations with pairs the needed set. */
+static void measure_causal(HeadsMeasures *ms, HeadsOutputs *out, const HeadsInputs *in,
+                           Activations *a, const TokenId *ids, const unsigned char *head_on)
+{
+    int tty = isatty(fileno(stderr));
+    causal_score(&ms->base, in, a, ids, head_on);
+    unsigned char *on = xcalloc((size_t)in->n, 1);
+    for (int k = 0; k < in->n; k++) {
+        HeadStats *s = &ms->st[k];
+        if (s->masked)
+            continue;
+        for (int h = 0; h < in->n; h++)
+            on[h] = (!head_on || head_on[h]) && h != k;
+        causal_score(&ms->ablated[k], in, a, ids, on);
+        s->costed = 1;
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            s->cost[q] = causal_cost(&ms->base, &ms->ablated[k], q);
+        if (tty)
+            fprintf(stderr, "\rinfer: silencing head %d/%d for the relations", k + 1, in->n);
+    }
+    if (tty)
+        fprintf(stderr, "\n");
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        out->needed_head[q] = -1;
+        for (int k = 0; k < in->n; k++)
+            if (!ms->st[k].masked && ms->st[k].cost[q] > 0 &&
+                (out->needed_head[q] < 0 || ms->st[k].cost[q] > ms->st[out->needed_head[q]].cost[q]))
+                out->needed_head[q] = k;
+        if (ms->base.pair[q].pairs > 0 && ms->base.pair[q].logit_diff > 0)
+            needed_set(out, ms, in, a, ids, head_on, q);
+    }
+    free(on);
 }
 
 /* Window k starts uniformly at random inside the k-th of nwin equal strata of
@@ -339,6 +454,12 @@ static void prune_curve(HeadsOutputs *out, const HeadsMeasures *ms, const HeadsI
     free(on);
 }
 
+/* Head s attends to relation q, but silencing it costs the relation too little. */
+static int attends_only(const HeadStats *s, int q)
+{
+    return heads_attends(s, q) && !heads_needed(s, q);
+}
+
 static void print_table(const HeadsInputs *in, const HeadsMeasures *ms, const HeadsOutputs *out)
 {
     const HeadsSummary *s = &out->sum;
@@ -357,13 +478,15 @@ static void print_table(const HeadsInputs *in, const HeadsMeasures *ms, const He
         char near[24] = "-";
         if (h->nearest >= 0)
             snprintf(near, sizeof near, "L%dH%d", h->nearest / in->H, h->nearest % in->H);
-        char id[24], serves[HEADS_REL_COUNT * 32];
+        char id[24], serves[HEADS_REL_COUNT * 32], attends[HEADS_REL_COUNT * 32];
         snprintf(id, sizeof id, "L%dH%d", idx[r] / in->H, idx[r] % in->H);
         printf("%-7s %-15s %6.3f %5.2f %5.1f %5.2f %5.2f %5.2f %5.2f %5.2f %5.2f"
                " %7.4f %6.2f%% %7.4f  %-6s %s\n", id, heads_type_names[h->type], h->entropy, h->confidence, h->distance, h->prev,
                h->self, h->first, h->delim, h->induction, h->duplicate, h->delta_loss,
                100.0 * h->delta_loss / ms->base_loss, h->grad, near,
                *report_serves(serves, sizeof serves, h, "+") ? serves : "-");
+        if (*report_rels(attends, sizeof attends, h, "+", attends_only))
+            printf("%*s(attends, not needed: %s)\n", 8, "", attends);
     }
     printf("\nsorted by dloss (loss increase when the head alone is silenced); ind/dup on "
            "%d probes of 2x%d random tokens (%s)\n", HEADS_PROBES, in->P, in->probe_rule);
@@ -397,24 +520,78 @@ static const char *rel_head(char buf[32], int k, int H)
     return buf;
 }
 
+/* "L1H3 0.42": a head and its cost, or "-". */
+static const char *head_cost(char buf[32], int k, int H, double cost)
+{
+    if (k < 0)
+        snprintf(buf, 32, "-");
+    else
+        snprintf(buf, 32, "L%dH%d %.2f", k / H, k % H, cost);
+    return buf;
+}
+
+/* "L0H2+L3H1 (0.61)", "-" or "L0H2+... (0.31, short)" when the set never
+ * reached its share. */
+static const char *needed_set_text(char *buf, size_t len, const NeededSet *ns, int H)
+{
+    if (ns->n == 0)
+        return snprintf(buf, len, "-"), buf;
+    size_t used = 0;
+    for (int i = 0; i < ns->n && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%sL%dH%d", i ? "+" : "",
+                                 ns->head[i] / H, ns->head[i] % H);
+    if (used < len)
+        snprintf(buf + used, len - used, " (%.2f%s)", ns->share, ns->reached ? "" : ", short");
+    return buf;
+}
+
 static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
                             const HeadsOutputs *out)
 {
-    char name[32];
-    printf("\nrelations (docs/heads.md): the best head's mean attention on the key, a uniform "
-           "head's, and the loss on the tokens the relation predicts\n"
-           "  relation        best    attention  uniform  loss    rows\n");
+    char name[32], need[32], set[NEEDED_SET_MAX * 8 + 32];
+    printf("\nrelations (docs/heads.md): best = the head with the largest mean attention on "
+           "the key, beside a uniform head's;\n  loss = the mean loss on the tokens the "
+           "relation predicts; needed = the head whose silencing alone takes away the largest "
+           "share\n  of the relation's logit difference (of its loss where it has no minimal "
+           "pairs), with that share\n"
+           "  relation        best    attention  uniform  loss    rows    needed     \n");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *r = &out->rel[q];
         if (q >= HEADS_REL_TEXT && !in->planted.builtin)
             continue;
-        printf("  %-15s %-7s %9.3f  %7.3f  %6.3f  %6.0f", heads_rel_names[q],
-               rel_head(name, r->best, in->H), r->attention, r->uniform, r->loss, r->rows);
+        int k = out->needed_head[q];
+        printf("  %-15s %-7s %9.3f  %7.3f  %6.3f  %6.0f  %-11s", heads_rel_names[q],
+               rel_head(name, r->best, in->H), r->attention, r->uniform, r->loss, r->rows,
+               head_cost(need, k, in->H, k >= 0 ? ms->st[k].cost[q] : 0.0));
         if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
             printf("  loss ratio %.3f (%.3f vs %.3f nats at the first occurrence, %.0f pairs)",
                    r->loss_ratio, r->pairs > 0 ? r->loss_ratio * r->first_loss : 0.0,
                    r->first_loss, r->pairs);
         printf("\n");
+    }
+    if (in->planted.builtin) {
+        printf("\nminimal pairs (docs/heads.md): accuracy = share of pairs where the right "
+               "token's logit beats the wrong one's (chance 0.5);\n  logit diff = its mean "
+               "margin; needed set = heads silenced together, largest cost first, until half "
+               "the margin is gone\n"
+               "  relation          accuracy  logit diff  pairs   needed set\n");
+        for (int q = 0; q < PAIRS_SETS; q++) {
+            const PairScore *p = &ms->base.pair[q];
+            if (p->pairs == 0)
+                continue;
+            printf("  %-17s %8.3f  %10.3f  %6.0f   %s\n", pairs_set_name(q), p->accuracy,
+                   p->logit_diff, p->pairs,
+                   q < HEADS_REL_COUNT ? needed_set_text(set, sizeof set, &out->needed[q], in->H)
+                                       : "-");
+        }
+        printf("  (names: against the most likely other token; coreference: against the "
+               "line's other noun; coreference-class:\n   against a noun of the antecedent's "
+               "class not in the line; %d windows of %d tokens; %zu contrasts left out: their "
+               "key is not before the scored token or their line is cut by the file's ends)\n",
+               in->causal_windows, in->T, in->planted.pairs_skipped);
+    } else {
+        printf("  (no minimal pairs: the file is no piece of the built-in corpus, whose "
+               "generator is what defines them)\n");
     }
     printf("  (rare: token counts of %s)\n", in->rare_source);
     if (in->planted.builtin)
@@ -446,6 +623,9 @@ static HeadsReport fill_report(const InferOptions *o, const HeadsInputs *in,
         .nprune = out->nprune, .rel = out->rel, .builtin = in->planted.builtin,
         .rel_windows = in->rel_windows, .probe_rule = in->probe_rule,
         .rare_training = in->rare_training, .rare_source = in->rare_source,
+        .causal = &ms->base, .ablated = ms->ablated, .needed_head = out->needed_head,
+        .needed = out->needed, .causal_windows = in->causal_windows,
+        .pairs_skipped = in->planted.pairs_skipped,
     };
 }
 
@@ -466,7 +646,7 @@ static void analysis_free(HeadsInputs *in, HeadsMeasures *ms, HeadsOutputs *out)
     free(in->start); free(in->in); free(in->tg); free(in->match); free(in->delim);
     free(in->probe); free(in->counts);
     planted_free(&in->planted);
-    free(ms->st); free(ms->jsd); free(ms->att_text); free(ms->att_probe);
+    free(ms->st); free(ms->jsd); free(ms->ablated); free(ms->att_text); free(ms->att_probe);
     free(out->layer_eff); free(out->prune_order); free(out->prune_loss);
 }
 
@@ -513,6 +693,9 @@ static TokenId *prepare(HeadsInputs *in, HeadsMeasures *ms, HeadsOutputs *out,
     in->delim = xcalloc(NT, 1);
     size_t fitting = (*nids - 1) / (size_t)in->T;
     in->rel_windows = fitting < HEADS_REL_WINDOWS ? (int)fitting : HEADS_REL_WINDOWS;
+    in->causal_windows = in->rel_windows < HEADS_CAUSAL_WINDOWS ? in->rel_windows
+                                                                : HEADS_CAUSAL_WINDOWS;
+    ms->ablated = xcalloc((size_t)in->n, sizeof(CausalScore));
     in->probe = xcalloc((size_t)HEADS_PROBES * 2 * P, sizeof(int));
     ms->st = xcalloc((size_t)in->n, sizeof(HeadStats));
     ms->jsd = xcalloc((size_t)in->n * in->n, sizeof(double));
@@ -567,6 +750,7 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
     measure_attention(&ms, &in, &a, o->head_on);
     measure_relations(&ms, &in, &a, ids, o->head_on);
     measure_importance(&ms, &in, &a, o->head_on);
+    measure_causal(&ms, &out, &in, &a, ids, o->head_on);
     derive_outputs(&out, &ms, &in);
     if (!o->json) {
         print_table(&in, &ms, &out);

@@ -46,6 +46,15 @@ int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *t
     p->builtin = 1;
     p->at = at;
     p->n = heads_planted_to_tokens(p->rel, &p->dropped, rel, total, at, start, nids);
+    size_t cap = total * SYNTH_ALTS;
+    p->pair = malloc((cap ? cap : 1) * sizeof *p->pair);
+    if (!p->pair)
+        goto done;
+    long np = pairs_from_planted(p->pair, cap, &p->pairs_skipped, rel, total, at,
+                                 (const unsigned char *)text, nb, ids, start, nids, tok);
+    if (np < 0)
+        goto done;
+    p->npair = (size_t)np;
     rc = 0;
 done:
     free(rel);
@@ -59,8 +68,10 @@ done:
 void planted_free(Planted *p)
 {
     free(p->rel);
+    free(p->pair);
     p->rel = NULL;
-    p->n = 0;
+    p->pair = NULL;
+    p->n = p->npair = 0;
 }
 
 /* The HeadsRelKind of each planted SynthRelKind (brackets are found in any text). */

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "analysis/heads.h"
+#include "analysis/pairs.h"
 #include "data/synth.h"
 #include "data/tokenizer.h"
 #include "trainer/ckpt.h"
@@ -22,6 +23,9 @@ typedef struct {
     SynthRelation *rel;   /* [n] its planted relations on its tokens, in order of query */
     size_t n;
     size_t dropped;       /* relations left out: key and query fall in one token */
+    MinimalPair *pair;    /* [npair] the relations' minimal pairs on its tokens, by row */
+    size_t npair;
+    size_t pairs_skipped; /* contrasts left out (pairs_from_planted says why) */
 } Planted;
 
 /* Fills p for the text ids[nids]. The corpus searched is the one the
@@ -29,7 +33,8 @@ typedef struct {
  * (ts->data_size bytes), else the SYNTH_DEFAULT_BYTES ./train generates (ts
  * NULL or another text). A text that is no piece of it, or that holds no
  * newline, gets builtin = 0 and no relations. The relations are those
- * synth_relations_in lists, moved onto the tokens by heads_planted_to_tokens.
+ * synth_relations_in lists, moved onto the tokens by heads_planted_to_tokens,
+ * and their minimal pairs (pairs_from_planted).
  * 0, or -1 when out of memory (p is then safe to planted_free). */
 int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *tok,
                  const TrainState *ts, char *err, size_t errlen);

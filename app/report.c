@@ -138,12 +138,13 @@ const char *report_head_label(char buf[32], int k, int H)
     return buf;
 }
 
-const char *report_serves(char *buf, size_t len, const HeadStats *s, const char *sep)
+const char *report_rels(char *buf, size_t len, const HeadStats *s, const char *sep,
+                        HeadRelTest test)
 {
     size_t at = 0;
     buf[0] = '\0';
     for (int q = 0; q < HEADS_REL_COUNT; q++)
-        if (heads_serves(s, q)) {
+        if (test(s, q)) {
             int w = snprintf(buf + at, len - at, "%s%s", at ? sep : "", heads_rel_names[q]);
             if (w < 0 || (size_t)w >= len - at) {
                 buf[at] = '\0';   /* a name that does not fit is left out whole */
@@ -154,16 +155,44 @@ const char *report_serves(char *buf, size_t len, const HeadStats *s, const char 
     return buf;
 }
 
-void report_serves_json(FILE *f, const HeadStats *s)
+void report_rels_json(FILE *f, const HeadStats *s, HeadRelTest test)
 {
     const char *sep = "";
     fputc('[', f);
     for (int q = 0; q < HEADS_REL_COUNT; q++)
-        if (heads_serves(s, q)) {
+        if (test(s, q)) {
             fprintf(f, "%s\"%s\"", sep, heads_rel_names[q]);
             sep = ",";
         }
     fputc(']', f);
+}
+
+const char *report_serves(char *buf, size_t len, const HeadStats *s, const char *sep)
+{
+    return report_rels(buf, len, s, sep, heads_serves);
+}
+
+void report_serves_json(FILE *f, const HeadStats *s)
+{
+    report_rels_json(f, s, heads_serves);
+}
+
+void report_head_relations_json(FILE *f, const HeadStats *s)
+{
+    fputs(",\"attends\":", f);
+    report_rels_json(f, s, heads_attends);
+    fputs(",\"needed\":", f);
+    report_rels_json(f, s, heads_needed);
+    fputs(",\"serves\":", f);
+    report_rels_json(f, s, heads_serves);
+    if (!s->costed)
+        return;
+    fputs(",\"cost\":{", f);
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        fprintf(f, "%s\"%s\":", q ? "," : "", heads_rel_names[q]);
+        jnum(f, s->cost[q]);
+    }
+    fputc('}', f);
 }
 
 static int write_csv(const char *dir, const HeadsReport *r, char *err, size_t errlen)
@@ -175,16 +204,19 @@ static int write_csv(const char *dir, const HeadsReport *r, char *err, size_t er
     fprintf(o.f, "layer,head,type,masked");
     for (size_t i = 0; i < report_nfields; i++)
         fprintf(o.f, ",%s", report_fields[i].name);
-    fprintf(o.f, ",delta_loss_pct,nearest,serves\n");
+    fprintf(o.f, ",delta_loss_pct,nearest,attends,needed,serves\n");
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
-        char near[32] = "", serves[HEADS_REL_COUNT * 32];
+        char near[32] = "", attends[HEADS_REL_COUNT * 32], needed[HEADS_REL_COUNT * 32];
+        char serves[HEADS_REL_COUNT * 32];
         if (s->nearest >= 0)
             report_head_label(near, s->nearest, H);
         fprintf(o.f, "%d,%d,%s,%d", k / H, k % H, heads_type_names[s->type], s->masked);
         for (size_t i = 0; i < report_nfields; i++)
             fprintf(o.f, ",%.6g", report_field(s, &report_fields[i]));
-        fprintf(o.f, ",%.6g,%s,%s\n", 100.0 * s->delta_loss / r->base_loss, near,
+        fprintf(o.f, ",%.6g,%s,%s,%s,%s\n", 100.0 * s->delta_loss / r->base_loss, near,
+                report_rels(attends, sizeof attends, s, "+", heads_attends),
+                report_rels(needed, sizeof needed, s, "+", heads_needed),
                 report_serves(serves, sizeof serves, s, "+"));
     }
     return report_out_close(&o, err, errlen);
@@ -230,8 +262,7 @@ static int write_heads_json(const char *dir, const HeadsReport *r, char *err, si
             fprintf(o.f, ",\"nearest\":\"%s\"", report_head_label(near, s->nearest, H));
         else
             fprintf(o.f, ",\"nearest\":null");
-        fputs(",\"serves\":", o.f);
-        report_serves_json(o.f, s);
+        report_head_relations_json(o.f, s);
         fputc('}', o.f);
         fprintf(o.f, "%s\n", k + 1 < n ? "," : "");
     }
@@ -247,6 +278,57 @@ const char *report_rel_label(char buf[32], int k, int H)
     else
         snprintf(buf, 32, "L%dH%d", k / H, k % H);
     return buf;
+}
+
+/* "accuracy","logit_diff","pairs" of one pair score, with the key prefix pre. */
+static void write_pair_score(FILE *f, const char *pre, const PairScore *p)
+{
+    fprintf(f, ",\"%saccuracy\":", pre);
+    jnum(f, p->accuracy);
+    fprintf(f, ",\"%slogit_diff\":", pre);
+    jnum(f, p->logit_diff);
+    fprintf(f, ",\"%spairs\":%.0f", pre, p->pairs);
+}
+
+/* Relation q's causal fields (docs/heads.md, "Minimal pairs", "Needed heads"):
+ * its minimal pairs (none for relations without), coreference's second contrast,
+ * "ablation" (head -> change of the logit difference, or of the loss on the
+ * relation's tokens where it has no pairs, when that head alone is silenced),
+ * "needed_head" and, with pairs, "needed_set". */
+static void write_causal_json(FILE *f, const HeadsReport *r, int q)
+{
+    char name[32];
+    int H = r->cfg.H, n = r->cfg.L * H, paired = r->causal->pair[q].pairs > 0;
+    if (paired)
+        write_pair_score(f, "", &r->causal->pair[q]);
+    if (q == HEADS_REL_COREF && r->causal->pair[PAIRS_COREF_CLASS].pairs > 0)
+        write_pair_score(f, "class_", &r->causal->pair[PAIRS_COREF_CLASS]);
+    fprintf(f, ",\"ablation_measure\":\"%s\",\"ablation\":{",
+            paired ? "logit_diff" : "loss");
+    for (int k = 0, first = 1; k < n; k++) {
+        if (r->st[k].masked)
+            continue;
+        const CausalScore *a = &r->ablated[k];
+        double d = paired ? a->pair[q].logit_diff - r->causal->pair[q].logit_diff
+                          : a->rel_loss[q] - r->causal->rel_loss[q];
+        fprintf(f, "%s\"%s\":", first ? "" : ",", report_head_label(name, k, H));
+        jnum(f, d);
+        first = 0;
+    }
+    fputs("},\"needed_head\":", f);
+    if (r->needed_head[q] >= 0)
+        fprintf(f, "\"%s\"", report_head_label(name, r->needed_head[q], H));
+    else
+        fputs("null", f);
+    if (!paired)
+        return;
+    const NeededSet *ns = &r->needed[q];
+    fputs(",\"needed_set\":[", f);
+    for (int i = 0; i < ns->n; i++)
+        fprintf(f, "%s\"%s\"", i ? "," : "", report_head_label(name, ns->head[i], H));
+    fputs("],\"needed_set_share\":", f);
+    jnum(f, ns->share);
+    fprintf(f, ",\"needed_set_reached\":%s", ns->reached ? "true" : "false");
 }
 
 /* summary.json's "relations" object (docs/heads.md, "Output files"). */
@@ -283,8 +365,10 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
             jnum(f, x->loss_ratio);
             fprintf(f, ",\"first_loss\":");
             jnum(f, x->first_loss);
-            fprintf(f, ",\"pairs\":%.0f", x->pairs);
+            fprintf(f, ",\"repeats\":%.0f", x->pairs);
         }
+        if (r->causal)
+            write_causal_json(f, r, q);
         fputc('}', f);
     }
     fputs("},\"serves\":{", f);
@@ -292,7 +376,16 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
         fprintf(f, "%s\"%s\":", k ? "," : "", report_head_label(name, k, r->cfg.H));
         report_serves_json(f, &r->st[k]);
     }
+    fputs("},\"attends\":{", f);
+    for (int k = 0; k < r->cfg.L * r->cfg.H; k++) {
+        fprintf(f, "%s\"%s\":", k ? "," : "", report_head_label(name, k, r->cfg.H));
+        report_rels_json(f, &r->st[k], heads_attends);
+    }
     fputc('}', f);
+    if (r->causal)
+        fprintf(f, ",\"causal_windows\":%d,\"needed_share\":%g,\"needed_set_share\":%g,"
+                "\"pairs_skipped\":%zu", r->causal_windows, HEADS_NEEDED_SHARE,
+                HEADS_NEEDED_SET_SHARE, r->pairs_skipped);
 }
 
 /* --prune-curve's losses as "prune_curve":[{"removed","head","loss"},...]. */

@@ -16,6 +16,7 @@
 #include "data/tokenizer.h"
 #include "model/config.h"
 #include "analysis/heads.h"
+#include "analysis/pairs.h"
 
 typedef struct {
     const char *ckpt, *data;    /* names shown on the page */
@@ -46,6 +47,14 @@ typedef struct {
     int rare_training;          /* the rare counts are the training text's (else the file's) */
     const char *rare_source;    /* which text was counted, and why, as one line */
     const char *probe_rule;     /* which bytes the probes were drawn from */
+    /* minimal pairs and head ablation per relation (analysis/pairs.h), measured on
+     * the first causal_windows of the relation windows */
+    const CausalScore *causal;          /* heads as given */
+    const CausalScore *ablated;         /* [L*H]: head k silenced too (masked: zero) */
+    const int *needed_head;             /* [HEADS_REL_COUNT], -1: none */
+    const NeededSet *needed;            /* [HEADS_REL_COUNT] */
+    int causal_windows;
+    size_t pairs_skipped;
 } HeadsReport;
 
 /* The file that marks a directory as a report of ours, and its text. A report
@@ -60,11 +69,21 @@ typedef struct {
  * files in the way; called before the analysis so a bad --report fails at once. */
 int report_check_dir(const char *dir, char *err, size_t errlen);
 
-/* The relations head s serves (heads_serves), their names joined by sep, into
- * buf; "" when none. */
+/* A test of head s against relation q: heads_attends, heads_needed, heads_serves. */
+typedef int (*HeadRelTest)(const HeadStats *s, int q);
+
+/* The relations q with test(s, q), their names joined by sep, into buf; "" when
+ * none. */
+const char *report_rels(char *buf, size_t len, const HeadStats *s, const char *sep,
+                        HeadRelTest test);
+/* The same as a JSON array: ["bracket",...]. */
+void report_rels_json(FILE *f, const HeadStats *s, HeadRelTest test);
+/* The relations head s serves (attends and is needed): report_rels with heads_serves. */
 const char *report_serves(char *buf, size_t len, const HeadStats *s, const char *sep);
-/* ["bracket",...]: the relations head s serves, as a JSON array. */
 void report_serves_json(FILE *f, const HeadStats *s);
+/* "attends":[..],"needed":[..],"serves":[..] (with a leading comma) and, when
+ * the cost was measured, "cost":{relation: share,...}: one head's relations. */
+void report_head_relations_json(FILE *f, const HeadStats *s);
 
 /* summary.json's object on one line (with its newline) to f: what
  * `./infer --heads FILE --json` prints and the report writes as summary.json. */

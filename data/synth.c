@@ -9,6 +9,7 @@
  * This file knows nothing of tokens, batches or files. */
 #include "data/synth.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "data/synth_lexicon.h"
@@ -60,13 +61,26 @@ static size_t line_word(Line *l, const char *w)
     return start;
 }
 
-static void line_rel(Line *l, SynthRelKind kind, size_t query, size_t key)
+/* Plants a relation; form/form_len/alt0/alt1 give its minimal pair (synth.h;
+ * NULL alternatives: none). */
+static void line_rel(Line *l, SynthRelKind kind, size_t query, size_t key, size_t form,
+                     size_t form_len, const char *alt0, const char *alt1)
 {
     if (l->nrel >= LINE_REL_CAP) {
         l->bad = 1;
         return;
     }
-    l->rel[l->nrel++] = (SynthRelation){kind, query, key};
+    SynthRelation *r = &l->rel[l->nrel++];
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->query = query;
+    r->key = key;
+    r->form = form;
+    r->form_len = form_len;
+    const char *alt[SYNTH_ALTS] = {alt0, alt1};
+    for (int c = 0; c < SYNTH_ALTS; c++)
+        if (alt[c])
+            snprintf(r->alt[c], SYNTH_ALT_CAP, "%s", alt[c]);
 }
 
 /* An opening '(' or '"': spaced like a word, glued to what follows. */
@@ -83,7 +97,7 @@ static size_t line_open(Line *l, char c)
 /* A closing ')' or '"', glued to the word before; planted as a bracket relation. */
 static void line_close(Line *l, char c, size_t opener)
 {
-    line_rel(l, SYNTH_REL_BRACKET, l->len - 1, opener);
+    line_rel(l, SYNTH_REL_BRACKET, l->len - 1, opener, l->len, 1, c == ')' ? "\"" : ")", NULL);
     line_char(l, c);
 }
 
@@ -130,7 +144,8 @@ static size_t put_np(Line *l, Rng *r, int plural, int animate)
         line_word(l, adj[k]);
     size_t start = line_word(l, noun);
     if (strcmp(det, "the") != 0)
-        line_rel(l, SYNTH_REL_DET, start + pair_shared(pair) - 1, det_end);
+        line_rel(l, SYNTH_REL_DET, start + pair_shared(pair) - 1, det_end, start, strlen(noun),
+                 plural ? pair->sg : pair->pl, NULL);
     return start + strlen(noun) - 1;
 }
 
@@ -166,8 +181,10 @@ static void put_verb_pp(Line *l, Rng *r)
  * singular and plural forms part. */
 static void put_verb(Line *l, const WordPair *verb, int plural, size_t subject_end)
 {
-    size_t start = line_word(l, plural ? verb->pl : verb->sg);
-    line_rel(l, SYNTH_REL_AGREE, start + pair_shared(verb) - 1, subject_end);
+    const char *form = plural ? verb->pl : verb->sg;
+    size_t start = line_word(l, form);
+    line_rel(l, SYNTH_REL_AGREE, start + pair_shared(verb) - 1, subject_end, start, strlen(form),
+             plural ? verb->sg : verb->pl, NULL);
 }
 
 /* ---- Line kinds ------------------------------------------------------------- */
@@ -351,7 +368,7 @@ static void put_name(Line *l, Name *nm)
         l->bad = 1;
     size_t len = strlen(nm->text);
     for (size_t j = 0; j + 1 < len; j++)
-        line_rel(l, SYNTH_REL_NAMES, start + j, nm->first + j + 1);
+        line_rel(l, SYNTH_REL_NAMES, start + j, nm->first + j + 1, 0, 0, NULL, NULL);
 }
 
 /* The first clause of a copy line: it introduces a, and sometimes b too. */
@@ -443,7 +460,9 @@ static void gen_coref(Line *l, Rng *r)
 {
     int thing_first = (int)rng_below(r, 2);
     int about_thing = (int)rng_below(r, 2);
-    const char *animal = PICK(r, COREF_ANIMALS), *thing = PICK(r, COREF_THINGS);
+    size_t ia = (size_t)rng_below(r, COUNT(COREF_ANIMALS));
+    size_t it = (size_t)rng_below(r, COUNT(COREF_THINGS));
+    const char *animal = COREF_ANIMALS[ia], *thing = COREF_THINGS[it];
     size_t at[2];
     for (int k = 0; k < 2; k++) {
         const char *noun = (k == 0) == thing_first ? thing : animal;
@@ -462,7 +481,15 @@ static void gen_coref(Line *l, Rng *r)
     line_word(l, "so");
     line_word(l, "the");
     size_t again = line_word(l, about_thing ? thing : animal);
-    line_rel(l, SYNTH_REL_COREF, again - 1, at[about_thing == thing_first ? 0 : 1]);
+    /* The same-class contrast: a classmate of the antecedent, never in the line
+     * (the other noun is of the other class), picked by the line's length so that
+     * every classmate serves, without a draw that would change the corpus. */
+    const char *const *class = about_thing ? COREF_THINGS : COREF_ANIMALS;
+    size_t nclass = about_thing ? COUNT(COREF_THINGS) : COUNT(COREF_ANIMALS);
+    size_t self = about_thing ? it : ia;
+    const char *mate = class[(self + 1 + again % (nclass - 1)) % nclass];
+    line_rel(l, SYNTH_REL_COREF, again - 1, at[about_thing == thing_first ? 0 : 1], again,
+             strlen(about_thing ? thing : animal), about_thing ? animal : thing, mate);
     line_word(l, about_thing ? PICK(r, AFTER_THING) : PICK(r, AFTER_ANIMAL));
 }
 
@@ -600,6 +627,7 @@ size_t synth_generate_relations(char *buf, size_t nbytes, uint64_t seed,
                 rels[total] = w.line.rel[i];
                 rels[total].query += w.pos;
                 rels[total].key += w.pos;
+                rels[total].form += w.pos;
             }
             total++;
         }
@@ -670,6 +698,7 @@ size_t synth_relations_in(SynthRelation *rels, size_t cap, size_t at, size_t n, 
                 rels[total] = w.line.rel[i];
                 rels[total].query = query;
                 rels[total].key = key;
+                rels[total].form += w.pos;
             }
             total++;
         }

@@ -82,10 +82,29 @@ typedef enum {
     SYNTH_REL_KINDS
 } SynthRelKind;
 
+/* Each relation but names carries its minimal pair (docs/heads.md, "Minimal
+ * pairs"): the text's own form at bytes [form, form + form_len) and what the
+ * corpus's grammar puts there with the relation broken, alt[0], and for
+ * coreference a second contrast, alt[1]:
+ *   agreement:   the verb of the other number ("runs" for "run");
+ *   determiner:  the noun of the other number ("dog" for "dogs");
+ *   bracket:     the other closer ('"' for ')');
+ *   coreference: alt[0] the line's other noun (does the property beat
+ *                proximity?), alt[1] another noun of the antecedent's class
+ *                that is not in the line (is the referent retrieved, or only
+ *                its class?);
+ *   names:       none ("" in both): the name's continuation is scored against
+ *                the model's most likely other token.
+ * An unused alt is "". */
+#define SYNTH_ALTS 2
+#define SYNTH_ALT_CAP 16
+
 typedef struct {
     SynthRelKind kind;
     size_t query;
     size_t key;
+    size_t form, form_len;
+    char alt[SYNTH_ALTS][SYNTH_ALT_CAP];
 } SynthRelation;
 
 /* Does exactly what synth_generate does (same bytes), and also lists the planted

@@ -296,13 +296,13 @@ static void expect_single_keys(const char *json, const char *name, const int *wa
 }
 
 /* Whether head k's "serves" list in the explore JSON names relation `name`. */
-static int json_serves(const char *json, int k, const char *name)
+static int json_attends(const char *json, int k, const char *name)
 {
     const char *p = strstr(json, "\"heads\":[");
     cr_assert_not_null(p);
     for (int i = 0; i <= k; i++) {
-        p = strstr(p + 1, "\"serves\":[");
-        cr_assert_not_null(p, "head %d has no serves list", i);
+        p = strstr(p + 1, "\"attends\":[");
+        cr_assert_not_null(p, "head %d has no attends list", i);
     }
     const char *end = strchr(p, ']');
     char want[64];
@@ -311,10 +311,10 @@ static int json_serves(const char *json, int k, const char *name)
     return hit && hit < end;
 }
 
-/* Each head serves relation `name` (row i's keys keys[i][0..nk[i])) exactly
+/* Each head attends to relation `name` (row i's keys keys[i][0..nk[i])) exactly
  * when its mean attention on the keys over the scored rows with keys,
  * recomputed from the JSON's weights (L = 2, H = 2), is above the bar. Returns
- * how many heads serve it. */
+ * how many heads attend to it. */
 static int expect_serves(const char *json, const char *name, double bar, int keys[][16],
                          const int *nk, int T)
 {
@@ -338,7 +338,7 @@ static int expect_serves(const char *json, const char *name, double bar, int key
             }
         }
         cr_assert_gt(rows, 0.0);
-        int serves = json_serves(json, k, name);
+        int serves = json_attends(json, k, name);
         cr_assert_eq(serves, sum / rows > bar, "head %d, %s: mean attention %g on the key, bar %g",
                      k, name, sum / rows, bar);
         serving += serves;

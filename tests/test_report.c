@@ -17,10 +17,18 @@ Test(report, every_relation_has_a_bar_between_0_and_1)
 
 /* Four heads (L = 2, H = 2): L0H0 above the previous-token bar, L0H1 exactly
  * on it (not above) but above the bracket and names bars, L1H0 masked though
- * far above every bar, L1H1 below every bar. */
+ * far above every bar, L1H1 below every bar. Every head is needed for every
+ * relation (its cost is the needed share) but L0H1 for names, which it attends
+ * to without being needed (a cost just under the share). */
 static void hand_set(HeadStats st[4])
 {
     memset(st, 0, 4 * sizeof *st);
+    for (int k = 0; k < 4; k++) {
+        st[k].costed = 1;
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            st[k].cost[q] = HEADS_NEEDED_SHARE;
+    }
+    st[1].cost[HEADS_REL_NAMES] = HEADS_NEEDED_SHARE - 1e-9;
     st[0].rel[HEADS_REL_PREV] = HEADS_PREV_MIN + 0.01;
     st[1].rel[HEADS_REL_PREV] = HEADS_PREV_MIN;
     st[1].rel[HEADS_REL_BRACKET] = heads_rel_bar[HEADS_REL_BRACKET] + 0.2;
@@ -32,13 +40,16 @@ static void hand_set(HeadStats st[4])
     st[2].masked = 1;
 }
 
-Test(report, a_head_serves_the_relations_whose_bar_its_attention_passes)
+Test(report, a_head_serves_the_relations_it_attends_to_above_the_bar_and_is_needed_for)
 {
     HeadStats st[4];
     hand_set(st);
     char buf[256];
     cr_assert_str_eq(report_serves(buf, sizeof buf, &st[0], "+"), "previous-token");
-    cr_assert_str_eq(report_serves(buf, sizeof buf, &st[1], "+"), "bracket+names");
+    cr_assert_str_eq(report_serves(buf, sizeof buf, &st[1], "+"), "bracket");
+    cr_assert_str_eq(report_rels(buf, sizeof buf, &st[1], "+", heads_attends), "bracket+names");
+    cr_assert_str_eq(report_rels(buf, sizeof buf, &st[1], "+", heads_needed),
+                     "previous-token+bracket+copy+rare+agreement+determiner+coreference");
     cr_assert_str_eq(report_serves(buf, sizeof buf, &st[2], "+"), "");
     cr_assert_str_eq(report_serves(buf, sizeof buf, &st[3], "+"), "");
     cr_assert_str_eq(report_serves(buf, 10, &st[1], "+"), "bracket", "cut at a whole name");
@@ -61,6 +72,9 @@ Test(report, summary_json_lists_each_relations_bar_and_each_heads_relations)
     report_summary_json(f, &r);
     fclose(f);
     cr_assert_not_null(strstr(text, "\"serves\":{\"L0H0\":[\"previous-token\"],"
+                                    "\"L0H1\":[\"bracket\"],\"L1H0\":[],\"L1H1\":[]}"),
+                       "%s", text);
+    cr_assert_not_null(strstr(text, "\"attends\":{\"L0H0\":[\"previous-token\"],"
                                     "\"L0H1\":[\"bracket\",\"names\"],\"L1H0\":[],\"L1H1\":[]}"),
                        "%s", text);
     cr_assert_not_null(strstr(text, "\"previous-token\":{\"best_head\":"), "%s", text);

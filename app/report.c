@@ -93,6 +93,16 @@ static void jnum(FILE *f, double v)
         fputs("null", f);
 }
 
+/* A JSON number with ten significant digits, for the causal measures, which
+ * scripts and tests compare across runs to 1e-6; null when not finite. */
+static void jnum10(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.10g", v);
+    else
+        fputs("null", f);
+}
+
 /* s as a JSON string: '"' and '\\' escaped, control bytes as \u00XX ('<' too,
  * so a string can sit in an HTML <script>). */
 static void jstr(FILE *f, const char *s)
@@ -284,10 +294,34 @@ const char *report_rel_label(char buf[32], int k, int H)
 static void write_pair_score(FILE *f, const char *pre, const PairScore *p)
 {
     fprintf(f, ",\"%saccuracy\":", pre);
-    jnum(f, p->accuracy);
+    jnum10(f, p->accuracy);
     fprintf(f, ",\"%slogit_diff\":", pre);
-    jnum(f, p->logit_diff);
+    jnum10(f, p->logit_diff);
     fprintf(f, ",\"%spairs\":%.0f", pre, p->pairs);
+}
+
+enum { ABLATE_LOGIT_DIFF, ABLATE_ACCURACY, ABLATE_LOSS };
+
+/* ,"name":{"L0H0":change,...}: for every active head, the change of relation
+ * q's logit difference, accuracy or loss on its tokens when that head alone is
+ * silenced. */
+static void write_ablation(FILE *f, const HeadsReport *r, int q, const char *name, int what)
+{
+    char label[32];
+    int H = r->cfg.H, n = r->cfg.L * H, first = 1;
+    fprintf(f, ",\"%s\":{", name);
+    for (int k = 0; k < n; k++) {
+        if (r->st[k].masked)
+            continue;
+        const CausalScore *a = &r->ablated[k], *b = r->causal;
+        double d = what == ABLATE_LOGIT_DIFF ? a->pair[q].logit_diff - b->pair[q].logit_diff
+                 : what == ABLATE_ACCURACY ? a->pair[q].accuracy - b->pair[q].accuracy
+                 : a->rel_loss[q] - b->rel_loss[q];
+        fprintf(f, "%s\"%s\":", first ? "" : ",", report_head_label(label, k, H));
+        jnum10(f, d);
+        first = 0;
+    }
+    fputc('}', f);
 }
 
 /* Relation q's causal fields (docs/heads.md, "Minimal pairs", "Needed heads"):
@@ -298,24 +332,17 @@ static void write_pair_score(FILE *f, const char *pre, const PairScore *p)
 static void write_causal_json(FILE *f, const HeadsReport *r, int q)
 {
     char name[32];
-    int H = r->cfg.H, n = r->cfg.L * H, paired = r->causal->pair[q].pairs > 0;
+    int H = r->cfg.H, paired = r->causal->pair[q].pairs > 0;
     if (paired)
         write_pair_score(f, "", &r->causal->pair[q]);
     if (q == HEADS_REL_COREF && r->causal->pair[PAIRS_COREF_CLASS].pairs > 0)
         write_pair_score(f, "class_", &r->causal->pair[PAIRS_COREF_CLASS]);
-    fprintf(f, ",\"ablation_measure\":\"%s\",\"ablation\":{",
-            paired ? "logit_diff" : "loss");
-    for (int k = 0, first = 1; k < n; k++) {
-        if (r->st[k].masked)
-            continue;
-        const CausalScore *a = &r->ablated[k];
-        double d = paired ? a->pair[q].logit_diff - r->causal->pair[q].logit_diff
-                          : a->rel_loss[q] - r->causal->rel_loss[q];
-        fprintf(f, "%s\"%s\":", first ? "" : ",", report_head_label(name, k, H));
-        jnum(f, d);
-        first = 0;
-    }
-    fputs("},\"needed_head\":", f);
+    fprintf(f, ",\"ablation_measure\":\"%s\"", paired ? "logit_diff" : "loss");
+    write_ablation(f, r, q, "ablation", paired ? ABLATE_LOGIT_DIFF : ABLATE_LOSS);
+    if (paired)
+        write_ablation(f, r, q, "ablation_accuracy", ABLATE_ACCURACY);
+    write_ablation(f, r, q, "ablation_loss", ABLATE_LOSS);
+    fputs(",\"needed_head\":", f);
     if (r->needed_head[q] >= 0)
         fprintf(f, "\"%s\"", report_head_label(name, r->needed_head[q], H));
     else

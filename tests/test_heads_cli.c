@@ -269,3 +269,64 @@ Test(heads, infer_heads_refuses_a_report_path_that_is_a_file, .timeout = 30)
     cr_assert(b && len > 0 && b[0] == 'T', "the file given as --report is untouched");
     free(b);
 }
+
+/* The number after "key": inside relation rel's object of a summary line. */
+static double rel_number(const char *json, const char *rel, const char *within, const char *key)
+{
+    char want[96];
+    snprintf(want, sizeof want, "\"%s\":{\"best_head\"", rel);
+    const char *p = strstr(json, want);
+    cr_assert_not_null(p, "no %s in %.200s", rel, json);
+    if (within) {
+        snprintf(want, sizeof want, "\"%s\":{", within);
+        p = strstr(p, want);
+        cr_assert_not_null(p, "%s has no %s", rel, within);
+    }
+    snprintf(want, sizeof want, "\"%s\":", key);
+    p = strstr(p, want);
+    cr_assert_not_null(p, "%s has no %s", rel, key);
+    return strtod(p + strlen(want), NULL);
+}
+
+/* The ablation matrix of --heads holds, cell by cell, what a separate run
+ * with that one head masked reports as the relation's own scores. */
+Test(heads, the_ablation_matrix_is_what_masking_each_head_reports, .timeout = 120)
+{
+    const char *dir = tu_tmpdir("heads-ablation");
+    cr_assert_not_null(dir);
+    char ckpt[400], text[400], cmd[2048], *base, *masked;
+    size_t N = SYNTH_DEFAULT_BYTES, at = 900000, n = 6000;
+    char *corpus = malloc(N);
+    cr_assert_not_null(corpus);
+    synth_generate(corpus, N, CORPUS_BUILTIN_SEED);
+    snprintf(ckpt, sizeof ckpt, "%s/tiny.ckpt", dir);
+    snprintf(text, sizeof text, "%s/piece.txt", dir);
+    save_tiny_for(ckpt, (const unsigned char *)corpus + at, n);
+    cr_assert_eq(tu_write_file(text, corpus + at, n), 0);
+    snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --json -j 1", tu_bin(), ckpt, text);
+    cr_assert_eq(tu_run(cmd, &base), 0, "%s", base);
+    static const char *const rels[] = {"agreement", "bracket", "determiner", "coreference"};
+    for (int k = 0; k < 2; k++) {
+        char head[16];
+        snprintf(head, sizeof head, "L0H%d", k);
+        snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --json -j 2 --mask 0.%d",
+                 tu_bin(), ckpt, text, k);
+        cr_assert_eq(tu_run(cmd, &masked), 0, "%s", masked);
+        for (int r = 0; r < 4; r++) {
+            double pairs = rel_number(base, rels[r], NULL, "pairs");
+            cr_assert_gt(pairs, 0, "%s has no pairs", rels[r]);
+            double d = rel_number(base, rels[r], "ablation", head);
+            double got = rel_number(masked, rels[r], NULL, "logit_diff") -
+                         rel_number(base, rels[r], NULL, "logit_diff");
+            cr_assert_float_eq(d, got, 1e-6, "%s, %s: matrix %.9g, masked run %.9g", rels[r],
+                               head, d, got);
+            double da = rel_number(base, rels[r], "ablation_accuracy", head);
+            double ga = rel_number(masked, rels[r], NULL, "accuracy") -
+                        rel_number(base, rels[r], NULL, "accuracy");
+            cr_assert_float_eq(da, ga, 1e-6, "%s, %s accuracy", rels[r], head);
+        }
+        free(masked);
+    }
+    free(base);
+    free(corpus);
+}

@@ -4,6 +4,7 @@
  * generator that planted a relation wrongly would fail them. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "data/synth.h"
@@ -751,4 +752,85 @@ Test(synth, relations_in_a_piece_are_those_of_the_whole_corpus_inside_it)
     free(in);
     free(all);
     free(buf);
+}
+
+/* The classes of a NUL-terminated word (its first letter lowered). */
+static unsigned alt_classes(const char *w)
+{
+    char low[SYNTH_ALT_CAP];
+    snprintf(low, sizeof low, "%s", w);
+    low[0] = (char)(low[0] | 0x20);
+    return synth_word_classes(low, strlen(low));
+}
+
+/* Every relation but names carries its minimal pair: the form is the text's,
+ * and the alternative is that form with the relation broken, as the lexicon
+ * says (the other number, the other closer, the line's other noun, a noun of
+ * the same class that the line does not hold). */
+Test(synth, each_planted_relation_carries_its_broken_form)
+{
+    const size_t n = 200000;
+    char *t = generate(n, 5);
+    size_t total = synth_generate_relations(t, n, 5, NULL, 0);
+    SynthRelation *rel = malloc((total + 1) * sizeof *rel);
+    cr_assert_not_null(rel);
+    synth_generate_relations(t, n, 5, rel, total);
+    size_t seen[SYNTH_REL_KINDS] = {0};
+    for (size_t i = 0; i < total; i++) {
+        const SynthRelation *r = &rel[i];
+        char form[SYNTH_ALT_CAP] = {0};
+        if (r->kind == SYNTH_REL_NAMES) {
+            cr_assert(!r->alt[0][0] && !r->alt[1][0], "names have no wrong form");
+            continue;
+        }
+        seen[r->kind]++;
+        cr_assert(r->form_len > 0 && r->form_len < SYNTH_ALT_CAP && r->form + r->form_len < n);
+        memcpy(form, t + r->form, r->form_len);
+        cr_assert(r->form <= r->query + 1 && r->query + 1 < r->form + r->form_len + 1,
+                  "relation %zu: the query is not in its form", i);
+        cr_assert_str_neq(form, r->alt[0]);
+        unsigned f = alt_classes(form), a = alt_classes(r->alt[0]);
+        switch (r->kind) {
+        case SYNTH_REL_AGREE:
+            cr_assert((f & SYNTH_VERB_SG && a & SYNTH_VERB_PL) ||
+                      (f & SYNTH_VERB_PL && a & SYNTH_VERB_SG), "%s / %s", form, r->alt[0]);
+            cr_assert(!r->alt[1][0]);
+            break;
+        case SYNTH_REL_DET:
+            cr_assert((f & SYNTH_NOUN_SG && a & SYNTH_NOUN_PL) ||
+                      (f & SYNTH_NOUN_PL && a & SYNTH_NOUN_SG), "%s / %s", form, r->alt[0]);
+            cr_assert(!r->alt[1][0]);
+            break;
+        case SYNTH_REL_BRACKET:
+            cr_assert((form[0] == ')' && strcmp(r->alt[0], "\"") == 0) ||
+                      (form[0] == '"' && strcmp(r->alt[0], ")") == 0), "%s / %s", form,
+                      r->alt[0]);
+            break;
+        default: { /* coreference: the other noun is in the line before, the classmate not */
+            size_t ls = r->form;
+            while (ls > 0 && t[ls - 1] != '\n')
+                ls--;
+            size_t le = r->form;
+            while (t[le] != '\n')
+                le++;
+            char line[256] = {0};
+            memcpy(line, t + ls, le - ls < 255 ? le - ls : 255);
+            char want[SYNTH_ALT_CAP + 2];
+            snprintf(want, sizeof want, " %s ", r->alt[0]);
+            const char *other = strstr(line, want);
+            cr_assert(other && other < line + (r->form - ls), "%s lacks %s before", line,
+                      r->alt[0]);
+            cr_assert(r->alt[1][0]);
+            snprintf(want, sizeof want, " %s ", r->alt[1]);
+            cr_assert_null(strstr(line, want), "%s holds its classmate %s", line, r->alt[1]);
+            int animal = strncmp(t + r->key, form, r->form_len) == 0;
+            cr_assert(animal, "the re-mention %s is not the antecedent", form);
+            break;
+        }
+        }
+    }
+    for (int k = 0; k < SYNTH_REL_KINDS; k++)
+        cr_assert(k == SYNTH_REL_NAMES || seen[k] > 100, "kind %d: %zu", k, seen[k]);
+    free(rel);
+    free(t);
 }

@@ -89,6 +89,10 @@ typedef enum {
     X(PRUNE_CURVE, prune_curve, int, .flag = "prune-curve", .type = FLAG_SWITCH,               \
       .modes = MODE_HEADS, .section = FSEC_HEADS,                                              \
       .help = "remove heads least important first; print loss vs heads kept")                  \
+    X(MEAN_ABLATE, mean_ablate, int, .flag = "mean-ablate", .type = FLAG_SWITCH,               \
+      .modes = MODE_HEADS, .section = FSEC_HEADS,                                              \
+      .help = "in the ablation per relation, a silenced head outputs its\n"                    \
+              "mean over the windows instead of zero (docs/heads.md)")                          \
     X(TEXT, text, const char *, .flag = "text", .type = FLAG_TEXT, .meta = "TEXT",             \
       .modes = MODE_EXPLORE, .section = FSEC_EXPLORER,                                         \
       .help = "the text to explore (its first block-size tokens)")                             \

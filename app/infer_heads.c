@@ -43,6 +43,7 @@ typedef struct {
     const char *probe_rule;     /* which rule of heads_probe_alphabet chose the tokens */
     int rel_windows;            /* consecutive windows of the relation pass */
     int causal_windows;         /* the first of them, read by every causal pass */
+    float *head_mean;           /* --mean-ablate: [n][D] each head's mean output; else NULL */
     Planted planted;            /* the built-in corpus' relations, when the file is a piece */
     uint64_t *counts;           /* [V] the rare relation's token counts */
     int rare_training;          /* 1: counted on the training text; 0: on the file */
@@ -113,7 +114,7 @@ static void relation_pass(HeadSums *sums, RelationSums *rsums, PairSums *ps,
         first[q] = xcalloc(NB, sizeof(int));
         memset(first[q], 0xff, NB * sizeof(int)); /* -1: no first occurrence */
     }
-    PassOptions po = {.head_on = head_on};
+    PassOptions po = {.head_on = head_on, .head_mean = in->head_mean};
     size_t next = 0, next_pair = 0;
     for (int w0 = 0; w0 < nwin; w0 += in->Bcap) {
         int B = nwin - w0 < in->Bcap ? nwin - w0 : in->Bcap;
@@ -213,6 +214,34 @@ static void needed_set(HeadsOutputs *out, const HeadsMeasures *ms, const HeadsIn
     }
     free(on);
     free(order);
+}
+
+/* --mean-ablate: every head's output averaged over the causal windows' positions,
+ * all heads on, into in->head_mean[n][D] (sums in window order). */
+static void measure_head_means(HeadsInputs *in, Activations *a, const TokenId *ids)
+{
+    int T = in->T, H = in->H, D = in->m->cfg.D, A = H * D;
+    double *sum = xcalloc((size_t)in->n * D, sizeof(double));
+    int *x = xcalloc((size_t)in->Bcap * T, sizeof(int));
+    size_t rows = 0;
+    for (int w0 = 0; w0 < in->causal_windows; w0 += in->Bcap) {
+        int B = in->causal_windows - w0 < in->Bcap ? in->causal_windows - w0 : in->Bcap;
+        for (size_t i = 0; i < (size_t)B * T; i++)
+            x[i] = ids[(size_t)w0 * T + i];
+        gpt_forward(in->m, a, x, NULL, B, T, NULL);
+        for (int l = 0; l < in->L; l++)
+            for (size_t r = 0; r < (size_t)B * T; r++) {
+                const float *y = a->atty + (size_t)l * a->N * a->A + r * A;
+                for (int j = 0; j < A; j++)
+                    sum[(size_t)l * A + j] += y[j];
+            }
+        rows += (size_t)B * T;
+    }
+    in->head_mean = xcalloc((size_t)in->n * D, sizeof(float));
+    for (size_t i = 0; i < (size_t)in->n * D; i++)
+        in->head_mean[i] = (float)(sum[i] / (double)rows);
+    free(sum);
+    free(x);
 }
 
 /* Minimal pairs and head ablation per relation: the intact model's scores, each
@@ -586,9 +615,10 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
         }
         printf("  (names: against the most likely other token; coreference: against the "
                "line's other noun; coreference-class:\n   against a noun of the antecedent's "
-               "class not in the line; %d windows of %d tokens; %zu contrasts left out: their "
-               "key is not before the scored token or their line is cut by the file's ends)\n",
-               in->causal_windows, in->T, in->planted.pairs_skipped);
+               "class not in the line; %d windows of %d tokens; heads silenced to %s; %zu "
+               "contrasts left out: their key is not before the scored token or their line is "
+               "cut by the file's ends)\n", in->causal_windows, in->T,
+               in->head_mean ? "their mean output" : "zero", in->planted.pairs_skipped);
     } else {
         printf("  (no minimal pairs: the file is no piece of the built-in corpus, whose "
                "generator is what defines them)\n");
@@ -625,6 +655,7 @@ static HeadsReport fill_report(const InferOptions *o, const HeadsInputs *in,
         .rare_training = in->rare_training, .rare_source = in->rare_source,
         .causal = &ms->base, .ablated = ms->ablated, .needed_head = out->needed_head,
         .needed = out->needed, .causal_windows = in->causal_windows,
+        .mean_ablate = in->head_mean != NULL,
         .pairs_skipped = in->planted.pairs_skipped,
     };
 }
@@ -646,6 +677,7 @@ static void analysis_free(HeadsInputs *in, HeadsMeasures *ms, HeadsOutputs *out)
     free(in->start); free(in->in); free(in->tg); free(in->match); free(in->delim);
     free(in->probe); free(in->counts);
     planted_free(&in->planted);
+    free(in->head_mean);
     free(ms->st); free(ms->jsd); free(ms->ablated); free(ms->att_text); free(ms->att_probe);
     free(out->layer_eff); free(out->prune_order); free(out->prune_loss);
 }
@@ -750,6 +782,8 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
     measure_attention(&ms, &in, &a, o->head_on);
     measure_relations(&ms, &in, &a, ids, o->head_on);
     measure_importance(&ms, &in, &a, o->head_on);
+    if (o->mean_ablate)
+        measure_head_means(&in, &a, ids);
     measure_causal(&ms, &out, &in, &a, ids, o->head_on);
     derive_outputs(&out, &ms, &in);
     if (!o->json) {

@@ -410,9 +410,10 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
     }
     fputc('}', f);
     if (r->causal)
-        fprintf(f, ",\"causal_windows\":%d,\"needed_share\":%g,\"needed_set_share\":%g,"
-                "\"pairs_skipped\":%zu", r->causal_windows, HEADS_NEEDED_SHARE,
-                HEADS_NEEDED_SET_SHARE, r->pairs_skipped);
+        fprintf(f, ",\"causal_windows\":%d,\"ablation_kind\":\"%s\",\"needed_share\":%g,"
+                "\"needed_set_share\":%g,\"pairs_skipped\":%zu", r->causal_windows,
+                r->mean_ablate ? "mean" : "zero", HEADS_NEEDED_SHARE, HEADS_NEEDED_SET_SHARE,
+                r->pairs_skipped);
 }
 
 /* --prune-curve's losses as "prune_curve":[{"removed","head","loss"},...]. */

@@ -54,6 +54,7 @@ typedef struct {
     const int *needed_head;             /* [HEADS_REL_COUNT], -1: none */
     const NeededSet *needed;            /* [HEADS_REL_COUNT] */
     int causal_windows;
+    int mean_ablate;                    /* silenced heads output their mean, not zero */
     size_t pairs_skipped;
 } HeadsReport;
 

@@ -153,15 +153,27 @@ static uint64_t site_key(const PassOptions *opt, int l, int site)
     return rng_hash(opt->dropout_key, (uint64_t)l, (uint64_t)site);
 }
 
-/* Zeroes the slices [hD, (h+1)D) of x[N][A] for every silenced head of layer l. */
-static void silence_heads(float *x, const PassOptions *opt, int l, size_t N, int H, int D)
+/* Zeroes the slices [hD, (h+1)D) of x[N][A] for every silenced head of layer l,
+ * or, in the forward (forward = 1) with opt->head_mean given, sets them to the
+ * head's mean output; the backward always zeroes (the mean is a constant). */
+static void silence_heads(float *x, const PassOptions *opt, int l, size_t N, int H, int D,
+                          int forward)
 {
     if (!opt || !opt->head_on)
         return;
-    for (int h = 0; h < H; h++)
-        if (!opt->head_on[l * H + h])
-            for (size_t n = 0; n < N; n++)
-                memset(x + n * H * D + (size_t)h * D, 0, (size_t)D * sizeof(float));
+    for (int h = 0; h < H; h++) {
+        if (opt->head_on[l * H + h])
+            continue;
+        const float *mean = forward && opt->head_mean ? opt->head_mean + (size_t)(l * H + h) * D
+                                                      : NULL;
+        for (size_t n = 0; n < N; n++) {
+            float *y = x + n * H * D + (size_t)h * D;
+            if (mean)
+                memcpy(y, mean, (size_t)D * sizeof(float));
+            else
+                memset(y, 0, (size_t)D * sizeof(float));
+        }
+    }
 }
 
 /* grad[h] += sum_n sum_d dy[n][hD+d] * y[n][hD+d]: the derivative of the loss
@@ -209,7 +221,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
                           lw->ln1w, lw->ln1b, N, C);
         matmul_forward(qkv, ln1, lw->qkvw, lw->qkvb, N, C, 3 * A);
         attention_forward(atty, att, attd, qkv, B, T, H, D, p, site_key(opt, l, SITE_ATT));
-        silence_heads(atty, opt, l, (size_t)N, H, D);
+        silence_heads(atty, opt, l, (size_t)N, H, D, 1);
         head_dropout_forward(atty, B, T, H, D, opt->head_dropout,
                              site_key(opt, l, SITE_HEAD));
         matmul_forward(attproj, atty, lw->projw, lw->projb, N, A, C);
@@ -292,7 +304,7 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             branch = a->dbranch;
         }
         matmul_backward(a->datty, lg->projw, lg->projb, branch, atty, lw->projw, N, A, C);
-        silence_heads(a->datty, opt, l, (size_t)N, H, D);
+        silence_heads(a->datty, opt, l, (size_t)N, H, D, 0);
         if (opt->head_grad)
             gate_gradient(opt->head_grad + (size_t)l * H, a->datty, atty, (size_t)N, H, D);
         head_dropout_backward(a->datty, B, T, H, D, opt->head_dropout,

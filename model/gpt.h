@@ -84,13 +84,16 @@ size_t acts_floats(const Config *cfg, int B, int T, int with_dropout);
  * head_on[L*H] (NULL: every head on; 0 silences a head). When head_grad[L*H]
  * is not NULL, gpt_backward adds into it dLoss/dxi_h for a gate xi_h = 1
  * multiplying each head's output (Michel et al. 2019's head importance, before
- * the absolute value): sum over positions of dy_h . y_h. */
+ * the absolute value): sum over positions of dy_h . y_h. With head_mean[L*H][D]
+ * a silenced head's output is that vector at every position (mean ablation)
+ * instead of zero. */
 typedef struct {
     float dropout;
     uint64_t dropout_key;
     float head_dropout;
     const unsigned char *head_on;
     double *head_grad;
+    const float *head_mean;
 } PassOptions;
 
 /* Forward over tokens[B][T] (B, T within the capacities). With targets it

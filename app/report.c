@@ -1,5 +1,5 @@
 /* report: the data files of --heads --report DIR (see report.h): heads.csv,
- * heads.json, summary.json, relations.csv, tokens.csv, prune.csv, and the
+ * heads.json, summary.json, relations.csv, ablation.csv, tokens.csv, prune.csv, and the
  * directories.
  * The heatmaps and index.html are in report_page.c; what both use (the output
  * file, the per-head fields, head labels) is declared in report_files.h. */
@@ -480,25 +480,88 @@ static int write_summary(const char *dir, const HeadsReport *r, char *err, size_
     return report_out_close(&o, err, errlen);
 }
 
-/* relations.csv: one row per relation measured. */
+/* relations.csv: one row per relation measured, with its minimal pairs and
+ * needed heads where the causal passes ran (empty cells where a field does not
+ * apply). */
 static int write_relations_csv(const char *dir, const HeadsReport *r, char *err, size_t errlen)
 {
     ReportOut o;
     if (report_out_open(&o, dir, "relations.csv", err, errlen))
         return -1;
     char name[32];
-    fprintf(o.f, "relation,best_head,attention,uniform,loss,rows,loss_ratio,first_loss,pairs\n");
+    int H = r->cfg.H;
+    fprintf(o.f, "relation,best_head,attention,uniform,loss,rows,loss_ratio,first_loss,repeats,"
+            "accuracy,logit_diff,pairs,class_accuracy,class_logit_diff,class_pairs,needed_head,"
+            "needed_cost,needed_set,needed_set_share\n");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *x = &r->rel[q];
         if (q >= HEADS_REL_TEXT && !r->builtin)
             continue;
         fprintf(o.f, "%s,%s,%.6g,%.6g,%.6g,%.0f,", heads_rel_names[q],
-                report_rel_label(name, x->best, r->cfg.H), x->attention, x->uniform, x->loss,
+                report_rel_label(name, x->best, H), x->attention, x->uniform, x->loss,
                 x->rows);
         if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
-            fprintf(o.f, "%.6g,%.6g,%.0f\n", x->loss_ratio, x->first_loss, x->pairs);
+            fprintf(o.f, "%.6g,%.6g,%.0f", x->loss_ratio, x->first_loss, x->pairs);
         else
-            fprintf(o.f, ",,\n");
+            fprintf(o.f, ",,");
+        const PairScore *p = r->causal ? &r->causal->pair[q] : NULL;
+        const PairScore *c = r->causal ? &r->causal->pair[PAIRS_COREF_CLASS] : NULL;
+        if (p && p->pairs > 0)
+            fprintf(o.f, ",%.6g,%.6g,%.0f", p->accuracy, p->logit_diff, p->pairs);
+        else
+            fprintf(o.f, ",,,");
+        if (q == HEADS_REL_COREF && c && c->pairs > 0)
+            fprintf(o.f, ",%.6g,%.6g,%.0f", c->accuracy, c->logit_diff, c->pairs);
+        else
+            fprintf(o.f, ",,,");
+        int k = r->causal ? r->needed_head[q] : -1;
+        fprintf(o.f, ",%s,", report_rel_label(name, k, H));
+        if (k >= 0)
+            fprintf(o.f, "%.6g", r->st[k].cost[q]);
+        fputc(',', o.f);
+        if (p && p->pairs > 0 && r->needed[q].n > 0) {
+            for (int i = 0; i < r->needed[q].n; i++)
+                fprintf(o.f, "%s%s", i ? "+" : "", report_head_label(name, r->needed[q].head[i], H));
+            fprintf(o.f, ",%.6g", r->needed[q].share);
+        } else {
+            fputc(',', o.f);
+        }
+        fputc('\n', o.f);
+    }
+    return report_out_close(&o, err, errlen);
+}
+
+/* ablation.csv: the heads x relations matrix of effects, one row per active
+ * head and relation measured: the change of the relation's logit difference
+ * (empty without pairs), of its accuracy, and of its loss on its tokens when
+ * that head alone is silenced, and the cost (pairs_cost) those give. */
+static int write_ablation_csv(const char *dir, const HeadsReport *r, char *err, size_t errlen)
+{
+    ReportOut o;
+    if (report_out_open(&o, dir, "ablation.csv", err, errlen))
+        return -1;
+    char name[32];
+    int H = r->cfg.H, n = r->cfg.L * H;
+    fprintf(o.f, "head,relation,logit_diff_change,accuracy_change,loss_change,cost,attends,"
+            "needed,serves\n");
+    for (int k = 0; k < n; k++) {
+        const HeadStats *s = &r->st[k];
+        if (s->masked)
+            continue;
+        for (int q = 0; q < HEADS_REL_COUNT; q++) {
+            if (q >= HEADS_REL_TEXT && !r->builtin)
+                continue;
+            const PairScore *b = &r->causal->pair[q], *a = &r->ablated[k].pair[q];
+            fprintf(o.f, "%s,%s,", report_head_label(name, k, H), heads_rel_names[q]);
+            if (b->pairs > 0)
+                fprintf(o.f, "%.10g,%.10g", a->logit_diff - b->logit_diff,
+                        a->accuracy - b->accuracy);
+            else
+                fputc(',', o.f);
+            fprintf(o.f, ",%.10g,%.10g,%d,%d,%d\n",
+                    r->ablated[k].rel_loss[q] - r->causal->rel_loss[q], s->cost[q],
+                    heads_attends(s, q), heads_needed(s, q), heads_serves(s, q));
+        }
     }
     return report_out_close(&o, err, errlen);
 }
@@ -552,7 +615,8 @@ int report_heatmap_dir(char *sub, size_t len, const char *dir, char *err, size_t
 
 /* The names a report writes: a file at the top, a heatmap in heatmaps/. */
 static const char *const TOP_FILES[] = {REPORT_MARKER, "heads.csv", "heads.json",
-                                        "summary.json", "relations.csv", "tokens.csv", "prune.csv",
+                                        "summary.json", "relations.csv", "ablation.csv", "tokens.csv",
+                                        "prune.csv",
                                         "index.html"};
 
 static int is_top_file(const char *name)
@@ -713,6 +777,8 @@ static int write_files(const char *dir, const HeadsReport *r, char *err, size_t 
     if (r->prune_order && write_prune(dir, r, err, errlen))
         return -1;
     if (r->rel && write_relations_csv(dir, r, err, errlen))
+        return -1;
+    if (r->causal && write_ablation_csv(dir, r, err, errlen))
         return -1;
     ReportOut o;
     if (report_out_open(&o, dir, REPORT_MARKER, err, errlen))

@@ -1,8 +1,8 @@
 /* report: writes the files of `./infer --heads FILE --report DIR`: heads.csv
  * and heads.json (one record per head, every metric), summary.json (the
  * model-level numbers the ablation scripts read, and the relations),
- * relations.csv, tokens.csv (the heatmaps' tokens, labelled by tok_label), one
- * SVG heatmap per head for a text window and for a probe, prune.csv (with
+ * relations.csv, ablation.csv (each head's effect on each relation when
+ * silenced), tokens.csv (the heatmaps' tokens, labelled by tok_label), one SVG heatmap per head for a text window and for a probe, prune.csv (with
  * --prune-curve) and index.html, a self-contained page tying them together, and
  * the marker that makes the directory the report's own. Program-side: it writes files but
  * never prints or exits; errors come back as -1 with a message naming the

@@ -473,45 +473,96 @@ static void html_prune(FILE *f, const HeadsReport *r)
     fprintf(f, "\n</svg>\n");
 }
 
-/* The relation table: best head, its attention against a uniform head's, loss. */
+/* The heads of relation q for which test holds, as "L0H1, L2H3" or "-". */
+static void html_heads_where(FILE *f, const HeadsReport *r, int q, HeadRelTest test)
+{
+    char name[32];
+    const char *sep = "";
+    for (int k = 0; k < r->cfg.L * r->cfg.H; k++)
+        if (test(&r->st[k], q)) {
+            fprintf(f, "%s%s", sep, report_head_label(name, k, r->cfg.H));
+            sep = ", ";
+        }
+    fputs(*sep ? "" : "-", f);
+}
+
+/* The relation table: best head, its attention against a uniform head's, loss,
+ * the minimal pairs, and the heads that attend, are needed and serve. */
 static void html_relations(FILE *f, const HeadsReport *r)
 {
     if (!r->rel)
         return;
     char name[32];
+    int H = r->cfg.H;
     fprintf(f, "<h2>Relations</h2>\n<table><tr><th>relation</th><th>best head</th>"
             "<th>attention</th><th>uniform</th><th>loss</th><th>rows</th><th>loss ratio</th>"
-            "<th>bar</th><th>served by</th></tr>\n");
+            "<th>bar</th><th>accuracy</th><th>logit diff</th><th>pairs</th>"
+            "<th>needed head (cost)</th><th>needed set (share)</th><th>attended by</th>"
+            "<th>served by</th></tr>\n");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *x = &r->rel[q];
         if (q >= HEADS_REL_TEXT && !r->builtin)
             continue;
         fprintf(f, "<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%.3f</td><td>%.3f</td>"
                 "<td>%.0f</td>", heads_rel_names[q], x->best >= 0 ?
-                report_rel_label(name, x->best, r->cfg.H) : "-", x->attention, x->uniform, x->loss,
+                report_rel_label(name, x->best, H) : "-", x->attention, x->uniform, x->loss,
                 x->rows);
         if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
             fprintf(f, "<td>%.3f</td>", x->loss_ratio);
         else
             fprintf(f, "<td></td>");
-        fprintf(f, "<td>%.2f</td><td>", heads_rel_bar[q]);
-        const char *sep = "";
-        for (int k = 0; k < r->cfg.L * r->cfg.H; k++)
-            if (heads_serves(&r->st[k], q)) {
-                fprintf(f, "%s%s", sep, report_head_label(name, k, r->cfg.H));
-                sep = ", ";
-            }
-        fprintf(f, "%s</td></tr>\n", *sep ? "" : "-");
+        fprintf(f, "<td>%.2f</td>", heads_rel_bar[q]);
+        const PairScore *p = r->causal ? &r->causal->pair[q] : NULL;
+        if (p && p->pairs > 0)
+            fprintf(f, "<td>%.3f</td><td>%.2f</td><td>%.0f</td>", p->accuracy, p->logit_diff,
+                    p->pairs);
+        else
+            fputs("<td></td><td></td><td></td>", f);
+        int k = r->causal ? r->needed_head[q] : -1;
+        if (k >= 0)
+            fprintf(f, "<td>%s (%.2f)</td>", report_head_label(name, k, H), r->st[k].cost[q]);
+        else
+            fputs("<td>-</td>", f);
+        fputs("<td>", f);
+        if (p && p->pairs > 0 && r->needed[q].n > 0) {
+            for (int i = 0; i < r->needed[q].n; i++)
+                fprintf(f, "%s%s", i ? "+" : "", report_head_label(name, r->needed[q].head[i], H));
+            fprintf(f, " (%.2f%s)", r->needed[q].share, r->needed[q].reached ? "" : ", short");
+        } else {
+            fputs("-", f);
+        }
+        fputs("</td><td>", f);
+        html_heads_where(f, r, q, heads_attends);
+        fputs("</td><td>", f);
+        html_heads_where(f, r, q, heads_serves);
+        fputs("</td></tr>\n", f);
     }
+    const PairScore *c = r->causal ? &r->causal->pair[PAIRS_COREF_CLASS] : NULL;
     fprintf(f, "</table>\n<p class=\"note\">Measured on %d consecutive windows%s. attention: "
             "the best head's mean weight on the key the relation names; uniform: what a head "
             "spreading its weight evenly scores there; loss: nats on the %ss the relation "
             "predicts; loss ratio: loss on copy rows over the loss on the same %ss at their "
-            "first occurrence. A head serves a relation when its mean weight on the key is "
-            "above the relation's bar (the Metrics table's serves column). Probe tokens: %s. "
-            "Definitions: docs/heads.md.</p>\n",
+            "first occurrence. Probe tokens: %s. Definitions: docs/heads.md.</p>\n",
             r->rel_windows, r->builtin ? " of the built-in corpus (agreement, names, "
-            "determiner and coreference are its planted relations)" : "", unit(r), unit(r), r->probe_rule);
+            "determiner and coreference are its planted relations)" : "", unit(r), unit(r),
+            r->probe_rule);
+    if (r->causal)
+        fprintf(f, "<p class=\"note\">Minimal pairs (the first %d windows): accuracy is the "
+                "share of pairs where the model's logit for the right %s beats the wrong one "
+                "(chance 0.5), logit diff its mean margin. Names are scored against the most "
+                "likely other %s, coreference against the line's other noun. The cost of a "
+                "head is the share of the logit difference (of the loss, for a relation without "
+                "pairs) that silencing it alone takes away (to %s); it is needed at %.2f or "
+                "more, and it <b>serves</b> a relation when it also attends to the key above "
+                "the bar. The needed set: heads silenced together, largest cost first, until "
+                "%.2f of the margin is gone.</p>\n", r->causal_windows, unit(r), unit(r),
+                r->mean_ablate ? "its mean output" : "zero",
+                HEADS_NEEDED_SHARE, HEADS_NEEDED_SET_SHARE);
+    if (c && c->pairs > 0)
+        fprintf(f, "<p class=\"note\">Coreference against a noun of the antecedent's class "
+                "that is not in the line: accuracy %.3f, logit diff %.2f over %.0f pairs (does "
+                "the model retrieve the referent, or only its class?).</p>\n", c->accuracy,
+                c->logit_diff, c->pairs);
     if (r->rare_source) {
         fputs("<p class=\"note\">rare: token counts of ", f);
         xml_text(f, r->rare_source);
@@ -520,6 +571,39 @@ static void html_relations(FILE *f, const HeadsReport *r)
     if (r->builtin && r->planted_dropped)
         fprintf(f, "<p class=\"note\">%zu planted relations are left out: their key and query "
                 "fall in one token.</p>\n", r->planted_dropped);
+}
+
+/* The heads x relations matrix of costs, one row per head, shaded by cost. */
+static void html_costs(FILE *f, const HeadsReport *r)
+{
+    if (!r->causal)
+        return;
+    char name[32];
+    int H = r->cfg.H, n = r->cfg.L * H;
+    fputs("<h2>What silencing each head costs each relation</h2>\n<table><tr><th>head</th>", f);
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        if (q < HEADS_REL_TEXT || r->builtin)
+            fprintf(f, "<th>%s</th>", heads_rel_names[q]);
+    fputs("</tr>\n", f);
+    for (int k = 0; k < n; k++) {
+        const HeadStats *s = &r->st[k];
+        if (s->masked)
+            continue;
+        fprintf(f, "<tr><td>%s</td>", report_head_label(name, k, H));
+        for (int q = 0; q < HEADS_REL_COUNT; q++) {
+            if (q >= HEADS_REL_TEXT && !r->builtin)
+                continue;
+            double c = s->cost[q], shade = c < 0 ? 0 : c > 1 ? 1 : c;
+            fprintf(f, "<td style=\"background:rgba(200,60,40,%.2f)\">%s%.2f%s</td>",
+                    0.75 * shade, heads_serves(s, q) ? "<b>" : "", c,
+                    heads_serves(s, q) ? "</b>" : "");
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n<p class=\"note\">Each cell: the share of the relation's logit difference "
+          "(of its loss, without pairs) that silencing that head alone takes away; negative: "
+          "the relation does better without it. Bold: the head serves the relation (attends "
+          "above the bar and is needed). ablation.csv holds every cell.</p>\n", f);
 }
 
 int report_write_index(const char *dir, const HeadsReport *r, char *err, size_t errlen)
@@ -533,6 +617,7 @@ int report_write_index(const char *dir, const HeadsReport *r, char *err, size_t 
     html_divergence(o.f, r);
     html_prune(o.f, r);
     html_relations(o.f, r);
+    html_costs(o.f, r);
     html_table(o.f, r);
     html_grid(o.f, r, 1);
     fprintf(o.f, "</body></html>\n");

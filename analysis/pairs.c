@@ -136,19 +136,19 @@ static float best_other(const float *z, int V, int right)
     return best;
 }
 
-void pairs_add(PairSums sums[PAIRS_SETS], const Activations *a, const MinimalPair *p, size_t np,
-               size_t lo, int B, int T, size_t *next)
+/* Scores the pairs whose rows lie in the window of T text tokens from token lo,
+ * whose logits are at batch position pos0 on, walking p from *next. */
+static void score_window(PairSums sums[PAIRS_SETS], const Activations *a, const MinimalPair *p,
+                         size_t np, size_t lo, int T, size_t pos0, size_t *next)
 {
-    size_t hi = lo + (size_t)B * T;
     int V = (int)a->V, skip = heads_skip(T);
     while (*next < np && p[*next].row < lo)
         (*next)++;
-    for (size_t r = *next; r < np && p[r].row < hi; r++) {
+    for (size_t r = *next; r < np && p[r].row < lo + (size_t)T; r++) {
         const MinimalPair *x = &p[r];
-        size_t s = lo + (x->row - lo) / (size_t)T * (size_t)T;
-        if (x->key < s || (int)(x->row - s) < skip)
+        if (x->key < lo || (int)(x->row - lo) < skip)
             continue;
-        size_t pos = x->row - lo;
+        size_t pos = pos0 + (x->row - lo);
         const float *z = a->logits + pos * a->V;
         double wrong = x->wrong >= 0 ? z[x->wrong] : best_other(z, V, x->right);
         double diff = (double)z[x->right] - wrong;
@@ -157,6 +157,29 @@ void pairs_add(PairSums sums[PAIRS_SETS], const Activations *a, const MinimalPai
         ps->correct += diff > 0.0;
         ps->diff += diff;
         ps->loss += a->losses[pos];
+    }
+}
+
+void pairs_add(PairSums sums[PAIRS_SETS], const Activations *a, const MinimalPair *p, size_t np,
+               size_t lo, int B, int T, size_t *next)
+{
+    for (int b = 0; b < B; b++)
+        score_window(sums, a, p, np, lo + (size_t)b * T, T, (size_t)b * T, next);
+}
+
+void pairs_add_at(PairSums sums[PAIRS_SETS], const Activations *a, const MinimalPair *p,
+                  size_t np, const size_t *starts, int B, int T)
+{
+    for (int b = 0; b < B; b++) {
+        size_t lo = 0, hi = np; /* the first pair at or after the window's start */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (p[mid].row < starts[b])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        score_window(sums, a, p, np, starts[b], T, (size_t)b * T, &lo);
     }
 }
 

@@ -80,6 +80,11 @@ typedef struct {
 void pairs_add(PairSums sums[PAIRS_SETS], const Activations *a, const MinimalPair *p, size_t np,
                size_t lo, int B, int T, size_t *next);
 
+/* The same for B windows starting anywhere, window b at text token starts[b]
+ * (./train --heads-every's batches). */
+void pairs_add_at(PairSums sums[PAIRS_SETS], const Activations *a, const MinimalPair *p,
+                  size_t np, const size_t *starts, int B, int T);
+
 /* One set, measured. */
 typedef struct {
     double pairs;

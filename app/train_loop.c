@@ -317,6 +317,13 @@ static void measure_heads(Run *r)
                         (int)r->o.batch, c->T);
     heads_quick_relations(lp->heads_rel, &r->tr.acts, lp->inputs, &r->corpus.tok, lp->token_counts,
                           with_planted ? lp->planted_key : NULL, (int)r->o.batch, c->T, err, len);
+    if (!with_planted)
+        return;
+    PairSums ps[PAIRS_SETS] = {{0}};
+    pairs_add_at(ps, &r->tr.acts, lp->planted.pair, lp->planted.npair, lp->heads_starts,
+                 (int)r->o.batch, c->T);
+    for (int q = 0; q < PAIRS_SETS; q++)
+        pairs_finish(&lp->heads_pairs[q], &ps[q]);
 }
 
 /* Before the batch measure_heads will read is drawn: where its windows start,
@@ -351,13 +358,24 @@ static void log_heads(Run *r, long done)
     /* The relations of this batch (previous-token, bracket, copy, rare, and on the
      * built-in corpus its planted ones): the best head's attention on the
      * relation's key, and a uniform head's; null when the batch has no row of
-     * that relation. */
+     * that relation. On the built-in corpus, a relation with minimal pairs in the
+     * batch adds their accuracy, logit difference and count (coreference its
+     * same-class contrast too, as class_*). */
+    const PairScore *ps = r->loop.heads_pairs;
     run_log(r, "],\"relations\":{");
     for (int q = 0; q < (r->loop.heads_starts ? HEADS_REL_COUNT : HEADS_REL_TEXT); q++) {
         snprintf(name, sizeof name, "\"L%dH%d\"", rel[q].best / c->H, rel[q].best % c->H);
-        run_log(r, "%s\"%s\":{\"best_head\":%s,\"attention\":%.5f,\"uniform\":%.5f}",
+        run_log(r, "%s\"%s\":{\"best_head\":%s,\"attention\":%.5f,\"uniform\":%.5f",
                 q ? "," : "", heads_rel_names[q], rel[q].best < 0 ? "null" : name,
                 rel[q].attention, rel[q].uniform);
+        if (r->loop.heads_starts && ps[q].pairs > 0)
+            run_log(r, ",\"accuracy\":%.5f,\"logit_diff\":%.5f,\"pairs\":%.0f", ps[q].accuracy,
+                    ps[q].logit_diff, ps[q].pairs);
+        const PairScore *cl = &ps[PAIRS_COREF_CLASS];
+        if (r->loop.heads_starts && q == HEADS_REL_COREF && cl->pairs > 0)
+            run_log(r, ",\"class_accuracy\":%.5f,\"class_logit_diff\":%.5f,\"class_pairs\":%.0f",
+                    cl->accuracy, cl->logit_diff, cl->pairs);
+        run_log(r, "}");
     }
     run_log(r, "}}\n");
 }

@@ -52,6 +52,7 @@ typedef struct {
     float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
     uint64_t *token_counts; /* [V]: each token's count in the train split, for --heads-every */
     HeadsRelation heads_rel[HEADS_REL_COUNT]; /* --heads-every: the step's relations */
+    PairScore heads_pairs[PAIRS_SETS];        /* and their minimal pairs (planted relations) */
     Planted planted;        /* --heads-every on the built-in corpus: its relations in the train split */
     size_t *heads_starts;   /* [B] where the measured batch's windows start, with planted relations */
     int *planted_key[HEADS_REL_COUNT], *planted_first[HEADS_REL_COUNT]; /* [B*T] for q >= AGREE */

@@ -14,6 +14,9 @@
 #include "analysis/heads.h"
 #include "tests/testutil.h"
 
+/* A planted relation without a minimal pair: which kind, query, key. */
+#define REL(which, q, k) {.kind = SYNTH_REL_##which, .query = (q), .key = (k)}
+
 enum { PAT_PREV, PAT_UNIFORM, PAT_SINK, PAT_SELF, PAT_INDUCTION, PAT_DUPLICATE };
 
 /* Fills att[T][T] with one pattern; rows with no such key fall back to self.
@@ -757,8 +760,8 @@ Test(heads, planted_relations_move_to_the_tokens_that_hold_their_bytes)
     for (int t = 0; t <= 10; t++)
         start1[t] = (size_t)t;
     const SynthRelation rel[] = {
-        {SYNTH_REL_AGREE, 105, 101}, {SYNTH_REL_BRACKET, 106, 102}, {SYNTH_REL_NAMES, 108, 103},
-        {SYNTH_REL_NAMES, 108, 99} /* key before the file */, {SYNTH_REL_AGREE, 109, 104}
+        REL(AGREE, 105, 101), REL(BRACKET, 106, 102), REL(NAMES, 108, 103),
+        REL(NAMES, 108, 99) /* key before the file */, REL(AGREE, 109, 104)
         /* predicts byte 110, past the file */,
     };
     SynthRelation out[8];
@@ -774,14 +777,14 @@ Test(heads, planted_relations_move_to_the_tokens_that_hold_their_bytes)
     const SynthRelation rel2[] = {
         /* The 't' of "sits" predicts 's', inside " sits": the row before " sits" is
          * " cat", the subject itself -- dropped. */
-        {SYNTH_REL_AGREE, 10, 6},
+        REL(AGREE, 10, 6),
         /* The last 's' of "sits" predicts '.': row 2 (" sits"), key " cat" (1). */
-        {SYNTH_REL_AGREE, 11, 6},
+        REL(AGREE, 11, 6),
         /* Letters of the second "cat" predict letters inside " cat" (token 5): row 4
          * (" The"), key the first " cat". */
-        {SYNTH_REL_NAMES, 18, 5}, {SYNTH_REL_NAMES, 19, 6},
+        REL(NAMES, 18, 5), REL(NAMES, 19, 6),
         /* A query whose next byte is in the first token has no row before it. */
-        {SYNTH_REL_AGREE, 0, 0},
+        REL(AGREE, 0, 0),
     };
     n = heads_planted_to_tokens(out, &dropped, rel2, 5, 0, start2, 8);
     cr_assert_eq(n, 3);
@@ -804,7 +807,7 @@ Test(heads, determiner_and_coreference_move_to_word_tokens)
     cr_assert_eq(text[2], 'o');
     cr_assert_eq(strncmp(text + 66, "so the dog", 10), 0);
     cr_assert_eq(text[22], 'd');
-    const SynthRelation rel[] = {{SYNTH_REL_DET, 10, 2}, {SYNTH_REL_COREF, 72, 22}};
+    const SynthRelation rel[] = {REL(DET, 10, 2), REL(COREF, 72, 22)};
     size_t nb = strlen(text), dropped = 9;
     /* Bytes: unchanged. */
     size_t *start1 = malloc((nb + 1) * sizeof *start1);
@@ -830,7 +833,7 @@ Test(heads, determiner_and_coreference_move_to_word_tokens)
     cr_assert(out[1].kind == SYNTH_REL_COREF && out[1].query == 17 && out[1].key == 6);
     /* Without the adjective the determiner is the row itself: dropped. */
     const size_t start3[] = {0, 3, 8, 12, 13};
-    const SynthRelation det[] = {{SYNTH_REL_DET, 6, 2}}; /* "Two dogs ran." */
+    const SynthRelation det[] = {REL(DET, 6, 2)}; /* "Two dogs ran." */
     cr_assert_eq(heads_planted_to_tokens(out, &dropped, det, 1, 0, start3, 4), 0u);
     cr_assert_eq(dropped, 1u);
 }

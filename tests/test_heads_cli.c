@@ -209,6 +209,16 @@ Test(heads, training_log_on_the_built_in_corpus_carries_its_planted_relations, .
     cr_assert_not_null(strstr(rel, "\"agreement\":{\"best_head\":"), "%.1500s", rel);
     cr_assert_not_null(strstr(rel, "\"names\":{\"best_head\":"), "%.1500s", rel);
     cr_assert_not_null(strstr(rel, "\"coreference\":{\"best_head\":"), "%.1500s", rel);
+    /* Its minimal pairs: accuracy, logit difference and count wherever the batch
+     * holds pairs; the determiner's always, by the same count as its rows. */
+    const char *det = strstr(rel, "\"determiner\":{");
+    const char *acc = strstr(det, "\"accuracy\":"), *end = strchr(det, '}');
+    cr_assert(acc && acc < end, "no determiner pairs: %.300s", det);
+    double a = strtod(acc + strlen("\"accuracy\":"), NULL);
+    cr_assert(a >= 0.0 && a <= 1.0, "accuracy %g", a);
+    const char *np = strstr(det, "\"pairs\":");
+    cr_assert(np && np < end && strtod(np + strlen("\"pairs\":"), NULL) >= 1, "%.300s", det);
+    cr_assert(strstr(det, "\"logit_diff\":") < end);
     free(log);
 }
 

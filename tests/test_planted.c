@@ -7,6 +7,9 @@
 #include "app/planted.h"
 #include "data/batch.h"
 
+/* A planted relation without a minimal pair: which kind, query, key. */
+#define REL(which, q, k) {.kind = SYNTH_REL_##which, .query = (q), .key = (k)}
+
 enum { T = 16, B = 2 };
 
 Test(planted, keys_at_any_window_start_match_the_relations_inside_it)
@@ -14,7 +17,7 @@ Test(planted, keys_at_any_window_start_match_the_relations_inside_it)
     /* Token positions in the text: agreement 10 -> 5, a bracket (found in any
      * text, so not a planted key) and a name 20 -> 12. */
     SynthRelation rel[] = {
-        {SYNTH_REL_AGREE, 10, 5}, {SYNTH_REL_BRACKET, 14, 9}, {SYNTH_REL_NAMES, 20, 12}};
+        REL(AGREE, 10, 5), REL(BRACKET, 14, 9), REL(NAMES, 20, 12)};
     Planted p = {.builtin = 1, .rel = rel, .n = 3};
     int keys[HEADS_REL_COUNT][B * T], firsts[HEADS_REL_COUNT][B * T];
     int *key[HEADS_REL_COUNT] = {NULL}, *first[HEADS_REL_COUNT] = {NULL};

@@ -214,7 +214,10 @@ static int write_csv(const char *dir, const HeadsReport *r, char *err, size_t er
     fprintf(o.f, "layer,head,type,masked");
     for (size_t i = 0; i < report_nfields; i++)
         fprintf(o.f, ",%s", report_fields[i].name);
-    fprintf(o.f, ",delta_loss_pct,nearest,attends,needed,serves\n");
+    fprintf(o.f, ",delta_loss_pct,nearest,attends,needed,serves");
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        fprintf(o.f, ",cost_%s", heads_rel_names[q]);
+    fputc('\n', o.f);
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
         char near[32] = "", attends[HEADS_REL_COUNT * 32], needed[HEADS_REL_COUNT * 32];
@@ -224,10 +227,17 @@ static int write_csv(const char *dir, const HeadsReport *r, char *err, size_t er
         fprintf(o.f, "%d,%d,%s,%d", k / H, k % H, heads_type_names[s->type], s->masked);
         for (size_t i = 0; i < report_nfields; i++)
             fprintf(o.f, ",%.6g", report_field(s, &report_fields[i]));
-        fprintf(o.f, ",%.6g,%s,%s,%s,%s\n", 100.0 * s->delta_loss / r->base_loss, near,
+        fprintf(o.f, ",%.6g,%s,%s,%s,%s", 100.0 * s->delta_loss / r->base_loss, near,
                 report_rels(attends, sizeof attends, s, "+", heads_attends),
                 report_rels(needed, sizeof needed, s, "+", heads_needed),
                 report_serves(serves, sizeof serves, s, "+"));
+        /* each relation's cost (pairs_cost); empty where it was not measured */
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            if (s->costed)
+                fprintf(o.f, ",%.6g", s->cost[q]);
+            else
+                fputc(',', o.f);
+        fputc('\n', o.f);
     }
     return report_out_close(&o, err, errlen);
 }

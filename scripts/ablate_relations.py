@@ -12,11 +12,20 @@ plots/relations_ARM.svg, each H's heads x relations matrix from heads.csv.
 Definitions (docs/ablation.md, "One head against several"):
 - bar: summary.json's "bar" for the relation; without one, 0.50 for previous-token
   and 0.30 for the others, the bars ./infer --heads types heads by.
-- a relation is served in a run when its best head's attention (summary.json)
-  is above the bar; the heads serving it are its best head and every other head
-  whose per-head score (heads.csv) is above the bar.
+- a head attends to a relation when its per-head score (heads.csv) is above the
+  bar (the best head's, from summary.json, counts too).
+- a head is needed for a relation when silencing it alone costs the relation at
+  least ./infer's needed share of its logit difference (heads.csv's "needed"
+  column, docs/heads.md "Needed heads").
+- a head serves a relation when it attends and is needed; a relation is served in
+  a run when some head serves it. Reports written before the ablation per relation
+  have no "needed" column: there a relation is served when its best head is above
+  the bar, and its serving heads are the heads that attend.
 - distinct heads: the number of different heads serving the served relations;
   shared heads: those serving two or more.
+- minimal pairs (summary.json's accuracy and logit_diff) and, per head count, how
+  many relations the most-needed head of H = 1 is needed for, and how many
+  relations have a needed head of their own (needed for no other relation).
 
 Loading the runs and the rest of the report are ablate_report.py's; the chart
 primitives svgchart.py's. Standard library only.
@@ -40,12 +49,15 @@ BAR_DEFAULT_OTHER = 0.30
 # mean A[i][i-1] over the analysis windows (docs/heads.md, "Per-head metrics").
 HEAD_COLUMN = {"previous-token": "prev"}
 SECTION = "## One head against several: the relations"
+# The caption of the minimal-pair table (reports with the ablation per relation).
+CAUSAL = "Minimal pairs and needed heads by arm and H:"
 # The captions the section's tables follow; check() finds the tables by them.
 BY_RELATION = "Relations by arm and H:"
 SERVED = "Relations served per arm and H:"
 CSV_COLUMNS = ["arm", "run", "H", "D", "seed", "relation", "best_head", "attention",
                "uniform", "ratio", "bar", "bar_source", "served", "serving_heads", "loss",
-               "rows"]
+               "rows", "attended", "attending_heads", "needed_heads", "needed_head", "accuracy",
+               "logit_diff", "pairs"]
 # The per-run totals ablation.csv gets when the runs have relations.
 RUN_COLUMNS = ["relations_scored", "relations_served", "relations_distinct_heads",
                "relations_shared_heads"]
@@ -76,30 +88,57 @@ def head_score(h, name):
     return num(h.get(col)) if col else float("nan")
 
 
+def plus_list(cell):
+    """A heads.csv list cell ("bracket+names") as a set; empty for "" or None."""
+    return set((cell or "").split("+")) - {""}
+
+
 def judge(relations, heads, names):
     """One run: relations is its summary.json "relations", heads its heads.csv rows
     (dicts), names the relations to judge. Returns {"relations": {name: {best_head,
-    attention, uniform, ratio, loss, rows, bar, bar_source, served (0/1), heads (the
-    serving heads' labels)}}, "scored", "served", "distinct_heads", "shared_heads"}."""
+    attention, uniform, ratio, loss, rows, bar, bar_source, attended (0/1), served
+    (0/1), heads (the serving heads' labels), attending, needed (labels),
+    needed_head, accuracy, logit_diff, pairs}}, "scored", "served",
+    "distinct_heads", "shared_heads", "causal" (the report has the ablation per
+    relation), "needed_per_head" ({label: relations it is needed for})}."""
     live = [h for h in heads if num(h.get("masked")) != 1]
+    causal = any("needed" in h for h in live)
     out, uses = {}, Counter()
     for k in names:
         e = relations.get(k) or {}
         bar, source = bar_of(e, k)
         att, uni = num(e.get("attention")), num(e.get("uniform"))
-        served = math.isfinite(att) and att > bar
-        serving = set()
-        if served:
-            serving = {head_label(h) for h in live if head_score(h, k) > bar}
-            serving |= {e["best_head"]} if e.get("best_head") else set()
+        attended = math.isfinite(att) and att > bar
+        attending = {head_label(h) for h in live if head_score(h, k) > bar}
+        attending |= {e["best_head"]} if attended and e.get("best_head") else set()
+        needed = {head_label(h) for h in live if k in plus_list(h.get("needed"))}
+        if causal:
+            serving = attending & needed
+        else:
+            serving = attending if attended else set()
         uses.update(serving)
         out[k] = {"best_head": e.get("best_head"), "attention": att, "uniform": uni,
                   "ratio": att / uni if uni > 0 else float("nan"), "loss": num(e.get("loss")),
                   "rows": e.get("rows"), "bar": bar, "bar_source": source,
-                  "served": int(served), "heads": sorted(serving, key=head_key)}
+                  "attended": int(attended), "served": int(bool(serving)),
+                  "heads": sorted(serving, key=head_key),
+                  "attending": sorted(attending, key=head_key),
+                  "needed": sorted(needed, key=head_key), "needed_head": e.get("needed_head"),
+                  "accuracy": num(e.get("accuracy")), "logit_diff": num(e.get("logit_diff")),
+                  "pairs": e.get("pairs")}
+    per_head = Counter({head_label(h): 0 for h in live})
+    for k in names:
+        per_head.update(out[k]["needed"])
     return {"relations": out, "scored": len(names),
             "served": sum(r["served"] for r in out.values()), "distinct_heads": len(uses),
-            "shared_heads": sum(1 for n in uses.values() if n >= 2)}
+            "shared_heads": sum(1 for n in uses.values() if n >= 2), "causal": causal,
+            "needed_per_head": dict(per_head)}
+
+
+def own_heads(j, names):
+    """The relations with a needed head of their own: one needed for no other relation."""
+    return [k for k in names if any(j["needed_per_head"].get(h) == 1
+                                    for h in j["relations"][k]["needed"])]
 
 
 def annotate(rows, names):
@@ -122,7 +161,9 @@ def write_csv(path, rows, names):
             for k in names:
                 x = r["judged"]["relations"][k]
                 cells = dict(x, arm=r["arm"], run=r["run"], H=r["H"], D=r["D"], seed=r["seed"],
-                             relation=k, serving_heads=" ".join(x["heads"]))
+                             relation=k, serving_heads=" ".join(x["heads"]),
+                             attending_heads=" ".join(x["attending"]),
+                             needed_heads=" ".join(x["needed"]))
                 w.writerow(["%.6g" % v if isinstance(v, float) and math.isfinite(v) else
                             "" if v is None or isinstance(v, float) else v
                             for v in (cells.get(c) for c in CSV_COLUMNS)])
@@ -186,6 +227,67 @@ def tables(rows, names, arms):
                       mean_range([j["distinct_heads"] for j in js]),
                       mean_range([j["shared_heads"] for j in js]), str(len(js))])
     return (head, body), (head2, body2)
+
+
+def causal_table(rows, names, arms):
+    """Per relation with minimal pairs, arm and H: accuracy and logit difference
+    (mean ± s.d. over seeds), the needed head of each seed, and the seeds in which
+    some head attends, is needed, and serves."""
+    g = groups(rows, arms)
+    head = ["relation", "arm", "H", "D", "accuracy", "logit diff", "needed head",
+            "seeds attending", "seeds needing a head", "seeds served"]
+    body = []
+    for k in names:
+        for (arm, H), rs in g.items():
+            xs = [r["judged"]["relations"][k] for r in rs]
+            if not any(math.isfinite(x["accuracy"]) for x in xs) and not any(
+                    x["needed"] for x in xs):
+                continue
+            n = Counter(x["needed_head"] for x in xs if x["needed_head"])
+            needed_heads = ", ".join(h + (" ×%d" % n[h] if n[h] > 1 else "") for h in sorted(
+                n, key=lambda h: (-n[h], head_key(h)))) or "–"
+            acc = [x["accuracy"] for x in xs if math.isfinite(x["accuracy"])]
+            ld = [x["logit_diff"] for x in xs if math.isfinite(x["logit_diff"])]
+            body.append([k, arm, str(H), str(rs[0]["D"]), pm(acc, 3) if acc else "–",
+                         pm(ld, 2) if ld else "–", needed_heads,
+                         "%d/%d" % (sum(1 for x in xs if x["attending"]), len(xs)),
+                         "%d/%d" % (sum(1 for x in xs if x["needed"]), len(xs)),
+                         "%d/%d" % (sum(x["served"] for x in xs), len(xs))])
+    return head, body
+
+
+def causal_sentences(g, arm, names):
+    """From the ablation per relation: at H = 1, how many relations the most-needed
+    head is needed for; at every H, how many relations have a needed head of their
+    own; which relations are learned (accuracy >= 0.9 in every seed) and which are
+    not (mean accuracy <= 0.6)."""
+    mine = {H: [r["judged"] for r in rs] for (a, H), rs in g.items() if a == arm}
+    if not any(j["causal"] for js in mine.values() for j in js):
+        return []
+    out = []
+    if 1 in mine:
+        most = [max(j["needed_per_head"].values() or [0]) for j in mine[1]]
+        heads = [sum(1 for v in j["needed_per_head"].values() if v) for j in mine[1]]
+        out.append("At H = 1 the head needed for the most relations is needed for %s of %d "
+                   "(over %s); heads needed for some relation: %s of %d (one per layer)." % (
+                       mean_range(most), len(names), seeds_text(len(most)),
+                       mean_range(heads), len(mine[1][0]["needed_per_head"])))
+    parts = []
+    for H, js in mine.items():
+        own = [len(own_heads(j, names)) for j in js]
+        parts.append("%s at H = %d" % (mean_range(own), H))
+    out.append("Relations with a needed head of their own (needed for no other relation), "
+               "of %d: %s." % (len(names), ", ".join(parts)))
+    paired = [k for k in names if any(math.isfinite(j["relations"][k]["accuracy"])
+                                      for js in mine.values() for j in js)]
+    for H, js in mine.items():
+        learned = [k for k in paired if all(j["relations"][k]["accuracy"] >= 0.9 for j in js)]
+        chance = [k for k in paired if mean_sd([j["relations"][k]["accuracy"]
+                                                for j in js])[0] <= 0.6]
+        out.append("At H = %d, learned (minimal-pair accuracy >= 0.9 in every seed): %s; "
+                   "near chance (mean <= 0.6): %s." % (H, ", ".join(learned) or "none",
+                                                      ", ".join(chance) or "none"))
+    return out
 
 
 def seeds_text(n):
@@ -298,13 +400,17 @@ def bars_sentence(rows, names):
 
 
 INTRO = ("Does one head have to average several relations into one muddy pattern, and do "
-         "several heads split them? Per relation, arm and H: the best head of each seed "
+         "several heads split them? Where the runs' reports carry the ablation per relation, "
+         "a head serves a relation when it attends to the relation's key above the bar and "
+         "silencing it alone takes away at least the needed share of the relation's logit "
+         "difference (docs/heads.md); a relation is served when some head serves it. "
+         "Per relation, arm and H: the best head of each seed "
          "(×n: in n seeds), its mean attention on the relation's key (summary.json, mean ± "
          "s.d. over seeds), the uniform head's, their ratio, the bar, the seeds in which "
          "some head is above the bar, and the loss (nats) on the tokens the relation "
-         "predicts. A relation is served in a run when its best head is above the bar; the "
-         "heads serving it are that head and every head whose per-head score in heads.csv "
-         "is above the bar; distinct heads counts the different heads serving the served "
+         "predicts. In reports without the ablation, a relation is served in a run when its "
+         "best head is above the bar, by every head whose per-head score in heads.csv is "
+         "above the bar. Distinct heads counts the different heads serving the served "
          "relations, and a head serving 2+ serves two or more.")
 
 
@@ -318,21 +424,40 @@ def section(rows, names, arms, titles):
     t1, t2 = tables(rows, names, arms)
     out = [SECTION, "", INTRO, "", bars_sentence(rows, names), "", BY_RELATION, ""] + md(
         *t1) + ["", SERVED, ""] + md(*t2) + [""]
+    causal = any(r["judged"]["causal"] for r in rows)
+    if causal:
+        out += [CAUSAL, "", "Accuracy: the share of minimal pairs where the right token's "
+                "logit beats the wrong one's (chance 0.5); logit diff: its mean margin "
+                "(mean ± s.d. over seeds); needed head: the head whose silencing costs the "
+                "relation most, per seed; seeds attending / needing a head / served: the "
+                "seeds in which some head attends above the bar, some head is needed, some "
+                "head does both.", ""] + md(*causal_table(rows, names, arms)) + [""]
     for arm in arms:
         if not any(a == arm for a, _ in g):
             continue
         said = [served_sentence(titles[arm], g, arm), shared_sentence(g, arm)] + never_always(
-            g, arm, names) + [divided_sentence(g, arm, names)]
+            g, arm, names) + causal_sentences(g, arm, names) + [divided_sentence(g, arm, names)]
         out += [" ".join(s for s in said if s), ""]
-    out += ["Heads × relations, each H's first seed: %s." % ", ".join(
-        "plots/relations_%s.svg" % a for a in arms if any(x == a for x, _ in g)), ""]
+    out += ["Heads × relations, each H's first seed: attention in %s%s." % (", ".join(
+        "plots/relations_%s.svg" % a for a in arms if any(x == a for x, _ in g)),
+        "; the cost of silencing each head in %s" % ", ".join(
+            "plots/ablation_%s.svg" % a for a in arms if any(x == a for x, _ in g))
+        if causal else ""), ""]
     return out
 
 
-def matrix_plot(rows, names, arm, title):
+def head_cost(h, name):
+    """One heads.csv row's cost to a relation (cost_NAME); NaN without a column."""
+    return num(h.get("cost_" + name))
+
+
+def matrix_plot(rows, names, arm, title, causal=False):
     """plots/relations_ARM.svg: per H, the first seed's heads x relations matrix (cell:
-    that head's mean attention on the relation's key, from heads.csv), the cells at or
-    above the relation's bar outlined; one colour scale 0 to 1 for every panel."""
+    that head's mean attention on the relation's key, from heads.csv), the cells
+    above the relation's bar outlined; one colour scale 0 to 1 for every panel.
+    With causal, plots/ablation_ARM.svg: the cell is the cost of silencing that head
+    (the share of the relation's logit difference it takes away), outlined where the
+    head serves the relation (attends and is needed)."""
     g = {H: rs for (a, H), rs in groups(rows, [arm]).items() if a == arm}
     cw, top, gap, label_w = 42, 120, 40, 52
     panels, x = [], 20
@@ -345,31 +470,46 @@ def matrix_plot(rows, names, arm, title):
         x += label_w + cw * len(names) + gap
     scale_h = 200
     height = top + max([len(p[3]) * p[4] for p in panels] + [scale_h + 20]) + 80
-    svg = Svg(int(max(x + 90, 780)), int(height), "Heads x relations: %s" % title)
-    svg.text(20, 24, "Heads × relations, %s" % title, size=14, weight="bold")
+    what = "cost of silencing" if causal else "attention"
+    svg = Svg(int(max(x + 90, 780)), int(height), "Heads x relations (%s): %s" % (what, title))
+    svg.text(20, 24, "Heads × relations, %s: %s" % (what, title), size=14, weight="bold")
     for px, H, first, heads, ch in panels:
-        vals = [[head_score(h, k) for k in names] for h in heads]
-        bars = [first["judged"]["relations"][k]["bar"] for k in names]
-        marks = [[v > b for v, b in zip(row, bars)] for row in vals]
+        if causal:
+            vals = [[head_cost(h, k) for k in names] for h in heads]
+            marks = [[k in plus_list(h.get("serves")) for k in names] for h in heads]
+        else:
+            vals = [[head_score(h, k) for k in names] for h in heads]
+            bars = [first["judged"]["relations"][k]["bar"] for k in names]
+            marks = [[v > b for v, b in zip(row, bars)] for row in vals]
         heatmap(svg, px, top, vals, [head_label(h) for h in heads], names, cw, ch,
                 marks=marks, show_values=len(heads) <= 32,
                 title="H = %d (D = %d), seed %d" % (H, first["D"], first["seed"]))
-    colour_scale(svg, x + 10, top, 16, scale_h, 0.0, 1.0, label="attention")
-    for k, line in enumerate([
-            "Cell: the head's mean attention on the relation's key (heads.csv), in the first "
-            "seed's model of each H.",
-            "Outlined: above the relation's bar. Grey: no per-head score."]):
+    colour_scale(svg, x + 10, top, 16, scale_h, 0.0, 1.0, label=what)
+    lines = ["Cell: the head's mean attention on the relation's key (heads.csv), in the first "
+             "seed's model of each H.", "Outlined: above the relation's bar. Grey: no "
+             "per-head score."]
+    if causal:
+        lines = ["Cell: the share of the relation's logit difference (of its loss, without "
+                 "minimal pairs) that silencing the head alone takes away (heads.csv cost_*).",
+                 "Outlined: the head serves the relation (attends above the bar and is "
+                 "needed). Colours clip at 0 and 1."]
+    for k, line in enumerate(lines):
         svg.text(20, height - 40 + 18 * k, line, size=11, fill="#444")
     return svg
 
 
 def write_plots(plots_dir, rows, names, arms, titles, write_text):
-    """plots/relations_ARM.svg for each arm with rows."""
+    """plots/relations_ARM.svg for each arm with rows, and plots/ablation_ARM.svg
+    where the runs' reports carry the ablation per relation."""
     for arm in arms:
         mine = [r for r in rows if r["arm"] == arm]
         if mine and names:
             write_text(os.path.join(plots_dir, "relations_%s.svg" % arm),
                        matrix_plot(mine, names, arm, titles[arm]).render())
+            if any(any("cost_" + k in h for k in names) for r in mine
+                   for h in r.get("head_rows") or []):
+                write_text(os.path.join(plots_dir, "ablation_%s.svg" % arm),
+                           matrix_plot(mine, names, arm, titles[arm], causal=True).render())
 
 
 def table_cells(text, caption):

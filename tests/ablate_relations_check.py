@@ -88,6 +88,39 @@ class Judge(unittest.TestCase):
         self.assertEqual((j["scored"], j["served"], j["distinct_heads"]), (2, 0, 0))
 
 
+class Causal(unittest.TestCase):
+    """The same run with the ablation per relation: heads.csv says which relations
+    each head is needed for. L0H0 attends to previous-token and bracket but is needed
+    only for bracket; L0H1 attends to bracket and foo and is needed for foo only.
+    Served: bracket {L0H0} and foo {L0H1}; previous-token is attended, not served."""
+
+    heads = [dict(head(0, 0, 0.62, 0.35, 0.05, 0), needed="bracket", serves="bracket"),
+             dict(head(0, 1, 0.10, 0.31, 0.25, 0), needed="foo", serves="foo")]
+    relations = dict(Judge.relations, bracket=dict(rel("L0H0", 0.35, 0.05, 4.0),
+                                                   accuracy=0.95, logit_diff=3.5, pairs=40,
+                                                   needed_head="L0H0"))
+
+    def test_a_head_serves_only_what_it_attends_to_and_is_needed_for(self):
+        j = ablate_relations.judge(self.relations, self.heads, Judge.names)
+        self.assertTrue(j["causal"])
+        r = j["relations"]
+        self.assertEqual((r["previous-token"]["attended"], r["previous-token"]["served"]),
+                         (1, 0))
+        self.assertEqual(r["bracket"]["heads"], ["L0H0"])
+        self.assertEqual(r["bracket"]["attending"], ["L0H0", "L0H1"])
+        self.assertEqual(r["foo"]["heads"], ["L0H1"])
+        self.assertEqual((j["served"], j["distinct_heads"], j["shared_heads"]), (2, 2, 0))
+        self.assertEqual((r["bracket"]["accuracy"], r["bracket"]["needed_head"]), (0.95, "L0H0"))
+        self.assertEqual(j["needed_per_head"], {"L0H0": 1, "L0H1": 1})
+        self.assertEqual(ablate_relations.own_heads(j, Judge.names), ["bracket", "foo"])
+
+    def test_a_head_needed_by_two_relations_is_no_ones_own(self):
+        heads = [dict(self.heads[0], needed="bracket+foo"), self.heads[1]]
+        j = ablate_relations.judge(self.relations, heads, Judge.names)
+        self.assertEqual(j["needed_per_head"], {"L0H0": 2, "L0H1": 1})
+        self.assertEqual(ablate_relations.own_heads(j, Judge.names), ["foo"])
+
+
 # The fake sweep: per (H, seed) each head's (prev, bracket, foo, qux) and, per relation,
 # the best head's attention. foo carries its own bar (0.20) in summary.json; qux, at
 # 0.10 everywhere, is served nowhere.
@@ -114,7 +147,24 @@ def read(path):
         return f.read()
 
 
-def fake_sweep(d):
+# With the ablation per relation (CausalSweep): per (H, seed) the relations each head
+# is needed for, and each relation's minimal-pair accuracy (none for previous-token).
+#   H=1 s1: L0H0 needed for previous-token and bracket     -> own heads: none
+#   H=1 s2: L0H0 needed for bracket                         -> own: bracket
+#   H=2 s1: L0H0 previous-token; L0H1 bracket and foo       -> own: previous-token
+#   H=2 s2: L0H0 previous-token; L0H1 bracket               -> own: previous-token, bracket
+SWEEP_NEEDED = {
+    (1, 1): ["previous-token+bracket"],
+    (1, 2): ["bracket"],
+    (2, 1): ["previous-token", "bracket+foo"],
+    (2, 2): ["previous-token", "bracket"],
+}
+SWEEP_ACCURACY = {  # bracket, foo
+    (1, 1): (0.95, 0.50), (1, 2): (0.85, 0.55), (2, 1): (0.99, 0.92), (2, 2): (0.97, 0.95),
+}
+
+
+def fake_sweep(d, causal=False):
     fp = {"embd": 4, "fixed_head_size": 2, "layers": 1, "block": 8, "batch": 2, "steps": 10,
           "data": "fake.txt", "data_slice": False, "data_bytes": 1000, "val_frac": 0.1,
           "corpus": None, "accum": 1}
@@ -130,16 +180,27 @@ def fake_sweep(d):
                         {"type": "final", "step": 10, "val_loss": 2.5, "val_tokens": 100,
                          "train_loss": 2.4, "wall_seconds": 1.0, "val_bpb": 3.6}):
                 f.write(json.dumps(rec) + "\n")
+        names = ["previous-token", "bracket", "foo", "qux"]
         with open(os.path.join(run, "heads", "heads.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, HEAD_FIELDS)
+            w = csv.DictWriter(f, HEAD_FIELDS + (["needed"] + ["cost_" + k for k in names]
+                                                 if causal else []))
             w.writeheader()
             for h, scores in enumerate(rows):
-                w.writerow(head(0, h, *scores))
+                extra = {}
+                if causal:
+                    needed = SWEEP_NEEDED[H, seed][h]
+                    extra = {"needed": needed}
+                    extra.update({"cost_" + k: "0.5" if k in needed.split("+") else "0.01"
+                                  for k in names})
+                w.writerow(dict(head(0, h, *scores), **extra))
         relations = {}
-        for k, name in enumerate(["previous-token", "bracket", "foo", "qux"]):
+        for k, name in enumerate(names):
             best = max(range(len(rows)), key=lambda h: rows[h][k])
             relations[name] = rel("L0H%d" % best, rows[best][k], UNIFORM[name], 1.0 + seed,
                                   bar=0.2 if name == "foo" else None)
+            if causal and name in ("bracket", "foo"):
+                relations[name].update(accuracy=SWEEP_ACCURACY[H, seed][k - 1], logit_diff=2.0,
+                                       pairs=50)
         write_json(os.path.join(run, "heads", "summary.json"),
                    {"relations": relations, "type_counts": {"mixed": H}, "mean_entropy": 0.5,
                     "mean_distance": 2.0, "effective_heads": 1.0, "removable_heads_1pct": 0,
@@ -217,6 +278,41 @@ class Sweep(unittest.TestCase):
         self.assertEqual(len(re.findall(r'fill="none" stroke="#000"', svg)), 5)
         self.assertIn("H = 2 (D = 2), seed 1", svg)
         self.assertIn(">0.55</text>", svg)
+
+
+class CausalSweep(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ablate_relations.")
+        fake_sweep(self.dir, causal=True)
+        ablate_report.write_all(self.dir)
+        self.md = read(os.path.join(self.dir, "ablation.md"))
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_the_check_passes(self):
+        self.assertEqual(ablate_report.check(self.dir), [])
+
+    def test_sentences_count_needed_heads_and_heads_of_their_own(self):
+        for s in ["At H = 1 the head needed for the most relations is needed for 1.5 (1–2) of 4 "
+                  "(over 2 seeds); heads needed for some relation: 1 of 1 (one per layer).",
+                  "Relations with a needed head of their own (needed for no other relation), "
+                  "of 4: 0.5 (0–1) at H = 1, 1.5 (1–2) at H = 2.",
+                  "At H = 1, learned (minimal-pair accuracy >= 0.9 in every seed): none; near "
+                  "chance (mean <= 0.6): foo.",
+                  "At H = 2, learned (minimal-pair accuracy >= 0.9 in every seed): bracket, "
+                  "foo; near chance (mean <= 0.6): none."]:
+            self.assertIn(s, self.md)
+
+    def test_the_minimal_pair_table_and_the_cost_matrix(self):
+        self.assertIn(ablate_relations.CAUSAL, self.md)
+        # bracket at H = 2: 0.99 and 0.97; served by L0H1 in both seeds (it attends,
+        # 0.50 and 0.40, and is needed).
+        self.assertIn("| bracket | width | 2 | 2 | 0.980 ± 0.014 | 2.00 | – | 2/2 | 2/2 | 2/2 |",
+                      self.md)
+        svg = read(os.path.join(self.dir, "plots", "ablation_width.svg"))
+        ET.fromstring(svg.encode("utf-8"))
+        self.assertIn(">0.50</text>", svg)
 
 
 class NoneServed(unittest.TestCase):

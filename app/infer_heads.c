@@ -519,6 +519,14 @@ static void print_table(const HeadsInputs *in, const HeadsMeasures *ms, const He
     }
     printf("\nsorted by dloss (loss increase when the head alone is silenced); ind/dup on "
            "%d probes of 2x%d random tokens (%s)\n", HEADS_PROBES, in->P, in->probe_rule);
+    printf("columns (docs/heads.md): entropy = mean normalised entropy of a row (0 peaked, 1 "
+           "uniform); conf = mean largest weight;\n  dist = mean distance to the attended "
+           "tokens; prev/self/first = mean weight on the previous token, itself, the first\n"
+           "  token; delim = weight on whitespace and punctuation; ind/dup = induction and "
+           "duplicate-token scores on the probes;\n  dloss = loss rise when the head alone is "
+           "silenced (dloss%% of the base loss); grad = gate gradient |dL/dgate|; near = the\n"
+           "  head with the most similar attention (smallest JSD); serves = relations it "
+           "attends to above the bar and is needed for\n");
     printf("base loss %.4f over %d windows x %d tokens; %d heads, %d active\n", ms->base_loss,
            in->nwin, in->T, in->n, s->active);
     printf("types:");
@@ -590,7 +598,8 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
             continue;
         int k = out->needed_head[q];
         printf("  %-15s %-7s %9.3f  %7.3f  %6.3f  %6.0f  %-11s", heads_rel_names[q],
-               rel_head(name, r->best, in->H), r->attention, r->uniform, r->loss, r->rows,
+               r->best >= 0 && r->attention <= r->uniform ? "none" : rel_head(name, r->best, in->H),
+               r->attention, r->uniform, r->loss, r->rows,
                head_cost(need, k, in->H, k >= 0 ? ms->st[k].cost[q] : 0.0));
         if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
             printf("  loss ratio %.3f (%.3f vs %.3f nats at the first occurrence, %.0f pairs)",
@@ -627,9 +636,12 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
     if (in->planted.builtin)
         printf("  (the file is the built-in corpus from byte %zu: agreement, names, determiner "
                "and coreference are its planted relations)\n", in->planted.at);
+    printf("  (best = none: no head attends to the key more than a head spreading its weight "
+           "evenly would)\n");
     if (in->planted.dropped)
-        printf("  (%zu planted relations left out: the key and the query fall in one token)\n",
-               in->planted.dropped);
+        printf("  (%zu planted relations left out: with these tokens the token that predicts the "
+               "answer already holds the key,\n   as a repeated name's letters inside one token, "
+               "so there is no earlier key to attend to)\n", in->planted.dropped);
     int best = -1;
     for (int k = 0; k < in->n; k++)
         if (!ms->st[k].masked && (best < 0 || ms->st[k].induction > ms->st[best].induction))

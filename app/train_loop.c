@@ -21,6 +21,7 @@
 #include "data/batch.h"
 #include "model/evaluate.h"
 #include "trainer/limits.h"
+#include "util/json.h"
 #include "util/rng.h"
 
 /* The run the signal handlers stop and whose files are let go at exit: the one
@@ -237,8 +238,10 @@ void run_print_settings(Run *r)
                 r->dist.size > 1 ? "s" : "", r->loop.micro * o->batch);
     fprintf(stderr, "train: checkpoint %s (every %ld steps and at the end)%s%s\n", o->out,
             o->save_every, o->log ? ", log " : "", o->log ? o->log : "");
-    char name[1100];
-    train_json_string(name, sizeof name, r->file.name);
+    char *name = malloc(json_string(NULL, r->file.name) + 1);
+    if (!name)
+        cli_fail("out of memory");
+    json_string(name, r->file.name);
     char record[1000];
     train_options_record(o, record, sizeof record);
     run_log(r, "{\"type\":\"settings\",\"data\":%s,\"data_bytes\":%zu,\"vocab\":%d,"
@@ -248,6 +251,7 @@ void run_print_settings(Run *r)
                name, r->file.n, c->V, tok->nbytes, tok->nmerges, o->vocab, c->L, c->H, c->C, c->D,
                c->T, r->tr.model.table.total, record, omp_get_max_threads(),
                o->resume ? "true" : "false", o->accum, r->dist.size);
+    free(name);
 }
 
 /* A checkpoint could not be written (a full disk, `ulimit -f`): the run stops at

@@ -210,8 +210,11 @@ static void parse(int argc, char **argv, InferOptions *o)
             continue;
         }
         switch (c) {
-        case OPT_HELP: usage(); exit(0);
-        case OPT_VERSION: printf("infer (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
+        case OPT_HELP: usage(); cli_close_stdout(); exit(0);
+        case OPT_VERSION:
+            printf("infer (headcount) %s\n", HEADCOUNT_VERSION);
+            cli_close_stdout();
+            exit(0);
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
@@ -416,6 +419,7 @@ static void check_outputs(const InferOptions *o, const char *trained_on)
 int main(int argc, char **argv)
 {
     cli_prog = "infer";
+    cli_hold_std_fds();
     cli_bounded_spin_openmp(argv);
     InferOptions o;
     parse(argc, argv, &o);
@@ -449,5 +453,7 @@ int main(int argc, char **argv)
     free(o.head_on);
     model_free(&m);
     tok_free(&tok);
+    if (rc == 0)
+        cli_close_stdout();
     return rc;
 }

@@ -604,6 +604,7 @@ static void train_exit(int code)
 int main(int argc, char **argv)
 {
     cli_prog = "train";
+    cli_hold_std_fds();
     cli_bounded_spin_openmp(argv);
     /* On the heap: its path buffers would take tens of KiB of the main thread's
      * stack, which the kernels' frames need (tests/test_train.c runs it small). */

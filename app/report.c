@@ -507,6 +507,10 @@ static int dir_state(const char *dir, char *err, size_t errlen)
             return err_set(err, errlen, "--report %s: %s", dir, strerror(errno));
         return 0;
     }
+    if (S_ISLNK(st.st_mode))
+        return err_set(err, errlen, "--report %s is a symbolic link; a report replaces its "
+                       "directory as a whole, so give the directory's own path or a new "
+                       "directory name", dir);
     if (!S_ISDIR(st.st_mode))
         return err_set(err, errlen, "--report %s exists and is not a directory; give a new "
                        "directory name", dir);

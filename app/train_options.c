@@ -42,7 +42,7 @@ static void format_value(const Options *o, const Setting *s, char *buf, size_t l
     switch (s->type) {
     case SET_LONG: snprintf(buf, len, "%ld", *(const long *)v); break;
     case SET_REAL:
-    case SET_F32: snprintf(buf, len, "%g", *(const double *)v); break;
+    case SET_F32: cli_format_double(buf, len, *(const double *)v); break;
     case SET_SEED: snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)v); break;
     case SET_PATH:
     case SET_NAME:
@@ -322,8 +322,11 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
             continue;
         }
         switch (c) {
-        case OPT_HELP: usage(); exit(0);
-        case OPT_VERSION: printf("train (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
+        case OPT_HELP: usage(); cli_close_stdout(); exit(0);
+        case OPT_VERSION:
+            printf("train (headcount) %s\n", HEADCOUNT_VERSION);
+            cli_close_stdout();
+            exit(0);
         case OPT_PRINT_SETTINGS: given[c] = 1; break;
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
@@ -347,6 +350,7 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
                         o->heads_every);
     if (given[OPT_PRINT_SETTINGS]) {
         print_settings_json(o);
+        cli_close_stdout();
         exit(0);
     }
     if (o->data && strlen(o->data) >= CKPT_PATH_MAX)

@@ -404,6 +404,11 @@ static void check_outputs(const InferOptions *o, const char *trained_on)
     }
     if (guard_check_paths(paths, n, err, sizeof err))
         cli_usage_error("%s", err);
+    /* Not over a checkpoint or log that a running ./train holds locked. */
+    if ((o->explore && guard_check_unlocked("--explore", o->explore, err, sizeof err)) ||
+        (o->explore_json &&
+         guard_check_unlocked("--explore-json", o->explore_json, err, sizeof err)))
+        cli_fail("%s", err);
     if (!o->report)
         return;
     snprintf(heatmaps, sizeof heatmaps, "%s/heatmaps", dir);

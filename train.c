@@ -247,11 +247,18 @@ static void claim_outputs(Run *r)
         cli_fail("--out %s", err);
     if (r->files.best[0] && ckpt_check_writable(r->files.best, err, sizeof err))
         cli_fail("--keep-best %s", err);
-    if (guard_lock(&r->files.lock, o->out, err, sizeof err))
+    if (guard_lock(&r->files.lock, "--out", o->out, err, sizeof err))
         cli_fail("%s", err);
-    r->stop.lock_path = guard_lock_path(&r->files.lock);
-    if (r->files.best[0] && guard_lock(&r->files.best_lock, r->files.best, err, sizeof err))
+    r->stop.lock_paths[0] = guard_lock_path(&r->files.lock);
+    if (r->files.best[0] &&
+        guard_lock(&r->files.best_lock, "--keep-best", r->files.best, err, sizeof err))
         cli_fail("%s", err);
+    r->stop.lock_paths[1] = guard_lock_path(&r->files.best_lock);
+    /* The log is locked like a checkpoint: a second run writing it (a fresh
+     * one would replace it, a resumed one interleave with it) is refused. */
+    if (o->log && guard_lock(&r->files.log_lock, "--log", o->log, err, sizeof err))
+        cli_fail("%s", err);
+    r->stop.lock_paths[2] = guard_lock_path(&r->files.log_lock);
     for (int k = 0; k < 2; k++) {
         const char *path = k ? r->files.best : o->out;
         if (!path[0])
@@ -329,6 +336,8 @@ static void dump_val_data(Run *r, const unsigned char *given, char *trained_on, 
     char gerr[5000];
     if (guard_check_paths(paths, (int)(sizeof paths / sizeof paths[0]), gerr, sizeof gerr))
         cli_usage_error("%s", gerr);
+    if (guard_check_unlocked("--dump-val", o->dump_val, gerr, sizeof gerr))
+        cli_fail("%s", gerr);
     if (o->resume)
         load_run_data(r, given, &r->ts);
     else
@@ -611,7 +620,7 @@ int main(int argc, char **argv)
     Run *r = calloc(1, sizeof *r);
     if (!r)
         cli_fail("out of memory");
-    r->files.lock.fd = r->files.best_lock.fd = -1;
+    r->files.lock.fd = r->files.best_lock.fd = r->files.log_lock.fd = -1;
     r->files.last_saved = r->files.resumed_step = -1;
     if (dist_init(&r->dist, &argc, &argv))
         cli_fail("cannot start MPI");

@@ -38,8 +38,9 @@ static void on_signal(int sig)
                                   "the last saved checkpoint is intact\n";
         ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)ignored;
-        if (r->stop.lock_path)
-            unlink(r->stop.lock_path);
+        for (int k = 0; k < 3; k++)
+            if (r->stop.lock_paths[k])
+                unlink(r->stop.lock_paths[k]);
         _exit(128 + sig);
     }
     r->stop.signal = sig;
@@ -66,11 +67,13 @@ void run_watch_signals(Run *r)
 
 void run_release_files(Run *r)
 {
-    r->stop.lock_path = NULL;
+    for (int k = 0; k < 3; k++)
+        r->stop.lock_paths[k] = NULL;
     if (r->files.log_tmp[0])
         unlink(r->files.log_tmp); /* a fresh log not yet in place: ours */
     guard_unlock(&r->files.lock);
     guard_unlock(&r->files.best_lock);
+    guard_unlock(&r->files.log_lock);
 }
 
 void run_release_watched(void)

@@ -219,3 +219,92 @@ Test(edges, an_underflowing_value_in_range_is_accepted)
     expect_error(out, rc, 2, "train", "--head-dropout: expected a number in [0, 0.95]");
     free(out);
 }
+
+/* Stops the background trainer started by start_train. */
+static void stop_train(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* Row 4: while one run writes e->log (and e->out), no other run may take either
+ * as its log, or the log as its checkpoint: fresh, resumed or by a symlink. */
+Test(edges, a_log_another_run_writes_is_refused, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "ed-log-shared");
+    char errpath[400], other[400], sym[400], resumed[400], *out;
+    snprintf(errpath, sizeof errpath, "%s/first.err", e.dir);
+    snprintf(other, sizeof other, "%s/other.ckpt", e.dir);
+    snprintf(sym, sizeof sym, "%s/link.log", e.dir);
+    snprintf(resumed, sizeof resumed, "%s/resumed.ckpt", e.dir);
+    cr_assert_eq(symlink("run.log", sym), 0);
+    int rc = run(&out, "train", TINY " --steps 2 --data %s --out %s", e.data, resumed);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    pid_t pid = start_train(&e, errpath);
+    char *before = tu_read_text(e.log);
+    const char *cases[][2] = {
+        {"fresh", "--data %s --out %s --log %s"},
+        {"link", "--data %s --out %s --log %s"},
+        {"resume", "--data %s --resume %s --steps 4 --log %s"},
+        {"log as checkpoint", "--data %s --out %s --log %s"},
+    };
+    for (int k = 0; k < 4; k++) {
+        char args[2000];
+        const char *ckpt = k == 2 ? resumed : k == 3 ? e.log : other;
+        const char *log = k == 1 ? sym : k == 3 ? e.out : e.log;
+        snprintf(args, sizeof args, cases[k][1], e.data, ckpt, log);
+        rc = run(&out, "train", TINY " --steps 4 %s", args);
+        expect_error(out, rc, 1, "train", "is being written by another running process");
+        cr_assert(strstr(out, k == 3 ? "--out" : "--log"), "%s: %s", cases[k][0], out);
+        free(out);
+    }
+    /* The first run's log is the same file, still growing from its start. */
+    char *after = tu_read_text(e.log);
+    stop_train(pid);
+    cr_assert(strncmp(after, before, strlen(before)) == 0, "the first run's log was replaced");
+    free(before);
+    free(after);
+    /* Once it has stopped, resuming into its log appends to it. */
+    rc = run(&out, "train", "--resume %s --steps 4 --log %s", resumed, e.log);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+}
+
+/* The locked checkpoint: --dump-val and the explorer do not replace a file that a
+ * running ./train holds (its checkpoint or its log). */
+Test(edges, one_shot_outputs_do_not_replace_a_locked_checkpoint_or_log, .timeout = 120)
+{
+    Env e;
+    model(&e, "ed-locked");
+    char ckpt[400], errpath[400], *out;
+    snprintf(ckpt, sizeof ckpt, "%s/reader.ckpt", e.dir);
+    snprintf(errpath, sizeof errpath, "%s/first.err", e.dir);
+    cr_assert_eq(rename(e.out, ckpt), 0);
+    pid_t pid = start_train(&e, errpath);
+    const char *targets[] = {e.out, e.log};
+    for (int k = 0; k < 2; k++) {
+        int rc = run(&out, "train", "--data %s --dump-val %s", e.data, targets[k]);
+        expect_error(out, rc, 1, "train", "--dump-val");
+        cr_assert(strstr(out, "is being written by another running process"), "%s", out);
+        free(out);
+        rc = run(&out, "infer", "--ckpt %s --explore %s --text The --threads 1", ckpt,
+                 targets[k]);
+        expect_error(out, rc, 1, "infer", "--explore");
+        cr_assert(strstr(out, "is being written by another running process"), "%s", out);
+        free(out);
+        char page[400];
+        snprintf(page, sizeof page, "%s/page.html", e.dir);
+        rc = run(&out, "infer", "--ckpt %s --explore %s --explore-json %s --text The "
+                 "--threads 1", ckpt, page, targets[k]);
+        expect_error(out, rc, 1, "infer", "--explore-json");
+        free(out);
+        cr_assert_neq(access(page, F_OK), 0, "the page was written");
+    }
+    stop_train(pid);
+    /* A lock its holder left behind (killed) holds nothing. */
+    int rc = run(&out, "train", "--data %s --dump-val %s", e.data, e.log);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+}

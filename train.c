@@ -79,12 +79,24 @@ static void setup_fresh(Run *r)
     Options *o = &r->o;
     char err[1500];
     load_data(r, o->data, builtin_size(o));
-    int rc = corpus_prepare(&r->corpus, &r->file, NULL, (int)o->vocab, o->val_frac,
-                            (int)o->block, err, sizeof err);
+    int rc = corpus_prepare_until(&r->corpus, &r->file, NULL, (int)o->vocab, o->val_frac,
+                                  (int)o->block, &r->stop.signal, err, sizeof err);
+    if (rc == CORPUS_STOPPED) {
+        /* The outputs are claimed (their locks go at exit) but none is open yet. */
+        fprintf(stderr, "train: %s while learning the merges and encoding the text; nothing "
+                "was written\n", r->stop.signal == SIGINT ? "interrupted" : "terminated");
+        run_exit(r, 128 + r->stop.signal);
+    }
     if (rc == CORPUS_VOCAB_TOO_SMALL)
         cli_usage_error("%s", err);
     if (rc)
         cli_fail("%s", err);
+    size_t uncounted = o->vocab ? bpe_uncounted(r->file.bytes, r->corpus.train_bytes) : 0;
+    if (uncounted && run_lead(r))
+        fprintf(stderr, "train: note: %zu bytes of the train split lie past the first %d bytes "
+                "of a chunk (a run without whitespace or punctuation) and were not counted "
+                "for merges; they are still encoded and trained on (docs/tokenizer.md)\n",
+                uncounted, BPE_CHUNK_MAX);
     if (!o->head_size && o->embd % o->heads != 0)
         cli_usage_error("--heads %ld does not divide --embd %ld; pick a divisor or give "
                         "--head-size", o->heads, o->embd);
@@ -667,8 +679,16 @@ int main(int argc, char **argv)
     run_print_settings(r);
     place_log(r);
     if (dist_any(&r->dist, r->stop.signal)) {
-        fprintf(stderr, "train: interrupted before the first step; nothing was written\n");
-        run_exit(r, 128 + (r->stop.signal ? r->stop.signal : SIGINT));
+        int sig = r->stop.signal ? r->stop.signal : SIGINT;
+        const char *how = sig == SIGINT ? "interrupted" : "terminated";
+        if (r->files.log)
+            fprintf(stderr, "train: %s before the first step; no checkpoint was written, and "
+                    "the log %s holds this run's settings record\n", how, r->o.log);
+        else
+            fprintf(stderr, "train: %s before the first step; nothing was written\n", how);
+        if (r->files.log)
+            fclose(r->files.log);
+        run_exit(r, 128 + sig);
     }
     double t0 = cli_now();
     run_train_loop(r, start);

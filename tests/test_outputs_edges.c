@@ -16,6 +16,7 @@
 
 #include "tests/progutil.h"
 #include "tests/testutil.h"
+#include "util/rng.h"
 
 /* e->out: a 4-step TINY checkpoint trained on e->data. */
 static void model(Env *e, const char *name)
@@ -307,4 +308,77 @@ Test(edges, one_shot_outputs_do_not_replace_a_locked_checkpoint_or_log, .timeout
     int rc = run(&out, "train", "--data %s --dump-val %s", e.data, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
+}
+
+/* Whether pid has a handler installed for sig (SigCgt in /proc/PID/status). */
+static int catches(pid_t pid, int sig)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    unsigned long long mask = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "SigCgt: %llx", &mask) == 1)
+            break;
+    fclose(f);
+    return (int)(mask >> (sig - 1) & 1);
+}
+
+/* Row 12: SIGINT while the merges are learned stops the learning (it does not
+ * wait for it to finish) and says what is on disk: nothing, no log either. */
+Test(edges, a_signal_during_merge_learning_stops_it_and_writes_nothing, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "ed-bpe-signal");
+    /* 1 MB of random words: about 4 s of learning for 8,000 tokens. */
+    size_t n = 1000000;
+    char *text = malloc(n);
+    Rng rng;
+    rng_init(&rng, 31, 0);
+    for (size_t i = 0; i < n;) {
+        size_t len = 3 + rng_below(&rng, 8);
+        for (size_t k = 0; k < len && i < n; k++)
+            text[i++] = (char)('a' + rng_below(&rng, 26));
+        if (i < n)
+            text[i++] = ' ';
+    }
+    char data[400], errpath[400], bin[400];
+    make_file(&e, "words.txt", text, n, data, sizeof data);
+    free(text);
+    snprintf(errpath, sizeof errpath, "%s/train.err", e.dir);
+    snprintf(bin, sizeof bin, "%s/train", tu_bin());
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        FILE *f = freopen(errpath, "w", stderr);
+        if (!f || dup2(fileno(stderr), STDOUT_FILENO) < 0)
+            _exit(99);
+        setenv("OMP_WAIT_POLICY", "passive", 1);
+        execl(bin, bin, "--layers", "1", "--embd", "16", "--heads", "2", "--block", "16",
+              "--batch", "4", "--threads", "1", "--steps", "5", "--vocab", "8000", "--data",
+              data, "--out", e.out, "--log", e.log, (char *)NULL);
+        _exit(98);
+    }
+    int ready = 0;
+    for (int i = 0; i < 4000 && !ready; i++) {
+        ready = catches(pid, SIGINT);
+        if (!ready)
+            usleep(2000);
+    }
+    cr_assert(ready, "train installed no SIGINT handler within 8 s");
+    kill(pid, SIGINT);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    char *out = tu_read_text(errpath);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d:\n%s", status, out);
+    cr_assert(strstr(out, "train: interrupted while learning the merges and encoding the text; "
+                          "nothing was written\n"), "%s", out);
+    cr_assert_null(strstr(out, "vocabulary"), "learning finished before the stop:\n%s", out);
+    free(out);
+    cr_assert_neq(access(e.out, F_OK), 0, "a checkpoint was written");
+    cr_assert_neq(access(e.log, F_OK), 0, "a log was written");
+    cr_assert_eq(tu_find_prefix(e.dir, "out.ckpt", NULL, 0), 0, "a lock or temporary was left");
+    cr_assert_eq(tu_find_prefix(e.dir, "run.log", NULL, 0), 0, "a lock or temporary was left");
 }

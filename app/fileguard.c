@@ -185,10 +185,9 @@ static void describe_holder(const char *text, char *buf, size_t len)
 static int lock_path_of(const char *out, char *buf, size_t len)
 {
     char real[PATH_MAX];
-    return guard_resolve(out, real, sizeof real) ||
-                   (size_t)snprintf(buf, len, "%s.lock", real) >= len
-               ? -1
-               : 0;
+    if (guard_resolve(out, real, sizeof real))
+        return -1;
+    return (size_t)snprintf(buf, len, "%s.lock", real) >= len ? -1 : 0;
 }
 
 /* "OUT is being written by another running process (pid N: cmd); ..." from the

@@ -133,8 +133,8 @@ static void expect_utf8_with(const char *path, const char *needle)
 }
 
 /* Row 5: a Latin-1 file name (caf\xe9.txt) in the log, --print-settings, the
- * report's summary.json and the explorer's data is \u00e9, and each file is
- * valid UTF-8. */
+ * report's summary.json and the explorer's data is \u00e9 (in the report's
+ * page &#xe9;), and each file is valid UTF-8. */
 Test(edges, a_path_that_is_not_utf8_is_escaped_in_every_json_file, .timeout = 120)
 {
     Env e;
@@ -159,6 +159,8 @@ Test(edges, a_path_that_is_not_utf8_is_escaped_in_every_json_file, .timeout = 12
     free(out);
     snprintf(summary, sizeof summary, "%s/summary.json", rep);
     expect_utf8_with(summary, "caf\\u00e9.txt");
+    snprintf(summary, sizeof summary, "%s/index.html", rep);
+    expect_utf8_with(summary, "caf&#xe9;.txt");
     snprintf(page, sizeof page, "%s/page.html", e.dir);
     snprintf(json, sizeof json, "%s/att.json", e.dir);
     rc = run(&out, "infer", "--ckpt %s --explore %s --explore-json %s --text-file '%s' "

@@ -5,10 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The length of the well-formed UTF-8 character of two to four bytes at p (a
- * code point from U+0080 up, not overlong, not a surrogate, at most U+10FFFF),
- * else 0. p is NUL-terminated, so a cut sequence stops at its NUL. */
-static size_t utf8_len(const unsigned char *p)
+/* A code point from U+0080 up, not overlong, not a surrogate, at most
+ * U+10FFFF. p is NUL-terminated, so a cut sequence stops at its NUL. */
+size_t json_utf8_len(const unsigned char *p)
 {
     size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
     if (len == 0 || p[0] > 0xf4)
@@ -40,7 +39,7 @@ static size_t json_piece(const unsigned char *p, char piece[8], size_t *used)
         piece[0] = (char)*p;
         return 1;
     }
-    size_t u = *p >= 0x80 ? utf8_len(p) : 0;
+    size_t u = *p >= 0x80 ? json_utf8_len(p) : 0;
     if (u) {
         memcpy(piece, p, u);
         *used = u;

@@ -22,4 +22,9 @@ size_t json_string(char *buf, const char *s);
 /* s as a JSON string on f (check f's error state as for any other write). */
 void json_fput_string(FILE *f, const char *s);
 
+/* The length of the well-formed UTF-8 character of two to four bytes at p (NUL-
+ * terminated), else 0: the rule above, for writers of other text formats (the
+ * report's HTML writes such a byte as &#xXX;, the same reading). */
+size_t json_utf8_len(const unsigned char *p);
+
 #endif

@@ -210,8 +210,11 @@ static void parse(int argc, char **argv, InferOptions *o)
             continue;
         }
         switch (c) {
-        case OPT_HELP: usage(); exit(0);
-        case OPT_VERSION: printf("infer (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
+        case OPT_HELP: usage(); cli_close_stdout(); exit(0);
+        case OPT_VERSION:
+            printf("infer (headcount) %s\n", HEADCOUNT_VERSION);
+            cli_close_stdout();
+            exit(0);
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
@@ -401,6 +404,11 @@ static void check_outputs(const InferOptions *o, const char *trained_on)
     }
     if (guard_check_paths(paths, n, err, sizeof err))
         cli_usage_error("%s", err);
+    /* Not over a checkpoint or log that a running ./train holds locked. */
+    if ((o->explore && guard_check_unlocked("--explore", o->explore, err, sizeof err)) ||
+        (o->explore_json &&
+         guard_check_unlocked("--explore-json", o->explore_json, err, sizeof err)))
+        cli_fail("%s", err);
     if (!o->report)
         return;
     snprintf(heatmaps, sizeof heatmaps, "%s/heatmaps", dir);
@@ -416,6 +424,7 @@ static void check_outputs(const InferOptions *o, const char *trained_on)
 int main(int argc, char **argv)
 {
     cli_prog = "infer";
+    cli_hold_std_fds();
     cli_bounded_spin_openmp(argv);
     InferOptions o;
     parse(argc, argv, &o);
@@ -449,5 +458,7 @@ int main(int argc, char **argv)
     free(o.head_on);
     model_free(&m);
     tok_free(&tok);
+    if (rc == 0)
+        cli_close_stdout();
     return rc;
 }

@@ -79,12 +79,24 @@ static void setup_fresh(Run *r)
     Options *o = &r->o;
     char err[1500];
     load_data(r, o->data, builtin_size(o));
-    int rc = corpus_prepare(&r->corpus, &r->file, NULL, (int)o->vocab, o->val_frac,
-                            (int)o->block, err, sizeof err);
+    int rc = corpus_prepare_until(&r->corpus, &r->file, NULL, (int)o->vocab, o->val_frac,
+                                  (int)o->block, &r->stop.signal, err, sizeof err);
+    if (rc == CORPUS_STOPPED) {
+        /* The outputs are claimed (their locks go at exit) but none is open yet. */
+        fprintf(stderr, "train: %s while learning the merges and encoding the text; nothing "
+                "was written\n", r->stop.signal == SIGINT ? "interrupted" : "terminated");
+        run_exit(r, 128 + r->stop.signal);
+    }
     if (rc == CORPUS_VOCAB_TOO_SMALL)
         cli_usage_error("%s", err);
     if (rc)
         cli_fail("%s", err);
+    size_t uncounted = o->vocab ? bpe_uncounted(r->file.bytes, r->corpus.train_bytes) : 0;
+    if (uncounted && run_lead(r))
+        fprintf(stderr, "train: note: %zu bytes of the train split lie past the first %d bytes "
+                "of a chunk (a run without whitespace or punctuation) and were not counted "
+                "for merges; they are still encoded and trained on (docs/tokenizer.md)\n",
+                uncounted, BPE_CHUNK_MAX);
     if (!o->head_size && o->embd % o->heads != 0)
         cli_usage_error("--heads %ld does not divide --embd %ld; pick a divisor or give "
                         "--head-size", o->heads, o->embd);
@@ -247,11 +259,18 @@ static void claim_outputs(Run *r)
         cli_fail("--out %s", err);
     if (r->files.best[0] && ckpt_check_writable(r->files.best, err, sizeof err))
         cli_fail("--keep-best %s", err);
-    if (guard_lock(&r->files.lock, o->out, err, sizeof err))
+    if (guard_lock(&r->files.lock, "--out", o->out, err, sizeof err))
         cli_fail("%s", err);
-    r->stop.lock_path = guard_lock_path(&r->files.lock);
-    if (r->files.best[0] && guard_lock(&r->files.best_lock, r->files.best, err, sizeof err))
+    r->stop.lock_paths[0] = guard_lock_path(&r->files.lock);
+    if (r->files.best[0] &&
+        guard_lock(&r->files.best_lock, "--keep-best", r->files.best, err, sizeof err))
         cli_fail("%s", err);
+    r->stop.lock_paths[1] = guard_lock_path(&r->files.best_lock);
+    /* The log is locked like a checkpoint: a second run writing it (a fresh
+     * one would replace it, a resumed one interleave with it) is refused. */
+    if (o->log && guard_lock(&r->files.log_lock, "--log", o->log, err, sizeof err))
+        cli_fail("%s", err);
+    r->stop.lock_paths[2] = guard_lock_path(&r->files.log_lock);
     for (int k = 0; k < 2; k++) {
         const char *path = k ? r->files.best : o->out;
         if (!path[0])
@@ -329,6 +348,8 @@ static void dump_val_data(Run *r, const unsigned char *given, char *trained_on, 
     char gerr[5000];
     if (guard_check_paths(paths, (int)(sizeof paths / sizeof paths[0]), gerr, sizeof gerr))
         cli_usage_error("%s", gerr);
+    if (guard_check_unlocked("--dump-val", o->dump_val, gerr, sizeof gerr))
+        cli_fail("%s", gerr);
     if (o->resume)
         load_run_data(r, given, &r->ts);
     else
@@ -604,13 +625,14 @@ static void train_exit(int code)
 int main(int argc, char **argv)
 {
     cli_prog = "train";
+    cli_hold_std_fds();
     cli_bounded_spin_openmp(argv);
     /* On the heap: its path buffers would take tens of KiB of the main thread's
      * stack, which the kernels' frames need (tests/test_train.c runs it small). */
     Run *r = calloc(1, sizeof *r);
     if (!r)
         cli_fail("out of memory");
-    r->files.lock.fd = r->files.best_lock.fd = -1;
+    r->files.lock.fd = r->files.best_lock.fd = r->files.log_lock.fd = -1;
     r->files.last_saved = r->files.resumed_step = -1;
     if (dist_init(&r->dist, &argc, &argv))
         cli_fail("cannot start MPI");
@@ -657,8 +679,16 @@ int main(int argc, char **argv)
     run_print_settings(r);
     place_log(r);
     if (dist_any(&r->dist, r->stop.signal)) {
-        fprintf(stderr, "train: interrupted before the first step; nothing was written\n");
-        run_exit(r, 128 + (r->stop.signal ? r->stop.signal : SIGINT));
+        int sig = r->stop.signal ? r->stop.signal : SIGINT;
+        const char *how = sig == SIGINT ? "interrupted" : "terminated";
+        if (r->files.log)
+            fprintf(stderr, "train: %s before the first step; no checkpoint was written, and "
+                    "the log %s holds this run's settings record\n", how, r->o.log);
+        else
+            fprintf(stderr, "train: %s before the first step; nothing was written\n", how);
+        if (r->files.log)
+            fclose(r->files.log);
+        run_exit(r, 128 + sig);
     }
     double t0 = cli_now();
     run_train_loop(r, start);

@@ -2,10 +2,13 @@
 #include "app/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,7 +77,13 @@ double cli_double(const char *flag, const char *s, double lo, double hi)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end != '\0' || !isfinite(v) || v < lo || v > hi)
+    /* An underflow (1e-400, 4.9e-324) is ERANGE with a result of 0 or a
+     * subnormal of the right sign: a number inside the range when the range
+     * holds numbers that small of that sign. An overflow is out of range. */
+    int underflow = errno == ERANGE && fabs(v) <= DBL_MIN;
+    int small_ok = signbit(v) ? lo < 0 : hi > 0;
+    if ((errno && !(underflow && small_ok)) || end == s || *end != '\0' || !isfinite(v) ||
+        v < lo || v > hi)
         cli_usage_error("--%s: expected a number in [%g, %g], got '%s'", flag, lo, hi, s);
     return v;
 }
@@ -87,6 +96,45 @@ uint64_t cli_u64(const char *flag, const char *s)
     if (errno || end == s || *end != '\0' || s[0] == '-')
         cli_usage_error("--%s: expected a non-negative integer, got '%s'", flag, s);
     return (uint64_t)v;
+}
+
+void cli_format_double(char *buf, size_t len, double v)
+{
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v || !isfinite(v))
+            return;
+    }
+}
+
+void cli_hold_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int got = open("/dev/null", fd ? O_RDONLY : O_WRONLY);
+            if (got >= 0 && got != fd) {
+                dup2(got, fd);
+                close(got);
+            }
+        }
+}
+
+void cli_close_stdout(void)
+{
+    errno = 0;
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int why = errno;
+    /* stdio keeps only a flag for a failed write, and errno may have changed
+     * since: the output is incomplete anyway, so one more byte asks why. */
+    if (bad && !why && write(STDOUT_FILENO, "\n", 1) < 0)
+        why = errno;
+    errno = 0;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        why = errno;
+    }
+    if (bad)
+        cli_fail("writing standard output: %s", why ? strerror(why) : "a write failed");
 }
 
 int cli_next_option(int argc, char **argv, const char *shortopts, const struct option *longs,

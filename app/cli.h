@@ -34,6 +34,23 @@ long cli_long(const char *flag, const char *s, long lo, long hi);
 double cli_double(const char *flag, const char *s, double lo, double hi);
 uint64_t cli_u64(const char *flag, const char *s);
 
+/* v in the fewest significant digits (%g style, up to 17) that read back as
+ * exactly v, so two different values never print alike ("0.5" and
+ * "0.50000000001"). */
+void cli_format_double(char *buf, size_t len, double v);
+
+/* Opens /dev/null, for reading on 1 and 2 and for writing on 0, on any of the
+ * three standard descriptors that is closed, so that no file the program opens
+ * later takes its number (a closed stdout would send the results into a
+ * report file) and a write to a closed stdout still fails (EBADF). Call first
+ * thing in main. */
+void cli_hold_std_fds(void);
+
+/* Standard output is an output: flushes and closes it, and on any failure (a
+ * full disk, a closed descriptor) exits 1 with "PROG: error: writing standard
+ * output: REASON". Called where a program that printed its result exits 0. */
+void cli_close_stdout(void);
+
 /* A short flag and the id of the long option it stands for. */
 typedef struct {
     char s;

@@ -9,6 +9,7 @@
 #include "app/cli.h"
 #include "app/report.h"
 #include "util/errbuf.h"
+#include "util/json.h"
 
 /* Where explore_page.html wants the data: `const DATA = {...};` replaces it. */
 #define DATA_MARKER "/*@DATA@*/"
@@ -39,24 +40,6 @@ static void jnum(FILE *f, double v)
         fprintf(f, "%.6g", v);
     else
         fputs("null", f);
-}
-
-/* A JSON string; '<' is written \u003c, so no name can close the page's
- * <script> element or open a comment in it. */
-static void jstr(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '<')
-            fputs("\\u003c", f);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
 }
 
 /* Base64 (RFC 4648, padded) of bytes streamed in through b64_put. */
@@ -119,7 +102,7 @@ static void write_tokens(FILE *f, const Explore *e)
         char label[EXPLORE_LABEL_MAX];
         tok_label(tok, e->ids[t], label, sizeof label);
         fputs(t ? "," : "", f);
-        jstr(f, label);
+        json_fput_string(f, label);
     }
     fputs("],\n", f);
 }
@@ -187,11 +170,11 @@ static void write_data(FILE *f, const Explore *e)
 {
     int L = e->cfg.L, H = e->cfg.H, T = e->T;
     fputs("{\"program\":", f);
-    jstr(f, "infer (headcount) " HEADCOUNT_VERSION);
+    json_fput_string(f, "infer (headcount) " HEADCOUNT_VERSION);
     fputs(",\"ckpt\":", f);
-    jstr(f, e->ckpt);
+    json_fput_string(f, e->ckpt);
     fputs(",\"source\":", f);
-    jstr(f, e->source);
+    json_fput_string(f, e->source);
     fprintf(f, ",\"L\":%d,\"H\":%d,\"C\":%d,\"block\":%d,\"T\":%d,\"text_bytes\":%zu,"
             "\"text_tokens\":%zu,\"kept\":\"%s\",\"vocab_size\":%d,\"merges\":%d,"
             "\"scored_rows\":%d,\"quant\":255,\"loss\":", L, H, e->cfg.C, e->cfg.T, T,

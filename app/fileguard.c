@@ -181,13 +181,50 @@ static void describe_holder(const char *text, char *buf, size_t len)
         snprintf(buf, len, " (pid %ld)", pid);
 }
 
-int guard_lock(GuardLock *lk, const char *out, char *err, size_t errlen)
+/* OUT.lock beside the file a symlink at out points to; -1 when too long. */
+static int lock_path_of(const char *out, char *buf, size_t len)
+{
+    char real[PATH_MAX];
+    if (guard_resolve(out, real, sizeof real))
+        return -1;
+    return (size_t)snprintf(buf, len, "%s.lock", real) >= len ? -1 : 0;
+}
+
+/* "OUT is being written by another running process (pid N: cmd); ..." from the
+ * lock file open on fd. */
+static int busy(int fd, const char *flag, const char *out, char *err, size_t errlen)
+{
+    char text[256], who[400];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    describe_holder(text, who, sizeof who);
+    return err_set(err, errlen, "%s %s is being written by another running process%s; wait "
+                   "for it to finish or choose another %s", flag, out, who, flag);
+}
+
+int guard_check_unlocked(const char *flag, const char *path, char *err, size_t errlen)
+{
+    char lock[PATH_MAX + 8];
+    if (lock_path_of(path, lock, sizeof lock))
+        return err_set(err, errlen, "%s %s: path too long", flag, path);
+    int fd = open(lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0; /* no lock file: nobody holds it */
+    struct stat st;
+    int rc = 0;
+    /* A shared lock is granted unless a writer holds the exclusive one. */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_SH | LOCK_NB) != 0 &&
+        errno == EWOULDBLOCK)
+        rc = busy(fd, flag, path, err, errlen);
+    close(fd); /* also releases the shared lock */
+    return rc;
+}
+
+int guard_lock(GuardLock *lk, const char *flag, const char *out, char *err, size_t errlen)
 {
     lk->fd = -1;
-    char real[PATH_MAX];
-    if (guard_resolve(out, real, sizeof real) ||
-        (size_t)snprintf(lk->path, sizeof lk->path, "%s.lock", real) >= sizeof lk->path)
-        return err_set(err, errlen, "%s: path too long", out);
+    if (lock_path_of(out, lk->path, sizeof lk->path))
+        return err_set(err, errlen, "%s %s: path too long", flag, out);
     for (int attempt = 0; attempt < 8; attempt++) {
         int created = 1;
         int fd = open(lk->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -202,17 +239,13 @@ int guard_lock(GuardLock *lk, const char *out, char *err, size_t errlen)
                            errno == ELOOP ? "it is a symlink" : strerror(errno));
         char text[256] = "";
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-            int busy = errno == EWOULDBLOCK, saved = errno;
-            ssize_t n = pread(fd, text, sizeof text - 1, 0);
-            text[n > 0 ? n : 0] = '\0';
-            char who[400];
-            describe_holder(text, who, sizeof who);
+            int saved = errno;
+            if (saved == EWOULDBLOCK)
+                busy(fd, flag, out, err, errlen);
+            else
+                err_set(err, errlen, "%s: cannot lock: %s", lk->path, strerror(saved));
             close(fd);
-            if (busy)
-                return err_set(err, errlen, "%s is being written by another running "
-                               "process%s; wait for it to finish or choose another --out", out,
-                               who);
-            return err_set(err, errlen, "%s: cannot lock: %s", lk->path, strerror(saved));
+            return -1;
         }
         /* The holder we raced with may have removed the file before we locked it:
          * the lock counts only on the inode still at the path. */
@@ -228,9 +261,9 @@ int guard_lock(GuardLock *lk, const char *out, char *err, size_t errlen)
         text[n > 0 ? n : 0] = '\0';
         if (!created && strncmp(text, LOCK_MAGIC, strlen(LOCK_MAGIC)) != 0) {
             close(fd);
-            return err_set(err, errlen, "%s exists and is not a headcount lock file; the "
-                           "checkpoint %s is locked through it, so move it away or choose "
-                           "another --out", lk->path, out);
+            return err_set(err, errlen, "%s exists and is not a headcount lock file; %s %s "
+                           "is locked through it, so move it away or choose another %s",
+                           lk->path, flag, out, flag);
         }
         char rec[64];
         int len = snprintf(rec, sizeof rec, LOCK_MAGIC "pid %ld\n", (long)getpid());

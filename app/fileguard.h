@@ -11,9 +11,10 @@
  *   (PATH.tmp.XXXXXX), each write checked, flushed, fsynced and renamed over
  *   PATH (the file a symlink at PATH points to), so a full disk, `ulimit -f` or
  *   a crash leaves the previous file as it was.
- * - One writer per checkpoint: an advisory lock (flock) on OUT.lock, held while
- *   the program runs and released by the kernel if it dies; a second program
- *   aimed at the same checkpoint is refused, naming the holder's pid.
+ * - One writer per checkpoint and per log: an advisory lock (flock) on OUT.lock,
+ *   held while the program runs and released by the kernel if it dies; a second
+ *   program aimed at the same file is refused, naming the holder's pid, and so
+ *   is a one-shot output (--dump-val, the explorer) aimed at it.
  * - Leftovers: temporary files of an interrupted save (OUT.tmp.XXXXXX, or the
  *   OUT.tmp of older versions) are listed so they can be reported, never removed.
  * - Memory: an estimate is compared with MemAvailable before allocating.
@@ -95,12 +96,18 @@ typedef struct {
     char path[4200];    /* OUT.lock */
 } GuardLock;
 
-/* Takes the lock for checkpoint path out (creating OUT.lock if needed, beside the
- * file a symlink at out points to, so every spelling of one checkpoint shares
- * one lock); -1 with
- * the reason when another live process holds it (named by pid and command) or
- * when OUT.lock exists and is not a lock file of ours. */
-int guard_lock(GuardLock *lk, const char *out, char *err, size_t errlen);
+/* Takes the lock for the output path out, named by flag ("--out", "--log"),
+ * creating OUT.lock if needed, beside the file a symlink at out points to, so
+ * every spelling of one file shares one lock; -1 with the reason when another
+ * live process holds it (named by pid and command) or when OUT.lock exists and
+ * is not a lock file of ours. A run locks its checkpoints and its log alike, so
+ * no file is one run's checkpoint and another's log. */
+int guard_lock(GuardLock *lk, const char *flag, const char *out, char *err, size_t errlen);
+/* 0 when no running program holds the lock of output path (or there is none);
+ * else -1 with "FLAG PATH is being written by another running process (pid N:
+ * ...)". For outputs written once (--dump-val, the explorer's files), which must
+ * not replace a checkpoint or log a running ./train holds. Creates nothing. */
+int guard_check_unlocked(const char *flag, const char *path, char *err, size_t errlen);
 /* Removes OUT.lock and releases the lock; safe on a lock not taken. */
 void guard_unlock(GuardLock *lk);
 /* The lock file's path while held, for removal from a signal handler (unlink is

@@ -9,6 +9,7 @@
  * are kept and handed to the explorer. The decoder, the
  * window policy and the sampling rule are in analysis/sample.h; the policies
  * users see are in docs/sampling.md. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,10 +76,9 @@ static void read_prompt(const InferOptions *o, const unsigned char **bytes, size
 /* Writes n bytes and flushes, so a reader sees the text as it is made. */
 static void emit(const void *bytes, size_t n)
 {
-    if (n && fwrite(bytes, 1, n, stdout) != n)
-        cli_fail("writing the sample to stdout failed");
-    if (fflush(stdout) != 0)
-        cli_fail("writing the sample to stdout failed");
+    errno = 0;
+    if ((n && fwrite(bytes, 1, n, stdout) != n) || fflush(stdout) != 0)
+        cli_fail("writing standard output: %s", errno ? strerror(errno) : "a write failed");
 }
 
 static void print_settings(const InferOptions *o, const Model *m)

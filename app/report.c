@@ -21,6 +21,7 @@
 #include "app/fileguard.h"
 #include "app/report_files.h"
 #include "util/errbuf.h"
+#include "util/json.h"
 
 const ReportField report_fields[] = {
     {"entropy", offsetof(HeadStats, entropy)},
@@ -101,21 +102,6 @@ static void jnum10(FILE *f, double v)
         fprintf(f, "%.10g", v);
     else
         fputs("null", f);
-}
-
-/* s as a JSON string: '"' and '\\' escaped, control bytes as \u00XX ('<' too,
- * so a string can sit in an HTML <script>). */
-static void jstr(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p == '<')
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    fputc('"', f);
 }
 
 /* s as one CSV field (RFC 4180): quoted, with '"' doubled, when it holds a
@@ -250,7 +236,7 @@ static void write_token_list(FILE *f, const char *name, const int *ids, int n,
     fprintf(f, ",\"%s\":[", name);
     for (int t = 0; t < n; t++) {
         fprintf(f, "%s{\"id\":%d,\"text\":", t ? "," : "", ids[t]);
-        jstr(f, report_token_label(label, sizeof label, tok, ids[t]));
+        json_fput_string(f, report_token_label(label, sizeof label, tok, ids[t]));
         fputc('}', f);
     }
     fputc(']', f);
@@ -378,7 +364,7 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
         fprintf(f, "\"planted_dropped\":%zu,", r->planted_dropped);
     fprintf(f, "\"rare_counts\":\"%s\",\"rare_counts_source\":",
             r->rare_training ? "training" : "file");
-    jstr(f, r->rare_source ? r->rare_source : "");
+    json_fput_string(f, r->rare_source ? r->rare_source : "");
     fprintf(f, ",\"probe_tokens\":\"%s\",\"relations\":{", r->probe_rule);
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *x = &r->rel[q];
@@ -716,6 +702,10 @@ static int dir_state(const char *dir, char *err, size_t errlen)
             return err_set(err, errlen, "--report %s: %s", dir, strerror(errno));
         return 0;
     }
+    if (S_ISLNK(st.st_mode))
+        return err_set(err, errlen, "--report %s is a symbolic link; a report replaces its "
+                       "directory as a whole, so give the directory's own path or a new "
+                       "directory name", dir);
     if (!S_ISDIR(st.st_mode))
         return err_set(err, errlen, "--report %s exists and is not a directory; give a new "
                        "directory name", dir);

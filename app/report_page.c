@@ -11,24 +11,38 @@
 #include "app/report.h"
 #include "app/report_files.h"
 #include "util/errbuf.h"
+#include "util/json.h"
 
 static const char *const TYPE_COLOURS[HEAD_TYPES] = {
     "#d62728", "#e377c2", "#1f77b4", "#17becf", "#7f7f7f", "#9467bd", "#2ca02c", "#ff7f0e",
     "#8c564b", "#bbbbbb",
 };
 
-/* Text escaped for HTML/XML (element content and quoted attributes). */
+/* Text escaped for HTML/XML (element content and quoted attributes); a byte
+ * outside well-formed UTF-8 (a Latin-1 file name) is &#xXX; with its value, as
+ * the JSON files write it \u00XX, so the page stays valid UTF-8. */
 static void xml_text(FILE *f, const char *s)
 {
-    for (; *s; s++)
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default: fputc(*s, f);
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t u = *p >= 0x80 ? json_utf8_len(p) : 1;
+        if (u == 0)
+            fprintf(f, "&#x%02x;", *p++);
+        else if (u > 1) {
+            fwrite(p, 1, u, f);
+            p += u;
+        } else {
+            switch (*p) {
+            case '&': fputs("&amp;", f); break;
+            case '<': fputs("&lt;", f); break;
+            case '>': fputs("&gt;", f); break;
+            case '"': fputs("&quot;", f); break;
+            case '\'': fputs("&#39;", f); break;
+            default: fputc(*p, f);
+            }
+            p++;
         }
+    }
 }
 
 /* Axis labels longer than this many characters are cut, with an ellipsis. */

@@ -21,6 +21,7 @@
 #include "data/batch.h"
 #include "model/evaluate.h"
 #include "trainer/limits.h"
+#include "util/json.h"
 #include "util/rng.h"
 
 /* The run the signal handlers stop and whose files are let go at exit: the one
@@ -37,8 +38,9 @@ static void on_signal(int sig)
                                   "the last saved checkpoint is intact\n";
         ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)ignored;
-        if (r->stop.lock_path)
-            unlink(r->stop.lock_path);
+        for (int k = 0; k < 3; k++)
+            if (r->stop.lock_paths[k])
+                unlink(r->stop.lock_paths[k]);
         _exit(128 + sig);
     }
     r->stop.signal = sig;
@@ -65,11 +67,13 @@ void run_watch_signals(Run *r)
 
 void run_release_files(Run *r)
 {
-    r->stop.lock_path = NULL;
+    for (int k = 0; k < 3; k++)
+        r->stop.lock_paths[k] = NULL;
     if (r->files.log_tmp[0])
         unlink(r->files.log_tmp); /* a fresh log not yet in place: ours */
     guard_unlock(&r->files.lock);
     guard_unlock(&r->files.best_lock);
+    guard_unlock(&r->files.log_lock);
 }
 
 void run_release_watched(void)
@@ -237,8 +241,10 @@ void run_print_settings(Run *r)
                 r->dist.size > 1 ? "s" : "", r->loop.micro * o->batch);
     fprintf(stderr, "train: checkpoint %s (every %ld steps and at the end)%s%s\n", o->out,
             o->save_every, o->log ? ", log " : "", o->log ? o->log : "");
-    char name[1100];
-    train_json_string(name, sizeof name, r->file.name);
+    char *name = malloc(json_string(NULL, r->file.name) + 1);
+    if (!name)
+        cli_fail("out of memory");
+    json_string(name, r->file.name);
     char record[1000];
     train_options_record(o, record, sizeof record);
     run_log(r, "{\"type\":\"settings\",\"data\":%s,\"data_bytes\":%zu,\"vocab\":%d,"
@@ -248,6 +254,7 @@ void run_print_settings(Run *r)
                name, r->file.n, c->V, tok->nbytes, tok->nmerges, o->vocab, c->L, c->H, c->C, c->D,
                c->T, r->tr.model.table.total, record, omp_get_max_threads(),
                o->resume ? "true" : "false", o->accum, r->dist.size);
+    free(name);
 }
 
 /* A checkpoint could not be written (a full disk, `ulimit -f`): the run stops at

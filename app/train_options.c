@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "app/cli.h"
+#include "util/json.h"
 
 enum { NSET = SETTING_COUNT };
 
@@ -41,7 +42,7 @@ static void format_value(const Options *o, const Setting *s, char *buf, size_t l
     switch (s->type) {
     case SET_LONG: snprintf(buf, len, "%ld", *(const long *)v); break;
     case SET_REAL:
-    case SET_F32: snprintf(buf, len, "%g", *(const double *)v); break;
+    case SET_F32: cli_format_double(buf, len, *(const double *)v); break;
     case SET_SEED: snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)v); break;
     case SET_PATH:
     case SET_NAME:
@@ -116,25 +117,6 @@ static void usage(void)
            "deleted (docs/checkpoint.md, \"Files\").\n");
 }
 
-void train_json_string(char *buf, size_t len, const char *s)
-{
-    size_t k = 0;
-    if (len < 3)
-        return;
-    buf[k++] = '"';
-    for (; *s && k + 8 < len; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            k += (size_t)snprintf(buf + k, len - k, "\\%c", c);
-        else if (c < 0x20)
-            k += (size_t)snprintf(buf + k, len - k, "\\u%04x", c);
-        else
-            buf[k++] = (char)c;
-    }
-    buf[k++] = '"';
-    buf[k] = '\0';
-}
-
 /* --print-settings: what a run with these flags would use, for scripts: one JSON
  * object keyed by the settings' field names (a path not given is null; 0 for
  * head_size and threads means automatic). */
@@ -153,9 +135,10 @@ static void print_settings_json(const Options *o)
         case SET_PATH:
         case SET_NAME: {
             const char *str = *(const char *const *)v;
-            char buf[1100];
-            train_json_string(buf, sizeof buf, str ? str : "");
-            printf("%s", str ? buf : "null");
+            if (str)
+                json_fput_string(stdout, str);
+            else
+                printf("null");
             break;
         }
         case SET_SWITCH: printf("%s", *(const int *)v ? "true" : "false"); break;
@@ -339,8 +322,11 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
             continue;
         }
         switch (c) {
-        case OPT_HELP: usage(); exit(0);
-        case OPT_VERSION: printf("train (headcount) %s\n", HEADCOUNT_VERSION); exit(0);
+        case OPT_HELP: usage(); cli_close_stdout(); exit(0);
+        case OPT_VERSION:
+            printf("train (headcount) %s\n", HEADCOUNT_VERSION);
+            cli_close_stdout();
+            exit(0);
         case OPT_PRINT_SETTINGS: given[c] = 1; break;
         default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
@@ -364,6 +350,7 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
                         o->heads_every);
     if (given[OPT_PRINT_SETTINGS]) {
         print_settings_json(o);
+        cli_close_stdout();
         exit(0);
     }
     if (o->data && strlen(o->data) >= CKPT_PATH_MAX)

@@ -48,7 +48,4 @@ void train_options_say(const Options *o, char *buf, size_t len);
 /* Whether the built-in corpus is the induction task (--corpus induction). */
 int train_is_induction(const Options *o);
 
-/* s as a JSON string literal into buf (cut to fit). */
-void train_json_string(char *buf, size_t len, const char *s);
-
 #endif

@@ -20,12 +20,12 @@
 #include "trainer/ckpt.h"
 #include "trainer/trainer.h"
 
-/* The run's files: the checkpoint it writes and the best one, the locks it holds
- * on them, the log, and where the last good checkpoint is. */
+/* The run's files: the checkpoint it writes and the best one, the log, the locks
+ * it holds on all three, and where the last good checkpoint is. */
 typedef struct {
     char out[4200];         /* --out, a symlink there followed */
     char best[4200];        /* the --keep-best checkpoint, "" without --keep-best */
-    GuardLock lock, best_lock;
+    GuardLock lock, best_lock, log_lock;
     FILE *log;
     int log_errno;          /* the first failed write to the log; 0 while all went well */
     char log_tmp[4300];     /* a fresh log's temporary until its first record is in place */
@@ -38,8 +38,8 @@ typedef struct {
 typedef struct {
     volatile sig_atomic_t signal; /* the first SIGINT/SIGTERM, 0 until then: the run saves
                                    * and stops after the step */
-    const char *volatile lock_path; /* the held checkpoint lock, removed by a second
-                                     * signal's immediate exit */
+    const char *volatile lock_paths[3]; /* the held locks (checkpoint, best, log) or
+                                         * NULL, removed by a second signal's exit */
 } RunStop;
 
 /* The training loop's working memory: the batches, the sum of a step's
@@ -73,7 +73,7 @@ typedef struct {
     RunLoop loop;
 } Run;
 
-/* SIGINT/SIGTERM set r->stop.signal (a second one removes r->stop.lock_path and
+/* SIGINT/SIGTERM set r->stop.signal (a second one removes r->stop.lock_paths and
  * exits at once); SIGXFSZ is ignored so an over-large file is a write error. The
  * handler keeps r as the only run it stops; NULL lets go of it. */
 void run_watch_signals(Run *r);

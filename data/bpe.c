@@ -76,6 +76,18 @@ size_t bpe_chunk_len(const unsigned char *text, size_t n)
     return i;
 }
 
+size_t bpe_uncounted(const unsigned char *text, size_t n)
+{
+    size_t left_out = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = bpe_chunk_len(text + i, n - i);
+        if (len > BPE_CHUNK_MAX)
+            left_out += len - BPE_CHUNK_MAX;
+        i += len;
+    }
+    return left_out;
+}
+
 /* Grows *p (of *cap elements of size elem) to hold at least need; 0 or -1. */
 static int grow(void *p, size_t *cap, size_t need, size_t elem)
 {
@@ -170,16 +182,32 @@ static void learner_free(Learner *L)
     free(L->todo);
 }
 
-/* Counts the chunks of the text into the word table. */
-static int learner_count_words(Learner *L, const unsigned char *text, size_t n)
+/* Whether a stop was asked for (stop may be NULL). */
+static int stopped(const volatile int *stop)
+{
+    return stop && *stop;
+}
+
+/* Counts the chunks of the text into the word table, each by its first
+ * BPE_CHUNK_MAX bytes (so two long chunks that begin alike are one word).
+ * 1 when stopped, -1 when memory runs out. */
+static int learner_count_words(Learner *L, const unsigned char *text, size_t n,
+                               const volatile int *stop)
 {
     size_t nslots = 1024;
     L->word_slots = calloc(nslots, sizeof *L->word_slots);
     if (!L->word_slots)
         return -1;
     L->word_mask = nslots - 1;
+    size_t next_check = (size_t)1 << 20;
     for (size_t i = 0; i < n;) {
-        size_t len = bpe_chunk_len(text + i, n - i);
+        if (i >= next_check) {
+            if (stopped(stop))
+                return 1;
+            next_check = i + ((size_t)1 << 20);
+        }
+        size_t whole = bpe_chunk_len(text + i, n - i);
+        size_t len = whole < BPE_CHUNK_MAX ? whole : BPE_CHUNK_MAX;
         uint64_t h = hash_bytes(text + i, len);
         size_t s = (size_t)h & L->word_mask;
         for (;;) {
@@ -214,7 +242,7 @@ static int learner_count_words(Learner *L, const unsigned char *text, size_t n)
             L->word_mask = cap - 1;
         }
     next:
-        i += len;
+        i += whole;
     }
     return 0;
 }
@@ -467,6 +495,13 @@ static int64_t learner_best(Learner *L)
 int bpe_learn(const unsigned char *text, size_t n, const int16_t byte_id[256], int nbase,
               int want, BpeMerge *merges, int *got, char *err, size_t errlen)
 {
+    return bpe_learn_until(text, n, byte_id, nbase, want, merges, got, NULL, err, errlen);
+}
+
+int bpe_learn_until(const unsigned char *text, size_t n, const int16_t byte_id[256], int nbase,
+                    int want, BpeMerge *merges, int *got, const volatile int *stop, char *err,
+                    size_t errlen)
+{
     *got = 0;
     if (nbase < 1 || nbase > 256)
         return err_set(err, errlen, "bpe: %d base ids; expected 1 to 256", nbase);
@@ -486,9 +521,14 @@ int bpe_learn(const unsigned char *text, size_t n, const int16_t byte_id[256], i
         }
     Learner L;
     memset(&L, 0, sizeof L);
-    if (learner_count_words(&L, text, n) || learner_start(&L, text, byte_id))
+    int rc = learner_count_words(&L, text, n, stop);
+    if (rc > 0 || (rc == 0 && stopped(stop)))
+        goto stop;
+    if (rc < 0 || learner_start(&L, text, byte_id))
         goto oom;
     for (int k = 0; k < want; k++) {
+        if (stopped(stop))
+            goto stop;
         int64_t p = learner_best(&L);
         if (p == -2)
             goto oom;
@@ -501,6 +541,10 @@ int bpe_learn(const unsigned char *text, size_t n, const int16_t byte_id[256], i
     }
     learner_free(&L);
     return 0;
+stop:
+    learner_free(&L);
+    *got = 0;
+    return 1;
 oom:
     learner_free(&L);
     *got = 0;

@@ -407,7 +407,12 @@ size_t bpe_encode(const BpeEncoder *e, const unsigned char *text, size_t n, Toke
     size_t out = 0;
     for (size_t i = 0; i < n;) {
         const unsigned char *c = text + i;
-        size_t len = bpe_chunk_len(c, n - i);
+        /* At most one piece: looking one byte past it tells whether the chunk
+         * goes on (its rest is then the next chunk), and keeps a long run from
+         * being scanned again for every piece. */
+        size_t len = bpe_chunk_len(c, n - i < BPE_CHUNK_MAX + 1 ? n - i : BPE_CHUNK_MAX + 1);
+        if (len > BPE_CHUNK_MAX)
+            len = BPE_CHUNK_MAX;
         i += len;
         if (len == 1) {
             ids[out++] = (TokenId)e->byte_id[c[0]];

@@ -89,9 +89,10 @@ void textfile_free(TextFile *f)
 }
 
 /* The tokenizer: a copy of tok, the byte-level one of f, or that one with
- * merges learned from the train bytes. */
+ * merges learned from the train bytes; CORPUS_STOPPED when *stop turned
+ * non-zero while they were learned. */
 static int make_tokenizer(Tokenizer *out, const TextFile *f, const Tokenizer *tok, int vocab,
-                          size_t train_bytes, char *err, size_t errlen)
+                          size_t train_bytes, const volatile int *stop, char *err, size_t errlen)
 {
     if (tok)
         return tok_copy(out, tok, err, errlen);
@@ -107,11 +108,44 @@ static int make_tokenizer(Tokenizer *out, const TextFile *f, const Tokenizer *to
         return CORPUS_VOCAB_TOO_SMALL;
     }
     char why[600];
-    if (tok_learn(out, f->bytes, train_bytes, vocab, why, sizeof why)) {
+    int rc = tok_learn_until(out, f->bytes, train_bytes, vocab, stop, why, sizeof why);
+    if (rc) {
         tok_free(out);
+        if (rc > 0)
+            return CORPUS_STOPPED;
         return err_set(err, errlen, "%s: learning the merges: %s", f->name, why);
     }
+    if (stop && *stop) {
+        tok_free(out);
+        return CORPUS_STOPPED;
+    }
     return 0;
+}
+
+/* tok_encode of bytes[0..n), in slices of at least 4 MiB that end on a chunk
+ * boundary (the ids are those of one call: chunks are cut left to right, each
+ * from its own start), checking *stop before each slice: the number of ids, -1
+ * with a message, or -2 when stopped. */
+static long encode_until(const Tokenizer *tok, const unsigned char *bytes, size_t n,
+                         TokenId *ids, const char *what, const volatile int *stop, char *err,
+                         size_t errlen)
+{
+    if (!stop || !tok->enc)
+        return tok_encode(tok, bytes, n, ids, what, err, errlen);
+    long total = 0;
+    for (size_t i = 0; i < n;) {
+        if (*stop)
+            return -2;
+        size_t end = i;
+        while (end < n && end - i < ((size_t)4 << 20))
+            end += bpe_chunk_len(bytes + end, n - end);
+        long k = tok_encode(tok, bytes + i, end - i, ids + total, what, err, errlen);
+        if (k < 0)
+            return -1;
+        total += k;
+        i = end;
+    }
+    return total;
 }
 
 size_t corpus_train_bytes(size_t n, double val_frac)
@@ -122,11 +156,18 @@ size_t corpus_train_bytes(size_t n, double val_frac)
 int corpus_prepare(Corpus *c, const TextFile *f, const Tokenizer *tok, int vocab,
                    double val_frac, int T, char *err, size_t errlen)
 {
+    return corpus_prepare_until(c, f, tok, vocab, val_frac, T, NULL, err, errlen);
+}
+
+int corpus_prepare_until(Corpus *c, const TextFile *f, const Tokenizer *tok, int vocab,
+                         double val_frac, int T, const volatile int *stop, char *err,
+                         size_t errlen)
+{
     memset(c, 0, sizeof *c);
     size_t n = f->n, window = (size_t)T + 1;
     size_t train_bytes = corpus_train_bytes(n, val_frac);
     size_t val_bytes = n - train_bytes;
-    int rc = make_tokenizer(&c->tok, f, tok, vocab, train_bytes, err, errlen);
+    int rc = make_tokenizer(&c->tok, f, tok, vocab, train_bytes, stop, err, errlen);
     if (rc)
         return rc;
     int merged = c->tok.nmerges > 0;
@@ -141,9 +182,15 @@ int corpus_prepare(Corpus *c, const TextFile *f, const Tokenizer *tok, int vocab
         corpus_free(c);
         return -1;
     }
-    long ntrain = tok_encode(&c->tok, f->bytes, train_bytes, c->ids, f->name, err, errlen);
-    long nval = tok_encode(&c->tok, f->bytes + train_bytes, val_bytes, c->ids + ntrain, f->name,
-                           err, errlen);
+    long ntrain = encode_until(&c->tok, f->bytes, train_bytes, c->ids, f->name, stop, err,
+                               errlen);
+    long nval = ntrain < 0 ? ntrain
+                           : encode_until(&c->tok, f->bytes + train_bytes, val_bytes,
+                                          c->ids + ntrain, f->name, stop, err, errlen);
+    if (ntrain == -2 || nval == -2) {
+        corpus_free(c);
+        return CORPUS_STOPPED;
+    }
     if ((size_t)ntrain < window) {
         err_set(err, errlen,
                 "%s: %zu bytes leave %ld%s for training, fewer than one window of "

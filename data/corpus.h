@@ -53,6 +53,13 @@ typedef struct {
 size_t corpus_train_bytes(size_t n, double val_frac);
 int corpus_prepare(Corpus *c, const TextFile *f, const Tokenizer *tok, int vocab,
                    double val_frac, int T, char *err, size_t errlen);
+/* The same, checking *stop (when not NULL) while it learns merges and encodes
+ * (at least once per merge and per few megabytes): once it is non-zero, returns
+ * CORPUS_STOPPED (nothing to free). */
+#define CORPUS_STOPPED 1
+int corpus_prepare_until(Corpus *c, const TextFile *f, const Tokenizer *tok, int vocab,
+                         double val_frac, int T, const volatile int *stop, char *err,
+                         size_t errlen);
 void corpus_free(Corpus *c);
 
 #endif

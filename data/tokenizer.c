@@ -122,6 +122,12 @@ static int attach_merges(Tokenizer *tok, BpeMerge *merges, int nmerges, char *er
 int tok_learn(Tokenizer *tok, const unsigned char *text, size_t n, int V, char *err,
               size_t errlen)
 {
+    return tok_learn_until(tok, text, n, V, NULL, err, errlen);
+}
+
+int tok_learn_until(Tokenizer *tok, const unsigned char *text, size_t n, int V,
+                    const volatile int *stop, char *err, size_t errlen)
+{
     if (V < tok->nbytes || V > TOK_VOCAB_MAX)
         return err_set(err, errlen, "vocabulary size %d is not in [%d, %d] (the %d bytes the "
                        "text holds, up to the limit)", V, tok->nbytes, TOK_VOCAB_MAX,
@@ -136,9 +142,11 @@ int tok_learn(Tokenizer *tok, const unsigned char *text, size_t n, int V, char *
     BpeMerge *merges = malloc((size_t)(want ? want : 1) * sizeof *merges);
     if (!merges)
         return err_set(err, errlen, "out of memory for %d merges", want);
-    if (bpe_learn(text, n, tok->id, tok->nbytes, want, merges, &got, err, errlen)) {
+    int rc = bpe_learn_until(text, n, tok->id, tok->nbytes, want, merges, &got, stop, err,
+                             errlen);
+    if (rc) {
         free(merges);
-        return -1;
+        return rc;
     }
     if (got == 0) {
         free(merges);

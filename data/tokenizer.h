@@ -45,6 +45,10 @@ int tok_build(Tokenizer *tok, const unsigned char *bytes, size_t n, char *err, s
  * unchanged. */
 int tok_learn(Tokenizer *tok, const unsigned char *text, size_t n, int V, char *err,
               size_t errlen);
+/* The same, stopping when *stop (when not NULL) turns non-zero: returns 1 with
+ * the tokenizer unchanged (bpe_learn_until). */
+int tok_learn_until(Tokenizer *tok, const unsigned char *text, size_t n, int V,
+                    const volatile int *stop, char *err, size_t errlen);
 /* From stored parts: nbytes in [1, 256] bytes strictly ascending, then nmerges
  * merges (0 .. TOK_VOCAB_MAX - nbytes), merge k naming ids below nbytes + k. */
 int tok_from_parts(Tokenizer *tok, const unsigned char *bytes, int nbytes,

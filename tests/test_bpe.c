@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "data/bpe.h"
 #include "tests/testutil.h"
@@ -659,4 +660,125 @@ Test(bpe, encoder_refuses_invalid_merge_lists)
     cr_assert_not_null(e, "%s", err);
     bpe_encoder_free(e);
     bpe_encoder_free(NULL);
+}
+
+/* ---- chunks that never end (BPE_CHUNK_MAX) ------------------------------------ */
+
+/* Learning counts a chunk's first BPE_CHUNK_MAX bytes only: a run of letters
+ * three and a half pieces long learns exactly the merges of its first piece. */
+Test(bpe, learning_counts_only_the_first_piece_of_a_long_chunk)
+{
+    Rng rng;
+    rng_init(&rng, 21, 0);
+    size_t n = 3 * BPE_CHUNK_MAX + BPE_CHUNK_MAX / 2;
+    unsigned char *t = random_text(&rng, "abc", 3, n);
+    int16_t byte_id[256];
+    int nbase = alphabet(t, n, byte_id);
+    BpeMerge whole[300], first[300];
+    int got_whole = 0, got_first = 0;
+    char err[256] = "";
+    cr_assert_eq(bpe_learn(t, n, byte_id, nbase, 300, whole, &got_whole, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_eq(bpe_learn(t, BPE_CHUNK_MAX, byte_id, nbase, 300, first, &got_first, err,
+                           sizeof err), 0, "%s", err);
+    cr_assert_eq(got_whole, got_first);
+    cr_assert(got_whole > 10, "only %d merges", got_whole);
+    cr_assert_eq(memcmp(whole, first, (size_t)got_whole * sizeof *whole), 0,
+                 "the merges differ from those of the first piece");
+    cr_assert_eq(bpe_uncounted(t, n), n - BPE_CHUNK_MAX);
+    cr_assert_eq(bpe_uncounted(t, BPE_CHUNK_MAX), 0);
+    free(t);
+}
+
+/* Encoding cuts a long chunk into pieces of BPE_CHUNK_MAX bytes: the ids are
+ * those of each piece encoded alone, and decode to the bytes. A whitespace run
+ * longer than a piece, ending in the ' ' that joins the next word, is cut the
+ * same way. */
+Test(bpe, encoding_cuts_a_long_chunk_into_pieces)
+{
+    Rng rng;
+    rng_init(&rng, 22, 0);
+    size_t n = 2 * BPE_CHUNK_MAX + 700;
+    unsigned char *t = random_text(&rng, "ab", 2, n);
+    int16_t byte_id[256];
+    int nbase = alphabet(t, n, byte_id);
+    BpeMerge m[200];
+    int got = 0;
+    char err[256] = "";
+    cr_assert_eq(bpe_learn(t, n, byte_id, nbase, 200, m, &got, err, sizeof err), 0, "%s", err);
+    BpeEncoder *e = bpe_encoder_new(byte_id, nbase, m, got, err, sizeof err);
+    cr_assert_not_null(e, "%s", err);
+    TokenId *all = malloc(n * sizeof *all), *part = malloc(n * sizeof *part);
+    size_t nall = bpe_encode(e, t, n, all), k = 0;
+    for (size_t at = 0; at < n; at += BPE_CHUNK_MAX) {
+        size_t len = n - at < BPE_CHUNK_MAX ? n - at : BPE_CHUNK_MAX;
+        size_t np = bpe_encode(e, t + at, len, part);
+        cr_assert_leq(k + np, nall);
+        cr_assert_eq(memcmp(all + k, part, np * sizeof *part), 0, "piece at %zu differs", at);
+        k += np;
+    }
+    cr_assert_eq(k, nall);
+    bpe_encoder_free(e);
+    free(all);
+    free(part);
+    free(t);
+    /* Spaces: BPE_CHUNK_MAX + 2 of them and a word. Chunks "  ...  " (all but
+     * the last space) and " ab"; the long one is cut into one piece and a rest. */
+    size_t ns = BPE_CHUNK_MAX + 2;
+    unsigned char *s = malloc(ns + 2);
+    memset(s, ' ', ns);
+    s[ns] = 'a';
+    s[ns + 1] = 'b';
+    cr_assert_eq(bpe_chunk_len(s, ns + 2), ns - 1);
+    cr_assert_eq(bpe_uncounted(s, ns + 2), ns - 1 - BPE_CHUNK_MAX);
+    free(s);
+}
+
+/* A stop asked for before learning starts ends it with no merges (1), and one
+ * never asked for changes nothing. */
+Test(bpe, a_stop_flag_ends_learning)
+{
+    Rng rng;
+    rng_init(&rng, 23, 0);
+    size_t n = 20000;
+    unsigned char *t = random_words(&rng, "etaoinshr", " \n.,", n);
+    int16_t byte_id[256];
+    int nbase = alphabet(t, n, byte_id);
+    BpeMerge a[400], b[400];
+    int got_a = 0, got_b = -1;
+    char err[256] = "";
+    volatile int stop = 0;
+    cr_assert_eq(bpe_learn(t, n, byte_id, nbase, 400, a, &got_a, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(bpe_learn_until(t, n, byte_id, nbase, 400, b, &got_b, &stop, err, sizeof err),
+                 0, "%s", err);
+    cr_assert(got_a == got_b && memcmp(a, b, (size_t)got_a * sizeof *a) == 0);
+    stop = 2;
+    cr_assert_eq(bpe_learn_until(t, n, byte_id, nbase, 400, b, &got_b, &stop, err, sizeof err),
+                 1);
+    cr_assert_eq(got_b, 0);
+    free(t);
+}
+
+/* The memory of learning from a text whose one chunk never ends is that of its
+ * first piece: 16 MB of letters learn within an address space of 256 MiB (all
+ * 16 MB counted would take about a gigabyte). Sanitizers reserve far more
+ * address space, so there the limit is not set. */
+Test(bpe, a_chunk_that_never_ends_learns_in_bounded_memory)
+{
+    Rng rng;
+    rng_init(&rng, 24, 0);
+    size_t n = (size_t)16 << 20;
+    unsigned char *t = random_text(&rng, "abcdefghijklmnopqrstuvwxyz", 26, n);
+    int16_t byte_id[256];
+    int nbase = alphabet(t, n, byte_id);
+#if !defined(__SANITIZE_ADDRESS__)
+    struct rlimit lim = {(rlim_t)256 << 20, (rlim_t)256 << 20};
+    cr_assert_eq(setrlimit(RLIMIT_AS, &lim), 0);
+#endif
+    BpeMerge m[1000];
+    int got = 0;
+    char err[256] = "";
+    cr_assert_eq(bpe_learn(t, n, byte_id, nbase, 1000, m, &got, err, sizeof err), 0, "%s", err);
+    cr_assert(got > 0);
+    free(t);
 }

@@ -197,7 +197,7 @@ Test(ckpt, bad_merges_are_refused)
         {MERGES_AT + 6, 6, "merge 1 joins tokens 5 and 6"},        /* itself */
         {MERGES_AT + 8, 9, "merge 2 joins tokens 9 and 2"},        /* beyond V */
         {MERGES_AT + 10, 65535, "only tokens below 7"},
-        {4 * 10, 2, "implies"},                                    /* M = 2: size */
+        {4 * 10, 2, "D=3, 2 merges, with training state) implies"}, /* M = 2: size */
         {4 * 10, 0, "0 merges in a version 2"},
         {4 * 1, 1, "reserved: a version 1 checkpoint has no merges"},
         {VOCAB_AT + 4, 'a', "not strictly ascending at entry 4"},

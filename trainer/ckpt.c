@@ -515,13 +515,16 @@ static int read_head(Reader *r, const char *path, uint64_t size, int32_t *hdr, C
     int with_state = hdr[7] & CKPT_FLAG_TRAIN_STATE;
     uint64_t expect = HEADER_BYTES + VOCAB_BYTES + (uint64_t)M * MERGE_BYTES + 4 * P +
                       (with_state ? state_bytes(P) : 0);
-    if (size != expect)
+    if (size != expect) {
+        char merges[32] = "";
+        if (M)
+            snprintf(merges, sizeof merges, ", %d merges", M);
         return err_set(err, errlen, "%s: file is %llu bytes but its header (V=%d T=%d L=%d H=%d "
                        "C=%d D=%d%s%s) implies %llu: %s", path, (unsigned long long)size,
-                       cfg->V, cfg->T, cfg->L, cfg->H, cfg->C, cfg->D,
-                       M ? ", merges " : "", with_state ? ", with training state" : "",
-                       (unsigned long long)expect,
+                       cfg->V, cfg->T, cfg->L, cfg->H, cfg->C, cfg->D, merges,
+                       with_state ? ", with training state" : "", (unsigned long long)expect,
                        size < expect ? "truncated" : "trailing bytes");
+    }
     BpeMerge *merges = M ? malloc((size_t)M * sizeof *merges) : NULL;
     if (M && !merges)
         return err_set(err, errlen, "%s: out of memory for %d merges", path, M);

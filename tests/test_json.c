@@ -1,0 +1,60 @@
+/* json: every string the programs write into JSON is valid UTF-8 and valid JSON,
+ * whatever bytes it holds: escapes for quotes, backslashes, control bytes and
+ * '<', well-formed UTF-8 kept, every other byte as \u00XX. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/json.h"
+
+/* json_string and json_fput_string of s must both give want. */
+static void expect_json(const char *s, const char *want)
+{
+    size_t n = json_string(NULL, s);
+    cr_assert_eq(n, strlen(want), "length %zu for %s, want %zu", n, want, strlen(want));
+    char *buf = malloc(n + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(json_string(buf, s), n);
+    cr_assert_str_eq(buf, want);
+    free(buf);
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&mem, &len);
+    cr_assert_not_null(f);
+    json_fput_string(f, s);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_str_eq(mem, want);
+    free(mem);
+}
+
+Test(json, plain_text_and_the_escapes_json_requires)
+{
+    expect_json("", "\"\"");
+    expect_json("data.txt", "\"data.txt\"");
+    expect_json("a\"b\\c", "\"a\\\"b\\\\c\"");
+    expect_json("tab\there\nnl\x01", "\"tab\\u0009here\\u000anl\\u0001\"");
+    expect_json("</script>", "\"\\u003c/script>\"");
+}
+
+Test(json, well_formed_utf8_is_kept_as_it_is)
+{
+    expect_json("caf\xc3\xa9", "\"caf\xc3\xa9\"");                 /* U+00E9 */
+    expect_json("\xe2\x82\xac", "\"\xe2\x82\xac\"");               /* U+20AC */
+    expect_json("\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\"");       /* U+1F600 */
+    expect_json("\xc2\x80", "\"\xc2\x80\"");                       /* U+0080, the first */
+    expect_json("\xf4\x8f\xbf\xbf", "\"\xf4\x8f\xbf\xbf\"");       /* U+10FFFF, the last */
+}
+
+Test(json, bytes_outside_utf8_become_u00xx_of_the_byte)
+{
+    expect_json("caf\xe9.txt", "\"caf\\u00e9.txt\"");              /* Latin-1 */
+    expect_json("\xc3", "\"\\u00c3\"");                            /* cut at the end */
+    expect_json("\xc3z", "\"\\u00c3z\"");                          /* cut by a letter */
+    expect_json("\xc0\xaf", "\"\\u00c0\\u00af\"");                 /* overlong '/' */
+    expect_json("\xe0\x80\xaf", "\"\\u00e0\\u0080\\u00af\"");      /* overlong, 3 bytes */
+    expect_json("\xed\xa0\x80", "\"\\u00ed\\u00a0\\u0080\"");      /* a surrogate */
+    expect_json("\xf4\x90\x80\x80", "\"\\u00f4\\u0090\\u0080\\u0080\""); /* past U+10FFFF */
+    expect_json("\xff\xfe", "\"\\u00ff\\u00fe\"");
+    expect_json("\x80", "\"\\u0080\"");                            /* a lone continuation */
+}

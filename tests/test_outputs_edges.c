@@ -1,0 +1,386 @@
+/* Nothing lost, on the last edges of both programs: standard output is an output
+ * (a full disk or a closed descriptor is exit 1 with the reason); paths whose
+ * bytes are not UTF-8 keep every JSON file valid; a log is locked like a
+ * checkpoint, so two runs never share one; a checkpoint a running ./train holds
+ * is not replaced by --dump-val or the explorer; a signal during byte-pair
+ * learning stops it at once and says what is on disk; and messages print values
+ * that differ as different. (The older guarantees are in test_outputs*.c.) */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/progutil.h"
+#include "tests/testutil.h"
+#include "util/rng.h"
+
+/* e->out: a 4-step TINY checkpoint trained on e->data. */
+static void model(Env *e, const char *name)
+{
+    env_init(e, name);
+    char *out;
+    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s", e->data, e->out);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+}
+
+/* "<prog> <args>" with its standard output sent to `where` ("> /dev/full",
+ * ">&-"): exit 1 and one error line naming standard output and why. */
+static void expect_stdout_error(const char *prog, const char *args, const char *where,
+                                const char *why)
+{
+    char *out;
+    int rc = tu_runf(&out, "(ulimit -c 0; OMP_WAIT_POLICY=passive %s/%s %s 2>&1 %s)", tu_bin(),
+                     prog, args, where);
+    char needle[200];
+    snprintf(needle, sizeof needle, "writing standard output: %s", why);
+    cr_assert_eq(rc, 1, "%s %s %s: exit %d, expected 1:\n%s", prog, args, where, rc, out);
+    char line[300];
+    snprintf(line, sizeof line, "%s: error: %s\n", prog, needle);
+    cr_assert(strstr(out, line), "%s %s %s: expected '%s':\n%s", prog, args, where, line, out);
+    free(out);
+}
+
+static void expect_stdout_checked(const char *prog, const char *args)
+{
+    expect_stdout_error(prog, args, "> /dev/full", "No space left on device");
+    expect_stdout_error(prog, args, ">&-", "Bad file descriptor");
+}
+
+/* Row 6: every mode that prints its result checks the writes and the close. */
+Test(edges, every_infer_mode_checks_standard_output, .timeout = 120)
+{
+    Env e;
+    model(&e, "ed-stdout-infer");
+    char args[1200];
+    const char *modes[] = {"--eval %s", "--eval %s --json", "--heads %s --windows 4",
+                           "--heads %s --windows 4 --json", "--tokens 8 --prompt 'The'"};
+    for (int k = 0; k < 5; k++) {
+        char mode[700];
+        snprintf(mode, sizeof mode, modes[k], e.data);
+        snprintf(args, sizeof args, "--ckpt %s --threads 1 %s", e.out, mode);
+        expect_stdout_checked("infer", args);
+    }
+    expect_stdout_checked("infer", "--help");
+    expect_stdout_checked("infer", "--version");
+}
+
+Test(edges, train_print_settings_help_and_version_check_standard_output)
+{
+    expect_stdout_checked("train", "--print-settings");
+    expect_stdout_checked("train", "--help");
+    expect_stdout_checked("train", "--version");
+}
+
+/* Row 6: a closed stdout must not let a later file take its descriptor: the
+ * report's files hold only what the report writes. */
+Test(edges, a_closed_stdout_does_not_write_into_a_report_file, .timeout = 60)
+{
+    Env e;
+    model(&e, "ed-stdout-report");
+    char dir[400], *out;
+    snprintf(dir, sizeof dir, "%s/rep", e.dir);
+    int rc = tu_runf(&out, "(%s/infer --ckpt %s --heads %s --windows 4 --threads 1 --report %s "
+                     "2>&1 >&-)", tu_bin(), e.out, e.data, dir);
+    cr_assert_eq(rc, 1, "%s", out);
+    free(out);
+    char path[500];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    char *text = tu_read_text(path);
+    cr_assert_eq(text[0], '{', "summary.json starts with '%.20s'", text);
+    cr_assert_null(strstr(text, "entropy  conf"), "the table went into summary.json");
+    free(text);
+}
+
+/* True when b[0..n) is well-formed UTF-8 (no overlong forms, no surrogates). */
+static int valid_utf8(const unsigned char *b, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        if (b[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len = b[i] >= 0xf0 ? 4 : b[i] >= 0xe0 ? 3 : b[i] >= 0xc2 ? 2 : 0;
+        if (!len || b[i] > 0xf4 || i + len > n)
+            return 0;
+        unsigned c = b[i] & (0x7fu >> len);
+        for (size_t k = 1; k < len; k++) {
+            if ((b[i + k] & 0xc0) != 0x80)
+                return 0;
+            c = c << 6 | (b[i + k] & 0x3f);
+        }
+        static const unsigned least[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (c < least[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* path must be valid UTF-8 and hold needle. */
+static void expect_utf8_with(const char *path, const char *needle)
+{
+    size_t n;
+    unsigned char *b = tu_read_file(path, &n);
+    cr_assert_not_null(b, "cannot read %s", path);
+    cr_assert(valid_utf8(b, n), "%s is not valid UTF-8", path);
+    cr_assert(strstr((char *)b, needle), "%s lacks %s", path, needle);
+    free(b);
+}
+
+/* Row 5: a Latin-1 file name (caf\xe9.txt) in the log, --print-settings, the
+ * report's summary.json and the explorer's data is \u00e9 (in the report's
+ * page &#xe9;), and each file is valid UTF-8. */
+Test(edges, a_path_that_is_not_utf8_is_escaped_in_every_json_file, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "ed-latin1");
+    char data[400], settings[400], rep[400], summary[500], page[400], json[400], *out;
+    snprintf(data, sizeof data, "%s/caf\xe9.txt", e.dir);
+    cr_assert_eq(rename(e.data, data), 0);
+    int rc = run(&out, "train", TINY " --steps 2 --data '%s' --out %s --log %s", data, e.out,
+                 e.log);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    expect_utf8_with(e.log, "caf\\u00e9.txt\"");
+    snprintf(settings, sizeof settings, "%s/settings.json", e.dir);
+    rc = run(&out, "train", "--data '%s' --print-settings > %s", data, settings);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    expect_utf8_with(settings, "caf\\u00e9.txt\"");
+    snprintf(rep, sizeof rep, "%s/rep", e.dir);
+    rc = run(&out, "infer", "--ckpt %s --heads '%s' --windows 4 --threads 1 --report %s", e.out,
+             data, rep);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    snprintf(summary, sizeof summary, "%s/summary.json", rep);
+    expect_utf8_with(summary, "caf\\u00e9.txt");
+    snprintf(summary, sizeof summary, "%s/index.html", rep);
+    expect_utf8_with(summary, "caf&#xe9;.txt");
+    snprintf(page, sizeof page, "%s/page.html", e.dir);
+    snprintf(json, sizeof json, "%s/att.json", e.dir);
+    rc = run(&out, "infer", "--ckpt %s --explore %s --explore-json %s --text-file '%s' "
+             "--threads 1", e.out, page, json, data);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    expect_utf8_with(page, "/caf\\u00e9.txt\"");
+}
+
+/* Row 13: a symlink is refused as a report directory, and the message says so. */
+Test(edges, a_symlink_as_the_report_directory_is_named_as_one, .timeout = 60)
+{
+    Env e;
+    model(&e, "ed-report-link");
+    char dir[400], link[400], *out;
+    snprintf(dir, sizeof dir, "%s/real", e.dir);
+    snprintf(link, sizeof link, "%s/rlink", e.dir);
+    cr_assert_eq(mkdir(dir, 0777), 0);
+    cr_assert_eq(symlink("real", link), 0);
+    int rc = run(&out, "infer", "--ckpt %s --heads %s --windows 4 --report %s", e.out, e.data,
+                 link);
+    expect_error(out, rc, 2, "infer", "is a symbolic link");
+    cr_assert_null(strstr(out, "is not a directory"), "%s", out);
+    free(out);
+}
+
+/* Row 14: values that differ print differently in a resume's refusal. */
+Test(edges, a_contradicting_value_prints_with_the_digits_that_differ)
+{
+    Env e;
+    env_init(&e, "ed-digits");
+    char *out;
+    int rc = run(&out, "train", TINY " --steps 2 --head-dropout 0.5 --data %s --out %s", e.data,
+                 e.out);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "train", "--resume %s --steps 4 --head-dropout 0.50000000001", e.out);
+    expect_error(out, rc, 2, "train",
+                 "--head-dropout 0.50000000001 contradicts the checkpoint (0.5)");
+    free(out);
+}
+
+/* Row 15: a number that underflows to 0 or a subnormal is inside [0, 0.95]; a
+ * negative one is not. */
+Test(edges, an_underflowing_value_in_range_is_accepted)
+{
+    const char *ok[] = {"1e-400", "4.9e-324", "2e-310"};
+    for (int k = 0; k < 3; k++) {
+        char *out;
+        int rc = run(&out, "train", "--head-dropout %s --print-settings", ok[k]);
+        cr_assert_eq(rc, 0, "--head-dropout %s: %s", ok[k], out);
+        free(out);
+    }
+    char *out;
+    int rc = run(&out, "train", "--head-dropout -1e-400 --print-settings");
+    expect_error(out, rc, 2, "train", "--head-dropout: expected a number in [0, 0.95]");
+    free(out);
+    rc = run(&out, "train", "--head-dropout 1e400 --print-settings");
+    expect_error(out, rc, 2, "train", "--head-dropout: expected a number in [0, 0.95]");
+    free(out);
+}
+
+/* Stops the background trainer started by start_train. */
+static void stop_train(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* Row 4: while one run writes e->log (and e->out), no other run may take either
+ * as its log, or the log as its checkpoint: fresh, resumed or by a symlink. */
+Test(edges, a_log_another_run_writes_is_refused, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "ed-log-shared");
+    char errpath[400], other[400], sym[400], resumed[400], *out;
+    snprintf(errpath, sizeof errpath, "%s/first.err", e.dir);
+    snprintf(other, sizeof other, "%s/other.ckpt", e.dir);
+    snprintf(sym, sizeof sym, "%s/link.log", e.dir);
+    snprintf(resumed, sizeof resumed, "%s/resumed.ckpt", e.dir);
+    cr_assert_eq(symlink("run.log", sym), 0);
+    int rc = run(&out, "train", TINY " --steps 2 --data %s --out %s", e.data, resumed);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    pid_t pid = start_train(&e, errpath);
+    char *before = tu_read_text(e.log);
+    const char *cases[][2] = {
+        {"fresh", "--data %s --out %s --log %s"},
+        {"link", "--data %s --out %s --log %s"},
+        {"resume", "--data %s --resume %s --steps 4 --log %s"},
+        {"log as checkpoint", "--data %s --out %s --log %s"},
+    };
+    for (int k = 0; k < 4; k++) {
+        char args[2000];
+        const char *ckpt = k == 2 ? resumed : k == 3 ? e.log : other;
+        const char *log = k == 1 ? sym : k == 3 ? e.out : e.log;
+        snprintf(args, sizeof args, cases[k][1], e.data, ckpt, log);
+        rc = run(&out, "train", TINY " --steps 4 %s", args);
+        expect_error(out, rc, 1, "train", "is being written by another running process");
+        cr_assert(strstr(out, k == 3 ? "--out" : "--log"), "%s: %s", cases[k][0], out);
+        free(out);
+    }
+    /* The first run's log is the same file, still growing from its start. */
+    char *after = tu_read_text(e.log);
+    stop_train(pid);
+    cr_assert(strncmp(after, before, strlen(before)) == 0, "the first run's log was replaced");
+    free(before);
+    free(after);
+    /* Once it has stopped, resuming into its log appends to it. */
+    rc = run(&out, "train", "--resume %s --steps 4 --log %s", resumed, e.log);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+}
+
+/* The locked checkpoint: --dump-val and the explorer do not replace a file that a
+ * running ./train holds (its checkpoint or its log). */
+Test(edges, one_shot_outputs_do_not_replace_a_locked_checkpoint_or_log, .timeout = 120)
+{
+    Env e;
+    model(&e, "ed-locked");
+    char ckpt[400], errpath[400], *out;
+    snprintf(ckpt, sizeof ckpt, "%s/reader.ckpt", e.dir);
+    snprintf(errpath, sizeof errpath, "%s/first.err", e.dir);
+    cr_assert_eq(rename(e.out, ckpt), 0);
+    pid_t pid = start_train(&e, errpath);
+    const char *targets[] = {e.out, e.log};
+    for (int k = 0; k < 2; k++) {
+        int rc = run(&out, "train", "--data %s --dump-val %s", e.data, targets[k]);
+        expect_error(out, rc, 1, "train", "--dump-val");
+        cr_assert(strstr(out, "is being written by another running process"), "%s", out);
+        free(out);
+        rc = run(&out, "infer", "--ckpt %s --explore %s --text The --threads 1", ckpt,
+                 targets[k]);
+        expect_error(out, rc, 1, "infer", "--explore");
+        cr_assert(strstr(out, "is being written by another running process"), "%s", out);
+        free(out);
+        char page[400];
+        snprintf(page, sizeof page, "%s/page.html", e.dir);
+        rc = run(&out, "infer", "--ckpt %s --explore %s --explore-json %s --text The "
+                 "--threads 1", ckpt, page, targets[k]);
+        expect_error(out, rc, 1, "infer", "--explore-json");
+        free(out);
+        cr_assert_neq(access(page, F_OK), 0, "the page was written");
+    }
+    stop_train(pid);
+    /* A lock its holder left behind (killed) holds nothing. */
+    int rc = run(&out, "train", "--data %s --dump-val %s", e.data, e.log);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+}
+
+/* Whether pid has a handler installed for sig (SigCgt in /proc/PID/status). */
+static int catches(pid_t pid, int sig)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    unsigned long long mask = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "SigCgt: %llx", &mask) == 1)
+            break;
+    fclose(f);
+    return (int)(mask >> (sig - 1) & 1);
+}
+
+/* Row 12: SIGINT while the merges are learned stops the learning (it does not
+ * wait for it to finish) and says what is on disk: nothing, no log either. */
+Test(edges, a_signal_during_merge_learning_stops_it_and_writes_nothing, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "ed-bpe-signal");
+    /* 1 MB of random words: about 4 s of learning for 8,000 tokens. */
+    size_t n = 1000000;
+    char *text = malloc(n);
+    Rng rng;
+    rng_init(&rng, 31, 0);
+    for (size_t i = 0; i < n;) {
+        size_t len = 3 + rng_below(&rng, 8);
+        for (size_t k = 0; k < len && i < n; k++)
+            text[i++] = (char)('a' + rng_below(&rng, 26));
+        if (i < n)
+            text[i++] = ' ';
+    }
+    char data[400], errpath[400], bin[400];
+    make_file(&e, "words.txt", text, n, data, sizeof data);
+    free(text);
+    snprintf(errpath, sizeof errpath, "%s/train.err", e.dir);
+    snprintf(bin, sizeof bin, "%s/train", tu_bin());
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        FILE *f = freopen(errpath, "w", stderr);
+        if (!f || dup2(fileno(stderr), STDOUT_FILENO) < 0)
+            _exit(99);
+        setenv("OMP_WAIT_POLICY", "passive", 1);
+        execl(bin, bin, "--layers", "1", "--embd", "16", "--heads", "2", "--block", "16",
+              "--batch", "4", "--threads", "1", "--steps", "5", "--vocab", "8000", "--data",
+              data, "--out", e.out, "--log", e.log, (char *)NULL);
+        _exit(98);
+    }
+    int ready = 0;
+    for (int i = 0; i < 4000 && !ready; i++) {
+        ready = catches(pid, SIGINT);
+        if (!ready)
+            usleep(2000);
+    }
+    cr_assert(ready, "train installed no SIGINT handler within 8 s");
+    kill(pid, SIGINT);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    char *out = tu_read_text(errpath);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d:\n%s", status, out);
+    cr_assert(strstr(out, "train: interrupted while learning the merges and encoding the text; "
+                          "nothing was written\n"), "%s", out);
+    cr_assert_null(strstr(out, "vocabulary"), "learning finished before the stop:\n%s", out);
+    free(out);
+    cr_assert_neq(access(e.out, F_OK), 0, "a checkpoint was written");
+    cr_assert_neq(access(e.log, F_OK), 0, "a log was written");
+    cr_assert_eq(tu_find_prefix(e.dir, "out.ckpt", NULL, 0), 0, "a lock or temporary was left");
+    cr_assert_eq(tu_find_prefix(e.dir, "run.log", NULL, 0), 0, "a lock or temporary was left");
+}

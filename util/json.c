@@ -1,0 +1,82 @@
+/* json: JSON strings (see json.h). */
+#include "util/json.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A code point from U+0080 up, not overlong, not a surrogate, at most
+ * U+10FFFF. p is NUL-terminated, so a cut sequence stops at its NUL. */
+size_t json_utf8_len(const unsigned char *p)
+{
+    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+    if (len == 0 || p[0] > 0xf4)
+        return 0;
+    uint32_t c = p[0] & (0x7f >> len);
+    for (size_t k = 1; k < len; k++) {
+        if ((p[k] & 0xc0) != 0x80)
+            return 0;
+        c = c << 6 | (p[k] & 0x3f);
+    }
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < least[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    return len;
+}
+
+/* The JSON text for the character at p, in piece (at most 6 bytes, no NUL);
+ * returns its length and sets *used to the bytes of p it stands for. */
+static size_t json_piece(const unsigned char *p, char piece[8], size_t *used)
+{
+    static const char hex[] = "0123456789abcdef";
+    *used = 1;
+    if (*p == '"' || *p == '\\') {
+        piece[0] = '\\';
+        piece[1] = (char)*p;
+        return 2;
+    }
+    if (*p >= 0x20 && *p < 0x80 && *p != '<') {
+        piece[0] = (char)*p;
+        return 1;
+    }
+    size_t u = *p >= 0x80 ? json_utf8_len(p) : 0;
+    if (u) {
+        memcpy(piece, p, u);
+        *used = u;
+        return u;
+    }
+    memcpy(piece, "\\u00", 4);
+    piece[4] = hex[*p >> 4];
+    piece[5] = hex[*p & 15];
+    return 6;
+}
+
+size_t json_string(char *buf, const char *s)
+{
+    size_t at = 0, used;
+    char piece[8];
+    if (buf)
+        buf[at] = '"';
+    at++;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p += used) {
+        size_t w = json_piece(p, piece, &used);
+        if (buf)
+            memcpy(buf + at, piece, w);
+        at += w;
+    }
+    if (buf) {
+        buf[at] = '"';
+        buf[at + 1] = '\0';
+    }
+    return at + 1;
+}
+
+void json_fput_string(FILE *f, const char *s)
+{
+    size_t used;
+    char piece[8];
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p += used)
+        fwrite(piece, 1, json_piece(p, piece, &used), f);
+    fputc('"', f);
+}

@@ -22,7 +22,12 @@ token ids ./infer uses and ``decode`` gives the bytes back.
     model.blocks[0].attn.weights.register_forward_hook(
         lambda mod, inp, out: print(out.shape))
 
-From the shell (Debian: apt-get install python3-torch; /usr/bin/python3):
+load() reads through scripts/checkpoint.py, which validates the file as ./infer does
+(the same checks in the same order, nothing allocated before the header and the file
+size agree) and raises CheckpointError with ./infer's message for a file it refuses.
+
+From the shell (Debian: apt-get install python3-torch; /usr/bin/python3); bad input
+is one line on stderr and exit 2 (usage) or 1, as with the C programs:
 
     python3 scripts/headcount.py eval CKPT FILE        # the line ./infer --eval prints
     python3 scripts/headcount.py attention CKPT TEXT   # each head's strongest key per token

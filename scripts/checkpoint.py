@@ -89,7 +89,7 @@ class Checkpoint:
         self.settings = settings
 
 
-def parameter_table(d):
+def parameter_table(d: dict) -> list:
     """model/params.c's table: (name, rows, cols) in file order, for dims d."""
     V, T, L, C, A = d["V"], d["T"], d["L"], d["C"], d["H"] * d["D"]
     out = [("wte", V, C), ("wpe", T, C)]
@@ -102,13 +102,13 @@ def parameter_table(d):
     return out + [("lnf.w", 1, C), ("lnf.b", 1, C)]
 
 
-def parameter_count(d):
+def parameter_count(d: dict) -> int:
     """P (docs/checkpoint.md), from dimensions within their limits."""
     V, T, L, C, A = d["V"], d["T"], d["L"], d["C"], d["H"] * d["D"]
     return V * C + T * C + L * (8 * C * C + 4 * A * C + 3 * A + 10 * C) + 2 * C
 
 
-def fnv1a64(data, h=0xcbf29ce484222325):
+def fnv1a64(data: bytes, h: int = 0xcbf29ce484222325) -> int:
     """FNV-1a 64 of data, continuing from h (util/hash.h)."""
     prime, mask = 0x100000001b3, 0xFFFFFFFFFFFFFFFF
     for b in data:
@@ -343,7 +343,7 @@ def _read_exactly(f, n, path, what):
     return b
 
 
-def read(path):
+def read(path) -> Checkpoint:
     """Reads and validates the checkpoint at path: a Checkpoint, or CheckpointError
     with the message trainer/ckpt.c gives for the same file."""
     path = os.fsdecode(path)

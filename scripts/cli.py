@@ -51,7 +51,7 @@ def _quiet_stdout():
         pass
 
 
-def run(prog, main, argv=None):
+def run(prog: str, main, argv=None) -> None:
     """Runs main(argv) as a program named prog and exits with its status: what
     main returns (None is 0), or that of the Error it raises."""
     status = 0
@@ -82,7 +82,7 @@ def run(prog, main, argv=None):
     sys.exit(status)
 
 
-def check_input(path, what="file"):
+def check_input(path: str, what: str = "file") -> os.stat_result:
     """Refuses what cannot be read as a plain file without blocking, with the
     words the C programs use; returns os.stat's result."""
     try:
@@ -97,7 +97,7 @@ def check_input(path, what="file"):
     return st
 
 
-def read_input(path, what="file"):
+def read_input(path: str, what: str = "file") -> bytes:
     """The bytes of the plain file at path (see check_input)."""
     check_input(path, what)
     try:

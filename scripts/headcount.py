@@ -45,7 +45,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checkpoint  # noqa: E402
 import cli  # noqa: E402
-from checkpoint import CheckpointError  # noqa: E402,F401  (headcount.CheckpointError)
+from checkpoint import CheckpointError  # noqa: E402
 
 try:
     import torch
@@ -250,7 +250,7 @@ def _tensors(cfg):
     return out + [("lnf.weight", (C,)), ("lnf.bias", (C,))]
 
 
-def load(path):
+def load(path: str) -> "HeadcountGPT":
     """Reads a checkpoint (version 1, or 2 with merges) into a HeadcountGPT in eval
     mode. The file is validated first, as ./infer validates it (scripts/checkpoint.py):
     a damaged or hostile file raises CheckpointError with ./infer's message before
@@ -260,9 +260,7 @@ def load(path):
     d = ck.dims
     cfg = Config(V=d["V"], T=d["T"], L=d["L"], H=d["H"], C=d["C"], D=d["D"])
     model = HeadcountGPT(cfg, ck.alphabet, ck.merges)
-    params = torch.frombuffer(bytearray(ck.params), dtype=torch.float32)
-    if sys.byteorder == "big":
-        params = params.view(torch.uint8).view(-1, 4).flip(1).reshape(-1).view(torch.float32)
+    params = torch.frombuffer(bytearray(ck.params), dtype=torch.float32)  # little-endian host
     state, off = {}, 0
     for name, shape in _tensors(cfg):
         n = math.prod(shape)

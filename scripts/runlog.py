@@ -1,21 +1,20 @@
-"""runlog: the one reader of ./train --log files (JSON lines), for every script.
+"""runlog: the checked reader of ./train --log files (JSON lines) for the scripts
+that draw or judge a run (plot_log.py, induction_phase.py, induction_table.py).
 
 read(path) refuses what is not a plain file (cli.read_input: a FIFO or device
-would block), then checks every line before a script uses it: UTF-8 text (./train
-escapes any other byte of a path or name as \\u00XX), a JSON object, and, for the
-records the scripts read, the fields they read with the right types. A line that
-fails is a LogError naming the file, the line and what is wrong. Records of
-other types, and other fields, are passed over, so newer logs still read. The
-one line that may be cut is the last one without its newline: a run still
-writing, or killed mid-line, and it is skipped. A run resumed into the same log
-appends to it; for a step logged twice the later record wins.
+would block), then checks every line before a script uses it: UTF-8 text, as
+JSON is (a path's other bytes belong escaped as \\u00XX, which reads), a JSON
+object, and, for the records the scripts read, the fields they read with the
+right types. A line that fails is a cli.Error naming the file, the line and what
+is wrong. Records of other types, and other fields, are passed over, so newer
+logs still read. The one line that may be cut is the last one without its
+newline (a run still writing, or killed mid-line): it is skipped. A run resumed
+into the same log appends to it; for a step logged twice the later record wins.
 """
 import json
 import math
 
 import cli
-
-LogError = cli.Error
 
 
 class RunLog:
@@ -69,8 +68,8 @@ def _check(rec):
     return None
 
 
-def read(path):
-    """The RunLog at path; a LogError names what is wrong."""
+def read(path: str) -> RunLog:
+    """The RunLog at path; a cli.Error names what is wrong."""
     data = cli.read_input(path, "log file")
     lines = data.split(b"\n")
     cut = lines[-1] != b""           # the last line has no newline: maybe cut
@@ -84,24 +83,24 @@ def read(path):
         except UnicodeDecodeError as e:
             if last:
                 break
-            raise LogError("%s:%d: not UTF-8 text (byte 0x%02x at column %d)"
+            raise cli.Error("%s:%d: not UTF-8 text (byte 0x%02x at column %d)"
                            % (path, n, raw[e.start], e.start + 1)) from None
         try:
             rec = json.loads(text, parse_constant=lambda c: float(c))
         except json.JSONDecodeError as e:
             if last:
                 break
-            raise LogError("%s:%d: not JSON (%s)" % (path, n, e.msg)) from None
+            raise cli.Error("%s:%d: not JSON (%s)" % (path, n, e.msg)) from None
         except RecursionError:
-            raise LogError("%s:%d: not JSON (nested too deeply)" % (path, n)) from None
+            raise cli.Error("%s:%d: not JSON (nested too deeply)" % (path, n)) from None
         if not isinstance(rec, dict):
             what = ("an array" if isinstance(rec, list) else "a string" if isinstance(rec, str)
                     else "null" if rec is None else "a boolean" if isinstance(rec, bool)
                     else "a number")
-            raise LogError("%s:%d: %s, not a JSON object" % (path, n, what))
+            raise cli.Error("%s:%d: %s, not a JSON object" % (path, n, what))
         why = _check(rec)
         if why:
-            raise LogError("%s:%d: %s" % (path, n, why))
+            raise cli.Error("%s:%d: %s" % (path, n, why))
         kind = rec.get("type")
         if kind == "settings" and settings is None:
             settings = rec
@@ -119,7 +118,7 @@ def read(path):
                   [evals[k] for k in sorted(evals)], [heads[k] for k in sorted(heads)], final)
 
 
-def number(v):
+def number(v) -> float:
     """A record's value as a float: NaN where it is missing, null or not finite."""
     if not _is_num(v) or v is None:
         return float("nan")

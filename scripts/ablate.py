@@ -68,8 +68,8 @@ def duration(s):
 
 
 def parse_args(argv):
-    p = cli.Parser(prog="scripts/ablate.sh", description="The head-count "
-                                "ablation; docs/ablation.md explains it and every flag.")
+    p = cli.Parser(prog="scripts/ablate.sh", description="The head-count ablation; "
+                   "docs/ablation.md explains it and every flag.")
     add = p.add_argument
     add("--data", metavar="FILE", help="training text (default: %s if present, else the "
         "built-in corpus)" % os.path.relpath(DEFAULT_DATA, REPO))

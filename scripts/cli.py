@@ -55,6 +55,7 @@ def run(prog: str, main, argv=None) -> None:
     """Runs main(argv) as a program named prog and exits with its status: what
     main returns (None is 0), or that of the Error it raises."""
     status = 0
+    sys.stdout.reconfigure(errors="backslashreplace")  # a path's undecodable bytes
     try:
         status = main(sys.argv[1:] if argv is None else argv) or 0
         sys.stdout.flush()
@@ -174,11 +175,12 @@ class OutputDir:
         return self
 
     def write(self, name, text):
-        """Writes text (str) as UTF-8 to the file name in the new directory."""
+        """Writes text (str) as UTF-8 to the file name in the new directory (a
+        path's undecodable bytes, which Python holds as surrogates, as \\udcXX)."""
         assert name in self.own, name
         path = os.path.join(self.tmp, name)
         try:
-            with open(path, "x", encoding="utf-8") as f:
+            with open(path, "x", encoding="utf-8", errors="backslashreplace") as f:
                 f.write(text)
                 f.flush()
                 os.fsync(f.fileno())

@@ -407,7 +407,6 @@ def main(argv):
     t.add_argument("ckpt")
     t.add_argument("text")
     a = ap.parse_args(argv)
-    sys.stdout.reconfigure(errors="backslashreplace")
     if a.command == "eval":
         model = _model(a.ckpt)
         text = cli.read_input(a.file, "text file")

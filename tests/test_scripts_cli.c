@@ -126,6 +126,13 @@ Test(scripts_cli, log_readers_name_the_bad_line_and_never_block_or_trace_back)
     rc = tu_runf(&out, "python3 scripts/plot_log.py %s/escaped.log --out %s/plots", d, d);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
+    /* A log whose own name is not UTF-8: printed and drawn escaped. */
+    rc = tu_runf(&out, "cp %s/escaped.log %s/caf$(printf '\\351').log && python3 "
+                 "scripts/induction_phase.py %s/caf*.log && python3 scripts/plot_log.py "
+                 "%s/caf*.log --out %s/plots-latin1", d, d, d, d, d);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_not_null(strstr(out, "caf\\udce9.log: formed"), "%s", out);
+    free(out);
     snprintf(cmd, sizeof cmd, "python3 scripts/induction_phase.py --threshold x %s/good.log", d);
     expect_error("induction_phase", 2, "--threshold: invalid float value", cmd);
 }

@@ -127,8 +127,9 @@ bench-tok: $(BUILD)/libheadcount.a
 test-asan:
 	bash scripts/test_asan.sh
 
-# libFuzzer on the checkpoint loader, then on the byte-pair tokenizer, each for
-# FUZZ_SECONDS (clang + libclang-rt-14-dev).
+# libFuzzer on the checkpoint loader, the C and Python checkpoint readers against
+# each other, then libFuzzer on the byte-pair tokenizer, each for FUZZ_SECONDS
+# (clang + libclang-rt-14-dev; python3).
 FUZZ_SECONDS ?= 60
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh

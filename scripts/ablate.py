@@ -25,6 +25,7 @@ import os
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -33,6 +34,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import ablate_report as rep  # noqa: E402
+import cli  # noqa: E402
 
 REPO = os.path.dirname(HERE)
 DEFAULT_DATA = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt"))
@@ -50,8 +52,7 @@ PER_RUN = ("data", "out", "heads", "head_size", "seed", "threads", "version")
 
 
 def fail(msg, code=2):
-    print("ablate: error: %s" % msg, file=sys.stderr)
-    sys.exit(code)
+    raise cli.Error(msg, code)
 
 
 def say(msg):
@@ -67,8 +68,8 @@ def duration(s):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="scripts/ablate.sh", description="The head-count "
-                                "ablation; docs/ablation.md explains it and every flag.")
+    p = cli.Parser(prog="scripts/ablate.sh", description="The head-count ablation; "
+                   "docs/ablation.md explains it and every flag.")
     add = p.add_argument
     add("--data", metavar="FILE", help="training text (default: %s if present, else the "
         "built-in corpus)" % os.path.relpath(DEFAULT_DATA, REPO))
@@ -104,12 +105,40 @@ def parse_args(argv):
     for k in ("seeds", "head_size", "steps", "jobs", "threads", "vocab"):
         if getattr(a, k) is not None and getattr(a, k) < 1:
             fail("--%s %d: must be at least 1" % (k.replace("_", "-"), getattr(a, k)))
+    if a.heads is not None and not a.heads.replace(",", " ").split():
+        fail("--heads '%s': expected whole numbers like \"1 4 8 16\"" % a.heads)
     a.out = os.path.abspath(a.out or os.path.join(REPO, "runs", "ablation" + (
         "-induction" if a.corpus == "induction" else "") + (
         "-quick" if a.quick else "-long" if a.long else "") + (
         "-hd%g" % a.head_dropout if a.head_dropout else "")))
+    check_out(a.out, fresh=not (a.job or a.check or a.report_only))
     a.bin = os.path.abspath(a.bin)
     return a
+
+
+def check_out(out, fresh):
+    """--out is a sweep directory of ours (it holds sweep.json), or, for a new sweep
+    (fresh), a new or empty directory: a file, a device or someone else's directory
+    is refused before anything is written."""
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        parent = os.path.dirname(os.path.abspath(out))
+        while not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent):
+            fail("--out %s: %s is not a directory" % (out, parent))
+        return
+    except OSError as e:
+        fail("--out %s: %s" % (out, e.strerror))
+    if not stat.S_ISDIR(st.st_mode):
+        fail("--out %s exists and is not a directory; give a new directory name" % out)
+    if os.path.exists(os.path.join(out, "sweep.json")):
+        return
+    names = os.listdir(out)
+    if names or not fresh:
+        fail("--out %s %s no sweep.json: not a sweep directory of this script; give a new or "
+             "empty directory" % (out, "holds %d file(s) but" % len(names) if names else "has"))
 
 
 def print_settings(train, flags):
@@ -142,8 +171,8 @@ def make_plan(a):
         flags += ["--head-dropout", repr(a.head_dropout)]
     s = print_settings(train, flags)
     try:
-        heads = sorted({int(x) for x in (a.heads or ("1 4" if a.quick else "1 4 8 16"))
-                        .replace(",", " ").split()})
+        given = a.heads if a.heads is not None else "1 4" if a.quick else "1 4 8 16"
+        heads = sorted({int(x) for x in given.replace(",", " ").split()})
     except ValueError:
         fail("--heads '%s': expected whole numbers like \"1 4 8 16\"" % a.heads)
     arms = ["width", "headsize"] if a.arm == "both" else [a.arm]
@@ -152,9 +181,9 @@ def make_plan(a):
              % (a.heads, s["embd"]))
     source = None if a.corpus else os.path.abspath(a.data) if a.data else (
         DEFAULT_DATA if os.path.isfile(DEFAULT_DATA) else None)
-    if source and not os.path.isfile(source):
-        fail("--data %s: no such file" % a.data)
-    blob = open(source, "rb").read(QUICK["slice"] if a.quick else -1) if source else None
+    blob = cli.read_input(source, "training file") if source else None
+    if blob is not None and a.quick:
+        blob = blob[:QUICK["slice"]]
     fp = {k: v for k, v in s.items() if k not in PER_RUN}
     fp.update(data=source, data_bytes=len(blob) if source else None,
               data_sha256=hashlib.sha256(blob).hexdigest() if source else None,
@@ -299,6 +328,20 @@ def status_line(a, sweep, queue, procs, t0, work):
         duration(el), duration(left * el / work) if work > 0 and el > 5 else "…")
 
 
+def first_error(a, name):
+    """": " and the first error line train or infer wrote for a failed run, or ""."""
+    for log in ("train.err", "heads.err"):
+        path = os.path.join(a.out, "runs", name + ".partial", log)
+        try:
+            with open(path, "rb") as f:
+                for line in f.read().decode("utf-8", "replace").splitlines():
+                    if ": error: " in line:
+                        return ": " + line.strip()
+        except OSError:
+            pass
+    return ""
+
+
 def sweep_loop(a, sweep, todo):
     """Runs the jobs' commands, --jobs at a time, each in its own process group so that
     one Ctrl-C reaches every train once, through us. Returns (failed, stopped, seconds)."""
@@ -334,8 +377,8 @@ def sweep_loop(a, sweep, todo):
                         say("warning: report not rebuilt: %s: %s" % (type(e).__name__, e))
                 elif not stop[0]:
                     failed.append(name)
-                    say("FAILED %s (exit %d); see %s/runs/%s.partial/*.err"
-                        % (name, p.returncode, a.out, name))
+                    say("FAILED %s (exit %d)%s; see %s/runs/%s.partial/*.err"
+                        % (name, p.returncode, first_error(a, name), a.out, name))
         if time.time() - shown >= interval:
             say(status_line(a, sweep, queue, procs, t0, work))
             shown = time.time()
@@ -396,4 +439,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    cli.run("ablate", main)

@@ -139,7 +139,7 @@ def phase_of(log):
     it cannot judge (no heads lines, one layer) gets none of them."""
     try:
         r = induction_phase.analyse(log, induction_phase.THRESHOLD)
-    except SystemExit:  # analyse's way of saying the log has no layer>=1 heads lines
+    except induction_phase.NotJudged:  # the log has no layer>=1 heads lines
         return {}
     return {"induction_formed": int(r["formed"]), "induction_phase_step": r["phase_step"],
             "induction_final_repeat": r["final_best_repeat"],

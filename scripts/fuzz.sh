@@ -15,7 +15,13 @@
 # 3. Runs the checkpoint fuzzer. New inputs go to build-fuzz/corpus, crashes to
 #    build-fuzz/crash-*. A single allocation over 512 MB counts as a crash: the
 #    inputs are small, so only a size taken on trust from a header gets there.
-# 4. Runs the tokenizer fuzzer on a few hand-made seeds (fuzz/fuzz_bpe.c says
+# 4. Runs the two checkpoint readers against each other for FUZZ_SECONDS
+#    (fuzz/fuzz_ckpt_py.py): mutants of the seeds and of libFuzzer's corpus go
+#    through ckpt_load (fuzz/ckpt_verdicts.c, built with the normal compiler) and
+#    through scripts/checkpoint.py, which must accept and refuse the same files
+#    with the same message; a disagreement is kept as build-fuzz/py/mismatch.ckpt.
+#    Needs python3 (skipped, saying so, without it).
+# 5. Runs the tokenizer fuzzer on a few hand-made seeds (fuzz/fuzz_bpe.c says
 #    what an input holds); new inputs go to build-fuzz/corpus-bpe, crashes to
 #    build-fuzz/bpe-crash-*.
 # Needs Debian's clang and libclang-rt-14-dev (libFuzzer). Exit status: 0 when
@@ -116,6 +122,16 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     "$OUT/fuzz_ckpt" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -malloc_limit_mb=512 \
     -timeout=10 -max_len=65536 -dict="$OUT/ckpt.dict" -artifact_prefix="$OUT/" \
     -print_final_stats=1 "$OUT/corpus" "$SEEDS"
+
+if command -v python3 >/dev/null 2>&1; then
+    cc -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -fopenmp -I. \
+        fuzz/ckpt_verdicts.c "$OUT/gcc/libheadcount.a" -lm -o "$OUT/ckpt_verdicts"
+    echo "fuzz.sh: the C and Python checkpoint readers against each other for ${FUZZ_SECONDS}s" >&2
+    python3 fuzz/fuzz_ckpt_py.py "$OUT/ckpt_verdicts" "$FUZZ_SECONDS" "$OUT/py" "$SEEDS" \
+        "$OUT/corpus"
+else
+    echo "fuzz.sh: python3 not found: the Python checkpoint reader is not fuzzed" >&2
+fi
 
 # Tokenizer seeds: header (mode and merges, training length, marker), then text.
 mkdir -p "$OUT/corpus-bpe" "$OUT/seeds-bpe"

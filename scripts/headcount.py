@@ -22,7 +22,12 @@ token ids ./infer uses and ``decode`` gives the bytes back.
     model.blocks[0].attn.weights.register_forward_hook(
         lambda mod, inp, out: print(out.shape))
 
-From the shell (Debian: apt-get install python3-torch; /usr/bin/python3):
+load() reads through scripts/checkpoint.py, which validates the file as ./infer does
+(the same checks in the same order, nothing allocated before the header and the file
+size agree) and raises CheckpointError with ./infer's message for a file it refuses.
+
+From the shell (Debian: apt-get install python3-torch; /usr/bin/python3); bad input
+is one line on stderr and exit 2 (usage) or 1, as with the C programs:
 
     python3 scripts/headcount.py eval CKPT FILE        # the line ./infer --eval prints
     python3 scripts/headcount.py attention CKPT TEXT   # each head's strongest key per token
@@ -34,15 +39,22 @@ to_transformer_lens(path) gives the same model as a TransformerLens model, and
 evaluate_tl scores with its hooks (docs/transformer_lens.md).
 """
 import math
-import struct
+import os
 import sys
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checkpoint  # noqa: E402
+import cli  # noqa: E402
+from checkpoint import CheckpointError  # noqa: E402
 
-MAGIC, VERSIONS = 20261122, (1, 2)
-
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    if __name__ != "__main__":
+        raise
+    sys.exit("headcount: error: PyTorch is not installed (Debian: apt-get install python3-torch)")
 
 class Config:
     """The dimensions in a checkpoint's header."""
@@ -238,39 +250,22 @@ def _tensors(cfg):
     return out + [("lnf.weight", (C,)), ("lnf.bias", (C,))]
 
 
-def load(path):
+def load(path: str) -> "HeadcountGPT":
     """Reads a checkpoint (version 1, or 2 with merges) into a HeadcountGPT in eval
-    mode. The training state after the parameters, if any, is not read."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 1280:
-        raise ValueError("%s: %d bytes, shorter than a checkpoint header" % (path, len(data)))
-    hdr = struct.unpack_from("<256i", data, 0)
-    if hdr[0] != MAGIC or hdr[1] not in VERSIONS:
-        raise ValueError("%s: not a headcount checkpoint of version %s" % (
-            path, " or ".join(map(str, VERSIONS))))
-    cfg = Config(V=hdr[2], T=hdr[3], L=hdr[4], H=hdr[5], C=hdr[6], D=hdr[9])
-    M = hdr[10]
-    if (M != 0) if hdr[1] == 1 else not (1 <= M < cfg.V and cfg.V - M <= 256):
-        raise ValueError("%s: %d merges in a version %d checkpoint with V = %d"
-                         % (path, M, hdr[1], cfg.V))
-    nbytes = cfg.V - M
-    if len(data) < 1280 + 4 * M:
-        raise ValueError("%s: truncated in the merges" % path)
-    merges = [struct.unpack_from("<2H", data, 1280 + 4 * k) for k in range(M)]
-    for k, (left, right) in enumerate(merges):
-        if left >= nbytes + k or right >= nbytes + k:
-            raise ValueError("%s: merge %d joins tokens %d and %d, defined only below %d"
-                             % (path, k, left, right, nbytes + k))
-    model = HeadcountGPT(cfg, data[1024:1024 + nbytes], merges)
-    state, off = {}, 1280 + 4 * M
+    mode. The file is validated first, as ./infer validates it (scripts/checkpoint.py):
+    a damaged or hostile file raises CheckpointError with ./infer's message before
+    anything the header claims is allocated. The training state, if any, is checked
+    (its checksum included) but not kept."""
+    ck = checkpoint.read(path)
+    d = ck.dims
+    cfg = Config(V=d["V"], T=d["T"], L=d["L"], H=d["H"], C=d["C"], D=d["D"])
+    model = HeadcountGPT(cfg, ck.alphabet, ck.merges)
+    params = torch.frombuffer(bytearray(ck.params), dtype=torch.float32)  # little-endian host
+    state, off = {}, 0
     for name, shape in _tensors(cfg):
         n = math.prod(shape)
-        if off + 4 * n > len(data):
-            raise ValueError("%s: truncated at %s" % (path, name))
-        state[name] = torch.frombuffer(bytearray(data[off:off + 4 * n]),
-                                       dtype=torch.float32).reshape(shape)
-        off += 4 * n
+        state[name] = params[off:off + n].reshape(shape)
+        off += n
     model.load_state_dict(state)
     return model.eval()
 
@@ -385,20 +380,54 @@ def _glyph(b):
     return {32: "\u2423", 10: "\u21b5", 9: "\u21e5"}.get(b, chr(b) if 32 < b < 127 else "\u00b7")
 
 
+def _model(path):
+    try:
+        return load(path)
+    except CheckpointError as e:
+        raise cli.Error(str(e)) from None
+
+
+def _encode(model, text, what):
+    """text's token ids; a byte outside the model's alphabet is an Error naming what."""
+    try:
+        return model.encode(text)
+    except ValueError as e:
+        raise cli.Error("%s: %s" % (what, e)) from None
+
+
 def main(argv):
-    if len(argv) == 3 and argv[0] == "eval":
-        model = load(argv[1])
-        with open(argv[2], "rb") as f:
-            text = f.read()
+    """The command line: one-line errors (cli.run), exit 2 for usage, 1 otherwise."""
+    ap = cli.Parser(prog="headcount.py", description="Score a file or show each head's "
+                    "attention with a headcount checkpoint in PyTorch.")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=cli.Parser)
+    e = sub.add_parser("eval", help="the line ./infer --eval prints")
+    e.add_argument("ckpt")
+    e.add_argument("file")
+    t = sub.add_parser("attention", help="each head's strongest key per token")
+    t.add_argument("ckpt")
+    t.add_argument("text")
+    a = ap.parse_args(argv)
+    if a.command == "eval":
+        model = _model(a.ckpt)
+        text = cli.read_input(a.file, "text file")
+        if not text:
+            raise cli.Error("%s: file is empty" % a.file)
+        ids = _encode(model, text, a.file)
+        if len(ids) < 2:
+            raise cli.Error("%s: %d token(s); scoring needs at least 2 (one input, one target)"
+                            % (a.file, len(ids)))
         loss, n = evaluate(model, text)
         # Bits per byte (docs/tokenizer.md): over the bytes of the predicted tokens,
         # every token but the first.
-        nbytes = len(text) - len(model.decode(model.encode(text)[:1]))
+        nbytes = len(text) - len(model.decode(ids[:1]))
         print("eval loss %.6f ppl %.4f bpb %.4f tokens %d bytes %d"
               % (loss, math.exp(loss), loss * (n / nbytes) / math.log(2), n, nbytes))
-    elif len(argv) == 3 and argv[0] == "attention":
-        model = load(argv[1])
-        ids = model.encode(argv[2].encode())[:model.cfg.T]
+    else:
+        text = os.fsencode(a.text)
+        if not text:
+            raise cli.Error("attention: the text is empty", 2)
+        model = _model(a.ckpt)
+        ids = _encode(model, text, "the text")[:model.cfg.T]
         shown = ["".join(map(_glyph, model.decode([i]))) for i in ids.tolist()]
         att = model.attention(ids)
         for l in range(model.cfg.L):
@@ -406,9 +435,7 @@ def main(argv):
                 top = att[l, h].argmax(-1).tolist()
                 print("L%dH%d %s" % (l, h, " ".join(
                     "%s>%s" % (shown[i], shown[j]) for i, j in enumerate(top))))
-    else:
-        sys.exit(__doc__)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    cli.run("headcount", main)

@@ -20,46 +20,38 @@ loss side of the phase change) and, from the final line of a --corpus induction
 run, the copy loss ratio: loss on repeated letters / loss on first occurrences.
 Python standard library only; nothing is written.
 """
-import argparse
 import json
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cli  # noqa: E402
+import runlog  # noqa: E402
 
 THRESHOLD = 0.3
 
 
+class NotJudged(cli.Error):
+    """A log this criterion cannot judge: no heads records from a layer >= 1."""
+
+
 def read_log(path):
-    """The log's records; a run resumed into the same log keeps the latest of each step."""
-    heads, evals, final, settings = {}, {}, None, None
-    with open(path) as f:
-        lines = f.read().split("\n")
-    for n, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            if n == len(lines):  # a run still writing, or killed mid-line
-                break
-            raise SystemExit(f"induction_phase: {path}:{n}: not JSON ({e})")
-        kind = rec.get("type")
-        if kind == "heads":
-            heads[rec["step"]] = rec["heads"]
-        elif kind == "eval" and "val_loss" in rec:
-            evals[rec["step"]] = rec["val_loss"]
-        elif kind == "final":
-            final = rec
-        elif kind == "settings" and settings is None:
-            settings = rec
-    return settings, sorted(heads.items()), sorted(evals.items()), final
+    """The log's settings (or None), [(step, heads)], [(step, val_loss)] of the eval
+    records, and the final record (or None), read by runlog (a resumed run's later
+    record of a step wins; a bad line is a cli.Error naming it)."""
+    log = runlog.read(path)
+    return (log.settings, [(r["step"], r["heads"]) for r in log.heads],
+            [(r["step"], r["val_loss"]) for r in log.evals
+             if r["type"] == "eval" and runlog.number(r["val_loss"]) == r["val_loss"]],
+            log.final)
 
 
 def best_series(heads):
     """[(step, best repeat score outside layer 0, 'L1H3')]"""
     out = []
     for step, hs in heads:
-        later = [h for h in hs if h["layer"] >= 1]
+        later = [h for h in hs if h["layer"] >= 1 and runlog.number(h.get("repeat")) >= 0]
         if not later:
             continue
         top = max(later, key=lambda h: h["repeat"])
@@ -71,8 +63,8 @@ def analyse(path, threshold):
     settings, heads, evals, final = read_log(path)
     series = best_series(heads)
     if not series:
-        raise SystemExit(f"induction_phase: {path}: no 'heads' lines from a model with more than "
-                         "one layer; train with --heads-every N and -L 2 or more")
+        raise NotJudged(f"{path}: no 'heads' lines with repeat scores from a model with more "
+                        "than one layer; train with --heads-every N and -L 2 or more")
     phase = None
     for i, (step, score, _) in enumerate(series):
         following = [s for _, s, _ in series[i:i + 3]]
@@ -101,27 +93,27 @@ def analyse(path, threshold):
         r["steepest_val_drop"] = {"from_step": drop[0], "to_step": drop[1],
                                   "from": round(drop[3], 4), "to": round(drop[4], 4)}
     if final:
-        r["final_val_loss"] = final.get("val_loss")
+        if runlog.number(final.get("val_loss")) == final.get("val_loss"):
+            r["final_val_loss"] = final["val_loss"]
         r["train_seconds"] = final.get("train_seconds")
-        if "copy_loss_first" in final and final["copy_loss_first"] > 0:
+        first, repeat = (runlog.number(final.get(k)) for k in ("copy_loss_first",
+                                                               "copy_loss_repeat"))
+        if first > 0 and repeat >= 0:
             r["copy_loss_first"] = final["copy_loss_first"]
             r["copy_loss_repeat"] = final["copy_loss_repeat"]
             r["copy_loss_ratio"] = round(final["copy_loss_repeat"] / final["copy_loss_first"], 4)
     return r
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv):
+    ap = cli.Parser(prog="induction_phase.py", description=__doc__.split("\n")[0])
     ap.add_argument("logs", nargs="+")
     ap.add_argument("--threshold", type=float, default=THRESHOLD,
                     help=f"repeat score that counts as an induction head (default {THRESHOLD})")
     ap.add_argument("--json", action="store_true", help="one JSON object per log")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     for path in a.logs:
-        try:
-            r = analyse(path, a.threshold)
-        except OSError as e:
-            sys.exit(f"induction_phase: {path}: {e.strerror}")
+        r = analyse(path, a.threshold)
         if a.json:
             print(json.dumps(r))
             continue
@@ -138,4 +130,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run("induction_phase", main)

@@ -12,12 +12,12 @@ final line; median and range over all seeds), and the final val loss. A run that
 did not finish (no final line) is listed as unfinished and left out of the
 medians. Python standard library only.
 """
-import argparse
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cli  # noqa: E402
 import induction_phase  # noqa: E402
 
 
@@ -30,17 +30,17 @@ def spread(values, fmt):
     return f"{fmt.format(med)} ({fmt.format(min(values))}-{fmt.format(max(values))})"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv):
+    ap = cli.Parser(prog="induction_table.py", description=__doc__.split("\n")[0])
     ap.add_argument("logs", nargs="+")
     ap.add_argument("--threshold", type=float, default=induction_phase.THRESHOLD)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     groups = {}
     for path in a.logs:
         settings = induction_phase.read_log(path)[0]
-        if settings is None:
-            sys.exit(f"induction_table: {path}: no settings line")
-        key = (settings["heads"], settings["embd"], settings["head_size"])
+        key = tuple((settings or {}).get(k) for k in ("heads", "embd", "head_size"))
+        if None in key:
+            raise cli.Error(f"{path}: no settings line with heads, embd and head_size")
         groups.setdefault(key, []).append(induction_phase.analyse(path, a.threshold))
     print("| H | C | D | formed | phase-change step, median (range) | copy loss ratio, "
           "median (range) | final val loss, median (range) | seeds |")
@@ -60,4 +60,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run("induction_table", main)

@@ -22,45 +22,31 @@ scripts), plus an index.html showing them together:
 A log without a kind of record still gets its file, with a message in place of
 the lines. Each line is labelled from the run's settings (H, L, C), or --labels.
 """
-import argparse
-import json
 import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cli  # noqa: E402
+import runlog  # noqa: E402
 from svgchart import PALETTE, Axes, Svg, legend, padded  # noqa: E402
 
 QUICK = [("prev", "previous-token attention (prev)", "max"),
          ("repeat", "repeat (in-text induction)", "max"),
          ("entropy", "entropy (normalised, 1 = uniform)", "min"),
          ("distance", "mean attention distance (positions)", "min")]
+FILES = ("loss.svg", "lr.svg", "heads.svg", "relations.svg", "index.html")
+MARKER = ".headcount-plots"
 
 
 def load(path):
-    """A run: settings, step records, eval records, heads records."""
-    run = {"path": path, "settings": {}, "steps": [], "evals": [], "heads": []}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                sys.exit("plot_log: %s:%d: not JSON (%s)" % (path, n, e.msg))
-            kind = rec.get("type")
-            if kind == "settings":
-                run["settings"] = rec
-            elif kind == "step":
-                run["steps"].append(rec)
-            elif kind in ("eval", "final") and "val_loss" in rec:
-                run["evals"].append(rec)
-            elif kind == "heads":
-                run["heads"].append(rec)
-    if not run["steps"] and not run["evals"]:
-        sys.exit("plot_log: %s: no step or eval records (is it a ./train --log file?)" % path)
-    return run
+    """A run: settings, step records, eval records, heads records (runlog checks
+    every line; a bad one is a cli.Error naming it)."""
+    log = runlog.read(path)
+    if not log.steps and not log.evals:
+        raise cli.Error("%s: no step or eval records (is it a ./train --log file?)" % path)
+    return {"path": path, "settings": log.settings or {}, "steps": log.steps,
+            "evals": log.evals, "heads": log.heads}
 
 
 def label_of(run):
@@ -70,12 +56,7 @@ def label_of(run):
     return os.path.basename(run["path"])
 
 
-def num(v):
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-    return v if math.isfinite(v) else float("nan")
+num = runlog.number
 
 
 def moving_average(ys, k):
@@ -91,13 +72,6 @@ def moving_average(ys, k):
 
 def finite(vals):
     return [v for v in vals if math.isfinite(v)]
-
-
-def save(out, name, svg):
-    path = os.path.join(out, name)
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(svg.render())
-    os.replace(path + ".tmp", path)
 
 
 def step_range(runs):
@@ -276,30 +250,35 @@ def relations_plot(runs, labels):
     return svg
 
 
-def index_html(out, runs, labels, files):
-    with open(os.path.join(out, "index.html"), "w", encoding="utf-8") as f:
-        f.write("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                "<title>headcount run plots</title><style>body{font-family:sans-serif;margin:16px;"
-                "color:#222}img{display:block;margin:10px 0;max-width:100%}</style></head><body>\n"
-                "<h1>Run plots</h1>\n<ul>\n")
-        for run, lab in zip(runs, labels):
-            f.write("<li>%s: %s</li>\n" % (escape(lab), escape(run["path"])))
-        f.write("</ul>\n")
-        for name in files:
-            f.write("<img src=\"%s\" alt=\"%s\">\n" % (name, name))
-        f.write("</body></html>\n")
+def index_html(runs, labels, files):
+    out = ["<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+           "<title>headcount run plots</title><style>body{font-family:sans-serif;margin:16px;"
+           "color:#222}img{display:block;margin:10px 0;max-width:100%}</style></head><body>\n"
+           "<h1>Run plots</h1>\n<ul>\n"]
+    for run, lab in zip(runs, labels):
+        out.append("<li>%s: %s</li>\n" % (escape(lab), escape(run["path"])))
+    out.append("</ul>\n")
+    for name in files:
+        out.append("<img src=\"%s\" alt=\"%s\">\n" % (name, name))
+    out.append("</body></html>\n")
+    return "".join(out)
 
 
 def escape(s):
     return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description="Draw SVG plots from ./train --log files.")
+def main(argv):
+    ap = cli.Parser(prog="plot_log.py", description="Draw SVG plots from ./train --log files.")
     ap.add_argument("logs", nargs="+", help="JSON-lines logs written by ./train --log")
-    ap.add_argument("--out", required=True, help="directory for the SVG files (created)")
+    ap.add_argument("--out", required=True,
+                    help="directory for the SVG files: new, empty, or this script's own "
+                    "earlier output (marked by %s)" % MARKER)
     ap.add_argument("--labels", help="comma-separated line labels, one per log")
     a = ap.parse_args(argv)
+    out = cli.OutputDir(a.out, "--out", FILES, MARKER,
+                        "plots by scripts/plot_log.py; it may replace this directory\n")
+    out.check()
     runs = [load(p) for p in a.logs]
     labels = [label_of(r) for r in runs]
     if a.labels:
@@ -307,15 +286,15 @@ def main(argv=None):
         if len(given) != len(runs):
             ap.error("--labels has %d names for %d logs" % (len(given), len(runs)))
         labels = given
-    os.makedirs(a.out, exist_ok=True)
     files = []
-    for name, draw in (("loss.svg", loss_plot), ("lr.svg", lr_plot), ("heads.svg", heads_plot),
-                       ("relations.svg", relations_plot)):
-        save(a.out, name, draw(runs, labels))
-        files.append(name)
-    index_html(a.out, runs, labels, files)
+    with out:
+        for name, draw in (("loss.svg", loss_plot), ("lr.svg", lr_plot),
+                           ("heads.svg", heads_plot), ("relations.svg", relations_plot)):
+            out.write(name, draw(runs, labels).render())
+            files.append(name)
+        out.write("index.html", index_html(runs, labels, files))
     print("plot_log: wrote %s to %s" % (", ".join(files + ["index.html"]), a.out))
 
 
 if __name__ == "__main__":
-    main()
+    cli.run("plot_log", main)

@@ -1,7 +1,8 @@
 /* Tests of scripts/headcount.py, the PyTorch bridge: on a small trained
- * checkpoint its loss equals ./infer --eval (with and without a head mask), and
- * the attention its hooks return equals the weights ./infer --explore-json
- * wrote. Skipped where Debian's python3-torch is not installed. */
+ * checkpoint its loss equals ./infer --eval (with and without a head mask), the
+ * attention its hooks return equals the weights ./infer --explore-json wrote,
+ * and a damaged checkpoint is refused with ./infer's message. Skipped where
+ * Debian's python3-torch is not installed (.ci/run installs it). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -138,4 +139,58 @@ Test(headcount_py, a_bpe_checkpoint_encodes_and_scores_as_infer_does, .timeout =
     cr_assert_not_null(strstr(b, "same True"), "%s", b);
     cr_assert_null(strstr(b, "merges 0 "), "%s", b);
     free(b);
+}
+
+/* headcount.load reads through scripts/checkpoint.py: a damaged or hostile file
+ * raises CheckpointError with the message ./infer gives for it, before anything
+ * the header claims is built (a header claiming 0.8 G parameters in a small
+ * file, zero layers, a checksum mismatch, a negative step count, an unsorted
+ * alphabet, a trailing byte), and a valid file still loads. */
+Test(headcount_py, load_refuses_what_infer_refuses_with_its_message, .timeout = 120)
+{
+    need_torch();
+    Env e;
+    env_init(&e, "bridge-damaged");
+    size_t n;
+    unsigned char *good = tu_read_file(e.ckpt, &n);
+    cr_assert_not_null(good);
+    unsigned char *b = malloc(n + 1);
+    cr_assert_not_null(b);
+    struct { const char *what; int at; int32_t value; } cases[] = {
+        {"huge", 0, 0}, {"no layers", 16, 0}, {"checksum", -1, 0}, {"negative steps", 32, -1},
+        {"unsorted alphabet", 1025, 0}, {"trailing byte", -2, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        memcpy(b, good, n);
+        size_t len = n;
+        if (c == 0) { /* V=256 T=4096 L=64 H=16 C=1024 D=64: P = 0.8 G */
+            int32_t dims[][2] = {{2, 256}, {3, 4096}, {4, 64}, {5, 16}, {6, 1024}, {9, 64}};
+            for (int i = 0; i < 6; i++)
+                memcpy(b + 4 * dims[i][0], &dims[i][1], 4);
+            for (int i = 0; i < 256; i++)
+                b[1024 + i] = (unsigned char)i;
+        } else if (cases[c].at == -1) {
+            b[n / 2] ^= 1;
+        } else if (cases[c].at == -2) {
+            b[len++] = 0;
+        } else if (cases[c].at == 1025) {
+            b[1025] = b[1024];
+        } else {
+            memcpy(b + cases[c].at, &cases[c].value, 4);
+        }
+        char path[400], *a, *p;
+        snprintf(path, sizeof path, "%s/damaged.ckpt", e.dir);
+        cr_assert_eq(tu_write_file(path, b, len), 0);
+        int rc = tu_runf(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), path, e.data);
+        cr_assert_eq(rc, 1, "%s: infer: %s", cases[c].what, a);
+        rc = tu_runf(&p, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount\n"
+                     "try: headcount.load('%s'); print('loaded')\n"
+                     "except headcount.CheckpointError as e: print('infer: error:', e)\"", path);
+        cr_assert_eq(rc, 0, "%s: %s", cases[c].what, p);
+        cr_assert_str_eq(p, a, "%s: the two readers disagree", cases[c].what);
+        free(a);
+        free(p);
+    }
+    free(b);
+    free(good);
 }

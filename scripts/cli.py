@@ -1,0 +1,245 @@
+"""cli: what the Python command lines share so that they behave as ./train and ./infer do.
+
+- Parser: argparse whose usage errors are one line, "PROG: error: ...", exit 2.
+- run(prog, main, argv): calls main(argv) (which may return an exit status)
+  and turns an Error into one line on
+  stderr and its exit status (1 unless it says 2), checks that standard output
+  was written and closed (a full disk or a closed pipe is exit 1 with the
+  reason, never a lost result), and leaves no traceback for a failure of the
+  input or the system.
+- read_input(path, what): the bytes of a file the user named, refusing a missing
+  file, a directory, a FIFO or a device before opening it, so nothing blocks.
+- OutputDir: the rule ./infer --report follows for its directory (app/report.c,
+  docs/checkpoint.md): write only where there is nothing, into an empty
+  directory, or over this script's own earlier output, recognised by its marker
+  file and by holding nothing else; build the new contents in DIR.tmp.XXXXXX
+  beside DIR and put them in place by renaming, so a failure leaves DIR as it was.
+
+What each script reads, draws or computes is its own.
+"""
+import argparse
+import errno
+import os
+import stat
+import sys
+import tempfile
+
+
+class Error(Exception):
+    """A failure to report in one line; status 2 for usage, 1 otherwise."""
+
+    def __init__(self, message, status=1):
+        super().__init__(message)
+        self.status = status
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (the usage itself is in --help)."""
+
+    def error(self, message):
+        raise Error(message, 2)
+
+
+def _quiet_stdout():
+    """Points standard output at /dev/null, so that the interpreter's own flush
+    at exit cannot fail a second time and print a traceback."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError):
+        pass
+
+
+def run(prog: str, main, argv=None) -> None:
+    """Runs main(argv) as a program named prog and exits with its status: what
+    main returns (None is 0), or that of the Error it raises."""
+    status = 0
+    sys.stdout.reconfigure(errors="backslashreplace")  # a path's undecodable bytes
+    try:
+        status = main(sys.argv[1:] if argv is None else argv) or 0
+        sys.stdout.flush()
+    except Error as e:
+        status = e.status
+        message = str(e)
+    except KeyboardInterrupt:
+        status, message = 130, "interrupted"
+    except BrokenPipeError:
+        status, message = 1, "cannot write standard output: the reader closed it"
+    except OSError as e:
+        status = 1
+        message = ("%s: %s" % (e.filename, e.strerror or e) if e.filename is not None
+                   else "cannot write standard output: %s" % (e.strerror or e))
+    else:
+        message = None
+        try:
+            sys.stdout.close()
+        except OSError as e:
+            status, message = 1, "cannot write standard output: %s" % (e.strerror or e)
+    if message is not None:
+        _quiet_stdout()
+        sys.stderr.write("%s: error: %s\n" % (prog, message))
+        sys.stderr.flush()
+    sys.exit(status)
+
+
+def check_input(path: str, what: str = "file") -> os.stat_result:
+    """Refuses what cannot be read as a plain file without blocking, with the
+    words the C programs use; returns os.stat's result."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise Error("%s: %s" % (path, "no such %s" % what if e.errno == errno.ENOENT
+                                else e.strerror)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise Error("%s: is a directory, expected a %s" % (path, what))
+    if not stat.S_ISREG(st.st_mode):
+        raise Error("%s: not a regular file (a FIFO, device or socket)" % path)
+    return st
+
+
+def read_input(path: str, what: str = "file") -> bytes:
+    """The bytes of the plain file at path (see check_input)."""
+    check_input(path, what)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise Error("%s: not a regular file (a FIFO, device or socket)" % path)
+            return f.read()
+    except OSError as e:
+        raise Error("%s: cannot read: %s" % (path, e.strerror)) from None
+
+
+class OutputDir:
+    """The output directory of a script that writes several files (see above).
+    flag names the option in messages; own: the file names this script writes
+    there; marker: the name of the file that marks the directory as its own.
+    Use: check() before the work, then write(name, text) for each file inside a
+    with block, which puts the directory in place when the block ends without
+    an exception and removes the temporary one otherwise."""
+
+    def __init__(self, path, flag, own, marker, marker_text):
+        self.path, self.flag = path.rstrip("/") or path, flag
+        self.own, self.marker, self.marker_text = set(own) | {marker}, marker, marker_text
+        self.state, self.tmp = None, None
+
+    def check(self):
+        """0: nothing at the path; 1: an empty directory; 2: our earlier output.
+        Anything else is an Error naming what is in the way."""
+        p = self.path
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            self.state = 0
+            return self.state
+        except OSError as e:
+            raise Error("%s %s: %s" % (self.flag, p, e.strerror)) from None
+        if stat.S_ISLNK(st.st_mode):
+            raise Error("%s %s is a symbolic link; give a new directory name" % (self.flag, p))
+        if not stat.S_ISDIR(st.st_mode):
+            raise Error("%s %s exists and is not a directory; give a new directory name"
+                        % (self.flag, p))
+        try:
+            names = sorted(os.listdir(p))
+        except OSError as e:
+            raise Error("%s %s: cannot list it: %s" % (self.flag, p, e.strerror)) from None
+        if not names:
+            self.state = 1
+            return self.state
+        marked = os.path.isfile(os.path.join(p, self.marker)) and \
+            not os.path.islink(os.path.join(p, self.marker))
+        foreign = names if not marked else [
+            n for n in names if n not in self.own
+            or not stat.S_ISREG(os.lstat(os.path.join(p, n)).st_mode)]
+        if not foreign:
+            self.state = 2
+            return self.state
+        shown = ", ".join(os.path.join(p, n) for n in foreign[:8])
+        raise Error("%s %s holds %d file%s that no earlier run of this script wrote there "
+                    "(%s%s): it writes only into a new or empty directory, or over its own "
+                    "earlier output (marked by %s); give a new directory name or move them"
+                    % (self.flag, p, len(foreign), "s" if len(foreign) > 1 else "", shown,
+                       ", ..." if len(foreign) > 8 else "", self.marker))
+
+    def __enter__(self):
+        if self.state is None:
+            self.check()
+        parent, base = os.path.split(os.path.abspath(self.path))
+        try:
+            self.tmp = tempfile.mkdtemp(prefix=base + ".tmp.", dir=parent)
+        except OSError as e:
+            raise Error("%s %s: cannot create a directory beside it: %s"
+                        % (self.flag, self.path, e.strerror)) from None
+        os.chmod(self.tmp, 0o777 & ~_umask())
+        return self
+
+    def write(self, name, text):
+        """Writes text (str) as UTF-8 to the file name in the new directory (a
+        path's undecodable bytes, which Python holds as surrogates, as \\udcXX)."""
+        assert name in self.own, name
+        path = os.path.join(self.tmp, name)
+        try:
+            with open(path, "x", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            raise Error("cannot write %s: %s" % (os.path.join(self.path, name), e.strerror)) \
+                from None
+
+    def __exit__(self, kind, value, tb):
+        if kind is None:
+            try:
+                self.write(self.marker, self.marker_text)
+                self._put_in_place()
+                return False
+            except BaseException:
+                self._remove(self.tmp)
+                raise
+        self._remove(self.tmp)
+        return False
+
+    def _put_in_place(self):
+        """Renames the new directory over a missing or empty one; over our earlier
+        output, moves that aside first, then removes it."""
+        if self.state == 2:
+            old = tempfile.mkdtemp(prefix=os.path.basename(self.path) + ".old.",
+                                   dir=os.path.dirname(os.path.abspath(self.path)))
+            try:
+                os.rename(self.path, old)
+            except OSError as e:
+                os.rmdir(old)
+                raise Error("cannot move the earlier output in %s aside: %s"
+                            % (self.path, e.strerror)) from None
+            try:
+                os.rename(self.tmp, self.path)
+            except OSError as e:
+                os.rename(old, self.path)
+                raise Error("cannot rename the new output into %s: %s"
+                            % (self.path, e.strerror)) from None
+            self._remove(old)
+            return
+        try:
+            os.rename(self.tmp, self.path)
+        except OSError as e:
+            raise Error("cannot rename the new output into %s: %s"
+                        % (self.path, e.strerror)) from None
+
+    def _remove(self, d):
+        """Removes a directory of ours: only the files this script writes, then d."""
+        if not d or not os.path.isdir(d):
+            return
+        for n in os.listdir(d):
+            if n in self.own and os.path.isfile(os.path.join(d, n)):
+                os.unlink(os.path.join(d, n))
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

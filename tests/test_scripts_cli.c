@@ -1,0 +1,281 @@
+/* Tests of the Python command lines' contract (scripts/cli.py, scripts/runlog.py):
+ * headcount.py, plot_log.py, induction_phase.py and ablate.sh answer bad input as
+ * ./train and ./infer do, with one line "PROG: error: ..." and exit 2 (usage) or 1,
+ * never a traceback; a FIFO given as input is refused, not waited on; a full
+ * standard output is exit 1 with the reason; plot_log --out never overwrites a
+ * file in a directory it did not write; ablate refuses --heads '' and an --out
+ * that is a file or someone else's directory, and names a failed run's error.
+ * Skipped where python3 (or, for headcount.py, Debian's python3-torch) is missing. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/testutil.h"
+
+#define TORCH_PY "/usr/bin/python3"
+
+static void need_python(void)
+{
+    char *out;
+    int rc = tu_runf(&out, "python3 -c 'import json'");
+    free(out);
+    if (rc != 0)
+        cr_skip_test("python3 is not installed");
+}
+
+static void need_torch(void)
+{
+    char *out;
+    int rc = tu_runf(&out, TORCH_PY " -c 'import torch'");
+    free(out);
+    if (rc != 0)
+        cr_skip_test("python3-torch is not installed");
+}
+
+/* cmd (run under a 60 s timeout, so a blocked read fails instead of hanging) must
+ * exit with status and print exactly one line, "prog: error: ...", holding needle. */
+static void expect_error(const char *prog, int status, const char *needle, const char *cmd)
+{
+    char *out;
+    int rc = tu_runf(&out, "{ timeout 60 %s; }", cmd); /* cmd may redirect its stdout */
+    cr_assert_neq(rc, 124, "%s: blocked (killed after 60 s)", cmd);
+    cr_assert_eq(rc, status, "%s: exit %d, expected %d:\n%s", cmd, rc, status, out);
+    cr_assert_null(strstr(out, "Traceback"), "%s: a traceback:\n%s", cmd, out);
+    size_t n = strlen(out);
+    cr_assert(n > 0 && out[n - 1] == '\n' && strchr(out, '\n') == out + n - 1,
+              "%s: not one line:\n%s", cmd, out);
+    char head[80];
+    snprintf(head, sizeof head, "%s: error: ", prog);
+    cr_assert(strncmp(out, head, strlen(head)) == 0, "%s: expected '%s...':\n%s", cmd, head, out);
+    cr_assert_not_null(strstr(out, needle), "%s: expected '%s' in:\n%s", cmd, needle, out);
+    free(out);
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(tu_write_file(path, text, strlen(text)), 0);
+}
+
+/* Files every test below feeds the scripts: a FIFO, a plain file, and logs that
+ * are broken in one way each. */
+static const char *scratch(const char *name)
+{
+    const char *d = tu_tmpdir(name);
+    cr_assert_not_null(d);
+    char p[400];
+    snprintf(p, sizeof p, "%s/fifo", d);
+    cr_assert_eq(mkfifo(p, 0644), 0);
+    write_text(d, "afile", "not a directory\n");
+    write_text(d, "good.log", "{\"type\":\"settings\",\"layers\":2,\"heads\":1}\n"
+               "{\"type\":\"step\",\"step\":1,\"loss\":3.5,\"lr\":0.001}\n"
+               "{\"type\":\"heads\",\"step\":1,\"heads\":[{\"layer\":1,\"head\":0,"
+               "\"repeat\":0.5}]}\n"
+               "{\"type\":\"step\",\"step\":2,\"lo"); /* a run still writing */
+    write_text(d, "latin1.log", "{\"type\":\"settings\",\"data\":\"caf\xe9.txt\"}\n");
+    write_text(d, "binary.log", "{\"type\":\"step\",\"step\":1,\"loss\":3}\n\x89PNG\r\n\x1a\n"
+               "\xff\xfe\x00\x01\n");
+    write_text(d, "array.log", "{\"type\":\"step\",\"step\":1,\"loss\":3}\n[1, 2]\n");
+    write_text(d, "nostep.log", "{\"type\":\"step\",\"loss\":3}\n");
+    write_text(d, "noloss.log", "{\"type\":\"step\",\"step\":4}\n");
+    write_text(d, "badhead.log", "{\"type\":\"step\",\"step\":1,\"loss\":3}\n"
+               "{\"type\":\"heads\",\"step\":1,\"heads\":[{\"layer\":1,\"repeat\":0.5}]}\n");
+    write_text(d, "escaped.log", "{\"type\":\"settings\",\"data\":\"caf\\u00e9.txt\","
+               "\"layers\":2,\"heads\":1}\n{\"type\":\"step\",\"step\":1,\"loss\":3}\n"
+               "{\"type\":\"heads\",\"step\":1,\"heads\":[{\"layer\":1,\"head\":0,"
+               "\"repeat\":0.5}]}\n");
+    return d;
+}
+
+Test(scripts_cli, log_readers_name_the_bad_line_and_never_block_or_trace_back)
+{
+    need_python();
+    const char *d = scratch("scripts-logs");
+    char cmd[1200];
+    const char *progs[] = {"plot_log", "induction_phase"};
+    struct { const char *log, *needle; } cases[] = {
+        {"latin1.log", "latin1.log:1: not UTF-8 text (byte 0xe9 at column 31)"},
+        {"binary.log", "binary.log:2: not UTF-8 text"},
+        {"array.log", "array.log:2: an array, not a JSON object"},
+        {"nostep.log", "nostep.log:1: a step record without a step number"},
+        {"noloss.log", "noloss.log:1: a step record without a loss"},
+        {"badhead.log", "badhead.log:2: a heads record with an entry that has no layer"},
+        {"fifo", "fifo: not a regular file (a FIFO, device or socket)"},
+        {"missing.log", "missing.log: no such log file"},
+        {".", ".: is a directory"},
+    };
+    for (int p = 0; p < 2; p++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            snprintf(cmd, sizeof cmd, "python3 scripts/%s.py %s/%s%s%s", progs[p], d,
+                     cases[c].log, p ? "" : " --out ", p ? "" : d);
+            if (!p)
+                strcat(cmd, "/plots");
+            expect_error(progs[p], 1, cases[c].needle, cmd);
+        }
+    /* What ./train writes for a non-UTF-8 path (\u00XX) reads, and so does a log
+     * whose last line is being written. */
+    char *out;
+    int rc = tu_runf(&out, "python3 scripts/induction_phase.py %s/escaped.log %s/good.log", d, d);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_not_null(strstr(out, "escaped.log: formed"), "%s", out);
+    cr_assert_not_null(strstr(out, "good.log: formed"), "%s", out);
+    free(out);
+    rc = tu_runf(&out, "python3 scripts/plot_log.py %s/escaped.log --out %s/plots", d, d);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    /* A log whose own name is not UTF-8: printed and drawn escaped. */
+    rc = tu_runf(&out, "cp %s/escaped.log %s/caf$(printf '\\351').log && python3 "
+                 "scripts/induction_phase.py %s/caf*.log && python3 scripts/plot_log.py "
+                 "%s/caf*.log --out %s/plots-latin1", d, d, d, d, d);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_not_null(strstr(out, "caf\\udce9.log: formed"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "python3 scripts/induction_phase.py --threshold x %s/good.log", d);
+    expect_error("induction_phase", 2, "--threshold: invalid float value", cmd);
+}
+
+Test(scripts_cli, a_full_standard_output_is_exit_1_with_the_reason)
+{
+    need_python();
+    const char *d = scratch("scripts-full");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "python3 scripts/induction_phase.py %s/good.log > /dev/full", d);
+    expect_error("induction_phase", 1, "cannot write standard output: No space left", cmd);
+    snprintf(cmd, sizeof cmd, "python3 scripts/plot_log.py %s/good.log --out %s/p > /dev/full",
+             d, d);
+    expect_error("plot_log", 1, "cannot write standard output: No space left", cmd);
+}
+
+/* plot_log --out: the rule of ./infer --report. */
+Test(scripts_cli, plot_log_writes_only_into_a_new_empty_or_its_own_directory)
+{
+    need_python();
+    const char *d = scratch("scripts-plots");
+    char cmd[1200], dir[400];
+    snprintf(dir, sizeof dir, "%s/mine", d);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    write_text(dir, "loss.svg", "the user's own file\n");
+    snprintf(cmd, sizeof cmd, "python3 scripts/plot_log.py %s/good.log --out %s", d, dir);
+    expect_error("plot_log", 1, "mine holds 1 file that no earlier run", cmd);
+    char path[500];
+    snprintf(path, sizeof path, "%s/loss.svg", dir);
+    char *kept = tu_read_text(path);
+    cr_assert_str_eq(kept, "the user's own file\n", "the user's file was overwritten");
+    free(kept);
+    /* A file, a device, a path under a file: refused before anything is read. */
+    const char *outs[][2] = {{"afile", "exists and is not a directory"},
+                             {"/dev/null", "exists and is not a directory"},
+                             {"afile/sub", "Not a directory"}};
+    for (int k = 0; k < 3; k++) {
+        snprintf(cmd, sizeof cmd, "python3 scripts/plot_log.py %s/good.log --out %s%s%s", d,
+                 outs[k][0][0] == '/' ? "" : d, outs[k][0][0] == '/' ? "" : "/", outs[k][0]);
+        expect_error("plot_log", 1, outs[k][1], cmd);
+    }
+    /* New, then again over its own output (marked), then with a file added: refused. */
+    char *out;
+    snprintf(dir, sizeof dir, "%s/plots", d);
+    for (int k = 0; k < 2; k++) {
+        int rc = tu_runf(&out, "python3 scripts/plot_log.py %s/good.log --out %s", d, dir);
+        cr_assert_eq(rc, 0, "run %d: %s", k, out);
+        free(out);
+    }
+    snprintf(path, sizeof path, "%s/.headcount-plots", dir);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "no marker in %s", dir);
+    write_text(dir, "notes.txt", "mine\n");
+    snprintf(cmd, sizeof cmd, "python3 scripts/plot_log.py %s/good.log --out %s", d, dir);
+    expect_error("plot_log", 1, "notes.txt", cmd);
+    cr_assert_eq(tu_find_prefix(d, "plots.tmp.", NULL, 0), 0, "a temporary directory was left");
+}
+
+Test(scripts_cli, ablate_refuses_bad_heads_and_outputs_up_front)
+{
+    need_python();
+    const char *d = scratch("scripts-ablate");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "scripts/ablate.sh --quick --bin %s --heads '' --out %s/a",
+             tu_bin(), d);
+    expect_error("ablate", 2, "--heads '': expected whole numbers", cmd);
+    const char *outs[][2] = {{"afile", "exists and is not a directory"},
+                             {"/dev/null", "exists and is not a directory"},
+                             {"afile/sub", "Not a directory"},
+                             {"", "but no sweep.json"}};
+    for (int k = 0; k < 4; k++) {
+        snprintf(cmd, sizeof cmd, "scripts/ablate.sh --quick --bin %s --out %s%s%s", tu_bin(),
+                 outs[k][0][0] == '/' ? "" : d, outs[k][0][0] == '/' || !outs[k][0][0] ? "" : "/",
+                 outs[k][0]);
+        expect_error("ablate", 2, outs[k][1], cmd);
+    }
+    snprintf(cmd, sizeof cmd, "scripts/ablate.sh --quick --bin %s --data %s/fifo --out %s/a",
+             tu_bin(), d, d);
+    expect_error("ablate", 1, "fifo: not a regular file", cmd);
+}
+
+/* --vocab 1 is below the text's distinct bytes: each run fails, and the sweep
+ * says why in its own output, not only in the run's train.err. */
+Test(scripts_cli, a_failed_ablation_run_shows_trains_error, .timeout = 120)
+{
+    need_python();
+    const char *d = tu_tmpdir("scripts-ablate-vocab");
+    cr_assert_not_null(d);
+    char *out;
+    int rc = tu_runf(&out, "OMP_WAIT_POLICY=passive scripts/ablate.sh --quick --bin %s --vocab 1 "
+                     "--seeds 1 --heads 1 --arm width --jobs 1 --threads 1 --out %s/a",
+                     tu_bin(), d);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert_not_null(strstr(out, "FAILED H01-D032-s1 (exit 1): train: error: --vocab 1 is "
+                                   "smaller than the"), "%s", out);
+    free(out);
+}
+
+/* Needs torch (the model). */
+Test(scripts_cli, headcount_py_bad_input_is_one_line_and_a_fifo_does_not_block, .timeout = 240)
+{
+    need_torch();
+    char d[256];
+    snprintf(d, sizeof d, "%s", scratch("scripts-headcount"));
+    TuModel m;
+    tu_model(&m, "scripts-headcount-model", 3000, 5, "--layers 1 --heads 2 --embd 8 --block 16 "
+             "--batch 2 --steps 3 --eval-iters 1");
+    char cmd[1500];
+    write_text(d, "empty.txt", "");
+    write_text(d, "one.txt", "a");
+    write_text(d, "bin.txt", "\x01\x02");
+    struct { int status; const char *args, *needle; } cases[] = {
+        {1, "eval %s/missing.ckpt %s", "missing.ckpt: no such checkpoint file"},
+        {1, "eval %s/fifo %s", "fifo: not a regular file (a FIFO, device or socket); a "
+                               "checkpoint is a plain file"},
+        {1, "eval %s/afile %s", "afile: 16 bytes is too short for a checkpoint"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char args[800];
+        snprintf(args, sizeof args, cases[c].args, d, m.data);
+        snprintf(cmd, sizeof cmd, TORCH_PY " scripts/headcount.py %s", args);
+        expect_error("headcount", cases[c].status, cases[c].needle, cmd);
+    }
+    struct { const char *text, *needle; } texts[] = {
+        {"fifo", "fifo: not a regular file"},
+        {"empty.txt", "empty.txt: file is empty"},
+        {"one.txt", "one.txt: 1 token(s); scoring needs at least 2"},
+        {"bin.txt", "bin.txt: byte(s) 0x01, 0x02 not in the model's vocabulary"},
+        {"missing.txt", "missing.txt: no such text file"},
+    };
+    for (size_t c = 0; c < sizeof texts / sizeof texts[0]; c++) {
+        snprintf(cmd, sizeof cmd, TORCH_PY " scripts/headcount.py eval %s %s/%s", m.ckpt, d,
+                 texts[c].text);
+        expect_error("headcount", 1, texts[c].needle, cmd);
+    }
+    snprintf(cmd, sizeof cmd, TORCH_PY " scripts/headcount.py eval %s %s > /dev/full", m.ckpt,
+             m.data);
+    expect_error("headcount", 1, "cannot write standard output: No space left", cmd);
+    snprintf(cmd, sizeof cmd, "env LC_ALL=C " TORCH_PY " scripts/headcount.py attention %s 'the "
+             "cat' > /dev/full", m.ckpt);
+    expect_error("headcount", 1, "cannot write standard output: No space left", cmd);
+    snprintf(cmd, sizeof cmd, TORCH_PY " scripts/headcount.py attention %s ''", m.ckpt);
+    expect_error("headcount", 2, "the text is empty", cmd);
+    snprintf(cmd, sizeof cmd, TORCH_PY " scripts/headcount.py eval %s", m.ckpt);
+    expect_error("headcount", 2, "required: file", cmd);
+}

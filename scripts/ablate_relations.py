@@ -230,7 +230,8 @@ def tables(rows, names, arms):
 
 
 def causal_table(rows, names, arms):
-    """Per relation with minimal pairs, arm and H: accuracy and logit difference
+    """Per relation with minimal pairs (the others have none to score), arm and H:
+    accuracy and logit difference
     (mean ± s.d. over seeds), the needed head of each seed, and the seeds in which
     some head attends, is needed, and serves."""
     g = groups(rows, arms)
@@ -240,9 +241,8 @@ def causal_table(rows, names, arms):
     for k in names:
         for (arm, H), rs in g.items():
             xs = [r["judged"]["relations"][k] for r in rs]
-            if not any(math.isfinite(x["accuracy"]) for x in xs) and not any(
-                    x["needed"] for x in xs):
-                continue
+            if not any(math.isfinite(x["accuracy"]) for x in xs):
+                continue  # no minimal pairs: the tables above have its attention
             n = Counter(x["needed_head"] for x in xs if x["needed_head"])
             needed_heads = ", ".join(h + (" ×%d" % n[h] if n[h] > 1 else "") for h in sorted(
                 n, key=lambda h: (-n[h], head_key(h)))) or "–"
@@ -294,14 +294,23 @@ def seeds_text(n):
     return "%d seed%s" % (n, "" if n == 1 else "s")
 
 
+def serving_words(g, arm):
+    """How a served relation's head is described: with the ablation per relation, a
+    serving head attends and is needed; without it, a head above the bar."""
+    causal = any(r["judged"]["causal"] for (a, _), rs in g.items() if a == arm for r in rs)
+    return "a serving head" if causal else "a head above the bar"
+
+
 def served_sentence(arm_title, g, arm):
     """'At H = 1, 2 of 6 relations have a head at their bar (range 1–3 over 5 seeds)
     with 2 distinct heads; at H = 4, ...' for one arm."""
     mine = {H: [r["judged"] for r in rs] for (a, H), rs in g.items() if a == arm}
+    words = serving_words(g, arm)
     if mine and not any(j["served"] for js in mine.values() for j in js):
         n = max(j["scored"] for js in mine.values() for j in js)
-        return "**%s**: at every H (%s), none of the %d relation%s has a head above the bar, " \
-            "in any seed." % (arm_title, ", ".join(map(str, mine)), n, "" if n == 1 else "s")
+        return "**%s**: at every H (%s), none of the %d relation%s has %s, " \
+            "in any seed." % (arm_title, ", ".join(map(str, mine)), n, "" if n == 1 else "s",
+                              words)
     parts = []
     for H, js in mine.items():
         served = [j["served"] for j in js]
@@ -312,9 +321,9 @@ def served_sentence(arm_title, g, arm):
             spread = "the same in each of %s" % seeds_text(len(js)) if len(js) > 1 else \
                 "one seed"
         mean = sum(served) / len(js)
-        s = "at H = %d, %s of %d relation%s %s a head above the bar (%s)" % (
+        s = "at H = %d, %s of %d relation%s %s %s (%s)" % (
             H, whole(mean), js[0]["scored"], "" if js[0]["scored"] == 1 else "s",
-            "has" if mean == 1 else "have", spread)
+            "has" if mean == 1 else "have", words, spread)
         if sum(served):
             s += " with %s distinct head%s" % (mean_range(distinct), "" if min(distinct) ==
                                                 max(distinct) == 1 else "s")
@@ -343,10 +352,12 @@ def never_always(g, arm, names):
     mine = [r for (a, _), rs in g.items() if a == arm for r in rs]
     out = []
     never = [k for k in names if not any(r["judged"]["relations"][k]["served"] for r in mine)]
+    causal = any(r["judged"]["causal"] for r in mine)
     if never:
         out.append("%s %s." % (
             "The best head's attention in any run, against the bar:" if len(never) == len(
-                names) else "No head is above the bar at any H, in any seed, for", ", ".join(
+                names) else "No head serves at any H, in any seed: the best attention on" if causal else
+            "No head is above the bar at any H, in any seed, for", ", ".join(
                 "%s (best %.3f, bar %.2f)" % (k, max(num(r["judged"]["relations"][k][
                     "attention"]) for r in mine), mine[0]["judged"]["relations"][k]["bar"])
                 if any(math.isfinite(num(r["judged"]["relations"][k]["attention"]))

@@ -245,28 +245,36 @@ Test(edges, a_log_another_run_writes_is_refused, .timeout = 60)
     int rc = run(&out, "train", TINY " --steps 2 --data %s --out %s", e.data, resumed);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
+    /* Every refused run is run while the first one writes, and checked once it
+     * is stopped, so that a failed check never leaves it running. */
     pid_t pid = start_train(&e, errpath);
-    char *before = tu_read_text(e.log);
+    size_t nb, na;
+    char *before = (char *)tu_read_file(e.log, &nb);
     const char *cases[][2] = {
         {"fresh", "--data %s --out %s --log %s"},
         {"link", "--data %s --out %s --log %s"},
         {"resume", "--data %s --resume %s --steps 4 --log %s"},
         {"log as checkpoint", "--data %s --out %s --log %s"},
     };
+    char *outs[4];
+    int rcs[4];
     for (int k = 0; k < 4; k++) {
         char args[2000];
         const char *ckpt = k == 2 ? resumed : k == 3 ? e.log : other;
         const char *log = k == 1 ? sym : k == 3 ? e.out : e.log;
         snprintf(args, sizeof args, cases[k][1], e.data, ckpt, log);
-        rc = run(&out, "train", TINY " --steps 4 %s", args);
-        expect_error(out, rc, 1, "train", "is being written by another running process");
-        cr_assert(strstr(out, k == 3 ? "--out" : "--log"), "%s: %s", cases[k][0], out);
-        free(out);
+        rcs[k] = run(&outs[k], "train", TINY " --steps 4 %s", args);
+    }
+    char *after = (char *)tu_read_file(e.log, &na);
+    stop_train(pid);
+    for (int k = 0; k < 4; k++) {
+        expect_error(outs[k], rcs[k], 1, "train", "is being written by another running process");
+        cr_assert(strstr(outs[k], k == 3 ? "--out" : "--log"), "%s: %s", cases[k][0], outs[k]);
+        free(outs[k]);
     }
     /* The first run's log is the same file, still growing from its start. */
-    char *after = tu_read_text(e.log);
-    stop_train(pid);
-    cr_assert(strncmp(after, before, strlen(before)) == 0, "the first run's log was replaced");
+    cr_assert(before && after, "the first run's log is missing");
+    cr_assert(na >= nb && memcmp(after, before, nb) == 0, "the first run's log was replaced");
     free(before);
     free(after);
     /* Once it has stopped, resuming into its log appends to it. */
@@ -285,27 +293,29 @@ Test(edges, one_shot_outputs_do_not_replace_a_locked_checkpoint_or_log, .timeout
     snprintf(ckpt, sizeof ckpt, "%s/reader.ckpt", e.dir);
     snprintf(errpath, sizeof errpath, "%s/first.err", e.dir);
     cr_assert_eq(rename(e.out, ckpt), 0);
+    /* Run while it writes, checked once it is stopped (see above). */
     pid_t pid = start_train(&e, errpath);
     const char *targets[] = {e.out, e.log};
+    char page[400], *outs[6];
+    int rcs[6], page_written = 0;
+    snprintf(page, sizeof page, "%s/page.html", e.dir);
     for (int k = 0; k < 2; k++) {
-        int rc = run(&out, "train", "--data %s --dump-val %s", e.data, targets[k]);
-        expect_error(out, rc, 1, "train", "--dump-val");
-        cr_assert(strstr(out, "is being written by another running process"), "%s", out);
-        free(out);
-        rc = run(&out, "infer", "--ckpt %s --explore %s --text The --threads 1", ckpt,
-                 targets[k]);
-        expect_error(out, rc, 1, "infer", "--explore");
-        cr_assert(strstr(out, "is being written by another running process"), "%s", out);
-        free(out);
-        char page[400];
-        snprintf(page, sizeof page, "%s/page.html", e.dir);
-        rc = run(&out, "infer", "--ckpt %s --explore %s --explore-json %s --text The "
-                 "--threads 1", ckpt, page, targets[k]);
-        expect_error(out, rc, 1, "infer", "--explore-json");
-        free(out);
-        cr_assert_neq(access(page, F_OK), 0, "the page was written");
+        rcs[3 * k] = run(&outs[3 * k], "train", "--data %s --dump-val %s", e.data, targets[k]);
+        rcs[3 * k + 1] = run(&outs[3 * k + 1], "infer", "--ckpt %s --explore %s --text The "
+                             "--threads 1", ckpt, targets[k]);
+        rcs[3 * k + 2] = run(&outs[3 * k + 2], "infer", "--ckpt %s --explore %s "
+                             "--explore-json %s --text The --threads 1", ckpt, page, targets[k]);
+        page_written |= access(page, F_OK) == 0;
     }
     stop_train(pid);
+    static const char *const flags[3] = {"--dump-val", "--explore", "--explore-json"};
+    for (int i = 0; i < 6; i++) {
+        expect_error(outs[i], rcs[i], 1, i % 3 ? "infer" : "train", flags[i % 3]);
+        cr_assert(strstr(outs[i], "is being written by another running process"), "%s",
+                  outs[i]);
+        free(outs[i]);
+    }
+    cr_assert(!page_written, "the page was written");
     /* A lock its holder left behind (killed) holds nothing. */
     int rc = run(&out, "train", "--data %s --dump-val %s", e.data, e.log);
     cr_assert_eq(rc, 0, "%s", out);

@@ -52,7 +52,7 @@ static void expect_stdout_checked(const char *prog, const char *args)
 }
 
 /* Row 6: every mode that prints its result checks the writes and the close. */
-Test(edges, every_infer_mode_checks_standard_output, .timeout = 120)
+Test(edges, every_infer_mode_checks_standard_output, .timeout = 60)
 {
     Env e;
     model(&e, "ed-stdout-infer");
@@ -135,7 +135,7 @@ static void expect_utf8_with(const char *path, const char *needle)
 /* Row 5: a Latin-1 file name (caf\xe9.txt) in the log, --print-settings, the
  * report's summary.json and the explorer's data is \u00e9 (in the report's
  * page &#xe9;), and each file is valid UTF-8. */
-Test(edges, a_path_that_is_not_utf8_is_escaped_in_every_json_file, .timeout = 120)
+Test(edges, a_path_that_is_not_utf8_is_escaped_in_every_json_file, .timeout = 60)
 {
     Env e;
     env_init(&e, "ed-latin1");
@@ -232,7 +232,7 @@ static void stop_train(pid_t pid)
 
 /* Row 4: while one run writes e->log (and e->out), no other run may take either
  * as its log, or the log as its checkpoint: fresh, resumed or by a symlink. */
-Test(edges, a_log_another_run_writes_is_refused, .timeout = 120)
+Test(edges, a_log_another_run_writes_is_refused, .timeout = 60)
 {
     Env e;
     env_init(&e, "ed-log-shared");
@@ -245,28 +245,36 @@ Test(edges, a_log_another_run_writes_is_refused, .timeout = 120)
     int rc = run(&out, "train", TINY " --steps 2 --data %s --out %s", e.data, resumed);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
+    /* Every refused run is run while the first one writes, and checked once it
+     * is stopped, so that a failed check never leaves it running. */
     pid_t pid = start_train(&e, errpath);
-    char *before = tu_read_text(e.log);
+    size_t nb, na;
+    char *before = (char *)tu_read_file(e.log, &nb);
     const char *cases[][2] = {
         {"fresh", "--data %s --out %s --log %s"},
         {"link", "--data %s --out %s --log %s"},
         {"resume", "--data %s --resume %s --steps 4 --log %s"},
         {"log as checkpoint", "--data %s --out %s --log %s"},
     };
+    char *outs[4];
+    int rcs[4];
     for (int k = 0; k < 4; k++) {
         char args[2000];
         const char *ckpt = k == 2 ? resumed : k == 3 ? e.log : other;
         const char *log = k == 1 ? sym : k == 3 ? e.out : e.log;
         snprintf(args, sizeof args, cases[k][1], e.data, ckpt, log);
-        rc = run(&out, "train", TINY " --steps 4 %s", args);
-        expect_error(out, rc, 1, "train", "is being written by another running process");
-        cr_assert(strstr(out, k == 3 ? "--out" : "--log"), "%s: %s", cases[k][0], out);
-        free(out);
+        rcs[k] = run(&outs[k], "train", TINY " --steps 4 %s", args);
+    }
+    char *after = (char *)tu_read_file(e.log, &na);
+    stop_train(pid);
+    for (int k = 0; k < 4; k++) {
+        expect_error(outs[k], rcs[k], 1, "train", "is being written by another running process");
+        cr_assert(strstr(outs[k], k == 3 ? "--out" : "--log"), "%s: %s", cases[k][0], outs[k]);
+        free(outs[k]);
     }
     /* The first run's log is the same file, still growing from its start. */
-    char *after = tu_read_text(e.log);
-    stop_train(pid);
-    cr_assert(strncmp(after, before, strlen(before)) == 0, "the first run's log was replaced");
+    cr_assert(before && after, "the first run's log is missing");
+    cr_assert(na >= nb && memcmp(after, before, nb) == 0, "the first run's log was replaced");
     free(before);
     free(after);
     /* Once it has stopped, resuming into its log appends to it. */
@@ -277,7 +285,7 @@ Test(edges, a_log_another_run_writes_is_refused, .timeout = 120)
 
 /* The locked checkpoint: --dump-val and the explorer do not replace a file that a
  * running ./train holds (its checkpoint or its log). */
-Test(edges, one_shot_outputs_do_not_replace_a_locked_checkpoint_or_log, .timeout = 120)
+Test(edges, one_shot_outputs_do_not_replace_a_locked_checkpoint_or_log, .timeout = 60)
 {
     Env e;
     model(&e, "ed-locked");
@@ -285,56 +293,44 @@ Test(edges, one_shot_outputs_do_not_replace_a_locked_checkpoint_or_log, .timeout
     snprintf(ckpt, sizeof ckpt, "%s/reader.ckpt", e.dir);
     snprintf(errpath, sizeof errpath, "%s/first.err", e.dir);
     cr_assert_eq(rename(e.out, ckpt), 0);
+    /* Run while it writes, checked once it is stopped (see above). */
     pid_t pid = start_train(&e, errpath);
     const char *targets[] = {e.out, e.log};
+    char page[400], *outs[6];
+    int rcs[6], page_written = 0;
+    snprintf(page, sizeof page, "%s/page.html", e.dir);
     for (int k = 0; k < 2; k++) {
-        int rc = run(&out, "train", "--data %s --dump-val %s", e.data, targets[k]);
-        expect_error(out, rc, 1, "train", "--dump-val");
-        cr_assert(strstr(out, "is being written by another running process"), "%s", out);
-        free(out);
-        rc = run(&out, "infer", "--ckpt %s --explore %s --text The --threads 1", ckpt,
-                 targets[k]);
-        expect_error(out, rc, 1, "infer", "--explore");
-        cr_assert(strstr(out, "is being written by another running process"), "%s", out);
-        free(out);
-        char page[400];
-        snprintf(page, sizeof page, "%s/page.html", e.dir);
-        rc = run(&out, "infer", "--ckpt %s --explore %s --explore-json %s --text The "
-                 "--threads 1", ckpt, page, targets[k]);
-        expect_error(out, rc, 1, "infer", "--explore-json");
-        free(out);
-        cr_assert_neq(access(page, F_OK), 0, "the page was written");
+        rcs[3 * k] = run(&outs[3 * k], "train", "--data %s --dump-val %s", e.data, targets[k]);
+        rcs[3 * k + 1] = run(&outs[3 * k + 1], "infer", "--ckpt %s --explore %s --text The "
+                             "--threads 1", ckpt, targets[k]);
+        rcs[3 * k + 2] = run(&outs[3 * k + 2], "infer", "--ckpt %s --explore %s "
+                             "--explore-json %s --text The --threads 1", ckpt, page, targets[k]);
+        page_written |= access(page, F_OK) == 0;
     }
     stop_train(pid);
+    static const char *const flags[3] = {"--dump-val", "--explore", "--explore-json"};
+    for (int i = 0; i < 6; i++) {
+        expect_error(outs[i], rcs[i], 1, i % 3 ? "infer" : "train", flags[i % 3]);
+        cr_assert(strstr(outs[i], "is being written by another running process"), "%s",
+                  outs[i]);
+        free(outs[i]);
+    }
+    cr_assert(!page_written, "the page was written");
     /* A lock its holder left behind (killed) holds nothing. */
     int rc = run(&out, "train", "--data %s --dump-val %s", e.data, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
 
-/* Whether pid has a handler installed for sig (SigCgt in /proc/PID/status). */
-static int catches(pid_t pid, int sig)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    unsigned long long mask = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "SigCgt: %llx", &mask) == 1)
-            break;
-    fclose(f);
-    return (int)(mask >> (sig - 1) & 1);
-}
-
 /* Row 12: SIGINT while the merges are learned stops the learning (it does not
- * wait for it to finish) and says what is on disk: nothing, no log either. */
-Test(edges, a_signal_during_merge_learning_stops_it_and_writes_nothing, .timeout = 120)
+ * wait for it to finish) and says what is on disk: nothing, no log either. The
+ * shell starts train, waits until its SIGINT handler is installed (SigCgt in
+ * /proc/PID/status, bit 1), sends SIGINT and reports the exit status. */
+Test(edges, a_signal_during_merge_learning_stops_it_and_writes_nothing, .timeout = 60)
 {
     Env e;
     env_init(&e, "ed-bpe-signal");
-    /* 1 MB of random words: about 4 s of learning for 8,000 tokens. */
+    /* 1 MB of random words: seconds of learning for 8,000 tokens. */
     size_t n = 1000000;
     char *text = malloc(n);
     Rng rng;
@@ -346,35 +342,18 @@ Test(edges, a_signal_during_merge_learning_stops_it_and_writes_nothing, .timeout
         if (i < n)
             text[i++] = ' ';
     }
-    char data[400], errpath[400], bin[400];
+    char data[400], *out;
     make_file(&e, "words.txt", text, n, data, sizeof data);
     free(text);
-    snprintf(errpath, sizeof errpath, "%s/train.err", e.dir);
-    snprintf(bin, sizeof bin, "%s/train", tu_bin());
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        FILE *f = freopen(errpath, "w", stderr);
-        if (!f || dup2(fileno(stderr), STDOUT_FILENO) < 0)
-            _exit(99);
-        setenv("OMP_WAIT_POLICY", "passive", 1);
-        execl(bin, bin, "--layers", "1", "--embd", "16", "--heads", "2", "--block", "16",
-              "--batch", "4", "--threads", "1", "--steps", "5", "--vocab", "8000", "--data",
-              data, "--out", e.out, "--log", e.log, (char *)NULL);
-        _exit(98);
-    }
-    int ready = 0;
-    for (int i = 0; i < 4000 && !ready; i++) {
-        ready = catches(pid, SIGINT);
-        if (!ready)
-            usleep(2000);
-    }
-    cr_assert(ready, "train installed no SIGINT handler within 8 s");
-    kill(pid, SIGINT);
-    int status;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    char *out = tu_read_text(errpath);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d:\n%s", status, out);
+    int rc = tu_runf(&out,
+                     "(OMP_WAIT_POLICY=passive %s/train " TINY " --steps 5 --vocab 8000 --data %s "
+                     "--out %s --log %s & p=$!; i=0; "
+                     "until [ $(( 0x$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$p/status "
+                     "2>/dev/null || echo 0) & 2 )) != 0 ] || [ $i -ge 4000 ]; do "
+                     "sleep 0.002; i=$((i + 1)); done; kill -INT $p; wait $p; echo \"rc=$?\")",
+                     tu_bin(), data, e.out, e.log);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "rc=130\n"), "%s", out);
     cr_assert(strstr(out, "train: interrupted while learning the merges and encoding the text; "
                           "nothing was written\n"), "%s", out);
     cr_assert_null(strstr(out, "vocabulary"), "learning finished before the stop:\n%s", out);

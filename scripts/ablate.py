@@ -7,6 +7,9 @@ head size (D fixed). Every distinct (H, D, seed) is one *job*: ./train, then
 command (`--print-jobs` prints them: hand them to any scheduler); without it this
 script runs the same commands itself, --jobs at a time, with progress and an ETA.
 
+--quick, --lesson and --long are presets (docs/ablation.md, "Presets"); without --out
+the sweep's directory names the settings that change a run (default_out).
+
 --corpus text|induction trains on one of train's built-in corpora and is passed to
 every ./train call, so the induction task's own recipe is the sweep's; its jobs also
 log per-head scores (--heads-every) for the phase-change analysis in the report.

@@ -462,12 +462,12 @@ RELATIONS_INTRO = ("Relations (./infer --heads on the validation split, docs/hea
                    "relation's bar: summary.json's \"bar\", or without one the bar ./infer "
                    "--heads types a head by (0.50 for previous-token, 0.30 for the others).")
 INTRO = ("Cells are mean ± sample standard deviation over seeds. val loss is the mean "
-         "cross-entropy over the whole validation split in %s; ppl = e^loss (per %s); bpb = "
-         "bits per byte (docs/tokenizer.md), the headline, comparable across vocabularies "
-         "(loss / ln 2 for a byte-level model). tok/s is training throughput (depends on "
-         "--jobs/--threads and machine load). Heads columns come from `./infer --heads` on "
-         "the validation split: mean normalised attention entropy (0 = one key, 1 = uniform "
-         "over the row's keys), mean attention distance (tokens), effective "
+         "cross-entropy over the whole validation split in %s; ppl = e^loss, the perplexity "
+         "per %s; bpb = bits per byte (docs/tokenizer.md), the headline, comparable across "
+         "vocabularies (loss / ln 2 for a byte-level model). tok/s is training throughput "
+         "(depends on --jobs/--threads and machine load). Heads columns come from `./infer "
+         "--heads` on the validation split: mean normalised attention entropy (0 = one key, "
+         "1 = uniform over the row's keys), mean attention distance (tokens), effective "
          "number of heads, heads whose removal alone raises the loss by under 1%%, and the "
          "largest single-head importance (loss increase in %s).")
 

@@ -7,6 +7,9 @@ head size (D fixed). Every distinct (H, D, seed) is one *job*: ./train, then
 command (`--print-jobs` prints them: hand them to any scheduler); without it this
 script runs the same commands itself, --jobs at a time, with progress and an ETA.
 
+--quick, --lesson and --long are presets (docs/ablation.md, "Presets"); without --out
+the sweep's directory names the settings that change a run (default_out).
+
 --corpus text|induction trains on one of train's built-in corpora and is passed to
 every ./train call, so the induction task's own recipe is the sweep's; its jobs also
 log per-head scores (--heads-every) for the phase-change analysis in the report.
@@ -45,6 +48,11 @@ QUICK = {"heads": "1 4", "seeds": 2, "slice": 100000, "heads_args": ["--windows"
 # two; every job logs the per-head repeat scores (--heads-every) for induction_phase.py.
 QUICK_INDUCTION = ["--layers", "2", "--embd", "32", "--block", "32", "--batch", "8",
                    "--steps", "40", "--warmup", "10", "--eval-every", "10", "--eval-iters", "4"]
+# --lesson: a sweep a class can run in about 15 minutes on 2 cores that still answers
+# the three questions (docs/ablation.md, "Presets"): the width arm only, H = 1, 4 and
+# 16, three seeds for a seed spread, half of train's steps, on the built-in corpus
+# (its planted relations give every head a ground truth) unless --data or --corpus.
+LESSON = {"heads": "1 4 16", "seeds": 3, "arm": "width", "steps": 1000, "corpus": "text"}
 HEADS_EVERY = {"default": 50, "quick": 10}
 SEEDS = {"text": 3, "induction": 5}
 # Settings that differ between the runs of a sweep, or do not change a run's numbers.
@@ -77,10 +85,11 @@ def parse_args(argv):
         "text (docs/corpus.md) or the induction task with its own recipe (default: text "
         "when no --data and no default file)")
     add("--builtin", action="store_true", help="the same as --corpus text")
-    add("--out", metavar="DIR", help="default: runs/ablation (-induction, -quick, -long)")
+    add("--out", metavar="DIR", help="default: runs/ablation followed by the settings that "
+        "differ from the default sweep's, e.g. runs/ablation-text-v1024-steps300")
     add("--heads", metavar="LIST", help='head counts (default "1 4 8 16"; quick "1 4")')
     add("--seeds", type=int, metavar="N", help="seeds 1..N (default 3, induction 5; quick 2)")
-    add("--arm", choices=["width", "headsize", "both"], default="both")
+    add("--arm", choices=["width", "headsize", "both"], help="default: both (lesson: width)")
     add("--head-size", type=int, metavar="D", help="D of the head-size arm (default: train's)")
     add("--steps", type=int, metavar="N", help="steps per run (default: train's; quick 30)")
     add("--vocab", type=int, metavar="N", help="train's --vocab: byte-pair tokens learned from "
@@ -91,6 +100,8 @@ def parse_args(argv):
     add("--threads", type=int, metavar="N", help="threads per run (default: cores / jobs)")
     add("--quick", action="store_true", help="tiny models, 30 steps, H 1 4, 2 seeds, 100 kB")
     add("--long", action="store_true", help="enough tokens for induction heads to form")
+    add("--lesson", action="store_true", help="about 15 minutes on 2 cores: width arm, H 1 4 "
+        "16, 3 seeds, 1000 steps, built-in corpus unless --data or --corpus")
     add("--bin", metavar="DIR", default=REPO, help="where train and infer are")
     add("--check", action="store_true", help="check the outputs in --out; exit 1 if bad")
     add("--report-only", action="store_true", help="rebuild the report from finished runs")
@@ -100,17 +111,21 @@ def parse_args(argv):
     if a.builtin and a.corpus not in (None, "text"):
         fail("--builtin is --corpus text; it contradicts --corpus %s" % a.corpus)
     a.corpus = a.corpus or ("text" if a.builtin else None)
-    if (a.quick and a.long) or (a.data and a.corpus):
-        fail("--quick and --long, and --data and --corpus/--builtin, are exclusive")
+    if a.quick + a.long + a.lesson > 1 or (a.data and a.corpus):
+        fail("--quick, --long and --lesson, and --data and --corpus/--builtin, are exclusive")
+    if a.lesson:
+        a.heads = a.heads or LESSON["heads"]
+        a.seeds = a.seeds or LESSON["seeds"]
+        a.arm = a.arm or LESSON["arm"]
+        a.steps = a.steps or LESSON["steps"]
+        a.corpus = a.corpus or (None if a.data else LESSON["corpus"])
+    a.arm = a.arm or "both"
     for k in ("seeds", "head_size", "steps", "jobs", "threads", "vocab"):
         if getattr(a, k) is not None and getattr(a, k) < 1:
             fail("--%s %d: must be at least 1" % (k.replace("_", "-"), getattr(a, k)))
     if a.heads is not None and not a.heads.replace(",", " ").split():
         fail("--heads '%s': expected whole numbers like \"1 4 8 16\"" % a.heads)
-    a.out = os.path.abspath(a.out or os.path.join(REPO, "runs", "ablation" + (
-        "-induction" if a.corpus == "induction" else "") + (
-        "-quick" if a.quick else "-long" if a.long else "") + (
-        "-hd%g" % a.head_dropout if a.head_dropout else "")))
+    a.out = os.path.abspath(a.out or default_out(a))
     check_out(a.out, fresh=not (a.job or a.check or a.report_only))
     a.bin = os.path.abspath(a.bin)
     return a
@@ -139,6 +154,24 @@ def check_out(out, fresh):
     if names or not fresh:
         fail("--out %s %s no sweep.json: not a sweep directory of this script; give a new or "
              "empty directory" % (out, "holds %d file(s) but" % len(names) if names else "has"))
+
+
+def default_out(a):
+    """runs/ablation, followed by every setting of a run that differs from the default
+    sweep's: the corpus, the preset, the data file's name, --vocab, --steps,
+    --head-size, --head-dropout. Two sweeps whose runs differ never share it; --heads,
+    --seeds and --arm only add runs to a sweep, so they are not part of it."""
+    parts = ["ablation"] + ([a.corpus] if a.corpus else []) + (
+        ["quick" if a.quick else "long" if a.long else "lesson"]
+        if a.quick or a.long or a.lesson else [])
+    if a.data:
+        parts.append("data-" + os.path.splitext(os.path.basename(a.data))[0])
+    parts += ["v%d" % a.vocab] if a.vocab else []
+    parts += ["steps%d" % a.steps] if a.steps and not (
+        a.lesson and a.steps == LESSON["steps"]) else []
+    parts += ["D%d" % a.head_size] if a.head_size else []
+    parts += ["hd%g" % a.head_dropout] if a.head_dropout else []
+    return os.path.join(REPO, "runs", "-".join(parts))
 
 
 def print_settings(train, flags):
@@ -189,7 +222,7 @@ def make_plan(a):
               data_sha256=hashlib.sha256(blob).hexdigest() if source else None,
               data_slice=QUICK["slice"] if a.quick and source else None,
               fixed_head_size=a.head_size or s["embd"] // s["heads"])
-    mode = "quick" if a.quick else "long" if a.long else "default"
+    mode = "quick" if a.quick else "long" if a.long else "lesson" if a.lesson else "default"
     nseeds = a.seeds or (QUICK["seeds"] if a.quick else SEEDS["induction" if induction else "text"])
     return {"version": 2, "fingerprint": fp, "mode": mode, "arms": arms, "heads": heads,
             "seeds": list(range(1, nseeds + 1)), "train_args": flags,

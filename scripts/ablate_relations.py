@@ -54,6 +54,9 @@ CAUSAL = "Minimal pairs and needed heads by arm and H:"
 # The captions the section's tables follow; check() finds the tables by them.
 BY_RELATION = "Relations by arm and H:"
 SERVED = "Relations served per arm and H:"
+# The heads x relations figures fit a 1,300 px window: panels wrap into rows within
+# MAX_WIDTH, with SCALE_ROOM at the right for the colour scale.
+MAX_WIDTH, SCALE_ROOM = 1280, 110
 CSV_COLUMNS = ["arm", "run", "H", "D", "seed", "relation", "best_head", "attention",
                "uniform", "ratio", "bar", "bar_source", "served", "serving_heads", "loss",
                "rows", "attended", "attending_heads", "needed_heads", "needed_head", "accuracy",
@@ -197,11 +200,12 @@ def groups(rows, arms):
     return out
 
 
-def tables(rows, names, arms):
-    """The two tables: per relation, arm and H; and per arm and H."""
+def tables(rows, names, arms, unit):
+    """The two tables: per relation, arm and H; and per arm and H. unit: the loss's
+    (nats per byte, or per token for a --vocab sweep)."""
     g = groups(rows, arms)
     head = ["relation", "arm", "H", "D", "best head", "best-head attn.", "uniform", "ratio", "bar",
-            "seeds above bar", "loss (nats)"]
+            "seeds above bar", "loss (%s)" % unit]
     body = []
     for k in names:
         for (arm, H), rs in g.items():
@@ -418,22 +422,22 @@ INTRO = ("Does one head have to average several relations into one muddy pattern
          "Per relation, arm and H: the best head of each seed "
          "(×n: in n seeds), its mean attention on the relation's key (summary.json, mean ± "
          "s.d. over seeds), the uniform head's, their ratio, the bar, the seeds in which "
-         "some head is above the bar, and the loss (nats) on the tokens the relation "
+         "some head is above the bar, and the loss (%s) on the tokens the relation "
          "predicts. In reports without the ablation, a relation is served in a run when its "
          "best head is above the bar, by every head whose per-head score in heads.csv is "
          "above the bar. Distinct heads counts the different heads serving the served "
          "relations, and a head serving 2+ serves two or more.")
 
 
-def section(rows, names, arms, titles):
-    """The section's markdown lines; none without relations."""
+def section(rows, names, arms, titles, unit):
+    """The section's markdown lines; none without relations. unit: the loss's."""
     if not names or not rows:
         return []
     md = lambda h, b: ["| " + " | ".join(h) + " |", "|" + "|".join(  # noqa: E731
         "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b]
     g = groups(rows, arms)
-    t1, t2 = tables(rows, names, arms)
-    out = [SECTION, "", INTRO, "", bars_sentence(rows, names), "", BY_RELATION, ""] + md(
+    t1, t2 = tables(rows, names, arms, unit)
+    out = [SECTION, "", INTRO % unit, "", bars_sentence(rows, names), "", BY_RELATION, ""] + md(
         *t1) + ["", SERVED, ""] + md(*t2) + [""]
     causal = any(r["judged"]["causal"] for r in rows)
     if causal:
@@ -470,21 +474,27 @@ def matrix_plot(rows, names, arm, title, causal=False):
     (the share of the relation's logit difference it takes away), outlined where the
     head serves the relation (attends and is needed)."""
     g = {H: rs for (a, H), rs in groups(rows, [arm]).items() if a == arm}
-    cw, top, gap, label_w = 42, 120, 40, 52
-    panels, x = [], 20
+    cw, ch, head_room, gap, label_w = 44, 16, 80, 40, 52
+    # Panels left to right, wrapped into rows so the figure stays within MAX_WIDTH
+    # (the colour scale keeps SCALE_ROOM at the right); every cell tall enough for its value.
+    panels, x, y, row_h, right = [], 20, 0, 0, 0
     for H, rs in sorted(g.items()):
         first = min(rs, key=lambda r: r["seed"])
         heads = sorted(first.get("head_rows") or [], key=lambda h: head_key(head_label(h)))
-        n = max(len(heads), 1)
-        ch = 18 if n <= 16 else max(8.0, min(18.0, 480.0 / n))
-        panels.append((x + label_w, H, first, heads, ch))
-        x += label_w + cw * len(names) + gap
-    scale_h = 200
-    height = top + max([len(p[3]) * p[4] for p in panels] + [scale_h + 20]) + 80
+        w = label_w + cw * len(names)
+        if panels and x + w > MAX_WIDTH - SCALE_ROOM:
+            x, y, row_h = 20, y + row_h, 0
+        panels.append((x + label_w, y + head_room + 40, H, first, heads))
+        row_h = max(row_h, head_room + 40 + max(len(heads), 1) * ch)
+        right = max(right, x + w)
+        x += w + gap
+    top, scale_h = 40 + head_room, 200
+    height = y + row_h + 90
+    width = int(min(max(right + SCALE_ROOM, 780), MAX_WIDTH))
     what = "cost of silencing" if causal else "attention"
-    svg = Svg(int(max(x + 90, 780)), int(height), "Heads x relations (%s): %s" % (what, title))
+    svg = Svg(width, int(height), "Heads x relations (%s): %s" % (what, title))
     svg.text(20, 24, "Heads × relations, %s: %s" % (what, title), size=14, weight="bold")
-    for px, H, first, heads, ch in panels:
+    for px, py, H, first, heads in panels:
         if causal:
             vals = [[head_cost(h, k) for k in names] for h in heads]
             marks = [[k in plus_list(h.get("serves")) for k in names] for h in heads]
@@ -492,10 +502,10 @@ def matrix_plot(rows, names, arm, title, causal=False):
             vals = [[head_score(h, k) for k in names] for h in heads]
             bars = [first["judged"]["relations"][k]["bar"] for k in names]
             marks = [[v > b for v, b in zip(row, bars)] for row in vals]
-        heatmap(svg, px, top, vals, [head_label(h) for h in heads], names, cw, ch,
-                marks=marks, show_values=len(heads) <= 32,
+        heatmap(svg, px, py, vals, [head_label(h) for h in heads], names, cw, ch,
+                marks=marks, show_values=True,
                 title="H = %d (D = %d), seed %d" % (H, first["D"], first["seed"]))
-    colour_scale(svg, x + 10, top, 16, scale_h, 0.0, 1.0, label=what)
+    colour_scale(svg, width - SCALE_ROOM + 40, top, 16, scale_h, 0.0, 1.0, label=what)
     lines = ["Cell: the head's mean attention on the relation's key (heads.csv), in the first "
              "seed's model of each H.", "Outlined: above the relation's bar. Grey: no "
              "per-head score."]

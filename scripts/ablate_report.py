@@ -18,11 +18,12 @@ import re
 import statistics
 import xml.etree.ElementTree as ET
 
+import ablate_page
 import ablate_relations
 import induction_phase
 import plot_log
 from ablate_stats import mean_sd, num, pm
-from svgchart import PALETTE, Axes, Svg, legend, padded
+from svgchart import PALETTE, Axes, Svg, fmt, legend, padded
 
 ARMS = {"width": "fixed width (C fixed, D = C/H)",
         "headsize": "fixed head size (D fixed, attention width H·D)"}
@@ -186,6 +187,12 @@ def write_csv(path, rows):
     os.replace(path + ".tmp", path)
 
 
+def loss_unit(fp):
+    """The unit of val loss and of every per-token loss: a --vocab sweep's tokens are
+    byte pairs, so its cross-entropy is per token, not per byte."""
+    return "nats per token" if fp.get("vocab") else "nats per byte"
+
+
 def bits_per_byte(fin):
     """The final record's val_bpb; logs written before it existed are byte-level, where
     bits per byte is loss / ln 2."""
@@ -194,8 +201,8 @@ def bits_per_byte(fin):
 
 def tables(by_h, L):
     """The arm's Vaswani-style table and its head-type table."""
-    head = ["H", "D", "H·D", "params", "seeds", "val loss", "ppl", "bpb", "tok/s", "entropy",
-            "distance", "eff. heads", "removable <1%", "max imp."]
+    head = ["H", "D", "H·D", "params", "seeds", "val loss", "ppl", "bpb", "tok/s",
+            "norm. entropy", "distance", "eff. heads", "removable <1%", "max imp."]
     everyone = [r for rs in by_h.values() for r in rs]
     tcols = ["n_" + t.replace("-", "_") for t in TYPES]
     tcols += sorted({k for r in everyone for k in r if k.startswith("n_")} - set(tcols))
@@ -384,13 +391,14 @@ def induction_findings(by_h):
 
 def findings(arm, by_h, fp):
     """Sentences generated from the numbers of one arm; conservative by design."""
+    unit = loss_unit(fp)
     st = {H: mean_sd([r["val_loss"] for r in rs]) for H, rs in by_h.items()}
     best = min(st, key=lambda H: st[H][0])
     bm, bs, bn = st[best]
     if len(st) == 1:
         return ["Only H=%d has finished runs (val loss %.4f)." % (best, bm)]
-    out = ["Lowest mean val loss: H=%d, %.4f nats per token (%s, n=%d)." %
-           (best, bm, "s.d. %.4f" % bs if bn > 1 else "one seed", bn)]
+    out = ["Lowest mean val loss: H=%d, %.4f %s (%s, n=%d)." %
+           (best, bm, unit, "s.d. %.4f" % bs if bn > 1 else "one seed", bn)]
     if min(s[2] for s in st.values()) < 2:
         out.append("With one seed for some H there is no estimate of seed-to-seed spread, so "
                    "this ordering (%s) is not evidence of a real difference." % ", ".join(
@@ -403,9 +411,9 @@ def findings(arm, by_h, fp):
                 for H in sorted(st) if H != best]
         say = lambda g: ", ".join("H=%d (+%.4f, margin %.4f)" % x for x in g)  # noqa: E731
         clear, noise = [g for g in gaps if g[1] > g[2]], [g for g in gaps if g[1] <= g[2]]
-        out.append("Pooled seed s.d. %.4f nats (df=%d); a gap counts as real when it exceeds "
+        out.append("Pooled seed s.d. %.4f %s (df=%d); a gap counts as real when it exceeds "
                    "t·s.e. (two-sided 5%%, t=%.2f, no correction for multiple comparisons)."
-                   % (sp, df, t))
+                   % (sp, unit, df, t))
         if clear:
             out.append("Worse than H=%d by more than the seed noise: %s." % (best, say(clear)))
         if noise:
@@ -449,18 +457,19 @@ INDUCTION_INTRO = ("Induction heads: a run formed one when the best repeat score
 RELATIONS_INTRO = ("Relations (./infer --heads on the validation split, docs/heads.md): per "
                    "relation the best head's mean attention on the related key, mean ± s.d. "
                    "over seeds, with the uniform head's score in the header, and the loss "
-                   "(nats) on the bytes the relation predicts; for copy and names the copy "
+                   "(%s) on the tokens the relation predicts; for copy and names the copy "
                    "loss ratio instead. \"Learned\" below means the best head reaches the "
                    "relation's bar: summary.json's \"bar\", or without one the bar ./infer "
                    "--heads types a head by (0.50 for previous-token, 0.30 for the others).")
 INTRO = ("Cells are mean ± sample standard deviation over seeds. val loss is the mean "
-         "cross-entropy over the whole validation split (nats per token: per byte without "
-         "--vocab); ppl = e^loss, bpb = bits per byte (docs/tokenizer.md), loss / ln 2 for a "
-         "byte-level model, comparable across vocabularies. tok/s is training throughput (depends on --jobs/--threads and "
-         "machine load). Heads columns come from `./infer --heads` on the validation "
-         "split: mean attention entropy (nats), mean attention distance (tokens), effective "
-         "number of heads, heads whose removal alone raises the loss by under 1%, and the "
-         "largest single-head importance (loss increase in nats).")
+         "cross-entropy over the whole validation split in %s; ppl = e^loss, the perplexity "
+         "per %s; bpb = bits per byte (docs/tokenizer.md), the headline, comparable across "
+         "vocabularies (loss / ln 2 for a byte-level model). tok/s is training throughput "
+         "(depends on --jobs/--threads and machine load). Heads columns come from `./infer "
+         "--heads` on the validation split: mean normalised attention entropy (0 = one key, "
+         "1 = uniform over the row's keys), mean attention distance (tokens), effective "
+         "number of heads, heads whose removal alone raises the loss by under 1%%, and the "
+         "largest single-head importance (loss increase in %s).")
 
 
 # The captions the tables follow; check() finds the tables by them.
@@ -482,11 +491,15 @@ def write_md(path, sweep, rows):
     """ablation.md: per arm its tables and the sentences generated from them."""
     md = lambda h, b: "\n".join(["| " + " | ".join(h) + " |", "|" + "|".join(  # noqa: E731
         "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b])
-    fp, out = sweep["fingerprint"], ["# Head-count ablation", "", describe(sweep), "", INTRO, ""]
+    fp = sweep["fingerprint"]
+    unit = loss_unit(fp)
+    out = ["# Head-count ablation", ""] + ablate_page.answer_md(answer(sweep, rows)) + [
+        "Figures and every run's heads report: index.html.", "", describe(sweep), "",
+        INTRO % (unit, unit.split()[-1], unit), ""]
     if is_induction(sweep):
         out += [INDUCTION_INTRO % (heads_every(sweep), induction_phase.THRESHOLD), ""]
     if any(relations_of([r]) for r in rows):
-        out += [RELATIONS_INTRO, ""]
+        out += [RELATIONS_INTRO % unit, ""]
     for arm in ARMS:
         by_h = {}
         for r in (r for r in rows if r["arm"] == arm):
@@ -504,7 +517,7 @@ def write_md(path, sweep, rows):
             if t3[1] else []
         out += [" ".join(findings(arm, by_h, fp)), ""]
     out += ablate_relations.section(rows, relations_of(rows), [a for a in ARMS],
-                                    {a: arm_title(a, fp) for a in ARMS})
+                                    {a: arm_title(a, fp) for a in ARMS}, unit)
     out += ["Plots: plots/val_loss.svg, plots/curves_*.svg%s%s; per-run files: runs/NAME/." % (
         ", plots/repeat.svg" if is_induction(sweep) else "",
         ", plots/relations_*.svg" if relations_of(rows) else ""), ""]
@@ -512,32 +525,49 @@ def write_md(path, sweep, rows):
 
 
 def val_loss_plot(rows, sweep):
-    """val loss against H (log scale): every seed faint, the mean ± 1 s.d. per arm."""
-    svg = Svg(760, 480, "Validation loss vs number of heads")
+    """Bits per byte against H (log scale): every seed faint, the mean ± 1 s.d. per arm.
+    Two panels: the left axis starts at zero (the differences at their true size); the
+    right one zooms in on the data, its axis drawn broken (a zigzag and "axis broken")
+    so that a small spread does not read as a cliff."""
+    svg = Svg(1000, 480, "Bits per byte vs number of heads")
     heads = sorted({r["H"] for r in rows})
     arms = [a for a in ARMS if any(r["arm"] == a for r in rows)]
-    vals = {(a, H): [num(r["val_loss"]) for r in rows if (r["arm"], r["H"]) == (a, H)]
+    vals = {(a, H): [num(r["bpb"]) for r in rows if (r["arm"], r["H"]) == (a, H)]
             for a in arms for H in heads}
     st = {k: mean_sd(v) for k, v in vals.items() if v}
     ys = [y for v in vals.values() for y in v] + [m + d * s for m, s, _ in st.values()
                                                   for d in (-1, 1) if math.isfinite(s)]
-    ax = Axes(svg, 80, 50, 600, 330, (math.log2(heads[0]) - 0.5, math.log2(heads[-1]) + 0.5),
-              padded(min(ys), max(ys), 0.08), xlabel="heads per layer H (log scale)",
-              title="Validation loss vs heads per layer (mean ± 1 s.d. over seeds)",
-              ylabel="val loss (nats per byte)", xticks=[(math.log2(H), str(H)) for H in heads])
-    for k, arm in enumerate(arms):
-        c, pts = ARM_COLORS[arm], []
-        for H in heads:
-            x = math.log2(H) + (k - 0.5) * 0.05
-            for y in vals[arm, H]:
-                ax.point(x, y, c, r=2.5, opacity=0.35)
-            if (arm, H) in st:
-                m, sd, n = st[arm, H]
-                ax.errorbar(x, m, sd, c)
-                ax.point(x, m, c, r=4.5, stroke="#fff", tip="%s H=%d: %.4f (n=%d)" % (arm, H, m, n))
-                pts.append((x, m))
-        ax.polyline([x for x, _ in pts], [y for _, y in pts], c, width=2)
-    legend(svg, 80, 428, [(ARMS[a], ARM_COLORS[a], "line") for a in arms])
+    xlim = (math.log2(heads[0]) - 0.5, math.log2(heads[-1]) + 0.5)
+    xticks = [(math.log2(H), str(H)) for H in heads]
+    zoom = padded(min(ys), max(ys), 0.08)
+    for i, (ylim, title) in enumerate((
+            ((0.0, padded(0.0, max(ys), 0.05)[1]), "Axis from zero"),
+            (zoom, "Zoomed in: axis broken, starts at %s" % fmt(zoom[0])))):
+        ax = Axes(svg, 80 + i * 470, 64, 380, 320, xlim, ylim, xlabel="heads per layer H "
+                  "(log scale)", title=title, ylabel="validation bits per byte" if i == 0
+                  else "", xticks=xticks)
+        if i == 1:  # the break mark: a zigzag across the foot of the y axis
+            x0, y0 = ax.x, ax.y + ax.h
+            svg.add('<polyline fill="#fff" stroke="#222" stroke-width="1.5" points="%.1f,%.1f '
+                    '%.1f,%.1f %.1f,%.1f %.1f,%.1f"/>' % (x0 - 7, y0 - 8, x0 + 7, y0 - 13,
+                                                          x0 - 7, y0 - 18, x0 + 7, y0 - 23))
+            svg.text(x0 + 12, y0 - 12, "axis broken", size=10, fill="#a00")
+        for k, arm in enumerate(arms):
+            c, pts = ARM_COLORS[arm], []
+            for H in heads:
+                x = math.log2(H) + (k - 0.5) * 0.05
+                for y in vals[arm, H]:
+                    ax.point(x, y, c, r=2.5, opacity=0.35)
+                if (arm, H) in st:
+                    m, sd, n = st[arm, H]
+                    ax.errorbar(x, m, sd, c)
+                    ax.point(x, m, c, r=4.5, stroke="#fff", tip="%s H=%d: %.4f bits per byte "
+                             "(n=%d)" % (arm, H, m, n))
+                    pts.append((x, m))
+            ax.polyline([x for x, _ in pts], [y for _, y in pts], c, width=2)
+    svg.text(20, 24, "Validation bits per byte vs heads per layer (mean ± 1 s.d. over seeds)",
+             size=14, weight="bold")
+    legend(svg, 80, 432, [(ARMS[a], ARM_COLORS[a], "line") for a in arms])
     return svg
 
 
@@ -590,6 +620,13 @@ def write_plots(outdir, sweep, rows, runs):
                                  write_text)
 
 
+def answer(sweep, rows):
+    """The short answer's (arm title, sentences), per arm with rows (ablate_page.py)."""
+    return ablate_page.answer(sweep, rows, list(ARMS), {a: arm_title(a, sweep["fingerprint"])
+                                                       for a in ARMS}, relations_of(rows),
+                              beyond_noise)
+
+
 def write_all(outdir):
     sweep, runs = load(outdir)
     rows = table_rows(sweep, runs)
@@ -600,6 +637,9 @@ def write_all(outdir):
     write_csv(os.path.join(outdir, "ablation.csv"), rows)
     write_md(os.path.join(outdir, "ablation.md"), sweep, rows)
     write_plots(outdir, sweep, rows, runs)
+    write_text(os.path.join(outdir, ablate_page.PAGE), ablate_page.page(
+        outdir, describe(sweep), answer(sweep, rows), rows, list(ARMS),
+        {a: arm_title(a, sweep["fingerprint"]) for a in ARMS}, loss_unit(sweep["fingerprint"])))
     return len(rows)
 
 
@@ -618,7 +658,8 @@ def table_after(text, caption):
 
 def check(outdir):
     """--check: a finished run with heads/summary.json for every (arm, H, seed), a CSV row
-    for each with finite numbers, one md table row per arm and H, the relations section
+    for each with finite numbers, ablation.md and index.html opening with the short
+    answer, one md table row per arm and H, the relations section
     when there are relations (ablate_relations.check), plots that parse as XML. Changes
     nothing; returns the problems found."""
     sweep, runs = load(outdir)
@@ -634,6 +675,11 @@ def check(outdir):
                                                           "heads_mean_entropy")
                  if not math.isfinite(num(r.get(c)))]
     text = read_text(md) if os.path.exists(md) else ""
+    if text and ablate_page.ANSWER not in "\n".join(text.split("\n")[:3]):
+        problems.append("ablation.md: does not open with '%s'" % ablate_page.ANSWER)
+    page = os.path.join(outdir, ablate_page.PAGE)
+    if "<h2>Short answer</h2>" not in (read_text(page) if os.path.exists(page) else ""):
+        problems.append("%s: no short answer" % ablate_page.PAGE)
     parts = text.split("\n## Arm: ") if text else []
     relations = any(relations_of([dict(relations=r["summary"].get("relations") or {})])
                     for r in runs.values())

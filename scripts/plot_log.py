@@ -81,14 +81,22 @@ def step_range(runs):
     return (min(steps), max(steps)) if max(steps) > min(steps) else (min(steps), min(steps) + 1)
 
 
+def loss_unit(runs):
+    """Nats per token when a run learned byte pairs (its settings record has merges or
+    a --vocab), else nats per byte."""
+    pairs = any(num(run["settings"].get(k)) > 0 for run in runs for k in ("merges", "vocab_asked"))
+    return "nats per token" if pairs else "nats per byte"
+
+
 def loss_plot(runs, labels):
+    """Train and val loss against step; the axis starts at zero."""
     svg = Svg(900, 470, "Loss against step")
     ys = [num(r["loss"]) for run in runs for r in run["steps"]]
     ys += [num(e["val_loss"]) for run in runs for e in run["evals"]]
     ys = finite(ys)
-    ax = Axes(svg, 80, 40, 560, 360, step_range(runs), padded(min(ys), max(ys)) if ys else (0, 1),
-              title="Training loss (mean cross-entropy, nats per byte)", xlabel="step",
-              ylabel="loss")
+    ax = Axes(svg, 80, 40, 560, 360, step_range(runs), (0.0, padded(0.0, max(ys))[1]) if ys
+              else (0, 1), title="Training loss (mean cross-entropy, %s)" % loss_unit(runs),
+              xlabel="step", ylabel="loss (%s)" % loss_unit(runs))
     entries = []
     for k, run in enumerate(runs):
         c = PALETTE[k % len(PALETTE)]

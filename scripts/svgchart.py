@@ -226,13 +226,16 @@ def heatmap(svg, x, y, values, row_labels, col_labels, cell_w, cell_h, vmin=0.0,
     if show_values is None:
         show_values = cell_h >= 14 and cell_w >= 30
     if title:
-        svg.text(x + cell_w * len(col_labels) / 2, y - 74, title, size=13, anchor="middle",
+        svg.text(x + cell_w * len(col_labels) / 2, y - 50, title, size=13, anchor="middle",
                  weight="bold")
+    # Column labels upright, on two staggered lines (even columns on the upper one, with
+    # a tick down to their column), so a label may be two cells wide; no rotated text,
+    # which some rasterisers drop.
     for j, label in enumerate(col_labels):
-        cx = x + (j + 0.5) * cell_w
-        svg.add('<text x="%.1f" y="%.1f" font-size="11" text-anchor="start" fill="#222" '
-                'transform="rotate(-50 %.1f %.1f)">%s</text>' % (cx, y - 6, cx, y - 6,
-                                                                 escape(str(label))))
+        cx, ly = x + (j + 0.5) * cell_w, y - (30 if j % 2 == 0 else 10)
+        if j % 2 == 0:
+            svg.line(cx, ly + 4, cx, y - 2, stroke="#999")
+        svg.text(cx, ly, label, size=10, anchor="middle")
     size = min(11, max(7, cell_h - 3))
     for i, row in enumerate(values):
         cy = y + i * cell_h

@@ -20,6 +20,8 @@ import xml.etree.ElementTree as ET
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import ablate  # noqa: E402
+import ablate_page  # noqa: E402
 import ablate_relations  # noqa: E402
 import ablate_report  # noqa: E402
 import svgchart  # noqa: E402
@@ -164,10 +166,14 @@ SWEEP_ACCURACY = {  # bracket, foo
 }
 
 
-def fake_sweep(d, causal=False):
+# Each run's validation bits per byte: H = 1 at 3.7 ± 0.141, H = 2 at 3.05 ± 0.071.
+SWEEP_BPB = {(1, 1): 3.6, (1, 2): 3.8, (2, 1): 3.0, (2, 2): 3.1}
+
+
+def fake_sweep(d, causal=False, vocab=0):
     fp = {"embd": 4, "fixed_head_size": 2, "layers": 1, "block": 8, "batch": 2, "steps": 10,
           "data": "fake.txt", "data_slice": False, "data_bytes": 1000, "val_frac": 0.1,
-          "corpus": None, "accum": 1}
+          "corpus": None, "accum": 1, "vocab": vocab}
     write_json(os.path.join(d, "sweep.json"),
                {"fingerprint": fp, "seeds": [1, 2], "arms": ["width"], "heads": [1, 2]})
     for (H, seed), rows in SWEEP_HEADS.items():
@@ -175,10 +181,12 @@ def fake_sweep(d, causal=False):
         os.makedirs(os.path.join(run, "heads"))
         write_json(os.path.join(run, "done.json"), {})
         with open(os.path.join(run, "run.jsonl"), "w") as f:
-            for rec in ({"type": "settings", "params": 100, "threads": 1},
+            for rec in ({"type": "settings", "params": 100, "threads": 1, "vocab_asked": vocab,
+                         "merges": max(0, vocab - 256)},
                         {"type": "step", "step": 10, "loss": 3.0, "ms": 5.0},
                         {"type": "final", "step": 10, "val_loss": 2.5, "val_tokens": 100,
-                         "train_loss": 2.4, "wall_seconds": 1.0, "val_bpb": 3.6}):
+                         "train_loss": 2.4, "wall_seconds": 1.0,
+                         "val_bpb": SWEEP_BPB[H, seed]}):
                 f.write(json.dumps(rec) + "\n")
         names = ["previous-token", "bracket", "foo", "qux"]
         with open(os.path.join(run, "heads", "heads.csv"), "w", newline="") as f:
@@ -313,6 +321,160 @@ class CausalSweep(unittest.TestCase):
         svg = read(os.path.join(self.dir, "plots", "ablation_width.svg"))
         ET.fromstring(svg.encode("utf-8"))
         self.assertIn(">0.50</text>", svg)
+
+
+class ShortAnswer(unittest.TestCase):
+    """The short answer on top of ablation.md and index.html, from the causal fake sweep.
+    Own serving heads (attends, needed, serves nothing else), worked out by hand:
+      H=1 s1: L0H0 serves previous-token and bracket        -> none of its own
+      H=1 s2: L0H0 serves bracket                            -> bracket
+      H=2 s1: L0H0 previous-token; L0H1 bracket and foo      -> previous-token
+      H=2 s2: L0H0 previous-token; L0H1 bracket              -> previous-token, bracket
+    Bits per byte: 3.7 ± 0.141 and 3.05 ± 0.071; pooled s.d. sqrt((0.02 + 0.005) / 2) =
+    0.1118, t(df = 2) = 4.303, margin 4.303 · 0.1118 · sqrt(1/2 + 1/2) = 0.481 < 0.65."""
+
+    SENTENCES = [
+        "Bits per byte (validation, mean ± s.d. over 2 seeds) at H = 1, 2: 3.700 ± 0.141, "
+        "3.050 ± 0.071. The loss falls with H: H = 2 is 0.650 bits per byte below H = 1, "
+        "more than the seed noise (t·s.e. margin 0.481). Lowest at H = 2.",
+        "Relations with a head of their own in every seed (it attends to the relation's key "
+        "above the bar, silencing it alone costs the relation at least the needed share, and "
+        "it serves no other relation): previous-token from H = 2 on. In some seeds only: "
+        "bracket (at most 1 of 2 seeds, at H = 1). In no seed at any H: foo, qux.",
+        "Heads that can go, one at a time (silencing that head alone raises the loss by under "
+        "1%; mean ± s.d. over seeds): H = 1: 0 of 1; H = 2: 0 of 2. Removing several at "
+        "once was not measured."]
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ablate_page.")
+        fake_sweep(self.dir, causal=True)
+        ablate_report.write_all(self.dir)
+        self.md = read(os.path.join(self.dir, "ablation.md"))
+        self.page = read(os.path.join(self.dir, "index.html"))
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_the_markdown_opens_with_the_short_answer(self):
+        first_screen = "\n".join(self.md.split("\n")[:12])
+        self.assertIn(ablate_page.ANSWER, first_screen)
+        for s in self.SENTENCES:
+            self.assertIn("- " + s, first_screen)
+        self.assertLess(self.md.index(ablate_page.ANSWER), self.md.index("Data: "))
+
+    def test_the_page_has_the_answer_above_the_figures_and_links_every_run(self):
+        import html
+        for s in self.SENTENCES:
+            self.assertIn("<li>%s</li>" % html.escape(s), self.page)
+        self.assertLess(self.page.index("Short answer"), self.page.index("<img"))
+        for f in ("val_loss.svg", "relations_width.svg", "ablation_width.svg"):
+            self.assertIn('<img src="plots/%s"' % f, self.page)
+        for run in ("H01-D004-s1", "H01-D004-s2", "H02-D002-s1", "H02-D002-s2"):
+            self.assertIn('<a href="runs/%s/heads/index.html">' % run, self.page)
+        self.assertNotIn("http", self.page.replace('xmlns="http', ""))  # offline
+        self.assertEqual(ablate_report.check(self.dir), [])
+
+    def test_the_check_notices_a_page_without_its_answer(self):
+        ablate_report.write_text(os.path.join(self.dir, "index.html"), "<html></html>")
+        self.assertEqual(ablate_report.check(self.dir),
+                         ["index.html: no short answer"])
+
+
+class Units(unittest.TestCase):
+    """Units follow the tokeniser: a --vocab sweep's losses are per token."""
+
+    def report(self, vocab):
+        d = tempfile.mkdtemp(prefix="ablate_units.")
+        self.addCleanup(shutil.rmtree, d)
+        fake_sweep(d, vocab=vocab)
+        ablate_report.write_all(d)
+        svg = "".join(read(os.path.join(d, "plots", f)) for f in sorted(
+            os.listdir(os.path.join(d, "plots"))))
+        return read(os.path.join(d, "ablation.md")), svg, read(os.path.join(d, "index.html"))
+
+    def test_a_vocab_sweep_says_nats_per_token_never_per_byte(self):
+        md, svg, page = self.report(300)
+        for text in (md, svg, page):
+            self.assertNotIn("nats per byte", text, text[:300])
+        self.assertIn("whole validation split in nats per token", md)
+        self.assertIn("| loss (nats per token) |", md)
+        self.assertIn("val loss (nats per token)", page)
+
+    def test_a_byte_sweep_says_nats_per_byte_and_entropy_is_normalised(self):
+        md, svg, _ = self.report(0)
+        self.assertIn("whole validation split in nats per byte", md)
+        self.assertNotIn("entropy (nats)", md)
+        self.assertIn("norm. entropy", md)
+        self.assertIn("normalised attention entropy (0 = one key, 1 = uniform", md)
+
+    def test_the_loss_figures_start_at_zero_or_mark_their_zoom(self):
+        d = tempfile.mkdtemp(prefix="ablate_units.")
+        self.addCleanup(shutil.rmtree, d)
+        fake_sweep(d)
+        ablate_report.write_all(d)
+        svg = read(os.path.join(d, "plots", "val_loss.svg"))
+        self.assertIn("validation bits per byte", svg)
+        self.assertIn("Axis from zero", svg)
+        self.assertIn("axis broken", svg)
+        for f in ("val_loss.svg", "curves_width.svg"):  # a y tick at 0 (anchor end)
+            self.assertRegex(read(os.path.join(d, "plots", f)),
+                             r'text-anchor="end" fill="#444">0</text>', f)
+
+
+class MatrixFits(unittest.TestCase):
+    """plots/relations_ARM.svg with L = 4 and H = 1, 4, 8, 16 (the default sweep's
+    sizes): at most 1,300 px wide, a value in every cell, upright column labels."""
+
+    def test_every_panel_fits_and_every_cell_has_its_value(self):
+        names = ["previous-token", "bracket", "foo", "qux"]
+        rows = []
+        for H in (1, 4, 8, 16):
+            heads = [head(l, h, 0.6, 0.1, 0.05, 0.0) for l in range(4) for h in range(H)]
+            rows.append({"arm": "width", "H": H, "D": 128 // H, "seed": 1, "head_rows": heads,
+                         "judged": ablate_relations.judge(Judge.relations, heads, names)})
+        svg = ablate_relations.matrix_plot(rows, names, "width", "fixed width").render()
+        root = ET.fromstring(svg.encode("utf-8"))
+        self.assertLessEqual(int(root.get("width")), 1300)
+        cells = 4 * (1 + 4 + 8 + 16) * len(names)
+        values = re.findall(r'text-anchor="middle"[^>]*>(?:\d\.\d\d|–)</text>', svg)
+        self.assertEqual(len(values), cells)
+        texts = list(root.iter("{http://www.w3.org/2000/svg}text"))
+        for k in names:  # each panel names its columns, in upright text
+            labels = [t for t in texts if t.text == k]
+            self.assertEqual(len(labels), 4, k)
+            self.assertTrue(all(t.get("transform") is None for t in labels), k)
+
+
+class DefaultOut(unittest.TestCase):
+    """The default --out follows the settings that change a run."""
+
+    def out(self, *argv):
+        return os.path.relpath(ablate.parse_args(list(argv)).out, ablate.REPO)
+
+    def test_a_quick_sweep_and_the_full_sweep_never_share_a_directory(self):
+        quick = self.out("--corpus", "text", "--vocab", "1024", "--seeds", "1", "--steps",
+                         "300")
+        full = self.out("--corpus", "text", "--vocab", "1024")
+        self.assertEqual((quick, full), ("runs/ablation-text-v1024-steps300",
+                                         "runs/ablation-text-v1024"))
+        self.assertEqual(self.out(), "runs/ablation")
+        self.assertEqual(self.out("--quick"), "runs/ablation-quick")
+        self.assertEqual(self.out("--corpus", "induction", "--long", "--head-dropout", "0.1"),
+                         "runs/ablation-induction-long-hd0.1")
+        self.assertEqual(self.out("--data", "/x/book.txt", "--head-size", "16"),
+                         "runs/ablation-data-book-D16")
+
+    def test_an_explicit_out_is_kept(self):
+        self.assertEqual(ablate.parse_args(["--steps", "300", "--out", "/tmp/x"]).out, "/tmp/x")
+
+    def test_the_lesson_preset(self):
+        a = ablate.parse_args(["--lesson"])
+        self.assertEqual((a.heads, a.seeds, a.arm, a.steps, a.corpus),
+                         ("1 4 16", 3, "width", 1000, "text"))
+        self.assertEqual(os.path.relpath(a.out, ablate.REPO), "runs/ablation-text-lesson")
+        a = ablate.parse_args(["--lesson", "--data", "/x/book.txt", "--seeds", "5"])
+        self.assertEqual((a.corpus, a.seeds), (None, 5))
+        self.assertEqual(os.path.relpath(a.out, ablate.REPO), "runs/ablation-lesson-data-book")
 
 
 class NoneServed(unittest.TestCase):

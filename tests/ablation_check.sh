@@ -14,8 +14,11 @@
 #   8. --corpus text: agreement and names (built-in corpus only) reach the relations table,
 #      and the section "One head against several" has a row per relation, the served
 #      count, relations.csv and the heads x relations matrix (plots/relations_width.svg);
+#      index.html and ablation.md open with the short answer, and the matrix fits 1,300 px
+#      with upright relation names;
 #   9. --vocab N: every train gets it (the sweep's settings hold it), and the bpb column is
-#      each run's final val_bpb, below its val loss / ln 2 (tokens of several bytes).
+#      each run's final val_bpb, below its val loss / ln 2 (tokens of several bytes); no
+#      output calls its per-token losses "nats per byte".
 # usage: tests/ablation_check.sh [BIN_DIR] [WORK_DIR]   (defaults: . and build/ablation-check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -207,6 +210,14 @@ assert sum(int(r["served"]) for r in out) == n
 svg = ET.parse(d + "/plots/relations_width.svg").getroot()
 labels = {t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")}
 assert {"L0H0", "L0H3"} <= labels and set(rels) <= labels, labels
+assert int(svg.get("width")) <= 1300, svg.get("width")
+assert all(t.get("transform") is None for t in svg.iter("{http://www.w3.org/2000/svg}text")
+           if t.text in rels), "rotated relation names"
+assert md.startswith("# Head-count ablation\n\n## Short answer\n"), md[:200]
+page = open(d + "/index.html").read()
+assert "<h2>Short answer</h2>" in page and "Bits per byte (validation" in page, page[:500]
+(run,) = [x for x in glob.glob(d + "/runs/*") if __import__("os").path.isdir(x)]
+assert 'href="runs/%s/heads/index.html"' % run.rsplit("/", 1)[1] in page, "no heads link"
 EOF
 
 step "9. --vocab: a byte-pair sweep reports bits per byte"
@@ -224,6 +235,10 @@ for row in csv.DictReader(open(d + "/ablation.csv")):
     assert settings["vocab_asked"] == 300 and settings["merges"] > 0, settings
     assert abs(float(row["bpb"]) - final["val_bpb"]) < 1e-4, (row["bpb"], final)
     assert final["val_bpb"] < final["val_loss"] / math.log(2), final
+import glob
+for f in [d + "/ablation.md", d + "/index.html"] + glob.glob(d + "/plots/*.svg"):
+    assert "nats per byte" not in open(f).read(), f + " says nats per byte"
+assert "in nats per token" in open(d + "/ablation.md").read()
 EOF
 
 step "all checks passed in $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,221 @@
+"""ablate_page: the ablation report's short answer and its page, DIR/index.html.
+
+The short answer is three questions answered in sentences computed from the
+finished runs, per arm: does the loss (bits per byte, the unit every sweep shares)
+fall with H, beyond the seed spread? which relations get a serving head of their
+own (a head that attends above the relation's bar, is needed, and serves no other
+relation), and from which H? how many heads can go, one at a time, for under 1% of
+the loss? ablation.md opens with the same sentences; index.html shows them above
+the figures, a loss table per arm and a link to every run's heads report.
+
+The rows, their judged relations and the seed statistics come from ablate_report.py
+and ablate_relations.py; this file only words them and lays out the page. Standard
+library only.
+"""
+import html
+import os
+from collections import Counter
+
+from ablate_stats import mean_sd, pm
+
+ANSWER = "## Short answer"
+PAGE = "index.html"
+# What the figures on the page show, in the order they appear; a file that the sweep
+# did not write (no relations, no ablation per relation) is left out.
+FIGURES = [("val_loss.svg", "Loss against H: bits per byte, mean ± 1 s.d. over seeds, "
+            "each seed a faint dot; the left panel's axis starts at zero, the right "
+            "panel zooms in and is marked as broken."),
+           ("relations_%s.svg", "Heads × relations, attention: each head's mean attention "
+            "on the relation's key, first seed of each H; outlined above the relation's bar."),
+           ("ablation_%s.svg", "Heads × relations, ablation: the share of the relation's "
+            "logit difference that silencing the head alone takes away; outlined where the "
+            "head serves the relation (attends and is needed).")]
+
+
+def hs(values):
+    return ", ".join(str(H) for H in values)
+
+
+def loss_sentence(by_h, t_margin):
+    """Does bits per byte fall with H: the per-H means ± s.d., and the smallest H
+    against the largest, judged against the seed spread by t_margin(a, b) (ablate_
+    report.beyond_noise: (mean a − mean b, t·s.e.) or None with one seed)."""
+    heads = sorted(by_h)
+    bpb = {H: [r["bpb"] for r in by_h[H]] for H in heads}
+    n = min(len(v) for v in bpb.values())
+    s = "Bits per byte (validation, mean ± s.d. over %s) at H = %s: %s." % (
+        "%d seed%s" % (n, "" if n == 1 else "s") if n == max(len(v) for v in bpb.values())
+        else "%d to %d seeds" % (n, max(len(v) for v in bpb.values())), hs(heads),
+        ", ".join(pm(bpb[H], 3) for H in heads))
+    if len(heads) < 2:
+        return s + " One H only: nothing to compare."
+    lo, hi = heads[0], heads[-1]
+    best = min(heads, key=lambda H: mean_sd(bpb[H])[0])
+    g = t_margin(bpb[lo], bpb[hi])
+    if g is None:
+        return s + (" With one seed there is no seed spread, so no verdict on whether the "
+                    "loss falls with H (H = %d: %.3f, H = %d: %.3f)." % (
+                        lo, mean_sd(bpb[lo])[0], hi, mean_sd(bpb[hi])[0]))
+    diff, margin = g  # diff: mean at the smallest H minus mean at the largest
+    if diff > margin:
+        verdict = "The loss falls with H: H = %d is %.3f bits per byte below H = %d" % (
+            hi, diff, lo)
+    elif -diff > margin:
+        verdict = "The loss rises with H: H = %d is %.3f bits per byte above H = %d" % (
+            hi, -diff, lo)
+    else:
+        verdict = ("From H = %d to H = %d the loss does not move beyond the seed noise "
+                   "(H = %d minus H = %d: %+.3f" % (lo, hi, hi, lo, -diff))
+        return s + " " + verdict + ", margin %.3f). Lowest at H = %d." % (margin, best)
+    return s + " " + verdict + ", more than the seed noise (t·s.e. margin %.3f). Lowest at " \
+        "H = %d." % (margin, best)
+
+
+def own_serving(judged, name):
+    """One run: does some head serve `name` and no other relation?"""
+    uses = Counter(h for x in judged["relations"].values() for h in x["heads"])
+    return any(uses[h] == 1 for h in judged["relations"][name]["heads"])
+
+
+def relations_sentence(by_h, names):
+    """Per relation, the H at which every seed has a serving head of its own ("from
+    H = X on" when that holds for every larger H of the sweep too), and the relations
+    that get one at no H, with the most seeds any H reached."""
+    heads = sorted(by_h)
+    if not names or not all("judged" in r for rs in by_h.values() for r in rs):
+        return "No relation was scored on this validation text, so the question of heads " \
+            "of their own does not arise here."
+    causal = any(r["judged"]["causal"] for rs in by_h.values() for r in rs)
+    got, some, none = [], [], []
+    for k in names:
+        counts = {H: sum(own_serving(r["judged"], k) for r in by_h[H]) for H in heads}
+        every = [H for H in heads if counts[H] == len(by_h[H])]
+        if not every:
+            top = max(heads, key=lambda H: (counts[H], -H))
+            if counts[top]:
+                some.append("%s (at most %d of %d seeds, at H = %d)" % (
+                    k, counts[top], len(by_h[top]), top))
+            else:
+                none.append(k)
+        elif every == heads[heads.index(every[0]):]:
+            got.append("%s from H = %d on" % (k, every[0]))
+        else:
+            got.append("%s at H = %s" % (k, hs(every)))
+    rule = ("it attends to the relation's key above the bar, silencing it alone costs the "
+            "relation at least the needed share, and it serves no other relation" if causal
+            else "its attention is above the relation's bar and it serves no other relation; "
+            "these reports carry no ablation per relation, so attention alone")
+    s = "Relations with a head of their own in every seed (%s): %s." % (
+        rule, "; ".join(got) if got else "none, at any H")
+    if some:
+        s += " In some seeds only: %s." % "; ".join(some)
+    if none:
+        s += " In no seed at any H: %s." % ", ".join(none)
+    return s
+
+
+def removable_sentence(by_h, layers):
+    """How many heads can go one at a time: removable_heads_1pct per H."""
+    parts = []
+    for H in sorted(by_h):
+        v = [r.get("removable_heads_1pct") for r in by_h[H]]
+        m, _, n = mean_sd(v)
+        if n:
+            parts.append("H = %d: %s of %d" % (H, pm(v, 1), H * layers))
+    if not parts:
+        return ""
+    return ("Heads that can go, one at a time (silencing that head alone raises the loss by "
+            "under 1%%; mean ± s.d. over seeds): %s. Removing several at once was not "
+            "measured." % "; ".join(parts))
+
+
+def answer(sweep, rows, arms, titles, names, t_margin):
+    """The short answer: per arm with rows, a title and its three sentences."""
+    out = []
+    for arm in arms:
+        by_h = {}
+        for r in rows:
+            if r["arm"] == arm:
+                by_h.setdefault(r["H"], []).append(r)
+        if not by_h:
+            continue
+        said = [loss_sentence(by_h, t_margin), relations_sentence(by_h, names),
+                removable_sentence(by_h, sweep["fingerprint"]["layers"])]
+        out.append((titles[arm], [s for s in said if s]))
+    return out
+
+
+def answer_md(answers):
+    """The short answer as markdown lines (ablation.md's first screen)."""
+    out = [ANSWER, ""]
+    for title, said in answers:
+        out += ["**%s**" % title, ""] + ["- %s" % s for s in said] + [""]
+    if not answers:
+        out += ["No run has finished yet.", ""]
+    return out
+
+
+CSS = """body{font-family:system-ui,sans-serif;max-width:1320px;margin:1em auto;padding:0 1em;
+color:#222;line-height:1.45}
+.fig{max-width:100%;overflow:auto;border:1px solid #ddd;margin:.5em 0 1.5em}
+.fig img{display:block;max-width:none}
+table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:2px 8px;
+text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
+.answer{background:#f7f9fc;border-left:4px solid #1f77b4;padding:.3em 1em}"""
+
+
+def run_table(rows, unit):
+    """One arm's rows, per H: seeds, bits per byte, val loss in the sweep's unit,
+    removable heads; each cell mean ± s.d."""
+    by_h = {}
+    for r in rows:
+        by_h.setdefault(r["H"], []).append(r)
+    head = ["H", "D", "seeds", "bits per byte", "val loss (%s)" % unit, "removable <1%"]
+    body = [[str(H), str(rs[0]["D"]), str(len(rs)), pm([r["bpb"] for r in rs], 3),
+             pm([r["val_loss"] for r in rs], 4),
+             pm([r.get("removable_heads_1pct") for r in rs], 1)]
+            for H, rs in sorted(by_h.items())]
+    return "<table><tr>%s</tr>%s</table>" % ("".join("<th>%s</th>" % html.escape(h) for h in head),
+                                             "".join("<tr>%s</tr>" % "".join(
+                                                 "<td>%s</td>" % html.escape(c) for c in b)
+                                                 for b in body))
+
+
+def page(outdir, description, answers, rows, arms, titles, unit):
+    """index.html's text: the short answer, the figures that exist in outdir/plots,
+    a table per arm, the links to every run's heads report and to the other outputs."""
+    e = html.escape
+    out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+           "<title>Head-count ablation</title><style>%s</style></head><body>" % CSS,
+           "<h1>Head-count ablation</h1>", "<p>%s</p>" % e(description),
+           "<section class=\"answer\"><h2>Short answer</h2>"]
+    for title, said in answers:
+        out.append("<h3>%s</h3><ul>%s</ul>" % (e(title), "".join("<li>%s</li>" % e(s)
+                                                                 for s in said)))
+    if not answers:
+        out.append("<p>No run has finished yet.</p>")
+    out.append("</section><h2>Figures</h2>")
+    for pattern, caption in FIGURES:
+        for f in ([pattern % a for a in arms] if "%s" in pattern else [pattern]):
+            if os.path.exists(os.path.join(outdir, "plots", f)):
+                out.append("<p>%s <a href=\"plots/%s\">plots/%s</a></p><div class=\"fig\">"
+                           "<img src=\"plots/%s\" alt=\"%s\"></div>" % (
+                               e(caption), e(f), e(f), e(f), e(caption)))
+    out.append("<h2>Loss and removable heads per H</h2>")
+    for arm in arms:
+        mine = [r for r in rows if r["arm"] == arm]
+        if mine:
+            out.append("<h3>%s</h3>%s" % (e(titles[arm]), run_table(mine, unit)))
+    out.append("<h2>Every run's heads report</h2><ul>")
+    seen = set()
+    for r in sorted(rows, key=lambda r: (r["H"], r["D"], r["seed"])):
+        if r["run"] not in seen:
+            seen.add(r["run"])
+            out.append("<li><a href=\"%s\">%s</a>: H = %d, D = %d, seed %d, %.3f bits per "
+                       "byte</li>" % (e(r["heads_report"]), e(r["run"]), r["H"], r["D"],
+                                      r["seed"], r["bpb"]))
+    out.append("</ul><p>Tables and every sentence: <a href=\"ablation.md\">ablation.md</a>; "
+               "numbers: <a href=\"ablation.csv\">ablation.csv</a>%s.</p></body></html>" % (
+                   ", <a href=\"relations.csv\">relations.csv</a>" if os.path.exists(
+                       os.path.join(outdir, "relations.csv")) else ""))
+    return "\n".join(out) + "\n"

@@ -14,8 +14,8 @@ library only.
 """
 import html
 import os
-from collections import Counter
 
+import ablate_relations
 from ablate_stats import mean_sd, pm
 
 ANSWER = "## Short answer"
@@ -73,8 +73,7 @@ def loss_sentence(by_h, t_margin):
 
 def own_serving(judged, name):
     """One run: does some head serve `name` and no other relation?"""
-    uses = Counter(h for x in judged["relations"].values() for h in x["heads"])
-    return any(uses[h] == 1 for h in judged["relations"][name]["heads"])
+    return name in ablate_relations.own_heads(judged, list(judged["relations"]))
 
 
 def relations_sentence(by_h, names):

@@ -25,7 +25,7 @@ Definitions (docs/ablation.md, "One head against several"):
   shared heads: those serving two or more.
 - minimal pairs (summary.json's accuracy and logit_diff) and, per head count, how
   many relations the most-needed head of H = 1 is needed for, and how many
-  relations have a needed head of their own (needed for no other relation).
+  relations have a head of their own (a head that serves it and no other).
 
 Loading the runs and the rest of the report are ablate_report.py's; the chart
 primitives svgchart.py's. Standard library only.
@@ -139,9 +139,10 @@ def judge(relations, heads, names):
 
 
 def own_heads(j, names):
-    """The relations with a needed head of their own: one needed for no other relation."""
-    return [k for k in names if any(j["needed_per_head"].get(h) == 1
-                                    for h in j["relations"][k]["needed"])]
+    """The relations of one judged run with a head of their own: a head that serves
+    the relation and no other."""
+    uses = Counter(h for k in names for h in j["relations"][k]["heads"])
+    return [k for k in names if any(uses[h] == 1 for h in j["relations"][k]["heads"])]
 
 
 def annotate(rows, names):
@@ -262,8 +263,8 @@ def causal_table(rows, names, arms):
 
 def causal_sentences(g, arm, names):
     """From the ablation per relation: at H = 1, how many relations the most-needed
-    head is needed for; at every H, how many relations have a needed head of their
-    own; which relations are learned (accuracy >= 0.9 in every seed) and which are
+    head is needed for; at every H, how many relations have a head of their own
+    (own_heads); which relations are learned (accuracy >= 0.9 in every seed) and which are
     not (mean accuracy <= 0.6)."""
     mine = {H: [r["judged"] for r in rs] for (a, H), rs in g.items() if a == arm}
     if not any(j["causal"] for js in mine.values() for j in js):
@@ -280,8 +281,8 @@ def causal_sentences(g, arm, names):
     for H, js in mine.items():
         own = [len(own_heads(j, names)) for j in js]
         parts.append("%s at H = %d" % (mean_range(own), H))
-    out.append("Relations with a needed head of their own (needed for no other relation), "
-               "of %d: %s." % (len(names), ", ".join(parts)))
+    out.append("Relations with a head of their own (a head that serves the relation and "
+               "no other), of %d: %s." % (len(names), ", ".join(parts)))
     paired = [k for k in names if any(math.isfinite(j["relations"][k]["accuracy"])
                                       for js in mine.values() for j in js)]
     for H, js in mine.items():

@@ -116,8 +116,10 @@ class Causal(unittest.TestCase):
         self.assertEqual(j["needed_per_head"], {"L0H0": 1, "L0H1": 1})
         self.assertEqual(ablate_relations.own_heads(j, Judge.names), ["bracket", "foo"])
 
-    def test_a_head_needed_by_two_relations_is_no_ones_own(self):
-        heads = [dict(self.heads[0], needed="bracket+foo"), self.heads[1]]
+    def test_a_head_serving_two_relations_is_no_ones_own(self):
+        # L0H0 attends to previous-token and bracket and is now needed for both: it
+        # serves two, so neither has a head of its own; foo keeps L0H1.
+        heads = [dict(self.heads[0], needed="previous-token+bracket"), self.heads[1]]
         j = ablate_relations.judge(self.relations, heads, Judge.names)
         self.assertEqual(j["needed_per_head"], {"L0H0": 2, "L0H1": 1})
         self.assertEqual(ablate_relations.own_heads(j, Judge.names), ["foo"])
@@ -304,8 +306,8 @@ class CausalSweep(unittest.TestCase):
     def test_sentences_count_needed_heads_and_heads_of_their_own(self):
         for s in ["At H = 1 the head needed for the most relations is needed for 1.5 (1–2) of 4 "
                   "(over 2 seeds); heads needed for some relation: 1 of 1 (one per layer).",
-                  "Relations with a needed head of their own (needed for no other relation), "
-                  "of 4: 0.5 (0–1) at H = 1, 1.5 (1–2) at H = 2.",
+                  "Relations with a head of their own (a head that serves the relation and no "
+                  "other), of 4: 0.5 (0–1) at H = 1, 1.5 (1–2) at H = 2.",
                   "At H = 1, learned (minimal-pair accuracy >= 0.9 in every seed): none; near "
                   "chance (mean <= 0.6): foo.",
                   "At H = 2, learned (minimal-pair accuracy >= 0.9 in every seed): bracket, "

@@ -90,6 +90,7 @@ static void setup_fresh(Run *r)
                         "--head-size", o->heads, o->embd);
     Config cfg = {.V = r->corpus.tok.V};
     settings_config(o, &cfg);
+    cfg.gates = o->head_gates > 0;
     if (!cfg.D)
         cfg.D = cfg.C / cfg.H;
     if (config_validate(&cfg, err, sizeof err))

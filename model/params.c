@@ -4,10 +4,11 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "model/gates.h"
 #include "util/rng.h"
 
-static void add(ParamTable *t, ParamKind kind, int layer, const char *name, int rows, int cols,
-                InitRule init, int decay)
+static ParamSpec *add(ParamTable *t, ParamKind kind, int layer, const char *name, int rows,
+                      int cols, InitRule init, int decay)
 {
     ParamSpec *s = &t->spec[t->n++];
     s->kind = kind;
@@ -22,7 +23,9 @@ static void add(ParamTable *t, ParamKind kind, int layer, const char *name, int 
     s->count = (size_t)rows * cols;
     s->init = init;
     s->decay = decay;
+    s->lr_scale = 1.0f;
     t->total += s->count;
+    return s;
 }
 
 void params_table_init(ParamTable *t, const Config *c)
@@ -49,6 +52,10 @@ void params_table_init(ParamTable *t, const Config *c)
     }
     add(t, P_LNFW, -1, "lnf.w", 1, C, INIT_ONE, 0);
     add(t, P_LNFB, -1, "lnf.b", 1, C, INIT_ZERO, 0);
+    /* Last, so that a model without gates has the table (and the checkpoint bytes)
+     * it had before gates existed. */
+    if (c->gates)
+        add(t, P_GATES, -1, "gates.log_alpha", c->L, c->H, INIT_GATE, 0)->lr_scale = GATE_LR_SCALE;
 }
 
 static float **slot(Weights *w, const ParamSpec *s)
@@ -71,6 +78,7 @@ static float **slot(Weights *w, const ParamSpec *s)
     case P_FCPROJB: return &lw->fcprojb;
     case P_LNFW: return &w->lnfw;
     case P_LNFB: return &w->lnfb;
+    case P_GATES: return &w->log_alpha;
     }
     return NULL;
 }
@@ -95,6 +103,7 @@ void params_init(const ParamTable *t, float *base, uint64_t seed)
             case INIT_NORMAL_RESID: p[j] = (float)(resid_std * rng_normal(&rng)); break;
             case INIT_ONE: p[j] = 1.0f; break;
             case INIT_ZERO: p[j] = 0.0f; break;
+            case INIT_GATE: p[j] = GATE_LOG_ALPHA_INIT; break;
             }
         }
     }

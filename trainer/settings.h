@@ -152,12 +152,11 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
          .help = "zero each head's output with probability P",                                \
          .more = "(per sequence and layer; kept heads scaled by 1/(1-P); training only)")     \
     STEP(HEAD_GATES, head_gates, double, .flag = "head-gates", .type = SET_REAL,             \
-         .lo = LIMIT_HEAD_GATES_MIN, .hi = LIMIT_HEAD_GATES_MAX, .zero_off = 1,                \
-         .resume = RES_KEEP, REAL_SLOT(11), .in_log = 1, .say = "head gates",                  \
+         .lo = 0, .hi = LIMIT_HEAD_GATES_MAX, .resume = RES_KEEP, REAL_SLOT(11),               \
+         .in_log = 1, .say = "head gates",                                                     \
          .meta = "LAMBDA", .section = SEC_TRAINING,                                            \
          .help = "learn a hard-concrete gate per head, with LAMBDA x expected L0",            \
-         .more = "(open heads) added to the loss; 0 = no gates (docs/heads.md)",              \
-         .def_text = "0 (off)")                                                                \
+         .more = "(open heads) added to the loss; 0 = no gates (docs/heads.md)")              \
     STEP(SEED, seed, uint64_t, .flag = "seed", .short_flag = 's', .type = SET_SEED,            \
          .def = 1337, .resume = RES_KEEP, INT_SLOT(7), .in_log = 1, .say = "seed",             \
          .meta = "N", .section = SEC_TRAINING, .help = "seed for init, batches and dropout")  \

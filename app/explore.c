@@ -8,6 +8,7 @@
 
 #include "app/cli.h"
 #include "app/report.h"
+#include "model/gates.h"
 #include "util/errbuf.h"
 
 /* Where explore_page.html wants the data: `const DATA = {...};` replaces it. */
@@ -145,6 +146,12 @@ static void write_heads(FILE *f, const Explore *e)
         }
         fputs(",\"serves\":", f);
         report_serves_json(f, s);
+        if (e->log_alpha) {
+            float z = gate_eval(e->log_alpha[k], NULL);
+            fputs(",\"gate\":", f);
+            jnum(f, z);
+            fprintf(f, ",\"closed\":%s", z == 0.0f ? "true" : "false");
+        }
         fputc('}', f);
     }
     fputs("]", f);

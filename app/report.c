@@ -20,6 +20,7 @@
 
 #include "app/fileguard.h"
 #include "app/report_files.h"
+#include "model/gates.h"
 #include "util/errbuf.h"
 
 const ReportField report_fields[] = {
@@ -175,7 +176,7 @@ static int write_csv(const char *dir, const HeadsReport *r, char *err, size_t er
     fprintf(o.f, "layer,head,type,masked");
     for (size_t i = 0; i < report_nfields; i++)
         fprintf(o.f, ",%s", report_fields[i].name);
-    fprintf(o.f, ",delta_loss_pct,nearest,serves\n");
+    fprintf(o.f, ",delta_loss_pct,nearest,serves%s\n", r->log_alpha ? ",gate" : "");
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
         char near[32] = "", serves[HEADS_REL_COUNT * 32];
@@ -184,8 +185,11 @@ static int write_csv(const char *dir, const HeadsReport *r, char *err, size_t er
         fprintf(o.f, "%d,%d,%s,%d", k / H, k % H, heads_type_names[s->type], s->masked);
         for (size_t i = 0; i < report_nfields; i++)
             fprintf(o.f, ",%.6g", report_field(s, &report_fields[i]));
-        fprintf(o.f, ",%.6g,%s,%s\n", 100.0 * s->delta_loss / r->base_loss, near,
+        fprintf(o.f, ",%.6g,%s,%s", 100.0 * s->delta_loss / r->base_loss, near,
                 report_serves(serves, sizeof serves, s, "+"));
+        if (r->log_alpha)
+            fprintf(o.f, ",%.6g", (double)gate_eval(r->log_alpha[k], NULL));
+        fputc('\n', o.f);
     }
     return report_out_close(&o, err, errlen);
 }
@@ -232,6 +236,12 @@ static int write_heads_json(const char *dir, const HeadsReport *r, char *err, si
             fprintf(o.f, ",\"nearest\":null");
         fputs(",\"serves\":", o.f);
         report_serves_json(o.f, s);
+        if (r->log_alpha) {
+            float z = gate_eval(r->log_alpha[k], NULL);
+            fprintf(o.f, ",\"gate\":");
+            jnum(o.f, z);
+            fprintf(o.f, ",\"closed\":%s", z == 0.0f ? "true" : "false");
+        }
         fputc('}', o.f);
         fprintf(o.f, "%s\n", k + 1 < n ? "," : "");
     }

@@ -46,6 +46,9 @@ typedef struct {
     int rare_training;          /* the rare counts are the training text's (else the file's) */
     const char *rare_source;    /* which text was counted, and why, as one line */
     const char *probe_rule;     /* which bytes the probes were drawn from */
+    const float *log_alpha;     /* [L*H]: the head gates' log_alpha (model/gates.h), whose
+                                   evaluation gate each head's record carries; NULL in a
+                                   model without gates */
 } HeadsReport;
 
 /* The file that marks a directory as a report of ours, and its text. A report

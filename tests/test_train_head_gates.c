@@ -190,3 +190,71 @@ Test(train, evaluation_uses_the_deterministic_gates)
     cr_assert_str_eq(got, want, "infer --eval %s, train's final val loss %s", got, want);
     free(out);
 }
+
+/* Writes src's model to dst with every gate open (log_alpha 3: gate exactly 1)
+ * but head `closed` (log_alpha -10: gate 0), or none closed when it is -1. */
+static void set_gates(const char *src, const char *dst, int closed)
+{
+    Model m;
+    Tokenizer tok;
+    char err[2000];
+    long steps;
+    cr_assert_eq(ckpt_load(src, &m, &tok, &steps, NULL, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert(m.cfg.gates);
+    for (int i = 0; i < m.cfg.L * m.cfg.H; i++)
+        m.w.log_alpha[i] = i == closed ? -10.0f : 3.0f;
+    cr_assert_eq(ckpt_save(dst, &m, &tok, steps, NULL, err, sizeof err), 0, "%s", err);
+    model_free(&m);
+    tok_free(&tok);
+}
+
+/* ./infer applies the evaluation gates: a closed head scores as the same head
+ * silenced by --mask in a model whose gates are all 1; --heads marks it closed
+ * and counts the open heads, and the explorer's JSON carries each gate. */
+Test(train, infer_applies_the_gates_and_marks_closed_heads)
+{
+    Env e;
+    env_init(&e, "hg-infer");
+    train_ok(&e, e.out, e.log, "--head-gates 0.01 --threads 1");
+    char closed[400], open[400], json[400], page[400];
+    snprintf(closed, sizeof closed, "%s/closed.ckpt", e.dir);
+    snprintf(open, sizeof open, "%s/open.ckpt", e.dir);
+    snprintf(json, sizeof json, "%s/explore.json", e.dir);
+    snprintf(page, sizeof page, "%s/explore.html", e.dir);
+    set_gates(e.out, closed, 1);
+    set_gates(e.out, open, -1);
+    char *a, *b, *c;
+    cr_assert_eq(run(&a, "infer", "--ckpt %s --eval %s --threads 1", closed, e.data), 0);
+    cr_assert_eq(run(&b, "infer", "--ckpt %s --eval %s --mask 0.1 --threads 1", open, e.data), 0);
+    cr_assert_eq(run(&c, "infer", "--ckpt %s --eval %s --threads 1", open, e.data), 0);
+    cr_assert_str_eq(a, b, "a closed head and a silenced one score differently");
+    cr_assert_str_neq(a, c, "closing a head changed nothing");
+    free(a); free(b); free(c);
+    char rep[400], path[500];
+    snprintf(rep, sizeof rep, "%s/report", e.dir);
+    cr_assert_eq(run(&a, "infer", "--ckpt %s --heads %s --windows 4 --report %s --threads 1",
+                     closed, e.data, rep), 0, "%s", a);
+    const char *row = strstr(a, "\nL0H1 ");
+    cr_assert(row && find_in(row, strcspn(row + 1, "\n"), " closed "), "%s", a);
+    cr_assert(strstr(a, "head gates (evaluation, docs/heads.md): 7 of 8 open"), "%s", a);
+    free(a);
+    snprintf(path, sizeof path, "%s/heads.json", rep);
+    char *hj = tu_read_text(path);
+    const char *r1 = strstr(hj, "{\"layer\":0,\"head\":1,");
+    cr_assert(r1 && strstr(r1, "\"gate\":0,\"closed\":true}"), "%s", hj);
+    free(hj);
+    snprintf(path, sizeof path, "%s/heads.csv", rep);
+    char *csv = tu_read_text(path);
+    cr_assert(strstr(csv, ",serves,gate\n") && strstr(csv, ",0\n") && strstr(csv, ",1\n"), "%s",
+              csv);
+    free(csv);
+    cr_assert_eq(run(&a, "infer", "--ckpt %s --explore %s --explore-json %s --text-file %s "
+                     "--threads 1", closed, page, json, e.data), 0, "%s", a);
+    free(a);
+    char *j = tu_read_text(json);
+    const char *h1 = strstr(j, "\"id\":\"L0H1\""), *h0 = strstr(j, "\"id\":\"L0H0\"");
+    cr_assert(h1 && h0, "%s", j);
+    cr_assert(strstr(h1, "\"gate\":0,\"closed\":true"), "%s", h1);
+    cr_assert(strstr(h0, "\"gate\":1,\"closed\":false"), "%s", h0);
+    free(j);
+}

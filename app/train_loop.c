@@ -320,6 +320,13 @@ static void measure_heads(Run *r)
     if (heads_quick(r->loop.head_metrics, &r->tr.acts, r->loop.inputs, (int)r->o.batch, c->T, err, len))
         return;
     RunLoop *lp = &r->loop;
+    size_t n = (size_t)c->L * c->H;
+    double rows = (double)r->o.batch * (c->T - heads_skip(c->T));
+    memset(lp->heads_jsd, 0, n * n * sizeof(double));
+    if (heads_add_jsd(lp->heads_jsd, &r->tr.acts, (int)r->o.batch, c->T, err, len))
+        return;
+    for (size_t i = 0; i < n * n; i++)
+        lp->heads_jsd[i] /= rows;
     int with_planted = lp->heads_starts != NULL;
     if (with_planted)
         planted_keys_at(lp->planted_key, lp->planted_first, &lp->planted, lp->heads_starts,
@@ -361,6 +368,18 @@ static void log_heads(Run *r, long done)
      * built-in corpus its planted ones): the best head's attention on the
      * relation's key, and a uniform head's; null when the batch has no row of
      * that relation. */
+    /* Each layer's mean JSD over its pairs of heads (docs/heads.md): 0 when every
+     * head of the layer attends alike. */
+    run_log(r, "],\"jsd_within_layer\":[");
+    for (int l = 0; l < c->L; l++) {
+        double s = 0.0;
+        size_t n = (size_t)c->L * c->H;
+        for (int p = 0; p < c->H; p++)
+            for (int q = p + 1; q < c->H; q++)
+                s += r->loop.heads_jsd[((size_t)l * c->H + p) * n + (size_t)l * c->H + q];
+        double pairs = (double)c->H * (c->H - 1) / 2;
+        run_log(r, "%s%.6f", l ? "," : "", pairs > 0 ? s / pairs : 0.0);
+    }
     run_log(r, "],\"relations\":{");
     for (int q = 0; q < (r->loop.heads_starts ? HEADS_REL_COUNT : HEADS_REL_TEXT); q++) {
         snprintf(name, sizeof name, "\"L%dH%d\"", rel[q].best / c->H, rel[q].best % c->H);

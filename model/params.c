@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "model/gates.h"
 #include "util/rng.h"
@@ -105,6 +106,27 @@ void params_init(const ParamTable *t, float *base, uint64_t seed)
             case INIT_ZERO: p[j] = 0.0f; break;
             case INIT_GATE: p[j] = GATE_LOG_ALPHA_INIT; break;
             }
+        }
+    }
+}
+
+void params_same_heads(const ParamTable *t, float *base)
+{
+    const Config *c = &t->cfg;
+    int H = c->H, D = c->D, A = H * D, C = c->C;
+    Weights w;
+    params_view(t, base, &w);
+    for (int l = 0; l < c->L; l++) {
+        LayerWeights *lw = &w.layer[l];
+        for (int h = 1; h < H; h++) {
+            for (int part = 0; part < 3; part++) {     /* q, k, v */
+                size_t from = (size_t)part * A, to = from + (size_t)h * D;
+                memcpy(lw->qkvw + to * C, lw->qkvw + from * C, (size_t)D * C * sizeof(float));
+                memcpy(lw->qkvb + to, lw->qkvb + from, (size_t)D * sizeof(float));
+            }
+            for (int r = 0; r < C; r++)
+                memcpy(lw->projw + (size_t)r * A + (size_t)h * D, lw->projw + (size_t)r * A,
+                       (size_t)D * sizeof(float));
         }
     }
 }

@@ -77,5 +77,9 @@ void params_table_init(ParamTable *t, const Config *cfg);
 void params_view(const ParamTable *t, float *base, Weights *w);
 /* Fills base by the init rules, drawing normals in table order from (seed, RNG_STREAM_INIT). */
 void params_init(const ParamTable *t, float *base, uint64_t seed);
+/* Makes every head of each layer a copy of head 0 (./train --init-heads same): its
+ * rows of q, k and v in qkv.w and qkv.b, and its columns of proj.w. Called after
+ * params_init, so every other parameter keeps its draw. */
+void params_same_heads(const ParamTable *t, float *base);
 
 #endif

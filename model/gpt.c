@@ -217,8 +217,9 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         head_dropout_forward(heads, B, T, H, D, opt->head_dropout,
                              site_key(opt, l, SITE_HEAD));
         if (c->gates) {
-            float *gate = a->gate + (size_t)l * a->B * a->H, *dgate = a->dgate + (size_t)l * a->B * a->H;
-            gates_draw(gate, dgate, w->log_alpha + (size_t)l * H, B, H, opt->gate_noise,
+            size_t at = (size_t)l * a->B * a->H;
+            float *gate = a->gate + at;
+            gates_draw(gate, a->dgate + at, w->log_alpha + (size_t)l * H, B, H, opt->gate_noise,
                        site_key(opt, l, SITE_GATE));
             gates_forward(atty, heads, gate, B, T, H, D);
         }

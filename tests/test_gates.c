@@ -69,8 +69,9 @@ Test(gates, drawn_gate_is_zero_and_one_as_often_as_the_hard_concrete_says)
     }
     int same_key = 0, same_i = 0;
     for (int i = 0; i < 100; i++) {
-        same_key += gate_sample(0.0f, 1, (uint64_t)i, NULL) == gate_sample(0.0f, 2, (uint64_t)i, NULL);
-        same_i += gate_sample(0.0f, 1, (uint64_t)i, NULL) == gate_sample(0.0f, 1, (uint64_t)i + 100, NULL);
+        float z = gate_sample(0.0f, 1, (uint64_t)i, NULL);
+        same_key += z == gate_sample(0.0f, 2, (uint64_t)i, NULL);
+        same_i += z == gate_sample(0.0f, 1, (uint64_t)i + 100, NULL);
     }
     cr_assert(same_key < 50 && same_i < 50, "draws repeat: %d across keys, %d across indices",
               same_key, same_i);

@@ -275,7 +275,8 @@ Test(gpt, model_gradient_matches_finite_differences_v3000_16_heads)
  * log_alpha gets no gradient from that sequence) and with the evaluation gates
  * (log_alpha in +-0.3 keeps all inside the clamp); then with head dropout and
  * dropout beside them. */
-#define CFG_GATED(h, d) ((Config){.V = 11, .T = 8, .L = 2, .H = (h), .C = 16, .D = (d), .gates = 1})
+#define CFG_GATED(h, d) \
+    ((Config){.V = 11, .T = 8, .L = 2, .H = (h), .C = 16, .D = (d), .gates = 1})
 
 Test(gpt, gated_model_gradient_matches_finite_differences_1_head)
 {

@@ -54,7 +54,8 @@ Test(init_heads, same_copies_head_0_and_leaves_every_other_draw)
         cr_assert_eq(differing(&b, l), 0, "layer %d: heads differ after the copy", l);
         const LayerWeights *x = &a.w.layer[l], *y = &b.w.layer[l];
         for (int part = 0; part < 3; part++)   /* head 0's own draw, as it was */
-            cr_assert_eq(memcmp(x->qkvw + (size_t)part * A * cfg.C, y->qkvw + (size_t)part * A * cfg.C,
+            cr_assert_eq(memcmp(x->qkvw + (size_t)part * A * cfg.C,
+                                y->qkvw + (size_t)part * A * cfg.C,
                                 (size_t)cfg.D * cfg.C * sizeof(float)), 0);
         for (int r = 0; r < cfg.C; r++)
             cr_assert_eq(memcmp(x->projw + (size_t)r * A, y->projw + (size_t)r * A,

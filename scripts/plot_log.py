@@ -256,8 +256,8 @@ def jsd_plot(runs, labels):
                     tip="%s: mean over layers" % labels[k])
     if not ys:
         ax.message("no JSD within layers (train with --heads-every N)")
-    legend(svg, 652, 40, [(labels[k] + " (thin: each layer)", PALETTE[k % len(PALETTE)], "line")
-                          for k in range(len(runs))])
+    legend(svg, 652, 40, [(labels[k], PALETTE[k % len(PALETTE)], "line") for k in range(len(runs))],
+           title="thick: mean of the layers")
     return svg
 
 

@@ -56,7 +56,7 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
         .resume = RES_OWN, .meta = "FILE", .section = SEC_FILES,                               \
         .help = "text file to train on", .def_text = "built-in corpus")                       \
     RUN(CORPUS, corpus, const char *, .flag = "corpus", .type = SET_NAME, .def_str = "text",   \
-        NAMES("text", "induction"), .resume = RES_OWN, .meta = "NAME",               \
+        NAMES("text", "induction"), .resume = RES_OWN, .meta = "NAME",                         \
         .section = SEC_FILES,                                                                  \
         .help = "built-in corpus when no --data: text, or induction",                         \
         .more = "(repeated random strings, with its own recipe: docs/corpus.md)")             \
@@ -99,7 +99,7 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
         .hi = CONFIG_MAX_HEAD_SIZE, .zero_off = 1, ARCH(D), .meta = "D", .section = SEC_MODEL, \
         .help = "head size", .def_text = "embd / heads")                                      \
     RUN(INIT_HEADS, init_heads, const char *, .flag = "init-heads", .type = SET_NAME,          \
-        .def_str = "random", NAMES("random", "same"), .resume = RES_OWN,             \
+        .def_str = "random", NAMES("random", "same"), .resume = RES_OWN,                       \
         .in_log = 1, .meta = "HOW", .section = SEC_MODEL,                                      \
         .help = "same: each layer's heads start as copies of its head 0",                     \
         .more = "(q, k, v rows and projection columns; docs/heads.md)")                       \

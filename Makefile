@@ -105,7 +105,7 @@ bench-deps:
 	$(BENCH_VENV)/bin/pip install $(VENV_PIP_ARGS) $(BENCH_PINS)
 	$(BENCH_VENV)/bin/python scripts/bench_torch.py --info
 
-# scripts/headcount.py's TransformerLens bridge against ./infer on four shapes
+# scripts/headcount.py's TransformerLens bridge against ./infer on its shapes
 # (tests/tl_check.py, docs/transformer_lens.md). TL_PYTHON: a python with torch and
 # transformer_lens, by default that of the venv `make tl-deps` makes (pinned versions,
 # scripts/requirements-tl.txt, about 1.6 GB); without it the check says it skips.

@@ -102,6 +102,7 @@ static void setup_fresh(Run *r)
                         "--head-size", o->heads, o->embd);
     Config cfg = {.V = r->corpus.tok.V};
     settings_config(o, &cfg);
+    cfg.gates = o->head_gates > 0;
     if (!cfg.D)
         cfg.D = cfg.C / cfg.H;
     if (config_validate(&cfg, err, sizeof err))
@@ -109,6 +110,8 @@ static void setup_fresh(Run *r)
     check_memory(r, &cfg, 0);
     if (trainer_init(&r->tr, &cfg, o->seed, err, sizeof err))
         cli_fail("%s", err);
+    if (strcmp(o->init_heads, "same") == 0)
+        params_same_heads(&r->tr.model.table, r->tr.model.params);
     r->ts.best_step = -1;
 }
 
@@ -142,6 +145,9 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     if (!has_state)
         cli_fail("%s: has no training state (flags 0): it can be evaluated and sampled, not "
                  "resumed", o->resume);
+    if (given[OPT_INIT_HEADS])
+        cli_usage_error("--init-heads chooses a fresh run's initialisation; a resumed run "
+                        "continues from the parameters in %s", o->resume);
     train_options_resume(o, given, &r->tr.model.cfg, ts);
     resume_data(o, given, ts);
     o->allow_binary = o->allow_binary || ts->allow_binary;
@@ -440,7 +446,9 @@ static void alloc_buffers(Run *r)
         r->loop.head_metrics = malloc((size_t)r->tr.model.cfg.L * r->tr.model.cfg.H * HEADS_QUICK_COUNT *
                                  sizeof(float));
         r->loop.token_counts = malloc((size_t)r->tr.model.cfg.V * sizeof *r->loop.token_counts);
-        if (!r->loop.head_metrics || !r->loop.token_counts)
+        size_t n = (size_t)r->tr.model.cfg.L * r->tr.model.cfg.H;
+        r->loop.heads_jsd = malloc(n * n * sizeof(double));
+        if (!r->loop.head_metrics || !r->loop.token_counts || !r->loop.heads_jsd)
             cli_fail("out of memory for head metrics");
         heads_token_counts(r->loop.token_counts, r->corpus.ids, r->corpus.ntrain, r->tr.model.cfg.V);
         alloc_planted(r);
@@ -700,6 +708,7 @@ int main(int argc, char **argv)
     free(r->loop.mb_tg);
     free(r->loop.acc);
     free(r->loop.head_metrics);
+    free(r->loop.heads_jsd);
     free(r->loop.token_counts);
     planted_free(&r->loop.planted);
     free(r->loop.heads_starts);

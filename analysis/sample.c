@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "model/attention.h"
+#include "model/gates.h"
 #include "util/errbuf.h"
 #include "model/layers.h"
 #include "kernels/matmul.h"
@@ -139,7 +140,8 @@ const float *sampler_start(Sampler *s, const int *ids, int n)
 }
 
 /* Attention of the query in s->qkv over positions 0..t of layer l's cache
- * (position t already stored), into s->atty; silenced heads output zeros.
+ * (position t already stored), into s->atty, times the head's evaluation gate in a
+ * model with gates; silenced heads output zeros.
  * Heads are independent, one thread each; below ~64k multiply-adds a parallel
  * region costs more than it saves, so small ones run on the calling thread. */
 static void attend_cached(Sampler *s, int l, int t)
@@ -160,6 +162,11 @@ static void attend_cached(Sampler *s, int l, int t)
         matmul_nt(1, n, D, s->qkv + (size_t)h * D, 3 * A, k, 2 * A, sc, s->T, 0);
         attention_softmax_row(sc, n, scale);
         matmul_nn(1, D, n, sc, s->T, v, 2 * A, y, A, 0);
+        if (s->m->w.log_alpha) {
+            float z = gate_eval(s->m->w.log_alpha[l * H + h], NULL);
+            for (int d = 0; d < D; d++)
+                y[d] = z * y[d];
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 
 #include "app/cli.h"
 #include "app/report.h"
+#include "model/gates.h"
 #include "util/errbuf.h"
 #include "util/json.h"
 
@@ -127,6 +128,12 @@ static void write_heads(FILE *f, const Explore *e)
             jnum(f, *(const double *)((const char *)s + SCORES[q].offset));
         }
         report_head_relations_json(f, s);
+        if (e->log_alpha) {
+            float z = gate_eval(e->log_alpha[k], NULL);
+            fputs(",\"gate\":", f);
+            jnum(f, z);
+            fprintf(f, ",\"closed\":%s", z == 0.0f ? "true" : "false");
+        }
         fputc('}', f);
     }
     fputs("]", f);

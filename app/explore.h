@@ -48,6 +48,8 @@ typedef struct {
     const int *rel_key[HEADS_REL_COUNT];
     const unsigned char *rare_keys;   /* [T][T] */
     int builtin;
+    const float *log_alpha;       /* [L*H]: the head gates' log_alpha (model/gates.h), whose
+                                     evaluation gate each head carries; NULL without gates */
 } Explore;
 
 /* The page (explore_page.html), split at its data marker: prefix, then the

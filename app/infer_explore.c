@@ -267,7 +267,7 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     float *att = xcalloc((size_t)n * T * T, sizeof(float));
     Explore e = {.ckpt = o->ckpt, .source = source, .cfg = m->cfg, .T = T, .ids = in,
                  .tok = tok, .text_bytes = nbytes, .text_tokens = nt, .from_end = from_end,
-                 .att = att, .st = st, .loss = NAN};
+                 .att = att, .st = st, .loss = NAN, .log_alpha = m->w.log_alpha};
     RelationKeys rk;
     find_relation_keys(&rk, &e, o, all, nt, from_end ? nt - (size_t)T : 0);
     score_heads(st, jsd, att, &e.delim_share, m, &a, in, tok, &rk, T, o->seed, o->head_on);

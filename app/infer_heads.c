@@ -16,6 +16,7 @@
 #include "app/planted.h"
 #include "app/rare_counts.h"
 #include "app/report.h"
+#include "model/gates.h"
 
 /* Windows per run when --windows is not given (fewer if the file is short). */
 #define DEFAULT_WINDOWS 64
@@ -500,8 +501,9 @@ static void print_table(const HeadsInputs *in, const HeadsMeasures *ms, const He
     for (int q = 0; q < in->n; q++)
         if (ms->st[q].masked)
             idx[k++] = q;
+    const float *log_alpha = in->m->w.log_alpha;
     printf("head    type            entropy  conf  dist  prev  self first delim  ind   dup"
-           "   dloss  dloss%%   grad   near   serves\n");
+           "   dloss  dloss%%   grad   near  %s serves\n", log_alpha ? "  gate " : "");
     for (int r = 0; r < in->n; r++) {
         const HeadStats *h = &ms->st[idx[r]];
         char near[24] = "-";
@@ -509,10 +511,18 @@ static void print_table(const HeadsInputs *in, const HeadsMeasures *ms, const He
             snprintf(near, sizeof near, "L%dH%d", h->nearest / in->H, h->nearest % in->H);
         char id[24], serves[HEADS_REL_COUNT * 32], attends[HEADS_REL_COUNT * 32];
         snprintf(id, sizeof id, "L%dH%d", idx[r] / in->H, idx[r] % in->H);
+        char gate[16] = "";
+        if (log_alpha) {
+            float z = gate_eval(log_alpha[idx[r]], NULL);
+            if (z == 0.0f)
+                snprintf(gate, sizeof gate, " closed");
+            else
+                snprintf(gate, sizeof gate, " %6.3f", (double)z);
+        }
         printf("%-7s %-15s %6.3f %5.2f %5.1f %5.2f %5.2f %5.2f %5.2f %5.2f %5.2f"
-               " %7.4f %6.2f%% %7.4f  %-6s %s\n", id, heads_type_names[h->type], h->entropy, h->confidence, h->distance, h->prev,
+               " %7.4f %6.2f%% %7.4f  %-6s%s %s\n", id, heads_type_names[h->type], h->entropy, h->confidence, h->distance, h->prev,
                h->self, h->first, h->delim, h->induction, h->duplicate, h->delta_loss,
-               100.0 * h->delta_loss / ms->base_loss, h->grad, near,
+               100.0 * h->delta_loss / ms->base_loss, h->grad, near, gate,
                *report_serves(serves, sizeof serves, h, "+") ? serves : "-");
         if (*report_rels(attends, sizeof attends, h, "+", attends_only))
             printf("%*s(attends, not needed: %s)\n", 8, "", attends);
@@ -529,6 +539,9 @@ static void print_table(const HeadsInputs *in, const HeadsMeasures *ms, const He
            "attends to above the bar and is needed for\n");
     printf("base loss %.4f over %d windows x %d tokens; %d heads, %d active\n", ms->base_loss,
            in->nwin, in->T, in->n, s->active);
+    if (log_alpha)
+        printf("head gates (evaluation, docs/heads.md): %d of %d open\n",
+               gates_open(log_alpha, (size_t)in->n), in->n);
     printf("types:");
     const char *sep = " ";
     for (int t = 0; t < HEAD_TYPES; t++)
@@ -669,6 +682,7 @@ static HeadsReport fill_report(const InferOptions *o, const HeadsInputs *in,
         .needed = out->needed, .causal_windows = in->causal_windows,
         .mean_ablate = in->head_mean != NULL,
         .pairs_skipped = in->planted.pairs_skipped,
+        .log_alpha = in->m->w.log_alpha,
     };
 }
 

@@ -20,6 +20,7 @@
 
 #include "app/fileguard.h"
 #include "app/report_files.h"
+#include "model/gates.h"
 #include "util/errbuf.h"
 #include "util/json.h"
 
@@ -203,7 +204,7 @@ static int write_csv(const char *dir, const HeadsReport *r, char *err, size_t er
     fprintf(o.f, ",delta_loss_pct,nearest,attends,needed,serves");
     for (int q = 0; q < HEADS_REL_COUNT; q++)
         fprintf(o.f, ",cost_%s", heads_rel_names[q]);
-    fputc('\n', o.f);
+    fprintf(o.f, "%s\n", r->log_alpha ? ",gate" : "");
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
         char near[32] = "", attends[HEADS_REL_COUNT * 32], needed[HEADS_REL_COUNT * 32];
@@ -223,6 +224,8 @@ static int write_csv(const char *dir, const HeadsReport *r, char *err, size_t er
                 fprintf(o.f, ",%.6g", s->cost[q]);
             else
                 fputc(',', o.f);
+        if (r->log_alpha)
+            fprintf(o.f, ",%.6g", (double)gate_eval(r->log_alpha[k], NULL));
         fputc('\n', o.f);
     }
     return report_out_close(&o, err, errlen);
@@ -269,6 +272,12 @@ static int write_heads_json(const char *dir, const HeadsReport *r, char *err, si
         else
             fprintf(o.f, ",\"nearest\":null");
         report_head_relations_json(o.f, s);
+        if (r->log_alpha) {
+            float z = gate_eval(r->log_alpha[k], NULL);
+            fprintf(o.f, ",\"gate\":");
+            jnum(o.f, z);
+            fprintf(o.f, ",\"closed\":%s", z == 0.0f ? "true" : "false");
+        }
         fputc('}', o.f);
         fprintf(o.f, "%s\n", k + 1 < n ? "," : "");
     }

@@ -56,6 +56,9 @@ typedef struct {
     int causal_windows;
     int mean_ablate;                    /* silenced heads output their mean, not zero */
     size_t pairs_skipped;
+    const float *log_alpha;     /* [L*H]: the head gates' log_alpha (model/gates.h), whose
+                                   evaluation gate each head's record carries; NULL in a
+                                   model without gates */
 } HeadsReport;
 
 /* The file that marks a directory as a report of ours, and its text. A report

@@ -20,6 +20,7 @@
 #include "analysis/heads.h"
 #include "data/batch.h"
 #include "model/evaluate.h"
+#include "model/gates.h"
 #include "trainer/limits.h"
 #include "util/json.h"
 #include "util/rng.h"
@@ -274,13 +275,21 @@ static void evaluate_now(Run *r, long done)
     double va = r->corpus.nval ? run_estimate(r, r->corpus.ids + r->corpus.ntrain, r->corpus.nval,
                                               &bpb)
                                : NAN;
-    fprintf(stderr, "eval step %ld: train loss %.4f | val loss %.4f | val bpb %.4f (%ld batches "
-            "each)\n", done, tr, va, bpb, r->o.eval_iters);
+    const Config *c = &r->tr.model.cfg;
+    char said[64] = "", logged[64] = "";
+    if (c->gates) {
+        int open = gates_open(r->tr.model.w.log_alpha, (size_t)c->L * c->H);
+        snprintf(said, sizeof said, " | open heads %d of %d", open, c->L * c->H);
+        snprintf(logged, sizeof logged, ",\"open_heads\":%d", open);
+    }
+    fprintf(stderr, "eval step %ld: train loss %.4f | val loss %.4f | val bpb %.4f%s (%ld batches "
+            "each)\n", done, tr, va, bpb, said, r->o.eval_iters);
     if (isfinite(va))
         run_log(r, "{\"type\":\"eval\",\"step\":%ld,\"train_loss\":%.6f,\"val_loss\":%.6f,"
-                   "\"val_bpb\":%.6f}\n", done, tr, va, bpb);
+                   "\"val_bpb\":%.6f%s}\n", done, tr, va, bpb, logged);
     else
-        run_log(r, "{\"type\":\"eval\",\"step\":%ld,\"train_loss\":%.6f}\n", done, tr);
+        run_log(r, "{\"type\":\"eval\",\"step\":%ld,\"train_loss\":%.6f%s}\n", done, tr,
+                logged);
     if (isfinite(va) && (r->ts.best_step < 0 || va < r->ts.best_val)) {
         r->ts.best_val = va;
         r->ts.best_step = done;
@@ -318,6 +327,13 @@ static void measure_heads(Run *r)
     if (heads_quick(r->loop.head_metrics, &r->tr.acts, r->loop.inputs, (int)r->o.batch, c->T, err, len))
         return;
     RunLoop *lp = &r->loop;
+    size_t n = (size_t)c->L * c->H;
+    double rows = (double)r->o.batch * (c->T - heads_skip(c->T));
+    memset(lp->heads_jsd, 0, n * n * sizeof(double));
+    if (heads_add_jsd(lp->heads_jsd, &r->tr.acts, (int)r->o.batch, c->T, err, len))
+        return;
+    for (size_t i = 0; i < n * n; i++)
+        lp->heads_jsd[i] /= rows;
     int with_planted = lp->heads_starts != NULL;
     if (with_planted)
         planted_keys_at(lp->planted_key, lp->planted_first, &lp->planted, lp->heads_starts,
@@ -362,6 +378,18 @@ static void log_heads(Run *r, long done)
                 run_log(r, ",\"%s\":%.5f", heads_quick_names[k], m[k]);
             run_log(r, "}");
         }
+    /* Each layer's mean JSD over its pairs of heads (docs/heads.md): 0 when every
+     * head of the layer attends alike. */
+    run_log(r, "],\"jsd_within_layer\":[");
+    for (int l = 0; l < c->L; l++) {
+        double s = 0.0;
+        size_t n = (size_t)c->L * c->H;
+        for (int p = 0; p < c->H; p++)
+            for (int q = p + 1; q < c->H; q++)
+                s += r->loop.heads_jsd[((size_t)l * c->H + p) * n + (size_t)l * c->H + q];
+        double pairs = (double)c->H * (c->H - 1) / 2;
+        run_log(r, "%s%.6f", l ? "," : "", pairs > 0 ? s / pairs : 0.0);
+    }
     /* The relations of this batch (previous-token, bracket, copy, rare, and on the
      * built-in corpus its planted ones): the best head's attention on the
      * relation's key, and a uniform head's; null when the batch has no row of
@@ -491,9 +519,12 @@ void run_train_loop(Run *r, long start)
         if (step > start)
             avg = step == start + 1 ? dt : 0.9 * avg + 0.1 * dt;
         double tokens = (double)B * T * (double)r->loop.micro;
-        run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6e,"
-                   "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, lr, norm,
-                   dt * 1e3, tokens / dt);
+        char gates[64] = "";
+        if (r->tr.model.cfg.gates)
+            snprintf(gates, sizeof gates, ",\"gate_penalty\":%.6f", s.gate_penalty);
+        run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f%s,\"lr\":%.6e,"
+                   "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, gates, lr,
+                   norm, dt * 1e3, tokens / dt);
         if (heads_due)
             log_heads(r, done);
         if (done == start + 1 || done == o->steps || t1 - last_print >= 1.0) {

@@ -16,9 +16,6 @@ enum { NSET = SETTING_COUNT };
 static const char *const SECTIONS[SEC_COUNT] = {
     [SEC_FILES] = "data and output", [SEC_MODEL] = "model", [SEC_TRAINING] = "training",
     [SEC_PROGRAM] = "program"};
-/* The names --corpus accepts. */
-static const char *const CORPORA[] = {"text", "induction"};
-
 /* The option id of row i. */
 static int opt_id(int i)
 {
@@ -212,9 +209,12 @@ void train_options_record(const Options *o, char *buf, size_t len)
         const Setting *s = &settings_table[i];
         if (!s->in_log)
             continue;
-        char v[64];
+        char v[64], quoted[160];
         format_value(o, s, v, sizeof v);
-        k += (size_t)snprintf(buf + k, len - k, "%s\"%s\":%s", k ? "," : "", s->key, v);
+        if (s->type == SET_NAME)
+            train_json_string(quoted, sizeof quoted, v);
+        k += (size_t)snprintf(buf + k, len - k, "%s\"%s\":%s", k ? "," : "", s->key,
+                              s->type == SET_NAME ? quoted : v);
     }
 }
 
@@ -276,13 +276,18 @@ static void parse_value(Options *o, const Setting *s, const char *arg)
             cli_usage_error("--%s '': the path is empty; give a file name", s->flag);
         *(const char **)v = arg;
         break;
-    case SET_NAME:
-        for (size_t k = 0; k < sizeof CORPORA / sizeof CORPORA[0]; k++)
-            if (strcmp(arg, CORPORA[k]) == 0) {
-                *(const char **)v = CORPORA[k];
+    case SET_NAME: {
+        char list[200] = "";
+        for (size_t k = 0, n = 0; s->names[k]; k++) {
+            if (strcmp(arg, s->names[k]) == 0) {
+                *(const char **)v = s->names[k];
                 return;
             }
-        cli_usage_error("--%s '%s': expected text or induction", s->flag, arg);
+            n += (size_t)snprintf(list + n, n < sizeof list ? sizeof list - n : 0, "%s%s",
+                                  k ? " or " : "", s->names[k]);
+        }
+        cli_usage_error("--%s '%s': expected %s", s->flag, arg, list);
+    }
     case SET_SWITCH: *(int *)v = 1; break;
     }
 }

@@ -50,6 +50,7 @@ typedef struct {
     float *acc;             /* [P] the step's summed gradient when micro > 1 */
     int *mb_in, *mb_tg;     /* [B*T] batches of other ranks' micro-batches, drawn and dropped */
     float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
+    double *heads_jsd;      /* [L*H][L*H] for --heads-every: mean JSD of each pair of heads */
     uint64_t *token_counts; /* [V]: each token's count in the train split, for --heads-every */
     HeadsRelation heads_rel[HEADS_REL_COUNT]; /* --heads-every: the step's relations */
     PairScore heads_pairs[PAIRS_SETS];        /* and their minimal pairs (planted relations) */

@@ -5,7 +5,8 @@
  * T block size, L layers, H heads, C channels (residual width), D head size
  * (attention width is H*D, which need not equal C). The limits keep every size
  * computation far from overflow, so a checkpoint header that passes
- * config_validate can be trusted for sizes. */
+ * config_validate can be trusted for sizes. gates says whether the model has
+ * learned head gates (model/gates.h): one more parameter per layer and head. */
 #ifndef HEADCOUNT_CONFIG_H
 #define HEADCOUNT_CONFIG_H
 
@@ -22,6 +23,7 @@
 
 typedef struct {
     int V, T, L, H, C, D;
+    int gates;  /* 0 or 1: the model has a log_alpha per layer and head */
 } Config;
 
 /* 0 if every dimension is in range and the parameter count fits; else -1 with a message. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model/attention.h"
+#include "model/gates.h"
 #include "util/bigbuf.h"
 #include "util/errbuf.h"
 #include "model/layers.h"
@@ -63,13 +64,13 @@ typedef struct {
     size_t n;
 } ActsPart;
 
-#define ACTS_MAX_PARTS 31 /* the entries of acts_parts' list */
+#define ACTS_MAX_PARTS 34 /* the entries of acts_parts' list */
 
 static size_t acts_parts(ActsPart parts[ACTS_MAX_PARTS], Activations *a, const Config *cfg, int B, int T,
                          int with_dropout)
 {
     size_t N = (size_t)B * T, C = cfg->C, A = (size_t)cfg->H * cfg->D, V = cfg->V;
-    size_t L = cfg->L, H = cfg->H, TT = (size_t)B * H * T * T;
+    size_t L = cfg->L, H = cfg->H, TT = (size_t)B * H * T * T, G = cfg->gates ? 1 : 0;
     ActsPart list[] = {
         {&a->encoded, N * C},
         {&a->ln1, L * N * C}, {&a->ln1_mean, L * N}, {&a->ln1_rstd, L * N},
@@ -84,6 +85,7 @@ static size_t acts_parts(ActsPart parts[ACTS_MAX_PARTS], Activations *a, const C
         {&a->dres, N * C}, {&a->dbranch, N * C}, {&a->dln, N * 4 * C},
         {&a->dqkv, N * 3 * A}, {&a->datty, N * A}, {&a->datt, TT},
         {&a->dfch, N * 4 * C}, {&a->dlogits, N * V},
+        {&a->atty_open, G * L * N * A}, {&a->gate, G * L * B * H}, {&a->dgate, G * L * B * H},
     };
     size_t n = sizeof list / sizeof list[0];
     assert(n <= ACTS_MAX_PARTS);
@@ -146,7 +148,7 @@ void acts_free(Activations *a)
 
 /* The dropout sites of a layer: each draws its masks from its own key, so adding a
  * site leaves the others' masks as they were. */
-enum { SITE_ATT = 0, SITE_ATTN_RESID = 1, SITE_MLP_RESID = 2, SITE_HEAD = 3 };
+enum { SITE_ATT = 0, SITE_ATTN_RESID = 1, SITE_MLP_RESID = 2, SITE_HEAD = 3, SITE_GATE = 4 };
 
 static uint64_t site_key(const PassOptions *opt, int l, int site)
 {
@@ -212,6 +214,8 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         float *ln1 = a->ln1 + l * NC, *qkv = a->qkv + l * a->N * 3 * a->A;
         float *atty = a->atty + l * a->N * a->A, *att = a->att + l * TT;
         float *attd = a->attd ? a->attd + l * TT : NULL;
+        /* with gates the heads write atty_open, and the gate copies it into atty */
+        float *heads = c->gates ? a->atty_open + l * a->N * a->A : atty;
         float *attproj = a->attproj + l * NC, *res2 = a->res2 + l * NC;
         float *ln2 = a->ln2 + l * NC, *fch_dgelu = a->fch_dgelu + l * NC * 4;
         float *fch_gelu = a->fch_gelu + l * NC * 4, *fcproj = a->fcproj + l * NC;
@@ -220,10 +224,17 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         layernorm_forward(ln1, a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, res,
                           lw->ln1w, lw->ln1b, N, C);
         matmul_forward(qkv, ln1, lw->qkvw, lw->qkvb, N, C, 3 * A);
-        attention_forward(atty, att, attd, qkv, B, T, H, D, p, site_key(opt, l, SITE_ATT));
-        silence_heads(atty, opt, l, (size_t)N, H, D, 1);
-        head_dropout_forward(atty, B, T, H, D, opt->head_dropout,
+        attention_forward(heads, att, attd, qkv, B, T, H, D, p, site_key(opt, l, SITE_ATT));
+        silence_heads(heads, opt, l, (size_t)N, H, D, 1);
+        head_dropout_forward(heads, B, T, H, D, opt->head_dropout,
                              site_key(opt, l, SITE_HEAD));
+        if (c->gates) {
+            size_t at = (size_t)l * a->B * a->H;
+            float *gate = a->gate + at;
+            gates_draw(gate, a->dgate + at, w->log_alpha + (size_t)l * H, B, H, opt->gate_noise,
+                       site_key(opt, l, SITE_GATE));
+            gates_forward(atty, heads, gate, B, T, H, D);
+        }
         matmul_forward(attproj, atty, lw->projw, lw->projb, N, A, C);
         if (p > 0.0f) {
             dropout_forward(res2, attproj, (size_t)N * C, p, site_key(opt, l, SITE_ATTN_RESID));
@@ -295,8 +306,9 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
         layernorm_backward(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
                            a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C);
 
-        /* res2 = res + dropout(proj(m * attn(qkv(ln1(res))))), m the head-dropout mask
-         * (atty holds m * attn, proj's input); dattn = m * datty */
+        /* res2 = res + dropout(proj(z * m * attn(qkv(ln1(res))))), m the head-dropout
+         * mask and z the gate (1 without gates); atty holds proj's input, atty_open
+         * m * attn; dattn = m * z * datty */
         branch = a->dres;
         if (p > 0.0f) {
             memset(a->dbranch, 0, nc * sizeof(float));
@@ -307,6 +319,10 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
         silence_heads(a->datty, opt, l, (size_t)N, H, D, 0);
         if (opt->head_grad)
             gate_gradient(opt->head_grad + (size_t)l * H, a->datty, atty, (size_t)N, H, D);
+        if (c->gates)
+            gates_backward(a->datty, g->log_alpha + (size_t)l * H, a->atty_open + l * a->N * a->A,
+                           a->gate + (size_t)l * a->B * a->H, a->dgate + (size_t)l * a->B * a->H,
+                           B, T, H, D);
         head_dropout_backward(a->datty, B, T, H, D, opt->head_dropout,
                               site_key(opt, l, SITE_HEAD));
         attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);

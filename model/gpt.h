@@ -5,7 +5,9 @@
  * then logits = lnf(x) wte^T (tied output weights) and a mean cross-entropy.
  * Dropout (optional) hits the attention weights and both residual branches;
  * head dropout (optional, training) zeroes whole heads' outputs per sequence.
- * A head mask can silence heads (their outputs are zeroed) for ablations. */
+ * A head mask can silence heads (their outputs are zeroed) for ablations.
+ * A model with head gates (Config.gates, model/gates.h) multiplies each head's
+ * output by its gate, after the mask and head dropout, before the projection. */
 #ifndef HEADCOUNT_GPT_H
 #define HEADCOUNT_GPT_H
 
@@ -51,7 +53,12 @@ typedef struct {
     float *encoded;                  /* (N, C): wte[token] + wpe[t], the residual stream's start */
     float *ln1, *ln1_mean, *ln1_rstd; /* (L, N, C), (L, N), (L, N): ln1's output, mean, 1/std */
     float *qkv;                      /* (L, N, 3A): q, k, v of every head */
-    float *atty;                     /* (L, N, A): the heads' outputs, concatenated */
+    float *atty;                     /* (L, N, A): the heads' outputs, concatenated (gated,
+                                        with head gates): the projection's input */
+    float *atty_open;                /* (L, N, A): with head gates, the outputs before the
+                                        gate; else NULL */
+    float *gate, *dgate;             /* (L, B, H), (L, B, H): with head gates, each head's
+                                        gate and dgate/dlog_alpha; else NULL */
     float *att, *attd;               /* (L, B, H, T, T): softmaxed weights; after dropout */
     float *attproj;                  /* (L, N, C): proj(atty) */
     float *res2;                     /* (L, N, C): residual after the attention branch */
@@ -86,11 +93,14 @@ size_t acts_floats(const Config *cfg, int B, int T, int with_dropout);
  * multiplying each head's output (Michel et al. 2019's head importance, before
  * the absolute value): sum over positions of dy_h . y_h. With head_mean[L*H][D]
  * a silenced head's output is that vector at every position (mean ablation)
- * instead of zero. */
+ * instead of zero. In a model with head gates, gate_noise = 1 draws each
+ * (sequence, layer, head)'s gate from the key (training); 0 uses the
+ * deterministic evaluation gate. */
 typedef struct {
     float dropout;
     uint64_t dropout_key;
     float head_dropout;
+    int gate_noise;
     const unsigned char *head_on;
     double *head_grad;
     const float *head_mean;

@@ -3,11 +3,13 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "model/gates.h"
 #include "util/rng.h"
 
-static void add(ParamTable *t, ParamKind kind, int layer, const char *name, int rows, int cols,
-                InitRule init, int decay)
+static ParamSpec *add(ParamTable *t, ParamKind kind, int layer, const char *name, int rows,
+                      int cols, InitRule init, int decay)
 {
     ParamSpec *s = &t->spec[t->n++];
     s->kind = kind;
@@ -22,7 +24,9 @@ static void add(ParamTable *t, ParamKind kind, int layer, const char *name, int 
     s->count = (size_t)rows * cols;
     s->init = init;
     s->decay = decay;
+    s->lr_scale = 1.0f;
     t->total += s->count;
+    return s;
 }
 
 void params_table_init(ParamTable *t, const Config *c)
@@ -49,6 +53,10 @@ void params_table_init(ParamTable *t, const Config *c)
     }
     add(t, P_LNFW, -1, "lnf.w", 1, C, INIT_ONE, 0);
     add(t, P_LNFB, -1, "lnf.b", 1, C, INIT_ZERO, 0);
+    /* Last, so that a model without gates has the table (and the checkpoint bytes)
+     * it had before gates existed. */
+    if (c->gates)
+        add(t, P_GATES, -1, "gates.log_alpha", c->L, c->H, INIT_GATE, 0)->lr_scale = GATE_LR_SCALE;
 }
 
 static float **slot(Weights *w, const ParamSpec *s)
@@ -71,6 +79,7 @@ static float **slot(Weights *w, const ParamSpec *s)
     case P_FCPROJB: return &lw->fcprojb;
     case P_LNFW: return &w->lnfw;
     case P_LNFB: return &w->lnfb;
+    case P_GATES: return &w->log_alpha;
     }
     return NULL;
 }
@@ -95,7 +104,29 @@ void params_init(const ParamTable *t, float *base, uint64_t seed)
             case INIT_NORMAL_RESID: p[j] = (float)(resid_std * rng_normal(&rng)); break;
             case INIT_ONE: p[j] = 1.0f; break;
             case INIT_ZERO: p[j] = 0.0f; break;
+            case INIT_GATE: p[j] = GATE_LOG_ALPHA_INIT; break;
             }
+        }
+    }
+}
+
+void params_same_heads(const ParamTable *t, float *base)
+{
+    const Config *c = &t->cfg;
+    int H = c->H, D = c->D, A = H * D, C = c->C;
+    Weights w;
+    params_view(t, base, &w);
+    for (int l = 0; l < c->L; l++) {
+        LayerWeights *lw = &w.layer[l];
+        for (int h = 1; h < H; h++) {
+            for (int part = 0; part < 3; part++) {     /* q, k, v */
+                size_t from = (size_t)part * A, to = from + (size_t)h * D;
+                memcpy(lw->qkvw + to * C, lw->qkvw + from * C, (size_t)D * C * sizeof(float));
+                memcpy(lw->qkvb + to, lw->qkvb + from, (size_t)D * sizeof(float));
+            }
+            for (int r = 0; r < C; r++)
+                memcpy(lw->projw + (size_t)r * A + (size_t)h * D, lw->projw + (size_t)r * A,
+                       (size_t)D * sizeof(float));
         }
     }
 }

@@ -17,14 +17,16 @@ typedef enum {
     P_WTE, P_WPE,
     P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_PROJW, P_PROJB,
     P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPROJW, P_FCPROJB,
-    P_LNFW, P_LNFB
+    P_LNFW, P_LNFB,
+    P_GATES
 } ParamKind;
 
 typedef enum {
     INIT_NORMAL,       /* N(0, 0.02) */
     INIT_NORMAL_RESID, /* N(0, 0.02 / sqrt(2L)): the two residual projections */
     INIT_ONE,          /* LayerNorm weights */
-    INIT_ZERO          /* biases */
+    INIT_ZERO,         /* biases */
+    INIT_GATE          /* head gates' log_alpha: GATE_LOG_ALPHA_INIT (model/gates.h) */
 } InitRule;
 
 typedef struct {
@@ -36,9 +38,10 @@ typedef struct {
     size_t count;       /* rows * cols */
     InitRule init;
     int decay;          /* 1: AdamW weight decay applies (matrices and embeddings) */
+    float lr_scale;     /* AdamW steps this tensor at lr_scale x the learning rate */
 } ParamSpec;
 
-#define PARAMS_MAX_TENSORS (4 + 12 * CONFIG_MAX_LAYERS)
+#define PARAMS_MAX_TENSORS (5 + 12 * CONFIG_MAX_LAYERS)
 
 typedef struct {
     Config cfg;
@@ -65,6 +68,8 @@ typedef struct {
     float *wpe;                /* (T, C): position embedding */
     LayerWeights layer[CONFIG_MAX_LAYERS];
     float *lnfw, *lnfb;        /* (C), (C): final LayerNorm */
+    float *log_alpha;          /* (L, H): the head gates' log_alpha (model/gates.h); NULL
+                                  in a model without gates (Config.gates = 0) */
 } Weights;
 
 /* cfg must be validated (config_validate) first. */
@@ -72,5 +77,9 @@ void params_table_init(ParamTable *t, const Config *cfg);
 void params_view(const ParamTable *t, float *base, Weights *w);
 /* Fills base by the init rules, drawing normals in table order from (seed, RNG_STREAM_INIT). */
 void params_init(const ParamTable *t, float *base, uint64_t seed);
+/* Makes every head of each layer a copy of head 0 (./train --init-heads same): its
+ * rows of q, k and v in qkv.w and qkv.b, and its columns of proj.w. Called after
+ * params_init, so every other parameter keeps its draw. */
+void params_same_heads(const ParamTable *t, float *base);
 
 #endif

@@ -26,6 +26,7 @@ HEADER_BYTES = 4 * HEADER_INTS
 ALPHABET_BYTES = 256
 HDR_MERGES = 10                         # header int holding the merge count
 FLAG_TRAIN_STATE = 1
+FLAG_GATES = 2                          # the model has head gates: log_alpha[L][H] last
 STATE_MARKER = b"HCSTATE1"
 STATE_INTS = STATE_DOUBLES = 32
 PATH_BYTES = 512                        # the training state's data path (CKPT_PATH_MAX)
@@ -66,6 +67,7 @@ STORED_SETTINGS = (
     ("clip", "real", 3, 0.0, 1e6),
     ("dropout", "real", 4, 0.0, 0.95),
     ("head_dropout", "real", 10, 0.0, 0.95),
+    ("head_gates", "real", 11, 0.0, 100.0),
     ("val_frac", "real", 5, 0.0, 0.9),
     ("eval_every", "int", 4, 0, 100000000),
     ("eval_iters", "int", 5, 1, 100000),
@@ -90,7 +92,8 @@ class Checkpoint:
 
 
 def parameter_table(d: dict) -> list:
-    """model/params.c's table: (name, rows, cols) in file order, for dims d."""
+    """model/params.c's table: (name, rows, cols) in file order, for dims d (with
+    d["gates"], the head gates' log_alpha last)."""
     V, T, L, C, A = d["V"], d["T"], d["L"], d["C"], d["H"] * d["D"]
     out = [("wte", V, C), ("wpe", T, C)]
     for l in range(L):
@@ -99,13 +102,15 @@ def parameter_table(d: dict) -> list:
                 (p + "qkv.b", 1, 3 * A), (p + "proj.w", C, A), (p + "proj.b", 1, C),
                 (p + "ln2.w", 1, C), (p + "ln2.b", 1, C), (p + "fc.w", 4 * C, C),
                 (p + "fc.b", 1, 4 * C), (p + "fcproj.w", C, 4 * C), (p + "fcproj.b", 1, C)]
-    return out + [("lnf.w", 1, C), ("lnf.b", 1, C)]
+    out += [("lnf.w", 1, C), ("lnf.b", 1, C)]
+    return out + [("gates.log_alpha", L, d["H"])] if d.get("gates") else out
 
 
 def parameter_count(d: dict) -> int:
     """P (docs/checkpoint.md), from dimensions within their limits."""
     V, T, L, C, A = d["V"], d["T"], d["L"], d["C"], d["H"] * d["D"]
-    return V * C + T * C + L * (8 * C * C + 4 * A * C + 3 * A + 10 * C) + 2 * C
+    gates = L * d["H"] if d.get("gates") else 0
+    return V * C + T * C + L * (8 * C * C + 4 * A * C + 3 * A + 10 * C) + 2 * C + gates
 
 
 def fnv1a64(data: bytes, h: int = 0xcbf29ce484222325) -> int:
@@ -144,7 +149,7 @@ def _check_header(h, path):
     if h[1] not in (VERSION, VERSION_MERGES):
         raise CheckpointError("%s: checkpoint version %d, this build reads versions %d and %d"
                               % (path, h[1], VERSION, VERSION_MERGES))
-    if h[7] & ~FLAG_TRAIN_STATE:
+    if h[7] & ~(FLAG_TRAIN_STATE | FLAG_GATES):
         raise CheckpointError("%s: unknown flags 0x%x in the header" % (path, h[7] & 0xFFFFFFFF))
     if h[8] < 0:
         raise CheckpointError("%s: negative step count %d in the header" % (path, h[8]))
@@ -152,7 +157,7 @@ def _check_header(h, path):
         if h[i] != 0:
             raise CheckpointError("%s: header field %d is %d, expected 0 (reserved)"
                                   % (path, i, h[i]))
-    d = dict(V=h[2], T=h[3], L=h[4], H=h[5], C=h[6], D=h[9])
+    d = dict(V=h[2], T=h[3], L=h[4], H=h[5], C=h[6], D=h[9], gates=bool(h[7] & FLAG_GATES))
     why = _check_dims(d)
     if why:
         raise CheckpointError("%s: bad dimensions in the header: %s" % (path, why))
@@ -280,6 +285,11 @@ def _read_state(f, P, table, path, h, hashed):
     why = _check_settings(iv, dv)
     if why:
         raise CheckpointError("%s: training state holds impossible settings: %s" % (path, why))
+    gated = dv[11] > 0
+    if gated != bool(h[7] & FLAG_GATES):
+        raise CheckpointError("%s: training state says head gates %s, but the header says the "
+                              "model has %s" % (path, _g(dv[11]), "gates" if h[7] & FLAG_GATES
+                                                else "none"))
     computed, bad = _read_moments(f, P, hashed, path)
     (stored,) = struct.unpack("<Q", _read_exactly(f, 8, path, "the checksum"))
     if stored != computed:

@@ -95,20 +95,23 @@ seed() { # name data flags...
     OMP_NUM_THREADS=1 "$OUT/gcc/train" --data "$data" --steps 2 --batch 2 --eval-iters 1 \
         --out "$SEEDS/$name.ckpt" "$@" 2>"$OUT/seed.log" || { cat "$OUT/seed.log" >&2; exit 1; }
     # Params-only copy: the header, byte alphabet, 4M merge bytes (M, header int 10, is
-    # 0 in version 1) and 4P parameter bytes, flags set to 0. A file with state is
-    # 1280 + 4M + 4P + (1040 + 8P) bytes.
+    # 0 in version 1) and 4P parameter bytes, flag bit 0 cleared (bit 1, head gates,
+    # kept). A file with state is 1280 + 4M + 4P + (1040 + 8P) bytes.
     size=$(wc -c <"$SEEDS/$name.ckpt")
     m=$(od -An -t d4 -j 40 -N 4 "$SEEDS/$name.ckpt" | tr -d ' ')
     p=$(((size - 2320 - 4 * m) / 12))
     head -c $((1280 + 4 * m + 4 * p)) "$SEEDS/$name.ckpt" >"$SEEDS/$name-params.ckpt"
-    printf '\000\000\000\000' | dd of="$SEEDS/$name-params.ckpt" bs=1 seek=28 conv=notrunc \
-        status=none
+    flags=$(od -An -t d4 -j 28 -N 4 "$SEEDS/$name.ckpt" | tr -d ' ')
+    printf "\\$(printf %03o $((flags & 2)))\\000\\000\\000" |
+        dd of="$SEEDS/$name-params.ckpt" bs=1 seek=28 conv=notrunc status=none
 }
 seed tiny "$OUT/abc.txt" --layers 1 --embd 4 --heads 1 --block 4
 seed twolayer "$OUT/abc.txt" --layers 2 --embd 8 --heads 2 --head-size 3 --block 6 --dropout 0.1
 seed heads "$OUT/cat.txt" --layers 1 --embd 6 --heads 3 --block 5 --val-frac 0.2
 # Version 2: byte-pair merges learned from the text (9 bytes + merges).
 seed merges "$OUT/cat.txt" --layers 1 --embd 4 --heads 1 --block 4 --vocab 16
+# Head gates: header flag bit 1 and gates.log_alpha after lnf.b.
+seed gates "$OUT/abc.txt" --layers 2 --embd 4 --heads 2 --block 4 --head-gates 0.01
 
 # Dictionary: the state marker, the magic, and int32 values at the dimension limits.
 for token in '"HCSTATE1"' '"\x02\x29\x35\x01"' '"\x01\x00\x00\x00"' '"\x00\x00\xc0\x7f"' \

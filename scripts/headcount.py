@@ -34,6 +34,9 @@ is one line on stderr and exit 2 (usage) or 1, as with the C programs:
 
 The model: x = wte[token] + wpe[t]; L pre-LayerNorm blocks
 x += proj(attn(ln1(x))); x += fcproj(gelu_tanh(fc(ln2(x)))); logits = lnf(x) wte^T.
+A model trained with --head-gates multiplies each head's output by its evaluation
+gate clamp(sigmoid(log_alpha) (zeta - gamma) + gamma, 0, 1) before proj
+(model/gates.h, docs/heads.md).
 
 to_transformer_lens(path) gives the same model as a TransformerLens model, and
 evaluate_tl scores with its hooks (docs/transformer_lens.md).
@@ -57,10 +60,12 @@ except ImportError:
     sys.exit("headcount: error: PyTorch is not installed (Debian: apt-get install python3-torch)")
 
 class Config:
-    """The dimensions in a checkpoint's header."""
+    """The dimensions in a checkpoint's header; gates: the model has head gates
+    (header flag bit 1)."""
 
-    def __init__(self, V, T, L, H, C, D):
+    def __init__(self, V, T, L, H, C, D, gates=False):
         self.V, self.T, self.L, self.H, self.C, self.D = V, T, L, H, C, D
+        self.gates = gates
 
     def __repr__(self):
         return "Config(V=%d, T=%d, L=%d, H=%d, C=%d, D=%d)" % (
@@ -123,14 +128,27 @@ class HeadcountGPT(nn.Module):
         self.wpe = nn.Parameter(torch.zeros(cfg.T, cfg.C))
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.L))
         self.lnf = nn.LayerNorm(cfg.C, eps=1e-5)
+        if cfg.gates:
+            self.log_alpha = nn.Parameter(torch.zeros(cfg.L, cfg.H))
+
+    def gates(self):
+        """Each head's evaluation gate [L, H] (1 everywhere without gates), computed
+        in double and rounded once, as model/gates.c does; 0 is a closed head."""
+        if not self.cfg.gates:
+            return torch.ones(self.cfg.L, self.cfg.H)
+        s = torch.sigmoid(self.log_alpha.detach().double())
+        return (s * (1.1 - -0.1) + -0.1).clamp(0.0, 1.0).float()
 
     def forward(self, ids, targets=None, head_on=None):
         t = ids.shape[1]
         if t > self.cfg.T:
             raise ValueError("%d positions; the model's block size is %d" % (t, self.cfg.T))
         x = self.wte[ids] + self.wpe[:t]
+        scale = self.gates() if self.cfg.gates else None      # gate x mask, per head
+        if head_on is not None:
+            scale = head_on.float() if scale is None else scale * head_on.float()
         for l, block in enumerate(self.blocks):
-            x = block(x, None if head_on is None else head_on[l])
+            x = block(x, None if scale is None else scale[l])
         logits = self.lnf(x) @ self.wte.t()
         if targets is None:
             return logits
@@ -247,7 +265,8 @@ def _tensors(cfg):
                 (p + "ln2.weight", (C,)), (p + "ln2.bias", (C,)),
                 (p + "fc.weight", (4 * C, C)), (p + "fc.bias", (4 * C,)),
                 (p + "fcproj.weight", (C, 4 * C)), (p + "fcproj.bias", (C,))]
-    return out + [("lnf.weight", (C,)), ("lnf.bias", (C,))]
+    out += [("lnf.weight", (C,)), ("lnf.bias", (C,))]
+    return out + [("log_alpha", (L, cfg.H))] if cfg.gates else out
 
 
 def load(path: str) -> "HeadcountGPT":
@@ -258,7 +277,8 @@ def load(path: str) -> "HeadcountGPT":
     (its checksum included) but not kept."""
     ck = checkpoint.read(path)
     d = ck.dims
-    cfg = Config(V=d["V"], T=d["T"], L=d["L"], H=d["H"], C=d["C"], D=d["D"])
+    cfg = Config(V=d["V"], T=d["T"], L=d["L"], H=d["H"], C=d["C"], D=d["D"],
+                 gates=d["gates"])
     model = HeadcountGPT(cfg, ck.alphabet, ck.merges)
     params = torch.frombuffer(bytearray(ck.params), dtype=torch.float32)  # little-endian host
     state, off = {}, 0
@@ -301,7 +321,9 @@ def tl_state_dict(model):
     """model's parameters in TransformerLens's names and shapes (HookedTransformer's
     convention), copied as they are: no LayerNorm folding, no centring.
     W_Q/W_K/W_V [H, C, D] and b_Q/b_K/b_V [H, D] from the q, k and v row blocks of
-    qkv (head h owns rows hD..hD+D-1 of each); W_O [H, D, C] from proj [C, A];
+    qkv (head h owns rows hD..hD+D-1 of each); W_O [H, D, C] from proj [C, A],
+    times each head's evaluation gate in a model with head gates (so hook_z is a
+    head's output before its gate);
     W_in [C, 4C], W_out [4C, C]; the tied output W_U = wte^T [C, V], b_U = 0."""
     cfg = model.cfg
     C, H, D, A = cfg.C, cfg.H, cfg.D, cfg.H * cfg.D
@@ -312,7 +334,8 @@ def tl_state_dict(model):
             sd[p + "attn.W_" + n] = b.attn.qkv.weight[i * A:(i + 1) * A].reshape(H, D, C) \
                 .permute(0, 2, 1)
             sd[p + "attn.b_" + n] = b.attn.qkv.bias[i * A:(i + 1) * A].reshape(H, D)
-        sd[p + "attn.W_O"] = b.attn.proj.weight.reshape(C, H, D).permute(1, 2, 0)
+        sd[p + "attn.W_O"] = b.attn.proj.weight.reshape(C, H, D).permute(1, 2, 0) \
+            * model.gates()[l].view(H, 1, 1)
         sd[p + "attn.b_O"] = b.attn.proj.bias
         for ln in ("ln1", "ln2"):
             sd[p + ln + ".w"], sd[p + ln + ".b"] = getattr(b, ln).weight, getattr(b, ln).bias

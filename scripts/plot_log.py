@@ -14,6 +14,10 @@ scripts), plus an index.html showing them together:
                  Several logs (e.g. the head-count ablation, one run per H): one
                  line per log, for the most specialised head at each step (the
                  largest prev and repeat, the smallest entropy and distance).
+  jsd.svg        with --heads-every: the mean JSD between the heads of a layer
+                 against step (0 when they all attend alike, as heads from
+                 --init-heads same do without noise): one thick line per log, the
+                 mean over its layers, and a thin one per layer.
   relations.svg  when the heads records carry "relations" (the planted relations
                  of the built-in corpus): each relation's best-head attention
                  against step, with its uniform baseline dashed; one panel per
@@ -216,6 +220,29 @@ def head_legend(svg, x, y, entries):
         svg.text(x + 8, cy, "+%d more heads" % (more + 1), size=11, fill="#555")
 
 
+def jsd_plot(runs, labels):
+    svg = Svg(900, 470, "JSD within a layer against step")
+    ys = finite([num(v) for run in runs for h in run["heads"] for v in h.get("jsd_within_layer", [])])
+    ax = Axes(svg, 80, 40, 560, 360, step_range(runs), (0, max(max(ys) * 1.08, 0.05)) if ys
+              else (0, 1), title="Mean JSD between the heads of a layer (nats; ln 2 = 0.693 at most)",
+              xlabel="step", ylabel="JSD within a layer")
+    for k, run in enumerate(runs):
+        c = PALETTE[k % len(PALETTE)]
+        recs = [h for h in run["heads"] if h.get("jsd_within_layer")]
+        xs = [num(h["step"]) for h in recs]
+        layers = [[num(v) for v in h["jsd_within_layer"]] for h in recs]
+        for l in range(min(len(v) for v in layers) if layers else 0):
+            ax.polyline(xs, [v[l] for v in layers], c, width=0.8, opacity=0.45,
+                        dash=LAYER_DASH[l % len(LAYER_DASH)])
+        ax.polyline(xs, [sum(v) / len(v) for v in layers], c, width=2.2,
+                    tip="%s: mean over layers" % labels[k])
+    if not ys:
+        ax.message("no JSD within layers (train with --heads-every N)")
+    legend(svg, 652, 40, [(labels[k], PALETTE[k % len(PALETTE)], "line") for k in range(len(runs))],
+           title="thick: mean of the layers")
+    return svg
+
+
 def relations_plot(runs, labels):
     """Each relation's best-head attention per step; None when no log has any."""
     names = []
@@ -297,7 +324,8 @@ def main(argv):
     files = []
     with out:
         for name, draw in (("loss.svg", loss_plot), ("lr.svg", lr_plot),
-                           ("heads.svg", heads_plot), ("relations.svg", relations_plot)):
+                           ("heads.svg", heads_plot), ("jsd.svg", jsd_plot),
+                           ("relations.svg", relations_plot)):
             out.write(name, draw(runs, labels).render())
             files.append(name)
         out.write("index.html", index_html(runs, labels, files))

@@ -48,8 +48,10 @@ say "built the other tile and the portable path in $(( $(date +%s) - t0 )) s"
 
 # Short runs that reach every kind of tile: 1, 4 and 16 heads (head sizes 128, 32
 # and 8), dropout, widths that are not multiples of 32 (C = 96 over 3 heads, T = 40),
-# and tiny Shakespeare (V = 65) when ../shared has it.
-runs=("-H 1" "-H 4 --dropout 0.1" "-H 16" "-C 96 -H 3 -T 40 -L 2")
+# head gates with same-initialised heads and head dropout, and tiny Shakespeare
+# (V = 65) when ../shared has it.
+runs=("-H 1" "-H 4 --dropout 0.1" "-H 16" "-C 96 -H 3 -T 40 -L 2"
+      "-H 8 --head-gates 0.01 --init-heads same --head-dropout 0.2")
 shakespeare=../shared/data/tinyshakespeare.txt
 [ -r "$shakespeare" ] && runs+=("--data $shakespeare -H 4")
 common="--steps 6 --eval-every 3 --eval-iters 2 --val-frac 0.005 -B 6 --save-every 0 --seed 7"

@@ -60,6 +60,14 @@ void fix_init_merges(Fix *f, const char *name)
     fix_setup(f, name, &cfg, TINY_NMERGES);
 }
 
+void fix_init_gated(Fix *f, const char *name)
+{
+    Config cfg = TINY;
+    cfg.gates = 1;
+    fix_setup(f, name, &cfg, 0);
+    f->ts.head_gates = 0.01;
+}
+
 void fix_free(Fix *f)
 {
     model_free(&f->m);

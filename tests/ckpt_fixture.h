@@ -39,6 +39,8 @@ typedef struct {
 void fix_init(Fix *f, const char *name);
 /* The same with TINY_MERGES (V = 8): a format-2 checkpoint. */
 void fix_init_merges(Fix *f, const char *name);
+/* The same with head gates (Config.gates, training state head_gates 0.01). */
+void fix_init_gated(Fix *f, const char *name);
 void fix_free(Fix *f);
 /* Saves f to path, with its training state or without (then 7 steps). */
 void fix_save(Fix *f, const char *path, int with_state);

@@ -328,3 +328,54 @@ Test(ckpt, a_file_with_merges_is_version_2_and_round_trips_bit_for_bit)
     }
     fix_free(&f);
 }
+
+/* A model with head gates: header flag bit 1, gates.log_alpha (L x H floats)
+ * after lnf.b, the same parameter bits and loss after a load; a training state
+ * whose head_gates disagrees with the header is refused, either way round. */
+Test(ckpt, a_file_with_head_gates_flags_them_and_round_trips_bit_for_bit)
+{
+    Fix f;
+    fix_init_gated(&f, "ckpt-gates-roundtrip");
+    size_t P = f.m.table.total, G = (size_t)TINY.L * TINY.H;
+    cr_assert_eq(P, config_param_count(&TINY) + G);
+    for (size_t i = 0; i < G; i++)
+        f.m.w.log_alpha[i] = 0.25f * (float)i - 1.0f;
+    for (int with_state = 0; with_state <= 1; with_state++) {
+        fix_save(&f, f.path, with_state);
+        size_t n;
+        unsigned char *b = slurp(f.path, &n);
+        cr_assert_eq(n, PARAMS_AT + 4 * P + (with_state ? 1040 + 8 * P : 0));
+        int32_t flags;
+        memcpy(&flags, b + 28, 4);
+        cr_assert_eq(flags, CKPT_FLAG_GATES | (with_state ? CKPT_FLAG_TRAIN_STATE : 0));
+        cr_assert_eq(memcmp(b + PARAMS_AT + 4 * (P - G), f.m.w.log_alpha, 4 * G), 0,
+                     "log_alpha is not the last tensor");
+        Model m;
+        Tokenizer tok;
+        char err[2000];
+        cr_assert_eq(ckpt_load(f.path, &m, &tok, NULL, NULL, NULL, err, sizeof err), 0, "%s",
+                     err);
+        cr_assert(m.cfg.gates && m.w.log_alpha);
+        cr_assert_eq(memcmp(m.params, f.m.params, 4 * P), 0, "parameter bits differ");
+        double x = eval_loss(&f.m), y = eval_loss(&m);
+        cr_assert_eq(memcmp(&x, &y, sizeof x), 0, "loss %.17g before save, %.17g after", x, y);
+        free(b);
+        model_free(&m);
+        tok_free(&tok);
+    }
+    char err[2000];
+    Model m;
+    Tokenizer tok;
+    f.ts.head_gates = 0.0;
+    fix_save(&f, f.path, 1);
+    cr_assert_neq(ckpt_load(f.path, &m, &tok, NULL, NULL, NULL, err, sizeof err), 0);
+    cr_assert(strstr(err, "head gates 0, but the header says the model has gates"), "%s", err);
+    fix_free(&f);
+    Fix plain;
+    fix_init(&plain, "ckpt-gates-none");
+    plain.ts.head_gates = 0.5;
+    fix_save(&plain, plain.path, 1);
+    cr_assert_neq(ckpt_load(plain.path, &m, &tok, NULL, NULL, NULL, err, sizeof err), 0);
+    cr_assert(strstr(err, "head gates 0.5, but the header says the model has none"), "%s", err);
+    fix_free(&plain);
+}

@@ -1,7 +1,7 @@
 /* Whole-model tests: the gradient of the mean loss against central differences
  * for every parameter tensor (H = 1, 4, 8, 16, a head size that is not C/H,
  * dropout, head dropout at each H, a silenced head, a vocabulary of 3,000
- * tokens); where head dropout acts; thread-count bit identity of forward and
+ * tokens, head gates at each H); where head dropout and head gates act; thread-count bit identity of forward and
  * backward; one batch overfits. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -73,13 +73,14 @@ static void teardown(GptCtx *c)
 /* Tolerance: the loss is a float32 mean of O(1) terms, so its rounding noise is
  * ~1e-7; with h = 3e-3 that is ~2e-5 in a numeric gradient, covered by atol
  * 1e-3 of the tensor's largest entry (>= 1e-2 here) and rtol 2e-2. */
-static void check_model_with(Config cfg, float dropout, float head_dropout,
-                             const unsigned char *head_on)
+static void check_model_gated(Config cfg, float dropout, float head_dropout,
+                              const unsigned char *head_on, int gate_noise)
 {
     GptCtx c;
     setup(&c, cfg, 2, cfg.T, dropout, 21 + (uint64_t)cfg.H);
     c.po.head_on = head_on;
     c.po.head_dropout = head_dropout;
+    c.po.gate_noise = gate_noise;
     gpt_obj(&c);
     if (head_dropout > 0.0f) {
         /* The check means something only when the mask drops some heads of some
@@ -107,12 +108,21 @@ static void check_model_with(Config cfg, float dropout, float head_dropout,
     const ParamTable *t = &c.m.table;
     for (int k = 0; k < t->n; k++) {
         const ParamSpec *s = &t->spec[k];
+        /* every head gate's log_alpha, a few entries of the other tensors */
+        int checks = s->kind == P_GATES ? (int)s->count : 6;
         bad += tu_gradcheck(s->name, c.m.params + s->offset, c.g.data + s->offset, s->count,
-                            gpt_obj, &c, 3e-3, 2e-2, 1e-3, 6, &rng);
+                            gpt_obj, &c, 3e-3, 2e-2, 1e-3, checks, &rng);
     }
     cr_assert_eq(bad, 0, "%d parameter gradients disagree (H=%d D=%d dropout=%g head "
-                 "dropout=%g)", bad, cfg.H, cfg.D, dropout, head_dropout);
+                 "dropout=%g gates=%d noise=%d)", bad, cfg.H, cfg.D, dropout, head_dropout,
+                 cfg.gates, gate_noise);
     teardown(&c);
+}
+
+static void check_model_with(Config cfg, float dropout, float head_dropout,
+                             const unsigned char *head_on)
+{
+    check_model_gated(cfg, dropout, head_dropout, head_on, 0);
 }
 
 static void check_model(Config cfg, float dropout, const unsigned char *head_on)
@@ -260,6 +270,81 @@ Test(gpt, model_gradient_matches_finite_differences_v3000_16_heads)
     check_model(CFG_WIDE(16, 1), 0, NULL);
 }
 
+/* Head gates (model/gates.h): the gradient through the gated forward and into
+ * log_alpha, with the drawn gates of training (some clamped to 0 or 1, whose
+ * log_alpha gets no gradient from that sequence) and with the evaluation gates
+ * (log_alpha in +-0.3 keeps all inside the clamp); then with head dropout and
+ * dropout beside them. */
+#define CFG_GATED(h, d) \
+    ((Config){.V = 11, .T = 8, .L = 2, .H = (h), .C = 16, .D = (d), .gates = 1})
+
+Test(gpt, gated_model_gradient_matches_finite_differences_1_head)
+{
+    check_model_gated(CFG_GATED(1, 16), 0, 0, NULL, 1);
+    check_model_gated(CFG_GATED(1, 16), 0, 0, NULL, 0);
+}
+Test(gpt, gated_model_gradient_matches_finite_differences_4_heads)
+{
+    check_model_gated(CFG_GATED(4, 4), 0, 0, NULL, 1);
+    check_model_gated(CFG_GATED(4, 4), 0, 0, NULL, 0);
+}
+Test(gpt, gated_model_gradient_matches_finite_differences_8_heads)
+{
+    check_model_gated(CFG_GATED(8, 2), 0, 0, NULL, 1);
+    check_model_gated(CFG_GATED(8, 2), 0, 0, NULL, 0);
+}
+Test(gpt, gated_model_gradient_matches_finite_differences_16_heads)
+{
+    check_model_gated(CFG_GATED(16, 1), 0, 0, NULL, 1);
+    check_model_gated(CFG_GATED(16, 1), 0, 0, NULL, 0);
+}
+Test(gpt, gated_model_gradient_matches_finite_differences_with_dropouts_and_a_silenced_head)
+{
+    unsigned char on[8] = {1, 1, 0, 1, 1, 1, 1, 1};
+    check_model_gated(CFG_GATED(4, 6), 0.2f, 0.3f, on, 1);
+}
+
+/* The gates of a gated forward: drawn ones differ between sequences and lie in
+ * [0, 1], with some exactly 0 or 1 and some between; evaluation ones are the
+ * same for every sequence; the projection's input is the gate times the heads'
+ * outputs, bit for bit. */
+Test(gpt, gated_forward_multiplies_each_head_by_its_gate)
+{
+    enum { B = 16, T = 4, H = 4, D = 4 };
+    GptCtx c;
+    Config cfg = {.V = 11, .T = T, .L = 2, .H = H, .C = 16, .D = D, .gates = 1};
+    setup(&c, cfg, B, T, 0, 12);
+    for (int i = 0; i < 2 * H; i++)
+        c.m.w.log_alpha[i] = (float)(i - 4) * 0.5f;
+    size_t N = (size_t)B * T, A = (size_t)H * D;
+    for (int noise = 0; noise < 2; noise++) {
+        c.po.gate_noise = noise;
+        gpt_obj(&c);
+        int zero = 0, one = 0, between = 0, differ = 0;
+        for (int l = 0; l < 2; l++)
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < H; h++) {
+                    float z = c.a.gate[((size_t)l * B + b) * H + h];
+                    cr_assert(z >= 0.0f && z <= 1.0f, "gate %g", z);
+                    zero += z == 0.0f;
+                    one += z == 1.0f;
+                    between += z > 0.0f && z < 1.0f;
+                    differ += z != c.a.gate[(size_t)l * B * H + h];
+                    for (int t = 0; t < T; t++)
+                        for (int d = 0; d < D; d++) {
+                            size_t i = (size_t)l * N * A + ((size_t)b * T + t) * A + h * D + d;
+                            cr_assert(c.a.atty[i] == z * c.a.atty_open[i]);
+                        }
+                }
+        if (noise)
+            cr_assert(zero && one && between && differ, "drawn gates: %d zero, %d one, %d "
+                      "between, %d differ from sequence 0's", zero, one, between, differ);
+        else
+            cr_assert(differ == 0, "evaluation gates differ between sequences");
+    }
+    teardown(&c);
+}
+
 Test(gpt, silenced_head_changes_the_loss_and_gets_no_gradient)
 {
     GptCtx c;
@@ -296,6 +381,25 @@ Test(gpt, one_and_two_threads_give_identical_bits)
     GptCtx c;
     setup(&c, ((Config){.V = 29, .T = 37, .L = 2, .H = 3, .C = 40, .D = 13}), 3, 37, 0.1f, 9);
     c.po.head_dropout = 0.3f;
+    size_t P = c.m.table.total;
+    float *g1 = malloc(P * sizeof(float)), *g2 = malloc(P * sizeof(float));
+    double l1, l2;
+    run_pass(&c, 1, &l1, g1);
+    run_pass(&c, 2, &l2, g2);
+    cr_assert(memcmp(&l1, &l2, sizeof l1) == 0, "loss %.17g vs %.17g", l1, l2);
+    cr_assert(memcmp(g1, g2, P * sizeof(float)) == 0, "gradients differ between 1 and 2 threads");
+    free(g1);
+    free(g2);
+    teardown(&c);
+}
+
+Test(gpt, one_and_two_threads_give_identical_bits_with_head_gates)
+{
+    GptCtx c;
+    setup(&c, ((Config){.V = 29, .T = 37, .L = 2, .H = 3, .C = 40, .D = 13, .gates = 1}), 3, 37,
+          0.1f, 9);
+    c.po.head_dropout = 0.3f;
+    c.po.gate_noise = 1;
     size_t P = c.m.table.total;
     float *g1 = malloc(P * sizeof(float)), *g2 = malloc(P * sizeof(float));
     double l1, l2;
@@ -420,12 +524,15 @@ Test(gpt, the_parameter_count_formula_matches_the_parameter_table)
     cr_assert_not_null(t);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const int *s = shapes[i];
-        Config c = {.V = s[0], .T = s[1], .L = s[2], .H = s[3], .C = s[4], .D = s[5]};
-        char err[300];
-        cr_assert_eq(config_validate(&c, err, sizeof err), 0, "shape %zu: %s", i, err);
-        params_table_init(t, &c);
-        cr_assert_eq(t->total, config_param_count(&c), "shape %zu: table %zu, formula %zu", i,
-                     t->total, config_param_count(&c));
+        for (int gates = 0; gates < 2; gates++) {
+            Config c = {.V = s[0], .T = s[1], .L = s[2], .H = s[3], .C = s[4], .D = s[5],
+                        .gates = gates};
+            char err[300];
+            cr_assert_eq(config_validate(&c, err, sizeof err), 0, "shape %zu: %s", i, err);
+            params_table_init(t, &c);
+            cr_assert_eq(t->total, config_param_count(&c), "shape %zu gates %d: table %zu, "
+                         "formula %zu", i, gates, t->total, config_param_count(&c));
+        }
     }
     free(t);
 }

@@ -64,6 +64,34 @@ Test(headcount_py, loss_equals_infer_eval_with_and_without_a_mask)
     free(b);
 }
 
+/* A model with head gates (40 steps at lr 1e-2 leave every evaluation gate near
+ * 0.72, strictly between 0 and 1): the bridge reads log_alpha after lnf.b and
+ * applies the gates as ./infer does, alone and with a mask. */
+Test(headcount_py, loss_equals_infer_eval_with_head_gates)
+{
+    need_torch();
+    Env e;
+    tu_model(&e, "bridge-gates", 6000, 7, "--layers 2 --heads 4 --embd 16 --block 32 --batch 4 "
+             "--steps 40 --eval-iters 2 --lr 1e-2 --warmup 5 --head-gates 0.05");
+    const char *mask[2] = {"", "--mask 0.1,1.3"};
+    const char *on[2] = {"None", "torch.tensor([[1, 0, 1, 1], [1, 1, 1, 0]])"};
+    for (int k = 0; k < 2; k++) {
+        char *a, *b;
+        int rc = tu_runf(&a, "%s/infer --ckpt %s --eval %s -j 1 %s", tu_bin(), e.ckpt, e.data,
+                         mask[k]);
+        cr_assert_eq(rc, 0, "%s", a);
+        rc = tu_runf(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount, "
+                     "torch; m = headcount.load('%s'); g = m.gates(); "
+                     "assert m.cfg.gates and g.shape == (2, 4) and 0 < g.min() and g.max() < 1; "
+                     "print('eval loss %%.6f' %% headcount.evaluate(m, open('%s', 'rb').read(), "
+                     "head_on=%s)[0])\"", e.ckpt, e.data, on[k]);
+        cr_assert_eq(rc, 0, "%s", b);
+        cr_assert(fabs(loss_of(a) - loss_of(b)) < 2e-5, "%s: infer: %s\ntorch: %s", mask[k], a, b);
+        free(a);
+        free(b);
+    }
+}
+
 Test(headcount_py, hooked_attention_equals_infer_explore_json)
 {
     need_torch();

@@ -53,7 +53,7 @@ Test(plot, a_train_log_gives_loss_lr_and_every_heads_metric)
     snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/plots");
     char *loss = read_text(dir, "loss.svg"), *lr = read_text(dir, "lr.svg");
     char *heads = read_text(dir, "heads.svg"), *rel = read_text(dir, "relations.svg");
-    char *index = read_text(dir, "index.html");
+    char *index = read_text(dir, "index.html"), *jsd = read_text(dir, "jsd.svg");
     /* train: raw and smoothed; val: one line and a point per eval (steps 4, 8, final). */
     cr_assert_eq(count(loss, "<polyline"), 3, "loss.svg:\n%s", loss);
     cr_assert_geq(count(loss, "val "), 2);
@@ -68,7 +68,10 @@ Test(plot, a_train_log_gives_loss_lr_and_every_heads_metric)
     cr_assert_null(strstr(rel, "None"), "a batch without rows was drawn:\n%s", rel);
     cr_assert_not_null(strstr(index, "heads.svg"));
     cr_assert_null(strstr(heads, "href"), "an SVG links outside itself");
-    free(loss); free(lr); free(heads); free(rel); free(index);
+    /* JSD within a layer: a thin line per layer and the mean over the two. */
+    cr_assert_eq(count(jsd, "<polyline"), 3, "jsd.svg:\n%s", jsd);
+    cr_assert_not_null(strstr(jsd, ": mean over layers</title>"), "jsd.svg:\n%s", jsd);
+    free(loss); free(lr); free(heads); free(rel); free(index); free(jsd);
 }
 
 /* A hand-made log: settings for H heads, two steps, and two heads records. */

@@ -94,6 +94,15 @@ Test(sample, cached_logits_equal_full_forward_at_every_position)
     check_cached_logits((Config){.V = 9, .T = 19, .L = 3, .H = 3, .C = 24, .D = 5}, NULL);
 }
 
+/* Head gates (model/gates.h): the spread parameters put every log_alpha in
+ * +-0.3, so every evaluation gate lies strictly between 0 and 1; the cached step
+ * multiplies each head by it as the full forward does. */
+Test(sample, cached_logits_equal_full_forward_with_head_gates)
+{
+    check_cached_logits((Config){.V = 23, .T = 37, .L = 2, .H = 4, .C = 32, .D = 8, .gates = 1},
+                        NULL);
+}
+
 Test(sample, cached_logits_equal_full_forward_with_silenced_heads)
 {
     unsigned char on[8] = {1, 0, 1, 1, 0, 1, 0, 1}; /* L = 2, H = 4 */

@@ -1,6 +1,7 @@
 """`make test-tl`: scripts/headcount.py's TransformerLens bridge against ./infer.
 
-On four shapes (H = 1, 4 and 16, and a head size D != C/H), it trains a small model
+On its shapes (H = 1, 4 and 16, a head size D != C/H, byte-pair tokens, head
+gates), it trains a small model
 on the built-in corpus with ./train and checks that the model to_transformer_lens
 returns
   (a) gives the logits of headcount.py's own model to 1e-4, and on 6000 bytes of the
@@ -28,6 +29,7 @@ SHAPES = [
     ("H16", "--layers 1 --heads 16 --embd 32 --block 32", (0, 5)),
     ("D5", "--layers 2 --heads 3 --embd 24 --head-size 5 --block 24", (0, 1)),
     ("BPE", "--layers 2 --heads 4 --embd 32 --block 32 --vocab 300", (1, 1)),
+    ("gates", "--layers 2 --heads 4 --embd 32 --block 32 --head-gates 0.01", (1, 2)),
 ]
 TRAIN = "--steps 200 --eval-every 0 --save-every 0 --threads 1"
 EVAL_BYTES = 6000

@@ -63,7 +63,8 @@ void adamw_update(float *params, const float *grads, float *m, float *v, const P
     #pragma omp parallel
     for (int k = 0; k < table->n; k++) {
         const ParamSpec *s = &table->spec[k];
-        float decay = s->decay ? 1.0f - lr * opt->weight_decay : 1.0f;
+        float lr_k = lr * s->lr_scale;
+        float decay = s->decay ? 1.0f - lr_k * opt->weight_decay : 1.0f;
         float *restrict p = params + s->offset, *restrict mk = m + s->offset;
         float *restrict vk = v + s->offset;
         const float *restrict g = grads + s->offset;
@@ -73,7 +74,7 @@ void adamw_update(float *params, const float *grads, float *m, float *v, const P
             mk[i] = b1 * mk[i] + (1.0f - b1) * gi;
             vk[i] = b2 * vk[i] + (1.0f - b2) * gi * gi;
             float mhat = mk[i] / c1, vhat = vk[i] / c2;
-            p[i] = p[i] * decay - lr * mhat / (sqrtf(vhat) + eps);
+            p[i] = p[i] * decay - lr_k * mhat / (sqrtf(vhat) + eps);
         }
     }
 }

@@ -4,7 +4,8 @@
  *   p <- p (1 - lr wd)   [only tensors whose table entry has decay = 1]
  *   m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2
  *   p <- p - lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
- * Moments share the parameters' layout (params.h). */
+ * where lr is the learning rate times the tensor's lr_scale (1 but for the head
+ * gates). Moments share the parameters' layout (params.h). */
 #ifndef HEADCOUNT_ADAMW_H
 #define HEADCOUNT_ADAMW_H
 

@@ -228,7 +228,8 @@ static int write_all(FILE *fp, const Model *m, const Tokenizer *tok, long steps_
     int32_t hdr[CKPT_HEADER_INTS] = {0};
     hdr[0] = CKPT_MAGIC; hdr[1] = tok->nmerges ? CKPT_VERSION_MERGES : CKPT_VERSION;
     hdr[2] = m->cfg.V; hdr[3] = m->cfg.T; hdr[4] = m->cfg.L; hdr[5] = m->cfg.H;
-    hdr[6] = m->cfg.C; hdr[7] = ts ? CKPT_FLAG_TRAIN_STATE : 0;
+    hdr[6] = m->cfg.C;
+    hdr[7] = (ts ? CKPT_FLAG_TRAIN_STATE : 0) | (m->cfg.gates ? CKPT_FLAG_GATES : 0);
     hdr[8] = (int32_t)steps_trained; hdr[9] = m->cfg.D; hdr[HDR_MERGES] = tok->nmerges;
     unsigned char vocab[VOCAB_BYTES] = {0};
     memcpy(vocab, tok->bytes, (size_t)tok->nbytes);
@@ -439,6 +440,10 @@ static int load_state(Reader *r, const char *path, const Model *m, TrainState *t
     if (check_settings(iv, dv, why, sizeof why))
         return err_set(err, errlen, "%s: training state holds impossible settings: %s", path,
                        why);
+    if ((ts->head_gates > 0) != m->cfg.gates)
+        return err_set(err, errlen, "%s: training state says head gates %g, but the header "
+                       "says the model has %s", path, ts->head_gates,
+                       m->cfg.gates ? "gates" : "none");
     size_t P = m->table.total, bad[2] = {SIZE_MAX, SIZE_MAX};
     float bad_value[2] = {0.0f, 0.0f};
     if (get_floats(r, adam_m, P, &bad[0], &bad_value[0]) ||
@@ -472,7 +477,7 @@ static int check_header(const int32_t *h, const char *path, Config *cfg, char *e
     if (h[1] != CKPT_VERSION && h[1] != CKPT_VERSION_MERGES)
         return err_set(err, errlen, "%s: checkpoint version %d, this build reads versions %d "
                        "and %d", path, h[1], CKPT_VERSION, CKPT_VERSION_MERGES);
-    if (h[7] & ~CKPT_FLAG_TRAIN_STATE)
+    if (h[7] & ~(CKPT_FLAG_TRAIN_STATE | CKPT_FLAG_GATES))
         return err_set(err, errlen, "%s: unknown flags 0x%x in the header", path, (unsigned)h[7]);
     if (h[8] < 0)
         return err_set(err, errlen, "%s: negative step count %d in the header", path, h[8]);
@@ -480,7 +485,8 @@ static int check_header(const int32_t *h, const char *path, Config *cfg, char *e
         if (h[i] != 0)
             return err_set(err, errlen, "%s: header field %d is %d, expected 0 (reserved)",
                            path, i, h[i]);
-    *cfg = (Config){.V = h[2], .T = h[3], .L = h[4], .H = h[5], .C = h[6], .D = h[9]};
+    *cfg = (Config){.V = h[2], .T = h[3], .L = h[4], .H = h[5], .C = h[6], .D = h[9],
+                    .gates = (h[7] & CKPT_FLAG_GATES) != 0};
     char why[200];
     if (config_validate(cfg, why, sizeof why))
         return err_set(err, errlen, "%s: bad dimensions in the header: %s", path, why);

@@ -26,6 +26,7 @@
 #define CKPT_VERSION_MERGES 2    /* with byte-pair merges after the byte alphabet */
 #define CKPT_HEADER_INTS 256
 #define CKPT_FLAG_TRAIN_STATE 1
+#define CKPT_FLAG_GATES 2        /* the model has head gates: gates.log_alpha follows lnf.b */
 #define CKPT_PATH_MAX 512
 
 /* Everything an exact resume needs besides the parameters: one field per STORED

@@ -20,5 +20,6 @@
 #define LIMIT_BETA_MAX 0.9999999        /* --beta1, --beta2 */
 #define LIMIT_EPS_MIN 1e-30             /* --eps, up to 1 */
 #define LIMIT_ACCUM_MAX 4096L           /* micro-batches per step (--accum times ranks) */
+#define LIMIT_HEAD_GATES_MAX 100.0      /* --head-gates */
 
 #endif

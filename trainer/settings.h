@@ -48,6 +48,7 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
 #define REAL_SLOT(n) .slot_kind = SLOT_REAL, .slot = (n)
 #define ARCH(f) .resume = RES_ARCH, .cfg_at = offsetof(Config, f)
 #define ADAM(f) .to_adam = 1, .adam_at = offsetof(AdamW, f)
+#define NAMES(...) .names = (const char *const[]){__VA_ARGS__, NULL}
 
 /* RUN(ID, field, C type, named fields...), STORED(...), STEP(...): see above. */
 #define TRAIN_SETTINGS(RUN, STORED, STEP)                                                      \
@@ -55,7 +56,8 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
         .resume = RES_OWN, .meta = "FILE", .section = SEC_FILES,                               \
         .help = "text file to train on", .def_text = "built-in corpus")                       \
     RUN(CORPUS, corpus, const char *, .flag = "corpus", .type = SET_NAME, .def_str = "text",   \
-        .resume = RES_OWN, .meta = "NAME", .section = SEC_FILES,                               \
+        NAMES("text", "induction"), .resume = RES_OWN, .meta = "NAME",                         \
+        .section = SEC_FILES,                                                                  \
         .help = "built-in corpus when no --data: text, or induction",                         \
         .more = "(repeated random strings, with its own recipe: docs/corpus.md)")             \
     RUN(OUT, out, const char *, .flag = "out", .short_flag = 'o', .type = SET_PATH,            \
@@ -96,6 +98,11 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
     RUN(HEAD_SIZE, head_size, long, .flag = "head-size", .type = SET_LONG, .lo = 1,            \
         .hi = CONFIG_MAX_HEAD_SIZE, .zero_off = 1, ARCH(D), .meta = "D", .section = SEC_MODEL, \
         .help = "head size", .def_text = "embd / heads")                                      \
+    RUN(INIT_HEADS, init_heads, const char *, .flag = "init-heads", .type = SET_NAME,          \
+        .def_str = "random", NAMES("random", "same"), .resume = RES_OWN,                       \
+        .in_log = 1, .meta = "HOW", .section = SEC_MODEL,                                      \
+        .help = "same: each layer's heads start as copies of its head 0",                     \
+        .more = "(q, k, v rows and projection columns; docs/heads.md)")                       \
     RUN(BLOCK, block, long, .flag = "block", .short_flag = 'T', .type = SET_LONG, .def = 64,   \
         .lo = 1, .hi = CONFIG_MAX_BLOCK, ARCH(T), .meta = "N", .section = SEC_MODEL,           \
         .help = "context length in tokens")                                                    \
@@ -151,6 +158,12 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
          .say = "head dropout", .meta = "P", .section = SEC_TRAINING,                          \
          .help = "zero each head's output with probability P",                                \
          .more = "(per sequence and layer; kept heads scaled by 1/(1-P); training only)")     \
+    STEP(HEAD_GATES, head_gates, double, .flag = "head-gates", .type = SET_REAL,             \
+         .lo = 0, .hi = LIMIT_HEAD_GATES_MAX, .resume = RES_KEEP, REAL_SLOT(11),               \
+         .in_log = 1, .say = "head gates",                                                     \
+         .meta = "LAMBDA", .section = SEC_TRAINING,                                            \
+         .help = "learn a hard-concrete gate per head, with LAMBDA x expected L0",            \
+         .more = "(open heads) added to the loss; 0 = no gates (docs/heads.md)")              \
     STEP(SEED, seed, uint64_t, .flag = "seed", .short_flag = 's', .type = SET_SEED,            \
          .def = 1337, .resume = RES_KEEP, INT_SLOT(7), .in_log = 1, .say = "seed",             \
          .meta = "N", .section = SEC_TRAINING, .help = "seed for init, batches and dropout")  \
@@ -204,6 +217,7 @@ typedef struct {
     SetType type;
     double def;             /* default of a number or switch */
     const char *def_str;    /* default of a PATH or NAME (NULL: none) */
+    const char *const *names; /* the values a NAME accepts, NULL-terminated */
     double lo, hi;          /* the range a flag may give (numbers) */
     int zero_off;           /* 0 is allowed besides [lo, hi]: the default, meaning off or
                              * automatic, which no flag gives */

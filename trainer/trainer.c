@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gates.h"
 #include "trainer/schedule.h"
 #include "util/bigbuf.h"
 #include "util/errbuf.h"
@@ -71,7 +72,8 @@ double trainer_micro(Trainer *t, const int *inputs, const int *targets, long i)
     uint64_t n = (uint64_t)t->step * (uint64_t)t->hp.micro + (uint64_t)i;
     PassOptions po = {.dropout = t->hp.dropout,
                       .dropout_key = rng_hash(t->hp.seed, RNG_STREAM_DROPOUT, n),
-                      .head_dropout = t->hp.head_dropout};
+                      .head_dropout = t->hp.head_dropout,
+                      .gate_noise = 1};
     double loss = gpt_forward(&t->model, &t->acts, inputs, targets, B, T, &po);
     grads_zero(&t->grads);
     gpt_backward(&t->model, &t->grads, &t->acts, inputs, targets, B, T, &po);
@@ -81,10 +83,19 @@ double trainer_micro(Trainer *t, const int *inputs, const int *targets, long i)
 int trainer_update(Trainer *t, float *grad, double loss, TrainStep *s)
 {
     const TrainHyper *hp = &t->hp;
+    double penalty = 0.0;
+    if (t->model.cfg.gates) {
+        /* The expected-L0 penalty is a term of the step's loss, not of any one
+         * micro-batch's: added once, into the folded gradient. */
+        Weights gw;
+        params_view(&t->model.table, grad, &gw);
+        penalty = gates_penalty(t->model.w.log_alpha, gw.log_alpha,
+                                (size_t)t->model.cfg.L * t->model.cfg.H, hp->head_gates);
+    }
     double norm = grad_clip(grad, t->model.table.total, hp->clip);
     float lr = schedule_lr(t->step, hp->steps, hp->warmup, hp->lr, hp->min_lr);
     if (s)
-        *s = (TrainStep){.loss = loss, .norm = norm, .lr = lr};
+        *s = (TrainStep){.loss = loss, .gate_penalty = penalty, .norm = norm, .lr = lr};
     if (!isfinite(loss) || !isfinite(norm))
         return -1;
     adamw_update(t->model.params, grad, t->adam_m, t->adam_v, &t->model.table, &hp->adam, lr,

@@ -51,10 +51,12 @@ typedef struct {
     BatchSampler batches;   /* where the next batch is drawn (data/batch.h) */
 } Trainer;
 
-/* What one update saw: the mean loss, the gradient norm before clipping and
- * the learning rate. */
+/* What one update saw: the mean loss (the model's cross-entropy), the head
+ * gates' penalty (head_gates x the expected L0 norm, added to the loss's
+ * gradient; 0 without gates), the gradient norm before clipping and the
+ * learning rate. */
 typedef struct {
-    double loss, norm;
+    double loss, gate_penalty, norm;
     float lr;
 } TrainStep;
 
@@ -78,11 +80,13 @@ void trainer_next_batch(Trainer *t, const TokenId *ids, size_t len, int *inputs,
 
 /* Micro-batch i (0 .. hp.micro - 1) of the coming step on inputs/targets
  * [B][T]: returns its mean loss and leaves its gradient in t->grads. Its dropout
- * masks depend on its number in the whole run, step * micro + i, so a split of
- * the micro-batches over ranks draws the same masks. */
+ * masks (and drawn head gates) depend on its number in the whole run,
+ * step * micro + i, so a split of the micro-batches over ranks draws the same
+ * masks. */
 double trainer_micro(Trainer *t, const int *inputs, const int *targets, long i);
-/* Clips grad (P floats in the parameters' layout: t->grads.data, or a sum of
- * micro-batches) and applies AdamW at the scheduled learning rate, then counts
+/* Adds the head gates' penalty gradient (with gates) to grad (P floats in the
+ * parameters' layout: t->grads.data, or a sum of micro-batches), clips it and
+ * applies AdamW at the scheduled learning rate, then counts
  * the step. When loss or the gradient norm is not finite nothing is updated and
  * -1 is returned (the caller decides how to stop); else 0. s may be NULL. */
 int trainer_update(Trainer *t, float *grad, double loss, TrainStep *s);

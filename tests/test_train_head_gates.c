@@ -1,0 +1,260 @@
+/* Command-line tests of ./train --head-gates (programs found in $HEADCOUNT_BIN):
+ * 1 and 2 threads train the same checkpoint and log; LAMBDA = 0 given is the run
+ * without the flag, and LAMBDA > 0 writes a checkpoint with the gates' flag and
+ * tensor; the checkpoint keeps LAMBDA and a resumed run continues bit-identically
+ * (and refuses another LAMBDA); values outside the range are one usage-error
+ * line; the log reports the penalty apart from the loss and the open heads at
+ * each evaluation; ./infer --eval scores with the evaluation gates, as train's
+ * own final val loss does. Every run is tiny (2 layers of 4 heads, C = 16, a 20 KB
+ * generated text file), with OMP_WAIT_POLICY=passive (see test_train.c). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/gates.h"
+#include "trainer/ckpt.h"
+#include "tests/progutil.h"
+#include "tests/testutil.h"
+
+#define HG_FLAGS "--layers 2 --embd 16 --heads 4 --block 16 --batch 4 --eval-iters 2 " \
+                 "--steps 12 --eval-every 6 --warmup 4"
+
+static int same_files(const char *a, const char *b)
+{
+    size_t na, nb;
+    unsigned char *x = tu_read_file(a, &na), *y = tu_read_file(b, &nb);
+    cr_assert(x && y, "missing %s or %s", a, b);
+    int same = na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* The log's step and eval lines up to their timings, which alone may differ
+ * between thread counts. */
+static char *log_without_timings(const char *path)
+{
+    char *text = tu_read_text(path);
+    char *res = calloc(strlen(text) + 1, 1), *w = res;
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n');
+        size_t ll = end ? (size_t)(end - line) : strlen(line);
+        const char *cut = find_in(line, ll, ",\"ms\":");
+        if (!cut)
+            cut = find_in(line, ll, ",\"train_seconds\":");
+        if (!find_in(line, ll, "\"type\":\"settings\"")) {
+            size_t keep = cut ? (size_t)(cut - line) : ll;
+            memcpy(w, line, keep);
+            w += keep;
+            *w++ = '\n';
+        }
+        line += ll + (end ? 1 : 0);
+    }
+    free(text);
+    return res;
+}
+
+static void train_ok(const Env *e, const char *ckpt, const char *log, const char *extra)
+{
+    char *out;
+    int rc = run(&out, "train", HG_FLAGS " --data %s --out %s --log %s %s", e->data, ckpt, log,
+                 extra);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+}
+
+Test(train, head_gates_give_identical_checkpoints_for_one_and_two_threads)
+{
+    Env e;
+    env_init(&e, "hg-threads");
+    char ck[4][400], lg[4][400];
+    const char *extra[4] = {"--head-gates 0.01 --dropout 0.1 --threads 1",
+                            "--head-gates 0.01 --dropout 0.1 --threads 2",
+                            "--head-gates 0 --threads 1", "--threads 2"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(ck[i], sizeof ck[i], "%s/r%d.ckpt", e.dir, i);
+        snprintf(lg[i], sizeof lg[i], "%s/r%d.log", e.dir, i);
+        train_ok(&e, ck[i], lg[i], extra[i]);
+    }
+    cr_assert(same_files(ck[0], ck[1]), "--head-gates 0.01: 1 and 2 threads differ");
+    char *a = log_without_timings(lg[0]), *b = log_without_timings(lg[1]);
+    cr_assert_str_eq(a, b, "--head-gates 0.01: the logs of 1 and 2 threads differ");
+    free(a);
+    free(b);
+    cr_assert(same_files(ck[2], ck[3]), "--head-gates 0 differs from no flag");
+    char *log = tu_read_text(lg[0]), *plain = tu_read_text(lg[2]);
+    cr_assert(strstr(log, "\"head_gates\":0.01,"), "%s", log);
+    cr_assert(strstr(log, "\"gate_penalty\":") && strstr(log, "\"open_heads\":"), "%s", log);
+    cr_assert(!strstr(plain, "\"gate_penalty\":") && !strstr(plain, "\"open_heads\":"), "%s",
+              plain);
+    free(log);
+    free(plain);
+
+    /* The gated checkpoint: the header's flag, one log_alpha per layer and head,
+     * moved from its initial value by training; the plain one has neither. */
+    Model m;
+    Tokenizer tok;
+    char err[2000];
+    cr_assert_eq(ckpt_load(ck[0], &m, &tok, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert(m.cfg.gates && m.w.log_alpha);
+    int moved = 0;
+    for (int i = 0; i < 8; i++)
+        moved += m.w.log_alpha[i] != GATE_LOG_ALPHA_INIT;
+    cr_assert_eq(moved, 8, "%d of 8 log_alpha moved", moved);
+    model_free(&m);
+    tok_free(&tok);
+    cr_assert_eq(ckpt_load(ck[2], &m, &tok, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert(!m.cfg.gates && !m.w.log_alpha);
+    model_free(&m);
+    tok_free(&tok);
+}
+
+/* The step's penalty is LAMBDA times the expected open heads, so it lies in
+ * (0, LAMBDA L H]; the step's loss is the cross-entropy alone. */
+Test(train, head_gates_penalty_is_logged_apart_from_the_loss)
+{
+    Env e;
+    env_init(&e, "hg-log");
+    train_ok(&e, e.out, e.log, "--head-gates 0.5 --threads 1");
+    char *log = tu_read_text(e.log);
+    int steps = 0;
+    for (char *line = strstr(log, "{\"type\":\"step\""); line;
+         line = strstr(line + 1, "{\"type\":\"step\"")) {
+        double pen = json_number(line, "gate_penalty"), loss = json_number(line, "loss");
+        cr_assert(pen > 0 && pen <= 0.5 * 8, "penalty %g", pen);
+        cr_assert(loss > 1.0 && loss < 6.0, "loss %g", loss);
+        steps++;
+    }
+    cr_assert_eq(steps, 12);
+    free(log);
+}
+
+/* 3 steps, save, resume to 6 equals 6 straight; the resumed run takes LAMBDA
+ * from the checkpoint, which stores it, and refuses a different one. */
+Test(train, head_gates_are_kept_in_the_checkpoint_and_resume_bit_identically)
+{
+    Env e;
+    env_init(&e, "hg-resume");
+    expect_resume_matches(&e, TINY " --heads 4 --head-gates 0.02 --warmup 100 --eval-every 0",
+                          "--head-gates 0.1", "--head-gates 0.1 contradicts the checkpoint");
+    char path[400], err[2000];
+    snprintf(path, sizeof path, "%s/part.ckpt", e.dir);
+    Model m;
+    Tokenizer tok;
+    TrainState ts;
+    int has;
+    cr_assert_eq(ckpt_load(path, &m, &tok, NULL, &ts, &has, err, sizeof err), 0, "%s", err);
+    cr_assert(has && ts.head_gates == 0.02 && m.cfg.gates, "stored head_gates %g",
+              ts.head_gates);
+    model_free(&m);
+    tok_free(&tok);
+}
+
+Test(train, head_gates_outside_their_range_are_one_usage_error_line)
+{
+    Env e;
+    env_init(&e, "hg-range");
+    const char *bad[] = {"101", "-0.1", "nan", "inf", "0.2x", "", "abc"};
+    char extra[700];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(extra, sizeof extra, "--data %s '--head-gates=%s'", e.data, bad[i]);
+        refuse_train(&e, extra, 2, "--head-gates: expected");
+    }
+}
+
+/* The val loss a run reports (its estimates use the evaluation gates) is what
+ * ./infer --eval computes on the split. */
+Test(train, evaluation_uses_the_deterministic_gates)
+{
+    Env e;
+    env_init(&e, "hg-eval");
+    train_ok(&e, e.out, e.log, "--head-gates 0.05 --threads 1");
+    char *out, val[400];
+    snprintf(val, sizeof val, "%s/val.txt", e.dir);
+    int rc = run(&out, "train", "--data %s --dump-val %s", e.data, val);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    char *log = tu_read_text(e.log);
+    const char *fin = strstr(log, "{\"type\":\"final\"");
+    const char *jv = fin ? strstr(fin, "\"val_loss\":") : NULL;
+    cr_assert_not_null(jv, "%s", log);
+    char want[32];
+    snprintf(want, sizeof want, "%.*s", (int)strcspn(jv + 11, ",}"), jv + 11);
+    free(log);
+    rc = run(&out, "infer", "--ckpt %s --eval %s", e.out, val);
+    cr_assert_eq(rc, 0, "%s", out);
+    char got[32] = "";
+    cr_assert_eq(sscanf(out, "eval loss %31s", got), 1, "%s", out);
+    cr_assert_str_eq(got, want, "infer --eval %s, train's final val loss %s", got, want);
+    free(out);
+}
+
+/* Writes src's model to dst with every gate open (log_alpha 3: gate exactly 1)
+ * but head `closed` (log_alpha -10: gate 0), or none closed when it is -1. */
+static void set_gates(const char *src, const char *dst, int closed)
+{
+    Model m;
+    Tokenizer tok;
+    char err[2000];
+    long steps;
+    cr_assert_eq(ckpt_load(src, &m, &tok, &steps, NULL, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert(m.cfg.gates);
+    for (int i = 0; i < m.cfg.L * m.cfg.H; i++)
+        m.w.log_alpha[i] = i == closed ? -10.0f : 3.0f;
+    cr_assert_eq(ckpt_save(dst, &m, &tok, steps, NULL, err, sizeof err), 0, "%s", err);
+    model_free(&m);
+    tok_free(&tok);
+}
+
+/* ./infer applies the evaluation gates: a closed head scores as the same head
+ * silenced by --mask in a model whose gates are all 1; --heads marks it closed
+ * and counts the open heads, and the explorer's JSON carries each gate. */
+Test(train, infer_applies_the_gates_and_marks_closed_heads)
+{
+    Env e;
+    env_init(&e, "hg-infer");
+    train_ok(&e, e.out, e.log, "--head-gates 0.01 --threads 1");
+    char closed[400], open[400], json[400], page[400];
+    snprintf(closed, sizeof closed, "%s/closed.ckpt", e.dir);
+    snprintf(open, sizeof open, "%s/open.ckpt", e.dir);
+    snprintf(json, sizeof json, "%s/explore.json", e.dir);
+    snprintf(page, sizeof page, "%s/explore.html", e.dir);
+    set_gates(e.out, closed, 1);
+    set_gates(e.out, open, -1);
+    char *a, *b, *c;
+    cr_assert_eq(run(&a, "infer", "--ckpt %s --eval %s --threads 1", closed, e.data), 0);
+    cr_assert_eq(run(&b, "infer", "--ckpt %s --eval %s --mask 0.1 --threads 1", open, e.data), 0);
+    cr_assert_eq(run(&c, "infer", "--ckpt %s --eval %s --threads 1", open, e.data), 0);
+    cr_assert_str_eq(a, b, "a closed head and a silenced one score differently");
+    cr_assert_str_neq(a, c, "closing a head changed nothing");
+    free(a); free(b); free(c);
+    char rep[400], path[500];
+    snprintf(rep, sizeof rep, "%s/report", e.dir);
+    cr_assert_eq(run(&a, "infer", "--ckpt %s --heads %s --windows 4 --report %s --threads 1",
+                     closed, e.data, rep), 0, "%s", a);
+    const char *row = strstr(a, "\nL0H1 ");
+    cr_assert(row && find_in(row, strcspn(row + 1, "\n"), " closed "), "%s", a);
+    cr_assert(strstr(a, "head gates (evaluation, docs/heads.md): 7 of 8 open"), "%s", a);
+    free(a);
+    snprintf(path, sizeof path, "%s/heads.json", rep);
+    char *hj = tu_read_text(path);
+    const char *r1 = strstr(hj, "{\"layer\":0,\"head\":1,");
+    cr_assert(r1 && strstr(r1, "\"gate\":0,\"closed\":true}"), "%s", hj);
+    free(hj);
+    snprintf(path, sizeof path, "%s/heads.csv", rep);
+    char *csv = tu_read_text(path);
+    cr_assert(strstr(csv, ",serves,gate\n") && strstr(csv, ",0\n") && strstr(csv, ",1\n"), "%s",
+              csv);
+    free(csv);
+    cr_assert_eq(run(&a, "infer", "--ckpt %s --explore %s --explore-json %s --text-file %s "
+                     "--threads 1", closed, page, json, e.data), 0, "%s", a);
+    free(a);
+    char *j = tu_read_text(json);
+    const char *h1 = strstr(j, "\"id\":\"L0H1\""), *h0 = strstr(j, "\"id\":\"L0H0\"");
+    cr_assert(h1 && h0, "%s", j);
+    cr_assert(strstr(h1, "\"gate\":0,\"closed\":true"), "%s", h1);
+    cr_assert(strstr(h0, "\"gate\":1,\"closed\":false"), "%s", h0);
+    free(j);
+}

@@ -209,10 +209,10 @@ void train_options_record(const Options *o, char *buf, size_t len)
         const Setting *s = &settings_table[i];
         if (!s->in_log)
             continue;
-        char v[64], quoted[160];
+        char v[64], quoted[6 * sizeof v + 3]; /* every byte \u00XX at worst, quotes, NUL */
         format_value(o, s, v, sizeof v);
         if (s->type == SET_NAME)
-            train_json_string(quoted, sizeof quoted, v);
+            json_string(quoted, v);
         k += (size_t)snprintf(buf + k, len - k, "%s\"%s\":%s", k ? "," : "", s->key,
                               s->type == SET_NAME ? quoted : v);
     }

@@ -39,7 +39,7 @@ QUICK = [("prev", "previous-token attention (prev)", "max"),
          ("repeat", "repeat (in-text induction)", "max"),
          ("entropy", "entropy (normalised, 1 = uniform)", "min"),
          ("distance", "mean attention distance (positions)", "min")]
-FILES = ("loss.svg", "lr.svg", "heads.svg", "relations.svg", "index.html")
+FILES = ("loss.svg", "lr.svg", "heads.svg", "jsd.svg", "relations.svg", "index.html")
 MARKER = ".headcount-plots"
 
 

@@ -1,0 +1,289 @@
+/* bf16: see bf16.h. The rounding, the one-step reference (bf16_fma), the register
+ * tile (native: VDPBF16PS on AVX-512 registers; emulated: bf16_fma on an array of
+ * accumulators) and the OpenMP layer on top. Each output is one chain over the pairs
+ * of k in order, computed by one call of one tile whatever the split, so the thread
+ * count changes no bit; the GELU epilogue is vmath.h's, lane by lane as in matmul.c. */
+#include "kernels/bf16.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/vmath.h"
+#include "util/scratch.h"
+
+#if BF16_NATIVE
+#include <immintrin.h>
+#endif
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+static uint32_t bits_of(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float float_of(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+Bf16 bf16_from_float(float x)
+{
+    uint32_t u = bits_of(x);
+    if ((u & 0x7f800000u) == 0)                  /* zero or denormal: signed zero */
+        return (Bf16)((u >> 16) & 0x8000u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)         /* NaN: truncated, made quiet */
+        return (Bf16)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);             /* nearest, ties to even (carries into
+                                                  * the exponent; past the largest value
+                                                  * it gives infinity) */
+    return (Bf16)(u >> 16);
+}
+
+float bf16_to_float(Bf16 h)
+{
+    return float_of((uint32_t)h << 16);
+}
+
+/* A float with a denormal read as a zero of its sign (the instruction's DAZ). */
+static inline float daz(float x)
+{
+    uint32_t u = bits_of(x);
+    return (u & 0x7f800000u) == 0 ? float_of(u & 0x80000000u) : x;
+}
+
+/* The rare results of one step that fma alone does not settle: |r| in (0, 2^-126].
+ * A denormal is flushed to a zero of its sign. r = ±2^-126 can be the fma's rounding
+ * of an exact sum a bit below 2^-126 that the instruction (tininess after rounding
+ * to 24 bits, unbounded exponent) calls tiny and flushes: the same sum scaled by 2^24
+ * (exact: a*b has 16 significant bits and lands far above the denormals) rounds as
+ * the instruction does; below 2^-102 there means tiny. a, b, acc are DAZ'd. */
+static float step_tiny(float r, float a, float b, float acc)
+{
+    uint32_t t = bits_of(r) & 0x7fffffffu;
+    if (t < 0x00800000u)
+        return float_of(bits_of(r) & 0x80000000u);
+    float s = fmaf(a * 0x1p24f, b, acc * 0x1p24f);
+    if (fabsf(s) < 0x1p-102f)
+        return float_of(bits_of(s) & 0x80000000u);
+    return r;
+}
+
+/* One step with inputs already widened and DAZ'd. */
+static inline float fma_step(float acc, float a, float b)
+{
+    float r = fmaf(a, b, acc);
+    uint32_t t = bits_of(r) & 0x7fffffffu;
+    if (t - 1u < 0x00800000u)                    /* 0 < |r| <= 2^-126 */
+        return step_tiny(r, a, b, acc);
+    return r;
+}
+
+float bf16_fma(float acc, Bf16 a, Bf16 b)
+{
+    return fma_step(daz(acc), daz(bf16_to_float(a)), daz(bf16_to_float(b)));
+}
+
+static uint32_t pair_of(const float *x, int k, int K)
+{
+    uint32_t lo = k < K ? bf16_from_float(x[k]) : 0;
+    uint32_t hi = k + 1 < K ? bf16_from_float(x[k + 1]) : 0;
+    return lo | hi << 16;
+}
+
+void bf16_round_rows(uint32_t *xr, const float *x, int N, int K)
+{
+    int P = bf16_pairs(K);
+    #pragma omp parallel for schedule(static) if ((double)N * K >= 65536.0)
+    for (int n = 0; n < N; n++)
+        for (int p = 0; p < P; p++)
+            xr[(size_t)n * P + p] = pair_of(x + (size_t)n * K, 2 * p, K);
+}
+
+size_t bf16_packed_size(int OC, int IC)
+{
+    return (size_t)(OC + BF16_PANEL - 1) / BF16_PANEL * (size_t)bf16_pairs(IC) * BF16_PANEL;
+}
+
+void bf16_pack_weights(uint32_t *wp, const float *W, int OC, int IC)
+{
+    int P = bf16_pairs(IC), nq = (OC + BF16_PANEL - 1) / BF16_PANEL;
+    #pragma omp parallel for schedule(static) if ((double)OC * IC >= 65536.0)
+    for (int q = 0; q < nq; q++)
+        for (int j = 0; j < BF16_PANEL; j++) {
+            int o = q * BF16_PANEL + j;
+            uint32_t *dst = wp + (size_t)q * P * BF16_PANEL + j;
+            for (int p = 0; p < P; p++)
+                dst[(size_t)p * BF16_PANEL] = o < OC ? pair_of(W + (size_t)o * IC, 2 * p, IC) : 0;
+        }
+}
+
+/* Pairs per k block: a block of a panel is 16 KiB, inside L1 while the rows sweep it. */
+enum { KCP = 128 };
+
+#if BF16_NATIVE
+
+static inline __mmask16 lanes(int n)
+{
+    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
+}
+
+/* R rows (1..6, constant per call) x 32 columns: pairs p0..p1-1 of the chains, from C
+ * (load_c) or from +0; on the last block the epilogue, then out. */
+ALWAYS_INLINE void tile_native(int R, int p0, int p1, const uint32_t *a, size_t lda,
+                               const uint32_t *wp, float *c, size_t ldc, int n, int load_c,
+                               int last, const float *bias, float *dgelu)
+{
+    __mmask16 m[2] = { lanes(n), lanes(n - 16) };
+    __m512 acc[6][2];
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 2") for (int v = 0; v < 2; v++)
+            acc[r][v] = load_c ? _mm512_maskz_loadu_ps(m[v], c + r * ldc + 16 * v)
+                               : _mm512_setzero_ps();
+    _Pragma("GCC unroll 2") for (int p = p0; p < p1; p++) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(wp + (size_t)BF16_PANEL * p);
+        __m512bh b1 = (__m512bh)_mm512_loadu_si512(wp + (size_t)BF16_PANEL * p + 16);
+        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
+            __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r * lda + p]);
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+        }
+    }
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 2") for (int v = 0; v < 2; v++) {
+            __m512 o = acc[r][v];
+            size_t at = (size_t)r * ldc + 16 * v;
+            if (last && bias)
+                o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m[v], bias + 16 * v));
+            if (last && dgelu) {
+                v16f x = (v16f)o, s = v16_gelu_gate(x);
+                _mm512_mask_storeu_ps(dgelu + at, m[v], (__m512)v16_gelu_grad_gated(x, s));
+                o = (__m512)(x * s);
+            }
+            _mm512_mask_storeu_ps(c + at, m[v], o);
+        }
+}
+
+static void tile_rows(int R, int p0, int p1, const uint32_t *a, size_t lda, const uint32_t *wp,
+                      float *c, size_t ldc, int n, int load_c, int last, const float *bias,
+                      float *dgelu)
+{
+    switch (R) {
+    case 6: tile_native(6, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
+    case 5: tile_native(5, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
+    case 4: tile_native(4, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
+    case 3: tile_native(3, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
+    case 2: tile_native(2, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
+    default: tile_native(1, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
+    }
+}
+
+#else
+
+/* The emulation: the same chains with bf16_fma's steps, on R x 32 accumulators; the
+ * epilogue runs vmath's 8-lane functions, whose lanes equal the 16-lane ones. */
+static void tile_rows(int R, int p0, int p1, const uint32_t *a, size_t lda, const uint32_t *wp,
+                      float *c, size_t ldc, int n, int load_c, int last, const float *bias,
+                      float *dgelu)
+{
+    float acc[6][BF16_PANEL];
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < BF16_PANEL; j++)
+            acc[r][j] = load_c && j < n ? c[r * ldc + j] : 0.0f;
+    for (int p = p0; p < p1; p++) {
+        float b0[BF16_PANEL], b1[BF16_PANEL];
+        for (int j = 0; j < BF16_PANEL; j++) {
+            uint32_t w = wp[(size_t)BF16_PANEL * p + j];
+            b0[j] = daz(float_of(w << 16));
+            b1[j] = daz(float_of(w & 0xffff0000u));
+        }
+        for (int r = 0; r < R; r++) {
+            uint32_t av = a[r * lda + p];
+            float a0 = daz(float_of(av << 16)), a1 = daz(float_of(av & 0xffff0000u));
+            for (int j = 0; j < BF16_PANEL; j++)
+                acc[r][j] = fma_step(fma_step(acc[r][j], a1, b1[j]), a0, b0[j]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        if (last && bias)
+            for (int j = 0; j < n; j++)
+                acc[r][j] = acc[r][j] + bias[j];
+        if (last && dgelu)
+            for (int j = 0; j < BF16_PANEL; j += 8) {
+                v8f x = v8_load(acc[r] + j), s = v8_gelu_gate(x);
+                float d[8];
+                v8_store(d, v8_gelu_grad_gated(x, s));
+                v8_store(acc[r] + j, x * s);
+                for (int t = 0; t < 8 && j + t < n; t++)
+                    dgelu[r * ldc + j + t] = d[t];
+            }
+        memcpy(c + r * ldc, acc[r], (size_t)n * sizeof(float));
+    }
+}
+
+#endif
+
+void bf16_kernel_nt(int M, int n, int P, const uint32_t *ar, size_t lda, const uint32_t *wp,
+                    float *out, size_t ldc, const float *bias, float *dgelu)
+{
+    int p0 = 0;
+    do {                                         /* P = 0 (K = 0): one empty block */
+        int p1 = p0 + KCP < P ? p0 + KCP : P;
+        for (int i = 0; i < M; i += 6) {
+            int R = M - i < 6 ? M - i : 6;
+            tile_rows(R, p0, p1, ar + (size_t)i * lda, lda, wp, out + (size_t)i * ldc, ldc, n,
+                      p0 > 0, p1 == P, bias, dgelu ? dgelu + (size_t)i * ldc : NULL);
+        }
+        p0 = p1;
+    } while (p0 < P);
+}
+
+/* Tiles of the layer: ROWS rows x up to PANELS panels; each tile keeps its block of
+ * rounded input in L2 while it walks its panels. */
+enum { ROWS = 96, PANELS = 8 };
+
+static void forward_rounded(float *out, float *dgelu, const uint32_t *xr, const uint32_t *wp,
+                            const float *bias, int N, int IC, int OC)
+{
+    int P = bf16_pairs(IC), nq = (OC + BF16_PANEL - 1) / BF16_PANEL;
+    int nrb = (N + ROWS - 1) / ROWS, ncb = (nq + PANELS - 1) / PANELS;
+    double flops = 2.0 * N * IC * OC;
+    #pragma omp parallel for schedule(dynamic, 1) if (flops >= (double)(1 << 20))
+    for (int tile = 0; tile < nrb * ncb; tile++) {
+        int i0 = tile / ncb * ROWS, q0 = tile % ncb * PANELS;
+        int m = N - i0 < ROWS ? N - i0 : ROWS;
+        for (int q = q0; q < q0 + PANELS && q < nq; q++) {
+            int j0 = q * BF16_PANEL, n = OC - j0 < BF16_PANEL ? OC - j0 : BF16_PANEL;
+            size_t at = (size_t)i0 * OC + j0;
+            bf16_kernel_nt(m, n, P, xr + (size_t)i0 * P, (size_t)P,
+                           wp + (size_t)q * P * BF16_PANEL, out + at, (size_t)OC,
+                           bias ? bias + j0 : NULL, dgelu ? dgelu + at : NULL);
+        }
+    }
+}
+
+/* The calling thread's scratch slots for the rounded input and packed weights (the
+ * kernels inside the parallel loop use none). */
+enum { SLOT_INPUT = 2, SLOT_WEIGHTS = 3 };
+
+void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32_t *wp,
+                         const float *bias, int N, int IC, int OC)
+{
+    size_t n = (size_t)N * bf16_pairs(IC);
+    uint32_t *xr = (uint32_t *)scratch_floats(SLOT_INPUT, n ? n : 1);
+    bf16_round_rows(xr, in, N, IC);
+    forward_rounded(out, dgelu, xr, wp, bias, N, IC, OC);
+}
+
+void bf16_forward(float *out, float *dgelu, const float *in, const float *W, const float *bias,
+                  int N, int IC, int OC)
+{
+    size_t n = bf16_packed_size(OC, IC);
+    uint32_t *wp = (uint32_t *)scratch_floats(SLOT_WEIGHTS, n ? n : 1);
+    bf16_pack_weights(wp, W, OC, IC);
+    bf16_forward_packed(out, dgelu, in, wp, bias, N, IC, OC);
+}

@@ -97,6 +97,7 @@ static void setup_fresh(Run *r)
     check_memory(r, &cfg, 0);
     if (trainer_init(&r->tr, &cfg, o->seed, err, sizeof err))
         cli_fail("%s", err);
+    r->tr.model.precision = (Precision)o->precision;
     r->ts.best_step = -1;
 }
 

@@ -10,6 +10,7 @@
 #include "util/bigbuf.h"
 #include "util/errbuf.h"
 #include "model/layers.h"
+#include "kernels/bf16.h"
 #include "kernels/matmul.h"
 #include "util/rng.h"
 
@@ -180,6 +181,20 @@ static void gate_gradient(double *grad, const float *dy, const float *y, size_t 
     }
 }
 
+/* A linear layer's forward in the model's precision: out = in . W^T + b, or with
+ * dgelu the MLP's first layer (out = gelu, dgelu = gelu'). The backward is float32
+ * in both precisions: it reads the float32 input and weights (docs/matmul.md, "bf16"). */
+static void linear_forward(const Model *m, float *out, float *dgelu, const float *in,
+                           const float *W, const float *b, int N, int IC, int OC)
+{
+    if (m->precision == PRECISION_BF16)
+        bf16_forward(out, dgelu, in, W, b, N, IC, OC);
+    else if (dgelu)
+        matmul_forward_gelu(out, dgelu, in, W, b, N, IC, OC);
+    else
+        matmul_forward(out, in, W, b, N, IC, OC);
+}
+
 double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
                    int B, int T, const PassOptions *opt)
 {
@@ -207,12 +222,12 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
 
         layernorm_forward(ln1, a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, res,
                           lw->ln1w, lw->ln1b, N, C);
-        matmul_forward(qkv, ln1, lw->qkvw, lw->qkvb, N, C, 3 * A);
+        linear_forward(m, qkv, NULL, ln1, lw->qkvw, lw->qkvb, N, C, 3 * A);
         attention_forward(atty, att, attd, qkv, B, T, H, D, p, site_key(opt, l, SITE_ATT));
         silence_heads(atty, opt, l, (size_t)N, H, D);
         head_dropout_forward(atty, B, T, H, D, opt->head_dropout,
                              site_key(opt, l, SITE_HEAD));
-        matmul_forward(attproj, atty, lw->projw, lw->projb, N, A, C);
+        linear_forward(m, attproj, NULL, atty, lw->projw, lw->projb, N, A, C);
         if (p > 0.0f) {
             dropout_forward(res2, attproj, (size_t)N * C, p, site_key(opt, l, SITE_ATTN_RESID));
             residual_forward(res2, res, res2, (size_t)N * C);
@@ -222,8 +237,8 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
 
         layernorm_forward(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
                           lw->ln2w, lw->ln2b, N, C);
-        matmul_forward_gelu(fch_gelu, fch_dgelu, ln2, lw->fcw, lw->fcb, N, C, 4 * C);
-        matmul_forward(fcproj, fch_gelu, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
+        linear_forward(m, fch_gelu, fch_dgelu, ln2, lw->fcw, lw->fcb, N, C, 4 * C);
+        linear_forward(m, fcproj, NULL, fch_gelu, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
         if (p > 0.0f) {
             dropout_forward(res3, fcproj, (size_t)N * C, p, site_key(opt, l, SITE_MLP_RESID));
             residual_forward(res3, res2, res3, (size_t)N * C);
@@ -233,7 +248,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         res = res3;
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, res, w->lnfw, w->lnfb, N, C);
-    matmul_forward(a->logits, a->lnf, w->wte, NULL, N, C, V);
+    linear_forward(m, a->logits, NULL, a->lnf, w->wte, NULL, N, C, V);
     return crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
 }
 

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/matmul.h"
 #include "kernels/vmath.h"
 #include "util/scratch.h"
 
@@ -31,17 +32,21 @@ static float float_of(uint32_t u)
     return x;
 }
 
+/* Branch-free, so that the loops below vectorise. */
+static inline uint32_t round_bits(uint32_t u)
+{
+    uint32_t zero = (u >> 16) & 0x8000u;         /* zero or denormal: signed zero */
+    uint32_t nan = (u >> 16) | 0x0040u;          /* NaN: truncated, made quiet */
+    uint32_t near = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* nearest, ties to even (a
+                                                  * carry goes into the exponent; past the
+                                                  * largest value it gives infinity) */
+    uint32_t r = (u & 0x7f800000u) == 0 ? zero : near;
+    return (u & 0x7fffffffu) > 0x7f800000u ? nan : r;
+}
+
 Bf16 bf16_from_float(float x)
 {
-    uint32_t u = bits_of(x);
-    if ((u & 0x7f800000u) == 0)                  /* zero or denormal: signed zero */
-        return (Bf16)((u >> 16) & 0x8000u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)         /* NaN: truncated, made quiet */
-        return (Bf16)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);             /* nearest, ties to even (carries into
-                                                  * the exponent; past the largest value
-                                                  * it gives infinity) */
-    return (Bf16)(u >> 16);
+    return (Bf16)round_bits(bits_of(x));
 }
 
 float bf16_to_float(Bf16 h)
@@ -95,13 +100,33 @@ static uint32_t pair_of(const float *x, int k, int K)
     return lo | hi << 16;
 }
 
+/* Pairs of two rows' elements: out[c] = round(x0[c]) | round(x1[c]) << 16. */
+static void pair_rows(uint32_t *out, const float *x0, const float *x1, int n)
+{
+    for (int c = 0; c < n; c++) {
+        uint32_t u0, u1;
+        memcpy(&u0, x0 + c, sizeof u0);
+        memcpy(&u1, x1 + c, sizeof u1);
+        out[c] = round_bits(u0) | round_bits(u1) << 16;
+    }
+}
+
 void bf16_round_rows(uint32_t *xr, const float *x, int N, int K)
 {
     int P = bf16_pairs(K);
     #pragma omp parallel for schedule(static) if ((double)N * K >= 65536.0)
-    for (int n = 0; n < N; n++)
-        for (int p = 0; p < P; p++)
-            xr[(size_t)n * P + p] = pair_of(x + (size_t)n * K, 2 * p, K);
+    for (int n = 0; n < N; n++) {
+        const float *row = x + (size_t)n * K;
+        uint32_t *dst = xr + (size_t)n * P;
+        for (int p = 0; p < K / 2; p++) {   /* a pair is two neighbours: low k first */
+            uint32_t u0, u1;
+            memcpy(&u0, row + 2 * p, sizeof u0);
+            memcpy(&u1, row + 2 * p + 1, sizeof u1);
+            dst[p] = round_bits(u0) | round_bits(u1) << 16;
+        }
+        if (K % 2)
+            dst[P - 1] = pair_of(row, K - 1, K);
+    }
 }
 
 size_t bf16_packed_size(int OC, int IC)
@@ -122,6 +147,48 @@ void bf16_pack_weights(uint32_t *wp, const float *W, int OC, int IC)
         }
 }
 
+void bf16_pack_cols(uint32_t *wp, const float *X, int R, int Cc)
+{
+    int P = bf16_pairs(R), nq = (Cc + BF16_PANEL - 1) / BF16_PANEL;
+    #pragma omp parallel for schedule(static) if ((double)R * Cc >= 65536.0)
+    for (int q = 0; q < nq; q++)
+        for (int p = 0; p < P; p++) {
+            static const float zeros[BF16_PANEL];
+            const float *x0 = X + (size_t)2 * p * Cc + q * BF16_PANEL;
+            uint32_t *dst = wp + ((size_t)q * P + p) * BF16_PANEL;
+            int nc = Cc - q * BF16_PANEL < BF16_PANEL ? Cc - q * BF16_PANEL : BF16_PANEL;
+            pair_rows(dst, x0, 2 * p + 1 < R ? x0 + Cc : zeros, nc);
+            for (int j = nc; j < BF16_PANEL; j++)
+                dst[j] = 0;
+        }
+}
+
+void bf16_round_cols(uint32_t *xr, const float *X, int R, int Cc)
+{
+    /* 16 pairs of rows x 64 columns at a time: each pair of rows rounded along the
+     * rows (vectorised) into t, then each column's 16 pairs written as one line of xr
+     * (rows of xr are P words apart: writing a word at a time to 64 of them, often a
+     * multiple of 4 KiB apart, thrashed one L1 set). */
+    enum { CB = 64, PB = 16 };
+    int P = bf16_pairs(R), ncb = (Cc + CB - 1) / CB;
+    #pragma omp parallel for schedule(static) if ((double)R * Cc >= 65536.0)
+    for (int cb = 0; cb < ncb; cb++) {
+        int c0 = cb * CB, nc = Cc - c0 < CB ? Cc - c0 : CB;
+        float zeros[CB] = {0};
+        uint32_t t[PB][CB];
+        for (int p0 = 0; p0 < P; p0 += PB) {
+            int np = P - p0 < PB ? P - p0 : PB;
+            for (int i = 0; i < np; i++) {
+                const float *x0 = X + (size_t)2 * (p0 + i) * Cc + c0;
+                pair_rows(t[i], x0, 2 * (p0 + i) + 1 < R ? x0 + Cc : zeros, nc);
+            }
+            for (int c = 0; c < nc; c++)
+                for (int i = 0; i < np; i++)
+                    xr[(size_t)(c0 + c) * P + p0 + i] = t[i][c];
+        }
+    }
+}
+
 /* Pairs per k block: a block of a panel is 16 KiB, inside L1 while the rows sweep it. */
 enum { KCP = 128 };
 
@@ -136,7 +203,7 @@ static inline __mmask16 lanes(int n)
  * (load_c) or from +0; on the last block the epilogue, then out. */
 ALWAYS_INLINE void tile_native(int R, int p0, int p1, const uint32_t *a, size_t lda,
                                const uint32_t *wp, float *c, size_t ldc, int n, int load_c,
-                               int last, const float *bias, float *dgelu)
+                               int last, const Bf16Epilogue *e)
 {
     __mmask16 m[2] = { lanes(n), lanes(n - 16) };
     __m512 acc[6][2];
@@ -157,11 +224,13 @@ ALWAYS_INLINE void tile_native(int R, int p0, int p1, const uint32_t *a, size_t 
         _Pragma("GCC unroll 2") for (int v = 0; v < 2; v++) {
             __m512 o = acc[r][v];
             size_t at = (size_t)r * ldc + 16 * v;
-            if (last && bias)
-                o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m[v], bias + 16 * v));
-            if (last && dgelu) {
+            if (last && e->bias)
+                o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m[v], e->bias + 16 * v));
+            if (last && e->scale)
+                o = _mm512_mul_ps(o, _mm512_maskz_loadu_ps(m[v], e->scale + at));
+            if (last && e->dgelu) {
                 v16f x = (v16f)o, s = v16_gelu_gate(x);
-                _mm512_mask_storeu_ps(dgelu + at, m[v], (__m512)v16_gelu_grad_gated(x, s));
+                _mm512_mask_storeu_ps(e->dgelu + at, m[v], (__m512)v16_gelu_grad_gated(x, s));
                 o = (__m512)(x * s);
             }
             _mm512_mask_storeu_ps(c + at, m[v], o);
@@ -169,16 +238,15 @@ ALWAYS_INLINE void tile_native(int R, int p0, int p1, const uint32_t *a, size_t 
 }
 
 static void tile_rows(int R, int p0, int p1, const uint32_t *a, size_t lda, const uint32_t *wp,
-                      float *c, size_t ldc, int n, int load_c, int last, const float *bias,
-                      float *dgelu)
+                      float *c, size_t ldc, int n, int load_c, int last, const Bf16Epilogue *e)
 {
     switch (R) {
-    case 6: tile_native(6, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
-    case 5: tile_native(5, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
-    case 4: tile_native(4, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
-    case 3: tile_native(3, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
-    case 2: tile_native(2, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
-    default: tile_native(1, p0, p1, a, lda, wp, c, ldc, n, load_c, last, bias, dgelu); break;
+    case 6: tile_native(6, p0, p1, a, lda, wp, c, ldc, n, load_c, last, e); break;
+    case 5: tile_native(5, p0, p1, a, lda, wp, c, ldc, n, load_c, last, e); break;
+    case 4: tile_native(4, p0, p1, a, lda, wp, c, ldc, n, load_c, last, e); break;
+    case 3: tile_native(3, p0, p1, a, lda, wp, c, ldc, n, load_c, last, e); break;
+    case 2: tile_native(2, p0, p1, a, lda, wp, c, ldc, n, load_c, last, e); break;
+    default: tile_native(1, p0, p1, a, lda, wp, c, ldc, n, load_c, last, e); break;
     }
 }
 
@@ -187,8 +255,7 @@ static void tile_rows(int R, int p0, int p1, const uint32_t *a, size_t lda, cons
 /* The emulation: the same chains with bf16_fma's steps, on R x 32 accumulators; the
  * epilogue runs vmath's 8-lane functions, whose lanes equal the 16-lane ones. */
 static void tile_rows(int R, int p0, int p1, const uint32_t *a, size_t lda, const uint32_t *wp,
-                      float *c, size_t ldc, int n, int load_c, int last, const float *bias,
-                      float *dgelu)
+                      float *c, size_t ldc, int n, int load_c, int last, const Bf16Epilogue *e)
 {
     float acc[6][BF16_PANEL];
     for (int r = 0; r < R; r++)
@@ -209,17 +276,20 @@ static void tile_rows(int R, int p0, int p1, const uint32_t *a, size_t lda, cons
         }
     }
     for (int r = 0; r < R; r++) {
-        if (last && bias)
+        if (last && e->bias)
             for (int j = 0; j < n; j++)
-                acc[r][j] = acc[r][j] + bias[j];
-        if (last && dgelu)
+                acc[r][j] = acc[r][j] + e->bias[j];
+        if (last && e->scale)
+            for (int j = 0; j < n; j++)
+                acc[r][j] = acc[r][j] * e->scale[r * ldc + j];
+        if (last && e->dgelu)
             for (int j = 0; j < BF16_PANEL; j += 8) {
                 v8f x = v8_load(acc[r] + j), s = v8_gelu_gate(x);
                 float d[8];
                 v8_store(d, v8_gelu_grad_gated(x, s));
                 v8_store(acc[r] + j, x * s);
                 for (int t = 0; t < 8 && j + t < n; t++)
-                    dgelu[r * ldc + j + t] = d[t];
+                    e->dgelu[r * ldc + j + t] = d[t];
             }
         memcpy(c + r * ldc, acc[r], (size_t)n * sizeof(float));
     }
@@ -228,62 +298,98 @@ static void tile_rows(int R, int p0, int p1, const uint32_t *a, size_t lda, cons
 #endif
 
 void bf16_kernel_nt(int M, int n, int P, const uint32_t *ar, size_t lda, const uint32_t *wp,
-                    float *out, size_t ldc, const float *bias, float *dgelu)
+                    float *out, size_t ldc, const Bf16Epilogue *e)
 {
     int p0 = 0;
     do {                                         /* P = 0 (K = 0): one empty block */
         int p1 = p0 + KCP < P ? p0 + KCP : P;
         for (int i = 0; i < M; i += 6) {
-            int R = M - i < 6 ? M - i : 6;
-            tile_rows(R, p0, p1, ar + (size_t)i * lda, lda, wp, out + (size_t)i * ldc, ldc, n,
-                      p0 > 0, p1 == P, bias, dgelu ? dgelu + (size_t)i * ldc : NULL);
+            size_t at = (size_t)i * ldc;
+            Bf16Epilogue ei = { e->accumulate, e->bias, e->scale ? e->scale + at : NULL,
+                                e->dgelu ? e->dgelu + at : NULL };
+            tile_rows(M - i < 6 ? M - i : 6, p0, p1, ar + (size_t)i * lda, lda, wp, out + at,
+                      ldc, n, p0 > 0 || e->accumulate, p1 == P, &ei);
         }
         p0 = p1;
     } while (p0 < P);
 }
 
-/* Tiles of the layer: ROWS rows x up to PANELS panels; each tile keeps its block of
- * rounded input in L2 while it walks its panels. */
+/* Tiles of a product: ROWS rows x up to PANELS panels; each tile keeps its block of
+ * rounded rows in L2 while it walks its panels. */
 enum { ROWS = 96, PANELS = 8 };
 
-static void forward_rounded(float *out, float *dgelu, const uint32_t *xr, const uint32_t *wp,
-                            const float *bias, int N, int IC, int OC)
+/* out[M][ncols] (rows ldc apart) = the chains of ar's M rows (lda pairs apart) with
+ * the ncols columns of the packed panels wp (P pairs each), finished by e (whose
+ * pointers are at out[0][0]), over OpenMP in independent tiles. */
+static void product_tiles(float *out, size_t ldc, const uint32_t *ar, size_t lda,
+                          const uint32_t *wp, int M, int ncols, int P, const Bf16Epilogue *e)
 {
-    int P = bf16_pairs(IC), nq = (OC + BF16_PANEL - 1) / BF16_PANEL;
-    int nrb = (N + ROWS - 1) / ROWS, ncb = (nq + PANELS - 1) / PANELS;
-    double flops = 2.0 * N * IC * OC;
+    int nq = (ncols + BF16_PANEL - 1) / BF16_PANEL;
+    int nrb = (M + ROWS - 1) / ROWS, ncb = (nq + PANELS - 1) / PANELS;
+    double flops = 4.0 * M * P * ncols;
     #pragma omp parallel for schedule(dynamic, 1) if (flops >= (double)(1 << 20))
     for (int tile = 0; tile < nrb * ncb; tile++) {
         int i0 = tile / ncb * ROWS, q0 = tile % ncb * PANELS;
-        int m = N - i0 < ROWS ? N - i0 : ROWS;
+        int m = M - i0 < ROWS ? M - i0 : ROWS;
         for (int q = q0; q < q0 + PANELS && q < nq; q++) {
-            int j0 = q * BF16_PANEL, n = OC - j0 < BF16_PANEL ? OC - j0 : BF16_PANEL;
-            size_t at = (size_t)i0 * OC + j0;
-            bf16_kernel_nt(m, n, P, xr + (size_t)i0 * P, (size_t)P,
-                           wp + (size_t)q * P * BF16_PANEL, out + at, (size_t)OC,
-                           bias ? bias + j0 : NULL, dgelu ? dgelu + at : NULL);
+            int j0 = q * BF16_PANEL, n = ncols - j0 < BF16_PANEL ? ncols - j0 : BF16_PANEL;
+            size_t at = (size_t)i0 * ldc + j0;
+            Bf16Epilogue et = { e->accumulate, e->bias ? e->bias + j0 : NULL,
+                                e->scale ? e->scale + at : NULL, e->dgelu ? e->dgelu + at : NULL };
+            bf16_kernel_nt(m, n, P, ar + (size_t)i0 * lda, lda, wp + (size_t)q * P * BF16_PANEL,
+                           out + at, ldc, &et);
         }
     }
 }
 
-/* The calling thread's scratch slots for the rounded input and packed weights (the
- * kernels inside the parallel loop use none). */
-enum { SLOT_INPUT = 2, SLOT_WEIGHTS = 3 };
+/* The calling thread's scratch slots for the rounded operands (the kernels inside the
+ * parallel loops use none). */
+enum { SLOT_ROWS = 2, SLOT_PANELS = 3, SLOT_ROWS_T = 4, SLOT_PANELS_T = 5 };
+
+static uint32_t *slot_words(int slot, size_t n)
+{
+    return (uint32_t *)scratch_floats(slot, n ? n : 1);
+}
 
 void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32_t *wp,
                          const float *bias, int N, int IC, int OC)
 {
-    size_t n = (size_t)N * bf16_pairs(IC);
-    uint32_t *xr = (uint32_t *)scratch_floats(SLOT_INPUT, n ? n : 1);
+    int P = bf16_pairs(IC);
+    uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * P);
     bf16_round_rows(xr, in, N, IC);
-    forward_rounded(out, dgelu, xr, wp, bias, N, IC, OC);
+    Bf16Epilogue e = { 0, bias, NULL, dgelu };
+    product_tiles(out, (size_t)OC, xr, (size_t)P, wp, N, OC, P, &e);
 }
 
 void bf16_forward(float *out, float *dgelu, const float *in, const float *W, const float *bias,
                   int N, int IC, int OC)
 {
-    size_t n = bf16_packed_size(OC, IC);
-    uint32_t *wp = (uint32_t *)scratch_floats(SLOT_WEIGHTS, n ? n : 1);
+    uint32_t *wp = slot_words(SLOT_PANELS, bf16_packed_size(OC, IC));
     bf16_pack_weights(wp, W, OC, IC);
     bf16_forward_packed(out, dgelu, in, wp, bias, N, IC, OC);
+}
+
+void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
+                   const float *W, const float *dgelu, int N, int IC, int OC)
+{
+    if (din) {              /* din[n][ic] = chain over o of dout[n][o] W[o][ic] */
+        int P = bf16_pairs(OC);
+        uint32_t *dr = slot_words(SLOT_ROWS, (size_t)N * P);
+        uint32_t *wt = slot_words(SLOT_PANELS, bf16_packed_size(IC, OC));
+        bf16_round_rows(dr, dout, N, OC);
+        bf16_pack_cols(wt, W, OC, IC);
+        Bf16Epilogue e = { 0, NULL, dgelu, NULL };
+        product_tiles(din, (size_t)IC, dr, (size_t)P, wt, N, IC, P, &e);
+    }
+    if (dW) {               /* dW[o][ic] += chain over n of dout[n][o] in[n][ic] */
+        int P = bf16_pairs(N);
+        uint32_t *dt = slot_words(SLOT_ROWS_T, (size_t)OC * P);
+        uint32_t *xp = slot_words(SLOT_PANELS_T, bf16_packed_size(IC, N));
+        bf16_round_cols(dt, dout, N, OC);
+        bf16_pack_cols(xp, in, N, IC);
+        Bf16Epilogue e = { 1, NULL, NULL, NULL };
+        product_tiles(dW, (size_t)IC, dt, (size_t)P, xp, OC, IC, P, &e);
+    }
+    if (dbias)
+        matmul_backward(NULL, NULL, dbias, dout, in, W, N, IC, OC);
 }

@@ -62,13 +62,31 @@ size_t bf16_packed_size(int OC, int IC);
  * W[32q + j][2p + 1] as in bf16_round_rows; columns past OC are +0. */
 void bf16_pack_weights(uint32_t *wp, const float *W, int OC, int IC);
 
-/* One thread's share of the layer: for rows i < M and columns j < n (n <= BF16_PANEL)
- * of panel wp (P pairs each), x = chain(ar[i], wp[., j]) + bias[j] (bias may be NULL:
- * then no addition); with dgelu == NULL out[i][j] = x, else out = gelu(x) and
- * dgelu = gelu'(x), vmath.h's functions, as matmul_forward_gelu. ar's rows are lda
- * pairs apart, out's and dgelu's rows ldc floats apart. */
+/* What the kernel does around a chain; a NULL pointer skips its step. Pointers are at
+ * the kernel's out[0][0] (bias at its column 0), rows ldc floats apart. */
+typedef struct {
+    int accumulate;       /* the chain starts from out's old value, else from +0 */
+    const float *bias;    /* x = chain + bias[j] */
+    const float *scale;   /* x = x * scale[i][j] (the GELU backward: gelu' x dout.W) */
+    float *dgelu;         /* out = gelu(x), dgelu[i][j] = gelu'(x) (vmath.h, as
+                           * matmul_forward_gelu); else out = x */
+} Bf16Epilogue;
+
+/* The two roundings of X[R][Cc] that put its rows (not its columns) in pairs, for the
+ * products over R (the backward's, which sum over outputs or over positions):
+ *   bf16_pack_cols: panels over the columns, as bf16_pack_weights does for X^T: panel
+ *     q, pair p, column j holds X[2p][32q + j] and X[2p + 1][32q + j]
+ *     (bf16_packed_size(Cc, R) words);
+ *   bf16_round_cols: X^T's rows, as bf16_round_rows does for X^T: xr[c][p] holds
+ *     X[2p][c] and X[2p + 1][c] (Cc x bf16_pairs(R) words). */
+void bf16_pack_cols(uint32_t *wp, const float *X, int R, int Cc);
+void bf16_round_cols(uint32_t *xr, const float *X, int R, int Cc);
+
+/* One thread's share of a product: for rows i < M and columns j < n (n <= BF16_PANEL)
+ * of panel wp (P pairs each), x = chain(ar[i], wp[., j]), finished by e. ar's rows are
+ * lda pairs apart. */
 void bf16_kernel_nt(int M, int n, int P, const uint32_t *ar, size_t lda, const uint32_t *wp,
-                    float *out, size_t ldc, const float *bias, float *dgelu);
+                    float *out, size_t ldc, const Bf16Epilogue *e);
 
 /* The linear layer on OpenMP, as matmul_forward (matmul.h) with its products in bf16:
  * out[N][OC] = bf16 chain(in[n], W[o]) + bias[o], bias may be NULL. Rounds in and W
@@ -81,5 +99,16 @@ void bf16_forward(float *out, float *dgelu, const float *in, const float *W, con
 /* bf16_forward with W already packed by bf16_pack_weights (the sampler packs once). */
 void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32_t *wp,
                          const float *bias, int N, int IC, int OC);
+
+/* The linear layer's gradients with the products in bf16, as matmul_backward
+ * (matmul.h) computes them in fp32: dout, in and W rounded to bf16, then
+ *   din[N][IC] = chain over o of dout[n][o] W[o][ic]  (overwritten; with dgelu != NULL
+ *                multiplied by dgelu[n][ic] after the chain, as matmul_backward_gelu)
+ *   dW[OC][IC] = chain over n of dout[n][o] in[n][ic], the chain starting from dW's
+ *                old value (the gradient accumulates; denormal old values read as 0)
+ *   dbias[OC] += sum_n dout[n][o] in fp32, matmul_backward's.
+ * Any of din, dW, dbias may be NULL. Any thread count gives the same bits. */
+void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
+                   const float *W, const float *dgelu, int N, int IC, int OC);
 
 #endif

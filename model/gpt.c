@@ -182,8 +182,7 @@ static void gate_gradient(double *grad, const float *dy, const float *y, size_t 
 }
 
 /* A linear layer's forward in the model's precision: out = in . W^T + b, or with
- * dgelu the MLP's first layer (out = gelu, dgelu = gelu'). The backward is float32
- * in both precisions: it reads the float32 input and weights (docs/matmul.md, "bf16"). */
+ * dgelu the MLP's first layer (out = gelu, dgelu = gelu'). */
 static void linear_forward(const Model *m, float *out, float *dgelu, const float *in,
                            const float *W, const float *b, int N, int IC, int OC)
 {
@@ -193,6 +192,21 @@ static void linear_forward(const Model *m, float *out, float *dgelu, const float
         matmul_forward_gelu(out, dgelu, in, W, b, N, IC, OC);
     else
         matmul_forward(out, in, W, b, N, IC, OC);
+}
+
+/* The gradients of linear_forward in the model's precision (matmul.h's
+ * matmul_backward, or with dgelu matmul_backward_gelu; kernels/bf16.h's bf16_backward
+ * runs the same products with bf16 inputs). */
+static void linear_backward(const Model *m, float *din, float *dW, float *db, const float *dout,
+                            const float *in, const float *W, const float *dgelu, int N, int IC,
+                            int OC)
+{
+    if (m->precision == PRECISION_BF16)
+        bf16_backward(din, dW, db, dout, in, W, dgelu, N, IC, OC);
+    else if (dgelu)
+        matmul_backward_gelu(din, dW, db, dout, in, W, dgelu, N, IC, OC);
+    else
+        matmul_backward(din, dW, db, dout, in, W, N, IC, OC);
 }
 
 double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
@@ -270,7 +284,7 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
 
     memset(a->dlogits, 0, (size_t)N * V * sizeof(float));
     crossentropy_backward(a->dlogits, a->probs, targets, N, V, 1.0f / (float)N);
-    matmul_backward(a->dln, g->wte, NULL, a->dlogits, a->lnf, w->wte, N, C, V);
+    linear_backward(m, a->dln, g->wte, NULL, a->dlogits, a->lnf, w->wte, NULL, N, C, V);
     memset(a->dres, 0, nc * sizeof(float));
     layernorm_backward(a->dres, g->lnfw, g->lnfb, a->dln, a->res3 + (L - 1) * NC, w->lnfw,
                        a->lnf_mean, a->lnf_rstd, N, C);
@@ -292,9 +306,9 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_MLP_RESID));
             branch = a->dbranch;
         }
-        matmul_backward_gelu(a->dfch, lg->fcprojw, lg->fcprojb, branch, fch_gelu, lw->fcprojw,
-                             fch_dgelu, N, 4 * C, C);
-        matmul_backward(a->dln, lg->fcw, lg->fcb, a->dfch, ln2, lw->fcw, N, C, 4 * C);
+        linear_backward(m, a->dfch, lg->fcprojw, lg->fcprojb, branch, fch_gelu, lw->fcprojw,
+                        fch_dgelu, N, 4 * C, C);
+        linear_backward(m, a->dln, lg->fcw, lg->fcb, a->dfch, ln2, lw->fcw, NULL, N, C, 4 * C);
         layernorm_backward(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
                            a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C);
 
@@ -306,14 +320,14 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_ATTN_RESID));
             branch = a->dbranch;
         }
-        matmul_backward(a->datty, lg->projw, lg->projb, branch, atty, lw->projw, N, A, C);
+        linear_backward(m, a->datty, lg->projw, lg->projb, branch, atty, lw->projw, NULL, N, A, C);
         silence_heads(a->datty, opt, l, (size_t)N, H, D);
         if (opt->head_grad)
             gate_gradient(opt->head_grad + (size_t)l * H, a->datty, atty, (size_t)N, H, D);
         head_dropout_backward(a->datty, B, T, H, D, opt->head_dropout,
                               site_key(opt, l, SITE_HEAD));
         attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);
-        matmul_backward(a->dln, lg->qkvw, lg->qkvb, a->dqkv, ln1, lw->qkvw, N, C, 3 * A);
+        linear_backward(m, a->dln, lg->qkvw, lg->qkvb, a->dqkv, ln1, lw->qkvw, NULL, N, C, 3 * A);
         layernorm_backward(a->dres, lg->ln1w, lg->ln1b, a->dln, res, lw->ln1w,
                            a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, N, C);
     }

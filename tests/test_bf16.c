@@ -210,8 +210,9 @@ Test(bf16, kernel_equals_the_step_chain_bit_for_bit_on_random_and_edge_inputs)
                 bias[o] = kind == 0 ? 0.0f : rng_uniform(&rng) - 0.5f;
             for (int q = 0; q < nq; q++) {
                 int n = OC - q * BF16_PANEL < BF16_PANEL ? OC - q * BF16_PANEL : BF16_PANEL;
+                Bf16Epilogue e = { 0, bias + q * BF16_PANEL, NULL, NULL };
                 bf16_kernel_nt(M, n, P, a, (size_t)P, w + (size_t)q * P * BF16_PANEL,
-                               out + q * BF16_PANEL, (size_t)OC, bias + q * BF16_PANEL, NULL);
+                               out + q * BF16_PANEL, (size_t)OC, &e);
             }
             for (int i = 0; i < M; i++)
                 for (int o = 0; o < OC; o++) {
@@ -359,4 +360,115 @@ Test(bf16, thread_counts_and_prepacked_weights_give_the_same_bits)
         free(in), free(W), free(bias), free(ref), free(got), free(wp);
     }
     omp_set_num_threads(2);
+}
+
+/* The chain of bf16.h over k < K of x[k * xs] y[k * ys], each value rounded to bf16
+ * first (a missing k of an odd K is +0), starting from acc. */
+static float chain_of(float acc, const float *x, size_t xs, const float *y, size_t ys, int K)
+{
+    for (int k = 0; k < K; k += 2) {
+        Bf16 x0 = bf16_from_float(x[k * xs]), y0 = bf16_from_float(y[k * ys]);
+        Bf16 x1 = k + 1 < K ? bf16_from_float(x[(k + 1) * xs]) : 0;
+        Bf16 y1 = k + 1 < K ? bf16_from_float(y[(k + 1) * ys]) : 0;
+        acc = pair_ref(acc, x0, x1, y0, y1);
+    }
+    return acc;
+}
+
+static const int backward_shapes[][3] = {
+    /* N, IC, OC: odd sizes everywhere, and training-like shapes */
+    { 13, 5, 7 }, { 1, 1, 1 }, { 67, 40, 65 }, { 96, 128, 384 }, { 37, 300, 33 },
+};
+
+Test(bf16, backward_is_the_documented_chains_bit_for_bit)
+{
+    Rng rng;
+    rng_init(&rng, 40, 7);
+    for (size_t s = 0; s < sizeof backward_shapes / sizeof backward_shapes[0]; s++) {
+        int N = backward_shapes[s][0], IC = backward_shapes[s][1], OC = backward_shapes[s][2];
+        float *in = random_floats(&rng, (size_t)N * IC, 1.0f);
+        float *W = random_floats(&rng, (size_t)OC * IC, 0.1f);
+        float *dout = random_floats(&rng, (size_t)N * OC, 0.01f);
+        float *dg = random_floats(&rng, (size_t)N * IC, 1.0f);
+        float *dW0 = random_floats(&rng, (size_t)OC * IC, 0.001f);
+        float *din = malloc((size_t)N * IC * 4), *dins = malloc((size_t)N * IC * 4);
+        float *dW = malloc((size_t)OC * IC * 4);
+        float *db = calloc((size_t)OC, 4), *db32 = calloc((size_t)OC, 4);
+        cr_assert(din && dins && dW && db && db32);
+        memcpy(dW, dW0, (size_t)OC * IC * 4);
+        bf16_backward(din, dW, db, dout, in, W, NULL, N, IC, OC);
+        bf16_backward(dins, NULL, NULL, dout, in, W, dg, N, IC, OC);
+        matmul_backward(NULL, NULL, db32, dout, in, W, N, IC, OC);
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < IC; i++) {
+                float want = chain_of(0.0f, dout + (size_t)n * OC, 1, W + i, (size_t)IC, OC);
+                size_t at = (size_t)n * IC + i;
+                cr_assert(same(din[at], want), "N=%d IC=%d OC=%d: din[%d][%d] = %a, chain %a", N,
+                          IC, OC, n, i, din[at], want);
+                cr_assert(same(dins[at], want * dg[at]), "din with gelu' [%d][%d]", n, i);
+            }
+        for (int o = 0; o < OC; o++)
+            for (int i = 0; i < IC; i++) {
+                size_t at = (size_t)o * IC + i;
+                float want = chain_of(dW0[at], dout + o, (size_t)OC, in + i, (size_t)IC, N);
+                cr_assert(same(dW[at], want), "N=%d IC=%d OC=%d: dW[%d][%d] = %a, chain %a", N, IC,
+                          OC, o, i, dW[at], want);
+            }
+        assert_same_bits(db, db32, (size_t)OC, "dbias is matmul_backward's");
+        free(in), free(W), free(dout), free(dg), free(dW0), free(din), free(dins), free(dW),
+            free(db), free(db32);
+    }
+}
+
+Test(bf16, backward_is_within_the_bf16_bound_and_thread_counts_agree)
+{
+    /* The bound of layer_is_within_the_bf16_bound_of_the_exact_product, for sums of
+     * OC terms (din) and N terms (dW, whose old value adds one more term). */
+    const double u = 0x1p-8, u32 = 0x1p-24;
+    Rng rng;
+    rng_init(&rng, 40, 8);
+    for (size_t s = 0; s < sizeof backward_shapes / sizeof backward_shapes[0]; s++) {
+        int N = backward_shapes[s][0], IC = backward_shapes[s][1], OC = backward_shapes[s][2];
+        float *in = random_floats(&rng, (size_t)N * IC, 1.0f);
+        float *W = random_floats(&rng, (size_t)OC * IC, 0.1f);
+        float *dout = random_floats(&rng, (size_t)N * OC, 0.01f);
+        float *din[3], *dW[3];
+        for (int t = 0; t < 3; t++) {
+            omp_set_num_threads(t + 1);
+            din[t] = malloc((size_t)N * IC * 4);
+            dW[t] = calloc((size_t)OC * IC, 4);
+            cr_assert(din[t] && dW[t]);
+            bf16_backward(din[t], dW[t], NULL, dout, in, W, NULL, N, IC, OC);
+        }
+        omp_set_num_threads(2);
+        for (int t = 1; t < 3; t++) {
+            assert_same_bits(din[t], din[0], (size_t)N * IC, "din, threads");
+            assert_same_bits(dW[t], dW[0], (size_t)OC * IC, "dW, threads");
+        }
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < IC; i++) {
+                double ref = 0, mag = 0;
+                for (int o = 0; o < OC; o++) {
+                    double p = (double)dout[(size_t)n * OC + o] * W[(size_t)o * IC + i];
+                    ref += p, mag += fabs(p);
+                }
+                double gamma = OC * u32 / (1 - OC * u32);
+                double bound = (2 * u + u * u + gamma * (1 + u) * (1 + u)) * mag + 1e-30;
+                cr_assert(fabs(din[0][(size_t)n * IC + i] - ref) <= bound, "din[%d][%d]", n, i);
+            }
+        for (int o = 0; o < OC; o++)
+            for (int i = 0; i < IC; i++) {
+                double ref = 0, mag = 0;
+                for (int n = 0; n < N; n++) {
+                    double p = (double)dout[(size_t)n * OC + o] * in[(size_t)n * IC + i];
+                    ref += p, mag += fabs(p);
+                }
+                double gamma = (N + 1) * u32 / (1 - (N + 1) * u32);
+                double bound = (2 * u + u * u + gamma * (1 + u) * (1 + u)) * mag + 1e-30;
+                cr_assert(fabs(dW[0][(size_t)o * IC + i] - ref) <= bound, "dW[%d][%d]", o, i);
+            }
+        for (int t = 0; t < 3; t++)
+            free(din[t]), free(dW[t]);
+        free(in), free(W), free(dout);
+    }
 }

@@ -111,10 +111,14 @@ static void pair_rows(uint32_t *out, const float *x0, const float *x1, int n)
     }
 }
 
-void bf16_round_rows(uint32_t *xr, const float *x, int N, int K)
+/* The roundings and the product below are worksharing loops without a region of
+ * their own (nowait), so that a layer runs its roundings and products in one parallel
+ * region: on a loaded host every region's start and end waits for the slowest thread.
+ * Called outside a region, each runs whole on the calling thread. */
+static void round_rows_for(uint32_t *xr, const float *x, int N, int K)
 {
     int P = bf16_pairs(K);
-    #pragma omp parallel for schedule(static) if ((double)N * K >= 65536.0)
+    #pragma omp for schedule(static) nowait
     for (int n = 0; n < N; n++) {
         const float *row = x + (size_t)n * K;
         uint32_t *dst = xr + (size_t)n * P;
@@ -129,15 +133,27 @@ void bf16_round_rows(uint32_t *xr, const float *x, int N, int K)
     }
 }
 
+/* Whether a conversion of n elements is worth a parallel region of its own. */
+static int parallel_rounding(double n)
+{
+    return n >= 65536.0;
+}
+
+void bf16_round_rows(uint32_t *xr, const float *x, int N, int K)
+{
+    #pragma omp parallel if (parallel_rounding((double)N * K))
+    round_rows_for(xr, x, N, K);
+}
+
 size_t bf16_packed_size(int OC, int IC)
 {
     return (size_t)(OC + BF16_PANEL - 1) / BF16_PANEL * (size_t)bf16_pairs(IC) * BF16_PANEL;
 }
 
-void bf16_pack_weights(uint32_t *wp, const float *W, int OC, int IC)
+static void pack_weights_for(uint32_t *wp, const float *W, int OC, int IC)
 {
     int P = bf16_pairs(IC), nq = (OC + BF16_PANEL - 1) / BF16_PANEL;
-    #pragma omp parallel for schedule(static) if ((double)OC * IC >= 65536.0)
+    #pragma omp for schedule(static) nowait
     for (int q = 0; q < nq; q++)
         for (int j = 0; j < BF16_PANEL; j++) {
             int o = q * BF16_PANEL + j;
@@ -147,10 +163,16 @@ void bf16_pack_weights(uint32_t *wp, const float *W, int OC, int IC)
         }
 }
 
-void bf16_pack_cols(uint32_t *wp, const float *X, int R, int Cc)
+void bf16_pack_weights(uint32_t *wp, const float *W, int OC, int IC)
+{
+    #pragma omp parallel if (parallel_rounding((double)OC * IC))
+    pack_weights_for(wp, W, OC, IC);
+}
+
+static void pack_cols_for(uint32_t *wp, const float *X, int R, int Cc)
 {
     int P = bf16_pairs(R), nq = (Cc + BF16_PANEL - 1) / BF16_PANEL;
-    #pragma omp parallel for schedule(static) if ((double)R * Cc >= 65536.0)
+    #pragma omp for schedule(static) nowait
     for (int q = 0; q < nq; q++)
         for (int p = 0; p < P; p++) {
             static const float zeros[BF16_PANEL];
@@ -163,7 +185,13 @@ void bf16_pack_cols(uint32_t *wp, const float *X, int R, int Cc)
         }
 }
 
-void bf16_round_cols(uint32_t *xr, const float *X, int R, int Cc)
+void bf16_pack_cols(uint32_t *wp, const float *X, int R, int Cc)
+{
+    #pragma omp parallel if (parallel_rounding((double)R * Cc))
+    pack_cols_for(wp, X, R, Cc);
+}
+
+static void round_cols_for(uint32_t *xr, const float *X, int R, int Cc)
 {
     /* 16 pairs of rows x 64 columns at a time: each pair of rows rounded along the
      * rows (vectorised) into t, then each column's 16 pairs written as one line of xr
@@ -171,7 +199,7 @@ void bf16_round_cols(uint32_t *xr, const float *X, int R, int Cc)
      * multiple of 4 KiB apart, thrashed one L1 set). */
     enum { CB = 64, PB = 16 };
     int P = bf16_pairs(R), ncb = (Cc + CB - 1) / CB;
-    #pragma omp parallel for schedule(static) if ((double)R * Cc >= 65536.0)
+    #pragma omp for schedule(static) nowait
     for (int cb = 0; cb < ncb; cb++) {
         int c0 = cb * CB, nc = Cc - c0 < CB ? Cc - c0 : CB;
         float zeros[CB] = {0};
@@ -187,6 +215,12 @@ void bf16_round_cols(uint32_t *xr, const float *X, int R, int Cc)
                     xr[(size_t)(c0 + c) * P + p0 + i] = t[i][c];
         }
     }
+}
+
+void bf16_round_cols(uint32_t *xr, const float *X, int R, int Cc)
+{
+    #pragma omp parallel if (parallel_rounding((double)R * Cc))
+    round_cols_for(xr, X, R, Cc);
 }
 
 /* Pairs per k block: a block of a panel is 16 KiB, inside L1 while the rows sweep it. */
@@ -320,14 +354,13 @@ enum { ROWS = 96, PANELS = 8 };
 
 /* out[M][ncols] (rows ldc apart) = the chains of ar's M rows (lda pairs apart) with
  * the ncols columns of the packed panels wp (P pairs each), finished by e (whose
- * pointers are at out[0][0]), over OpenMP in independent tiles. */
-static void product_tiles(float *out, size_t ldc, const uint32_t *ar, size_t lda,
-                          const uint32_t *wp, int M, int ncols, int P, const Bf16Epilogue *e)
+ * pointers are at out[0][0]): independent tiles, shared among the region's threads. */
+static void tiles_for(float *out, size_t ldc, const uint32_t *ar, size_t lda, const uint32_t *wp,
+                      int M, int ncols, int P, const Bf16Epilogue *e)
 {
     int nq = (ncols + BF16_PANEL - 1) / BF16_PANEL;
     int nrb = (M + ROWS - 1) / ROWS, ncb = (nq + PANELS - 1) / PANELS;
-    double flops = 4.0 * M * P * ncols;
-    #pragma omp parallel for schedule(dynamic, 1) if (flops >= (double)(1 << 20))
+    #pragma omp for schedule(dynamic, 1) nowait
     for (int tile = 0; tile < nrb * ncb; tile++) {
         int i0 = tile / ncb * ROWS, q0 = tile % ncb * PANELS;
         int m = M - i0 < ROWS ? M - i0 : ROWS;
@@ -342,6 +375,9 @@ static void product_tiles(float *out, size_t ldc, const uint32_t *ar, size_t lda
     }
 }
 
+/* Below this many flops a layer runs on the calling thread. */
+#define PARALLEL_MIN_FLOPS ((double)(1 << 20))
+
 /* The calling thread's scratch slots for the rounded operands (the kernels inside the
  * parallel loops use none). */
 enum { SLOT_ROWS = 2, SLOT_PANELS = 3, SLOT_ROWS_T = 4, SLOT_PANELS_T = 5 };
@@ -351,44 +387,71 @@ static uint32_t *slot_words(int slot, size_t n)
     return (uint32_t *)scratch_floats(slot, n ? n : 1);
 }
 
+/* The forward in one region: W packed into pack (when W is not NULL; then wp is
+ * pack), in rounded into xr, then the product with wp. */
+static void forward(float *out, float *dgelu, const float *in, const float *W, uint32_t *pack,
+                    const uint32_t *wp, uint32_t *xr, const float *bias, int N, int IC, int OC)
+{
+    int P = bf16_pairs(IC);
+    Bf16Epilogue e = { 0, bias, NULL, dgelu };
+    #pragma omp parallel if (2.0 * N * IC * OC >= PARALLEL_MIN_FLOPS)
+    {
+        if (W)
+            pack_weights_for(pack, W, OC, IC);
+        round_rows_for(xr, in, N, IC);
+        #pragma omp barrier
+        tiles_for(out, (size_t)OC, xr, (size_t)P, wp, N, OC, P, &e);
+    }
+}
+
 void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32_t *wp,
                          const float *bias, int N, int IC, int OC)
 {
-    int P = bf16_pairs(IC);
-    uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * P);
-    bf16_round_rows(xr, in, N, IC);
-    Bf16Epilogue e = { 0, bias, NULL, dgelu };
-    product_tiles(out, (size_t)OC, xr, (size_t)P, wp, N, OC, P, &e);
+    uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
+    forward(out, dgelu, in, NULL, NULL, wp, xr, bias, N, IC, OC);
 }
 
 void bf16_forward(float *out, float *dgelu, const float *in, const float *W, const float *bias,
                   int N, int IC, int OC)
 {
     uint32_t *wp = slot_words(SLOT_PANELS, bf16_packed_size(OC, IC));
-    bf16_pack_weights(wp, W, OC, IC);
-    bf16_forward_packed(out, dgelu, in, wp, bias, N, IC, OC);
+    uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
+    forward(out, dgelu, in, W, wp, wp, xr, bias, N, IC, OC);
 }
 
 void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
                    const float *W, const float *dgelu, int N, int IC, int OC)
 {
-    if (din) {              /* din[n][ic] = chain over o of dout[n][o] W[o][ic] */
-        int P = bf16_pairs(OC);
-        uint32_t *dr = slot_words(SLOT_ROWS, (size_t)N * P);
-        uint32_t *wt = slot_words(SLOT_PANELS, bf16_packed_size(IC, OC));
-        bf16_round_rows(dr, dout, N, OC);
-        bf16_pack_cols(wt, W, OC, IC);
-        Bf16Epilogue e = { 0, NULL, dgelu, NULL };
-        product_tiles(din, (size_t)IC, dr, (size_t)P, wt, N, IC, P, &e);
+    /* din[n][ic] = chain over o of dout[n][o] W[o][ic]: dout's rows in pairs of o, W's
+     * columns packed with pairs of o. dW[o][ic] += chain over n of dout[n][o]
+     * in[n][ic]: dout's columns in pairs of n, in's columns packed with pairs of n. */
+    int Po = bf16_pairs(OC), Pn = bf16_pairs(N);
+    uint32_t *dr = NULL, *wt = NULL, *dt = NULL, *xp = NULL;
+    if (din) {
+        dr = slot_words(SLOT_ROWS, (size_t)N * Po);
+        wt = slot_words(SLOT_PANELS, bf16_packed_size(IC, OC));
     }
-    if (dW) {               /* dW[o][ic] += chain over n of dout[n][o] in[n][ic] */
-        int P = bf16_pairs(N);
-        uint32_t *dt = slot_words(SLOT_ROWS_T, (size_t)OC * P);
-        uint32_t *xp = slot_words(SLOT_PANELS_T, bf16_packed_size(IC, N));
-        bf16_round_cols(dt, dout, N, OC);
-        bf16_pack_cols(xp, in, N, IC);
-        Bf16Epilogue e = { 1, NULL, NULL, NULL };
-        product_tiles(dW, (size_t)IC, dt, (size_t)P, xp, OC, IC, P, &e);
+    if (dW) {
+        dt = slot_words(SLOT_ROWS_T, (size_t)OC * Pn);
+        xp = slot_words(SLOT_PANELS_T, bf16_packed_size(IC, N));
+    }
+    Bf16Epilogue ein = { 0, NULL, dgelu, NULL }, ew = { 1, NULL, NULL, NULL };
+    double flops = 2.0 * N * IC * OC * ((din != NULL) + (dW != NULL));
+    #pragma omp parallel if (flops >= PARALLEL_MIN_FLOPS)
+    {
+        if (din) {
+            round_rows_for(dr, dout, N, OC);
+            pack_cols_for(wt, W, OC, IC);
+        }
+        if (dW) {
+            round_cols_for(dt, dout, N, OC);
+            pack_cols_for(xp, in, N, IC);
+        }
+        #pragma omp barrier
+        if (dW)                 /* the larger tiles first; din's even out the end */
+            tiles_for(dW, (size_t)IC, dt, (size_t)Pn, xp, OC, IC, Pn, &ew);
+        if (din)
+            tiles_for(din, (size_t)IC, dr, (size_t)Po, wt, N, IC, Po, &ein);
     }
     if (dbias)
         matmul_backward(NULL, NULL, dbias, dout, in, W, N, IC, OC);

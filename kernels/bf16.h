@@ -1,8 +1,9 @@
-/* bf16: bfloat16 rounding and the linear layer's forward in bf16 (--precision bf16).
+/* bf16: bfloat16 rounding and the linear layer's products in bf16 (--precision bf16).
  *
  * A bf16 value is the top 16 bits of a float32: sign, 8 exponent bits, 7 fraction
- * bits. The layer rounds its input and its weights to bf16 and accumulates their
- * products in float32, with the float operations of the x86 instruction VDPBF16PS
+ * bits. The layer rounds the operands of its products (forward: input and weights;
+ * backward: the output gradient with the weights or with the input) to bf16 and
+ * accumulates their products in float32, with the float operations of the x86 instruction VDPBF16PS
  * (Intel SDM, "VDPBF16PS"), so that the native kernel (that instruction, where the
  * compiler targets AVX512_BF16) and the emulation every other build runs (fmaf)
  * give the same bits:

@@ -289,9 +289,10 @@ static const char *choice_list(const Setting *s)
     static char buf[256];
     size_t k = 0;
     buf[0] = '\0';
-    for (int i = 0; s->names[i] && k < sizeof buf; i++)
-        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", i == 0 ? "" : s->names[i + 1] ? ", " : " or ",
-                              s->names[i]);
+    for (int i = 0; s->names[i] && k < sizeof buf; i++) {
+        const char *sep = i == 0 ? "" : s->names[i + 1] ? ", " : " or ";
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", sep, s->names[i]);
+    }
     return buf;
 }
 

@@ -31,8 +31,9 @@ int config_validate(const Config *cfg, char *err, size_t errlen);
 size_t config_param_count(const Config *cfg);
 
 /* The arithmetic of the model's large products (the four linear layers of a block and
- * the logits) in the forward: fp32, or bf16 (inputs and weights rounded to bfloat16,
- * products summed in float32: kernels/bf16.h). Everything else is float32 in both. */
+ * the logits, forward and backward): fp32, or bf16 (their operands rounded to
+ * bfloat16, products summed in float32: kernels/bf16.h). Everything else is float32
+ * in both. */
 typedef enum { PRECISION_FP32, PRECISION_BF16, PRECISION_COUNT } Precision;
 
 /* Their names (flags, logs), in the enum's order, then NULL. */

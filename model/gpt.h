@@ -22,7 +22,7 @@ typedef struct {
     ParamTable table;
     float *params;   /* table.total floats */
     Weights w;
-    Precision precision; /* of the forward's linear layers; model_init: fp32 */
+    Precision precision; /* of the linear layers' products; model_init: fp32 */
 } Model;
 
 /* Allocates parameters (zeroed) for a validated config. */

@@ -162,6 +162,15 @@ static void check_mode_flags(const InferOptions *o, const unsigned char *given)
         cli_usage_error("only one of --prompt-file and --text-file can read standard input");
 }
 
+/* The Precision --precision names; a name outside precision_names is a usage error. */
+static Precision precision_flag(const char *name)
+{
+    for (int k = 0; k < PRECISION_COUNT; k++)
+        if (strcmp(name, precision_names[k]) == 0)
+            return (Precision)k;
+    cli_usage_error("--precision '%s': expected fp32 or bf16", name);
+}
+
 /* One flag's value from optarg, checked against its range. */
 static void parse_value(InferOptions *o, const InferFlag *f, const char *arg)
 {
@@ -235,6 +244,8 @@ static void parse(int argc, char **argv, InferOptions *o)
     if (o->prompt && o->prompt_file)
         cli_usage_error("--prompt and --prompt-file both given; give one");
     check_mode_flags(o, given);
+    if (o->precision)
+        precision_flag(o->precision);
 }
 
 /* "L.H,L.H" -> head_on[L*H] with the listed heads 0: at least one head, no
@@ -443,6 +454,8 @@ int main(int argc, char **argv)
     int builtin = !has_state || strcmp(ts.data_path, CORPUS_BUILTIN_NAME) == 0 ||
                   strcmp(ts.data_path, INDUCTION_CORPUS_NAME) == 0;
     check_outputs(&o, builtin ? NULL : ts.data_path);
+    if (o.precision)
+        m.precision = precision_flag(o.precision);
     if (o.mask)
         o.head_on = parse_mask(o.mask, &m.cfg);
     o.train_state = has_state ? &ts : NULL;

@@ -112,6 +112,7 @@ static void setup_fresh(Run *r)
         cli_fail("%s", err);
     if (strcmp(o->init_heads, "same") == 0)
         params_same_heads(&r->tr.model.table, r->tr.model.params);
+    r->tr.model.precision = (Precision)o->precision;
     r->ts.best_step = -1;
 }
 

@@ -14,19 +14,31 @@
 #include "model/gates.h"
 #include "util/errbuf.h"
 #include "model/layers.h"
+#include "kernels/bf16.h"
 #include "kernels/matmul.h"
 
-/* Floats of one layer's transposed weights in Sampler.wt: 0 qkv, 1 proj, 2 fc,
- * 3 fcproj, in that order; and of all four. */
-static size_t wt_part(size_t C, size_t A, int which)
+/* The weights of the cached step's products, in Sampler.wt: per layer 0 qkv, 1 proj,
+ * 2 fc, 3 fcproj, then 4 the logits' wte (once, after the last layer). Part `which`
+ * maps IC inputs to OC outputs and takes part_size floats: W^T ([IC][OC], read by
+ * matmul_forward_t) in fp32, the packed bf16 panels of bf16_pack_weights in bf16. */
+static void part_dims(const Model *m, int which, int *IC, int *OC)
 {
-    size_t sizes[4] = { 3 * A * C, A * C, 4 * C * C, 4 * C * C };
-    return sizes[which];
+    int C = m->cfg.C, A = m->cfg.H * m->cfg.D;
+    const int dims[5][2] = { { C, 3 * A }, { A, C }, { C, 4 * C }, { 4 * C, C }, { C, m->cfg.V } };
+    *IC = dims[which][0];
+    *OC = dims[which][1];
 }
 
-static size_t wt_layer_size(size_t C, size_t A)
+static size_t part_size(const Model *m, int which)
 {
-    return wt_part(C, A, 0) + wt_part(C, A, 1) + wt_part(C, A, 2) + wt_part(C, A, 3);
+    int IC, OC;
+    part_dims(m, which, &IC, &OC);
+    return m->precision == PRECISION_BF16 ? bf16_packed_size(OC, IC) : (size_t)IC * OC;
+}
+
+static size_t wt_layer_size(const Model *m)
+{
+    return part_size(m, 0) + part_size(m, 1) + part_size(m, 2) + part_size(m, 3);
 }
 
 /* dst[cols][rows] = src[rows][cols]^T; returns the end of dst. */
@@ -36,6 +48,18 @@ static float *transpose_into(float *dst, const float *src, size_t rows, size_t c
         for (size_t c = 0; c < cols; c++)
             dst[c * rows + r] = src[r * cols + c];
     return dst + rows * cols;
+}
+
+/* Part `which` of the cached step's weights from W[OC][IC] into p; returns its end. */
+static float *store_part(const Model *m, float *p, int which, const float *W)
+{
+    int IC, OC;
+    part_dims(m, which, &IC, &OC);
+    if (m->precision == PRECISION_BF16)
+        bf16_pack_weights((uint32_t *)p, W, OC, IC);
+    else
+        transpose_into(p, W, (size_t)OC, (size_t)IC);
+    return p + part_size(m, which);
 }
 
 int sampler_init(Sampler *s, const Model *m, const unsigned char *head_on, int use_cache,
@@ -58,7 +82,7 @@ int sampler_init(Sampler *s, const Model *m, const unsigned char *head_on, int u
     size_t C = c->C, A = s->A, T = c->T, L = c->L, H = c->H, V = c->V;
     struct { float **p; size_t n; } parts[] = {
         {&s->kv, use_cache ? L * T * 2 * A : 0},
-        {&s->wt, use_cache ? L * wt_layer_size(C, A) + C * V : 0},
+        {&s->wt, use_cache ? L * wt_layer_size(m) + part_size(m, 4) : 0},
         {&s->x, C}, {&s->ln, C}, {&s->branch, C}, {&s->qkv, 3 * A}, {&s->atty, A},
         {&s->scores, H * T}, {&s->fch, 4 * C}, {&s->fch_gelu, 4 * C}, {&s->logits, V},
     };
@@ -79,25 +103,31 @@ int sampler_init(Sampler *s, const Model *m, const unsigned char *head_on, int u
         float *p = s->wt;
         for (int l = 0; l < c->L; l++) {
             const LayerWeights *lw = &m->w.layer[l];
-            p = transpose_into(p, lw->qkvw, 3 * A, C);
-            p = transpose_into(p, lw->projw, C, A);
-            p = transpose_into(p, lw->fcw, 4 * C, C);
-            p = transpose_into(p, lw->fcprojw, C, 4 * C);
+            const float *W[4] = { lw->qkvw, lw->projw, lw->fcw, lw->fcprojw };
+            for (int which = 0; which < 4; which++)
+                p = store_part(m, p, which, W[which]);
         }
-        transpose_into(p, m->w.wte, V, C);
+        store_part(m, p, 4, m->w.wte);
     }
     return 0;
 }
 
-/* The transposed weights of layer l (see Sampler.wt): 0 qkv, 1 proj, 2 fc, 3 fcproj;
- * layer L: wte. */
-static const float *wt_at(const Sampler *s, int l, int which)
+/* out[OC] = in[IC] . W^T + bias for part `which` of layer l (part_dims; the logits:
+ * l = L, which = 4), the same bits as row n of the model's forward: fp32 through
+ * W^T, bf16 through the packed panels. */
+static void row_forward(const Sampler *s, float *out, const float *in, int l, int which,
+                        const float *bias)
 {
-    size_t C = s->m->cfg.C, A = (size_t)s->A;
-    const float *p = s->wt + (size_t)l * wt_layer_size(C, A);
-    for (int k = 0; k < which; k++)
-        p += wt_part(C, A, k);
-    return p;
+    const Model *m = s->m;
+    const float *p = s->wt + (size_t)l * wt_layer_size(m);
+    for (int k = 0; k < which && which < 4; k++)
+        p += part_size(m, k);
+    int IC, OC;
+    part_dims(m, which, &IC, &OC);
+    if (m->precision == PRECISION_BF16)
+        bf16_forward_packed(out, NULL, in, (const uint32_t *)p, bias, 1, IC, OC);
+    else
+        matmul_forward_t(out, in, p, bias, 1, IC, OC);
 }
 
 void sampler_free(Sampler *s)
@@ -176,26 +206,26 @@ static const float *step_cached(Sampler *s, int token)
 {
     const Config *c = &s->m->cfg;
     const Weights *w = &s->m->w;
-    int C = c->C, A = s->A, V = c->V, t = s->n - 1;
+    int C = c->C, A = s->A, t = s->n - 1;
     float mean, rstd;
     encoder_forward(s->x, &token, w->wte, w->wpe + (size_t)t * C, 1, 1, C);
     for (int l = 0; l < c->L; l++) {
         const LayerWeights *lw = &w->layer[l];
         layernorm_forward(s->ln, &mean, &rstd, s->x, lw->ln1w, lw->ln1b, 1, C);
-        matmul_forward_t(s->qkv, s->ln, wt_at(s, l, 0), lw->qkvb, 1, C, 3 * A);
+        row_forward(s, s->qkv, s->ln, l, 0, lw->qkvb);
         memcpy(s->kv + ((size_t)l * s->T + t) * 2 * A, s->qkv + A, 2 * (size_t)A * sizeof(float));
         attend_cached(s, l, t);
-        matmul_forward_t(s->branch, s->atty, wt_at(s, l, 1), lw->projb, 1, A, C);
+        row_forward(s, s->branch, s->atty, l, 1, lw->projb);
         residual_forward(s->x, s->x, s->branch, (size_t)C);
 
         layernorm_forward(s->ln, &mean, &rstd, s->x, lw->ln2w, lw->ln2b, 1, C);
-        matmul_forward_t(s->fch, s->ln, wt_at(s, l, 2), lw->fcb, 1, C, 4 * C);
+        row_forward(s, s->fch, s->ln, l, 2, lw->fcb);
         gelu_forward(s->fch_gelu, s->fch, 4 * (size_t)C);
-        matmul_forward_t(s->branch, s->fch_gelu, wt_at(s, l, 3), lw->fcprojb, 1, 4 * C, C);
+        row_forward(s, s->branch, s->fch_gelu, l, 3, lw->fcprojb);
         residual_forward(s->x, s->x, s->branch, (size_t)C);
     }
     layernorm_forward(s->ln, &mean, &rstd, s->x, w->lnfw, w->lnfb, 1, C);
-    matmul_forward_t(s->logits, s->ln, wt_at(s, c->L, 0), NULL, 1, C, V);
+    row_forward(s, s->logits, s->ln, c->L, 4, NULL);
     return s->logits;
 }
 

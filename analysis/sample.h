@@ -39,7 +39,8 @@ typedef struct {
     float *buf;                   /* the one allocation behind every array below */
     float *kv;                    /* [L][T][2A]: key, then value, of each position */
     float *wt;                    /* with the cache: each layer's qkv, proj, fc, fcproj
-                                   * weights transposed ([in][out]), then wte^T [C][V] */
+                                   * weights transposed ([in][out]), then wte^T [C][V];
+                                   * in bf16, packed by bf16_pack_weights instead */
     float *x, *ln, *branch;       /* [C]: residual stream, layernorm out, branch out */
     float *qkv, *atty;            /* [3A], [A] */
     float *scores;                /* [H][T]: one attention row per head */

@@ -105,6 +105,9 @@ typedef enum {
     X(MASK, mask, const char *, .flag = "mask", .type = FLAG_TEXT, .meta = "L.H,...",          \
       .section = FSEC_SHARED,                                                                  \
       .help = "silence these heads (layer.head, 0-based) in every mode")                       \
+    X(PRECISION, precision, const char *, .flag = "precision", .type = FLAG_TEXT, .meta = "P",  \
+      .section = FSEC_SHARED, .help = "the linear layers' products: fp32 or bf16",             \
+      .def_text = "the checkpoint's")                                                          \
     X(THREADS, threads, long, .flag = "threads", .short_flag = 'j', .type = FLAG_LONG,         \
       .lo = 1, .hi = 1024, .zero_off = 1, .meta = "N", .section = FSEC_SHARED,                 \
       .help = "OpenMP threads",                                                                \

@@ -46,6 +46,7 @@ static void format_value(const Options *o, const Setting *s, char *buf, size_t l
         snprintf(buf, len, "%s", *(const char *const *)v ? *(const char *const *)v : "none");
         break;
     case SET_SWITCH: snprintf(buf, len, "%s", *(const int *)v ? "on" : "off"); break;
+    case SET_CHOICE: snprintf(buf, len, "%s", s->names[*(const int *)v]); break;
     }
 }
 
@@ -139,6 +140,7 @@ static void print_settings_json(const Options *o)
             break;
         }
         case SET_SWITCH: printf("%s", *(const int *)v ? "true" : "false"); break;
+        case SET_CHOICE: printf("\"%s\"", s->names[*(const int *)v]); break;
         }
     }
     printf(",\"version\":\"%s\"}\n", HEADCOUNT_VERSION);
@@ -151,6 +153,7 @@ static void copy_value(Options *dst, const Options *src, const Setting *s)
     case SET_REAL:
     case SET_F32: *(double *)value_of(dst, s) = *(const double *)cvalue_of(src, s); break;
     case SET_SEED: *(uint64_t *)value_of(dst, s) = *(const uint64_t *)cvalue_of(src, s); break;
+    case SET_CHOICE: *(int *)value_of(dst, s) = *(const int *)cvalue_of(src, s); break;
     default: break;
     }
 }
@@ -165,6 +168,7 @@ static int same_value(const Options *a, const Options *b, const Setting *s)
     case SET_REAL: return *(const double *)x == *(const double *)y;
     case SET_F32: return (float)*(const double *)x == (float)*(const double *)y;
     case SET_SEED: return *(const uint64_t *)x == *(const uint64_t *)y;
+    case SET_CHOICE: return *(const int *)x == *(const int *)y;
     default: return 1;
     }
 }
@@ -262,6 +266,19 @@ static void text_recipe(Options *o, const unsigned char *given)
     if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
 }
 
+/* A CHOICE's names as "a, b or c". */
+static const char *choice_list(const Setting *s)
+{
+    static char buf[256];
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; s->names[i] && k < sizeof buf; i++) {
+        const char *sep = i == 0 ? "" : s->names[i + 1] ? ", " : " or ";
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", sep, s->names[i]);
+    }
+    return buf;
+}
+
 /* One flag's value from optarg, checked against the setting's range. */
 static void parse_value(Options *o, const Setting *s, const char *arg)
 {
@@ -289,6 +306,13 @@ static void parse_value(Options *o, const Setting *s, const char *arg)
         cli_usage_error("--%s '%s': expected %s", s->flag, arg, list);
     }
     case SET_SWITCH: *(int *)v = 1; break;
+    case SET_CHOICE:
+        for (int k = 0; s->names[k]; k++)
+            if (strcmp(arg, s->names[k]) == 0) {
+                *(int *)v = k;
+                return;
+            }
+        cli_usage_error("--%s '%s': expected %s", s->flag, arg, choice_list(s));
     }
 }
 

@@ -3,7 +3,8 @@
  * For each configuration it runs warm-up steps, then timed full training steps
  * (trainer_step: forward, backward, clipping, AdamW) on random tokens (V = 65 as tiny
  * Shakespeare's bytes, or --vocab V; speed does not depend on the text), each in a child
- * process so its peak memory can be read. Prints a table and, with --csv FILE,
+ * process so its peak memory can be read, in the precision --precision names (fp32, the
+ * default, or bf16: the model's Precision). Prints a table and, with --csv FILE,
  * writes one CSV row per (configuration, threads).
  *
  * Model FLOPs per token (docs/bench.md): 6 N + 6 L A (T + 1), with N the weights
@@ -48,7 +49,8 @@ double bench_flops_per_token(const Config *c)
 }
 
 /* Runs one configuration in this process; writes "median min max" ms to out. */
-static int run_config(const BenchConfig *bc, int V, int threads, double out[3])
+static int run_config(const BenchConfig *bc, int V, int threads, Precision precision,
+                      double out[3])
 {
     omp_set_num_threads(threads);
     Config cfg = {.V = V, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C, .D = bc->C / bc->H};
@@ -63,6 +65,7 @@ static int run_config(const BenchConfig *bc, int V, int threads, double out[3])
         trainer_free(&t);
         return -1;
     }
+    t.model.precision = precision;
     size_t N = (size_t)bc->B * bc->T;
     int *tok = malloc(N * sizeof(int)), *tgt = malloc(N * sizeof(int));
     Rng rng;
@@ -106,6 +109,7 @@ int main(int argc, char **argv)
 {
     const char *csv_path = NULL, *only = NULL, *threads_list = "1,2";
     int header = 1, V = 65;
+    Precision precision = PRECISION_FP32;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--csv") && i + 1 < argc)
             csv_path = argv[++i];
@@ -120,6 +124,17 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads_list = argv[++i];
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
+            const char *name = argv[++i];
+            int k = 0;
+            while (precision_names[k] && strcmp(name, precision_names[k]) != 0)
+                k++;
+            if (!precision_names[k]) {
+                fprintf(stderr, "bench: --precision %s: expected fp32 or bf16\n", name);
+                return 2;
+            }
+            precision = (Precision)k;
+        }
         else if (!strcmp(argv[i], "--vocab") && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
@@ -133,7 +148,7 @@ int main(int argc, char **argv)
             int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
             fprintf(help ? stdout : stderr,
                     "usage: bench_train [--configs BABY,MID:4,...] [--threads 1,2] "
-                    "[--vocab V] [--csv FILE] [--no-header] [--list]\n"
+                    "[--vocab V] [--precision fp32|bf16] [--csv FILE] [--no-header] [--list]\n"
                     "  --configs: NAME (every H) or NAME:H entries\n"
                     "  --csv: rows appended; the header only to a new file\n"
                     "  --vocab: the vocabulary size (default 65, a byte vocabulary; a\n"
@@ -173,7 +188,7 @@ int main(int argc, char **argv)
             if (pid == 0) {
                 double r[3];
                 close(fd[0]);
-                int rc = run_config(bc, V, threads, r);
+                int rc = run_config(bc, V, threads, precision, r);
                 if (rc == 0 && write(fd[1], r, sizeof r) != (ssize_t)sizeof r)
                     rc = 1;
                 _exit(rc ? 1 : 0);

@@ -5,6 +5,8 @@
 
 #include "util/errbuf.h"
 
+const char *const precision_names[PRECISION_COUNT + 1] = {"fp32", "bf16", NULL};
+
 static int check_range(const char *name, int v, int lo, int hi, char *err, size_t errlen)
 {
     if (v < lo || v > hi)

@@ -32,4 +32,13 @@ int config_validate(const Config *cfg, char *err, size_t errlen);
 /* Number of float parameters (valid only for a validated config). */
 size_t config_param_count(const Config *cfg);
 
+/* The arithmetic of the model's large products (the four linear layers of a block and
+ * the logits, forward and backward): fp32, or bf16 (their operands rounded to
+ * bfloat16, products summed in float32: kernels/bf16.h). Everything else is float32
+ * in both. */
+typedef enum { PRECISION_FP32, PRECISION_BF16, PRECISION_COUNT } Precision;
+
+/* Their names (flags, logs), in the enum's order, then NULL. */
+extern const char *const precision_names[PRECISION_COUNT + 1];
+
 #endif

@@ -11,6 +11,7 @@
 #include "util/bigbuf.h"
 #include "util/errbuf.h"
 #include "model/layers.h"
+#include "kernels/bf16.h"
 #include "kernels/matmul.h"
 #include "util/rng.h"
 
@@ -194,6 +195,34 @@ static void gate_gradient(double *grad, const float *dy, const float *y, size_t 
     }
 }
 
+/* A linear layer's forward in the model's precision: out = in . W^T + b, or with
+ * dgelu the MLP's first layer (out = gelu, dgelu = gelu'). */
+static void linear_forward(const Model *m, float *out, float *dgelu, const float *in,
+                           const float *W, const float *b, int N, int IC, int OC)
+{
+    if (m->precision == PRECISION_BF16)
+        bf16_forward(out, dgelu, in, W, b, N, IC, OC);
+    else if (dgelu)
+        matmul_forward_gelu(out, dgelu, in, W, b, N, IC, OC);
+    else
+        matmul_forward(out, in, W, b, N, IC, OC);
+}
+
+/* The gradients of linear_forward in the model's precision (matmul.h's
+ * matmul_backward, or with dgelu matmul_backward_gelu; kernels/bf16.h's bf16_backward
+ * runs the same products with bf16 inputs). */
+static void linear_backward(const Model *m, float *din, float *dW, float *db, const float *dout,
+                            const float *in, const float *W, const float *dgelu, int N, int IC,
+                            int OC)
+{
+    if (m->precision == PRECISION_BF16)
+        bf16_backward(din, dW, db, dout, in, W, dgelu, N, IC, OC);
+    else if (dgelu)
+        matmul_backward_gelu(din, dW, db, dout, in, W, dgelu, N, IC, OC);
+    else
+        matmul_backward(din, dW, db, dout, in, W, N, IC, OC);
+}
+
 double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
                    int B, int T, const PassOptions *opt)
 {
@@ -223,7 +252,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
 
         layernorm_forward(ln1, a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, res,
                           lw->ln1w, lw->ln1b, N, C);
-        matmul_forward(qkv, ln1, lw->qkvw, lw->qkvb, N, C, 3 * A);
+        linear_forward(m, qkv, NULL, ln1, lw->qkvw, lw->qkvb, N, C, 3 * A);
         attention_forward(heads, att, attd, qkv, B, T, H, D, p, site_key(opt, l, SITE_ATT));
         silence_heads(heads, opt, l, (size_t)N, H, D, 1);
         head_dropout_forward(heads, B, T, H, D, opt->head_dropout,
@@ -235,7 +264,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
                        site_key(opt, l, SITE_GATE));
             gates_forward(atty, heads, gate, B, T, H, D);
         }
-        matmul_forward(attproj, atty, lw->projw, lw->projb, N, A, C);
+        linear_forward(m, attproj, NULL, atty, lw->projw, lw->projb, N, A, C);
         if (p > 0.0f) {
             dropout_forward(res2, attproj, (size_t)N * C, p, site_key(opt, l, SITE_ATTN_RESID));
             residual_forward(res2, res, res2, (size_t)N * C);
@@ -245,8 +274,8 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
 
         layernorm_forward(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
                           lw->ln2w, lw->ln2b, N, C);
-        matmul_forward_gelu(fch_gelu, fch_dgelu, ln2, lw->fcw, lw->fcb, N, C, 4 * C);
-        matmul_forward(fcproj, fch_gelu, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
+        linear_forward(m, fch_gelu, fch_dgelu, ln2, lw->fcw, lw->fcb, N, C, 4 * C);
+        linear_forward(m, fcproj, NULL, fch_gelu, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
         if (p > 0.0f) {
             dropout_forward(res3, fcproj, (size_t)N * C, p, site_key(opt, l, SITE_MLP_RESID));
             residual_forward(res3, res2, res3, (size_t)N * C);
@@ -256,7 +285,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         res = res3;
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, res, w->lnfw, w->lnfb, N, C);
-    matmul_forward(a->logits, a->lnf, w->wte, NULL, N, C, V);
+    linear_forward(m, a->logits, NULL, a->lnf, w->wte, NULL, N, C, V);
     return crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
 }
 
@@ -278,7 +307,7 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
 
     memset(a->dlogits, 0, (size_t)N * V * sizeof(float));
     crossentropy_backward(a->dlogits, a->probs, targets, N, V, 1.0f / (float)N);
-    matmul_backward(a->dln, g->wte, NULL, a->dlogits, a->lnf, w->wte, N, C, V);
+    linear_backward(m, a->dln, g->wte, NULL, a->dlogits, a->lnf, w->wte, NULL, N, C, V);
     memset(a->dres, 0, nc * sizeof(float));
     layernorm_backward(a->dres, g->lnfw, g->lnfb, a->dln, a->res3 + (L - 1) * NC, w->lnfw,
                        a->lnf_mean, a->lnf_rstd, N, C);
@@ -300,9 +329,9 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_MLP_RESID));
             branch = a->dbranch;
         }
-        matmul_backward_gelu(a->dfch, lg->fcprojw, lg->fcprojb, branch, fch_gelu, lw->fcprojw,
-                             fch_dgelu, N, 4 * C, C);
-        matmul_backward(a->dln, lg->fcw, lg->fcb, a->dfch, ln2, lw->fcw, N, C, 4 * C);
+        linear_backward(m, a->dfch, lg->fcprojw, lg->fcprojb, branch, fch_gelu, lw->fcprojw,
+                        fch_dgelu, N, 4 * C, C);
+        linear_backward(m, a->dln, lg->fcw, lg->fcb, a->dfch, ln2, lw->fcw, NULL, N, C, 4 * C);
         layernorm_backward(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
                            a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C);
 
@@ -315,7 +344,7 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_ATTN_RESID));
             branch = a->dbranch;
         }
-        matmul_backward(a->datty, lg->projw, lg->projb, branch, atty, lw->projw, N, A, C);
+        linear_backward(m, a->datty, lg->projw, lg->projb, branch, atty, lw->projw, NULL, N, A, C);
         silence_heads(a->datty, opt, l, (size_t)N, H, D, 0);
         if (opt->head_grad)
             gate_gradient(opt->head_grad + (size_t)l * H, a->datty, atty, (size_t)N, H, D);
@@ -326,7 +355,7 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
         head_dropout_backward(a->datty, B, T, H, D, opt->head_dropout,
                               site_key(opt, l, SITE_HEAD));
         attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);
-        matmul_backward(a->dln, lg->qkvw, lg->qkvb, a->dqkv, ln1, lw->qkvw, N, C, 3 * A);
+        linear_backward(m, a->dln, lg->qkvw, lg->qkvb, a->dqkv, ln1, lw->qkvw, NULL, N, C, 3 * A);
         layernorm_backward(a->dres, lg->ln1w, lg->ln1b, a->dln, res, lw->ln1w,
                            a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, N, C);
     }

@@ -17,12 +17,14 @@
 #include "model/config.h"
 #include "model/params.h"
 
-/* The parameters and nothing else: what evaluation, sampling and analysis read. */
+/* The parameters and the arithmetic they were trained with: what evaluation, sampling
+ * and analysis read. */
 typedef struct {
     Config cfg;
     ParamTable table;
     float *params;   /* table.total floats */
     Weights w;
+    Precision precision; /* of the linear layers' products; model_init: fp32 */
 } Model;
 
 /* Allocates parameters (zeroed) for a validated config. */

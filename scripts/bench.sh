@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make bench: training throughput of BABY / MID / NANO (issue 6), this machine's
+# make bench: training throughput of BABY / MID / NANO (issue 6) in fp32 and in bf16
+# (--precision bf16: train_bf16.csv), this machine's
 # matrix-multiply peak, the same models in PyTorch (Debian's python3-torch 1.13 at
 # /usr/bin/python3, and PyTorch 2.x from the venv `make bench-deps` makes, each when
 # present), OpenBLAS sgemm when libopenblas-dev is, sampling speed with and without
@@ -74,12 +75,22 @@ fi
 gcc $cflags bench/bench_matmul.c build/libheadcount.a -lm $blas_flags -o build/bench_matmul \
     2>/dev/null || gcc $cflags bench/bench_matmul.c build/libheadcount.a -lm -o build/bench_matmul
 gcc $cflags bench/bench_train.c build/libheadcount.a -lm -o build/bench_train
+gcc $cflags bench/bench_bf16.c build/libheadcount.a -lm -o build/bench_bf16
 
 echo
 echo "== matrix multiply (GFLOP/s; OpenBLAS rows when libopenblas-dev is installed)"
 env -u OPENBLAS_CORETYPE ./build/bench_matmul --csv "$out/matmul.csv"
 
-rm -f "$out/train.csv" "$out/torch.csv"
+echo
+echo "== linear layers in fp32 and bf16 (one thread, thread CPU time)"
+./build/bench_bf16
+
+rm -f "$out/train.csv" "$out/train_bf16.csv" "$out/torch.csv"
+# Whether this CPU has the bf16 units, for the tables (docs/matmul.md, "bf16").
+bf16_units=$(grep -ow -m1 'avx512_bf16' /proc/cpuinfo || true)
+amx_units=$(grep -ow -m1 'amx_bf16' /proc/cpuinfo || true)
+echo "bf16 units: ${bf16_units:-no avx512_bf16}, ${amx_units:-no amx_bf16}" \
+    "(ours uses avx512_bf16 only; AMX is not used)"
 if [ ${#pythons[@]} -gt 0 ]; then
     echo
     echo "== PyTorch"
@@ -102,6 +113,8 @@ if [ ${#pythons[@]} -gt 0 ]; then
         for _ in $(seq "$rounds"); do
             ./build/bench_train --configs "$run" --threads "$threads" --csv "$out/train.csv" \
                 $ours_header
+            ./build/bench_train --configs "$run" --threads "$threads" --precision bf16 \
+                --csv "$out/train_bf16.csv" --no-header | sed 's/^/bf16: /'
             ours_header=--no-header
             for py in "${pythons[@]}"; do
                 for t in ${threads//,/ }; do
@@ -118,6 +131,8 @@ else
     echo "== training steps (ours)"
     for _ in $(seq "$rounds"); do
         ./build/bench_train --configs "$configs" --threads "$threads" --csv "$out/train.csv"
+        ./build/bench_train --configs "$configs" --threads "$threads" --precision bf16 \
+            --csv "$out/train_bf16.csv" --no-header | sed 's/^/bf16: /'
     done
     echo
     echo "(PyTorch comparison skipped: install Debian's python3-torch, or run"

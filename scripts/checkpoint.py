@@ -68,6 +68,7 @@ STORED_SETTINGS = (
     ("dropout", "real", 4, 0.0, 0.95),
     ("head_dropout", "real", 10, 0.0, 0.95),
     ("head_gates", "real", 11, 0.0, 100.0),
+    ("precision", "int", 15, 0, 1),
     ("val_frac", "real", 5, 0.0, 0.9),
     ("eval_every", "int", 4, 0, 100000000),
     ("eval_iters", "int", 5, 1, 100000),

@@ -4,7 +4,10 @@
 # tile from the same sources (the AVX2 tile with ARCH="-mavx2 -mfma", or the AVX-512
 # one when ARCH does not target it) train the same short runs, and so does the
 # portable C path with FMA (ARCH=-mfma) on two of them; every checkpoint must equal
-# the build under test's byte for byte, and so must a sample drawn from it. Run by
+# the build under test's byte for byte, and so must a sample drawn from it. The
+# --precision bf16 runs compare the VDPBF16PS kernel (a build under test that
+# targets AVX512_BF16) with the fmaf emulation of the AVX2 and portable builds
+# (kernels/bf16.h). Run by
 # `make test` (about 30 s: two builds of ./train and ./infer, then short runs). On a
 # CPU without AVX-512 there is no other tile to compare against here: it says so
 # plainly and passes.
@@ -35,6 +38,13 @@ else
     say "build under test: ARCH='$arch' (no AVX-512); comparing with the AVX-512 tile"
 fi
 
+# shellcheck disable=SC2086
+if "$cc" $arch -dM -E - </dev/null | grep -c '__AVX512BF16__' >/dev/null; then
+    say "bf16 runs: the build under test's VDPBF16PS kernel against the emulation"
+else
+    say "bf16 runs: this build does not target AVX512_BF16; emulation against emulation"
+fi
+
 rm -rf "$work"
 mkdir -p "$work"
 t0=$(date +%s)
@@ -49,9 +59,11 @@ say "built the other tile and the portable path in $(( $(date +%s) - t0 )) s"
 # Short runs that reach every kind of tile: 1, 4 and 16 heads (head sizes 128, 32
 # and 8), dropout, widths that are not multiples of 32 (C = 96 over 3 heads, T = 40),
 # head gates with same-initialised heads and head dropout, and tiny Shakespeare
-# (V = 65) when ../shared has it.
+# (V = 65) when ../shared has it; then bf16 products with 4 heads and with the odd
+# widths.
 runs=("-H 1" "-H 4 --dropout 0.1" "-H 16" "-C 96 -H 3 -T 40 -L 2"
-      "-H 8 --head-gates 0.01 --init-heads same --head-dropout 0.2")
+      "-H 8 --head-gates 0.01 --init-heads same --head-dropout 0.2" "-H 4 --precision bf16"
+      "-C 96 -H 3 -T 40 -L 2 --precision bf16")
 shakespeare=../shared/data/tinyshakespeare.txt
 [ -r "$shakespeare" ] && runs+=("--data $shakespeare -H 4")
 common="--steps 6 --eval-every 3 --eval-iters 2 --val-frac 0.005 -B 6 --save-every 0 --seed 7"
@@ -60,8 +72,9 @@ n=0
 for flags in "${runs[@]}"; do
     n=$((n + 1))
     builds=(test:"$bin" other:"$work/other")
-    # The portable path is ~10x slower: two runs (every kind of tile) keep this short.
-    [ $n = 2 ] || [ $n = 4 ] && builds+=(portable:"$work/portable")
+    # The portable path is ~10x slower: three runs (every kind of tile, and bf16)
+    # keep this short.
+    [ $n = 2 ] || [ $n = 4 ] || [ $n = 6 ] && builds+=(portable:"$work/portable")
     for b in "${builds[@]}"; do
         name=${b%%:*} dir=${b#*:}
         # shellcheck disable=SC2086

@@ -412,6 +412,28 @@ Test(gpt, one_and_two_threads_give_identical_bits_with_head_gates)
     teardown(&c);
 }
 
+Test(gpt, bf16_one_and_two_threads_give_identical_bits_and_differ_from_fp32)
+{
+    GptCtx c;
+    setup(&c, ((Config){.V = 29, .T = 37, .L = 2, .H = 3, .C = 40, .D = 13}), 3, 37, 0.1f, 9);
+    size_t P = c.m.table.total;
+    float *g1 = malloc(P * sizeof(float)), *g2 = malloc(P * sizeof(float));
+    double l1, l2, l32;
+    run_pass(&c, 2, &l32, g1);
+    c.m.precision = PRECISION_BF16;
+    run_pass(&c, 1, &l1, g1);
+    run_pass(&c, 2, &l2, g2);
+    cr_assert(memcmp(&l1, &l2, sizeof l1) == 0, "loss %.17g vs %.17g", l1, l2);
+    cr_assert(memcmp(g1, g2, P * sizeof(float)) == 0, "gradients differ between 1 and 2 threads");
+    /* Rounding the products' inputs moves the loss by about bf16's 2^-8 relative
+     * error, far more than float32's. */
+    cr_assert(l1 != l32 && fabs(l1 - l32) < 0.05 * fabs(l32), "bf16 loss %.17g, fp32 %.17g", l1,
+              l32);
+    free(g1);
+    free(g2);
+    teardown(&c);
+}
+
 /* The batch of setup(), trained by trainer_step at a constant learning rate
  * (min_lr = lr, no warm-up) from the real initialisation. */
 Test(gpt, a_tiny_model_overfits_one_batch)

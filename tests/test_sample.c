@@ -49,11 +49,12 @@ static void random_ids(int *ids, int n, int V, uint64_t seed)
  * the number of rows, so today the difference is 0; 1e-5 of the row's largest
  * logit leaves room for kernels that sum in a different order for N = 1 than
  * for N = T (a few float ulps of O(1) values accumulated over a few layers). */
-static void check_cached_logits(Config cfg, const unsigned char *head_on)
+static void check_cached_logits_in(Config cfg, const unsigned char *head_on, Precision p)
 {
     char err[256];
     Model m;
     make_model(&m, cfg, 7 + (uint64_t)cfg.H);
+    m.precision = p;
     Activations a;
     cr_assert_eq(acts_init(&a, &cfg, 1, cfg.T, 0, err, sizeof err), 0, "%s", err);
     int *ids = malloc((size_t)cfg.T * sizeof(int));
@@ -85,6 +86,11 @@ static void check_cached_logits(Config cfg, const unsigned char *head_on)
     model_free(&m);
 }
 
+static void check_cached_logits(Config cfg, const unsigned char *head_on)
+{
+    check_cached_logits_in(cfg, head_on, PRECISION_FP32);
+}
+
 Test(sample, cached_logits_equal_full_forward_at_every_position)
 {
     /* T = 37: several attention row blocks of 16 and a partial 8-lane tail. */
@@ -101,6 +107,14 @@ Test(sample, cached_logits_equal_full_forward_with_head_gates)
 {
     check_cached_logits((Config){.V = 23, .T = 37, .L = 2, .H = 4, .C = 32, .D = 8, .gates = 1},
                         NULL);
+}
+
+Test(sample, cached_logits_equal_full_forward_in_bf16)
+{
+    check_cached_logits_in((Config){.V = 23, .T = 37, .L = 2, .H = 4, .C = 32, .D = 8}, NULL,
+                           PRECISION_BF16);
+    check_cached_logits_in((Config){.V = 9, .T = 19, .L = 3, .H = 3, .C = 24, .D = 5}, NULL,
+                           PRECISION_BF16);
 }
 
 Test(sample, cached_logits_equal_full_forward_with_silenced_heads)

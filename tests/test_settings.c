@@ -22,14 +22,15 @@ static size_t type_size(SetType t)
     case SET_SEED: return sizeof(uint64_t);
     case SET_PATH:
     case SET_NAME: return sizeof(const char *);
-    case SET_SWITCH: return sizeof(int);
+    case SET_SWITCH:
+    case SET_CHOICE: return sizeof(int);
     }
     return 0;
 }
 
 static int is_number(SetType t)
 {
-    return t == SET_LONG || t == SET_REAL || t == SET_F32 || t == SET_SWITCH;
+    return t == SET_LONG || t == SET_REAL || t == SET_F32 || t == SET_SWITCH || t == SET_CHOICE;
 }
 
 Test(settings, every_row_has_a_flag_help_and_a_type_that_fits_its_field)
@@ -78,6 +79,14 @@ Test(settings, every_range_holds_its_default)
                   s->def);
         cr_assert(s->type != SET_SWITCH || (s->lo == 0 && s->hi == 1), "%s: a switch is 0 or 1",
                   s->key);
+        if (s->type == SET_CHOICE) {       /* the range is the names' indices */
+            int n = 0;
+            while (s->names && s->names[n])
+                n++;
+            cr_assert(n >= 2 && s->lo == 0 && s->hi == n - 1, "%s: %d names, range [%g, %g]",
+                      s->key, n, s->lo, s->hi);
+        }
+        cr_assert(s->type == SET_CHOICE || !s->names, "%s: names without a choice", s->key);
         cr_assert(s->type != SET_LONG || s->def == (double)(long)s->def, "%s: default %g",
                   s->key, s->def);
     }
@@ -94,8 +103,8 @@ Test(settings, a_setting_a_resume_keeps_has_a_slot_of_its_own)
         if (!s->stored)
             continue;
         int real = s->type == SET_REAL || s->type == SET_F32;
-        cr_assert(real || s->type == SET_LONG || s->type == SET_SEED || s->type == SET_SWITCH,
-                  "%s: a stored string", s->key);
+        cr_assert(real || s->type == SET_LONG || s->type == SET_SEED || s->type == SET_SWITCH ||
+                  s->type == SET_CHOICE, "%s: a stored string", s->key);
         cr_assert_eq(s->slot_kind, real ? SLOT_REAL : SLOT_INT, "%s: in the wrong array",
                      s->key);
         cr_assert(s->resume != RES_RUN && s->resume != RES_ARCH,
@@ -142,6 +151,7 @@ static void nudge(TrainSettings *v, const Setting *s)
     }
     case SET_SEED: *(uint64_t *)p ^= 0x8000000000000001ULL; break;
     case SET_SWITCH: *(int *)p = !*(int *)p; break;
+    case SET_CHOICE: *(int *)p = *(int *)p + 1 <= (int)s->hi ? *(int *)p + 1 : 0; break;
     default: break;
     }
 }

@@ -561,3 +561,56 @@ Test(train, infer_heads_json_is_the_summary_with_the_prune_curve, .timeout = 60)
     free(js);
     free(file);
 }
+
+/* --precision bf16 is kept in the checkpoint: a resume continues in bf16 and refuses
+ * --precision fp32, ./infer samples with it (the same text as --precision bf16, not
+ * as fp32), and a name outside fp32|bf16 is a usage error. */
+Test(train, bf16_is_kept_in_the_checkpoint_and_a_resume_or_infer_uses_it)
+{
+    Env e;
+    env_init(&e, "train-bf16");
+    char ck[400], ck2[400], *out;
+    snprintf(ck, sizeof ck, "%s/bf16.ckpt", e.dir);
+    snprintf(ck2, sizeof ck2, "%s/bf16-more.ckpt", e.dir);
+    int rc = run(&out, "train", RUN_FLAGS " --precision bf16 --data %s --out %s", e.data, ck);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "precision bf16"), "%s", out);
+    free(out);
+    Model m;
+    Tokenizer tok;
+    TrainState ts;
+    int has;
+    char err[2000];
+    cr_assert_eq(ckpt_load(ck, &m, &tok, NULL, &ts, &has, err, sizeof err), 0, "%s", err);
+    cr_assert(has && ts.precision == PRECISION_BF16 && m.precision == PRECISION_BF16);
+    model_free(&m);
+    tok_free(&tok);
+    rc = run(&out, "train", "--resume %s --steps 30 --precision fp32 --out %s", ck, ck2);
+    cr_assert_eq(rc, 2, "%s", out);
+    cr_assert(strstr(out, "--precision fp32 contradicts the checkpoint (bf16)"), "%s", out);
+    cr_assert_neq(access(ck2, F_OK), 0);
+    free(out);
+    rc = run(&out, "train", "--resume %s --steps 30 --out %s", ck, ck2);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "precision bf16"), "%s", out);
+    free(out);
+    rc = run(&out, "train", RUN_FLAGS " --precision fp16 --data %s --out %s", e.data, ck2);
+    cr_assert_eq(rc, 2, "%s", out);
+    cr_assert(strstr(out, "--precision 'fp16': expected fp32 or bf16"), "%s", out);
+    free(out);
+
+    /* The val loss to 9 digits (--eval --json): the checkpoint's precision by default. */
+    char *loss[3];
+    const char *how[3] = {"", "--precision bf16", "--precision fp32"};
+    for (int k = 0; k < 3; k++) {
+        rc = run(&loss[k], "infer", "--ckpt %s --eval %s --json %s", ck, e.data, how[k]);
+        cr_assert_eq(rc, 0, "%s", loss[k]);
+    }
+    cr_assert_str_eq(loss[0], loss[1], "infer did not evaluate in the checkpoint's bf16");
+    cr_assert_str_neq(loss[0], loss[2], "--precision fp32 changed nothing: %s", loss[0]);
+    for (int k = 0; k < 3; k++)
+        free(loss[k]);
+    rc = run(&out, "infer", "--ckpt %s --precision fp16", ck);
+    cr_assert_eq(rc, 2, "%s", out);
+    free(out);
+}

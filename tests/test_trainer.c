@@ -219,12 +219,15 @@ static void fill_state(TrainState *ts, const Trainer *t)
     ts->lr = hp.lr; ts->min_lr = hp.min_lr; ts->wd = hp.adam.weight_decay; ts->clip = hp.clip;
     ts->dropout = hp.dropout; ts->beta1 = hp.adam.beta1; ts->beta2 = hp.adam.beta2;
     ts->eps = hp.adam.eps;
+    ts->precision = (int)t->model.precision;
     snprintf(ts->data_path, sizeof ts->data_path, "test");
     ts->adam_m = t->adam_m;
     ts->adam_v = t->adam_v;
 }
 
-Test(trainer, a_trainer_loaded_from_a_checkpoint_continues_bit_identically)
+/* Two steps, a checkpoint, a load and two more steps against four uninterrupted
+ * steps, both trainers' models in precision p (the checkpoint keeps it). */
+static void resume_case(Precision p)
 {
     int tok[NBATCH][B * 8], tgt[NBATCH][B * 8];
     batches(tok, tgt);
@@ -241,6 +244,7 @@ Test(trainer, a_trainer_loaded_from_a_checkpoint_continues_bit_identically)
     Trainer whole, half, resumed;
     new_trainer(&whole, 1);
     new_trainer(&half, 1);
+    whole.model.precision = half.model.precision = p;
     double want[NBATCH];
     for (int k = 0; k < NBATCH; k++) {
         TrainStep s;
@@ -262,6 +266,7 @@ Test(trainer, a_trainer_loaded_from_a_checkpoint_continues_bit_identically)
     cr_assert_eq(ckpt_load_trainer(path, &resumed, &tok_back, &back, &has, err, sizeof err), 0,
                  "%s", err);
     cr_assert(has == 1 && resumed.step == 2 && back.step == 2);
+    cr_assert_eq(resumed.model.precision, p, "the checkpoint lost the precision");
     cr_assert_eq(trainer_prepare(&resumed, &hp, B, err, sizeof err), 0, "%s", err);
     for (int k = 2; k < NBATCH; k++) {
         TrainStep s;
@@ -278,6 +283,16 @@ Test(trainer, a_trainer_loaded_from_a_checkpoint_continues_bit_identically)
     trainer_free(&whole);
     tok_free(&tok_text);
     tok_free(&tok_back);
+}
+
+Test(trainer, a_trainer_loaded_from_a_checkpoint_continues_bit_identically)
+{
+    resume_case(PRECISION_FP32);
+}
+
+Test(trainer, a_bf16_trainer_loaded_from_a_checkpoint_continues_bit_identically)
+{
+    resume_case(PRECISION_BF16);
 }
 
 /* The trainer owns the data position: a fresh one draws the batches batch_init

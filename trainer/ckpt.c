@@ -146,7 +146,8 @@ static int64_t stored_int(const Setting *s, const char *p)
 {
     switch (s->type) {
     case SET_SEED: return (int64_t)*(const uint64_t *)p;
-    case SET_SWITCH: return *(const int *)p;
+    case SET_SWITCH:
+    case SET_CHOICE: return *(const int *)p;
     default: return *(const long *)p;
     }
 }
@@ -430,7 +431,7 @@ static int load_state(Reader *r, const char *path, const Model *m, TrainState *t
             *(double *)p = dv[s->slot];
         else if (s->slot_kind == SLOT_INT && s->type == SET_SEED)
             *(uint64_t *)p = (uint64_t)iv[s->slot];
-        else if (s->slot_kind == SLOT_INT && s->type == SET_SWITCH)
+        else if (s->slot_kind == SLOT_INT && (s->type == SET_SWITCH || s->type == SET_CHOICE))
             *(int *)p = (int)iv[s->slot];
         else if (s->slot_kind == SLOT_INT)
             *(long *)p = (long)iv[s->slot];
@@ -618,6 +619,7 @@ static int load_file(const char *path, Model *m, Trainer *t, Tokenizer *tok,
             *has_state = 1;
         if (t)
             t->batches.rng.state = dst->batch_rng;
+        m->precision = (Precision)dst->precision;
     }
     if (steps_trained)
         *steps_trained = hdr[8];

@@ -45,7 +45,8 @@ void settings_defaults(TrainSettings *v)
         case SET_SEED: *(uint64_t *)p = (uint64_t)s->def; break;
         case SET_PATH:
         case SET_NAME: *(const char **)p = s->def_str; break;
-        case SET_SWITCH: *(int *)p = (int)s->def; break;
+        case SET_SWITCH:
+        case SET_CHOICE: *(int *)p = (int)s->def; break;
         }
     }
 }

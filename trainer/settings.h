@@ -27,8 +27,11 @@
 
 /* How a setting's value is parsed, printed and stored. PATH and NAME are strings
  * (NAME from a fixed list), SWITCH takes no value, F32 is a double the optimizer
- * uses as a float32 (stored widened, compared as float). */
-typedef enum { SET_LONG, SET_REAL, SET_F32, SET_SEED, SET_PATH, SET_NAME, SET_SWITCH } SetType;
+ * uses as a float32 (stored widened, compared as float), CHOICE is an int, the index
+ * of the name the flag gives in the row's `names` (stored as that index). */
+typedef enum {
+    SET_LONG, SET_REAL, SET_F32, SET_SEED, SET_PATH, SET_NAME, SET_SWITCH, SET_CHOICE
+} SetType;
 
 /* What --resume does with a setting: RUN settings belong to this invocation;
  * ARCH ones come from the checkpoint's dimensions and KEEP ones from its training
@@ -164,6 +167,11 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
          .meta = "LAMBDA", .section = SEC_TRAINING,                                            \
          .help = "learn a hard-concrete gate per head, with LAMBDA x expected L0",            \
          .more = "(open heads) added to the loss; 0 = no gates (docs/heads.md)")              \
+    STORED(PRECISION, precision, int, .flag = "precision", .type = SET_CHOICE,                 \
+           .names = precision_names, .lo = 0, .hi = PRECISION_COUNT - 1, .resume = RES_KEEP,   \
+           INT_SLOT(15), .say = "precision", .meta = "P", .section = SEC_TRAINING,             \
+           .help = "the linear layers' products: fp32 or bf16",                               \
+           .more = "(bf16: inputs rounded to bfloat16, sums in fp32)", .def_text = "fp32")      \
     STEP(SEED, seed, uint64_t, .flag = "seed", .short_flag = 's', .type = SET_SEED,            \
          .def = 1337, .resume = RES_KEEP, INT_SLOT(7), .in_log = 1, .say = "seed",             \
          .meta = "N", .section = SEC_TRAINING, .help = "seed for init, batches and dropout")  \
@@ -217,7 +225,8 @@ typedef struct {
     SetType type;
     double def;             /* default of a number or switch */
     const char *def_str;    /* default of a PATH or NAME (NULL: none) */
-    const char *const *names; /* the values a NAME accepts, NULL-terminated */
+    const char *const *names; /* the values a NAME or CHOICE accepts, NULL-terminated
+                               * (a CHOICE stores the index; its default is def) */
     double lo, hi;          /* the range a flag may give (numbers) */
     int zero_off;           /* 0 is allowed besides [lo, hi]: the default, meaning off or
                              * automatic, which no flag gives */

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 /* Independent buffers a caller may hold at once. */
-enum { SCRATCH_SLOTS = 2 };
+enum { SCRATCH_SLOTS = 6 };
 
 /* The calling thread's buffer `slot` (0 .. SCRATCH_SLOTS-1), at least n floats,
  * 64-byte aligned, contents undefined; valid until the thread's next call for the same

@@ -29,7 +29,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/test
 INFER_OBJ := $(BUILD)/infer.o $(BUILD)/app/infer_sample.o $(BUILD)/app/infer_heads.o $(BUILD)/app/report.o \
              $(BUILD)/app/rare_counts.o $(BUILD)/app/planted.o \
              $(BUILD)/app/report_page.o $(BUILD)/app/infer_explore.o $(BUILD)/app/explore.o \
-             $(BUILD)/app/explore_page.o $(BUILD)/app/compare_page.o
+             $(BUILD)/app/infer_sweep.o $(BUILD)/app/explore_page.o $(BUILD)/app/compare_page.o
 
 .PHONY: all test clean bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
 all: $(BIN)/train $(BIN)/infer

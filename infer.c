@@ -17,6 +17,7 @@
 
 #include "app/cli.h"
 #include "app/fileguard.h"
+#include "app/infer_sweep.h"
 #include "app/report.h"
 #include "data/induction.h"
 #include "data/corpus.h"
@@ -196,6 +197,33 @@ static void parse_value(InferOptions *o, const InferFlag *f, const char *arg)
     }
 }
 
+/* Each --ckpt that names a directory stands for the sweep's checkpoints
+ * (infer_sweep.h), in its place; only --explore reads them. */
+static void expand_sweeps(InferOptions *o)
+{
+    PathList given = o->ckpt;
+    char err[9000];
+    o->ckpt.n = 0;
+    for (int k = 0; k < given.n; k++) {
+        struct stat st;
+        if (stat(given.path[k], &st) != 0 || !S_ISDIR(st.st_mode)) {
+            o->ckpt.path[o->ckpt.n++] = given.path[k];
+            continue;
+        }
+        if (!o->explore)
+            cli_usage_error("--ckpt %s is a directory; only --explore OUT.html reads a sweep "
+                            "directory's checkpoints", given.path[k]);
+        int room = INFER_CKPT_MAX - o->ckpt.n - (given.n - k - 1);
+        char **at = o->sweep_ckpt + o->nsweep;
+        int n = infer_sweep_ckpts(given.path[k], at, room, err, sizeof err);
+        if (n < 0)
+            cli_fail("%s", err);
+        for (int j = 0; j < n; j++)
+            o->ckpt.path[o->ckpt.n++] = at[j];
+        o->nsweep += n;
+    }
+}
+
 static void parse(int argc, char **argv, InferOptions *o)
 {
     static struct option longs[NFLAGS + 3];
@@ -240,6 +268,7 @@ static void parse(int argc, char **argv, InferOptions *o)
                         argv[optind]);
     if (!o->ckpt.n)
         cli_usage_error("--ckpt CKPT is required");
+    expand_sweeps(o);
     for (int i = 0; i < NFLAGS; i++) {
         const void *v = value_of(o, &FLAGS[i]);
         PathList one = {.n = 0};
@@ -496,6 +525,8 @@ int main(int argc, char **argv)
     else
         rc = infer_sample(&o, &m[0], &tok[0]);
     free(o.head_on);
+    for (int k = 0; k < o.nsweep; k++)
+        free(o.sweep_ckpt[k]);
     for (int k = 0; k < n; k++) {
         model_free(&m[k]);
         tok_free(&tok[k]);

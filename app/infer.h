@@ -59,8 +59,9 @@ typedef enum {
               "the context the model ended with)")                                             \
     X(CKPT, ckpt, PathList, .flag = "ckpt", .short_flag = 'c', .type = FLAG_PATHS,             \
       .meta = "CKPT", .many = MODE_EXPLORE, .section = FSEC_CKPT,                              \
-      .help = "checkpoint to load (required); repeat it with --explore to\n"                   \
-              "compare up to 16 models on one --text (docs/explorer.md)")                      \
+      .help = "checkpoint to load (required); with --explore, repeat it\n"                     \
+              "to compare up to 16 models on one text, or give a sweep\n"                       \
+              "directory of scripts/ablate.sh (docs/explorer.md)")                             \
     X(JSON, json, int, .flag = "json", .type = FLAG_SWITCH, .modes = MODE_EVAL | MODE_HEADS,   \
       .why = " (it prints their result as JSON)", .section = FSEC_CKPT,                        \
       .help = "with --eval: the result as one JSON object (loss, ppl, bpb,\n"                  \
@@ -153,6 +154,9 @@ typedef struct {
 #undef INFER_FIELD
     const TrainState *train_state; /* the checkpoint's, NULL without: the rare counts' text */
     unsigned char *head_on; /* [L*H] parsed from --mask, NULL when no mask */
+    char *sweep_ckpt[INFER_CKPT_MAX]; /* the checkpoints of --ckpt DIR (infer_sweep.h),
+                                       * owned: ckpt's entries point to them */
+    int nsweep;
 } InferOptions;
 
 /* Reads path into f, or standard input when path is "-"; fails (exit 1) with a

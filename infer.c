@@ -197,22 +197,21 @@ static void parse_value(InferOptions *o, const InferFlag *f, const char *arg)
     }
 }
 
-/* Each --ckpt that names a directory stands for the sweep's checkpoints
- * (infer_sweep.h), in its place; only --explore reads them. */
+/* With --explore, each --ckpt that names a directory stands for the sweep's
+ * checkpoints (infer_sweep.h), in its place; the other modes load the path as
+ * a checkpoint file, which a directory is not. */
 static void expand_sweeps(InferOptions *o)
 {
-    PathList given = o->ckpt;
+    PathList given = {.n = o->ckpt.n};
+    memcpy(given.path, o->ckpt.path, (size_t)given.n * sizeof given.path[0]);
     char err[9000];
     o->ckpt.n = 0;
     for (int k = 0; k < given.n; k++) {
         struct stat st;
-        if (stat(given.path[k], &st) != 0 || !S_ISDIR(st.st_mode)) {
+        if (!o->explore || stat(given.path[k], &st) != 0 || !S_ISDIR(st.st_mode)) {
             o->ckpt.path[o->ckpt.n++] = given.path[k];
             continue;
         }
-        if (!o->explore)
-            cli_usage_error("--ckpt %s is a directory; only --explore OUT.html reads a sweep "
-                            "directory's checkpoints", given.path[k]);
         int room = INFER_CKPT_MAX - o->ckpt.n - (given.n - k - 1);
         char **at = o->sweep_ckpt + o->nsweep;
         int n = infer_sweep_ckpts(given.path[k], at, room, err, sizeof err);

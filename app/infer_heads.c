@@ -655,7 +655,8 @@ static HeadsReport fill_report(const InferOptions *o, const HeadsInputs *in,
                                const HeadsMeasures *ms, const HeadsOutputs *out)
 {
     return (HeadsReport){
-        .ckpt = o->ckpt.path[0], .data = o->heads, .cfg = in->m->cfg, .windows = in->nwin, .T = in->T,
+        .ckpt = o->ckpt.path[0], .data = o->heads, .cfg = in->m->cfg, .windows = in->nwin,
+        .T = in->T,
         .probes = HEADS_PROBES, .probe_len = 2 * in->P, .seed = (unsigned long long)o->seed,
         .st = ms->st, .jsd = ms->jsd, .layer_effective = out->layer_eff, .sum = out->sum,
         .effective = out->effective, .base_loss = ms->base_loss, .delim_share = in->delim_share,

@@ -24,11 +24,12 @@ typedef struct {
 static int parse_run_name(const char *name, SweepRun *r)
 {
     int end = -1;
-    if (strlen(name) >= sizeof r->name ||
+    size_t len = strlen(name);
+    if (len >= sizeof r->name ||
         sscanf(name, "H%d-D%d-s%d%n", &r->H, &r->D, &r->seed, &end) != 3 || end < 0 ||
         name[end] != '\0' || r->H < 1 || r->D < 1 || r->seed < 1)
         return 0;
-    snprintf(r->name, sizeof r->name, "%s", name);
+    memcpy(r->name, name, len + 1);
     return 1;
 }
 

@@ -2,8 +2,8 @@
  * --ckpt or a sweep directory (the program in $HEADCOUNT_BIN): each model's
  * data on the page is byte for byte the data of its own one-model page, in the
  * order given; a sweep directory stands for the first seed of each finished
- * (H, D) run, ordered by H (other modes refuse a directory as before); and inputs the page cannot use are refused with one
- * line, writing nothing. The page's behaviour in a browser is tested in
+ * (H, D) run, ordered by H (other modes refuse a directory as before); and
+ * inputs the page cannot use are refused with one line, writing nothing. The page's behaviour in a browser is tested in
  * tests/browser (test_compare.mjs). Every model is tiny and trained a few steps. */
 #include <criterion/criterion.h>
 #include <stdarg.h>

@@ -493,9 +493,11 @@ int main(int argc, char **argv)
         omp_set_num_threads((int)o.threads);
     /* Every --ckpt (several only for --explore), each with its training state. */
     int n = o.ckpt.n;
-    static Model m[INFER_CKPT_MAX];
-    static Tokenizer tok[INFER_CKPT_MAX];
-    static TrainState ts[INFER_CKPT_MAX];
+    Model *m = calloc((size_t)n, sizeof *m);
+    Tokenizer *tok = calloc((size_t)n, sizeof *tok);
+    TrainState *ts = calloc((size_t)n, sizeof *ts);
+    if (!m || !tok || !ts)
+        cli_fail("out of memory");
     const TrainState *state[INFER_CKPT_MAX];
     const char *trained_on[INFER_CKPT_MAX];
     char err[1500];
@@ -530,5 +532,8 @@ int main(int argc, char **argv)
         model_free(&m[k]);
         tok_free(&tok[k]);
     }
+    free(m);
+    free(tok);
+    free(ts);
     return rc;
 }

@@ -245,8 +245,9 @@ int explore_write_compare(FILE *f, const Explore *const *es, int n, char *err, s
     jstr(f, es[0]->source);
     fprintf(f, ",\"text_bytes\":%zu,\"models\":[", es[0]->text_bytes);
     for (int k = 0; k < n; k++) {
-        fputs(k ? ",\n" : "\n", f);
+        fprintf(f, "%s{\"D\":%d,\"page\":", k ? ",\n" : "\n", es[k]->cfg.D);
         write_data(f, es[k]);
+        fputc('}', f);
     }
     fputs("]};", f);
     fputs(mark + strlen(DATA_MARKER), f);

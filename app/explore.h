@@ -63,8 +63,9 @@ int explore_write_html(FILE *f, const Explore *e, char *err, size_t errlen);
 extern const char compare_page[];
 
 /* Writes the compare page of n models on one text to f: its DATA is
- * {"program", "source", "text_bytes", "models": [one explore page's DATA per
- * model, in the order given]} (docs/explorer.md). -1 as explore_write_html. */
+ * {"program", "source", "text_bytes", "models": [{"D": head size, "page": the
+ * model's explorer page's DATA}, one per model in the order given]}
+ * (docs/explorer.md). -1 as explore_write_html. */
 int explore_write_compare(FILE *f, const Explore *const *es, int n, char *err, size_t errlen);
 
 /* A piece's label is cut (whole symbols) to fit this many bytes with its NUL:

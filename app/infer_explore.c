@@ -354,7 +354,7 @@ int infer_compare(const InferOptions *o, const Model *m, const Tokenizer *tok,
     for (int k = 0; k < n; k++) {
         char who[4300];
         snprintf(who, sizeof who, "--ckpt %s (L %d, H %d, D %d): ", o->ckpt.path[k], m[k].cfg.L,
-                 m[k].cfg.H, m[k].cfg.C / m[k].cfg.H);
+                 m[k].cfg.H, m[k].cfg.D);
         InferOptions ok = *o;
         ok.train_state = state[k];
         explore_model_init(&x[k], &ok, o->ckpt.path[k], &m[k], &tok[k], bytes, nbytes, source,

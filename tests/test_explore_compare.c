@@ -82,13 +82,18 @@ Test(explore_compare, each_model_has_its_own_pages_data_in_the_order_given, .tim
     free(out);
     char *cmp = tu_read_text(page);
     const char *at = cmp;
+    static const int head_size[3] = {16, 4, 2};   /* C = 16 over H = 1, 4, 8 */
     for (int k = 0; k < 3; k++) {
         int which = k == 0 ? 1 : k == 1 ? 0 : 2;
         char *one = tu_read_text(alone[which]), *data = page_data(one);
-        const char *found = strstr(at, data);
-        cr_assert_not_null(found, "model %d (%s): its page's data is not on the compare page "
-                           "after the models before it", k, m[which].ckpt);
-        at = found + strlen(data);
+        size_t len = strlen(data) + 64;
+        char *entry = malloc(len);
+        snprintf(entry, len, "{\"D\":%d,\"page\":%s}", head_size[which], data);
+        const char *found = strstr(at, entry);
+        cr_assert_not_null(found, "model %d (%s): its head size and its page's data are not on "
+                           "the compare page after the models before it", k, m[which].ckpt);
+        at = found + strlen(entry);
+        free(entry);
         free(data);
         free(one);
     }

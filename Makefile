@@ -29,7 +29,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/test
 INFER_OBJ := $(BUILD)/infer.o $(BUILD)/app/infer_sample.o $(BUILD)/app/infer_heads.o $(BUILD)/app/report.o \
              $(BUILD)/app/rare_counts.o $(BUILD)/app/planted.o \
              $(BUILD)/app/report_page.o $(BUILD)/app/infer_explore.o $(BUILD)/app/explore.o \
-             $(BUILD)/app/explore_page.o
+             $(BUILD)/app/infer_sweep.o $(BUILD)/app/explore_page.o $(BUILD)/app/compare_page.o
 
 .PHONY: all test clean bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
 all: $(BIN)/train $(BIN)/infer
@@ -45,16 +45,18 @@ $(BUILD)/%.o: %.c $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# The explorer's page (HTML, CSS, JavaScript) as one C string: each line quoted,
-# backslashes, quotes and question marks (trigraphs) escaped.
-$(BUILD)/app/explore_page.c: app/explore_page.html
+# The explorer's pages (HTML, CSS, JavaScript) as C strings named for their file
+# (explore_page, compare_page): each line quoted, backslashes, quotes and question
+# marks (trigraphs) escaped.
+PAGES := $(BUILD)/app/explore_page.c $(BUILD)/app/compare_page.c
+$(PAGES): $(BUILD)/app/%.c: app/%.html
 	@mkdir -p $(dir $@)
-	{ echo '/* Generated from app/explore_page.html by the Makefile; do not edit. */'; \
-	  echo 'const char explore_page[] ='; \
+	{ echo '/* Generated from $< by the Makefile; do not edit. */'; \
+	  echo 'const char $*[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/app/explore_page.o: $(BUILD)/app/explore_page.c $(BUILD)/flags.txt
+$(PAGES:.c=.o): %.o: %.c $(BUILD)/flags.txt
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libheadcount.a: $(LIB_OBJ)

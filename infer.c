@@ -17,6 +17,7 @@
 
 #include "app/cli.h"
 #include "app/fileguard.h"
+#include "app/infer_sweep.h"
 #include "app/report.h"
 #include "data/induction.h"
 #include "data/corpus.h"
@@ -142,6 +143,13 @@ static void check_mode_flags(const InferOptions *o, const unsigned char *given)
         mode = MODE_SAMPLE;
     for (int i = 0; i < NFLAGS; i++) {
         const InferFlag *f = &FLAGS[i];
+        const PathList *list = f->type == FLAG_PATHS ? value_of((InferOptions *)o, f) : NULL;
+        if (list && list->n > 1 && !(f->many & mode)) {
+            char need[200];
+            needed_modes(f->many, need, sizeof need);
+            cli_usage_error("--%s given %d times; only %s compares several", f->flag, list->n,
+                            need);
+        }
         if (given[i] && f->modes && !(f->modes & mode)) {
             char need[200];
             needed_modes(f->modes, need, sizeof need);
@@ -153,6 +161,12 @@ static void check_mode_flags(const InferOptions *o, const unsigned char *given)
                         o->eval ? "eval" : "heads");
     if (o->text && o->text_file)
         cli_usage_error("--text and --text-file both given; give one");
+    if (o->ckpt.n > 1 && !o->text && !o->text_file)
+        cli_usage_error("--explore with %d checkpoints needs --text or --text-file: the one "
+                        "text every model is shown on", o->ckpt.n);
+    if (o->ckpt.n > 1 && (o->explore_json || o->mask))
+        cli_usage_error("--%s works on one model; give a single --ckpt with it",
+                        o->explore_json ? "explore-json" : "mask");
     if ((o->text || o->text_file) && (o->prompt || o->prompt_file))
         cli_usage_error("--%s explores a given text, so a prompt would not be used; give "
                         "--explore with a prompt alone to explore a sample",
@@ -178,10 +192,43 @@ static void parse_value(InferOptions *o, const InferFlag *f, const char *arg)
     switch (f->type) {
     case FLAG_PATH:
     case FLAG_TEXT: *(const char **)v = arg; break;
+    case FLAG_PATHS: {
+        PathList *list = v;
+        if (list->n == INFER_CKPT_MAX)
+            cli_usage_error("--%s given more than %d times", f->flag, INFER_CKPT_MAX);
+        list->path[list->n++] = arg;
+        break;
+    }
     case FLAG_LONG: *(long *)v = cli_long(f->flag, arg, (long)f->lo, (long)f->hi); break;
     case FLAG_REAL: *(double *)v = cli_double(f->flag, arg, f->lo, f->hi); break;
     case FLAG_SEED: *(uint64_t *)v = cli_u64(f->flag, arg); break;
     case FLAG_SWITCH: *(int *)v = 1; break;
+    }
+}
+
+/* With --explore, each --ckpt that names a directory stands for the sweep's
+ * checkpoints (infer_sweep.h), in its place; the other modes load the path as
+ * a checkpoint file, which a directory is not. */
+static void expand_sweeps(InferOptions *o)
+{
+    PathList given = {.n = o->ckpt.n};
+    memcpy(given.path, o->ckpt.path, (size_t)given.n * sizeof given.path[0]);
+    char err[9000];
+    o->ckpt.n = 0;
+    for (int k = 0; k < given.n; k++) {
+        struct stat st;
+        if (!o->explore || stat(given.path[k], &st) != 0 || !S_ISDIR(st.st_mode)) {
+            o->ckpt.path[o->ckpt.n++] = given.path[k];
+            continue;
+        }
+        int room = INFER_CKPT_MAX - o->ckpt.n - (given.n - k - 1);
+        char **at = o->sweep_ckpt + o->nsweep;
+        int n = infer_sweep_ckpts(given.path[k], at, room, err, sizeof err);
+        if (n < 0)
+            cli_fail("%s", err);
+        for (int j = 0; j < n; j++)
+            o->ckpt.path[o->ckpt.n++] = at[j];
+        o->nsweep += n;
     }
 }
 
@@ -230,14 +277,18 @@ static void parse(int argc, char **argv, InferOptions *o)
     if (optind < argc)
         cli_usage_error("unexpected argument '%s' (flags take the form --name value)",
                         argv[optind]);
-    if (!o->ckpt)
+    if (!o->ckpt.n)
         cli_usage_error("--ckpt CKPT is required");
+    expand_sweeps(o);
     for (int i = 0; i < NFLAGS; i++) {
-        if (FLAGS[i].type != FLAG_PATH)
-            continue;
-        const char *path = *(const char **)value_of(o, &FLAGS[i]);
-        if (path && !path[0])
-            cli_usage_error("--%s '': the path is empty; give a file name", FLAGS[i].flag);
+        const void *v = value_of(o, &FLAGS[i]);
+        PathList one = {.n = 0};
+        if (FLAGS[i].type == FLAG_PATH)
+            one = (PathList){.path = {*(const char *const *)v}, .n = 1};
+        const PathList *list = FLAGS[i].type == FLAG_PATHS ? v : &one;
+        for (int j = 0; j < list->n; j++)
+            if (list->path[j] && !list->path[j][0])
+                cli_usage_error("--%s '': the path is empty; give a file name", FLAGS[i].flag);
     }
     if (o->eval && o->heads)
         cli_usage_error("--eval and --heads are separate modes; give one");
@@ -313,16 +364,26 @@ void infer_read_input(TextFile *f, const char *path, const char *flag)
         cli_fail("--%s -: reading standard input failed", flag);
 }
 
-/* --explore with --text or --text-file: the page of that text. */
-static int run_explore_text(const InferOptions *o, const Model *m, const Tokenizer *tok)
+/* --explore with --text or --text-file: the page of that text through the one
+ * model, or the compare page through every --ckpt (state[k]: model k's
+ * training state, NULL for none). */
+static int run_explore_text(const InferOptions *o, const Model *m, const Tokenizer *tok,
+                            const TrainState *const *state)
 {
-    if (o->text)
-        return infer_explore(o, m, tok, (const unsigned char *)o->text, strlen(o->text),
-                             "the --text argument", 0);
-    TextFile f;
-    infer_read_input(&f, o->text_file, "text-file");
-    int rc = infer_explore(o, m, tok, f.bytes, f.n, f.name, 0);
-    textfile_free(&f);
+    TextFile f = {.bytes = NULL};
+    const unsigned char *bytes = (const unsigned char *)o->text;
+    size_t nbytes = o->text ? strlen(o->text) : 0;
+    const char *source = "the --text argument";
+    if (o->text_file) {
+        infer_read_input(&f, o->text_file, "text-file");
+        bytes = f.bytes;
+        nbytes = f.n;
+        source = f.name;
+    }
+    int rc = o->ckpt.n > 1 ? infer_compare(o, m, tok, state, bytes, nbytes, source)
+                           : infer_explore(o, m, tok, bytes, nbytes, source, 0);
+    if (o->text_file)
+        textfile_free(&f);
     return rc;
 }
 
@@ -389,23 +450,30 @@ static int inside(const char *path, const char *dir)
 }
 
 /* No output may be an input or another output (fileguard.h), the training data
- * named by the checkpoint included: the explorer's files, and --report DIR as a
- * whole: it must be new, empty or an earlier report (report.h), none of its
- * files may be an input, and no input may lie inside it. */
-static void check_outputs(const InferOptions *o, const char *trained_on)
+ * named by each checkpoint included (trained_on[k], NULL for none): the
+ * explorer's files, and --report DIR as a whole: it must be new, empty or an
+ * earlier report (report.h), none of its files may be an input, and no input
+ * may lie inside it. */
+static void check_outputs(const InferOptions *o, const char *const *trained_on)
 {
     static const char *const REPORT_FILES[] = {"heads.csv", "heads.json", "summary.json",
                                                "relations.csv", "prune.csv", "index.html",
                                                REPORT_MARKER};
-    enum { NREPORT = sizeof REPORT_FILES / sizeof REPORT_FILES[0], NIN = 6 };
+    enum { NREPORT = sizeof REPORT_FILES / sizeof REPORT_FILES[0],
+           NMAX = 4 + 2 * INFER_CKPT_MAX + 2 + NREPORT };
     char report[NREPORT][4200], flags[NREPORT][64], dir[4096], heatmaps[4200], err[9000];
-    GuardPath paths[NIN + 2 + NREPORT] = {
-        {"--ckpt", o->ckpt, 0, NULL}, {"--eval", o->eval, 0, NULL},
-        {"--heads", o->heads, 0, NULL}, {"--prompt-file", file_arg(o->prompt_file), 0, NULL},
-        {"--text-file", file_arg(o->text_file), 0, NULL},
-        {"the training data of --ckpt,", trained_on, 0, NULL},
-        {"--explore", o->explore, 1, NULL}, {"--explore-json", o->explore_json, 1, NULL}};
-    int n = NIN + 2;
+    GuardPath paths[NMAX] = {
+        {"--eval", o->eval, 0, NULL}, {"--heads", o->heads, 0, NULL},
+        {"--prompt-file", file_arg(o->prompt_file), 0, NULL},
+        {"--text-file", file_arg(o->text_file), 0, NULL}};
+    int n = 4;
+    for (int k = 0; k < o->ckpt.n; k++) {
+        paths[n++] = (GuardPath){"--ckpt", o->ckpt.path[k], 0, NULL};
+        paths[n++] = (GuardPath){"the training data of --ckpt,", trained_on[k], 0, NULL};
+    }
+    int nin = n;
+    paths[n++] = (GuardPath){"--explore", o->explore, 1, NULL};
+    paths[n++] = (GuardPath){"--explore-json", o->explore_json, 1, NULL};
     if (o->report && guard_resolve(o->report, dir, sizeof dir))
         cli_usage_error("--report: the path is too long");
     for (int k = 0; o->report && k < NREPORT; k++) {
@@ -423,7 +491,7 @@ static void check_outputs(const InferOptions *o, const char *trained_on)
     if (!o->report)
         return;
     snprintf(heatmaps, sizeof heatmaps, "%s/heatmaps", dir);
-    for (int k = 0; k < NIN; k++)
+    for (int k = 0; k < nin; k++)
         if (paths[k].path && (inside(paths[k].path, dir) || inside(paths[k].path, heatmaps)))
             cli_usage_error("%s %s is inside --report %s, which the report replaces as a "
                             "whole; keep inputs out of it", paths[k].flag, paths[k].path,
@@ -443,34 +511,52 @@ int main(int argc, char **argv)
     signal(SIGXFSZ, SIG_IGN);
     if (o.threads)
         omp_set_num_threads((int)o.threads);
-    Model m;
-    Tokenizer tok;
-    TrainState ts;
+    /* Every --ckpt (several only for --explore), each with its training state. */
+    int n = o.ckpt.n;
+    Model *m = calloc((size_t)n, sizeof *m);
+    Tokenizer *tok = calloc((size_t)n, sizeof *tok);
+    TrainState *ts = calloc((size_t)n, sizeof *ts);
+    if (!m || !tok || !ts)
+        cli_fail("out of memory");
+    const TrainState *state[INFER_CKPT_MAX];
+    const char *trained_on[INFER_CKPT_MAX];
     char err[1500];
-    long steps;
-    int has_state;
-    if (ckpt_load(o.ckpt, &m, &tok, &steps, &ts, &has_state, err, sizeof err))
-        cli_fail("%s", err);
-    int builtin = !has_state || strcmp(ts.data_path, CORPUS_BUILTIN_NAME) == 0 ||
-                  strcmp(ts.data_path, INDUCTION_CORPUS_NAME) == 0;
-    check_outputs(&o, builtin ? NULL : ts.data_path);
-    if (o.precision)
-        m.precision = precision_flag(o.precision);
+    for (int k = 0; k < n; k++) {
+        long steps;
+        int has_state;
+        if (ckpt_load(o.ckpt.path[k], &m[k], &tok[k], &steps, &ts[k], &has_state, err,
+                      sizeof err))
+            cli_fail("%s", err);
+        int builtin = !has_state || strcmp(ts[k].data_path, CORPUS_BUILTIN_NAME) == 0 ||
+                      strcmp(ts[k].data_path, INDUCTION_CORPUS_NAME) == 0;
+        trained_on[k] = builtin ? NULL : ts[k].data_path;
+        state[k] = has_state ? &ts[k] : NULL;
+        if (o.precision)
+            m[k].precision = precision_flag(o.precision);
+    }
+    check_outputs(&o, trained_on);
     if (o.mask)
-        o.head_on = parse_mask(o.mask, &m.cfg);
-    o.train_state = has_state ? &ts : NULL;
+        o.head_on = parse_mask(o.mask, &m[0].cfg);
+    o.train_state = state[0];
     int rc;
     if (o.eval)
-        rc = run_eval(&o, &m, &tok);
+        rc = run_eval(&o, &m[0], &tok[0]);
     else if (o.heads)
-        rc = infer_heads(&o, &m, &tok);
+        rc = infer_heads(&o, &m[0], &tok[0]);
     else if (o.explore && (o.text || o.text_file))
-        rc = run_explore_text(&o, &m, &tok);
+        rc = run_explore_text(&o, m, tok, state);
     else
-        rc = infer_sample(&o, &m, &tok);
+        rc = infer_sample(&o, &m[0], &tok[0]);
     free(o.head_on);
-    model_free(&m);
-    tok_free(&tok);
+    for (int k = 0; k < o.nsweep; k++)
+        free(o.sweep_ckpt[k]);
+    for (int k = 0; k < n; k++) {
+        model_free(&m[k]);
+        tok_free(&tok[k]);
+    }
+    free(m);
+    free(tok);
+    free(ts);
     if (rc == 0)
         cli_close_stdout();
     return rc;

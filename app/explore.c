@@ -222,6 +222,28 @@ int explore_write_html(FILE *f, const Explore *e, char *err, size_t errlen)
     return 0;
 }
 
+int explore_write_compare(FILE *f, const Explore *const *es, int n, char *err, size_t errlen)
+{
+    const char *mark = strstr(compare_page, DATA_MARKER);
+    if (!mark)
+        return err_set(err, errlen, "the built-in compare page has no data marker (a build "
+                       "problem)");
+    fwrite(compare_page, 1, (size_t)(mark - compare_page), f);
+    fputs("const DATA = {\"program\":", f);
+    json_fput_string(f, "infer (headcount) " HEADCOUNT_VERSION);
+    fputs(",\"source\":", f);
+    json_fput_string(f, es[0]->source);
+    fprintf(f, ",\"text_bytes\":%zu,\"models\":[", es[0]->text_bytes);
+    for (int k = 0; k < n; k++) {
+        fprintf(f, "%s{\"D\":%d,\"page\":", k ? ",\n" : "\n", es[k]->cfg.D);
+        write_data(f, es[k]);
+        fputc('}', f);
+    }
+    fputs("]};", f);
+    fputs(mark + strlen(DATA_MARKER), f);
+    return 0;
+}
+
 void explore_write_json(FILE *f, const Explore *e)
 {
     int L = e->cfg.L, H = e->cfg.H, T = e->T;

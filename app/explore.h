@@ -1,7 +1,8 @@
 /* explore: writes the files of `./infer --explore OUT.html`: one self-contained
  * HTML page (inline CSS and JavaScript, no network, no fonts) showing every
  * head's attention on one text, and optionally the same weights at full
- * precision as JSON (--explore-json) for other tools and for the browser test.
+ * precision as JSON (--explore-json) for other tools and for the browser test;
+ * and the compare page, the same data for several models on one text.
  *
  * The page embeds each head's causal attention rows quantised to one byte
  * (q = round(255 w), so a shown weight is within 1/510 of the float) and
@@ -59,6 +60,15 @@ extern const char explore_page[];
 /* Writes the page to f (the caller checks the writes and commits the file);
  * -1 only when the built-in page is broken. */
 int explore_write_html(FILE *f, const Explore *e, char *err, size_t errlen);
+
+/* The compare page (compare_page.html), split at the same data marker. */
+extern const char compare_page[];
+
+/* Writes the compare page of n models on one text to f: its DATA is
+ * {"program", "source", "text_bytes", "models": [{"D": head size, "page": the
+ * model's explorer page's DATA}, one per model in the order given]}
+ * (docs/explorer.md). -1 as explore_write_html. */
+int explore_write_compare(FILE *f, const Explore *const *es, int n, char *err, size_t errlen);
 
 /* A piece's label is cut (whole symbols) to fit this many bytes with its NUL:
  * about 250 characters of text, far more than any token a page can show. */

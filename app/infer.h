@@ -15,8 +15,20 @@
 #include "trainer/ckpt.h"
 
 /* How an ./infer flag's value is parsed: PATH is a file name (never empty),
- * TEXT any string, SWITCH takes no value. */
-typedef enum { FLAG_PATH, FLAG_TEXT, FLAG_LONG, FLAG_REAL, FLAG_SEED, FLAG_SWITCH } FlagType;
+ * PATHS a file name per use of a flag that may be repeated (a PathList), TEXT
+ * any string, SWITCH takes no value. */
+typedef enum {
+    FLAG_PATH, FLAG_PATHS, FLAG_TEXT, FLAG_LONG, FLAG_REAL, FLAG_SEED, FLAG_SWITCH
+} FlagType;
+
+/* The most checkpoints one --explore page compares. */
+#define INFER_CKPT_MAX 16
+
+/* A FLAG_PATHS flag's values in the order given. */
+typedef struct {
+    const char *path[INFER_CKPT_MAX];
+    int n;
+} PathList;
 
 /* The modes of ./infer: sampling (no mode flag), and the three mode flags. */
 enum { MODE_SAMPLE = 1, MODE_EVAL = 2, MODE_HEADS = 4, MODE_EXPLORE = 8 };
@@ -45,8 +57,11 @@ typedef enum {
               "--text or --text-file (their first block-size bytes),\n"                        \
               "or else on the first sample (its last block-size bytes:\n"                      \
               "the context the model ended with)")                                             \
-    X(CKPT, ckpt, const char *, .flag = "ckpt", .short_flag = 'c', .type = FLAG_PATH,          \
-      .meta = "CKPT", .section = FSEC_CKPT, .help = "checkpoint to load (required)")           \
+    X(CKPT, ckpt, PathList, .flag = "ckpt", .short_flag = 'c', .type = FLAG_PATHS,             \
+      .meta = "CKPT", .many = MODE_EXPLORE, .section = FSEC_CKPT,                              \
+      .help = "checkpoint to load (required); with --explore, repeat it\n"                     \
+              "to compare up to 16 models on one text, or give a sweep\n"                       \
+              "directory of scripts/ablate.sh (docs/explorer.md)")                             \
     X(JSON, json, int, .flag = "json", .type = FLAG_SWITCH, .modes = MODE_EVAL | MODE_HEADS,   \
       .why = " (it prints their result as JSON)", .section = FSEC_CKPT,                        \
       .help = "with --eval: the result as one JSON object (loss, ppl, bpb,\n"                  \
@@ -128,6 +143,7 @@ typedef struct {
                              * sampling option is read by sampling and by --explore on a
                              * sample; --seed also places --heads' windows) */
     const char *why;        /* what the refusal adds after "--X needs --MODE ..." */
+    int many;               /* a PATHS flag: the modes that take it more than once */
     int show_def;           /* --help shows the default value */
     const char *def_text;   /* the default as --help words it, NULL for none or show_def */
     const char *meta;       /* the value's name in --help ("" or NULL for a switch) */
@@ -141,6 +157,9 @@ typedef struct {
 #undef INFER_FIELD
     const TrainState *train_state; /* the checkpoint's, NULL without: the rare counts' text */
     unsigned char *head_on; /* [L*H] parsed from --mask, NULL when no mask */
+    char *sweep_ckpt[INFER_CKPT_MAX]; /* the checkpoints of --ckpt DIR (infer_sweep.h),
+                                       * owned: ckpt's entries point to them */
+    int nsweep;
 } InferOptions;
 
 /* Reads path into f, or standard input when path is "-"; fails (exit 1) with a
@@ -156,5 +175,10 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok);
  * of it, or the last when from_end (a sample). source names the text. */
 int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
                   const unsigned char *bytes, size_t nbytes, const char *source, int from_end);
+/* The compare page: the first block of the text through each of the o->ckpt.n
+ * models m[k] (tokenised by tok[k], trained as state[k] says, NULL for none). */
+int infer_compare(const InferOptions *o, const Model *m, const Tokenizer *tok,
+                  const TrainState *const *state, const unsigned char *bytes, size_t nbytes,
+                  const char *source);
 
 #endif

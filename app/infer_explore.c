@@ -1,5 +1,6 @@
-/* infer_explore: the --explore driver. Runs the model over one text (the
- * user's, or a sample just generated), keeps every head's attention, scores
+/* infer_explore: the --explore driver. Runs the model (or, with several
+ * --ckpt, each model: the compare page) over one text (the user's, or a sample
+ * just generated), keeps every head's attention, scores
  * the heads on that text and on the repeated random probes with analysis/heads
  * (the same numbers --heads reports, over one window instead of many), finds
  * every relation's ground-truth keys in the window as --heads does (planted
@@ -231,19 +232,35 @@ fail:
     cli_fail("%s: %s; nothing was written", flag, err);
 }
 
-int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
-                  const unsigned char *bytes, size_t nbytes, const char *source, int from_end)
+/* One model's page data on one text: the Explore that explore.c writes and the
+ * buffers it points into, which this struct owns. */
+typedef struct {
+    Explore e;
+    RelationKeys rk;
+    HeadStats *st;    /* [L*H] */
+    float *att;       /* [L*H][T][T] */
+    int *in;          /* [nids] the shown tokens and, when there is one, the next */
+    TokenId *all;     /* [nt] the whole text's tokens */
+} ExploreModel;
+
+/* Runs model m over the first (or, from_end, the last) block of the text and
+ * scores its heads into x. who prefixes every message about this model ("" for
+ * the single-model page, "--ckpt PATH: " on the compare page). */
+static void explore_model_init(ExploreModel *x, const InferOptions *o, const char *ckpt,
+                               const Model *m, const Tokenizer *tok, const unsigned char *bytes,
+                               size_t nbytes, const char *source, int from_end, const char *who)
 {
     char err[1500];
+    memset(x, 0, sizeof *x);
     if (nbytes < 2)
         cli_fail("%s: %zu byte(s); the explorer needs at least 2", source, nbytes);
-    TokenId *all = xcalloc(nbytes, sizeof *all);
+    TokenId *all = x->all = xcalloc(nbytes, sizeof *all);
     long ntok = tok_encode(tok, bytes, nbytes, all, source, err, sizeof err);
     if (ntok < 0)
-        cli_fail("%s", err);
+        cli_fail("%s%s", who, err);
     if (ntok < 2)
-        cli_fail("%s: %zu byte(s) make %ld token; the explorer needs at least 2", source, nbytes,
-                 ntok);
+        cli_fail("%s%s: %zu byte(s) make %ld token; the explorer needs at least 2", who, source,
+                 nbytes, ntok);
     size_t nt = (size_t)ntok;
     int T = nt < (size_t)m->cfg.T ? (int)nt : m->cfg.T;
     /* One token more than shown when there is one, as the last target. */
@@ -251,48 +268,105 @@ int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
     const TokenId *shown = from_end ? all + (nt - (size_t)T) : all;
     if (from_end)
         nids = (size_t)T;
-    int *in = xcalloc(nids, sizeof(int));
+    int *in = x->in = xcalloc(nids, sizeof(int));
     for (size_t i = 0; i < nids; i++)
         in[i] = shown[i];
     if (nt > (size_t)T)
-        fprintf(stderr, "infer: note: %s is %zu tokens; the explorer shows its %s %d (the block "
-                "size)\n", source, nt, from_end ? "last" : "first", T);
+        fprintf(stderr, "infer: note: %s%s is %zu tokens; the explorer shows its %s %d (the "
+                "block size)\n", who, source, nt, from_end ? "last" : "first", T);
 
     int L = m->cfg.L, H = m->cfg.H, n = L * H;
     Activations a;
     if (acts_init(&a, &m->cfg, 1, m->cfg.T, 0, err, sizeof err))
-        cli_fail("%s", err);
-    HeadStats *st = xcalloc((size_t)n, sizeof *st);
+        cli_fail("%s%s", who, err);
+    HeadStats *st = x->st = xcalloc((size_t)n, sizeof *st);
     double *jsd = xcalloc((size_t)n * n, sizeof(double));
-    float *att = xcalloc((size_t)n * T * T, sizeof(float));
-    Explore e = {.ckpt = o->ckpt, .source = source, .cfg = m->cfg, .T = T, .ids = in,
-                 .tok = tok, .text_bytes = nbytes, .text_tokens = nt, .from_end = from_end,
-                 .att = att, .st = st, .loss = NAN, .log_alpha = m->w.log_alpha};
-    RelationKeys rk;
-    find_relation_keys(&rk, &e, o, all, nt, from_end ? nt - (size_t)T : 0);
-    score_heads(st, jsd, att, &e.delim_share, m, &a, in, tok, &rk, T, o->seed, o->head_on);
-    e.scored_rows = T - heads_skip(T);
+    x->att = xcalloc((size_t)n * T * T, sizeof(float));
+    Explore *e = &x->e;
+    *e = (Explore){.ckpt = ckpt, .source = source, .cfg = m->cfg, .T = T, .ids = in,
+                   .tok = tok, .text_bytes = nbytes, .text_tokens = nt, .from_end = from_end,
+                   .att = x->att, .st = st, .loss = NAN,
+                   .log_alpha = m->w.log_alpha};
+    size_t base = from_end ? nt - (size_t)T : 0;
+    find_relation_keys(&x->rk, e, o, all, nt, base);
+    score_heads(st, jsd, x->att, &e->delim_share, m, &a, in, tok, &x->rk, T, o->seed,
+                o->head_on);
+    e->scored_rows = T - heads_skip(T);
     if (nids >= 2)
-        e.loss = score_importance(st, m, &a, in, nids, o->head_on, &rk,
-                                  from_end ? nt - (size_t)T : 0);
+        e->loss = score_importance(st, m, &a, in, nids, o->head_on, &x->rk, base);
     heads_redundancy(st, jsd, L, H);
     for (int k = 0; k < n; k++)
-        st[k].type = heads_classify(&st[k], e.delim_share);
-    /* e.relations_json (NULL here) is where the planted-relation scores of a text
+        st[k].type = heads_classify(&st[k], e->delim_share);
+    /* e->relations_json (NULL here) is where the planted-relation scores of a text
      * from the built-in corpus go, as summary.json's "relations" object: the page
      * shows whatever it holds in its "Planted relations" section. */
-    if (e.scored_rows < 32)
-        fprintf(stderr, "infer: note: the head scores rest on %d query row(s) of this text; "
-                "they are rough below a few dozen (the probe scores are not affected)\n",
-                e.scored_rows);
-    write_outputs(o, &e);
-    fprintf(stderr, "infer: explorer for %d token(s) of %s written to %s\n", T, source, o->explore);
+    if (e->scored_rows < 32)
+        fprintf(stderr, "infer: note: %sthe head scores rest on %d query row(s) of this text; "
+                "they are rough below a few dozen (the probe scores are not affected)\n", who,
+                e->scored_rows);
     acts_free(&a);
-    relation_keys_free(&rk);
-    free(att);
     free(jsd);
-    free(st);
-    free(in);
-    free(all);
+}
+
+static void explore_model_free(ExploreModel *x)
+{
+    relation_keys_free(&x->rk);
+    free(x->att);
+    free(x->st);
+    free(x->in);
+    free(x->all);
+}
+
+int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
+                  const unsigned char *bytes, size_t nbytes, const char *source, int from_end)
+{
+    ExploreModel x;
+    explore_model_init(&x, o, o->ckpt.path[0], m, tok, bytes, nbytes, source, from_end, "");
+    write_outputs(o, &x.e);
+    fprintf(stderr, "infer: explorer for %d token(s) of %s written to %s\n", x.e.T, source,
+            o->explore);
+    explore_model_free(&x);
+    return 0;
+}
+
+/* The compare page, written whole to its temporary and renamed into place. */
+static void write_compare(const InferOptions *o, const Explore *const *es, int n)
+{
+    char err[9000];
+    GuardFile page = {.f = NULL};
+    GuardSignals saved;
+    guard_hold_signals(&saved);
+    if (guard_file_open(&page, o->explore, err, sizeof err) ||
+        explore_write_compare(page.f, es, n, err, sizeof err) ||
+        guard_file_commit(&page, err, sizeof err)) {
+        guard_file_abort(&page);
+        cli_fail("--explore: %s; nothing was written", err);
+    }
+    guard_release_signals(&saved);
+}
+
+int infer_compare(const InferOptions *o, const Model *m, const Tokenizer *tok,
+                  const TrainState *const *state, const unsigned char *bytes, size_t nbytes,
+                  const char *source)
+{
+    int n = o->ckpt.n;
+    ExploreModel *x = xcalloc((size_t)n, sizeof *x);
+    const Explore *es[INFER_CKPT_MAX];
+    for (int k = 0; k < n; k++) {
+        char who[4300];
+        snprintf(who, sizeof who, "--ckpt %s (L %d, H %d, D %d): ", o->ckpt.path[k], m[k].cfg.L,
+                 m[k].cfg.H, m[k].cfg.D);
+        InferOptions ok = *o;
+        ok.train_state = state[k];
+        explore_model_init(&x[k], &ok, o->ckpt.path[k], &m[k], &tok[k], bytes, nbytes, source,
+                           0, who);
+        es[k] = &x[k].e;
+    }
+    write_compare(o, es, n);
+    fprintf(stderr, "infer: compare page of %d models on %s written to %s\n", n, source,
+            o->explore);
+    for (int k = 0; k < n; k++)
+        explore_model_free(&x[k]);
+    free(x);
     return 0;
 }

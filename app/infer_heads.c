@@ -668,7 +668,8 @@ static HeadsReport fill_report(const InferOptions *o, const HeadsInputs *in,
                                const HeadsMeasures *ms, const HeadsOutputs *out)
 {
     return (HeadsReport){
-        .ckpt = o->ckpt, .data = o->heads, .cfg = in->m->cfg, .windows = in->nwin, .T = in->T,
+        .ckpt = o->ckpt.path[0], .data = o->heads, .cfg = in->m->cfg, .windows = in->nwin,
+        .T = in->T,
         .probes = HEADS_PROBES, .probe_len = 2 * in->P, .seed = (unsigned long long)o->seed,
         .st = ms->st, .jsd = ms->jsd, .layer_effective = out->layer_eff, .sum = out->sum,
         .effective = out->effective, .base_loss = ms->base_loss, .delim_share = in->delim_share,
@@ -799,7 +800,7 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
     choose_windows(&in, ids, nids, tok, o->seed);
     find_sources(&in, o, ids, nids);
     fprintf(stderr, "infer: heads of %s (L=%d H=%d) on %s: %d windows x %d tokens (seed %llu, "
-            "%zu tokens in file), %d probes of 2x%d%s%s\n", o->ckpt, in.L, in.H, o->heads,
+            "%zu tokens in file), %d probes of 2x%d%s%s\n", o->ckpt.path[0], in.L, in.H, o->heads,
             in.nwin, in.T, (unsigned long long)o->seed, nids, HEADS_PROBES, in.P,
             o->mask ? ", mask " : "", o->mask ? o->mask : "");
     Activations a;

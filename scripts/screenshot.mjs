@@ -2,8 +2,9 @@
 // report) in headless Chromium and saves a PNG; the README's pictures come from
 // it. No network: the page is opened from a file.
 //   node scripts/screenshot.mjs PAGE OUT.png [--size 1200x900] [--hover I] [--full]
-// --hover I moves the mouse over token I of an explorer page first (and pins
-// it), so the shot shows where that token looks. --full captures the whole page.
+// --hover I moves the mouse over token I of an explorer page (of the first
+// model's text on a compare page) first and pins it, so the shot shows where
+// that token looks. --full captures the whole page.
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -38,7 +39,14 @@ const b = await Browser.launch(chromium, +m[1], +m[2]);
 try {
   await b.send("Page.enable");
   await b.navigate(pathToFileURL(resolve(pos[0])).href);
-  if (await b.eval(`!!document.getElementById("tokens")`)) {
+  if (await b.eval(`!!document.getElementById("models")`)) {
+    // A compare page: --hover I picks token I of the first model's text.
+    await b.until("document.body.dataset.ready === '1'");
+    if (hover !== null) {
+      await b.click(`.model[data-m="0"] .tok[data-i="${hover}"]`);
+      await b.eval("window.scrollTo(0, 0)");
+    }
+  } else if (await b.eval(`!!document.getElementById("tokens")`)) {
     await b.until("document.body.dataset.ready === '1' && document.body.dataset.mapsDrawn === '1'");
     if (hover !== null) {
       await b.click(`#tokens .tok[data-i="${hover}"]`);

@@ -6,13 +6,42 @@
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 
 // The Chromium to drive: $CHROMIUM, or Debian's.
 export function findChromium() {
   for (const p of [process.env.CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser"])
     if (p && existsSync(p)) return p;
   return null;
+}
+
+// Opens the page file in b and waits until the expression `ready` is true,
+// recording what a page must not do: console errors and warnings, exceptions,
+// error log entries (problems) and requests (requests, the page's own URL
+// among them).
+export async function openWatched(b, file, ready) {
+  const url = pathToFileURL(resolve(file)).href;
+  const problems = [], requests = [];
+  b.on((m) => {
+    const p = m.params;
+    if (m.method === "Runtime.consoleAPICalled" && (p.type === "error" || p.type === "warning"))
+      problems.push(`console.${p.type}: ${p.args.map((a) => a.value ?? a.description).join(" ")}`);
+    else if (m.method === "Runtime.exceptionThrown")
+      problems.push(`exception: ${p.exceptionDetails.exception?.description || p.exceptionDetails.text}`);
+    else if (m.method === "Log.entryAdded" && p.entry.level === "error")
+      problems.push(`log: ${p.entry.text} ${p.entry.url || ""}`);
+    else if (m.method === "Network.requestWillBeSent")
+      requests.push(p.request.url);
+  });
+  await b.send("Runtime.enable");
+  await b.send("Log.enable");
+  await b.send("Network.enable");
+  await b.send("Page.enable");
+  const t0 = Date.now();
+  await b.navigate(url);
+  await b.until(ready);
+  return { url, problems, requests, loadMs: Date.now() - t0 };
 }
 
 export class Browser {

@@ -4,7 +4,9 @@
 # of a full-size untrained model (4 layers x 16 heads, T = 256) and a page and
 # weights of a small byte-pair (--vocab) model, then runs
 # tests/browser/test_explore.mjs on them in headless Chromium (node 18 or later
-# and Debian's chromium; no npm packages).
+# and Debian's chromium; no npm packages); then a compare page of four tiny
+# models with 1, 4, 8 and 16 heads and the byte-pair one on one text, checked by
+# tests/browser/test_compare.mjs against each model's own --explore-json.
 #   tests/browser/run.sh [BIN_DIR] [WORK_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,5 +37,24 @@ text="The old mouse went twice. The boys still shout early. The old mouse went t
 "$bin/infer" --ckpt "$work/bpe.ckpt" --threads 1 --explore "$work/bpe.html" \
     --explore-json "$work/bpe.json" --text "$text" 2>"$work/bpe.err"
 
+# The compare page: H = 1, 4, 8 and 16 (a few steps each: the weights need not
+# be good), the small model, whose heads attend to relations, and the byte-pair
+# model, whose tokens span several bytes.
+compare=()
+weights=()
+for h in 1 4 8 16; do
+    "$bin/train" --steps 5 -L 2 -H $h -C 32 -T 64 -B 2 --eval-every 0 --eval-iters 1 \
+        --threads 1 --out "$work/h$h.ckpt" >>"$work/train.log" 2>&1
+done
+for c in h1 h4 h8 h16 small bpe; do
+    "$bin/infer" --ckpt "$work/$c.ckpt" --threads 1 --explore "$work/$c-alone.html" \
+        --explore-json "$work/$c-alone.json" --text "$text" 2>"$work/$c-alone.err"
+    compare+=(--ckpt "$work/$c.ckpt")
+    weights+=("$work/$c-alone.json")
+done
+"$bin/infer" "${compare[@]}" --threads 1 --explore "$work/compare.html" --text "$text" \
+    2>"$work/compare.err"
+
 node tests/browser/test_explore.mjs "$work/small.html" "$work/small.json" "$work/big.html"
 node tests/browser/test_explore.mjs "$work/bpe.html" "$work/bpe.json"
+node tests/browser/test_compare.mjs "$work/compare.html" "${weights[@]}"

@@ -9,9 +9,7 @@
 // itself. Extra pages (no JSON) are
 // only loaded, hovered and timed (the full-size model). Exits 1 on a failure.
 import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
-import { Browser, findChromium } from "./cdp.mjs";
+import { Browser, findChromium, openWatched } from "./cdp.mjs";
 
 // A shown weight is round(255 w) / 255 printed with 3 decimals.
 const TOL = 0.5 / 255 + 0.0005 + 1e-6;
@@ -23,29 +21,9 @@ function check(ok, what) {
   }
 }
 
-async function openPage(b, file) {
-  const url = pathToFileURL(resolve(file)).href;
-  const problems = [], requests = [];
-  b.on((m) => {
-    const p = m.params;
-    if (m.method === "Runtime.consoleAPICalled" && (p.type === "error" || p.type === "warning"))
-      problems.push(`console.${p.type}: ${p.args.map((a) => a.value ?? a.description).join(" ")}`);
-    else if (m.method === "Runtime.exceptionThrown")
-      problems.push(`exception: ${p.exceptionDetails.exception?.description || p.exceptionDetails.text}`);
-    else if (m.method === "Log.entryAdded" && p.entry.level === "error")
-      problems.push(`log: ${p.entry.text} ${p.entry.url || ""}`);
-    else if (m.method === "Network.requestWillBeSent")
-      requests.push(p.request.url);
-  });
-  await b.send("Runtime.enable");
-  await b.send("Log.enable");
-  await b.send("Network.enable");
-  await b.send("Page.enable");
-  const t0 = Date.now();
-  await b.navigate(url);
-  await b.until("document.body && document.body.dataset.ready === '1' && document.body.dataset.mapsDrawn === '1'");
-  return { url, problems, requests, loadMs: Date.now() - t0 };
-}
+// The explorer is ready once it has drawn every map of the model view.
+const openPage = (b, file) => openWatched(b, file,
+  "document.body && document.body.dataset.ready === '1' && document.body.dataset.mapsDrawn === '1'");
 
 // What the page shows for the current query: every token's shading and the
 // top-keys table.

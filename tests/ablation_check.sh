@@ -203,7 +203,7 @@ assert [r[:3] for r in table("Relations by arm and H:")] == [[k, "width", "4"] f
 assert served[:5] == ["width", "4", "8", "4", str(len(rels))], served
 n = int(served[5])
 assert 0 <= n <= len(rels) and ("At H = 4, %d of %d relations" % (n, len(rels)) if n else
-                                "none of the %d relations has a head" % len(rels)) in part, part
+                                "none of the %d relations has a" % len(rels)) in part, part
 out = list(csv.DictReader(open(d + "/relations.csv")))
 assert [r["relation"] for r in out] == rels, out
 assert sum(int(r["served"]) for r in out) == n

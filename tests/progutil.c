@@ -226,3 +226,36 @@ void expect_resume_matches(const Env *e, const char *flags, const char *refused,
     free(x);
     free(y);
 }
+
+int same_files(const char *a, const char *b)
+{
+    size_t na, nb;
+    unsigned char *x = tu_read_file(a, &na), *y = tu_read_file(b, &nb);
+    cr_assert(x && y, "missing %s or %s", a, b);
+    int same = na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+char *log_without_timings(const char *path)
+{
+    char *text = tu_read_text(path);
+    char *res = calloc(strlen(text) + 1, 1), *w = res;
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n');
+        size_t ll = end ? (size_t)(end - line) : strlen(line);
+        const char *cut = find_in(line, ll, ",\"ms\":");
+        if (!cut)
+            cut = find_in(line, ll, ",\"train_seconds\":");
+        if (!find_in(line, ll, "\"type\":\"settings\"")) {
+            size_t keep = cut ? (size_t)(cut - line) : ll;
+            memcpy(w, line, keep);
+            w += keep;
+            *w++ = '\n';
+        }
+        line += ll + (end ? 1 : 0);
+    }
+    free(text);
+    return res;
+}

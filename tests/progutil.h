@@ -57,6 +57,14 @@ void make_file(const Env *e, const char *name, const void *data, size_t n, char 
 void expect_resume_matches(const Env *e, const char *flags, const char *refused,
                            const char *needle);
 
+/* 1 when the files a and b hold the same bytes (both must exist). */
+int same_files(const char *a, const char *b);
+
+/* A training log's lines without the settings line and the timings ("ms" in step
+ * lines, the seconds of the final line), which alone may differ between thread
+ * counts; the caller frees it. */
+char *log_without_timings(const char *path);
+
 /* Starts a very long TINY train on e->data into e->out and e->log in the
  * background, stderr and stdout in errpath; returns its pid once it has printed
  * its first step (so its signal handlers are installed). */

@@ -132,17 +132,6 @@ Test(init_heads, dropout_or_head_dropout_makes_the_heads_differ)
     trainer_free(&t);
 }
 
-static int same_files(const char *a, const char *b)
-{
-    size_t na, nb;
-    unsigned char *x = tu_read_file(a, &na), *y = tu_read_file(b, &nb);
-    cr_assert(x && y, "missing %s or %s", a, b);
-    int same = na == nb && memcmp(x, y, na) == 0;
-    free(x);
-    free(y);
-    return same;
-}
-
 Test(init_heads, command_line_random_is_the_default_and_same_trains_identical_heads)
 {
     Env e;

@@ -324,8 +324,10 @@ Test(edges, one_shot_outputs_do_not_replace_a_locked_checkpoint_or_log, .timeout
 
 /* Row 12: SIGINT while the merges are learned stops the learning (it does not
  * wait for it to finish) and says what is on disk: nothing, no log either. The
- * shell starts train, waits until its SIGINT handler is installed (SigCgt in
- * /proc/PID/status, bit 1), sends SIGINT and reports the exit status. */
+ * shell starts train, waits until the process is train (its comm: before the
+ * exec, the forked shell also catches SIGINT, and would swallow it) and its
+ * SIGINT handler is installed (SigCgt in /proc/PID/status, bit 1), sends SIGINT
+ * and reports the exit status. */
 Test(edges, a_signal_during_merge_learning_stops_it_and_writes_nothing, .timeout = 60)
 {
     Env e;
@@ -348,8 +350,9 @@ Test(edges, a_signal_during_merge_learning_stops_it_and_writes_nothing, .timeout
     int rc = tu_runf(&out,
                      "(OMP_WAIT_POLICY=passive %s/train " TINY " --steps 5 --vocab 8000 --data %s "
                      "--out %s --log %s & p=$!; i=0; "
-                     "until [ $(( 0x$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$p/status "
-                     "2>/dev/null || echo 0) & 2 )) != 0 ] || [ $i -ge 4000 ]; do "
+                     "until { [ \"$(cat /proc/$p/comm 2>/dev/null)\" = train ] && "
+                     "[ $(( 0x$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$p/status "
+                     "2>/dev/null || echo 0) & 2 )) != 0 ]; } || [ $i -ge 4000 ]; do "
                      "sleep 0.002; i=$((i + 1)); done; kill -INT $p; wait $p; echo \"rc=$?\")",
                      tu_bin(), data, e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);

@@ -422,10 +422,15 @@ def check_or_report(a):
     """--check and --report-only: read the sweep in --out, run nothing."""
     if not os.path.exists(os.path.join(a.out, "sweep.json")):
         fail("%s/sweep.json: missing (is --out a sweep directory?)" % a.out, 1)
-    if a.report_only:
-        say("report: %d rows in %s" % (rep.write_all(a.out), a.out))
-        return 0
-    problems = rep.check(a.out)
+    try:
+        if a.report_only:
+            say("report: %d rows in %s" % (rep.write_all(a.out), a.out))
+            return 0
+        problems = rep.check(a.out)
+    except ValueError as e:  # a file of the sweep that is not what train and infer write
+        fail(str(e), 1)
+    except (KeyError, TypeError, AttributeError, IndexError) as e:
+        fail("%s: not a sweep this script wrote (%s: %s)" % (a.out, type(e).__name__, e), 1)
     for msg in problems + ["%s: %s" % (a.out, "%d problem(s)" % len(problems) if problems
                                        else "all outputs present and well formed")]:
         print("ablate --check: %s" % msg, file=sys.stderr)

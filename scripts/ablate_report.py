@@ -53,8 +53,12 @@ T_CRIT = {1: 12.71, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 
 
 
 def read_json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    """A JSON file of the sweep; ValueError naming the file when it is not one."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError both are
+        raise ValueError("%s: not valid JSON text (%s)" % (path, e)) from None
 
 
 def write_text(path, data):
@@ -76,8 +80,12 @@ def read_text(path):
 
 
 def read_csv(path):
-    with open(path, encoding="utf-8", newline="") as f:
-        return list(csv.DictReader(f))
+    """A CSV file's rows as dicts; ValueError naming the file when it is not UTF-8 CSV."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            return list(csv.DictReader(f))
+    except (ValueError, csv.Error) as e:
+        raise ValueError("%s: not a UTF-8 CSV file (%s)" % (path, e)) from None
 
 
 def read_log(path):
@@ -85,13 +93,18 @@ def read_log(path):
     so a step logged twice keeps its last record; a line cut by a kill is skipped."""
     out, steps = {"settings": None, "final": None}, {}
     if os.path.exists(path):
-        for line in open(path, encoding="utf-8"):
+        with open(path, encoding="utf-8", errors="strict") as f:
+            try:
+                lines = f.readlines()
+            except ValueError as e:
+                raise ValueError("%s: not a training log (%s)" % (path, e)) from None
+        for line in lines:
             try:
                 r = json.loads(line)
             except ValueError:
                 continue
-            kind = r.get("type")
-            if kind == "step":
+            kind = r.get("type") if isinstance(r, dict) else None
+            if kind == "step" and "step" in r:
                 steps[r["step"]] = r
             elif kind == "final" or (kind == "settings" and not out["settings"]):
                 out[kind] = r

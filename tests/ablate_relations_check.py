@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -477,6 +478,43 @@ class DefaultOut(unittest.TestCase):
         a = ablate.parse_args(["--lesson", "--data", "/x/book.txt", "--seeds", "5"])
         self.assertEqual((a.corpus, a.seeds), (None, 5))
         self.assertEqual(os.path.relpath(a.out, ablate.REPO), "runs/ablation-lesson-data-book")
+
+
+class JunkSweep(unittest.TestCase):
+    """--report-only and --check on a sweep directory whose files are junk: one line
+    naming the file, exit 1, never a traceback."""
+
+    def run_ablate(self, d, flag):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts",
+                              "ablate.py")
+        p = subprocess.run([sys.executable, script, flag, "--out", d], capture_output=True,
+                           text=True)
+        return p.returncode, p.stderr
+
+    def test_junk_files_are_one_line_errors(self):
+        d = tempfile.mkdtemp(prefix="ablate_junk.")
+        try:
+            fake_sweep(d)
+            cases = [("sweep.json", b"not json", "sweep.json: not valid JSON"),
+                     ("sweep.json", b"[1, 2]", "not a sweep this script wrote"),
+                     ("runs/H01-D004-s1/run.jsonl", b"\xff\xfe", "run.jsonl: not a training log"),
+                     ("runs/H01-D004-s1/heads/summary.json", b"{", "summary.json: not valid")]
+            keep = {}
+            for name, junk, want in cases:
+                path = os.path.join(d, name)
+                keep.setdefault(path, open(path, "rb").read())
+                with open(path, "wb") as f:
+                    f.write(junk)
+                for flag in ("--report-only", "--check"):
+                    rc, err = self.run_ablate(d, flag)
+                    self.assertEqual(rc, 1, err)
+                    self.assertEqual(err.count("\n"), 1, err)
+                    self.assertIn(want, err)
+                    self.assertNotIn("Traceback", err)
+                with open(path, "wb") as f:
+                    f.write(keep[path])
+        finally:
+            shutil.rmtree(d)
 
 
 class NoneServed(unittest.TestCase):

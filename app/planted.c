@@ -15,6 +15,38 @@ static size_t corpus_bytes(const TrainState *ts)
     return SYNTH_DEFAULT_BYTES;
 }
 
+/* The sentences of a text found in the corpus: its lines, each ending at its
+ * newline (the last one at the text's end), every one understood because the
+ * generator wrote it; a line cut by the text's start or end is not. */
+static int find_sentences(Planted *p, const unsigned char *text, const size_t *start, size_t nids,
+                          int line_start)
+{
+    size_t n = 0, cap = 8;
+    p->sentence = malloc(cap * sizeof *p->sentence);
+    if (!p->sentence)
+        return -1;
+    size_t first = 0;
+    for (size_t t = 0; t < nids; t++) {
+        int ends = start[t + 1] > start[t] && text[start[t + 1] - 1] == '\n';
+        if (!ends && t + 1 < nids)
+            continue;
+        if (n == cap) {
+            PlantedSentence *grown = realloc(p->sentence, 2 * cap * sizeof *grown);
+            if (!grown)
+                return -1;
+            p->sentence = grown;
+            cap *= 2;
+        }
+        /* Whole when it ends in its own newline and starts after one (or at
+         * a text that starts a corpus line). */
+        int whole = ends && (n > 0 || line_start);
+        p->sentence[n++] = (PlantedSentence){first, t + 1, whole};
+        first = t + 1;
+    }
+    p->nsentence = n;
+    return 0;
+}
+
 int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *tok,
                  const TrainState *ts, char *err, size_t errlen)
 {
@@ -50,6 +82,20 @@ int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *t
     p->pair = malloc((cap ? cap : 1) * sizeof *p->pair);
     if (!p->pair)
         goto done;
+    /* Whether the text starts a corpus line: the corpus's first byte, or one
+     * after a newline (the corpus up to it is generated again, at most a
+     * megabyte, once per analysis). */
+    int line_start = at == 0;
+    if (at > 0) {
+        char *before = malloc(at);
+        if (!before)
+            goto done;
+        synth_generate(before, at, CORPUS_BUILTIN_SEED);
+        line_start = before[at - 1] == '\n';
+        free(before);
+    }
+    if (find_sentences(p, (const unsigned char *)text, start, nids, line_start) < 0)
+        goto done;
     long np = pairs_from_planted(p->pair, cap, &p->pairs_skipped, rel, total, at,
                                  (const unsigned char *)text, nb, ids, start, nids, tok);
     if (np < 0)
@@ -69,9 +115,11 @@ void planted_free(Planted *p)
 {
     free(p->rel);
     free(p->pair);
+    free(p->sentence);
     p->rel = NULL;
     p->pair = NULL;
-    p->n = p->npair = 0;
+    p->sentence = NULL;
+    p->n = p->npair = p->nsentence = 0;
 }
 
 /* The HeadsRelKind of each planted SynthRelKind (brackets are found in any text). */

@@ -17,6 +17,13 @@
 #include "data/tokenizer.h"
 #include "trainer/ckpt.h"
 
+/* One sentence of the analysed text, as tokens [first, end): understood when
+ * the corpus's grammar produced it, so its planted relations are known. */
+typedef struct {
+    size_t first, end;
+    int understood;
+} PlantedSentence;
+
 typedef struct {
     int builtin;          /* the text is a piece of the built-in corpus */
     size_t at;            /* the corpus byte it starts at */
@@ -26,6 +33,8 @@ typedef struct {
     MinimalPair *pair;    /* [npair] the relations' minimal pairs on its tokens, by row */
     size_t npair;
     size_t pairs_skipped; /* contrasts left out (pairs_from_planted says why) */
+    PlantedSentence *sentence; /* [nsentence] the text's sentences, in order */
+    size_t nsentence;
 } Planted;
 
 /* Fills p for the text ids[nids]. The corpus searched is the one the

@@ -57,6 +57,9 @@ size_t bpe_uncounted(const unsigned char *text, size_t n);
 /* A token id. Wide enough for every vocabulary up to TOK_VOCAB_MAX. */
 typedef uint16_t TokenId;
 #define TOK_VOCAB_MAX 32768
+/* The smallest byte-pair vocabulary ./train --vocab builds: the 256 byte
+ * values every such vocabulary starts from, and one merge. */
+#define TOK_BPE_VOCAB_MIN 257
 
 typedef struct {
     TokenId left, right;

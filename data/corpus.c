@@ -88,25 +88,24 @@ void textfile_free(TextFile *f)
     f->n = 0;
 }
 
-/* The tokenizer: a copy of tok, the byte-level one of f, or that one with
- * merges learned from the train bytes; CORPUS_STOPPED when *stop turned
- * non-zero while they were learned. */
+/* The tokenizer: a copy of tok, the byte-level one of f, or the 256 byte
+ * values with merges learned from the train bytes; CORPUS_STOPPED when *stop
+ * turned non-zero while they were learned. */
 static int make_tokenizer(Tokenizer *out, const TextFile *f, const Tokenizer *tok, int vocab,
                           size_t train_bytes, const volatile int *stop, char *err, size_t errlen)
 {
     if (tok)
         return tok_copy(out, tok, err, errlen);
-    if (tok_build(out, f->bytes, f->n, err, errlen))
-        return -1;
     if (vocab == 0)
-        return 0;
-    if (vocab < out->nbytes) {
-        err_set(err, errlen, "--vocab %d is smaller than the %d distinct bytes of %s; give "
-                "--vocab %d or more (each byte is a token before any merge)", vocab,
-                out->nbytes, f->name, out->nbytes);
-        tok_free(out);
+        return tok_build(out, f->bytes, f->n, err, errlen);
+    if (vocab < TOK_BPE_VOCAB_MIN) {
+        err_set(err, errlen, "--vocab %d is too small: a byte-pair vocabulary holds the 256 "
+                "byte values and at least one merge; give --vocab %d or more", vocab,
+                TOK_BPE_VOCAB_MIN);
         return CORPUS_VOCAB_TOO_SMALL;
     }
+    if (tok_build_all_bytes(out, err, errlen))
+        return -1;
     char why[600];
     int rc = tok_learn_until(out, f->bytes, train_bytes, vocab, stop, why, sizeof why);
     if (rc) {

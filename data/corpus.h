@@ -2,11 +2,11 @@
  * turning it into token ids split into train and val.
  *
  * The split is by position in the bytes: the first (1 - val_frac) of the file's
- * bytes are train, the rest val, and each part is encoded on its own. The byte
- * alphabet is the whole file's; with a vocabulary size the merges are learned
- * from the train bytes only, so nothing of val shapes the tokens. Byte-level
- * (no vocabulary size) this gives one token per byte, the split at the same
- * place. Both parts must hold at least one window of T + 1 tokens (val only
+ * bytes are train, the rest val, and each part is encoded on its own.
+ * Byte-level (no vocabulary size) the alphabet is the whole file's bytes, one
+ * token per byte. With a vocabulary size the alphabet is all 256 byte values
+ * and the merges are learned from the train bytes only, so nothing of val
+ * shapes the tokens and any text encodes. Both parts must hold at least one window of T + 1 tokens (val only
  * when val_frac > 0). Files are refused with a reason when missing, unreadable,
  * a directory, empty, larger than CORPUS_MAX_BYTES, or binary (NUL bytes) unless
  * allow_binary is set. */
@@ -44,10 +44,10 @@ typedef struct {
 } Corpus;
 
 /* Splits f and encodes it with a copy of tok, or, when tok is NULL, with a
- * tokenizer built from f: byte-level when vocab is 0, else with up to
- * vocab - (bytes of f) merges learned from the train bytes. Returns 0, -1 with
- * a message, or CORPUS_VOCAB_TOO_SMALL (a message too) when vocab is below the
- * number of distinct bytes of f. On error nothing needs freeing. */
+ * tokenizer built from f: byte-level over f's bytes when vocab is 0, else the
+ * 256 byte values with up to vocab - 256 merges learned from the train bytes.
+ * Returns 0, -1 with a message, or CORPUS_VOCAB_TOO_SMALL (a message too) when
+ * vocab is not 0 and below TOK_BPE_VOCAB_MIN. On error nothing needs freeing. */
 #define CORPUS_VOCAB_TOO_SMALL (-2)
 /* How many of n bytes are the train split: the first (1 - val_frac) of them. */
 size_t corpus_train_bytes(size_t n, double val_frac);

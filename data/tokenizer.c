@@ -96,6 +96,14 @@ int tok_build(Tokenizer *tok, const unsigned char *bytes, size_t n, char *err, s
     return 0;
 }
 
+int tok_build_all_bytes(Tokenizer *tok, char *err, size_t errlen)
+{
+    unsigned char all[256];
+    for (int b = 0; b < 256; b++)
+        all[b] = (unsigned char)b;
+    return tok_build(tok, all, sizeof all, err, errlen);
+}
+
 /* Installs merges (owned from now on) on a tokenizer with only its alphabet set:
  * the encoder and the piece table. On error frees everything but the alphabet. */
 static int attach_merges(Tokenizer *tok, BpeMerge *merges, int nmerges, char *err,
@@ -129,8 +137,8 @@ int tok_learn_until(Tokenizer *tok, const unsigned char *text, size_t n, int V,
                     const volatile int *stop, char *err, size_t errlen)
 {
     if (V < tok->nbytes || V > TOK_VOCAB_MAX)
-        return err_set(err, errlen, "vocabulary size %d is not in [%d, %d] (the %d bytes the "
-                       "text holds, up to the limit)", V, tok->nbytes, TOK_VOCAB_MAX,
+        return err_set(err, errlen, "vocabulary size %d is not in [%d, %d] (the %d bytes of "
+                       "the alphabet, up to the limit)", V, tok->nbytes, TOK_VOCAB_MAX,
                        tok->nbytes);
     for (size_t i = 0; i < n; i++)
         if (tok->id[text[i]] < 0) {
@@ -208,10 +216,16 @@ int tok_check(const Tokenizer *tok, const unsigned char *bytes, size_t n, const 
         if (tok->id[bytes[i]] < 0) {
             char b[ERR_BYTE_LEN], voc[1100];
             tok_describe(tok, voc, sizeof voc);
+            const char *hint = tok->nmerges
+                ? "this byte-pair model was trained before vocabularies started from all 256 "
+                  "byte values; one trained with --vocab N now accepts any text"
+                : "a model trained with --vocab N knows all 256 byte values and accepts any "
+                  "text";
             return err_set(err, errlen,
                            "%s: byte %s at offset %zu is not in the model's vocabulary: it "
-                           "knows only the %d bytes of the text it was trained on, \"%s\"",
-                           what, err_byte(bytes[i], b), i, tok->nbytes, voc);
+                           "knows only the %d bytes of the text it was trained on, \"%s\"; "
+                           "%s (docs/tokenizer.md)",
+                           what, err_byte(bytes[i], b), i, tok->nbytes, voc, hint);
         }
     return 0;
 }

@@ -1,7 +1,11 @@
 /* tokenizer: the vocabulary, bytes and byte-pair merges (data/bpe.h).
  *
- * The byte alphabet is the sorted set of distinct byte values of the training
- * file: token i < nbytes stands for byte bytes[i]. With merges, token
+ * The byte alphabet is an ascending set of byte values: token i < nbytes stands
+ * for byte bytes[i]. A byte-level model's alphabet is the distinct bytes of its
+ * training file (tok_build); a byte-pair vocabulary starts from all 256 byte
+ * values (tok_build_all_bytes), so that it encodes any text. Checkpoints written
+ * before that hold byte-pair vocabularies over their file's bytes, and these
+ * load and encode as they always did. With merges, token
  * nbytes + k stands for the bytes of merges[k].left followed by those of
  * merges[k].right (its piece). Without merges (nmerges = 0) the tokenizer is
  * byte-level: one token per byte, exactly as the format-1 checkpoints store it.
@@ -38,6 +42,10 @@ typedef struct {
 
 /* The byte-level tokenizer of n bytes (n may be 0: V = 0). -1 when memory runs out. */
 int tok_build(Tokenizer *tok, const unsigned char *bytes, size_t n, char *err, size_t errlen);
+/* The byte-level tokenizer of all 256 byte values (token i stands for byte i),
+ * the base every ./train --vocab vocabulary learns its merges on. -1 when
+ * memory runs out. */
+int tok_build_all_bytes(Tokenizer *tok, char *err, size_t errlen);
 /* Adds to a byte-level tokenizer up to V - nbytes merges learned from text[0..n)
  * (bpe_learn; fewer when no pair occurs twice). Every byte of text must be in
  * the alphabet. -1 with a message when V < nbytes, V > TOK_VOCAB_MAX, a byte of

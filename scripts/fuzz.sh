@@ -108,8 +108,8 @@ seed() { # name data flags...
 seed tiny "$OUT/abc.txt" --layers 1 --embd 4 --heads 1 --block 4
 seed twolayer "$OUT/abc.txt" --layers 2 --embd 8 --heads 2 --head-size 3 --block 6 --dropout 0.1
 seed heads "$OUT/cat.txt" --layers 1 --embd 6 --heads 3 --block 5 --val-frac 0.2
-# Version 2: byte-pair merges learned from the text (9 bytes + merges).
-seed merges "$OUT/cat.txt" --layers 1 --embd 4 --heads 1 --block 4 --vocab 16
+# Version 2: byte-pair merges learned from the text (the 256 byte values + 7 merges).
+seed merges "$OUT/cat.txt" --layers 1 --embd 4 --heads 1 --block 4 --vocab 263
 # Head gates: header flag bit 1 and gates.log_alpha after lnf.b.
 seed gates "$OUT/abc.txt" --layers 2 --embd 4 --heads 2 --block 4 --head-gates 0.01
 

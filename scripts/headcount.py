@@ -223,8 +223,10 @@ class Tokenizer:
         without overlap, until no merge applies (the order they were learned)."""
         bad = sorted({b for b in set(text) if b not in self.id})
         if bad:
-            raise ValueError("byte(s) %s not in the model's vocabulary of %d bytes"
-                             % (", ".join("0x%02x" % b for b in bad), len(self.alphabet)))
+            raise ValueError("byte(s) %s not in the model's vocabulary of %d bytes; a model "
+                             "trained with --vocab N knows all 256 byte values and accepts "
+                             "any text" % (", ".join("0x%02x" % b for b in bad),
+                                           len(self.alphabet)))
         if not self.merges:
             return [self.id[b] for b in text]
         out = []

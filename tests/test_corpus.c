@@ -298,15 +298,16 @@ Test(corpus, merges_are_learned_from_the_train_bytes_only)
     size_t ntrain = (size_t)((double)N * (1.0 - 0.25));
     for (size_t i = ntrain; i < N; i++)
         text[i] = "xq"[i % 2];
-    text[5] = 'x';      /* x and q are in the alphabet, never side by side in train */
+    text[5] = 'x';      /* x and q occur in train, never side by side there */
     text[9] = 'q';
     const char *path = put_file(d, "text.txt", text, N);
     TextFile f;
     Corpus c;
     char err[1500];
     cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(corpus_prepare(&c, &f, NULL, 60, 0.25, 8, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 300, 0.25, 8, err, sizeof err), 0, "%s", err);
     cr_assert(c.train_bytes == ntrain && c.val_bytes == N - ntrain);
+    cr_assert_eq(c.tok.nbytes, 256, "a byte-pair vocabulary starts from every byte value");
     cr_assert_gt(c.tok.nmerges, 5);
     for (int k = 0; k < c.tok.nmerges; k++) {
         size_t len;
@@ -321,8 +322,8 @@ Test(corpus, merges_are_learned_from_the_train_bytes_only)
     cr_assert_eq(tok_decode(&c.tok, c.ids + c.ntrain, c.nval, back), N - ntrain);
     cr_assert_eq(memcmp(back, text + ntrain, N - ntrain), 0, "the val tokens are not val");
     Tokenizer alone;
-    cr_assert_eq(tok_build(&alone, f.bytes, N, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(tok_learn(&alone, f.bytes, ntrain, 60, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tok_build_all_bytes(&alone, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tok_learn(&alone, f.bytes, ntrain, 300, err, sizeof err), 0, "%s", err);
     cr_assert(alone.nmerges == c.tok.nmerges &&
               memcmp(alone.merges, c.tok.merges, sizeof *alone.merges * alone.nmerges) == 0,
               "the corpus learned other merges than the train prefix gives");
@@ -333,7 +334,7 @@ Test(corpus, merges_are_learned_from_the_train_bytes_only)
     free(text);
 }
 
-Test(corpus, a_vocabulary_below_the_byte_alphabet_is_its_own_error)
+Test(corpus, a_vocabulary_of_256_or_fewer_is_its_own_error)
 {
     const char *d = tu_tmpdir("corpus-bpe-small");
     const char *text = "the quick brown fox jumps over the lazy dog, again and again\n";
@@ -344,7 +345,55 @@ Test(corpus, a_vocabulary_below_the_byte_alphabet_is_its_own_error)
     cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
     cr_assert_eq(corpus_prepare(&c, &f, NULL, 10, 0.0, 4, err, sizeof err),
                  CORPUS_VOCAB_TOO_SMALL);
-    cr_assert(strstr(err, "--vocab 10 is smaller than the 29 distinct bytes"), "%s", err);
+    cr_assert(strstr(err, "--vocab 10 is too small: a byte-pair vocabulary holds the 256 byte "
+                          "values and at least one merge; give --vocab 257 or more"), "%s", err);
     cr_assert_null(c.ids);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 256, 0.0, 4, err, sizeof err),
+                 CORPUS_VOCAB_TOO_SMALL);
+    cr_assert_null(c.ids);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 257, 0.0, 4, err, sizeof err), 0, "%s", err);
+    cr_assert(c.tok.nbytes == 256 && c.tok.nmerges == 1 && c.tok.V == 257);
+    corpus_free(&c);
     textfile_free(&f);
+}
+
+/* Known answer: a vocabulary learned from text with no apostrophe, digit, '?'
+ * or '!' encodes "it's, 3 cats?!" as the pieces below and decodes them back to
+ * the same 14 bytes. Each unseen byte is its own token, whose id is the byte's
+ * value (token i < 256 is byte i); " cats" is a merge learned, while "it"
+ * without a space before it never occurs in the text and stays two bytes. */
+Test(corpus, a_bpe_vocabulary_encodes_bytes_its_text_never_held)
+{
+    const char *d = tu_tmpdir("corpus-bpe-any-text");
+    enum { N = 3000 };
+    char *text = malloc(N);
+    const char *line_of_text = "the cat sat, it sat on the mat. the cats ran.\n";
+    for (int i = 0; i < N; i++)
+        text[i] = line_of_text[i % strlen(line_of_text)];
+    const char *path = put_file(d, "text.txt", text, N);
+    TextFile f;
+    Corpus c;
+    char err[1500];
+    cr_assert_eq(textfile_read(&f, path, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(corpus_prepare(&c, &f, NULL, 300, 0.1, 8, err, sizeof err), 0, "%s", err);
+    const char *line = "it's, 3 cats?!";
+    static const char *const want[] = {"i", "t", "'", "s", ",", " ", "3", " cats", "?", "!"};
+    size_t n = strlen(line), nwant = sizeof want / sizeof *want;
+    TokenId ids[14];
+    long k = tok_encode(&c.tok, (const unsigned char *)line, n, ids, "the line", err, sizeof err);
+    cr_assert_eq(k, (long)nwant, "%ld tokens: %s", k, k < 0 ? err : "");
+    for (size_t i = 0; i < nwant; i++) {
+        size_t len;
+        const unsigned char *p = tok_piece(&c.tok, ids[i], &len);
+        cr_assert(len == strlen(want[i]) && memcmp(p, want[i], len) == 0,
+                  "token %zu is \"%.*s\", expected \"%s\"", i, (int)len, p, want[i]);
+        if (len == 1 && strchr("'3?!", p[0]))
+            cr_assert_eq(ids[i], p[0], "the unseen byte 0x%02x is token %u", p[0], ids[i]);
+    }
+    unsigned char back[14];
+    cr_assert_eq(tok_decode(&c.tok, ids, (size_t)k, back), n);
+    cr_assert_eq(memcmp(back, line, n), 0, "decoded \"%.*s\"", (int)n, back);
+    corpus_free(&c);
+    textfile_free(&f);
+    free(text);
 }

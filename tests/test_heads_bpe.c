@@ -58,7 +58,7 @@ static void setup(Run *r, const char *name)
     snprintf(r->ckpt, sizeof r->ckpt, "%s/bpe.ckpt", r->dir);
     snprintf(r->rep, sizeof r->rep, "%s/report", r->dir);
     cr_assert_eq(tu_write_file(r->text, r->bytes, r->n), 0);
-    run_ok("train --vocab", "%s/train --data %s --vocab 40 --steps 3 --layers 1 --embd 16 "
+    run_ok("train --vocab", "%s/train --data %s --vocab 279 --steps 3 --layers 1 --embd 16 "
            "--heads 2 --block 32 --batch 4 --eval-iters 1 --threads 1 --out %s", tu_bin(),
            r->text, r->ckpt);
 }
@@ -272,7 +272,7 @@ Test(heads_bpe, training_log_scores_relations_on_tokens, .timeout = 120)
     setup(&r, "heads-bpe-log");
     char log[500];
     snprintf(log, sizeof log, "%s/train.jsonl", r.dir);
-    run_ok("train --heads-every", "%s/train --data %s --vocab 40 --steps 2 --layers 1 --embd 16 "
+    run_ok("train --heads-every", "%s/train --data %s --vocab 279 --steps 2 --layers 1 --embd 16 "
            "--heads 2 --block 32 --batch 4 --eval-every 0 --save-every 0 --heads-every 1 "
            "--threads 1 --log %s --out %s/log.ckpt", tu_bin(), r.text, log, r.dir);
     char *js = tu_read_text(log);

@@ -214,20 +214,28 @@ Test(scripts_cli, ablate_refuses_bad_heads_and_outputs_up_front)
     expect_error("ablate", 1, "fifo: not a regular file", cmd);
 }
 
-/* --vocab 1 is below the text's distinct bytes: each run fails, and the sweep
- * says why in its own output, not only in the run's train.err. */
+/* 400 bytes of "abab..." pass the sweep's own checks (settings, the byte split)
+ * but merge into 5 train tokens, fewer than a window: each run fails, and the
+ * sweep says why in its own output, not only in the run's train.err. */
 Test(scripts_cli, a_failed_ablation_run_shows_trains_error, .timeout = 120)
 {
     need_python();
     const char *d = tu_tmpdir("scripts-ablate-vocab");
     cr_assert_not_null(d);
+    char data[400], text[402];
+    for (int i = 0; i < 400; i++)
+        text[i] = "ab"[i % 2];
+    text[400] = '\n';
+    snprintf(data, sizeof data, "%s/abab.txt", d);
+    cr_assert_eq(tu_write_file(data, text, 401), 0);
     char *out;
-    int rc = tu_runf(&out, "OMP_WAIT_POLICY=passive scripts/ablate.sh --quick --bin %s --vocab 1 "
-                     "--seeds 1 --heads 1 --arm width --jobs 1 --threads 1 --out %s/a",
-                     tu_bin(), d);
+    int rc = tu_runf(&out, "OMP_WAIT_POLICY=passive scripts/ablate.sh --quick --bin %s --data %s "
+                     "--vocab 300 --seeds 1 --heads 1 --arm width --jobs 1 --threads 1 --out %s/a",
+                     tu_bin(), data, d);
     cr_assert_eq(rc, 1, "%s", out);
-    cr_assert_not_null(strstr(out, "FAILED H01-D032-s1 (exit 1): train: error: --vocab 1 is "
-                                   "smaller than the"), "%s", out);
+    cr_assert_not_null(strstr(out, "FAILED H01-D032-s1 (exit 1): train: error: "), "%s", out);
+    cr_assert_not_null(strstr(out, "401 bytes leave 5 tokens for training, fewer than one window"),
+                       "%s", out);
     free(out);
 }
 

@@ -208,3 +208,51 @@ Test(tokenizer, a_token_label_is_its_piece_written_readably)
     cr_assert_str_eq(b, "ca");
     tok_free(&tok);
 }
+
+/* Starting from all 256 byte values instead of the text's own bytes renumbers
+ * the tokens but keeps their order (bytes by value, then merges by rank), so
+ * the tie rule of data/bpe.h picks the same pairs: the first M merges are the
+ * same pieces, in the same order, as over the text's alphabet, and the text
+ * encodes into the same pieces. Every byte of the 256 is token i = byte i. */
+Test(tokenizer, a_base_of_all_256_bytes_learns_the_same_merges_as_the_text_alphabet)
+{
+    enum { N = 40000, M = 300 };
+    char *text = malloc(N);
+    synth_generate(text, N, 5);
+    const unsigned char *t = (const unsigned char *)text;
+    Tokenizer own, all;
+    char err[300];
+    cr_assert_eq(tok_build(&own, t, N, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tok_learn(&own, t, N, own.nbytes + M, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tok_build_all_bytes(&all, err, sizeof err), 0, "%s", err);
+    cr_assert(all.nbytes == 256 && all.V == 256);
+    for (int b = 0; b < 256; b++) {
+        size_t len;
+        const unsigned char *p = tok_piece(&all, b, &len);
+        cr_assert(all.id[b] == b && len == 1 && p[0] == b, "byte %d is not token %d", b, b);
+    }
+    cr_assert_eq(tok_learn(&all, t, N, 256 + M, err, sizeof err), 0, "%s", err);
+    cr_assert(own.nmerges == M && all.nmerges == M, "%d and %d merges", own.nmerges,
+              all.nmerges);
+    for (int k = 0; k < M; k++) {
+        size_t la, lb;
+        const unsigned char *a = tok_piece(&own, own.nbytes + k, &la);
+        const unsigned char *b = tok_piece(&all, 256 + k, &lb);
+        cr_assert(la == lb && memcmp(a, b, la) == 0, "merge %d: \"%.*s\" against \"%.*s\"", k,
+                  (int)la, a, (int)lb, b);
+    }
+    TokenId *ia = malloc(N * sizeof *ia), *ib = malloc(N * sizeof *ib);
+    long na = tok_encode(&own, t, N, ia, "text", err, sizeof err);
+    long nb = tok_encode(&all, t, N, ib, "text", err, sizeof err);
+    cr_assert(na > 0 && na == nb, "%ld against %ld tokens", na, nb);
+    for (long i = 0; i < na; i++) {
+        size_t la, lb;
+        const unsigned char *a = tok_piece(&own, ia[i], &la), *b = tok_piece(&all, ib[i], &lb);
+        cr_assert(la == lb && memcmp(a, b, la) == 0, "token %ld differs", i);
+    }
+    free(ia);
+    free(ib);
+    free(text);
+    tok_free(&own);
+    tok_free(&all);
+}

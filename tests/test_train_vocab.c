@@ -1,12 +1,14 @@
 /* Command-line tests of ./train --vocab and of its checkpoints in ./infer:
  * without --vocab a run writes the very bytes it wrote before merges existed
  * (checksums recorded below); the startup line, the log's settings and
- * --print-settings show the vocabulary; learning stops early and says so; the
- * refusals (a vocabulary below the byte alphabet or over the limit, a resume
- * with another --vocab); a resumed BPE run matches an uninterrupted one bit for
- * bit; ./infer --eval on the val split reproduces train's final val loss and
- * bits per byte, whose formula has known answers; sampling streams each
- * token's bytes and encodes the prompt. */
+ * --print-settings show the vocabulary, whose base is the 256 byte values;
+ * learning stops early and says so; the refusals (a vocabulary of 256 or fewer
+ * or over the limit, a resume with another --vocab); a resumed BPE run matches
+ * an uninterrupted one bit for bit; ./infer --eval on the val split reproduces
+ * train's final val loss and bits per byte, whose formula has known answers;
+ * sampling streams each token's bytes and encodes the prompt; a byte-pair
+ * model accepts bytes its training text never held, and a byte-level model
+ * refuses them with a hint. */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <math.h>
@@ -16,6 +18,7 @@
 
 #include "data/bpe.h"
 #include "model/evaluate.h"
+#include "tests/ckpt_fixture.h"
 #include "tests/progutil.h"
 #include "tests/testutil.h"
 
@@ -77,20 +80,19 @@ Test(vocab, the_vocabulary_is_shown_at_start_in_the_log_and_in_print_settings)
     Env e;
     env_init(&e, "vocab-shown");
     char *out;
-    int rc = run(&out, "train", TINY " --vocab 150 --steps 1 --data %s --out %s --log %s",
+    int rc = run(&out, "train", TINY " --vocab 300 --steps 1 --data %s --out %s --log %s",
                  e.data, e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
-    cr_assert(strstr(out, "vocabulary 150 = "), "%s", out);
-    cr_assert(strstr(out, " bytes + "), "%s", out);
+    cr_assert(strstr(out, "vocabulary 300 = 256 bytes + 44 merges"), "%s", out);
     char *log = tu_read_text(e.log);
     long V = json_long(log, "vocab"), nb = json_long(log, "vocab_bytes");
-    cr_assert(V == 150 && nb > 20 && json_long(log, "merges") == V - nb &&
-              json_long(log, "vocab_asked") == 150, "%s", log);
+    cr_assert(V == 300 && nb == 256 && json_long(log, "merges") == 44 &&
+              json_long(log, "vocab_asked") == 300, "%s", log);
     free(log);
     free(out);
-    rc = run(&out, "train", "--vocab 150 --print-settings");
+    rc = run(&out, "train", "--vocab 300 --print-settings");
     cr_assert_eq(rc, 0, "%s", out);
-    cr_assert_eq(json_long(out, "vocab"), 150);
+    cr_assert_eq(json_long(out, "vocab"), 300);
     free(out);
     rc = run(&out, "train", "--print-settings");
     cr_assert_eq(json_long(out, "vocab"), 0, "byte-level shows 0");
@@ -113,7 +115,8 @@ Test(vocab, bad_vocabulary_sizes_are_usage_errors)
 {
     Env e;
     env_init(&e, "vocab-refused");
-    refuse_train(&e, "--vocab 10", 2, "--vocab 10 is smaller than the");
+    refuse_train(&e, "--vocab 10", 2, "--vocab: expected an integer in [257, 32768], got '10'");
+    refuse_train(&e, "--vocab 256", 2, "--vocab: expected an integer in [257, 32768]");
     char flag[64];
     snprintf(flag, sizeof flag, "--vocab %d", TOK_VOCAB_MAX + 1);
     refuse_train(&e, flag, 2, "--vocab");
@@ -126,8 +129,8 @@ Test(vocab, a_resumed_bpe_run_matches_an_uninterrupted_one, .timeout = 120)
 {
     Env e;
     env_init(&e, "vocab-resume");
-    expect_resume_matches(&e, TINY " --vocab 150 --warmup 100 --eval-every 2", "--vocab 160",
-                          "--vocab 160 contradicts the checkpoint (150)");
+    expect_resume_matches(&e, TINY " --vocab 300 --warmup 100 --eval-every 2", "--vocab 310",
+                          "--vocab 310 contradicts the checkpoint (300)");
 }
 
 /* The final record's val loss and bits per byte (printed with 6 decimals) come
@@ -139,7 +142,7 @@ Test(vocab, infer_eval_reproduces_the_final_val_loss_and_bits_per_byte, .timeout
     env_init(&e, "vocab-eval");
     char *out, val[400];
     snprintf(val, sizeof val, "%s/val.txt", e.dir);
-    int rc = run(&out, "train", TINY " --vocab 200 --steps 20 --data %s --out %s --log %s",
+    int rc = run(&out, "train", TINY " --vocab 300 --steps 20 --data %s --out %s --log %s",
                  e.data, e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
@@ -168,36 +171,114 @@ Test(vocab, infer_eval_reproduces_the_final_val_loss_and_bits_per_byte, .timeout
 }
 
 /* Sampling writes the prompt and then each drawn token's bytes: at least one
- * byte a token, every one of them from the alphabet of the training text. */
+ * byte a token. A prompt byte the training text never held ('~') is encoded
+ * all the same: the vocabulary starts from every byte value. */
 Test(vocab, sampling_streams_the_bytes_of_each_token)
 {
     Env e;
     env_init(&e, "vocab-sample");
     char *out;
-    int rc = run(&out, "train", TINY " --vocab 200 --steps 5 --data %s --out %s", e.data, e.out);
+    int rc = run(&out, "train", TINY " --vocab 300 --steps 5 --data %s --out %s", e.data, e.out);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     char sample[400];
     snprintf(sample, sizeof sample, "%s/sample.txt", e.dir);
-    rc = tu_runf(&out, "{ OMP_WAIT_POLICY=passive %s/infer --ckpt %s -n 40 -p 'the cat' "
+    rc = tu_runf(&out, "{ OMP_WAIT_POLICY=passive %s/infer --ckpt %s -n 40 -p 'the cat ~' "
                  "2>/dev/null; } > %s", tu_bin(), e.out, sample);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     size_t n, nd;
     unsigned char *s = tu_read_file(sample, &n), *d = tu_read_file(e.data, &nd);
-    cr_assert_geq(n, 7 + 40, "%zu bytes for 40 tokens", n);
-    cr_assert_eq(memcmp(s, "the cat", 7), 0);
-    unsigned char seen[256] = {0};
-    for (size_t i = 0; i < nd; i++)
-        seen[d[i]] = 1;
-    for (size_t i = 0; i < n; i++)
-        cr_assert(seen[s[i]], "byte 0x%02x at %zu is not in the alphabet", s[i], i);
+    cr_assert_geq(n, 9 + 40, "%zu bytes for 40 tokens", n);
+    cr_assert_eq(memcmp(s, "the cat ~", 9), 0);
+    cr_assert_null(memchr(d, '~', nd), "the training text should not hold '~'");
     free(s);
     free(d);
-    rc = run(&out, "infer", "--ckpt %s -n 5 -p 'the cat ~'", e.out);
-    cr_assert_neq(rc, 0);
-    cr_assert(strstr(out, "byte 0x7e (~) at offset 8"), "%s", out);
+}
+
+/* The line the brief of this vocabulary names: apostrophe, digit, '?' and '!'
+ * are none of them in data.txt (the built-in corpus), yet a --vocab model
+ * scores the text; a byte-level model of the same file refuses it, naming the
+ * first such byte and pointing at --vocab. */
+Test(vocab, a_bpe_model_accepts_bytes_its_text_never_held_and_a_byte_model_says_why_not,
+     .timeout = 120)
+{
+    Env e;
+    env_init(&e, "vocab-any-text");
+    const char *line = "it's, 3 cats?!";
+    char q[400], bytes_ckpt[400], *out;
+    snprintf(q, sizeof q, "%s/q.txt", e.dir);
+    snprintf(bytes_ckpt, sizeof bytes_ckpt, "%s/bytes.ckpt", e.dir);
+    cr_assert_eq(tu_write_file(q, line, strlen(line)), 0);
+    size_t nd;
+    unsigned char *d = tu_read_file(e.data, &nd);
+    for (const char *c = "'3?!"; *c; c++)
+        cr_assert_null(memchr(d, *c, nd), "data.txt holds '%c'", *c);
+    free(d);
+    int rc = run(&out, "train", TINY " --vocab 300 --steps 2 --data %s --out %s", e.data, e.out);
+    cr_assert_eq(rc, 0, "%s", out);
     free(out);
+    rc = run(&out, "infer", "--ckpt %s --eval %s --json", e.out, q);
+    cr_assert_eq(rc, 0, "%s", out);
+    long tokens = json_long(out, "tokens");
+    cr_assert(tokens >= 5 && tokens < 14, "%s", out);
+    free(out);
+    rc = run(&out, "train", TINY " --steps 2 --data %s --out %s", e.data, bytes_ckpt);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = run(&out, "infer", "--ckpt %s --eval %s", bytes_ckpt, q);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert(strstr(out, "byte 0x27 (') at offset 2 is not in the model's vocabulary"), "%s",
+              out);
+    cr_assert(strstr(out, "a model trained with --vocab N knows all 256 byte values and "
+                          "accepts any text"), "%s", out);
+    free(out);
+}
+
+/* The checkpoint tests' byte-pair fixture (tests/ckpt_fixture.c: the alphabet
+ * "\n abc", the merges "ab", "abc", " a", parameters from seed 42) has the
+ * layout every ./train --vocab wrote before vocabularies started from all 256
+ * byte values: an alphabet of the file's own bytes. For that file and the text
+ * below, the build before the change (main at 17a9b17) gave:
+ *   sha256sum model.ckpt                                  OLD_CKPT_SHA
+ *   infer --ckpt model.ckpt --eval text.txt --json        OLD_EVAL
+ *   infer --ckpt model.ckpt -n 40 --seed 5 -p 'ab c'      stdout of SHA-256 OLD_SAMPLE_SHA
+ * (model.ckpt as main's ckpt/a_file_with_merges_is_version_2... test wrote it.)
+ * This build gives the same, and refuses a byte outside the alphabet with the
+ * hint for such a checkpoint. */
+#define OLD_TEXT "ab abc a\nabc ab c\nb a abc\n"
+#define OLD_CKPT_SHA "2f92c3e7d9a5bae32bf0e0ce7f7e38d179e689e8b19740ae2037fe98dcaee3a7"
+#define OLD_EVAL \
+    "{\"loss\":2.07077449,\"ppl\":7.9309632,\"bpb\":1.86718506,\"tokens\":15,\"bytes\":24}"
+#define OLD_SAMPLE_SHA "8df4868bef651945cd098096ef373a99aa19c89347f3d54a23308f4f594252fa"
+
+Test(vocab, a_bpe_checkpoint_over_its_files_bytes_gives_what_the_older_build_gave)
+{
+    Fix f;
+    fix_init_merges(&f, "vocab-old-layout");
+    fix_save(&f, f.path, 1);
+    char text[400], *out;
+    snprintf(text, sizeof text, "%s/text.txt", f.dir);
+    cr_assert_eq(tu_write_file(text, OLD_TEXT, strlen(OLD_TEXT)), 0);
+    int rc = tu_runf(&out, "sha256sum %s", f.path);
+    cr_assert(rc == 0 && strncmp(out, OLD_CKPT_SHA, 64) == 0, "the fixture changed: %s", out);
+    free(out);
+    rc = run(&out, "infer", "--ckpt %s --eval %s --json", f.path, text);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, OLD_EVAL), "%s, the older build printed %s", out, OLD_EVAL);
+    free(out);
+    rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/infer --ckpt %s -n 40 --seed 5 -p 'ab c' "
+                 "2>/dev/null | sha256sum", tu_bin(), f.path);
+    cr_assert(rc == 0 && strncmp(out, OLD_SAMPLE_SHA, 64) == 0, "sample %s", out);
+    free(out);
+    rc = run(&out, "infer", "--ckpt %s -n 5 -p 'ab~'", f.path);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert(strstr(out, "byte 0x7e (~) at offset 2 is not in the model's vocabulary"), "%s",
+              out);
+    cr_assert(strstr(out, "this byte-pair model was trained before vocabularies started from "
+                          "all 256 byte values"), "%s", out);
+    free(out);
+    fix_free(&f);
 }
 
 /* Known answers: 4 tokens at a mean of 3 ln 2 nats are 12 bits; over 6 bytes,

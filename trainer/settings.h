@@ -109,10 +109,10 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
     RUN(BLOCK, block, long, .flag = "block", .short_flag = 'T', .type = SET_LONG, .def = 64,   \
         .lo = 1, .hi = CONFIG_MAX_BLOCK, ARCH(T), .meta = "N", .section = SEC_MODEL,           \
         .help = "context length in tokens")                                                    \
-    STORED(VOCAB, vocab, long, .flag = "vocab", .type = SET_LONG, .lo = 1,                     \
+    STORED(VOCAB, vocab, long, .flag = "vocab", .type = SET_LONG, .lo = TOK_BPE_VOCAB_MIN,     \
            .hi = LIMIT_VOCAB_MAX, .zero_off = 1, .resume = RES_KEEP, INT_SLOT(14),             \
            .meta = "N", .section = SEC_MODEL,                                                  \
-           .help = "tokens: the file's bytes plus byte-pair merges, N in all",                \
+           .help = "tokens: the 256 byte values plus N - 256 byte-pair merges",               \
            .more = "(merges learned from the train split: docs/tokenizer.md)",                \
            .def_text = "bytes only")                                                           \
     STORED(BATCH, batch, long, .flag = "batch", .short_flag = 'B', .type = SET_LONG,           \

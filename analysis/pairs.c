@@ -9,13 +9,6 @@ const char *pairs_set_name(int s)
     return s == PAIRS_COREF_CLASS ? "coreference-class" : heads_rel_names[s];
 }
 
-/* The HeadsRelKind of each planted SynthRelKind. */
-static const int set_of_kind[SYNTH_REL_KINDS] = {
-    [SYNTH_REL_AGREE] = HEADS_REL_AGREE,     [SYNTH_REL_BRACKET] = HEADS_REL_BRACKET,
-    [SYNTH_REL_NAMES] = HEADS_REL_NAMES,     [SYNTH_REL_DET] = HEADS_REL_DET,
-    [SYNTH_REL_COREF] = HEADS_REL_COREF,
-};
-
 static int pair_order(const void *x, const void *y)
 {
     const MinimalPair *a = x, *b = y;
@@ -111,7 +104,7 @@ long pairs_from_planted(MinimalPair *out, size_t cap, size_t *skipped, const Syn
         for (int c = 0; c < SYNTH_ALTS && np < cap; c++) {
             if (!r->alt[c][0])
                 continue;
-            int set = c == 1 ? PAIRS_COREF_CLASS : set_of_kind[r->kind];
+            int set = c == 1 && r->kind == SYNTH_REL_COREF ? PAIRS_COREF_CLASS : (int)heads_rel_of_synth[r->kind];
             int got = contrast_pair(&out[np], set, r, r->alt[c], at, text, nb, ids, start, nids,
                                     tok);
             if (got < 0)

@@ -122,15 +122,6 @@ void planted_free(Planted *p)
     p->n = p->npair = p->nsentence = 0;
 }
 
-/* The HeadsRelKind of each planted SynthRelKind (brackets are found in any text). */
-static const int planted_kind[SYNTH_REL_KINDS] = {
-    [SYNTH_REL_AGREE] = HEADS_REL_AGREE,
-    [SYNTH_REL_BRACKET] = -1, /* found in any text: analysis/heads' own */
-    [SYNTH_REL_NAMES] = HEADS_REL_NAMES,
-    [SYNTH_REL_DET] = HEADS_REL_DET,
-    [SYNTH_REL_COREF] = HEADS_REL_COREF,
-};
-
 void planted_keys(int *const *key, int *const *first, const Planted *p, size_t lo, int B, int T,
                   size_t *next)
 {
@@ -146,9 +137,9 @@ void planted_keys(int *const *key, int *const *first, const Planted *p, size_t l
         size_t s = lo + (x->query - lo) / (size_t)T * (size_t)T;   /* its window's start */
         if (x->key < s)
             continue;
-        int q = planted_kind[x->kind];
-        if (q < HEADS_REL_AGREE)
-            continue;
+        int q = heads_rel_of_synth[x->kind];
+        if (q < HEADS_REL_TEXT)
+            continue; /* brackets are found in any text: analysis/heads' own */
         size_t i = x->query - lo;
         key[q][i] = (int)(x->key - s);
         if (q == HEADS_REL_NAMES && x->key > s)

@@ -48,6 +48,11 @@ const ReportField report_fields[] = {
     {"names", offsetof(HeadStats, rel[HEADS_REL_NAMES])},
     {"determiner", offsetof(HeadStats, rel[HEADS_REL_DET])},
     {"coreference", offsetof(HeadStats, rel[HEADS_REL_COREF])},
+    {"subject-verb", offsetof(HeadStats, rel[HEADS_REL_SUBJECT])},
+    {"adjective-verb", offsetof(HeadStats, rel[HEADS_REL_MOOD])},
+    {"verb-modifier", offsetof(HeadStats, rel[HEADS_REL_MODIFIER])},
+    {"place", offsetof(HeadStats, rel[HEADS_REL_PLACE])},
+    {"pronoun", offsetof(HeadStats, rel[HEADS_REL_PRONOUN])},
 };
 const size_t report_nfields = sizeof report_fields / sizeof report_fields[0];
 

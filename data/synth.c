@@ -75,6 +75,29 @@ static size_t draw_weighted(Src *s, const unsigned *w, size_t n)
     return k;
 }
 
+/* A uniform choice in [0, n) that, parsing, can only be v: the caller knows
+ * from the sentence that any other value writes a byte that differs, so the
+ * parser takes v at once instead of trying them all (v >= n: none fits). */
+static uint64_t draw_as(Src *s, uint64_t n, uint64_t v)
+{
+    if (s->rng || s->used < s->depth)
+        return draw(s, n);
+    if (v >= n || s->depth == PARSE_DEPTH)
+        src_fail(s);
+    s->choice[s->depth] = (uint32_t)v;
+    s->bound[s->depth++] = (uint32_t)v + 1;
+    s->used++;
+    return v;
+}
+
+/* 1 with probability num / den: one draw below den generating, the two
+ * outcomes parsing. */
+static int chance(Src *s, unsigned num, unsigned den)
+{
+    const unsigned w[2] = {den - num, num};
+    return (int)draw_weighted(s, w, 2);
+}
+
 /* Drawing again because a draw broke a rule: allowed when generating (the
  * loop draws again); when parsing, the attempt is abandoned instead, since
  * the choices that follow are enumerated anyway. Returns 1. */
@@ -144,6 +167,58 @@ static size_t line_word(Line *l, const char *w)
     return start;
 }
 
+/* Where the line's next word will start. */
+static size_t next_word_pos(const Line *l)
+{
+    return l->len + (l->len > 0 && !l->glue);
+}
+
+/* Length of the sentence's word at pos, parsing (letters and digits, with a
+ * hyphen between two of them); 0 past its end. */
+static size_t target_word_len(const Src *s, size_t pos)
+{
+    size_t n = 0;
+    while (pos + n < s->target_len) {
+        char c = s->target[pos + n];
+        int letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!letter && !(c == '-' && n > 0 && pos + n + 1 < s->target_len))
+            break;
+        n++;
+    }
+    return n;
+}
+
+/* Whether the sentence holds the word (or words) w at pos, followed by no
+ * more of a word; the first letter may be a capital at the line's start. */
+static int target_word_is(const Src *s, size_t pos, const char *w)
+{
+    size_t n = strlen(w);
+    if (n == 0 || pos + n > s->target_len)
+        return 0;
+    if (pos == 0 && (s->target[0] | 0x20) != w[0])
+        return 0;
+    if (memcmp(s->target + pos + (pos == 0), w + (pos == 0), n - (pos == 0)) != 0)
+        return 0;
+    return target_word_len(s, pos + n - 1) == 1; /* the word ends with w */
+}
+
+/* An index into list[0..n) for a word that will be written at pos: uniform
+ * generating; parsing, the one whose word the sentence holds there (draw_as). */
+static size_t pick_index(Src *r, const char *const *list, size_t n, size_t pos)
+{
+    if (r->rng)
+        return (size_t)draw(r, n);
+    size_t v = 0;
+    while (v < n && !target_word_is(r, pos, list[v]))
+        v++;
+    return (size_t)draw_as(r, n, v);
+}
+
+#define PICK_AT(r, a, pos) ((a)[pick_index((r), (a), COUNT(a), (pos))])
+
+/* Appends a word drawn from a list. */
+#define PUT_PICK(l, r, a) line_word((l), PICK_AT((r), (a), next_word_pos(l)))
+
 /* Plants a relation; form/form_len/alt0/alt1 give its minimal pair (synth.h;
  * NULL alternatives: none). */
 static void line_rel(Line *l, SynthRelKind kind, size_t query, size_t key, size_t form,
@@ -207,13 +282,40 @@ static size_t pair_shared(const WordPair *pair)
 static const unsigned DET_SHARES[] = {3, 2};
 static const unsigned NADJ_SHARES[] = {6, 3, 1};
 
-/* Appends a determiner for a noun of the given number ("the" three times in
- * five) and returns it; "a" is left for the caller to turn into "an". */
-static const char *pick_det(Src *r, int plural)
+/* Draws a determiner, to be written at pos, for a noun of the given number
+ * ("the" three times in five) and returns it; "a" is left for the caller to
+ * turn into "an". Parsing, the sentence's word there decides both draws. */
+static const char *pick_det(Src *r, int plural, size_t pos)
 {
-    if (draw_weighted(r, DET_SHARES, 2) == 0)
+    size_t the = r->rng ? (size_t)draw_weighted(r, DET_SHARES, 2)
+                        : (size_t)draw_as(r, 2, !target_word_is(r, pos, "the"));
+    if (the == 0)
         return "the";
-    return plural ? PICK(r, DETS_PL) : PICK(r, DETS_SG);
+    const char *const *list = plural ? DETS_PL : DETS_SG;
+    size_t n = plural ? COUNT(DETS_PL) : COUNT(DETS_SG);
+    if (!r->rng && !plural && target_word_is(r, pos, "an"))
+        return list[draw_as(r, n, 0)]; /* "a", which becomes "an" */
+    return list[pick_index(r, list, n, pos)];
+}
+
+/* A noun's forms, drawn from the animate nouns, or from them and the things,
+ * for a noun of the given number to be written at pos (parsing, the sentence's
+ * word there decides the draw). */
+static const WordPair *pick_noun(Src *r, int animate, int plural, size_t pos)
+{
+    size_t n = animate ? COUNT(ANIMATE) : COUNT(ANIMATE) + COUNT(THINGS), v = 0;
+    if (r->rng)
+        v = (size_t)draw(r, n);
+    else {
+        while (v < n) {
+            const WordPair *p = v < COUNT(ANIMATE) ? &ANIMATE[v] : &THINGS[v - COUNT(ANIMATE)];
+            if (target_word_is(r, pos, plural ? p->pl : p->sg))
+                break;
+            v++;
+        }
+        v = (size_t)draw_as(r, n, v);
+    }
+    return v < COUNT(ANIMATE) ? &ANIMATE[v] : &THINGS[v - COUNT(ANIMATE)];
 }
 
 /* Plants the determiner relation of a noun whose forms are *pair, written at
@@ -235,14 +337,13 @@ static void plant_det(Line *l, const char *det, size_t det_end, const WordPair *
  * for "a" or "an"), so that parsing abandons a wrong draw at once. */
 static size_t put_np(Line *l, Src *r, int plural, int animate)
 {
-    const char *det = pick_det(r, plural);
+    size_t p0 = next_word_pos(l);
+    const char *det = pick_det(r, plural, p0);
+    /* Parsing: where the word after the determiner starts. */
+    size_t p1 = r->rng ? 0 : p0 + target_word_len(r, p0) + 1;
     size_t nadj = draw_weighted(r, NADJ_SHARES, 3);
-    const char *adj0 = nadj ? PICK(r, ADJS) : NULL;
-    const WordPair *pair = NULL;
-    if (!adj0) {
-        size_t i = (size_t)draw(r, animate ? COUNT(ANIMATE) : COUNT(ANIMATE) + COUNT(THINGS));
-        pair = i < COUNT(ANIMATE) ? &ANIMATE[i] : &THINGS[i - COUNT(ANIMATE)];
-    }
+    const char *adj0 = nadj ? PICK_AT(r, ADJS, p1) : NULL;
+    const WordPair *pair = adj0 ? NULL : pick_noun(r, animate, plural, p1);
     const char *next = adj0 ? adj0 : plural ? pair->pl : pair->sg;
     if (strcmp(det, "a") == 0 && is_vowel(next[0]))
         det = "an";
@@ -252,12 +353,11 @@ static size_t put_np(Line *l, Src *r, int plural, int animate)
         if (nadj == 2) {
             const char *adj1;
             do
-                adj1 = PICK(r, ADJS);
+                adj1 = PICK_AT(r, ADJS, next_word_pos(l));
             while (adj1 == adj0 && redraw(r));
             line_word(l, adj1);
         }
-        size_t i = (size_t)draw(r, animate ? COUNT(ANIMATE) : COUNT(ANIMATE) + COUNT(THINGS));
-        pair = i < COUNT(ANIMATE) ? &ANIMATE[i] : &THINGS[i - COUNT(ANIMATE)];
+        pair = pick_noun(r, animate, plural, next_word_pos(l));
     }
     const char *noun = plural ? pair->pl : pair->sg;
     size_t start = line_word(l, noun);
@@ -280,7 +380,7 @@ static void put_animate(Line *l, Src *r)
 /* A prepositional phrase of place, which may follow a noun or a verb. */
 static void put_pp(Line *l, Src *r)
 {
-    line_word(l, PICK(r, PREPS_PLACE));
+    PUT_PICK(l, r, PREPS_PLACE);
     put_np_any(l, r);
 }
 
@@ -311,37 +411,37 @@ static void gen_plain(Line *l, Src *r)
     switch (draw(r, 4)) {
     case 0:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         put_np_any(l, r);
         if (draw(r, 2))
             put_verb_pp(l, r);
         break;
     case 1:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
         if (draw(r, 2))
             put_verb_pp(l, r);
         if (draw(r, 2))
-            line_word(l, PICK(r, ADVS_END));
+            PUT_PICK(l, r, ADVS_END);
         break;
     case 2:
         put_pp(l, r);
         line_char(l, ',');
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
         break;
     default:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
         /* Two clauses joined by a comma and a conjunction, or by a semicolon. */
-        if (draw(r, 3)) {
+        if (chance(r, 2, 3)) {
             line_char(l, ',');
-            line_word(l, PICK(r, CONJS));
+            PUT_PICK(l, r, CONJS);
         } else {
             line_char(l, ';');
         }
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         put_np_any(l, r);
         break;
     }
@@ -355,33 +455,37 @@ static void gen_agree(Line *l, Src *r)
     int plural = (int)draw(r, 2);
     size_t subject = put_np(l, r, plural, 1);
     /* In twentieths: nothing 4, an adverb 3, one place 6, two places 3, a relative clause 4. */
-    uint64_t middle = draw(r, 20);
-    if (middle >= 4 && middle < 7) {
-        line_word(l, PICK(r, ADVS_MID));
-    } else if (middle >= 7 && middle < 13) {
+    static const unsigned middle_shares[] = {4, 3, 6, 3, 4};
+    size_t middle = draw_weighted(r, middle_shares, 5);
+    if (middle == 1) {
+        PUT_PICK(l, r, ADVS_MID);
+    } else if (middle == 2) {
         put_pp(l, r);
-    } else if (middle >= 13 && middle < 16) {
+    } else if (middle == 3) {
         put_pp(l, r);
         put_pp(l, r);
-    } else if (middle >= 16) {
+    } else if (middle == 4) {
         line_word(l, "that");
         put_verb(l, &PICK(r, VERBS_TRANS), plural, subject);
         put_np_any(l, r);
     }
-    uint64_t predicate = draw(r, 20);
-    if (predicate < 8) {
+    /* In twentieths: intransitive 8, transitive 7, "is" and an adjective 5; an
+     * intransitive verb ends with a place 2, an adverb 1 or nothing 1 in four. */
+    static const unsigned predicate_shares[] = {8, 7, 5}, tail_shares[] = {2, 1, 1};
+    size_t predicate = draw_weighted(r, predicate_shares, 3);
+    if (predicate == 0) {
         put_verb(l, &PICK(r, VERBS_INTRANS), plural, subject);
-        uint64_t tail = draw(r, 4);
-        if (tail < 2)
+        size_t tail = draw_weighted(r, tail_shares, 3);
+        if (tail == 0)
             put_verb_pp(l, r);
-        else if (tail == 2)
-            line_word(l, PICK(r, ADVS_END));
-    } else if (predicate < 15) {
+        else if (tail == 1)
+            PUT_PICK(l, r, ADVS_END);
+    } else if (predicate == 1) {
         put_verb(l, &PICK(r, VERBS_TRANS), plural, subject);
         put_np_any(l, r);
     } else {
         put_verb(l, &COPULA, plural, subject);
-        line_word(l, PICK(r, ADJS));
+        PUT_PICK(l, r, ADJS);
     }
 }
 
@@ -396,11 +500,11 @@ static void put_inner(Line *l, Src *r)
         break;
     case 1:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
         break;
     default:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         put_np_any(l, r);
         break;
     }
@@ -409,8 +513,8 @@ static void put_inner(Line *l, Src *r)
 /* A speaker and a quoted clause, with a parenthesis inside the quote when nest is set. */
 static void put_quote(Line *l, Src *r, int nest)
 {
-    line_word(l, PICK(r, PAST_SPEECH));
-    if (draw(r, 4) == 0)
+    PUT_PICK(l, r, PAST_SPEECH);
+    if (chance(r, 1, 4))
         line_char(l, ':');
     size_t q = line_open(l, '"');
     if (nest) {
@@ -418,7 +522,7 @@ static void put_quote(Line *l, Src *r, int nest)
         size_t p = line_open(l, '(');
         put_inner(l, r);
         line_close(l, ')', p);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
     } else {
         put_inner(l, r);
     }
@@ -429,22 +533,25 @@ static void put_quote(Line *l, Src *r, int nest)
  * one nested in the other, so the closer depends on which was opened last. */
 static void gen_bracket(Line *l, Src *r)
 {
-    uint64_t form = draw(r, 10);
+    /* In tenths: a parenthesis 4, one with a quote inside 1, a quote 4, a quote
+     * with a parenthesis inside 1. */
+    static const unsigned form_shares[] = {4, 1, 4, 1};
+    size_t form = draw_weighted(r, form_shares, 4);
     put_animate(l, r);
-    if (form < 4 || form == 8) {
+    if (form <= 1) {
         size_t p = line_open(l, '(');
-        if (form == 8) {
+        if (form == 1) {
             line_word(l, "who");
             put_quote(l, r, 0);
         } else {
             put_inner(l, r);
         }
         line_close(l, ')', p);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
         if (draw(r, 2))
-            line_word(l, PICK(r, ADVS_END));
+            PUT_PICK(l, r, ADVS_END);
     } else {
-        put_quote(l, r, form == 9);
+        put_quote(l, r, form == 3);
         if (draw(r, 2)) {
             line_word(l, "to");
             put_animate(l, r);
@@ -472,12 +579,21 @@ static void new_name(Line *l, Src *r, Name *nm)
     for (;;) {
         l->len = mark;
         l->glue = glue;
-        size_t len = 4 + (size_t)draw(r, 4);
-        int vowel = draw(r, 4) == 0;
         size_t start = line_word(l, "");
+        /* Parsing, the sentence's word here decides every draw. */
+        const char *t = r->rng ? NULL : r->target + start;
+        size_t tlen = 0;
+        while (t && start + tlen < r->target_len &&
+               ((t[tlen] >= 'a' && t[tlen] <= 'z') || (t[tlen] >= 'A' && t[tlen] <= 'Z')))
+            tlen++;
+        size_t len = 4 + (size_t)draw_as(r, 4, tlen - 4);
+        int vowel = t ? (int)draw_as(r, 2, strchr(NAME_VOWELS, t[0] | 0x20) != NULL)
+                      : chance(r, 1, 4);
         for (size_t i = 0; i < len; i++) {
-            char c = vowel ? NAME_VOWELS[draw(r, sizeof NAME_VOWELS - 1)]
-                           : NAME_CONSONANTS[draw(r, sizeof NAME_CONSONANTS - 1)];
+            const char *set = vowel ? NAME_VOWELS : NAME_CONSONANTS;
+            size_t n = vowel ? sizeof NAME_VOWELS - 1 : sizeof NAME_CONSONANTS - 1;
+            const char *at = t ? strchr(set, t[i] | 0x20) : NULL;
+            char c = set[t ? draw_as(r, n, at ? (uint64_t)(at - set) : n) : draw(r, n)];
             nm->text[i] = c;
             line_char(l, i == 0 ? (char)(c - 'a' + 'A') : c);
             vowel = !vowel;
@@ -516,17 +632,17 @@ static void copy_intro(Line *l, Src *r, Name *a, Name *b)
     switch (draw(r, 5)) {
     case 0:
         put_name(l, r, a);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         put_np_any(l, r);
         break;
     case 1:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         put_name(l, r, a);
         break;
     case 2:
         put_name(l, r, a);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
         put_verb_pp(l, r);
         break;
     case 3:
@@ -534,11 +650,11 @@ static void copy_intro(Line *l, Src *r, Name *a, Name *b)
         line_word(l, "and");
         b->avoid = (char)(a->text[0] - 'A' + 'a');
         put_name(l, r, b);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
         break;
     default:
         put_name(l, r, a);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         b->avoid = (char)(a->text[0] - 'A' + 'a');
         put_name(l, r, b);
         break;
@@ -552,23 +668,23 @@ static void copy_repeat(Line *l, Src *r, Name *a, Name *b)
     switch (draw(r, 4)) {
     case 0:
         put_name(l, r, x);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
         if (draw(r, 2))
-            line_word(l, PICK(r, ADVS_END));
+            PUT_PICK(l, r, ADVS_END);
         break;
     case 1:
         put_name(l, r, x);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         put_np_any(l, r);
         break;
     case 2:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         put_name(l, r, x);
         break;
     default:
         put_name(l, r, x);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         if (b->placed)
             put_name(l, r, x == a ? b : a);
         else
@@ -584,7 +700,7 @@ static void gen_copy(Line *l, Src *r)
     Name a = {.avoid = '\0'}, b = {.avoid = '\0'};
     copy_intro(l, r, &a, &b);
     line_char(l, ',');
-    line_word(l, PICK(r, CONJS));
+    PUT_PICK(l, r, CONJS);
     copy_repeat(l, r, &a, &b);
 }
 
@@ -605,14 +721,14 @@ static void gen_coref(Line *l, Src *r)
     size_t at[2];
     for (int k = 0; k < 2; k++) {
         const char *noun = (k == 0) == thing_first ? thing : animal;
-        const char *det = k == 0 && draw(r, 3) == 0 ? (is_vowel(noun[0]) ? "an" : "a")
+        const char *det = k == 0 && chance(r, 1, 3) ? (is_vowel(noun[0]) ? "an" : "a")
                                                          : "the";
         line_word(l, det);
         at[k] = line_word(l, noun);
         if (k == 0)
-            line_word(l, PICK(r, COREF_LINKS));
+            PUT_PICK(l, r, COREF_LINKS);
     }
-    line_word(l, PICK(r, COREF_CONJS));
+    PUT_PICK(l, r, COREF_CONJS);
     line_word(l, "it");
     line_word(l, "was");
     line_word(l, about_thing ? PICK(r, PROPS_THING) : PICK(r, PROPS_ANIMAL));
@@ -662,7 +778,7 @@ static const char *const SOUND_VERBS[] = {
 static void gen_sound(Line *l, Src *r)
 {
     put_animate(l, r);
-    line_word(l, PICK(r, SOUND_VERBS));
+    PUT_PICK(l, r, SOUND_VERBS);
     int quoted = (int)draw(r, 2);
     put_sound(l, r, quoted);
     switch (draw(r, 4)) {
@@ -671,7 +787,7 @@ static void gen_sound(Line *l, Src *r)
         put_animate(l, r);
         break;
     case 1:
-        line_word(l, PICK(r, ADVS_END));
+        PUT_PICK(l, r, ADVS_END);
         break;
     case 2:
         line_word(l, "and");
@@ -709,8 +825,8 @@ static void put_scene_place(Line *l, Src *r, size_t prep_index)
     const ScenePlace *pl = &SCENE_PLACES[prep_index];
     size_t prep = line_word(l, pl->prep);
     line_word(l, "the");
-    if (draw(r, 3) == 0)
-        line_word(l, PICK(r, ADJS));
+    if (chance(r, 1, 3))
+        PUT_PICK(l, r, ADJS);
     const char *place = pl->places[draw(r, SCENE_PLACE_NOUNS)];
     size_t at = line_word(l, place);
     const ScenePlace *other = &SCENE_PLACES[(prep_index + 1 + at % (COUNT(SCENE_PLACES) - 1)) %
@@ -732,7 +848,7 @@ static void gen_scene(Line *l, Src *r)
     size_t ia = (size_t)draw(r, COUNT(SCENE_ANIMALS));
     const SceneAnimal *an = &SCENE_ANIMALS[ia];
     int plural = (int)draw(r, 2);
-    const char *det = pick_det(r, plural);
+    const char *det = pick_det(r, plural, next_word_pos(l));
     int mood = draw(r, 2) ? (int)draw(r, COUNT(SCENE_MOODS)) : -1;
     if (strcmp(det, "a") == 0 && is_vowel(mood >= 0 ? SCENE_MOODS[mood].adj[0] : an->noun.sg[0]))
         det = "an";
@@ -803,7 +919,7 @@ static void gen_pronoun(Line *l, Src *r)
     else if (det == 1)
         line_word(l, is_vowel(noun[0]) ? "an" : "a");
     size_t key = line_word(l, noun);
-    line_word(l, PICK(r, PRONOUN_VERBS));
+    PUT_PICK(l, r, PRONOUN_VERBS);
     const char *odet = draw(r, 2) ? "the" : "a";
     const char *oadj = draw(r, 2) ? PICK(r, PRONOUN_OBJECT_ADJS) : NULL;
     const char *onoun = obj->nouns[draw(r, PRONOUN_NOUNS)];
@@ -813,9 +929,9 @@ static void gen_pronoun(Line *l, Src *r)
     if (oadj)
         line_word(l, oadj);
     line_word(l, onoun);
-    line_word(l, PICK(r, PRONOUN_CONJS));
+    PUT_PICK(l, r, PRONOUN_CONJS);
     size_t it = line_word(l, "it");
-    const char *after = subj->after_it[draw(r, 2)];
+    const char *after = subj->after_it[strcmp(subj->after_it[0], subj->after_it[1]) ? draw(r, 2) : 0];
     line_rel(l, SYNTH_REL_PRONOUN, it + 1, key, it + 2, strlen(after), obj->after_it[0], NULL);
     for (const char *c = after; *c; c++)
         line_char(l, *c);

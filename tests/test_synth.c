@@ -1010,8 +1010,10 @@ Test(synth, each_planted_relation_carries_its_broken_form)
             cr_assert(!r->alt[1][0]);
             continue;
         }
+        if (r->form + r->form_len >= n)
+            continue; /* the corpus's last line, cut after the query */
         seen[r->kind]++;
-        cr_assert(r->form_len > 0 && r->form_len < SYNTH_ALT_CAP && r->form + r->form_len < n);
+        cr_assert(r->form_len > 0 && r->form_len < SYNTH_ALT_CAP);
         memcpy(form, t + r->form, r->form_len);
         /* The form starts at most at the byte after the one the query predicts
          * (subject-verb and mood: the query ends the word before, then a space). */
@@ -1078,7 +1080,7 @@ Test(synth, each_planted_relation_carries_its_broken_form)
  * backwards, so this is its defining property. */
 Test(synth, every_generated_line_parses_to_the_relations_it_was_written_with)
 {
-    const size_t n = 12000;
+    const size_t n = 200000;
     char *t = generate(n, 11);
     size_t total = synth_generate_relations(t, n, 11, NULL, 0);
     SynthRelation *rel = malloc((total + 1) * sizeof *rel);
@@ -1111,7 +1113,7 @@ Test(synth, every_generated_line_parses_to_the_relations_it_was_written_with)
         lines++;
         i = e + 1;
     }
-    cr_assert_gt(lines, 150u);
+    cr_assert_gt(lines, 3000u);
     free(rel);
     free(t);
 }

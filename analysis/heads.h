@@ -56,6 +56,11 @@ typedef enum {
     HEADS_REL_NAMES,    /* built-in corpus: repeated name -> after its first use */
     HEADS_REL_DET,      /* built-in corpus: noun (where its forms part) -> its determiner */
     HEADS_REL_COREF,    /* built-in corpus: the noun named again -> the antecedent of "it" */
+    HEADS_REL_SUBJECT,  /* built-in corpus: a scene's verb -> its subject ("sat" -> "cat") */
+    HEADS_REL_MOOD,     /* built-in corpus: the subject noun -> its mood ("cat" -> "tired") */
+    HEADS_REL_MODIFIER, /* built-in corpus: a particle -> its verb ("down" -> "sat") */
+    HEADS_REL_PLACE,    /* built-in corpus: the word before a place -> its preposition */
+    HEADS_REL_PRONOUN,  /* built-in corpus: "it" -> its antecedent ("it" -> "Apple") */
     HEADS_REL_COUNT
 } HeadsRelKind;
 /* The four relations found in any text; the planted ones follow them. */
@@ -66,8 +71,12 @@ typedef enum {
 #define HEADS_PROBE_MIN_ALPHABET 8
 
 /* "previous-token", "bracket", "copy", "rare", "agreement", "names", "determiner",
- * "coreference": JSON keys. */
+ * "coreference", "subject-verb", "adjective-verb", "verb-modifier", "place",
+ * "pronoun": JSON keys. */
 extern const char *const heads_rel_names[HEADS_REL_COUNT];
+
+/* The relation a planted SynthRelKind is measured as. */
+extern const HeadsRelKind heads_rel_of_synth[SYNTH_REL_KINDS];
 
 /* Each relation's bar (docs/heads.md, "Serves"): a head attends to relation q
  * when its mean attention on q's key, HeadStats.rel[q], is above heads_rel_bar[q];

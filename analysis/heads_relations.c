@@ -14,13 +14,23 @@
 
 const char *const heads_rel_names[HEADS_REL_COUNT] = {
     "previous-token", "bracket", "copy", "rare", "agreement", "names", "determiner",
-    "coreference",
+    "coreference", "subject-verb", "adjective-verb", "verb-modifier", "place", "pronoun",
+};
+
+const HeadsRelKind heads_rel_of_synth[SYNTH_REL_KINDS] = {
+    [SYNTH_REL_AGREE] = HEADS_REL_AGREE,       [SYNTH_REL_BRACKET] = HEADS_REL_BRACKET,
+    [SYNTH_REL_NAMES] = HEADS_REL_NAMES,       [SYNTH_REL_DET] = HEADS_REL_DET,
+    [SYNTH_REL_COREF] = HEADS_REL_COREF,       [SYNTH_REL_SUBJECT] = HEADS_REL_SUBJECT,
+    [SYNTH_REL_MOOD] = HEADS_REL_MOOD,         [SYNTH_REL_MODIFIER] = HEADS_REL_MODIFIER,
+    [SYNTH_REL_PLACE] = HEADS_REL_PLACE,       [SYNTH_REL_PRONOUN] = HEADS_REL_PRONOUN,
 };
 
 const double heads_rel_bar[HEADS_REL_COUNT] = {
     [HEADS_REL_PREV] = HEADS_PREV_MIN, [HEADS_REL_BRACKET] = 0.30, [HEADS_REL_COPY] = 0.30,
     [HEADS_REL_RARE] = 0.30, [HEADS_REL_AGREE] = 0.30, [HEADS_REL_NAMES] = 0.30,
-    [HEADS_REL_DET] = 0.30, [HEADS_REL_COREF] = 0.30,
+    [HEADS_REL_DET] = 0.30, [HEADS_REL_COREF] = 0.30, [HEADS_REL_SUBJECT] = 0.30,
+    [HEADS_REL_MOOD] = 0.30, [HEADS_REL_MODIFIER] = 0.30, [HEADS_REL_PLACE] = 0.30,
+    [HEADS_REL_PRONOUN] = 0.30,
 };
 
 void heads_keys_prev(int *key, int B, int T)

@@ -9,13 +9,6 @@ const char *pairs_set_name(int s)
     return s == PAIRS_COREF_CLASS ? "coreference-class" : heads_rel_names[s];
 }
 
-/* The HeadsRelKind of each planted SynthRelKind. */
-static const int set_of_kind[SYNTH_REL_KINDS] = {
-    [SYNTH_REL_AGREE] = HEADS_REL_AGREE,     [SYNTH_REL_BRACKET] = HEADS_REL_BRACKET,
-    [SYNTH_REL_NAMES] = HEADS_REL_NAMES,     [SYNTH_REL_DET] = HEADS_REL_DET,
-    [SYNTH_REL_COREF] = HEADS_REL_COREF,
-};
-
 static int pair_order(const void *x, const void *y)
 {
     const MinimalPair *a = x, *b = y;
@@ -37,22 +30,47 @@ static int names_pair(MinimalPair *p, const SynthRelation *r, size_t at, const T
     return 1;
 }
 
-/* The pair of one contrast: the line holding the form, from its first byte
- * (just after a newline) to its newline, encoded as it is and with alt in place
- * of the form; the pair sits where the encodings first differ. 0 when it cannot
- * be placed (see pairs_from_planted); -1 when out of memory. */
+/* The span a contrast is encoded over, [*ls, *le) of the text: the line
+ * holding the form, from its first byte (just after a newline) to its newline,
+ * or, for a parsed text, the sentence holding it with the space before it (so
+ * that it starts where the text's own chunks do). 0 when the line is cut by
+ * the text's start or end. */
+static int contrast_span(size_t *ls, size_t *le, size_t form, size_t at,
+                         const unsigned char *text, size_t nb, const SynthSentence *sent,
+                         size_t nsent)
+{
+    if (sent) {
+        for (size_t i = 0; i < nsent; i++)
+            if (sent[i].start <= form && form < sent[i].end) {
+                *ls = sent[i].start - (sent[i].start > 0 && text[sent[i].start - 1] == ' ');
+                *le = sent[i].end;
+                return 1;
+            }
+        return 0;
+    }
+    *ls = form;
+    *le = form;
+    while (*ls > 0 && text[*ls - 1] != '\n')
+        --*ls;
+    while (*le < nb && text[*le] != '\n')
+        ++*le;
+    if ((*ls == 0 && at > 0) || *le >= nb)
+        return 0;
+    ++*le; /* its newline */
+    return 1;
+}
+
+/* The pair of one contrast: its span (contrast_span) encoded as it is and with
+ * alt in place of the form; the pair sits where the encodings first differ. 0
+ * when it cannot be placed (see pairs_from_planted); -1 when out of memory. */
 static int contrast_pair(MinimalPair *p, int set, const SynthRelation *r, const char *alt,
                          size_t at, const unsigned char *text, size_t nb, const TokenId *ids,
-                         const size_t *start, size_t nids, const Tokenizer *tok)
+                         const size_t *start, size_t nids, const Tokenizer *tok,
+                         const SynthSentence *sent, size_t nsent)
 {
-    size_t form = r->form - at, ls = form, le = form + r->form_len;
-    while (ls > 0 && text[ls - 1] != '\n')
-        ls--;
-    while (le < nb && text[le] != '\n')
-        le++;
-    if ((ls == 0 && at > 0) || le >= nb)
-        return 0; /* the line is cut by the text's start or end */
-    le++; /* its newline */
+    size_t form = r->form - at, ls, le;
+    if (!contrast_span(&ls, &le, form, at, text, nb, sent, nsent))
+        return 0;
     size_t alen = strlen(alt), rlen = le - ls, wlen = rlen - r->form_len + alen;
     unsigned char *wrong = malloc(wlen);
     TokenId *rid = malloc(rlen * sizeof *rid), *wid = malloc(wlen * sizeof *wid);
@@ -92,7 +110,7 @@ done:
 long pairs_from_planted(MinimalPair *out, size_t cap, size_t *skipped, const SynthRelation *rel,
                         size_t n, size_t at, const unsigned char *text, size_t nb,
                         const TokenId *ids, const size_t *start, size_t nids,
-                        const Tokenizer *tok)
+                        const Tokenizer *tok, const SynthSentence *sent, size_t nsent)
 {
     size_t np = 0;
     *skipped = 0;
@@ -111,9 +129,9 @@ long pairs_from_planted(MinimalPair *out, size_t cap, size_t *skipped, const Syn
         for (int c = 0; c < SYNTH_ALTS && np < cap; c++) {
             if (!r->alt[c][0])
                 continue;
-            int set = c == 1 ? PAIRS_COREF_CLASS : set_of_kind[r->kind];
+            int set = c == 1 && r->kind == SYNTH_REL_COREF ? PAIRS_COREF_CLASS : (int)heads_rel_of_synth[r->kind];
             int got = contrast_pair(&out[np], set, r, r->alt[c], at, text, nb, ids, start, nids,
-                                    tok);
+                                    tok, sent, nsent);
             if (got < 0)
                 return -1;
             if (got)

@@ -53,16 +53,19 @@ typedef struct {
 /* The minimal pairs of the planted relations rel[0..n) (corpus byte positions,
  * as synth_relations_in lists them) of a text that is the corpus from byte
  * `at` on: text[nb] its bytes, ids[nids] its tokens, token t holding bytes
- * [start[t], start[t + 1]). Writes at most cap pairs to out sorted by row (then
- * set) and returns their count; *skipped counts the contrasts left out because
- * their key is not before the scored row, their line is cut by the text's ends,
- * or their line's encoding does not match the text's tokens (it always does for
- * a tokenizer whose chunks start at a line start). cap = n * SYNTH_ALTS always
- * suffices. A names relation gives one pair per row. -1 when out of memory. */
+ * [start[t], start[t + 1]). For a text whose relations come from parsing its
+ * sentences (synth_parse), at is 0 and sent[nsent] are the sentences: each
+ * contrast is encoded over its sentence instead of its line (sent NULL: lines).
+ * Writes at most cap pairs to out sorted by row (then set) and returns their
+ * count; *skipped counts the contrasts left out because their key is not
+ * before the scored row, their line is cut by the text's ends, or their line's
+ * encoding does not match the text's tokens (it always does for a tokenizer
+ * whose chunks start at a line start). cap = n * SYNTH_ALTS always suffices. A
+ * names relation gives one pair per row. -1 when out of memory. */
 long pairs_from_planted(MinimalPair *out, size_t cap, size_t *skipped, const SynthRelation *rel,
                         size_t n, size_t at, const unsigned char *text, size_t nb,
                         const TokenId *ids, const size_t *start, size_t nids,
-                        const Tokenizer *tok);
+                        const Tokenizer *tok, const SynthSentence *sent, size_t nsent);
 
 /* Sums of one set's scores over the windows read. */
 typedef struct {

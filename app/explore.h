@@ -45,7 +45,7 @@ typedef struct {
      * rare_keys[i * T + j] = 1 for every key j of row i (rel_key[HEADS_REL_RARE]
      * is not read). rel_key[q] is NULL for a relation not known on this text:
      * the planted ones, unless builtin (the text is a piece of the built-in
-     * corpus). */
+     * corpus, or holds sentences its grammar parses: planted_known). */
     const int *rel_key[HEADS_REL_COUNT];
     const unsigned char *rare_keys;   /* [T][T] */
     int builtin;

@@ -66,7 +66,7 @@ static void find_relation_keys(RelationKeys *rk, Explore *e, const InferOptions 
         cli_fail("%s", err);
     size_t next = 0;
     planted_keys(rk->key, rk->first, &rk->planted, base, 1, T, &next);
-    e->builtin = rk->planted.builtin;
+    e->builtin = planted_known(&rk->planted);
     for (int q = 0; q < HEADS_REL_COUNT; q++)
         e->rel_key[q] = q < HEADS_REL_TEXT || e->builtin ? rk->key[q] : NULL;
     e->rare_keys = rk->rare;

@@ -607,7 +607,7 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
            "  relation        best    attention  uniform  loss    rows    needed     \n");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *r = &out->rel[q];
-        if (q >= HEADS_REL_TEXT && !in->planted.builtin)
+        if (q >= HEADS_REL_TEXT && !planted_known(&in->planted))
             continue;
         int k = out->needed_head[q];
         printf("  %-15s %-7s %9.3f  %7.3f  %6.3f  %6.0f  %-11s", heads_rel_names[q],
@@ -620,7 +620,7 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
                    r->first_loss, r->pairs);
         printf("\n");
     }
-    if (in->planted.builtin) {
+    if (planted_known(&in->planted)) {
         printf("\nminimal pairs (docs/heads.md): accuracy = share of pairs where the right "
                "token's logit beats the wrong one's (chance 0.5);\n  logit diff = its mean "
                "margin; needed set = heads silenced together, largest cost first, until half "
@@ -642,13 +642,17 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
                "cut by the file's ends)\n", in->causal_windows, in->T,
                in->head_mean ? "their mean output" : "zero", in->planted.pairs_skipped);
     } else {
-        printf("  (no minimal pairs: the file is no piece of the built-in corpus, whose "
-               "generator is what defines them)\n");
+        printf("  (no minimal pairs: the file is no piece of the built-in corpus and none of "
+               "its sentences is one its grammar writes; the generator is what defines them)\n");
     }
     printf("  (rare: token counts of %s)\n", in->rare_source);
     if (in->planted.builtin)
-        printf("  (the file is the built-in corpus from byte %zu: agreement, names, determiner "
-               "and coreference are its planted relations)\n", in->planted.at);
+        printf("  (the file is the built-in corpus from byte %zu: the relations from agreement "
+               "on are its planted ones)\n", in->planted.at);
+    else if (in->planted.parsed)
+        printf("  (%zu of the file's %zu sentences are ones the built-in corpus's grammar "
+               "writes: the relations from agreement on are planted in those)\n",
+               in->planted.parsed, in->planted.nsentence);
     printf("  (best = none: no head attends to the key more than a head spreading its weight "
            "evenly would)\n");
     if (in->planted.dropped)
@@ -676,7 +680,8 @@ static HeadsReport fill_report(const InferOptions *o, const HeadsInputs *in,
         .att_text = ms->att_text, .text = in->in, .att_probe = ms->att_probe,
         .probe = in->probe, .tok = in->tok, .planted_dropped = in->planted.dropped,
         .prune_order = out->prune_order, .prune_loss = out->prune_loss,
-        .nprune = out->nprune, .rel = out->rel, .builtin = in->planted.builtin,
+        .nprune = out->nprune, .rel = out->rel, .builtin = planted_known(&in->planted),
+        .corpus_piece = in->planted.builtin, .parsed_sentences = in->planted.parsed,
         .rel_windows = in->rel_windows, .probe_rule = in->probe_rule,
         .rare_training = in->rare_training, .rare_source = in->rare_source,
         .causal = &ms->base, .ablated = ms->ablated, .needed_head = out->needed_head,

@@ -47,68 +47,105 @@ static int find_sentences(Planted *p, const unsigned char *text, const size_t *s
     return 0;
 }
 
+/* The sentences synth_parse found, as token ranges: from the token holding a
+ * sentence's first byte to the one holding its last. */
+static int parsed_sentences(Planted *p, const SynthSentence *sent, size_t ns, const size_t *start,
+                            size_t nids)
+{
+    p->sentence = malloc((ns ? ns : 1) * sizeof *p->sentence);
+    if (!p->sentence)
+        return -1;
+    for (size_t i = 0; i < ns; i++)
+        p->sentence[i] = (PlantedSentence){heads_token_at(start, nids, sent[i].start),
+                                           heads_token_at(start, nids, sent[i].end - 1) + 1,
+                                           sent[i].understood};
+    p->nsentence = ns;
+    return 0;
+}
+
 int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *tok,
                  const TrainState *ts, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
-    size_t nb = tok_count_bytes(tok, ids, nids), at;
+    size_t nb = tok_count_bytes(tok, ids, nids), at = 0, total = 0, ns = 0;
     char *text = malloc(nb ? nb : 1);
     size_t *start = malloc((nids + 1) * sizeof *start);
     SynthRelation *rel = NULL;
+    SynthSentence *sent = NULL;
     int rc = -1;
     if (!text || !start)
         goto done;
     tok_decode(tok, ids, nids, (unsigned char *)text);
-    if (!synth_locate(&at, text, nb, corpus_bytes(ts), CORPUS_BUILTIN_SEED)) {
-        rc = 0;
-        goto done;
-    }
-    size_t total = synth_relations_in(NULL, 0, at, nb, CORPUS_BUILTIN_SEED);
-    rel = malloc((total ? total : 1) * sizeof *rel);
-    p->rel = malloc((total ? total : 1) * sizeof *p->rel);
-    if (!rel || !p->rel)
-        goto done;
-    synth_relations_in(rel, total, at, nb, CORPUS_BUILTIN_SEED);
     start[0] = 0;
     for (size_t t = 0; t < nids; t++) {
         size_t len;
         tok_piece(tok, ids[t], &len);
         start[t + 1] = start[t] + len;
     }
-    p->builtin = 1;
+    if (synth_locate(&at, text, nb, corpus_bytes(ts), CORPUS_BUILTIN_SEED)) {
+        p->builtin = 1;
+        total = synth_relations_in(NULL, 0, at, nb, CORPUS_BUILTIN_SEED);
+        rel = malloc((total ? total : 1) * sizeof *rel);
+        if (!rel)
+            goto done;
+        synth_relations_in(rel, total, at, nb, CORPUS_BUILTIN_SEED);
+        /* Whether the text starts a corpus line: the corpus's first byte, or
+         * one after a newline (the corpus up to it is generated again, at most
+         * a megabyte, once per analysis). */
+        int line_start = at == 0;
+        if (at > 0) {
+            char *before = malloc(at);
+            if (!before)
+                goto done;
+            synth_generate(before, at, CORPUS_BUILTIN_SEED);
+            line_start = before[at - 1] == '\n';
+            free(before);
+        }
+        if (find_sentences(p, (const unsigned char *)text, start, nids, line_start) < 0)
+            goto done;
+    } else {
+        /* Not a piece of the corpus: the sentences its grammar writes. A
+         * sentence takes at least two bytes, and no relation two queries. */
+        size_t sent_cap = nb / 2 + 1, rel_cap = 2 * nb + 1;
+        sent = malloc(sent_cap * sizeof *sent);
+        rel = malloc(rel_cap * sizeof *rel);
+        if (!sent || !rel)
+            goto done;
+        total = synth_parse(text, nb, sent, sent_cap, &ns, rel, rel_cap);
+        if (total > rel_cap || ns > sent_cap)
+            goto done;
+        for (size_t i = 0; i < ns; i++)
+            p->parsed += sent[i].understood;
+        if (parsed_sentences(p, sent, ns, start, nids) < 0)
+            goto done;
+    }
     p->at = at;
-    p->n = heads_planted_to_tokens(p->rel, &p->dropped, rel, total, at, start, nids);
+    p->rel = malloc((total ? total : 1) * sizeof *p->rel);
     size_t cap = total * SYNTH_ALTS;
     p->pair = malloc((cap ? cap : 1) * sizeof *p->pair);
-    if (!p->pair)
+    if (!p->rel || !p->pair)
         goto done;
-    /* Whether the text starts a corpus line: the corpus's first byte, or one
-     * after a newline (the corpus up to it is generated again, at most a
-     * megabyte, once per analysis). */
-    int line_start = at == 0;
-    if (at > 0) {
-        char *before = malloc(at);
-        if (!before)
-            goto done;
-        synth_generate(before, at, CORPUS_BUILTIN_SEED);
-        line_start = before[at - 1] == '\n';
-        free(before);
-    }
-    if (find_sentences(p, (const unsigned char *)text, start, nids, line_start) < 0)
-        goto done;
+    p->n = heads_planted_to_tokens(p->rel, &p->dropped, rel, total, at, start, nids);
     long np = pairs_from_planted(p->pair, cap, &p->pairs_skipped, rel, total, at,
-                                 (const unsigned char *)text, nb, ids, start, nids, tok);
+                                 (const unsigned char *)text, nb, ids, start, nids, tok,
+                                 p->builtin ? NULL : sent, ns);
     if (np < 0)
         goto done;
     p->npair = (size_t)np;
     rc = 0;
 done:
     free(rel);
+    free(sent);
     free(start);
     free(text);
     if (rc)
-        err_set(err, errlen, "out of memory looking for the text in the built-in corpus");
+        err_set(err, errlen, "out of memory looking for the text's planted relations");
     return rc;
+}
+
+int planted_known(const Planted *p)
+{
+    return p->builtin || p->parsed > 0;
 }
 
 void planted_free(Planted *p)
@@ -121,15 +158,6 @@ void planted_free(Planted *p)
     p->sentence = NULL;
     p->n = p->npair = p->nsentence = 0;
 }
-
-/* The HeadsRelKind of each planted SynthRelKind (brackets are found in any text). */
-static const int planted_kind[SYNTH_REL_KINDS] = {
-    [SYNTH_REL_AGREE] = HEADS_REL_AGREE,
-    [SYNTH_REL_BRACKET] = -1, /* found in any text: analysis/heads' own */
-    [SYNTH_REL_NAMES] = HEADS_REL_NAMES,
-    [SYNTH_REL_DET] = HEADS_REL_DET,
-    [SYNTH_REL_COREF] = HEADS_REL_COREF,
-};
 
 void planted_keys(int *const *key, int *const *first, const Planted *p, size_t lo, int B, int T,
                   size_t *next)
@@ -146,9 +174,9 @@ void planted_keys(int *const *key, int *const *first, const Planted *p, size_t l
         size_t s = lo + (x->query - lo) / (size_t)T * (size_t)T;   /* its window's start */
         if (x->key < s)
             continue;
-        int q = planted_kind[x->kind];
-        if (q < HEADS_REL_AGREE)
-            continue;
+        int q = heads_rel_of_synth[x->kind];
+        if (q < HEADS_REL_TEXT)
+            continue; /* brackets are found in any text: analysis/heads' own */
         size_t i = x->query - lo;
         key[q][i] = (int)(x->key - s);
         if (q == HEADS_REL_NAMES && x->key > s)

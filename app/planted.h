@@ -2,7 +2,9 @@
  * being analysed, for --heads (infer_heads.c) and --explore (infer_explore.c).
  * It finds whether the text is a piece of the built-in corpus (synth_locate:
  * by the text's first line end, walking the generator, never holding the
- * corpus), lists the relations inside it on the text's tokens, and gives each
+ * corpus); if it is not, which of its sentences the corpus's grammar writes
+ * (synth_parse: a user's own "The cat sat on the mat."). It lists the
+ * relations on the text's tokens, with their minimal pairs, and gives each
  * window's query rows their keys. The generator is the one source of these
  * relations; the text relations (previous-token, bracket, copy, rare) are
  * analysis/heads' own. Nothing here prints or exits. */
@@ -26,6 +28,7 @@ typedef struct {
 
 typedef struct {
     int builtin;          /* the text is a piece of the built-in corpus */
+    size_t parsed;        /* else: how many of its sentences the grammar parsed */
     size_t at;            /* the corpus byte it starts at */
     SynthRelation *rel;   /* [n] its planted relations on its tokens, in order of query */
     size_t n;
@@ -40,14 +43,19 @@ typedef struct {
 /* Fills p for the text ids[nids]. The corpus searched is the one the
  * checkpoint trained on when its training state ts names the built-in corpus
  * (ts->data_size bytes), else the SYNTH_DEFAULT_BYTES ./train generates (ts
- * NULL or another text). A text that is no piece of it, or that holds no
- * newline, gets builtin = 0 and no relations. The relations are those
- * synth_relations_in lists, moved onto the tokens by heads_planted_to_tokens,
- * and their minimal pairs (pairs_from_planted).
+ * NULL or another text). A piece of it gets builtin = 1 and the relations
+ * synth_relations_in lists; any other text gets the relations of the
+ * sentences synth_parse understands (parsed counts them). Either way they are
+ * moved onto the tokens by heads_planted_to_tokens, with their minimal pairs
+ * (pairs_from_planted).
  * 0, or -1 when out of memory (p is then safe to planted_free). */
 int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *tok,
                  const TrainState *ts, char *err, size_t errlen);
 void planted_free(Planted *p);
+
+/* Whether the text's planted relations are known: it is a piece of the
+ * built-in corpus, or the grammar understood at least one of its sentences. */
+int planted_known(const Planted *p);
 
 /* The keys of the planted relations for B windows of T tokens, window b
  * starting at text token lo + b * T: key[q][b * T + i] for every planted

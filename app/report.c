@@ -48,6 +48,11 @@ const ReportField report_fields[] = {
     {"names", offsetof(HeadStats, rel[HEADS_REL_NAMES])},
     {"determiner", offsetof(HeadStats, rel[HEADS_REL_DET])},
     {"coreference", offsetof(HeadStats, rel[HEADS_REL_COREF])},
+    {"subject-verb", offsetof(HeadStats, rel[HEADS_REL_SUBJECT])},
+    {"adjective-verb", offsetof(HeadStats, rel[HEADS_REL_MOOD])},
+    {"verb-modifier", offsetof(HeadStats, rel[HEADS_REL_MODIFIER])},
+    {"place", offsetof(HeadStats, rel[HEADS_REL_PLACE])},
+    {"pronoun", offsetof(HeadStats, rel[HEADS_REL_PRONOUN])},
 };
 const size_t report_nfields = sizeof report_fields / sizeof report_fields[0];
 
@@ -367,8 +372,8 @@ static void write_causal_json(FILE *f, const HeadsReport *r, int q)
 static void write_relations_json(FILE *f, const HeadsReport *r)
 {
     char name[32];
-    fprintf(f, ",\"relation_windows\":%d,\"builtin_corpus\":%s,", r->rel_windows,
-            r->builtin ? "true" : "false");
+    fprintf(f, ",\"relation_windows\":%d,\"builtin_corpus\":%s,\"parsed_sentences\":%zu,",
+            r->rel_windows, r->corpus_piece ? "true" : "false", r->parsed_sentences);
     if (r->builtin)
         fprintf(f, "\"planted_dropped\":%zu,", r->planted_dropped);
     fprintf(f, "\"rare_counts\":\"%s\",\"rare_counts_source\":",

@@ -39,11 +39,15 @@ typedef struct {
     const int *prune_order;     /* NULL when not computed */
     const double *prune_loss;   /* [nprune + 1] */
     int nprune;
-    /* relations (docs/heads.md, "Relations"): rel[HEADS_REL_COUNT], the last two
-     * only when builtin is set; measured on rel_windows consecutive windows */
+    /* relations (docs/heads.md, "Relations"): rel[HEADS_REL_COUNT], the planted
+     * ones only when builtin is set (the text is a piece of the built-in corpus
+     * or holds sentences its grammar parses: planted_known); measured on
+     * rel_windows consecutive windows */
     const HeadsRelation *rel;
     int builtin, rel_windows;
     size_t planted_dropped;     /* planted relations whose key and query share a token */
+    int corpus_piece;           /* the text is a piece of the built-in corpus */
+    size_t parsed_sentences;    /* else: its sentences the corpus's grammar parsed */
     int rare_training;          /* the rare counts are the training text's (else the file's) */
     const char *rare_source;    /* which text was counted, and why, as one line */
     const char *probe_rule;     /* which bytes the probes were drawn from */

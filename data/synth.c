@@ -9,6 +9,7 @@
  * This file knows nothing of tokens, batches or files. */
 #include "data/synth.h"
 
+#include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,7 +17,96 @@
 #include "util/rng.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define PICK(r, a) ((a)[rng_below((r), COUNT(a))])
+#define PICK(r, a) ((a)[draw((r), COUNT(a))])
+
+/* ---- Where the choices come from ------------------------------------------- */
+
+/* Every choice the grammar makes goes through a Src. Generating, it draws from
+ * the corpus's random stream. Parsing (synth_parse), it replays a list of
+ * choices and extends it one choice at a time, and every byte the line gets is
+ * compared with the sentence being parsed: the first byte that differs abandons
+ * the attempt (longjmp to the parser), so the parser walks the generator's own
+ * choices depth first and the grammar is written once, here. */
+enum { PARSE_DEPTH = 96 };
+
+typedef struct {
+    Rng *rng;            /* generating: the stream; NULL when parsing */
+    const char *target;  /* parsing: the sentence, ending in '\n' */
+    size_t target_len;
+    uint32_t choice[PARSE_DEPTH], bound[PARSE_DEPTH];
+    size_t depth;        /* choices fixed for this attempt */
+    size_t used;         /* choices consumed so far in it */
+    jmp_buf fail;
+} Src;
+
+/* A parse attempt that cannot produce the sentence ends here. */
+static void src_fail(Src *s)
+{
+    longjmp(s->fail, 1);
+}
+
+/* A uniform choice in [0, n). */
+static uint64_t draw(Src *s, uint64_t n)
+{
+    if (s->rng)
+        return rng_below(s->rng, n);
+    if (s->used == s->depth) {
+        if (s->depth == PARSE_DEPTH)
+            src_fail(s);
+        s->choice[s->depth] = 0;
+        s->bound[s->depth++] = (uint32_t)n;
+    }
+    return s->choice[s->used++];
+}
+
+/* A choice of outcome k in [0, n) with weight w[k] (in any units): one draw
+ * below their sum when generating, one choice per outcome when parsing. */
+static size_t draw_weighted(Src *s, const unsigned *w, size_t n)
+{
+    if (!s->rng)
+        return (size_t)draw(s, n);
+    unsigned total = 0;
+    for (size_t k = 0; k < n; k++)
+        total += w[k];
+    uint64_t x = rng_below(s->rng, total);
+    size_t k = 0;
+    while (x >= w[k])
+        x -= w[k++];
+    return k;
+}
+
+/* A uniform choice in [0, n) that, parsing, can only be v: the caller knows
+ * from the sentence that any other value writes a byte that differs, so the
+ * parser takes v at once instead of trying them all (v >= n: none fits). */
+static uint64_t draw_as(Src *s, uint64_t n, uint64_t v)
+{
+    if (s->rng || s->used < s->depth)
+        return draw(s, n);
+    if (v >= n || s->depth == PARSE_DEPTH)
+        src_fail(s);
+    s->choice[s->depth] = (uint32_t)v;
+    s->bound[s->depth++] = (uint32_t)v + 1;
+    s->used++;
+    return v;
+}
+
+/* 1 with probability num / den: one draw below den generating, the two
+ * outcomes parsing. */
+static int chance(Src *s, unsigned num, unsigned den)
+{
+    const unsigned w[2] = {den - num, num};
+    return (int)draw_weighted(s, w, 2);
+}
+
+/* Drawing again because a draw broke a rule: allowed when generating (the
+ * loop draws again); when parsing, the attempt is abandoned instead, since
+ * the choices that follow are enumerated anyway. Returns 1. */
+static int redraw(Src *s)
+{
+    if (!s->rng)
+        src_fail(s);
+    return 1;
+}
 
 /* ---- One line and its relations ------------------------------------------- */
 
@@ -29,6 +119,8 @@ typedef struct {
     int bad;  /* a limit was broken: the line is drawn again */
     SynthRelation rel[LINE_REL_CAP]; /* positions relative to the line's start */
     size_t nrel;
+    char end; /* the sentence's last mark: '.', '!' or '?' */
+    Src *src; /* where its choices come from; parsing, each byte is checked */
 } Line;
 
 static void line_reset(Line *l)
@@ -37,6 +129,7 @@ static void line_reset(Line *l)
     l->glue = 0;
     l->bad = 0;
     l->nrel = 0;
+    l->end = '.';
 }
 
 static void line_char(Line *l, char c)
@@ -44,6 +137,19 @@ static void line_char(Line *l, char c)
     if (l->len + 1 >= LINE_CAP) {
         l->bad = 1;
         return;
+    }
+    const Src *s = l->src;
+    if (!s->rng) {
+        /* Parsing: the sentence's first letter may be a capital where the
+         * grammar wrote a small one (line_generate capitalises it last). */
+        char t = l->len < s->target_len ? s->target[l->len] : '\0';
+        if (l->len == 0 && t >= 'A' && t <= 'Z')
+            t = (char)(t - 'A' + 'a');
+        if (l->len == 0 && c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (t != c)
+            src_fail(l->src);
+        c = s->target[l->len];
     }
     l->text[l->len++] = c;
 }
@@ -60,6 +166,58 @@ static size_t line_word(Line *l, const char *w)
         line_char(l, *w);
     return start;
 }
+
+/* Where the line's next word will start. */
+static size_t next_word_pos(const Line *l)
+{
+    return l->len + (l->len > 0 && !l->glue);
+}
+
+/* Length of the sentence's word at pos, parsing (letters and digits, with a
+ * hyphen between two of them); 0 past its end. */
+static size_t target_word_len(const Src *s, size_t pos)
+{
+    size_t n = 0;
+    while (pos + n < s->target_len) {
+        char c = s->target[pos + n];
+        int letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!letter && !(c == '-' && n > 0 && pos + n + 1 < s->target_len))
+            break;
+        n++;
+    }
+    return n;
+}
+
+/* Whether the sentence holds the word (or words) w at pos, followed by no
+ * more of a word; the first letter may be a capital at the line's start. */
+static int target_word_is(const Src *s, size_t pos, const char *w)
+{
+    size_t n = strlen(w);
+    if (n == 0 || pos + n > s->target_len)
+        return 0;
+    if (pos == 0 && (s->target[0] | 0x20) != w[0])
+        return 0;
+    if (memcmp(s->target + pos + (pos == 0), w + (pos == 0), n - (pos == 0)) != 0)
+        return 0;
+    return target_word_len(s, pos + n - 1) == 1; /* the word ends with w */
+}
+
+/* An index into list[0..n) for a word that will be written at pos: uniform
+ * generating; parsing, the one whose word the sentence holds there (draw_as). */
+static size_t pick_index(Src *r, const char *const *list, size_t n, size_t pos)
+{
+    if (r->rng)
+        return (size_t)draw(r, n);
+    size_t v = 0;
+    while (v < n && !target_word_is(r, pos, list[v]))
+        v++;
+    return (size_t)draw_as(r, n, v);
+}
+
+#define PICK_AT(r, a, pos) ((a)[pick_index((r), (a), COUNT(a), (pos))])
+
+/* Appends a word drawn from a list. */
+#define PUT_PICK(l, r, a) line_word((l), PICK_AT((r), (a), next_word_pos(l)))
 
 /* Plants a relation; form/form_len/alt0/alt1 give its minimal pair (synth.h;
  * NULL alternatives: none). */
@@ -119,59 +277,117 @@ static size_t pair_shared(const WordPair *pair)
     return shared;
 }
 
-/* Appends "det [adj [adj]] noun" of the given number, the noun animate when it
- * is to be a subject and from the whole lexicon otherwise; a determiner other
- * than "the" plants the determiner relation. Returns the noun's last byte. */
-static size_t put_np(Line *l, Rng *r, int plural, int animate)
+/* Shares of a noun phrase's determiner ("the", or one that says the number),
+ * in fifths, and of its number of adjectives (none, one, two), in tenths. */
+static const unsigned DET_SHARES[] = {3, 2};
+static const unsigned NADJ_SHARES[] = {6, 3, 1};
+
+/* Draws a determiner, to be written at pos, for a noun of the given number
+ * ("the" three times in five) and returns it; "a" is left for the caller to
+ * turn into "an". Parsing, the sentence's word there decides both draws. */
+static const char *pick_det(Src *r, int plural, size_t pos)
 {
-    const char *det = "the";
-    if (rng_below(r, 5) >= 3)
-        det = plural ? PICK(r, DETS_PL) : PICK(r, DETS_SG);
-    uint64_t nadj = rng_below(r, 10);
-    nadj = nadj < 6 ? 0 : nadj < 9 ? 1 : 2;
-    const char *adj[SYNTH_ADJ_MAX] = {NULL, NULL};
-    for (uint64_t k = 0; k < nadj; k++)
-        do
-            adj[k] = PICK(r, ADJS);
-        while (k > 0 && adj[k] == adj[0]);
-    size_t i = (size_t)rng_below(r, animate ? COUNT(ANIMATE) : COUNT(ANIMATE) + COUNT(THINGS));
-    const WordPair *pair = i < COUNT(ANIMATE) ? &ANIMATE[i] : &THINGS[i - COUNT(ANIMATE)];
+    size_t the = r->rng ? (size_t)draw_weighted(r, DET_SHARES, 2)
+                        : (size_t)draw_as(r, 2, !target_word_is(r, pos, "the"));
+    if (the == 0)
+        return "the";
+    const char *const *list = plural ? DETS_PL : DETS_SG;
+    size_t n = plural ? COUNT(DETS_PL) : COUNT(DETS_SG);
+    if (!r->rng && !plural && target_word_is(r, pos, "an"))
+        return list[draw_as(r, n, 0)]; /* "a", which becomes "an" */
+    return list[pick_index(r, list, n, pos)];
+}
+
+/* A noun's forms, drawn from the animate nouns, or from them and the things,
+ * for a noun of the given number to be written at pos (parsing, the sentence's
+ * word there decides the draw). */
+static const WordPair *pick_noun(Src *r, int animate, int plural, size_t pos)
+{
+    size_t n = animate ? COUNT(ANIMATE) : COUNT(ANIMATE) + COUNT(THINGS), v = 0;
+    if (r->rng)
+        v = (size_t)draw(r, n);
+    else {
+        while (v < n) {
+            const WordPair *p = v < COUNT(ANIMATE) ? &ANIMATE[v] : &THINGS[v - COUNT(ANIMATE)];
+            if (target_word_is(r, pos, plural ? p->pl : p->sg))
+                break;
+            v++;
+        }
+        v = (size_t)draw_as(r, n, v);
+    }
+    return v < COUNT(ANIMATE) ? &ANIMATE[v] : &THINGS[v - COUNT(ANIMATE)];
+}
+
+/* Plants the determiner relation of a noun whose forms are *pair, written at
+ * `start` after a determiner ending at det_end: on the last byte its two forms
+ * share, with the other number as the broken form when the determiner says the
+ * number ("the" says none: no minimal pair). */
+static void plant_det(Line *l, const char *det, size_t det_end, const WordPair *pair, int plural,
+                      size_t start)
+{
     const char *noun = plural ? pair->pl : pair->sg;
-    if (strcmp(det, "a") == 0 && is_vowel(adj[0] ? adj[0][0] : noun[0]))
+    line_rel(l, SYNTH_REL_DET, start + pair_shared(pair) - 1, det_end, start, strlen(noun),
+             strcmp(det, "the") == 0 ? NULL : plural ? pair->sg : pair->pl, NULL);
+}
+
+/* Appends "det [adj [adj]] noun" of the given number, the noun animate when it
+ * is to be a subject and from the whole lexicon otherwise, and plants the
+ * determiner relation. Returns the noun's last byte. Each word is drawn just
+ * before it is written (the first one after the determiner just before it,
+ * for "a" or "an"), so that parsing abandons a wrong draw at once. */
+static size_t put_np(Line *l, Src *r, int plural, int animate)
+{
+    size_t p0 = next_word_pos(l);
+    const char *det = pick_det(r, plural, p0);
+    /* Parsing: where the word after the determiner starts. */
+    size_t p1 = r->rng ? 0 : p0 + target_word_len(r, p0) + 1;
+    size_t nadj = draw_weighted(r, NADJ_SHARES, 3);
+    const char *adj0 = nadj ? PICK_AT(r, ADJS, p1) : NULL;
+    const WordPair *pair = adj0 ? NULL : pick_noun(r, animate, plural, p1);
+    const char *next = adj0 ? adj0 : plural ? pair->pl : pair->sg;
+    if (strcmp(det, "a") == 0 && is_vowel(next[0]))
         det = "an";
     size_t det_end = line_word(l, det) + strlen(det) - 1;
-    for (uint64_t k = 0; k < nadj; k++)
-        line_word(l, adj[k]);
+    if (adj0) {
+        line_word(l, adj0);
+        if (nadj == 2) {
+            const char *adj1;
+            do
+                adj1 = PICK_AT(r, ADJS, next_word_pos(l));
+            while (adj1 == adj0 && redraw(r));
+            line_word(l, adj1);
+        }
+        pair = pick_noun(r, animate, plural, next_word_pos(l));
+    }
+    const char *noun = plural ? pair->pl : pair->sg;
     size_t start = line_word(l, noun);
-    if (strcmp(det, "the") != 0)
-        line_rel(l, SYNTH_REL_DET, start + pair_shared(pair) - 1, det_end, start, strlen(noun),
-                 plural ? pair->sg : pair->pl, NULL);
+    plant_det(l, det, det_end, pair, plural, start);
     return start + strlen(noun) - 1;
 }
 
 /* A noun phrase of random number: put_animate for subjects (and listeners),
  * put_np_any for objects and places. */
-static void put_np_any(Line *l, Rng *r)
+static void put_np_any(Line *l, Src *r)
 {
-    put_np(l, r, (int)rng_below(r, 2), 0);
+    put_np(l, r, (int)draw(r, 2), 0);
 }
 
-static void put_animate(Line *l, Rng *r)
+static void put_animate(Line *l, Src *r)
 {
-    put_np(l, r, (int)rng_below(r, 2), 1);
+    put_np(l, r, (int)draw(r, 2), 1);
 }
 
 /* A prepositional phrase of place, which may follow a noun or a verb. */
-static void put_pp(Line *l, Rng *r)
+static void put_pp(Line *l, Src *r)
 {
-    line_word(l, PICK(r, PREPS_PLACE));
+    PUT_PICK(l, r, PREPS_PLACE);
     put_np_any(l, r);
 }
 
 /* A prepositional phrase after a verb: of place or of path. */
-static void put_verb_pp(Line *l, Rng *r)
+static void put_verb_pp(Line *l, Src *r)
 {
-    size_t i = (size_t)rng_below(r, COUNT(PREPS_PLACE) + COUNT(PREPS_PATH));
+    size_t i = (size_t)draw(r, COUNT(PREPS_PLACE) + COUNT(PREPS_PATH));
     line_word(l, i < COUNT(PREPS_PLACE) ? PREPS_PLACE[i] : PREPS_PATH[i - COUNT(PREPS_PLACE)]);
     put_np_any(l, r);
 }
@@ -190,37 +406,42 @@ static void put_verb(Line *l, const WordPair *verb, int plural, size_t subject_e
 /* ---- Line kinds ------------------------------------------------------------- */
 
 /* Past tense carries no number, so these lines exercise spelling and word order only. */
-static void gen_plain(Line *l, Rng *r)
+static void gen_plain(Line *l, Src *r)
 {
-    switch (rng_below(r, 4)) {
+    switch (draw(r, 4)) {
     case 0:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         put_np_any(l, r);
-        if (rng_below(r, 2))
+        if (draw(r, 2))
             put_verb_pp(l, r);
         break;
     case 1:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_INTRANS));
-        if (rng_below(r, 2))
+        PUT_PICK(l, r, PAST_INTRANS);
+        if (draw(r, 2))
             put_verb_pp(l, r);
-        if (rng_below(r, 2))
-            line_word(l, PICK(r, ADVS_END));
+        if (draw(r, 2))
+            PUT_PICK(l, r, ADVS_END);
         break;
     case 2:
         put_pp(l, r);
         line_char(l, ',');
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
         break;
     default:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_INTRANS));
-        line_char(l, ',');
-        line_word(l, PICK(r, CONJS));
+        PUT_PICK(l, r, PAST_INTRANS);
+        /* Two clauses joined by a comma and a conjunction, or by a semicolon. */
+        if (chance(r, 2, 3)) {
+            line_char(l, ',');
+            PUT_PICK(l, r, CONJS);
+        } else {
+            line_char(l, ';');
+        }
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         put_np_any(l, r);
         break;
     }
@@ -229,73 +450,79 @@ static void gen_plain(Line *l, Rng *r)
 /* Subject, 0..8 intervening words, then a present-tense verb that agrees with it
  * (and, in a relative clause, a second one). Nouns in between have a random
  * number, so the nearest noun is no guide. */
-static void gen_agree(Line *l, Rng *r)
+static void gen_agree(Line *l, Src *r)
 {
-    int plural = (int)rng_below(r, 2);
+    int plural = (int)draw(r, 2);
     size_t subject = put_np(l, r, plural, 1);
     /* In twentieths: nothing 4, an adverb 3, one place 6, two places 3, a relative clause 4. */
-    uint64_t middle = rng_below(r, 20);
-    if (middle >= 4 && middle < 7) {
-        line_word(l, PICK(r, ADVS_MID));
-    } else if (middle >= 7 && middle < 13) {
+    static const unsigned middle_shares[] = {4, 3, 6, 3, 4};
+    size_t middle = draw_weighted(r, middle_shares, 5);
+    if (middle == 1) {
+        PUT_PICK(l, r, ADVS_MID);
+    } else if (middle == 2) {
         put_pp(l, r);
-    } else if (middle >= 13 && middle < 16) {
+    } else if (middle == 3) {
         put_pp(l, r);
         put_pp(l, r);
-    } else if (middle >= 16) {
+    } else if (middle == 4) {
         line_word(l, "that");
         put_verb(l, &PICK(r, VERBS_TRANS), plural, subject);
         put_np_any(l, r);
     }
-    uint64_t predicate = rng_below(r, 20);
-    if (predicate < 8) {
+    /* In twentieths: intransitive 8, transitive 7, "is" and an adjective 5; an
+     * intransitive verb ends with a place 2, an adverb 1 or nothing 1 in four. */
+    static const unsigned predicate_shares[] = {8, 7, 5}, tail_shares[] = {2, 1, 1};
+    size_t predicate = draw_weighted(r, predicate_shares, 3);
+    if (predicate == 0) {
         put_verb(l, &PICK(r, VERBS_INTRANS), plural, subject);
-        uint64_t tail = rng_below(r, 4);
-        if (tail < 2)
+        size_t tail = draw_weighted(r, tail_shares, 3);
+        if (tail == 0)
             put_verb_pp(l, r);
-        else if (tail == 2)
-            line_word(l, PICK(r, ADVS_END));
-    } else if (predicate < 15) {
+        else if (tail == 1)
+            PUT_PICK(l, r, ADVS_END);
+    } else if (predicate == 1) {
         put_verb(l, &PICK(r, VERBS_TRANS), plural, subject);
         put_np_any(l, r);
     } else {
         put_verb(l, &COPULA, plural, subject);
-        line_word(l, PICK(r, ADJS));
+        PUT_PICK(l, r, ADJS);
     }
 }
 
 /* What goes between brackets: a noun phrase, maybe with a place, or a clause. */
-static void put_inner(Line *l, Rng *r)
+static void put_inner(Line *l, Src *r)
 {
-    switch (rng_below(r, 3)) {
+    switch (draw(r, 3)) {
     case 0:
         put_np_any(l, r);
-        if (rng_below(r, 2))
+        if (draw(r, 2))
             put_pp(l, r);
         break;
     case 1:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
         break;
     default:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_TRANS));
+        PUT_PICK(l, r, PAST_TRANS);
         put_np_any(l, r);
         break;
     }
 }
 
 /* A speaker and a quoted clause, with a parenthesis inside the quote when nest is set. */
-static void put_quote(Line *l, Rng *r, int nest)
+static void put_quote(Line *l, Src *r, int nest)
 {
-    line_word(l, PICK(r, PAST_SPEECH));
+    PUT_PICK(l, r, PAST_SPEECH);
+    if (chance(r, 1, 4))
+        line_char(l, ':');
     size_t q = line_open(l, '"');
     if (nest) {
         put_animate(l, r);
         size_t p = line_open(l, '(');
         put_inner(l, r);
         line_close(l, ')', p);
-        line_word(l, PICK(r, PAST_INTRANS));
+        PUT_PICK(l, r, PAST_INTRANS);
     } else {
         put_inner(l, r);
     }
@@ -304,25 +531,28 @@ static void put_quote(Line *l, Rng *r, int nest)
 
 /* ( ... ) after a subject, or "..." after a speech verb, and in one line in five
  * one nested in the other, so the closer depends on which was opened last. */
-static void gen_bracket(Line *l, Rng *r)
+static void gen_bracket(Line *l, Src *r)
 {
-    uint64_t form = rng_below(r, 10);
+    /* In tenths: a parenthesis 4, one with a quote inside 1, a quote 4, a quote
+     * with a parenthesis inside 1. */
+    static const unsigned form_shares[] = {4, 1, 4, 1};
+    size_t form = draw_weighted(r, form_shares, 4);
     put_animate(l, r);
-    if (form < 4 || form == 8) {
+    if (form <= 1) {
         size_t p = line_open(l, '(');
-        if (form == 8) {
+        if (form == 1) {
             line_word(l, "who");
             put_quote(l, r, 0);
         } else {
             put_inner(l, r);
         }
         line_close(l, ')', p);
-        line_word(l, PICK(r, PAST_INTRANS));
-        if (rng_below(r, 2))
-            line_word(l, PICK(r, ADVS_END));
+        PUT_PICK(l, r, PAST_INTRANS);
+        if (draw(r, 2))
+            PUT_PICK(l, r, ADVS_END);
     } else {
-        put_quote(l, r, form == 9);
-        if (rng_below(r, 2)) {
+        put_quote(l, r, form == 3);
+        if (draw(r, 2)) {
             line_word(l, "to");
             put_animate(l, r);
         }
@@ -333,37 +563,62 @@ typedef struct {
     char text[8];
     size_t first; /* where it first occurs in the line */
     int placed;
+    char avoid;   /* the small letter it must not start with */
 } Name;
 
-/* A fresh name of 4-7 letters, consonants and vowels alternating so that it reads
- * as a name, never a lexicon word, never starting with the letter `avoid`. */
-static void make_name(Name *nm, Rng *r, char avoid)
+static const char NAME_CONSONANTS[] = "bcdfghjklmnpqrstvwxyz";
+static const char NAME_VOWELS[] = "aeiou";
+
+/* Writes a fresh name of 4-7 letters where the line stands, letter by letter
+ * as they are drawn, consonants and vowels alternating so that it reads as a
+ * name: never a lexicon word, never starting with nm->avoid. */
+static void new_name(Line *l, Src *r, Name *nm)
 {
-    static const char consonants[] = "bcdfghjklmnprstvwz";
-    static const char vowels[] = "aeiou";
-    size_t len;
-    do {
-        len = 4 + (size_t)rng_below(r, 4);
-        int vowel = rng_below(r, 4) == 0;
+    size_t mark = l->len;
+    int glue = l->glue;
+    for (;;) {
+        l->len = mark;
+        l->glue = glue;
+        size_t start = line_word(l, "");
+        /* Parsing, the sentence's word here decides every draw. */
+        const char *t = r->rng ? NULL : r->target + start;
+        size_t tlen = 0;
+        while (t && start + tlen < r->target_len &&
+               ((t[tlen] >= 'a' && t[tlen] <= 'z') || (t[tlen] >= 'A' && t[tlen] <= 'Z')))
+            tlen++;
+        size_t len = 4 + (size_t)draw_as(r, 4, tlen - 4);
+        int vowel = t ? (int)draw_as(r, 2, strchr(NAME_VOWELS, t[0] | 0x20) != NULL)
+                      : chance(r, 1, 4);
         for (size_t i = 0; i < len; i++) {
-            nm->text[i] = vowel ? vowels[rng_below(r, 5)] : consonants[rng_below(r, 18)];
+            const char *set = vowel ? NAME_VOWELS : NAME_CONSONANTS;
+            size_t n = vowel ? sizeof NAME_VOWELS - 1 : sizeof NAME_CONSONANTS - 1;
+            const char *at = t ? strchr(set, t[i] | 0x20) : NULL;
+            char c = set[t ? draw_as(r, n, at ? (uint64_t)(at - set) : n) : draw(r, n)];
+            nm->text[i] = c;
+            line_char(l, i == 0 ? (char)(c - 'a' + 'A') : c);
             vowel = !vowel;
         }
         nm->text[len] = '\0';
-    } while (nm->text[0] == avoid || synth_word_classes(nm->text, len) != 0);
-    nm->text[0] = (char)(nm->text[0] - 'a' + 'A');
-    nm->placed = 0;
-}
-
-/* Appends a name; a repeat plants one copy relation per letter but the last. */
-static void put_name(Line *l, Name *nm)
-{
-    size_t start = line_word(l, nm->text);
-    if (!nm->placed) {
-        nm->placed = 1;
+        if (nm->text[0] == nm->avoid || synth_word_classes(nm->text, len) != 0) {
+            redraw(r);
+            continue;
+        }
+        nm->text[0] = (char)(nm->text[0] - 'a' + 'A');
         nm->first = start;
+        nm->placed = 1;
         return;
     }
+}
+
+/* Appends a name: a new one the first time, else a repeat, which plants one
+ * copy relation per letter but the last. */
+static void put_name(Line *l, Src *r, Name *nm)
+{
+    if (!nm->placed) {
+        new_name(l, r, nm);
+        return;
+    }
+    size_t start = line_word(l, nm->text);
     if (start - nm->first > SYNTH_COPY_MAX_DISTANCE)
         l->bad = 1;
     size_t len = strlen(nm->text);
@@ -372,64 +627,66 @@ static void put_name(Line *l, Name *nm)
 }
 
 /* The first clause of a copy line: it introduces a, and sometimes b too. */
-static void copy_intro(Line *l, Rng *r, Name *a, Name *b)
+static void copy_intro(Line *l, Src *r, Name *a, Name *b)
 {
-    switch (rng_below(r, 5)) {
+    switch (draw(r, 5)) {
     case 0:
-        put_name(l, a);
-        line_word(l, PICK(r, PAST_TRANS));
+        put_name(l, r, a);
+        PUT_PICK(l, r, PAST_TRANS);
         put_np_any(l, r);
         break;
     case 1:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_TRANS));
-        put_name(l, a);
+        PUT_PICK(l, r, PAST_TRANS);
+        put_name(l, r, a);
         break;
     case 2:
-        put_name(l, a);
-        line_word(l, PICK(r, PAST_INTRANS));
+        put_name(l, r, a);
+        PUT_PICK(l, r, PAST_INTRANS);
         put_verb_pp(l, r);
         break;
     case 3:
-        put_name(l, a);
+        put_name(l, r, a);
         line_word(l, "and");
-        put_name(l, b);
-        line_word(l, PICK(r, PAST_INTRANS));
+        b->avoid = (char)(a->text[0] - 'A' + 'a');
+        put_name(l, r, b);
+        PUT_PICK(l, r, PAST_INTRANS);
         break;
     default:
-        put_name(l, a);
-        line_word(l, PICK(r, PAST_TRANS));
-        put_name(l, b);
+        put_name(l, r, a);
+        PUT_PICK(l, r, PAST_TRANS);
+        b->avoid = (char)(a->text[0] - 'A' + 'a');
+        put_name(l, r, b);
         break;
     }
 }
 
 /* The second clause: it repeats one introduced name, and with two names sometimes both. */
-static void copy_repeat(Line *l, Rng *r, Name *a, Name *b)
+static void copy_repeat(Line *l, Src *r, Name *a, Name *b)
 {
-    Name *x = (b->placed && rng_below(r, 2)) ? b : a;
-    switch (rng_below(r, 4)) {
+    Name *x = (b->placed && draw(r, 2)) ? b : a;
+    switch (draw(r, 4)) {
     case 0:
-        put_name(l, x);
-        line_word(l, PICK(r, PAST_INTRANS));
-        if (rng_below(r, 2))
-            line_word(l, PICK(r, ADVS_END));
+        put_name(l, r, x);
+        PUT_PICK(l, r, PAST_INTRANS);
+        if (draw(r, 2))
+            PUT_PICK(l, r, ADVS_END);
         break;
     case 1:
-        put_name(l, x);
-        line_word(l, PICK(r, PAST_TRANS));
+        put_name(l, r, x);
+        PUT_PICK(l, r, PAST_TRANS);
         put_np_any(l, r);
         break;
     case 2:
         put_animate(l, r);
-        line_word(l, PICK(r, PAST_TRANS));
-        put_name(l, x);
+        PUT_PICK(l, r, PAST_TRANS);
+        put_name(l, r, x);
         break;
     default:
-        put_name(l, x);
-        line_word(l, PICK(r, PAST_TRANS));
+        put_name(l, r, x);
+        PUT_PICK(l, r, PAST_TRANS);
         if (b->placed)
-            put_name(l, x == a ? b : a);
+            put_name(l, r, x == a ? b : a);
         else
             put_np_any(l, r);
         break;
@@ -438,14 +695,12 @@ static void copy_repeat(Line *l, Rng *r, Name *a, Name *b)
 
 /* A clause introducing one or two names, a conjunction, then a clause that
  * repeats one of them (and, with two names, sometimes both). */
-static void gen_copy(Line *l, Rng *r)
+static void gen_copy(Line *l, Src *r)
 {
-    Name a, b;
-    make_name(&a, r, '\0');
-    make_name(&b, r, (char)(a.text[0] - 'A' + 'a'));
+    Name a = {.avoid = '\0'}, b = {.avoid = '\0'};
     copy_intro(l, r, &a, &b);
     line_char(l, ',');
-    line_word(l, PICK(r, CONJS));
+    PUT_PICK(l, r, CONJS);
     copy_repeat(l, r, &a, &b);
 }
 
@@ -456,24 +711,24 @@ static void gen_copy(Line *l, Rng *r)
  * Which noun is named again follows from the property alone: each order and each
  * property class is drawn with probability 1/2, so the nearer noun is the right
  * one half of the time. Plants the coreference relation on the second naming. */
-static void gen_coref(Line *l, Rng *r)
+static void gen_coref(Line *l, Src *r)
 {
-    int thing_first = (int)rng_below(r, 2);
-    int about_thing = (int)rng_below(r, 2);
-    size_t ia = (size_t)rng_below(r, COUNT(COREF_ANIMALS));
-    size_t it = (size_t)rng_below(r, COUNT(COREF_THINGS));
+    int thing_first = (int)draw(r, 2);
+    int about_thing = (int)draw(r, 2);
+    size_t ia = (size_t)draw(r, COUNT(COREF_ANIMALS));
+    size_t it = (size_t)draw(r, COUNT(COREF_THINGS));
     const char *animal = COREF_ANIMALS[ia], *thing = COREF_THINGS[it];
     size_t at[2];
     for (int k = 0; k < 2; k++) {
         const char *noun = (k == 0) == thing_first ? thing : animal;
-        const char *det = k == 0 && rng_below(r, 3) == 0 ? (is_vowel(noun[0]) ? "an" : "a")
+        const char *det = k == 0 && chance(r, 1, 3) ? (is_vowel(noun[0]) ? "an" : "a")
                                                          : "the";
         line_word(l, det);
         at[k] = line_word(l, noun);
         if (k == 0)
-            line_word(l, PICK(r, COREF_LINKS));
+            PUT_PICK(l, r, COREF_LINKS);
     }
-    line_word(l, PICK(r, COREF_CONJS));
+    PUT_PICK(l, r, COREF_CONJS);
     line_word(l, "it");
     line_word(l, "was");
     line_word(l, about_thing ? PICK(r, PROPS_THING) : PICK(r, PROPS_ANIMAL));
@@ -496,26 +751,22 @@ static void gen_coref(Line *l, Rng *r)
 /* A sound made of one random consonant-vowel syllable said 4-10 times
  * (SYNTH_SOUND_*: "babababa", "tititititi"): past its first two letters every
  * byte is the one two places back, the byte before the one being read, so a
- * previous-token head predicts it and nothing else in the line does. */
-static void put_sound(Line *l, Rng *r, int quoted)
+ * previous-token head predicts it and nothing else in the line does. The
+ * syllable's letters are written as they are drawn, then repeated. */
+static void put_sound(Line *l, Src *r, int quoted)
 {
     static const char consonants[] = "bcdfghjklmnprstvwz";
     static const char vowels[] = "aeiou";
-    char s[2 * SYNTH_SOUND_MAX_REPEATS + 1];
+    size_t q = quoted ? line_open(l, '"') : 0;
+    size_t start = line_word(l, "");
+    line_char(l, consonants[draw(r, sizeof consonants - 1)]);
+    line_char(l, vowels[draw(r, sizeof vowels - 1)]);
     size_t n = SYNTH_SOUND_MIN_REPEATS +
-               (size_t)rng_below(r, SYNTH_SOUND_MAX_REPEATS - SYNTH_SOUND_MIN_REPEATS + 1);
-    s[0] = consonants[rng_below(r, 18)];
-    s[1] = vowels[rng_below(r, 5)];
+               (size_t)draw(r, SYNTH_SOUND_MAX_REPEATS - SYNTH_SOUND_MIN_REPEATS + 1);
     for (size_t i = 2; i < 2 * n; i++)
-        s[i] = s[i - 2];
-    s[2 * n] = '\0';
-    if (quoted) {
-        size_t q = line_open(l, '"');
-        line_word(l, s);
+        line_char(l, l->text[start + i - 2]);
+    if (quoted)
         line_close(l, '"', q);
-    } else {
-        line_word(l, s);
-    }
 }
 
 /* Past-tense verbs of the lexicon that can take a sound. */
@@ -524,19 +775,19 @@ static const char *const SOUND_VERBS[] = {
 };
 
 /* Someone makes a sound, quoted or not, sometimes to someone or twice. */
-static void gen_sound(Line *l, Rng *r)
+static void gen_sound(Line *l, Src *r)
 {
     put_animate(l, r);
-    line_word(l, PICK(r, SOUND_VERBS));
-    int quoted = (int)rng_below(r, 2);
+    PUT_PICK(l, r, SOUND_VERBS);
+    int quoted = (int)draw(r, 2);
     put_sound(l, r, quoted);
-    switch (rng_below(r, 4)) {
+    switch (draw(r, 4)) {
     case 0:
         line_word(l, "to");
         put_animate(l, r);
         break;
     case 1:
-        line_word(l, PICK(r, ADVS_END));
+        PUT_PICK(l, r, ADVS_END);
         break;
     case 2:
         line_word(l, "and");
@@ -545,42 +796,186 @@ static void gen_sound(Line *l, Rng *r)
     default:
         break;
     }
+    if (draw(r, 2))
+        l->end = '!';
+}
+
+/* ---- Scenes and pronouns: the documents' sentences ----------------------------- */
+
+/* Shares of a scene's ending: a particle ("sat down"), a place ("sat on the
+ * mat"), or both; and of its last mark: '.', '!', '?'. In tenths. */
+static const unsigned SCENE_END_SHARES[] = {3, 6, 1};
+static const unsigned SCENE_MARK_SHARES[] = {8, 1, 1};
+
+/* The verb's index in SCENE_VERBS. */
+static size_t scene_verb_index(const char *verb)
+{
+    for (size_t i = 0; i < COUNT(SCENE_VERBS); i++)
+        if (strcmp(SCENE_VERBS[i].verb, verb) == 0)
+            return i;
+    return 0;
+}
+
+/* A place after a scene's verb: the animal's preposition, "the", maybe an
+ * adjective, and one of that preposition's places, with the place relation
+ * on the byte before the place (its broken form: a place of another
+ * preposition). Returns nothing; the preposition is the caller's. */
+static void put_scene_place(Line *l, Src *r, size_t prep_index)
+{
+    const ScenePlace *pl = &SCENE_PLACES[prep_index];
+    size_t prep = line_word(l, pl->prep);
+    line_word(l, "the");
+    if (chance(r, 1, 3))
+        PUT_PICK(l, r, ADJS);
+    const char *place = pl->places[draw(r, SCENE_PLACE_NOUNS)];
+    size_t at = line_word(l, place);
+    const ScenePlace *other = &SCENE_PLACES[(prep_index + 1 + at % (COUNT(SCENE_PLACES) - 1)) %
+                                            COUNT(SCENE_PLACES)];
+    line_rel(l, SYNTH_REL_PLACE, at - 1, prep + strlen(pl->prep) - 1, at, strlen(place),
+             other->places[at % SCENE_PLACE_NOUNS], NULL);
+}
+
+/* The documents' scene: "The cat sat on the mat.", "The tired cat slept on the
+ * warm mat.", "The cat sat down.": an animal, maybe in a mood, a verb (one of
+ * the mood's when there is one), then its particle, the animal's place, or
+ * both. Plants the determiner; the mood on the noun (the verb follows from
+ * the adjective before it); subject-verb on the verb (the preposition after
+ * it follows from the subject); verb-modifier on the particle (it follows
+ * from the verb); place on the byte before the place (it follows from the
+ * preposition). */
+static void gen_scene(Line *l, Src *r)
+{
+    size_t ia = (size_t)draw(r, COUNT(SCENE_ANIMALS));
+    const SceneAnimal *an = &SCENE_ANIMALS[ia];
+    int plural = (int)draw(r, 2);
+    const char *det = pick_det(r, plural, next_word_pos(l));
+    int mood = draw(r, 2) ? (int)draw(r, COUNT(SCENE_MOODS)) : -1;
+    if (strcmp(det, "a") == 0 && is_vowel(mood >= 0 ? SCENE_MOODS[mood].adj[0] : an->noun.sg[0]))
+        det = "an";
+    size_t det_end = line_word(l, det) + strlen(det) - 1;
+    size_t adj_end = 0;
+    if (mood >= 0)
+        adj_end = line_word(l, SCENE_MOODS[mood].adj) + strlen(SCENE_MOODS[mood].adj) - 1;
+    const char *noun = plural ? an->noun.pl : an->noun.sg;
+    size_t start = line_word(l, noun), noun_end = start + strlen(noun) - 1;
+    plant_det(l, det, det_end, &an->noun, plural, start);
+    const char *verb = mood >= 0 ? SCENE_MOODS[mood].verbs[draw(r, SCENE_MOOD_VERBS)]
+                                 : SCENE_VERBS[draw(r, COUNT(SCENE_VERBS))].verb;
+    size_t v = line_word(l, verb), verb_end = v + strlen(verb) - 1;
+    if (mood >= 0) {
+        const SceneMood *other = &SCENE_MOODS[(mood + 1 + v % (COUNT(SCENE_MOODS) - 1)) %
+                                              COUNT(SCENE_MOODS)];
+        line_rel(l, SYNTH_REL_MOOD, noun_end, adj_end, v, strlen(verb),
+                 other->verbs[v % SCENE_MOOD_VERBS], NULL);
+    }
+    size_t ending = draw_weighted(r, SCENE_END_SHARES, 3);
+    size_t prep_index = 0;
+    while (strcmp(SCENE_PLACES[prep_index].prep, an->prep) != 0)
+        prep_index++;
+    const char *other_prep = SCENE_ANIMALS[(ia + 1 + v % (COUNT(SCENE_ANIMALS) - 1)) %
+                                           COUNT(SCENE_ANIMALS)].prep;
+    if (ending == 1) {
+        /* The word after the verb is the animal's preposition. */
+        line_rel(l, SYNTH_REL_SUBJECT, verb_end, noun_end, verb_end + 2, strlen(an->prep),
+                 other_prep, NULL);
+    } else {
+        line_rel(l, SYNTH_REL_SUBJECT, verb_end, noun_end, 0, 0, NULL, NULL);
+        const char *particle = SCENE_VERBS[scene_verb_index(verb)].particle;
+        size_t p = line_word(l, particle);
+        const char *other_particle = particle;
+        for (size_t k = 1; strcmp(other_particle, particle) == 0; k++)
+            other_particle = SCENE_VERBS[(scene_verb_index(verb) + k) % COUNT(SCENE_VERBS)].particle;
+        line_rel(l, SYNTH_REL_MODIFIER, p + strlen(particle) - 1, verb_end, p, strlen(particle),
+                 other_particle, NULL);
+    }
+    if (ending >= 1)
+        put_scene_place(l, r, prep_index);
+    static const char marks[] = ".!?";
+    l->end = marks[draw_weighted(r, SCENE_MARK_SHARES, 3)];
+}
+
+/* Shares of a pronoun line's subject determiner: "the", "a"/"an", none ("Apple
+ * released ..."), in fifths. */
+static const unsigned PRONOUN_DET_SHARES[] = {2, 2, 1};
+
+/* The documents' "Apple released a new phone because it is tasty.": a subject
+ * and an object of two different classes (food, devices, animals), a
+ * conjunction, "it", then the word that the subject's class takes after "it"
+ * ("is" or "'s" for food, "was" for devices, "seemed" for animals) and one of
+ * its properties. "it" is always the subject, and the cue (the subject's
+ * place) comes before it, so the pronoun itself is the query: the word after
+ * it follows from the antecedent. Plants the pronoun relation on "it"'s last
+ * byte, keyed on the subject's first byte; its broken form is the word the
+ * object's class takes after "it". */
+static void gen_pronoun(Line *l, Src *r)
+{
+    size_t cs = (size_t)draw(r, COUNT(PRONOUN_CLASSES));
+    size_t co = (cs + 1 + (size_t)draw(r, COUNT(PRONOUN_CLASSES) - 1)) % COUNT(PRONOUN_CLASSES);
+    const PronounClass *subj = &PRONOUN_CLASSES[cs], *obj = &PRONOUN_CLASSES[co];
+    const char *noun = subj->nouns[draw(r, PRONOUN_NOUNS)];
+    size_t det = draw_weighted(r, PRONOUN_DET_SHARES, 3);
+    if (det == 0)
+        line_word(l, "the");
+    else if (det == 1)
+        line_word(l, is_vowel(noun[0]) ? "an" : "a");
+    size_t key = line_word(l, noun);
+    PUT_PICK(l, r, PRONOUN_VERBS);
+    const char *odet = draw(r, 2) ? "the" : "a";
+    const char *oadj = draw(r, 2) ? PICK(r, PRONOUN_OBJECT_ADJS) : NULL;
+    const char *onoun = obj->nouns[draw(r, PRONOUN_NOUNS)];
+    if (strcmp(odet, "a") == 0 && is_vowel(oadj ? oadj[0] : onoun[0]))
+        odet = "an";
+    line_word(l, odet);
+    if (oadj)
+        line_word(l, oadj);
+    line_word(l, onoun);
+    PUT_PICK(l, r, PRONOUN_CONJS);
+    size_t it = line_word(l, "it");
+    const char *after = subj->after_it[strcmp(subj->after_it[0], subj->after_it[1]) ? draw(r, 2) : 0];
+    line_rel(l, SYNTH_REL_PRONOUN, it + 1, key, it + 2, strlen(after), obj->after_it[0], NULL);
+    for (const char *c = after; *c; c++)
+        line_char(l, *c);
+    line_word(l, subj->props[draw(r, PRONOUN_PROPS)]);
 }
 
 /* ---- Driver ----------------------------------------------------------------- */
 
-typedef enum { KIND_PLAIN, KIND_AGREE, KIND_BRACKET, KIND_COPY, KIND_COREF, KIND_SOUND } LineKind;
+typedef enum {
+    KIND_PLAIN,
+    KIND_AGREE,
+    KIND_BRACKET,
+    KIND_COPY,
+    KIND_COREF,
+    KIND_SOUND,
+    KIND_SCENE,
+    KIND_PRONOUN,
+    KIND_COUNT
+} LineKind;
+
+static const unsigned KIND_SHARES[KIND_COUNT] = {
+    SYNTH_PERCENT_PLAIN, SYNTH_PERCENT_AGREE, SYNTH_PERCENT_BRACKET, SYNTH_PERCENT_COPY,
+    SYNTH_PERCENT_COREF, SYNTH_PERCENT_SOUND, SYNTH_PERCENT_SCENE,  SYNTH_PERCENT_PRONOUN,
+};
+
+static void (*const GEN[KIND_COUNT])(Line *, Src *) = {
+    gen_plain, gen_agree, gen_bracket, gen_copy, gen_coref, gen_sound, gen_scene, gen_pronoun,
+};
 
 /* Draws a line kind by its share, then draws lines of that kind until one keeps
- * every limit; ends it with ".\n" and capitalises its first letter. */
-static void line_generate(Line *l, Rng *r)
+ * every limit; ends it with its mark and '\n' and capitalises its first letter.
+ * Parsing, a line is drawn once and the limits do not apply: a sentence the
+ * grammar writes is understood however long it is. */
+static void line_generate(Line *l, Src *r)
 {
-    uint64_t pick = rng_below(r, 100);
-    LineKind kind = pick < SYNTH_PERCENT_PLAIN ? KIND_PLAIN
-                  : pick < SYNTH_PERCENT_PLAIN + SYNTH_PERCENT_AGREE ? KIND_AGREE
-                  : pick < SYNTH_PERCENT_PLAIN + SYNTH_PERCENT_AGREE + SYNTH_PERCENT_BRACKET
-                      ? KIND_BRACKET
-                  : pick < 100 - SYNTH_PERCENT_SOUND - SYNTH_PERCENT_COREF ? KIND_COPY
-                  : pick < 100 - SYNTH_PERCENT_SOUND ? KIND_COREF
-                  : KIND_SOUND;
+    LineKind kind = (LineKind)draw_weighted(r, KIND_SHARES, KIND_COUNT);
     size_t max_len = kind == KIND_AGREE ? SYNTH_AGREE_MAX_LINE : SYNTH_OTHER_MAX_LINE;
+    l->src = r;
     do {
         line_reset(l);
-        if (kind == KIND_PLAIN)
-            gen_plain(l, r);
-        else if (kind == KIND_AGREE)
-            gen_agree(l, r);
-        else if (kind == KIND_BRACKET)
-            gen_bracket(l, r);
-        else if (kind == KIND_COPY)
-            gen_copy(l, r);
-        else if (kind == KIND_COREF)
-            gen_coref(l, r);
-        else
-            gen_sound(l, r);
-        line_char(l, '.');
+        GEN[kind](l, r);
+        line_char(l, l->end);
         line_char(l, '\n');
-    } while (l->bad || l->len > max_len);
+    } while (r->rng && (l->bad || l->len > max_len));
     if (l->text[0] >= 'a' && l->text[0] <= 'z')
         l->text[0] = (char)(l->text[0] - 'a' + 'A');
 }
@@ -590,6 +985,7 @@ static void line_generate(Line *l, Rng *r)
  * for the last, cut line), starting at corpus byte `pos`. */
 typedef struct {
     Rng rng;
+    Src src;
     Line line;
     size_t pos, len, nbytes;
 } Walk;
@@ -597,6 +993,8 @@ typedef struct {
 static void walk_init(Walk *w, uint64_t seed, size_t nbytes)
 {
     rng_init(&w->rng, seed, RNG_STREAM_CORPUS);
+    memset(&w->src, 0, sizeof w->src);
+    w->src.rng = &w->rng;
     w->pos = w->len = 0;
     w->nbytes = nbytes;
 }
@@ -607,7 +1005,7 @@ static int walk_next(Walk *w)
     w->pos += w->len;
     if (w->pos >= w->nbytes)
         return 0;
-    line_generate(&w->line, &w->rng);
+    line_generate(&w->line, &w->src);
     w->len = w->line.len < w->nbytes - w->pos ? w->line.len : w->nbytes - w->pos;
     return 1;
 }
@@ -703,5 +1101,98 @@ size_t synth_relations_in(SynthRelation *rels, size_t cap, size_t at, size_t n, 
             total++;
         }
     }
+    return total;
+}
+
+/* ---- Parsing a sentence ------------------------------------------------------ */
+
+/* The most attempts one sentence may take: each is one run of the generator
+ * up to the first byte that differs. A sentence of the grammar takes some
+ * thousands; the bound only stops a pathological one. */
+enum { PARSE_MAX_ATTEMPTS = 2000000 };
+
+/* Parses one sentence s[0..n) ending in '\n': 1 and the line in *l when the
+ * grammar writes it. A sentence that several lines of the grammar read the
+ * same (a scene that is also a plain line) takes the one that plants the most
+ * relations, the first such in the order of the choices. */
+static int parse_line(Line *l, Src *src, const char *s, size_t n)
+{
+    Line got;
+    volatile int found = 0;
+    memset(src, 0, sizeof *src);
+    src->target = s;
+    src->target_len = n;
+    for (long attempt = 0; attempt < PARSE_MAX_ATTEMPTS; attempt++) {
+        src->used = 0;
+        if (setjmp(src->fail) == 0) {
+            line_generate(&got, src);
+            if (got.len == n && (!found || got.nrel > l->nrel)) {
+                *l = got;
+                found = 1;
+            }
+        }
+        /* The next attempt: the last choice this one made that has another
+         * value left gets it, and the choices after it are dropped. */
+        size_t k = src->used;
+        while (k > 0 && src->choice[k - 1] + 1 >= src->bound[k - 1])
+            k--;
+        if (k == 0)
+            break;
+        src->choice[k - 1]++;
+        src->depth = k;
+    }
+    return found;
+}
+
+/* The end of the sentence starting at text[i] (exclusive, after its mark or
+ * newline), or n. */
+static size_t sentence_end(const char *text, size_t i, size_t n)
+{
+    for (; i < n; i++) {
+        if (text[i] == '\n')
+            return i;
+        if ((text[i] == '.' || text[i] == '!' || text[i] == '?') &&
+            (i + 1 == n || text[i + 1] == ' ' || text[i + 1] == '\n'))
+            return i + 1;
+    }
+    return n;
+}
+
+size_t synth_parse(const char *text, size_t n, SynthSentence *sent, size_t sent_cap,
+                   size_t *nsent, SynthRelation *rels, size_t cap)
+{
+    size_t total = 0, ns = 0;
+    Src src;
+    Line line;
+    char buf[LINE_CAP];
+    for (size_t i = 0; i < n;) {
+        if (text[i] == ' ' || text[i] == '\n') {
+            i++;
+            continue;
+        }
+        size_t e = sentence_end(text, i, n), len = e - i;
+        int understood = 0;
+        if (len + 1 < LINE_CAP) {
+            memcpy(buf, text + i, len);
+            buf[len] = '\n';
+            understood = parse_line(&line, &src, buf, len + 1);
+        }
+        if (ns < sent_cap)
+            sent[ns] = (SynthSentence){i, e, understood};
+        ns++;
+        for (size_t k = 0; understood && k < line.nrel; k++) {
+            if (line.rel[k].query + 1 >= len)
+                continue;
+            if (total < cap) {
+                rels[total] = line.rel[k];
+                rels[total].query += i;
+                rels[total].key += i;
+                rels[total].form += i;
+            }
+            total++;
+        }
+        i = e;
+    }
+    *nsent = ns;
     return total;
 }

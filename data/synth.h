@@ -24,12 +24,14 @@
 
 /* Share of each line kind, in percent of lines (they sum to 100). */
 enum {
-    SYNTH_PERCENT_PLAIN = 12,   /* past-tense sentences: local spelling and word order */
-    SYNTH_PERCENT_AGREE = 18,   /* present tense: the verb agrees with a distant subject */
-    SYNTH_PERCENT_BRACKET = 16, /* a ( ... ) or "..." span, sometimes one nested in the other */
-    SYNTH_PERCENT_COPY = 22,    /* a made-up name introduced and repeated in the line */
-    SYNTH_PERCENT_COREF = 14,   /* an animal, a thing, "it", a property, then one of them again */
-    SYNTH_PERCENT_SOUND = 18    /* a sound: one random syllable said 4-10 times ("kokoko") */
+    SYNTH_PERCENT_PLAIN = 8,    /* past-tense sentences: local spelling and word order */
+    SYNTH_PERCENT_AGREE = 14,   /* present tense: the verb agrees with a distant subject */
+    SYNTH_PERCENT_BRACKET = 12, /* a ( ... ) or "..." span, sometimes one nested in the other */
+    SYNTH_PERCENT_COPY = 16,    /* a made-up name introduced and repeated in the line */
+    SYNTH_PERCENT_COREF = 12,   /* an animal, a thing, "it", a property, then one of them again */
+    SYNTH_PERCENT_SOUND = 10,   /* a sound: one random syllable said 4-10 times ("kokoko") */
+    SYNTH_PERCENT_SCENE = 18,   /* "The tired cat slept on the warm mat.", "The cat sat down." */
+    SYNTH_PERCENT_PRONOUN = 10  /* "Apple released a new phone because it is tasty." */
 };
 
 /* A sound is one consonant-vowel syllable said this many times. */
@@ -72,13 +74,35 @@ void synth_generate(char *buf, size_t nbytes, uint64_t seed);
  *                      names again ("so the| dog"), key is the first byte of the
  *                      same noun where it was first named, the one of the two
  *                      nouns that the property after "it" fits; text[key - 1] ==
- *                      text[query] (a space) and text[key] == text[query + 1]. */
+ *                      text[query] (a space) and text[key] == text[query + 1].
+ * The scene and pronoun lines' relations (docs/corpus.md, "The documents'
+ * sentences"):
+ *   SYNTH_REL_SUBJECT:  query is the last byte of a scene's verb ("sat"), key the
+ *                       last byte of its subject ("cat"); the preposition after
+ *                       the verb is the subject animal's own.
+ *   SYNTH_REL_MOOD:     query is the last byte of the subject noun, key the last
+ *                       byte of the mood adjective before it ("tired"); the verb
+ *                       that follows is one of the mood's ("slept").
+ *   SYNTH_REL_MODIFIER: query is the last byte of the particle after a scene's
+ *                       verb ("down"), key the verb's last byte; the particle is
+ *                       the verb's own.
+ *   SYNTH_REL_PLACE:    query is the space before a scene's place ("mat"), key
+ *                       the last byte of its preposition ("on"); the place is one
+ *                       of the preposition's.
+ *   SYNTH_REL_PRONOUN:  query is the last byte of "it" in a pronoun line, key the
+ *                       first byte of its antecedent, the line's subject; the
+ *                       word after "it" says the antecedent's class. */
 typedef enum {
     SYNTH_REL_AGREE,
     SYNTH_REL_BRACKET,
     SYNTH_REL_NAMES,
     SYNTH_REL_DET,
     SYNTH_REL_COREF,
+    SYNTH_REL_SUBJECT,
+    SYNTH_REL_MOOD,
+    SYNTH_REL_MODIFIER,
+    SYNTH_REL_PLACE,
+    SYNTH_REL_PRONOUN,
     SYNTH_REL_KINDS
 } SynthRelKind;
 
@@ -93,6 +117,13 @@ typedef enum {
  *                proximity?), alt[1] another noun of the antecedent's class
  *                that is not in the line (is the referent retrieved, or only
  *                its class?);
+ *   subject-verb: another animal's preposition (only where a place follows
+ *                the verb);
+ *   mood:        a verb of another mood;
+ *   modifier:    another verb's particle;
+ *   place:       a place of another preposition;
+ *   pronoun:     the word the object's class takes after "it";
+ *   determiner:  none after "the", which says no number;
  *   names:       none ("" in both): the name's continuation is scored against
  *                the model's most likely other token.
  * An unused alt is "". */
@@ -128,6 +159,25 @@ int synth_locate(size_t *at, const char *text, size_t n, size_t nbytes, uint64_t
  * [at, at + n) of the corpus made from seed; generates only up to at + n.
  * Writes the first min(total, cap) to rels and returns the total. */
 size_t synth_relations_in(SynthRelation *rels, size_t cap, size_t at, size_t n, uint64_t seed);
+
+/* The sentences of text[0..n) that the corpus's grammar writes, and their
+ * planted relations (docs/corpus.md, "Parsing a user's sentence"). A sentence
+ * ends at a newline, or at '.', '!' or '?' followed by a space, a newline or
+ * the text's end; the spaces between sentences belong to none. Each one is
+ * parsed by running the generator itself with its choices enumerated depth
+ * first, every byte it writes compared with the sentence's, so a sentence is
+ * understood exactly when some line of the corpus's grammar (any line kind,
+ * with the generator's lexicon, without its length limits) reads the same;
+ * the relations are the ones that line plants. Writes the first min(total,
+ * cap) sentences to sent and relations (text positions, in order of query) to
+ * rels, and returns the number of relations; *nsent gets the sentence count. */
+typedef struct {
+    size_t start, end; /* bytes [start, end) of the text, the mark included */
+    int understood;
+} SynthSentence;
+
+size_t synth_parse(const char *text, size_t n, SynthSentence *sent, size_t sent_cap,
+                   size_t *nsent, SynthRelation *rels, size_t cap);
 
 /* Word classes of the lexicon, as bits: a word may belong to more than one. */
 enum {

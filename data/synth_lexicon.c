@@ -77,12 +77,13 @@ const char *const ADJS[] = {
     "cold", "warm", "little", "brave", "tired", "clever", "bright", "heavy", "slow",
     "quick", "white", "black", "gentle", "busy", "sad", "kind", "proud", "lazy",
     "empty", "angry", "strong", "wet", "dry", "new", "shy", "loud", "calm", "wild",
-    "blue", "yellow", "soft", "round",
+    "blue", "yellow", "soft", "round", "well-fed", "half-asleep",
 };
 
 /* "a" becomes "an" before a vowel; "the" is chosen separately, more often. */
 const char *const DETS_SG[] = {"a", "this", "every", "one", "each"};
-const char *const DETS_PL[] = {"these", "those", "some", "many", "two", "three", "all"};
+const char *const DETS_PL[] = {"these", "those", "some", "many", "two", "three", "all",
+                               "2", "3", "5", "12"};
 static const char *const DETS_OTHER[] = {"the", "an"};
 
 /* Prepositions of place can follow any noun; those of path only follow a verb. */
@@ -118,8 +119,52 @@ const char *const AFTER_THING[] = {"fell", "broke", "rolled", "stayed"};
 /* How the two nouns stand: "the dog was near the cup". */
 const char *const COREF_LINKS[] = {"was near", "was beside", "was behind", "lay by", "sat by"};
 const char *const COREF_CONJS[] = {"because", "and", "but"};
+
+/* Scene lines (synth.c, gen_scene), the documents' "The cat sat on the mat.":
+ * each animal has its own preposition, so the word after the verb follows from
+ * the subject; each mood has its own verbs; each verb its own particle; each
+ * preposition its own places. */
+const SceneAnimal SCENE_ANIMALS[] = {
+    {{"cat", "cats"}, "on"},     {{"dog", "dogs"}, "by"},       {{"bird", "birds"}, "in"},
+    {{"mouse", "mice"}, "under"}, {{"fox", "foxes"}, "near"},  {{"owl", "owls"}, "behind"},
+};
+const SceneMood SCENE_MOODS[] = {
+    {"tired", {"slept", "rested", "yawned"}},
+    {"hungry", {"ate", "begged", "waited"}},
+    {"scared", {"hid", "shook", "froze"}},
+    {"happy", {"sang", "played", "purred"}},
+};
+const SceneVerb SCENE_VERBS[] = {
+    {"sat", "down"},  {"lay", "down"},    {"stood", "up"},   {"woke", "up"},
+    {"ran", "away"},  {"hid", "away"},    {"slept", "in"},   {"rested", "back"},
+    {"yawned", "off"}, {"ate", "out"},    {"begged", "on"},  {"waited", "around"},
+    {"shook", "off"}, {"froze", "up"},    {"sang", "along"}, {"played", "around"},
+    {"purred", "away"},
+};
+const ScenePlace SCENE_PLACES[] = {
+    {"on", {"mat", "rug", "sofa", "roof"}},  {"by", {"door", "fire", "gate", "stove"}},
+    {"in", {"nest", "box", "basket", "tree"}}, {"under", {"bed", "table", "bench", "stairs"}},
+    {"near", {"pond", "wall", "fence", "well"}}, {"behind", {"shed", "barn", "hedge", "curtain"}},
+};
+
+/* Pronoun lines (synth.c, gen_pronoun), the documents' "Apple released a new
+ * phone because it is tasty.": "it" is the line's subject, and what follows
+ * "it" says the subject's class. */
+const PronounClass PRONOUN_CLASSES[] = {
+    {{"apple", "pear", "cake", "bread", "cheese", "plum"}, {" is", "'s"},
+     {"tasty", "ripe", "sweet", "fresh", "sour"}},
+    {{"phone", "radio", "clock", "camera", "laptop", "kettle"}, {" was", " was"},
+     {"broken", "loud", "charged", "faulty", "slow"}},
+    {{"cat", "dog", "bird", "horse", "goat", "duck"}, {" seemed", " seemed"},
+     {"hungry", "sleepy", "scared", "sick", "bored"}},
+};
+const char *const PRONOUN_VERBS[] = {"released", "bought", "sold", "found", "dropped", "liked",
+                                     "made"};
+const char *const PRONOUN_OBJECT_ADJS[] = {"new", "old", "small", "big", "cheap"};
+const char *const PRONOUN_CONJS[] = {"because", "so", "and"};
+
 static const char *const COREF_WORDS[] = {"it", "because"};
-static const char *const COREF_PAST[] = {"was", "lay"};
+static const char *const COREF_PAST[] = {"was", "lay", "seemed"};
 static const char *const FUNCTION_WORDS[] = {"that", "who"};
 
 static int words_equal(const char *lexicon_word, const char *word, size_t len)
@@ -177,5 +222,25 @@ unsigned synth_word_classes(const char *word, size_t len)
     c |= list_classes(AFTER_THING, COUNT(AFTER_THING), SYNTH_VERB_PAST, word, len);
     c |= list_classes(COREF_PAST, COUNT(COREF_PAST), SYNTH_VERB_PAST, word, len);
     c |= list_classes(COREF_WORDS, COUNT(COREF_WORDS), SYNTH_OTHER, word, len);
+    c |= list_classes(PRONOUN_VERBS, COUNT(PRONOUN_VERBS), SYNTH_VERB_PAST, word, len);
+    c |= list_classes(PRONOUN_CONJS, COUNT(PRONOUN_CONJS), SYNTH_OTHER, word, len);
+    for (size_t i = 0; i < COUNT(SCENE_ANIMALS); i++) {
+        c |= pair_classes(&SCENE_ANIMALS[i].noun, 1, SYNTH_NOUN_SG, SYNTH_NOUN_PL, word, len);
+        c |= list_classes(&SCENE_ANIMALS[i].prep, 1, SYNTH_PREP, word, len);
+    }
+    for (size_t i = 0; i < COUNT(SCENE_MOODS); i++) {
+        c |= list_classes(&SCENE_MOODS[i].adj, 1, SYNTH_ADJ, word, len);
+        c |= list_classes(SCENE_MOODS[i].verbs, SCENE_MOOD_VERBS, SYNTH_VERB_PAST, word, len);
+    }
+    for (size_t i = 0; i < COUNT(SCENE_VERBS); i++) {
+        c |= list_classes(&SCENE_VERBS[i].verb, 1, SYNTH_VERB_PAST, word, len);
+        c |= list_classes(&SCENE_VERBS[i].particle, 1, SYNTH_OTHER, word, len);
+    }
+    for (size_t i = 0; i < COUNT(SCENE_PLACES); i++)
+        c |= list_classes(SCENE_PLACES[i].places, SCENE_PLACE_NOUNS, SYNTH_NOUN_SG, word, len);
+    for (size_t i = 0; i < COUNT(PRONOUN_CLASSES); i++) {
+        c |= list_classes(PRONOUN_CLASSES[i].nouns, PRONOUN_NOUNS, SYNTH_NOUN_SG, word, len);
+        c |= list_classes(PRONOUN_CLASSES[i].props, PRONOUN_PROPS, SYNTH_ADJ, word, len);
+    }
     return c;
 }

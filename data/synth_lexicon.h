@@ -19,9 +19,9 @@ extern const WordPair VERBS_TRANS[23];
 extern const char *const PAST_INTRANS[20];
 extern const char *const PAST_TRANS[24];
 extern const char *const PAST_SPEECH[4];
-extern const char *const ADJS[42];
+extern const char *const ADJS[44];
 extern const char *const DETS_SG[5];
-extern const char *const DETS_PL[7];
+extern const char *const DETS_PL[11];
 extern const char *const PREPS_PLACE[15];
 extern const char *const PREPS_PATH[5];
 extern const char *const ADVS_MID[8];
@@ -40,5 +40,42 @@ extern const char *const AFTER_ANIMAL[5];
 extern const char *const AFTER_THING[4];
 extern const char *const COREF_LINKS[5];
 extern const char *const COREF_CONJS[3];
+
+/* Scene lines (synth.c, gen_scene). */
+typedef struct {
+    WordPair noun;
+    const char *prep; /* the preposition this animal's places take */
+} SceneAnimal;
+enum { SCENE_MOOD_VERBS = 3, SCENE_PLACE_NOUNS = 4 };
+typedef struct {
+    const char *adj;
+    const char *verbs[SCENE_MOOD_VERBS]; /* what an animal in this mood did */
+} SceneMood;
+typedef struct {
+    const char *verb;
+    const char *particle; /* "sat" -> "down" */
+} SceneVerb;
+typedef struct {
+    const char *prep;
+    const char *places[SCENE_PLACE_NOUNS];
+} ScenePlace;
+extern const SceneAnimal SCENE_ANIMALS[6];
+extern const SceneMood SCENE_MOODS[4];
+extern const SceneVerb SCENE_VERBS[17];
+extern const ScenePlace SCENE_PLACES[6];
+
+/* Pronoun lines (synth.c, gen_pronoun): nouns of one class, the words that
+ * follow "it" for that class (with their leading space or apostrophe; two
+ * forms, equal when the class has one) and the properties that come next. */
+enum { PRONOUN_NOUNS = 6, PRONOUN_PROPS = 5 };
+typedef struct {
+    const char *nouns[PRONOUN_NOUNS];
+    const char *after_it[2];
+    const char *props[PRONOUN_PROPS];
+} PronounClass;
+extern const PronounClass PRONOUN_CLASSES[3];
+extern const char *const PRONOUN_VERBS[7];
+extern const char *const PRONOUN_OBJECT_ADJS[5];
+extern const char *const PRONOUN_CONJS[3];
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/heads.h"
 #include "data/corpus.h"
 #include "data/synth.h"
 #include "tests/testutil.h"
@@ -460,10 +461,6 @@ Test(explore, a_piece_of_the_built_in_corpus_has_its_planted_keys, .timeout = 12
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     /* Byte level: row query - at keys key - at, the last relation of a row kept. */
-    static const char *const name[SYNTH_REL_KINDS] = {
-        [SYNTH_REL_AGREE] = "agreement", [SYNTH_REL_NAMES] = "names",
-        [SYNTH_REL_DET] = "determiner", [SYNTH_REL_COREF] = "coreference",
-    };
     int T = 64, want[SYNTH_REL_KINDS][64], seen = 0;
     for (int q = 0; q < SYNTH_REL_KINDS; q++)
         for (int i = 0; i < T; i++)
@@ -478,7 +475,7 @@ Test(explore, a_piece_of_the_built_in_corpus_has_its_planted_keys, .timeout = 12
     cr_assert_not_null(strstr(j, "\"builtin_corpus\":true"));
     for (int q = 0; q < SYNTH_REL_KINDS; q++)
         if (q != SYNTH_REL_BRACKET)
-            expect_single_keys(j, name[q], want[q], T);
+            expect_single_keys(j, heads_rel_names[heads_rel_of_synth[q]], want[q], T);
     free(j);
     free(rel);
     free(corpus);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/heads.h"
 #include "data/tokenizer.h"
 #include "tests/testutil.h"
 
@@ -305,14 +306,54 @@ Test(heads_bpe, the_built_in_corpus_keeps_its_planted_relations_on_byte_pairs, .
     cr_assert_eq(tu_run(cmd, &out), 0, "%s", out);
     /* Found at the start of the validation split, with byte pairs, and every
      * planted relation has token rows. */
-    cr_assert_not_null(strstr(out, "\"builtin_corpus\":true,\"planted_dropped\":"), "%.300s", out);
+    cr_assert_not_null(strstr(out, "\"builtin_corpus\":true,\"parsed_sentences\":0,"
+                                   "\"planted_dropped\":"), "%.300s", out);
     const char *m = strstr(out, "\"merges\":");
     cr_assert(m && atoi(m + 9) > 0, "no merges: %.200s", out);
     cr_assert_not_null(strstr(out, "\"probe_tokens\":\"word tokens"), "%.2000s", out);
-    static const char *const planted[] = {"agreement", "names", "determiner", "coreference"};
-    for (int q = 0; q < 4; q++) {
+    for (int q = HEADS_REL_TEXT; q < HEADS_REL_COUNT; q++) {
         char key[64];
-        snprintf(key, sizeof key, "\"%s\":{", planted[q]);
+        snprintf(key, sizeof key, "\"%s\":{", heads_rel_names[q]);
+        const char *r = strstr(out, key);
+        cr_assert_not_null(r, "no %s relation", key);
+        r = strstr(r, "\"rows\":");
+        cr_assert(r && atoi(r + 7) > 0, "%s has no rows: %.300s", key, strstr(out, key));
+    }
+    free(out);
+}
+
+/* A user's own sentences, the documents' examples, typed into a file: the
+ * ones the built-in corpus's grammar writes are parsed, and their planted
+ * relations get rows and minimal pairs as the corpus's own would. */
+Test(heads_bpe, the_documents_sentences_get_their_planted_relations, .timeout = 120)
+{
+    const char *dir = tu_tmpdir("heads-bpe-docs");
+    cr_assert_not_null(dir);
+    char d[300], text[400];
+    snprintf(d, sizeof d, "%s", dir);
+    snprintf(text, sizeof text, "%s/docs.txt", d);
+    const char *docs = "The cat sat on the mat. The tired cat slept on the warm mat.\n"
+                       "The cat sat down. Apple released a new phone because it is tasty.\n"
+                       "It's a sentence the grammar does not write!\n";
+    char buf[2048] = "";
+    for (int k = 0; k < 6; k++)
+        strcat(buf, docs);
+    cr_assert_eq(tu_write_file(text, buf, strlen(buf)), 0);
+    run_ok("train --vocab on the built-in corpus", "%s/train --vocab 512 --steps 2 --layers 1 "
+           "--embd 16 --heads 2 --block 64 --batch 4 --eval-iters 1 --eval-every 0 --threads 2 "
+           "--out %s/bi.ckpt", tu_bin(), d);
+    char cmd[2000], *out;
+    snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=passive %s/infer --ckpt %s/bi.ckpt --heads %s "
+             "--json --windows 2 -j 2 2>/dev/null", tu_bin(), d, text);
+    cr_assert_eq(tu_run(cmd, &out), 0, "%s", out);
+    /* 4 of every 5 sentences parse: 24 of 30. */
+    cr_assert_not_null(strstr(out, "\"builtin_corpus\":false,\"parsed_sentences\":24,"), "%.300s",
+                       out);
+    static const char *const seen[] = {"determiner", "subject-verb", "adjective-verb",
+                                       "verb-modifier", "place", "pronoun"};
+    for (size_t q = 0; q < sizeof seen / sizeof seen[0]; q++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"%s\":{", seen[q]);
         const char *r = strstr(out, key);
         cr_assert_not_null(r, "no %s relation", key);
         r = strstr(r, "\"rows\":");

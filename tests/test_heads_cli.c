@@ -20,7 +20,7 @@
 static void write_tiny(const char *dir, char *ckpt, char *text, size_t len)
 {
     const char *s = "The cat sat on the mat, and the dog (a big one) sat too.\n"
-                    "Mira saw Tobe, and Mira left. \"Go!\" said the man.\n";
+                    "Mira saw Tobe; Mira left. \"Go!\" said the man.\n";
     size_t n = strlen(s), total = 12 * n;
     char *buf = malloc(total);
     for (size_t i = 0; i < total; i++)

@@ -73,7 +73,7 @@ static long text_pairs(MinimalPair *out, size_t *skipped, const Tokenizer *tok, 
         start[t + 1] = start[t] + len;
     }
     return pairs_from_planted(out, nr * SYNTH_ALTS, skipped, r, nr, 0,
-                              (const unsigned char *)TEXT, nb, ids, start, (size_t)n, tok);
+                              (const unsigned char *)TEXT, nb, ids, start, (size_t)n, tok, NULL, 0);
 }
 
 static int byte_id(const Tokenizer *tok, char c)

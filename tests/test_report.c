@@ -49,7 +49,8 @@ Test(report, a_head_serves_the_relations_it_attends_to_above_the_bar_and_is_need
     cr_assert_str_eq(report_serves(buf, sizeof buf, &st[1], "+"), "bracket");
     cr_assert_str_eq(report_rels(buf, sizeof buf, &st[1], "+", heads_attends), "bracket+names");
     cr_assert_str_eq(report_rels(buf, sizeof buf, &st[1], "+", heads_needed),
-                     "previous-token+bracket+copy+rare+agreement+determiner+coreference");
+                     "previous-token+bracket+copy+rare+agreement+determiner+coreference+"
+                     "subject-verb+adjective-verb+verb-modifier+place+pronoun");
     cr_assert_str_eq(report_serves(buf, sizeof buf, &st[2], "+"), "");
     cr_assert_str_eq(report_serves(buf, sizeof buf, &st[3], "+"), "");
     cr_assert_str_eq(report_serves(buf, 10, &st[1], "+"), "bracket", "cut at a whole name");

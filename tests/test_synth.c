@@ -6,10 +6,22 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "data/synth.h"
+#include "data/synth_lexicon.h"
 
-enum { KIND_PLAIN, KIND_AGREE, KIND_BRACKET, KIND_COPY, KIND_COREF, KIND_SOUND, KINDS };
+enum {
+    KIND_PLAIN,
+    KIND_AGREE,
+    KIND_BRACKET,
+    KIND_COPY,
+    KIND_COREF,
+    KIND_SOUND,
+    KIND_SCENE,
+    KIND_PRONOUN,
+    KINDS
+};
 
 static char *generate(size_t n, uint64_t seed)
 {
@@ -30,10 +42,13 @@ static int is_upper(char c)
     return c >= 'A' && c <= 'Z';
 }
 
-/* Lexicon classes of a word as written, with a capital first letter lowered. */
+/* Lexicon classes of a word as written, with a capital first letter lowered
+ * and an "'s" ending ("it's") dropped. */
 static unsigned classes_of(const char *w, size_t len)
 {
     char low[32];
+    if (len >= 2 && w[len - 2] == '\'' && w[len - 1] == 's')
+        len -= 2;
     if (len >= sizeof low)
         return 0;
     memcpy(low, w, len);
@@ -42,7 +57,18 @@ static unsigned classes_of(const char *w, size_t len)
     return synth_word_classes(low, len);
 }
 
-/* The words of one line: runs of letters, as (start, length) pairs. */
+/* A byte inside a word: a letter, a digit, or a hyphen or apostrophe between
+ * two of them ("well-fed", "it's"). */
+static int in_word(const char *line, size_t len, size_t i)
+{
+    char c = line[i];
+    if (is_letter(c) || (c >= '0' && c <= '9'))
+        return 1;
+    return (c == '-' || c == '\'') && i > 0 && i + 1 < len && is_letter(line[i - 1]) &&
+           is_letter(line[i + 1]);
+}
+
+/* The words of one line, as (start, length) pairs. */
 typedef struct {
     size_t start[64];
     size_t len[64];
@@ -53,12 +79,12 @@ static void split_words(const char *line, size_t len, Words *w)
 {
     w->n = 0;
     for (size_t i = 0; i < len;) {
-        if (!is_letter(line[i])) {
+        if (!in_word(line, len, i)) {
             i++;
             continue;
         }
         size_t s = i;
-        while (i < len && is_letter(line[i]))
+        while (i < len && in_word(line, len, i))
             i++;
         cr_assert_lt(w->n, 64u);
         w->start[w->n] = s;
@@ -78,8 +104,66 @@ static int is_sound(const char *w, size_t len)
     return 1;
 }
 
+static int word_is(const char *line, const Words *w, size_t i, const char *word)
+{
+    return i < w->n && w->len[i] == strlen(word) && memcmp(line + w->start[i], word, w->len[i]) == 0;
+}
+
+/* A scene, read from its surface (docs/corpus.md): at most 10 words, no comma,
+ * a determiner, maybe a mood, a scene animal, a scene verb (the mood's when
+ * there is one), then the verb's particle, the animal's preposition with one
+ * of its places, or both. */
+static int is_scene(const char *line, size_t len, const Words *w)
+{
+    if (memchr(line, ',', len) || w->n > 10 || w->n < 3)
+        return 0;
+    size_t i = 1;
+    const SceneMood *mood = NULL;
+    for (size_t m = 0; m < sizeof SCENE_MOODS / sizeof SCENE_MOODS[0]; m++)
+        if (word_is(line, w, i, SCENE_MOODS[m].adj))
+            mood = &SCENE_MOODS[m];
+    i += mood != NULL;
+    const SceneAnimal *an = NULL;
+    for (size_t a = 0; a < sizeof SCENE_ANIMALS / sizeof SCENE_ANIMALS[0]; a++)
+        if (word_is(line, w, i, SCENE_ANIMALS[a].noun.sg) ||
+            word_is(line, w, i, SCENE_ANIMALS[a].noun.pl))
+            an = &SCENE_ANIMALS[a];
+    if (!an)
+        return 0;
+    i++;
+    const SceneVerb *verb = NULL;
+    for (size_t v = 0; v < sizeof SCENE_VERBS / sizeof SCENE_VERBS[0]; v++)
+        if (word_is(line, w, i, SCENE_VERBS[v].verb))
+            verb = &SCENE_VERBS[v];
+    if (!verb)
+        return 0;
+    if (mood) {
+        int ok = 0;
+        for (int k = 0; k < SCENE_MOOD_VERBS; k++)
+            ok |= strcmp(mood->verbs[k], verb->verb) == 0;
+        if (!ok)
+            return 0;
+    }
+    i++;
+    if (word_is(line, w, i, verb->particle))
+        i++;
+    if (i == w->n)
+        return 1;
+    if (!word_is(line, w, i, an->prep) || !word_is(line, w, i + 1, "the"))
+        return 0;
+    const char *last_word = line + w->start[w->n - 1];
+    for (size_t p = 0; p < sizeof SCENE_PLACES / sizeof SCENE_PLACES[0]; p++)
+        if (strcmp(SCENE_PLACES[p].prep, an->prep) == 0)
+            for (int k = 0; k < SCENE_PLACE_NOUNS; k++)
+                if (strlen(SCENE_PLACES[p].places[k]) == w->len[w->n - 1] &&
+                    memcmp(SCENE_PLACES[p].places[k], last_word, w->len[w->n - 1]) == 0)
+                    return w->n - i <= 4;
+    return 0;
+}
+
 /* The kind of a line, read from its surface: a sound word, else brackets or
- * quotes, else the pronoun "it", else a word outside the lexicon (a name), else a
+ * quotes, else the pronoun "it" (coreference with a comma, a pronoun line
+ * without), else a scene, else a word outside the lexicon (a name), else a
  * present-tense verb, else plain. */
 static int classify(const char *line, size_t len)
 {
@@ -91,8 +175,11 @@ static int classify(const char *line, size_t len)
     if (memchr(line, '(', len) || memchr(line, '"', len))
         return KIND_BRACKET;
     for (size_t i = 0; i < w.n; i++)
-        if (w.len[i] == 2 && memcmp(line + w.start[i], "it", 2) == 0)
-            return KIND_COREF;
+        if ((w.len[i] == 2 && memcmp(line + w.start[i], "it", 2) == 0) ||
+            (w.len[i] == 4 && memcmp(line + w.start[i], "it's", 4) == 0))
+            return memchr(line, ',', len) ? KIND_COREF : KIND_PRONOUN;
+    if (is_scene(line, len, &w))
+        return KIND_SCENE;
     int present = 0;
     for (size_t i = 0; i < w.n; i++) {
         unsigned c = classes_of(line + w.start[i], w.len[i]);
@@ -163,14 +250,16 @@ static void check_line_shape(const char *line, size_t len, void *ctx)
 {
     (void)ctx;
     cr_assert_geq(len, 2u);
-    cr_assert(is_upper(line[0]), "line does not start with a capital: %.*s", (int)len, line);
-    cr_assert_eq(line[len - 1], '.', "line does not end with '.': %.*s", (int)len, line);
+    cr_assert(is_upper(line[0]) || (line[0] >= '0' && line[0] <= '9'),
+              "line does not start with a capital or a digit: %.*s", (int)len, line);
+    cr_assert(line[len - 1] == '.' || line[len - 1] == '!' || line[len - 1] == '?',
+              "line does not end with '.', '!' or '?': %.*s", (int)len, line);
     cr_assert_leq(len + 1, (size_t)SYNTH_OTHER_MAX_LINE, "line too long: %.*s", (int)len, line);
     for (size_t i = 1; i < len; i++)
         cr_assert(line[i] != ' ' || line[i - 1] != ' ', "double space: %.*s", (int)len, line);
 }
 
-Test(synth, text_is_printable_ascii_lines_ending_in_a_period)
+Test(synth, text_is_printable_ascii_lines_ending_in_a_mark)
 {
     char *t = generate(SYNTH_DEFAULT_BYTES, 1);
     size_t bad = 0;
@@ -194,9 +283,16 @@ Test(synth, byte_vocabulary_is_small_but_covers_the_alphabet)
         distinct += seen[c];
     for (int c = 'a'; c <= 'z'; c++)
         cr_assert(seen[c], "letter %c never occurs", c);
-    cr_assert(seen['('] && seen[')'] && seen['"'] && seen[','] && seen['.'] && seen['\n']);
-    /* docs/corpus.md gives 56 for seed 1; names bring in most capitals. */
-    cr_assert(distinct >= 45 && distinct <= 70, "%d distinct bytes", distinct);
+    /* Every capital: names start with any letter. */
+    for (int c = 'A'; c <= 'Z'; c++)
+        cr_assert(seen[c], "capital %c never occurs", c);
+    /* Ordinary English typography (issue: a user's own sentence is never refused
+     * by a model of the built-in corpus for its punctuation). */
+    for (const char *p = "()\",.;:-'!?\n0123456789"; *p; p++)
+        if (*p != '0' && *p != '4' && *p != '6' && *p != '7' && *p != '8' && *p != '9')
+            cr_assert(seen[(unsigned char)*p], "byte '%c' never occurs", *p);
+    /* docs/corpus.md gives the count for seed 1. */
+    cr_assert(distinct >= 62 && distinct <= 80, "%d distinct bytes", distinct);
     free(t);
 }
 
@@ -220,7 +316,8 @@ static void count_kind(const char *line, size_t len, void *ctx)
                   "%.*s is both noun and present verb", (int)w.len[i], line + w.start[i]);
         if (kind != KIND_COPY && !(kind == KIND_SOUND && is_sound(line + w.start[i], w.len[i])))
             cr_assert_neq(c, 0u, "%.*s is not in the lexicon", (int)w.len[i], line + w.start[i]);
-        if (kind != KIND_AGREE)
+        /* Pronoun lines say "it is" of food. */
+        if (kind != KIND_AGREE && kind != KIND_PRONOUN)
             cr_assert_eq(c & (SYNTH_VERB_SG | SYNTH_VERB_PL), 0u,
                          "present verb outside an agreement line: %.*s", (int)len, line);
     }
@@ -232,7 +329,8 @@ Test(synth, line_kinds_occur_in_their_documented_shares)
     KindCount k = {{0}, 0};
     each_line(t, SYNTH_DEFAULT_BYTES, count_kind, &k);
     const int share[KINDS] = {SYNTH_PERCENT_PLAIN, SYNTH_PERCENT_AGREE, SYNTH_PERCENT_BRACKET,
-                              SYNTH_PERCENT_COPY, SYNTH_PERCENT_COREF, SYNTH_PERCENT_SOUND};
+                              SYNTH_PERCENT_COPY,  SYNTH_PERCENT_COREF, SYNTH_PERCENT_SOUND,
+                              SYNTH_PERCENT_SCENE, SYNTH_PERCENT_PRONOUN};
     int sum = 0;
     for (int i = 0; i < KINDS; i++)
         sum += share[i];
@@ -387,7 +485,7 @@ Test(synth, copy_lines_repeat_a_fresh_name_within_50_bytes)
     CopyCount cc = {0, 0, malloc(MAX_NAMES * sizeof(char[8]))};
     cr_assert_not_null(cc.name);
     each_line(t, SYNTH_DEFAULT_BYTES, check_copy, &cc);
-    cr_assert_gt(cc.lines, 4000u);
+    cr_assert_gt(cc.lines, 2800u);
     cr_assert_lt(cc.names, (size_t)MAX_NAMES);
     /* Names are drawn fresh, so across lines they almost never recur (only short
      * ones collide by chance): the second occurrence must be copied, not recalled. */
@@ -448,8 +546,8 @@ Test(synth, agreement_verbs_match_the_subject_not_the_nearest_noun)
     char *t = generate(SYNTH_DEFAULT_BYTES, 1);
     AgreeCount a = {0, 0, 0, 0, 0};
     each_line(t, SYNTH_DEFAULT_BYTES, check_agree, &a);
-    /* 18 % (SYNTH_PERCENT_AGREE) of about 20,000 lines. */
-    cr_assert_gt(a.lines, 3200u);
+    /* 14 % (SYNTH_PERCENT_AGREE) of about 20,000 lines. */
+    cr_assert_gt(a.lines, 2400u);
     cr_assert(a.plural > a.lines / 3 && a.plural < 2 * a.lines / 3, "%zu plural of %zu",
               a.plural, a.lines);
     /* Lines with a noun of the other number between subject and verb: the ones a
@@ -494,9 +592,9 @@ static int in_list(const char *w, size_t len, const char *const *list, size_t n)
 static size_t word_at(const char *t, size_t pos, size_t *len)
 {
     size_t s = pos, e = pos;
-    while (s > 0 && is_letter(t[s - 1]))
+    while (s > 0 && (is_letter(t[s - 1]) || (t[s - 1] >= '0' && t[s - 1] <= '9')))
         s--;
-    while (is_letter(t[e]))
+    while (is_letter(t[e]) || (t[e] >= '0' && t[e] <= '9'))
         e++;
     *len = e - s;
     return s;
@@ -513,8 +611,11 @@ static void check_det_relation(const char *t, const SynthRelation *r)
     cr_assert_eq(ds + dl, r->key + 1, "determiner key is not the end of a word");
     unsigned det = classes_of(t + ds, dl), noun = classes_of(t + ns, nl);
     cr_assert(det & SYNTH_DET, "%.*s is not a determiner", (int)dl, t + ds);
-    cr_assert(!(dl == 3 && strncmp(t + ds, "the", 3) == 0), "\"the\" fixes no number");
     cr_assert(noun & (SYNTH_NOUN_SG | SYNTH_NOUN_PL), "%.*s is not a noun", (int)nl, t + ns);
+    if (dl == 3 && strncasecmp(t + ds, "the", 3) == 0) {
+        cr_assert(!r->alt[0][0], "\"the\" fixes no number, so it has no broken form");
+        return;
+    }
     static const char *const singular[] = {"a", "an", "this", "one", "each", "every"};
     char low[8] = {0};
     cr_assert_lt(dl, sizeof low);
@@ -529,6 +630,124 @@ static void check_det_relation(const char *t, const SynthRelation *r)
     cr_assert_leq(words, (size_t)SYNTH_ADJ_MAX + 1, "too far from its determiner");
     /* Some form of the noun parts right after the query (or the query ends it). */
     cr_assert(r->query + 1 <= ns + nl);
+}
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The word holding byte pos, copied into w (lower case), or "". */
+static const char *word_text(const char *t, size_t pos, char w[32])
+{
+    size_t len, s = word_at(t, pos, &len);
+    snprintf(w, 32, "%.*s", (int)(len < 31 ? len : 31), t + s);
+    w[0] = (char)(w[0] | 0x20);
+    return w;
+}
+
+static const SceneAnimal *scene_animal(const char *w)
+{
+    for (size_t a = 0; a < NELEM(SCENE_ANIMALS); a++)
+        if (strcmp(w, SCENE_ANIMALS[a].noun.sg) == 0 || strcmp(w, SCENE_ANIMALS[a].noun.pl) == 0)
+            return &SCENE_ANIMALS[a];
+    return NULL;
+}
+
+static const SceneVerb *scene_verb(const char *w)
+{
+    for (size_t v = 0; v < NELEM(SCENE_VERBS); v++)
+        if (strcmp(w, SCENE_VERBS[v].verb) == 0)
+            return &SCENE_VERBS[v];
+    return NULL;
+}
+
+static const SceneMood *mood_of_verb(const char *w)
+{
+    for (size_t m = 0; m < NELEM(SCENE_MOODS); m++)
+        for (int k = 0; k < SCENE_MOOD_VERBS; k++)
+            if (strcmp(w, SCENE_MOODS[m].verbs[k]) == 0)
+                return &SCENE_MOODS[m];
+    return NULL;
+}
+
+static const ScenePlace *place_of(const char *w)
+{
+    for (size_t p = 0; p < NELEM(SCENE_PLACES); p++)
+        for (int k = 0; k < SCENE_PLACE_NOUNS; k++)
+            if (strcmp(w, SCENE_PLACES[p].places[k]) == 0)
+                return &SCENE_PLACES[p];
+    return NULL;
+}
+
+static int pronoun_class(const char *w)
+{
+    for (size_t c = 0; c < NELEM(PRONOUN_CLASSES); c++)
+        for (int k = 0; k < PRONOUN_NOUNS; k++)
+            if (strcmp(w, PRONOUN_CLASSES[c].nouns[k]) == 0)
+                return (int)c;
+    return -1;
+}
+
+/* The scene and pronoun relations, checked against the lexicon (synth.h):
+ * each key and query is the word it claims, the form is what the key makes
+ * the text say, and the broken form is what another key would. */
+static void check_scene_relation(const char *t, const SynthRelation *r)
+{
+    char kw[32], qw[32], form[SYNTH_ALT_CAP] = {0};
+    word_text(t, r->key, kw);
+    word_text(t, r->query, qw);
+    memcpy(form, t + r->form, r->form_len < SYNTH_ALT_CAP ? r->form_len : SYNTH_ALT_CAP - 1);
+    switch (r->kind) {
+    case SYNTH_REL_SUBJECT: {
+        const SceneAnimal *an = scene_animal(kw);
+        cr_assert(an && scene_verb(qw), "subject-verb: %s ... %s", kw, qw);
+        if (r->form_len) {
+            cr_assert_str_eq(form, an->prep);
+            cr_assert(strcmp(r->alt[0], an->prep) != 0);
+            int other = 0;
+            for (size_t a = 0; a < NELEM(SCENE_ANIMALS); a++)
+                other |= strcmp(r->alt[0], SCENE_ANIMALS[a].prep) == 0;
+            cr_assert(other, "%s is no animal's preposition", r->alt[0]);
+        }
+        break;
+    }
+    case SYNTH_REL_MOOD: {
+        const SceneMood *m = mood_of_verb(form), *o = mood_of_verb(r->alt[0]);
+        cr_assert(scene_animal(qw) && m && strcmp(m->adj, kw) == 0, "mood: %s %s %s", kw, qw, form);
+        cr_assert(o && o != m, "mood's broken form %s", r->alt[0]);
+        break;
+    }
+    case SYNTH_REL_MODIFIER: {
+        const SceneVerb *v = scene_verb(kw);
+        cr_assert(v && strcmp(v->particle, qw) == 0 && strcmp(form, qw) == 0, "modifier: %s %s",
+                  kw, qw);
+        cr_assert(r->alt[0][0] && strcmp(r->alt[0], form) != 0);
+        break;
+    }
+    case SYNTH_REL_PLACE: {
+        const ScenePlace *p = place_of(form), *o = place_of(r->alt[0]);
+        cr_assert(t[r->query] == ' ' && p && strcmp(p->prep, kw) == 0, "place: %s ... %s", kw,
+                  form);
+        cr_assert(o && o != p, "place's broken form %s", r->alt[0]);
+        break;
+    }
+    default: { /* pronoun */
+        int c = pronoun_class(kw);
+        cr_assert(c >= 0 && strcmp(qw, "it") == 0 && t[r->query] == 't', "pronoun: %s %s", kw, qw);
+        const PronounClass *pc = &PRONOUN_CLASSES[c];
+        cr_assert(strcmp(form, pc->after_it[0]) == 0 || strcmp(form, pc->after_it[1]) == 0,
+                  "after \"it\" about %s: %s", kw, form);
+        int other = -1;
+        for (size_t k = 0; k < NELEM(PRONOUN_CLASSES); k++)
+            if (strcmp(r->alt[0], PRONOUN_CLASSES[k].after_it[0]) == 0)
+                other = (int)k;
+        cr_assert(other >= 0 && other != c, "pronoun's broken form %s", r->alt[0]);
+        /* The antecedent is the line's subject: nothing but a determiner before it. */
+        size_t ls = r->key;
+        while (ls > 0 && t[ls - 1] != '\n')
+            ls--;
+        cr_assert_leq(r->key - ls, 4u);
+        break;
+    }
+    }
 }
 
 Test(synth, planted_relations_point_at_what_they_claim)
@@ -562,8 +781,10 @@ Test(synth, planted_relations_point_at_what_they_claim)
             char open = t[r->key];
             cr_assert((open == '(' && t[r->query + 1] == ')') ||
                       (open == '"' && t[r->query + 1] == '"'), "bracket relation %zu", i);
-        } else {
+        } else if (r->kind == SYNTH_REL_AGREE) {
             check_agree_relation(t, r);
+        } else {
+            check_scene_relation(t, r);
         }
     }
     for (int k = 0; k < SYNTH_REL_KINDS; k++)
@@ -783,11 +1004,21 @@ Test(synth, each_planted_relation_carries_its_broken_form)
             cr_assert(!r->alt[0][0] && !r->alt[1][0], "names have no wrong form");
             continue;
         }
+        if (!r->alt[0][0]) {
+            /* No minimal pair: after "the", and a scene whose verb has no place. */
+            cr_assert(r->kind == SYNTH_REL_DET || r->kind == SYNTH_REL_SUBJECT, "kind %d", r->kind);
+            cr_assert(!r->alt[1][0]);
+            continue;
+        }
+        if (r->form + r->form_len >= n)
+            continue; /* the corpus's last line, cut after the query */
         seen[r->kind]++;
-        cr_assert(r->form_len > 0 && r->form_len < SYNTH_ALT_CAP && r->form + r->form_len < n);
+        cr_assert(r->form_len > 0 && r->form_len < SYNTH_ALT_CAP);
         memcpy(form, t + r->form, r->form_len);
-        cr_assert(r->form <= r->query + 1 && r->query + 1 < r->form + r->form_len + 1,
-                  "relation %zu: the query is not in its form", i);
+        /* The form starts at most at the byte after the one the query predicts
+         * (subject-verb and mood: the query ends the word before, then a space). */
+        cr_assert(r->form <= r->query + 2 && r->query + 1 < r->form + r->form_len + 1,
+                  "relation %zu: the query is not in or just before its form", i);
         cr_assert_str_neq(form, r->alt[0]);
         unsigned f = alt_classes(form), a = alt_classes(r->alt[0]);
         switch (r->kind) {
@@ -805,6 +1036,13 @@ Test(synth, each_planted_relation_carries_its_broken_form)
             cr_assert((form[0] == ')' && strcmp(r->alt[0], "\"") == 0) ||
                       (form[0] == '"' && strcmp(r->alt[0], ")") == 0), "%s / %s", form,
                       r->alt[0]);
+            break;
+        case SYNTH_REL_SUBJECT:
+        case SYNTH_REL_MOOD:
+        case SYNTH_REL_MODIFIER:
+        case SYNTH_REL_PLACE:
+        case SYNTH_REL_PRONOUN:
+            cr_assert(!r->alt[1][0]); /* checked word by word in the test above */
             break;
         default: { /* coreference: the other noun is in the line before, the classmate not */
             size_t ls = r->form;
@@ -833,4 +1071,133 @@ Test(synth, each_planted_relation_carries_its_broken_form)
         cr_assert(k == SYNTH_REL_NAMES || seen[k] > 100, "kind %d: %zu", k, seen[k]);
     free(rel);
     free(t);
+}
+
+/* ---- Parsing a user's sentence (synth_parse) ---------------------------------- */
+
+/* Every line the generator writes is understood, and the parse plants exactly
+ * the relations the generator planted: the parser is the generator run
+ * backwards, so this is its defining property. */
+Test(synth, every_generated_line_parses_to_the_relations_it_was_written_with)
+{
+    const size_t n = 200000;
+    char *t = generate(n, 11);
+    size_t total = synth_generate_relations(t, n, 11, NULL, 0);
+    SynthRelation *rel = malloc((total + 1) * sizeof *rel);
+    cr_assert_not_null(rel);
+    synth_generate_relations(t, n, 11, rel, total);
+    size_t lines = 0, ri = 0;
+    for (size_t i = 0; i < n;) {
+        const char *nl = memchr(t + i, '\n', n - i);
+        if (!nl)
+            break;
+        size_t e = (size_t)(nl - t);
+        SynthSentence s[2];
+        SynthRelation got[64];
+        size_t ns, k = synth_parse(t + i, e - i + 1, s, 2, &ns, got, 64);
+        cr_assert(ns == 1 && s[0].understood, "not understood: %.*s", (int)(e - i), t + i);
+        cr_assert(s[0].start == 0 && s[0].end == e - i);
+        while (ri < total && rel[ri].query < i)
+            ri++;
+        size_t m = 0;
+        for (; ri + m < total && rel[ri + m].query < e; m++) {
+            const SynthRelation *w = &rel[ri + m], *g = &got[m];
+            cr_assert_lt(m, k, "%.*s: fewer relations parsed", (int)(e - i), t + i);
+            cr_assert(g->kind == w->kind && g->query + i == w->query && g->key + i == w->key &&
+                          (g->form_len == 0 || g->form + i == w->form) &&
+                          g->form_len == w->form_len && strcmp(g->alt[0], w->alt[0]) == 0 &&
+                          strcmp(g->alt[1], w->alt[1]) == 0,
+                      "%.*s: relation %zu differs", (int)(e - i), t + i, m);
+        }
+        cr_assert_eq(m, k, "%.*s: %zu relations parsed, %zu planted", (int)(e - i), t + i, k, m);
+        lines++;
+        i = e + 1;
+    }
+    cr_assert_gt(lines, 3000u);
+    free(rel);
+    free(t);
+}
+
+/* The relation of kind `kind` in rels[0..n) whose query lies in the word
+ * `query_word` and whose key lies in `key_word` (first occurrences in s). */
+static const SynthRelation *find_rel(const SynthRelation *rels, size_t n, SynthRelKind kind,
+                                     const char *s, const char *query_word, const char *key_word)
+{
+    size_t q = (size_t)(strstr(s, query_word) - s), k = (size_t)(strstr(s, key_word) - s);
+    for (size_t i = 0; i < n; i++)
+        if (rels[i].kind == kind && rels[i].query >= q && rels[i].query <= q + strlen(query_word) &&
+            rels[i].key >= k && rels[i].key < k + strlen(key_word))
+            return &rels[i];
+    return NULL;
+}
+
+/* The documents' sentences, with the relations docs/corpus.md says they carry. */
+Test(synth, the_documents_sentences_parse_with_their_relations)
+{
+    SynthSentence s[4];
+    SynthRelation r[16];
+    size_t ns, k;
+    const char *a = "The cat sat on the mat.";
+    k = synth_parse(a, strlen(a), s, 4, &ns, r, 16);
+    cr_assert(ns == 1 && s[0].understood && k == 3, "%zu relations", k);
+    cr_assert_not_null(find_rel(r, k, SYNTH_REL_DET, a, "cat", "The"));
+    const SynthRelation *sv = find_rel(r, k, SYNTH_REL_SUBJECT, a, "sat", "cat");
+    cr_assert(sv && strcmp(sv->alt[0], "on") != 0 && sv->form_len == 2);
+    const SynthRelation *pl = find_rel(r, k, SYNTH_REL_PLACE, a, " mat", "on");
+    cr_assert(pl && a[pl->query] == ' ' && strncmp(a + pl->form, "mat", 3) == 0);
+
+    const char *b = "The tired cat slept on the warm mat.";
+    k = synth_parse(b, strlen(b), s, 4, &ns, r, 16);
+    cr_assert(ns == 1 && s[0].understood && k == 4, "%zu relations", k);
+    const SynthRelation *mood = find_rel(r, k, SYNTH_REL_MOOD, b, "cat", "tired");
+    cr_assert(mood && strncmp(b + mood->form, "slept", 5) == 0);
+    cr_assert_not_null(find_rel(r, k, SYNTH_REL_SUBJECT, b, "slept", "cat"));
+    cr_assert_not_null(find_rel(r, k, SYNTH_REL_PLACE, b, " mat", "on"));
+
+    const char *c = "The cat sat down.";
+    k = synth_parse(c, strlen(c), s, 4, &ns, r, 16);
+    cr_assert(ns == 1 && s[0].understood && k == 3, "%zu relations", k);
+    const SynthRelation *mod = find_rel(r, k, SYNTH_REL_MODIFIER, c, "down", "sat");
+    cr_assert(mod && strcmp(mod->alt[0], "down") != 0);
+    sv = find_rel(r, k, SYNTH_REL_SUBJECT, c, "sat", "cat");
+    cr_assert(sv && sv->form_len == 0 && !sv->alt[0][0], "no place after the verb: no pair");
+
+    const char *d = "Apple released a new phone because it is tasty.";
+    k = synth_parse(d, strlen(d), s, 4, &ns, r, 16);
+    cr_assert(ns == 1 && s[0].understood && k == 1, "%zu relations", k);
+    const SynthRelation *it = find_rel(r, k, SYNTH_REL_PRONOUN, d, " it ", "Apple");
+    cr_assert(it && it->key == 0 && d[it->query] == 't' && strcmp(it->alt[0], " was") == 0);
+    cr_assert(strncmp(d + it->form, " is", 3) == 0 && it->form_len == 3);
+}
+
+/* Several sentences in one text: each is parsed alone, its relations moved to
+ * its place; what the grammar does not write is listed as not understood, with
+ * no relations. */
+Test(synth, sentences_are_split_and_only_the_grammars_are_understood)
+{
+    const char *t = "The cat sat down. Mat the on sat cat the.\nIt's 3 dogs! The dog ran.";
+    SynthSentence s[8];
+    SynthRelation r[32];
+    size_t ns, k = synth_parse(t, strlen(t), s, 8, &ns, r, 32);
+    cr_assert_eq(ns, 4u);
+    const char *want[4] = {"The cat sat down.", "Mat the on sat cat the.", "It's 3 dogs!",
+                           "The dog ran."};
+    int understood[4] = {1, 0, 0, 1};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(s[i].end - s[i].start, strlen(want[i]));
+        cr_assert_eq(strncmp(t + s[i].start, want[i], strlen(want[i])), 0, "sentence %d", i);
+        cr_assert_eq(s[i].understood, understood[i], "sentence %d", i);
+    }
+    /* 3 relations in the first sentence and the determiner of the last. */
+    cr_assert_eq(k, 4u);
+    cr_assert(r[3].kind == SYNTH_REL_DET && r[3].query > s[3].start && r[3].key >= s[3].start);
+    for (size_t i = 0; i < k; i++)
+        cr_assert(r[i].query < s[0].end || r[i].query >= s[3].start);
+    /* A sentence longer than a line the grammar could write is not understood. */
+    char longer[400];
+    memset(longer, 'a', sizeof longer - 2);
+    longer[sizeof longer - 2] = '.';
+    longer[sizeof longer - 1] = '\0';
+    k = synth_parse(longer, strlen(longer), s, 8, &ns, r, 32);
+    cr_assert(ns == 1 && !s[0].understood && k == 0);
 }

@@ -210,7 +210,7 @@ Test(train, infer_applies_the_gates_and_marks_closed_heads)
     free(hj);
     snprintf(path, sizeof path, "%s/heads.csv", rep);
     char *csv = tu_read_text(path);
-    cr_assert(strstr(csv, ",cost_coreference,gate\n") && strstr(csv, ",0\n") &&
+    cr_assert(strstr(csv, ",cost_pronoun,gate\n") && strstr(csv, ",0\n") &&
               strstr(csv, ",1\n"), "%s", csv);
     free(csv);
     cr_assert_eq(run(&a, "infer", "--ckpt %s --explore %s --explore-json %s --text-file %s "

@@ -256,12 +256,15 @@ static void induction_recipe(Options *o, const unsigned char *given)
     if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
 }
 
-/* The built-in text corpus (no --data, no --corpus induction): the learning rate
- * at which the layer-0 heads become sharp previous-token heads within the default
- * 2,000 steps (docs/heads.md, "What we tried for the previous-token head"); at
- * --data's 1e-3 they stay spread over the 2-4 bytes before. */
+/* The built-in text corpus (no --data, no --corpus induction): words, 1,024
+ * byte-pair tokens, which put whole sentences of the corpus in a 64-token
+ * context (--vocab 0 trains on bytes), and the learning rate at which the
+ * layer-0 heads become sharp previous-token heads within the default 2,000
+ * steps (docs/heads.md, "What we tried for the previous-token head"); at
+ * --data's 1e-3 they stay spread over the tokens before. */
 static void text_recipe(Options *o, const unsigned char *given)
 {
+    if (!given[OPT_VOCAB]) o->vocab = 1024;
     if (!given[OPT_LR]) o->lr = 5e-3;
     if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
 }
@@ -284,7 +287,12 @@ static void parse_value(Options *o, const Setting *s, const char *arg)
 {
     void *v = value_of(o, s);
     switch (s->type) {
-    case SET_LONG: *(long *)v = cli_long(s->flag, arg, (long)s->lo, (long)s->hi); break;
+    case SET_LONG:
+        /* A zero_off setting takes 0 too: its default, or off (--vocab 0: bytes). */
+        *(long *)v = s->zero_off && strcmp(arg, "0") == 0
+                         ? 0
+                         : cli_long(s->flag, arg, (long)s->lo, (long)s->hi);
+        break;
     case SET_REAL:
     case SET_F32: *(double *)v = cli_double(s->flag, arg, s->lo, s->hi); break;
     case SET_SEED: *(uint64_t *)v = cli_u64(s->flag, arg); break;

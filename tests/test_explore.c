@@ -443,7 +443,7 @@ Test(explore, a_piece_of_the_built_in_corpus_has_its_planted_keys, .timeout = 12
     snprintf(text, sizeof text, "%s/piece.txt", dir);
     snprintf(json, sizeof json, "%s/p.json", dir);
     snprintf(html, sizeof html, "%s/p.html", dir);
-    int rc = run(&out, "%s/train --steps 1 --layers 1 --embd 16 --heads 2 --block 64 --batch 2 "
+    int rc = run(&out, "%s/train --vocab 0 --steps 1 --layers 1 --embd 16 --heads 2 --block 64 --batch 2 "
                  "--eval-iters 1 --eval-every 0 --threads 1 --out %s", tu_bin(), ckpt);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);

@@ -115,16 +115,18 @@ Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
     cr_assert_not_null(recipe, "--help does not name the text recipe:\n%s", help);
     recipe += strlen("--corpus text (the default)");
     recipe += strspn(recipe, " ");
-    cr_assert(strncmp(recipe, "--lr 0.005 --min-lr 0.0005\n", 27) == 0,
+    cr_assert(strncmp(recipe, "--vocab 1024 --lr 0.005 --min-lr 0.0005\n", 40) == 0,
               "--help's text recipe line is not the recipe:\n%s", help);
     free(help);
-    struct { const char *args; double lr, min_lr; } cases[] = {
-        {"", 5e-3, 5e-4},
-        {"--corpus text", 5e-3, 5e-4},
-        {"--lr 0.002", 2e-3, 5e-4},
-        {"--min-lr 0.0001", 5e-3, 1e-4},
-        {"--data %s", lr_default, min_default},
-        {"--data %s --lr 0.003", 3e-3, min_default},
+    struct { const char *args; double lr, min_lr; long vocab; } cases[] = {
+        {"", 5e-3, 5e-4, 1024},
+        {"--corpus text", 5e-3, 5e-4, 1024},
+        {"--lr 0.002", 2e-3, 5e-4, 1024},
+        {"--min-lr 0.0001", 5e-3, 1e-4, 1024},
+        {"--vocab 0", 5e-3, 5e-4, 0},
+        {"--vocab 300", 5e-3, 5e-4, 300},
+        {"--data %s", lr_default, min_default, 0},
+        {"--data %s --lr 0.003", 3e-3, min_default, 0},
     };
     cr_assert_neq(lr_default, 5e-3, "the recipe would be indistinguishable from the default");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -134,6 +136,7 @@ Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
         cr_assert_eq(rc, 0, "%s: %s", args, out);
         cr_assert_eq(json_number(out, "lr"), cases[i].lr, "'%s': %s", args, out);
         cr_assert_eq(json_number(out, "min_lr"), cases[i].min_lr, "'%s': %s", args, out);
+        cr_assert_eq(json_number(out, "vocab"), (double)cases[i].vocab, "'%s': %s", args, out);
         free(out);
     }
     int rc = run(&out, "train", "-L 1 -C 16 -H 2 -T 16 -B 2 --steps 1 --eval-iters 1 "

@@ -78,12 +78,14 @@ Test(train, heads_not_dividing_embd_is_a_usage_error)
     free(out);
 }
 
-/* Integer flags: name, smallest valid value, the first value above the range. */
+/* Integer flags: name, smallest valid value, the first value above the range.
+ * 0 is valid where it names the default or off (head-size: embd / heads;
+ * threads: all cores). */
 static const struct { const char *flag; long lo; const char *above; } INT_FLAGS[] = {
-    {"layers", 1, "65"}, {"heads", 1, "257"}, {"embd", 1, "8193"}, {"head-size", 1, "4097"},
+    {"layers", 1, "65"}, {"heads", 1, "257"}, {"embd", 1, "8193"}, {"head-size", 0, "4097"},
     {"block", 1, "4097"}, {"batch", 1, "65537"}, {"steps", 1, "100000001"},
     {"warmup", 0, "100000001"}, {"eval-every", 0, "100000001"}, {"eval-iters", 1, "100001"},
-    {"save-every", 0, "100000001"}, {"threads", 1, "1025"},
+    {"save-every", 0, "100000001"}, {"threads", 0, "1025"},
 };
 static const struct { const char *flag; double lo; const char *above; } REAL_FLAGS[] = {
     {"lr", 1e-9, "10.5"}, {"min-lr", 0, "11"}, {"wd", 0, "10.01"}, {"clip", 0, "1e7"},

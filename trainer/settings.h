@@ -113,7 +113,7 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
            .hi = LIMIT_VOCAB_MAX, .zero_off = 1, .resume = RES_KEEP, INT_SLOT(14),             \
            .meta = "N", .section = SEC_MODEL,                                                  \
            .help = "tokens: the 256 byte values plus N - 256 byte-pair merges",               \
-           .more = "(merges learned from the train split: docs/tokenizer.md)",                \
+           .more = "(merges learned from the train split: docs/tokenizer.md; 0: bytes)",     \
            .def_text = "bytes only")                                                           \
     STORED(BATCH, batch, long, .flag = "batch", .short_flag = 'B', .type = SET_LONG,           \
            .def = 12, .lo = 1, .hi = LIMIT_BATCH_MAX, .resume = RES_KEEP, INT_SLOT(2),         \

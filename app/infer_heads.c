@@ -190,7 +190,7 @@ static void needed_set(HeadsOutputs *out, const HeadsMeasures *ms, const HeadsIn
 {
     int *order = xcalloc((size_t)in->n, sizeof(int)), k = 0;
     for (int h = 0; h < in->n; h++)
-        if (!ms->st[h].masked && ms->st[h].cost[q] > 0)
+        if (!ms->st[h].masked && !ms->st[h].closed && ms->st[h].cost[q] > 0)
             order[k++] = h;
     for (int i = 1; i < k; i++)
         for (int j = i; j > 0 && ms->st[order[j]].cost[q] > ms->st[order[j - 1]].cost[q]; j--) {
@@ -272,7 +272,7 @@ static void measure_causal(HeadsMeasures *ms, HeadsOutputs *out, const HeadsInpu
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         out->needed_head[q] = -1;
         for (int k = 0; k < in->n; k++)
-            if (!ms->st[k].masked && ms->st[k].cost[q] > 0 &&
+            if (!ms->st[k].masked && !ms->st[k].closed && ms->st[k].cost[q] > 0 &&
                 (out->needed_head[q] < 0 || ms->st[k].cost[q] > ms->st[out->needed_head[q]].cost[q]))
                 out->needed_head[q] = k;
         if (ms->base.pair[q].pairs > 0 && ms->base.pair[q].logit_diff > 0)
@@ -374,8 +374,11 @@ static void measure_importance(HeadsMeasures *ms, const HeadsInputs *in, Activat
     char err[512];
     unsigned char *on = xcalloc((size_t)in->n, 1);
     int tty = isatty(fileno(stderr));
-    for (int k = 0; k < in->n; k++)
+    const float *log_alpha = in->m->w.log_alpha;
+    for (int k = 0; k < in->n; k++) {
         ms->st[k].masked = head_on && !head_on[k];
+        ms->st[k].closed = log_alpha && gate_eval(log_alpha[k], NULL) == 0.0f;
+    }
     ms->base_loss = heads_loss(in->m, a, in->in, in->tg, in->nwin, in->T, head_on);
     for (int k = 0; k < in->n; k++) {
         if (ms->st[k].masked)
@@ -611,7 +614,7 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
             continue;
         int k = out->needed_head[q];
         printf("  %-15s %-7s %9.3f  %7.3f  %6.3f  %6.0f  %-11s", heads_rel_names[q],
-               r->best >= 0 && r->attention <= r->uniform ? "none" : rel_head(name, r->best, in->H),
+               report_best_label(name, r, in->H),
                r->attention, r->uniform, r->loss, r->rows,
                head_cost(need, k, in->H, k >= 0 ? ms->st[k].cost[q] : 0.0));
         if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
@@ -657,7 +660,8 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
                "so there is no earlier key to attend to)\n", in->planted.dropped);
     int best = -1;
     for (int k = 0; k < in->n; k++)
-        if (!ms->st[k].masked && (best < 0 || ms->st[k].induction > ms->st[best].induction))
+        if (!ms->st[k].masked && !ms->st[k].closed &&
+            (best < 0 || ms->st[k].induction > ms->st[best].induction))
             best = k;
     printf("induction: probe %.3f (head %s; %d probes of 2x%d %s) | behavioural copy: loss "
            "ratio %.3f\n", best >= 0 ? ms->st[best].induction : 0.0, rel_head(name, best, in->H),

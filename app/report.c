@@ -295,6 +295,18 @@ const char *report_rel_label(char buf[32], int k, int H)
     return buf;
 }
 
+const char *report_best_label(char buf[32], const HeadsRelation *x, int H)
+{
+    int k = heads_relation_named(x);
+    if (x->rows <= 0.0)
+        snprintf(buf, 32, "-");
+    else if (k < 0)
+        snprintf(buf, 32, "none");
+    else
+        report_rel_label(buf, k, H);
+    return buf;
+}
+
 /* "accuracy","logit_diff","pairs" of one pair score, with the key prefix pre. */
 static void write_pair_score(FILE *f, const char *pre, const PairScore *p)
 {

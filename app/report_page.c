@@ -518,8 +518,8 @@ static void html_relations(FILE *f, const HeadsReport *r)
         if (q >= HEADS_REL_TEXT && !r->builtin)
             continue;
         fprintf(f, "<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%.3f</td><td>%.3f</td>"
-                "<td>%.0f</td>", heads_rel_names[q], x->best >= 0 ?
-                report_rel_label(name, x->best, H) : "-", x->attention, x->uniform, x->loss,
+                "<td>%.0f</td>", heads_rel_names[q], report_best_label(name, x, H), x->attention,
+                x->uniform, x->loss,
                 x->rows);
         if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
             fprintf(f, "<td>%.3f</td>", x->loss_ratio);

@@ -13,7 +13,8 @@ Definitions (docs/ablation.md, "One head against several"):
 - bar: summary.json's "bar" for the relation; without one, 0.50 for previous-token
   and 0.30 for the others, the bars ./infer --heads types heads by.
 - a head attends to a relation when its per-head score (heads.csv) is above the
-  bar (the best head's, from summary.json, counts too).
+  bar (the best head's, from summary.json, counts too); a closed head (heads.csv's
+  gate 0, docs/heads.md) attends to nothing: its output never reaches the model.
 - a head is needed for a relation when silencing it alone costs the relation at
   least ./infer's needed share of its logit difference (heads.csv's "needed"
   column, docs/heads.md "Needed heads").
@@ -98,13 +99,16 @@ def plus_list(cell):
 
 def judge(relations, heads, names):
     """One run: relations is its summary.json "relations", heads its heads.csv rows
-    (dicts), names the relations to judge. Returns {"relations": {name: {best_head,
+    (dicts), names the relations to judge. A masked head (silenced by --mask) and a
+    closed one (heads.csv's gate 0: the model's own gate shut it) attend to and serve
+    nothing. Returns {"relations": {name: {best_head,
     attention, uniform, ratio, loss, rows, bar, bar_source, attended (0/1), served
     (0/1), heads (the serving heads' labels), attending, needed (labels),
     needed_head, accuracy, logit_diff, pairs}}, "scored", "served",
     "distinct_heads", "shared_heads", "causal" (the report has the ablation per
     relation), "needed_per_head" ({label: relations it is needed for})}."""
-    live = [h for h in heads if num(h.get("masked")) != 1]
+    live = [h for h in heads if num(h.get("masked")) != 1 and num(h.get("gate")) != 0]
+    labels = {head_label(h) for h in live}
     causal = any("needed" in h for h in live)
     out, uses = {}, Counter()
     for k in names:
@@ -113,7 +117,8 @@ def judge(relations, heads, names):
         att, uni = num(e.get("attention")), num(e.get("uniform"))
         attended = math.isfinite(att) and att > bar
         attending = {head_label(h) for h in live if head_score(h, k) > bar}
-        attending |= {e["best_head"]} if attended and e.get("best_head") else set()
+        best = e.get("best_head")
+        attending |= {best} if attended and best and (not heads or best in labels) else set()
         needed = {head_label(h) for h in live if k in plus_list(h.get("needed"))}
         if causal:
             serving = attending & needed

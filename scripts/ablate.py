@@ -450,7 +450,8 @@ def sweep_loop(a, sweep, todo):
 def compare_ckpts(a, sweep):
     """compare_gates.html's checkpoints: per (H, D), ordered so, the first seed's plain
     model and then its gated ones, finished runs only, at most MAX_COMPARE."""
-    done = [r for r in rep.all_runs(sweep) if is_done(a, r)]
+    done = [r for r in rep.all_runs(sweep) if is_done(a, r) and os.path.isfile(
+        os.path.join(a.out, "runs", r["name"], "model.ckpt"))]
     first = {}
     for r in done:
         k = (r["H"], r["D"])
@@ -465,13 +466,15 @@ def write_compare(a, sweep):
     start of the validation text: compare.html from the sweep directory (the first
     seed of each plain H and D), and with gated runs compare_gates.html. A page infer
     cannot write is left out with a warning; the report does not depend on it."""
-    val = os.path.join(a.out, sweep["val_file"])
+    val = os.path.join(a.out, sweep.get("val_file", "val.txt"))
+    if not os.path.isfile(val) or not any(
+            is_done(a, r) and os.path.isfile(os.path.join(a.out, "runs", r["name"], "model.ckpt"))
+            for r in rep.runs_of(sweep)):
+        return  # nothing to show: no finished model, or no validation text
     pages = [("compare.html", [a.out])]
     if sweep.get("gates"):
         pages.append(("compare_gates.html", compare_ckpts(a, sweep)))
     for name, ckpts in pages:
-        if not any(is_done(a, r) for r in rep.runs_of(sweep)):
-            return
         path = os.path.join(a.out, name)
         cmd = [os.path.join(a.bin, "infer")] + [x for c in ckpts for x in ("--ckpt", c)] + [
             "--explore", path + ".tmp", "--text-file", val, "--threads", str(a.threads or 1)]
@@ -490,6 +493,7 @@ def check_or_report(a):
         fail("%s/sweep.json: missing (is --out a sweep directory?)" % a.out, 1)
     try:
         if a.report_only:
+            rep.write_all(a.out)  # reads and checks every file of the sweep first
             write_compare(a, rep.read_json(os.path.join(a.out, "sweep.json")))
             say("report: %d rows in %s" % (rep.write_all(a.out), a.out))
             return 0

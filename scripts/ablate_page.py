@@ -15,6 +15,7 @@ library only.
 import html
 import os
 
+import ablate_legend
 import ablate_relations
 from ablate_stats import mean_sd, pm
 
@@ -187,7 +188,8 @@ def run_table(rows, unit):
     return "<table><tr>%s</tr>%s</table>" % ("".join("<th>%s</th>" % html.escape(h) for h in head),
                                              "".join("<tr>%s</tr>" % "".join(
                                                  "<td>%s</td>" % html.escape(c) for c in b)
-                                                 for b in body))
+                                                 for b in body)) + ablate_legend.html(
+                                                     head, unit, html.escape)
 
 
 def page(outdir, description, answers, rows, gated, arms, titles, unit, gates_html):

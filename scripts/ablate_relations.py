@@ -38,6 +38,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 
+import ablate_legend
 from ablate_stats import mean_sd, num, pm
 from svgchart import Svg, colour_scale, heatmap
 
@@ -191,9 +192,18 @@ def mean_range(values):
     return whole(m) if lo == hi else "%s (%d–%d)" % (whole(m), lo, hi)
 
 
+def named_head(x):
+    """A judged relation's best head as the report names it: "none" when its attention
+    is not above the uniform head's (as ./infer --heads prints it), None without one."""
+    if not x["best_head"]:
+        return None
+    return x["best_head"] if x["attention"] > x["uniform"] else "none"
+
+
 def best_heads(xs):
-    """The best heads over seeds, most frequent first: 'L2H1 ×3, L3H0'."""
-    n = Counter(x["best_head"] for x in xs if x["best_head"])
+    """The best heads over seeds, most frequent first: 'L2H1 ×3, L3H0', "none" for the
+    seeds whose best head is not above the uniform head."""
+    n = Counter(named_head(x) for x in xs if named_head(x))
     return ", ".join(h + (" ×%d" % n[h] if n[h] > 1 else "") for h in sorted(
         n, key=lambda h: (-n[h], head_key(h)))) or "–"
 
@@ -443,8 +453,9 @@ def section(rows, names, arms, titles, unit):
         "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b]
     g = groups(rows, arms)
     t1, t2 = tables(rows, names, arms, unit)
+    key = ablate_legend.md
     out = [SECTION, "", INTRO % unit, "", bars_sentence(rows, names), "", BY_RELATION, ""] + md(
-        *t1) + ["", SERVED, ""] + md(*t2) + [""]
+        *t1) + [""] + key(t1[0], unit) + [SERVED, ""] + md(*t2) + [""] + key(t2[0], unit)
     causal = any(r["judged"]["causal"] for r in rows)
     if causal:
         out += [CAUSAL, "", "Accuracy: the share of minimal pairs where the right token's "
@@ -452,7 +463,8 @@ def section(rows, names, arms, titles, unit):
                 "(mean ± s.d. over seeds); needed head: the head whose silencing costs the "
                 "relation most, per seed; seeds attending / needing a head / served: the "
                 "seeds in which some head attends above the bar, some head is needed, some "
-                "head does both.", ""] + md(*causal_table(rows, names, arms)) + [""]
+                "head does both.", ""] + md(*causal_table(rows, names, arms)) + [""] + key(
+                    causal_table(rows, names, arms)[0], unit)
     for arm in arms:
         if not any(a == arm for a, _ in g):
             continue

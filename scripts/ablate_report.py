@@ -19,6 +19,7 @@ import statistics
 import xml.etree.ElementTree as ET
 
 import ablate_gates
+import ablate_legend
 import ablate_page
 import ablate_relations
 import induction_phase
@@ -533,6 +534,7 @@ def write_md(path, sweep, rows, gates=()):
         out += [INDUCTION_INTRO % (heads_every(sweep), induction_phase.THRESHOLD), ""]
     if any(relations_of([r]) for r in rows):
         out += [RELATIONS_INTRO % unit, ""]
+    said = ablate_legend.Once()
     for arm in ARMS:
         by_h = {}
         for r in (r for r in rows if r["arm"] == arm):
@@ -540,14 +542,17 @@ def write_md(path, sweep, rows, gates=()):
         if not by_h:
             continue
         t1, t2 = tables(by_h, fp["layers"])
-        out += ["## Arm: %s" % arm_title(arm, fp), "", md(*t1), ""]
-        out += ["Head types (mean count per model over seeds):", "", md(*t2), ""]
+        key = said.md
+        out += ["## Arm: %s" % arm_title(arm, fp), "", md(*t1), ""] + key(t1[0], unit)
+        out += ["Head types (mean count per model over seeds):", "", md(*t2), ""] + key(
+            t2[0], unit)
         if is_induction(sweep):
-            out += [INDUCTION_TABLE, "", md(*induction_table(by_h)), "",
-                    " ".join(induction_findings(by_h)), ""]
+            t4 = induction_table(by_h)
+            out += [INDUCTION_TABLE, "", md(*t4), ""] + key(t4[0], unit) + [
+                " ".join(induction_findings(by_h)), ""]
         t3 = relations_table(by_h)
-        out += [RELATIONS_TABLE, "", md(*t3), "", " ".join(relation_findings(by_h)), ""] \
-            if t3[1] else []
+        out += [RELATIONS_TABLE, "", md(*t3), ""] + key(t3[0], unit) + [
+            " ".join(relation_findings(by_h)), ""] if t3[1] else []
         out += [" ".join(findings(arm, by_h, fp)), ""]
     out += ablate_relations.section(rows, relations_of(rows), [a for a in ARMS],
                                     {a: arm_title(a, fp) for a in ARMS}, unit)

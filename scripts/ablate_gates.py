@@ -35,11 +35,8 @@ CSV_COLUMNS = ["arm", "run", "plain", "H", "D", "seed", "lambda", "heads", "open
                "open_heads", "bpb", "plain_bpb", "val_loss", "plain_val_loss",
                "relations_served", "kept_last", "overlap", "chance_overlap", "loss",
                "pruned_loss"]
-HEAD = ["H", "D", "LAMBDA", "seeds", "open heads", "bpb gated", "bpb plain",
-        "gated − plain", "relations the open heads serve", "open among kept last",
-        "loss gated / plain pruned"]
-# One line per column of the table (HEAD's order): the legend under it in ablation.md,
-# on index.html and in docs/ablation.md.
+# The table's columns, in order, each with the one line of legend printed under it in
+# ablation.md and on index.html.
 LEGEND = [
     ("H", "heads per layer"),
     ("D", "head size"),
@@ -57,9 +54,11 @@ LEGEND = [
     ("open among kept last", "with k heads open, how many are among the k heads the "
      "plain model's prune curve keeps last, of k; in brackets what k random heads "
      "would share on average (k·k / heads); – without a prune curve"),
-    ("loss gated / plain pruned", "loss on the heads analysis's windows (nats) of the "
-     "gated model, and of the plain model with only its k last-kept heads"),
+    ("loss gated / plain pruned", "loss on the heads analysis's windows of the "
+     "gated model, and of the plain model with only its k last-kept heads (in val "
+     "loss's unit)"),
 ]
+HEAD = [name for name, _ in LEGEND]
 
 
 def open_heads(row):

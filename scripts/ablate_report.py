@@ -128,8 +128,7 @@ def runs_of(sweep):
     for r in runs.values():  # multiply-adds per token, for the ETA's ratios only
         L, C, T, HD = fp["layers"], fp["embd"], fp["block"], r["H"] * r["D"]
         r["cost"] = L * (4 * C * HD + 8 * C * C + T * HD) + C * 65
-    for r in runs.values():
-        r["gate"] = 0
+        r["gate"] = 0  # no head gates: the plain run
     return sorted(runs.values(), key=lambda r: (r["seed"], -r["cost"]))
 
 
@@ -671,7 +670,7 @@ def write_all(outdir):
     sweep, runs = load(outdir)
     rows = table_rows(sweep, runs)
     gated = table_rows(sweep, runs, gated=True)
-    names = relations_of(rows + gated)
+    names = relations_of(rows)
     if names:
         ablate_relations.annotate(rows, names)
         ablate_relations.write_csv(os.path.join(outdir, "relations.csv"), rows, names)
@@ -706,9 +705,11 @@ def check(outdir):
     """--check: a finished run with heads/summary.json for every (arm, H, seed), a CSV row
     for each with finite numbers, ablation.md and index.html opening with the short
     answer, one md table row per arm and H, the relations section
-    when there are relations (ablate_relations.check), plots that parse as XML. Changes
-    nothing; returns the problems found."""
-    sweep, runs = load(outdir)
+    when there are relations (ablate_relations.check), with gated runs each of them
+    finished and the gate section (ablate_gates.check), plots that parse as XML.
+    Changes nothing; returns the problems found."""
+    sweep, every = load(outdir)
+    runs = {k: r for k, r in every.items() if not r.get("gate")}  # the gated: below
     problems = ["run %s: unfinished or no heads/summary.json" % r["name"]
                 for r in runs_of(sweep) if not runs.get(r["name"], {}).get("summary")]
     path, md = (os.path.join(outdir, f) for f in ("ablation.csv", "ablation.md"))
@@ -752,7 +753,7 @@ def check(outdir):
     for r in gate_runs_of(sweep):
         for arm in r["arms"]:
             want_gates.setdefault(arm, []).append((r["H"], r["gate"]))
-        if not runs.get(r["name"], {}).get("summary"):
+        if not every.get(r["name"], {}).get("summary"):
             problems.append("run %s: unfinished or no heads/summary.json" % r["name"])
     problems += ablate_gates.check(outdir, text, want_gates,
                                    {a: arm_title(a, sweep["fingerprint"]) for a in ARMS})

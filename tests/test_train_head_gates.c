@@ -242,7 +242,7 @@ static void best_head_of(char buf[32], const char *summary, const char *relation
 /* A closed head is never a relation's best head, nor needed, nor serving: the
  * previous-token relation's best head of the all-open model is closed by hand, and
  * --heads then names another head (or none) for every relation, in the table and in
- * summary.json, while the table marks the head closed. */
+ * summary.json, while the table and the report page mark the head closed. */
 Test(train, infer_heads_never_names_a_closed_head)
 {
     Env e;
@@ -290,4 +290,13 @@ Test(train, infer_heads_never_names_a_closed_head)
     const char *serves = strstr(s, "\"serves\":{"), *attends = strstr(s, "\"attends\":{");
     cr_assert(serves && attends && strstr(serves, quoted) && strstr(attends, quoted), "%s", s);
     free(s);
+    /* The page's Metrics table has the gate column, the closed head's cell says so. */
+    snprintf(path, sizeof path, "%s/index.html", rep);
+    char *page = tu_read_text(path);
+    char cell[64];
+    snprintf(cell, sizeof cell, "<tr><td>%s</td><td><span", best);
+    const char *tr = strstr(page, cell);
+    cr_assert(strstr(page, "<th>gate</th>") && tr && find_in(tr, strcspn(tr, "\n"),
+                                                            "<td>closed</td></tr>"), "%s", path);
+    free(page);
 }

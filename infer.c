@@ -117,6 +117,8 @@ static void usage(void)
         for (int i = 0; i < NFLAGS; i++)
             if ((int)FLAGS[i].section == sec)
                 usage_flag(&FLAGS[i], &d);
+        if (sec == FSEC_HEADS)
+            infer_heads_legend(stdout, "  ");
     }
     printf("%-24s this help\n%-24s print the version and exit\n", "  -h, --help",
            "      --version");

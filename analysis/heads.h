@@ -123,6 +123,8 @@ typedef struct {
     double jsd_nearest;    /* smallest JSD to any other head */
     int nearest;           /* that head, as l*H + h; -1 when there is none */
     int masked;            /* silenced by the caller's head mask */
+    int closed;            /* its learned gate is 0 (model/gates.h): the model itself
+                            * silences it, so it attends to and serves nothing */
     int costed;            /* cost[] was measured (analysis/pairs.h) */
     double cost[HEADS_REL_COUNT]; /* share of each relation's logit difference (or loss,
                                    * pairs_cost) its silencing alone takes away */
@@ -261,19 +263,25 @@ int heads_add_rare(HeadSums *sums, RelationSums *rs, const Activations *a, const
                    const int *targets, const uint64_t *counts, const float *losses, int B,
                    int T);
 
-/* Head s attends to relation q: it is not masked and s->rel[q] > heads_rel_bar[q]. */
+/* Head s attends to relation q: it is neither masked nor closed and
+ * s->rel[q] > heads_rel_bar[q]. */
 int heads_attends(const HeadStats *s, int q);
-/* Head s is needed for relation q: its cost was measured and is at least
- * HEADS_NEEDED_SHARE (analysis/pairs.h). */
+/* Head s is needed for relation q: it is neither masked nor closed, and its cost
+ * was measured and is at least HEADS_NEEDED_SHARE (analysis/pairs.h). */
 int heads_needed(const HeadStats *s, int q);
 /* Head s serves relation q: it attends and it is needed. */
 int heads_serves(const HeadStats *s, int q);
 
 /* Relation `kind` from the finished st[n] (heads_finish) and its sums: the best
- * head is the unmasked one with the largest st[k].rel[kind], ties to the lower
- * index. */
+ * head is the one neither masked nor closed with the largest st[k].rel[kind],
+ * ties to the lower index; -1 when the relation has no rows or every head is
+ * masked or closed. */
 void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const RelationSums *rs,
                            int kind, int n);
+/* The best head a reader is told of: r->best when it attends to the key more than
+ * a uniform head would (attention > uniform), else -1, which the reports print as
+ * "none" (or "-" when the relation has no rows). */
+int heads_relation_named(const HeadsRelation *r);
 
 /* The probe alphabet, as token ids in ascending order into alpha (room for
  * tok->V; returns the count; *rule receives the number of the rule that chose

@@ -279,12 +279,12 @@ int heads_add_rare(HeadSums *sums, RelationSums *rs, const Activations *a, const
 
 int heads_attends(const HeadStats *s, int q)
 {
-    return !s->masked && s->rel[q] > heads_rel_bar[q];
+    return !s->masked && !s->closed && s->rel[q] > heads_rel_bar[q];
 }
 
 int heads_needed(const HeadStats *s, int q)
 {
-    return !s->masked && s->costed && s->cost[q] >= HEADS_NEEDED_SHARE;
+    return !s->masked && !s->closed && s->costed && s->cost[q] >= HEADS_NEEDED_SHARE;
 }
 
 int heads_serves(const HeadStats *s, int q)
@@ -299,7 +299,8 @@ void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const Relation
     r->best = -1;
     if (rs->rows > 0.0)
         for (int k = 0; k < n; k++)
-            if (!st[k].masked && (r->best < 0 || st[k].rel[kind] > r->attention)) {
+            if (!st[k].masked && !st[k].closed &&
+                (r->best < 0 || st[k].rel[kind] > r->attention)) {
                 r->best = k;
                 r->attention = st[k].rel[kind];
             }
@@ -309,6 +310,11 @@ void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const Relation
     r->loss = rs->loss_rows > 0.0 ? rs->loss / rs->loss_rows : 0.0;
     r->first_loss = rs->pairs > 0.0 ? rs->first_loss / rs->pairs : 0.0;
     r->loss_ratio = rs->first_loss > 0.0 ? rs->pair_loss / rs->first_loss : 0.0;
+}
+
+int heads_relation_named(const HeadsRelation *r)
+{
+    return r->best >= 0 && r->attention > r->uniform ? r->best : -1;
 }
 
 /* A word token: ASCII letters, optionally after one leading space. */

@@ -7,6 +7,7 @@
 #define HEADCOUNT_INFER_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "data/corpus.h"
@@ -171,6 +172,9 @@ void infer_read_input(TextFile *f, const char *path, const char *flag);
 int infer_sample(const InferOptions *o, const Model *m, const Tokenizer *tok);
 /* The heads report; returns the process exit status. */
 int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok);
+/* The --heads tables' columns, one line each (name, legend), after indent: what
+ * --help lists; each table prints its own under it. */
+void infer_heads_legend(FILE *f, const char *indent);
 /* The explorer page (and --explore-json) for nbytes of text: the first block
  * of it, or the last when from_end (a sample). source names the text. */
 int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,

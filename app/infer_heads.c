@@ -76,6 +76,80 @@ typedef struct {
     int nprune;
 } HeadsOutputs;
 
+/* One column of a --heads table and its one-line legend: what the output prints
+ * under the table and --help lists (infer_heads_legend); docs/heads.md has the
+ * formulas. */
+typedef struct {
+    const char *name, *legend;
+} HeadsColumn;
+
+static const HeadsColumn HEAD_COLUMNS[] = {
+    {"head", "layer and head, 0-based: L1H3 is layer 1, head 3"},
+    {"type", "what the head does by its scores (docs/heads.md, Types); masked: --mask"},
+    {"entropy", "mean normalised entropy of a row: 0 = one key, 1 = uniform"},
+    {"conf", "mean largest weight of a row"},
+    {"dist", "mean distance to the attended tokens, in positions"},
+    {"prev", "mean weight on the previous token"},
+    {"self", "mean weight on the token itself"},
+    {"first", "mean weight on the first token of the window"},
+    {"delim", "mean weight on whitespace and punctuation keys"},
+    {"ind", "induction score on the probes: weight on the token after the earlier copy"},
+    {"dup", "duplicate score on the probes: weight on the earlier copy itself"},
+    {"dloss", "loss rise when this head alone is silenced (the table's order)"},
+    {"dloss%", "dloss as a percentage of the base loss"},
+    {"grad", "gate gradient |dL/dgate| (Michel et al. 2019), averaged over windows"},
+    {"near", "the head with the most similar attention (smallest JSD)"},
+    {"gate", "models trained with --head-gates: the learned gate; closed = 0, head off"},
+    {"serves", "relations it attends to above the bar and is needed for; - none"},
+    {"(attends, not needed: R)", "relations it attends to above the bar, not needed for"},
+};
+static const HeadsColumn RELATION_COLUMNS[] = {
+    {"relation", "the relation (docs/heads.md, Relations)"},
+    {"best", "the open head with the most attention on the key; none: no head above uniform"},
+    {"attention", "the best head's mean weight on the key"},
+    {"uniform", "what a head spreading its weight evenly scores on the key"},
+    {"loss", "mean loss on the tokens the relation predicts"},
+    {"rows", "query rows that have the relation's key in the window"},
+    {"needed", "the head whose silencing alone costs the relation most, and that share"},
+    {"loss ratio", "copy, names: loss on the repeat over the loss at the first occurrence"},
+};
+static const HeadsColumn PAIR_COLUMNS[] = {
+    {"accuracy", "share of pairs where the right token's logit beats the wrong one's"},
+    {"logit diff", "mean margin of the right token's logit over the wrong one's"},
+    {"pairs", "minimal pairs scored"},
+    {"needed set", "heads silenced together, largest cost first, until half the margin goes"},
+};
+static const HeadsColumn PRUNE_COLUMNS[] = {
+    {"removed", "heads silenced so far, the smallest dloss first"},
+    {"kept", "heads still active"},
+    {"head", "the head silenced at this step"},
+    {"loss", "the loss with those heads silenced"},
+    {"vs base", "its change against the base loss"},
+};
+
+#define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* One line per column: indent, the name padded, its legend. */
+static void print_legend(FILE *f, const char *indent, const HeadsColumn *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%-11s %s\n", indent, c[i].name, c[i].legend);
+}
+
+void infer_heads_legend(FILE *f, const char *indent)
+{
+    char deeper[64];
+    snprintf(deeper, sizeof deeper, "%s  ", indent);
+    fprintf(f, "%sthe head table's columns:\n", indent);
+    print_legend(f, deeper, HEAD_COLUMNS, NCOLS(HEAD_COLUMNS));
+    fprintf(f, "%sthe relations table's:\n", indent);
+    print_legend(f, deeper, RELATION_COLUMNS, NCOLS(RELATION_COLUMNS));
+    fprintf(f, "%sthe minimal pairs' (built-in corpus):\n", indent);
+    print_legend(f, deeper, PAIR_COLUMNS, NCOLS(PAIR_COLUMNS));
+    fprintf(f, "%sthe prune curve's (--prune-curve):\n", indent);
+    print_legend(f, deeper, PRUNE_COLUMNS, NCOLS(PRUNE_COLUMNS));
+}
+
 static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
@@ -190,7 +264,7 @@ static void needed_set(HeadsOutputs *out, const HeadsMeasures *ms, const HeadsIn
 {
     int *order = xcalloc((size_t)in->n, sizeof(int)), k = 0;
     for (int h = 0; h < in->n; h++)
-        if (!ms->st[h].masked && ms->st[h].cost[q] > 0)
+        if (!ms->st[h].masked && !ms->st[h].closed && ms->st[h].cost[q] > 0)
             order[k++] = h;
     for (int i = 1; i < k; i++)
         for (int j = i; j > 0 && ms->st[order[j]].cost[q] > ms->st[order[j - 1]].cost[q]; j--) {
@@ -272,7 +346,7 @@ static void measure_causal(HeadsMeasures *ms, HeadsOutputs *out, const HeadsInpu
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         out->needed_head[q] = -1;
         for (int k = 0; k < in->n; k++)
-            if (!ms->st[k].masked && ms->st[k].cost[q] > 0 &&
+            if (!ms->st[k].masked && !ms->st[k].closed && ms->st[k].cost[q] > 0 &&
                 (out->needed_head[q] < 0 || ms->st[k].cost[q] > ms->st[out->needed_head[q]].cost[q]))
                 out->needed_head[q] = k;
         if (ms->base.pair[q].pairs > 0 && ms->base.pair[q].logit_diff > 0)
@@ -374,8 +448,11 @@ static void measure_importance(HeadsMeasures *ms, const HeadsInputs *in, Activat
     char err[512];
     unsigned char *on = xcalloc((size_t)in->n, 1);
     int tty = isatty(fileno(stderr));
-    for (int k = 0; k < in->n; k++)
+    const float *log_alpha = in->m->w.log_alpha;
+    for (int k = 0; k < in->n; k++) {
         ms->st[k].masked = head_on && !head_on[k];
+        ms->st[k].closed = log_alpha && gate_eval(log_alpha[k], NULL) == 0.0f;
+    }
     ms->base_loss = heads_loss(in->m, a, in->in, in->tg, in->nwin, in->T, head_on);
     for (int k = 0; k < in->n; k++) {
         if (ms->st[k].masked)
@@ -467,10 +544,12 @@ static void prune_curve(HeadsOutputs *out, const HeadsMeasures *ms, const HeadsI
     sort_heads(out->prune_order, k, ms->st, 0);
     out->nprune = k;
     out->prune_loss[0] = ms->base_loss;
-    if (print)
-        printf("\nprune curve (heads removed least important first, by delta loss):\n"
-               "  removed  kept  head   loss      vs base\n"
+    if (print) {
+        printf("\nprune curve (heads removed least important first, by delta loss); columns:\n");
+        print_legend(stdout, "  ", PRUNE_COLUMNS, NCOLS(PRUNE_COLUMNS));
+        printf("  removed  kept  head   loss      vs base\n"
                "  %7d  %4d  %-6s %.4f  %+7.2f%%\n", 0, k, "-", ms->base_loss, 0.0);
+    }
     for (int r = 1; r <= k; r++) {
         int q = out->prune_order[r - 1];
         on[q] = 0;
@@ -529,14 +608,10 @@ static void print_table(const HeadsInputs *in, const HeadsMeasures *ms, const He
     }
     printf("\nsorted by dloss (loss increase when the head alone is silenced); ind/dup on "
            "%d probes of 2x%d random tokens (%s)\n", HEADS_PROBES, in->P, in->probe_rule);
-    printf("columns (docs/heads.md): entropy = mean normalised entropy of a row (0 peaked, 1 "
-           "uniform); conf = mean largest weight;\n  dist = mean distance to the attended "
-           "tokens; prev/self/first = mean weight on the previous token, itself, the first\n"
-           "  token; delim = weight on whitespace and punctuation; ind/dup = induction and "
-           "duplicate-token scores on the probes;\n  dloss = loss rise when the head alone is "
-           "silenced (dloss%% of the base loss); grad = gate gradient |dL/dgate|; near = the\n"
-           "  head with the most similar attention (smallest JSD); serves = relations it "
-           "attends to above the bar and is needed for\n");
+    printf("columns (docs/heads.md):\n");
+    for (size_t i = 0; i < NCOLS(HEAD_COLUMNS); i++)
+        if (log_alpha || strcmp(HEAD_COLUMNS[i].name, "gate"))
+            print_legend(stdout, "  ", &HEAD_COLUMNS[i], 1);
     printf("base loss %.4f over %d windows x %d tokens; %d heads, %d active\n", ms->base_loss,
            in->nwin, in->T, in->n, s->active);
     if (log_alpha)
@@ -599,19 +674,16 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
                             const HeadsOutputs *out)
 {
     char name[32], need[32], set[NEEDED_SET_MAX * 8 + 32];
-    printf("\nrelations (docs/heads.md): best = the head with the largest mean attention on "
-           "the key, beside a uniform head's;\n  loss = the mean loss on the tokens the "
-           "relation predicts; needed = the head whose silencing alone takes away the largest "
-           "share\n  of the relation's logit difference (of its loss where it has no minimal "
-           "pairs), with that share\n"
-           "  relation        best    attention  uniform  loss    rows    needed     \n");
+    printf("\nrelations (docs/heads.md); columns:\n");
+    print_legend(stdout, "  ", RELATION_COLUMNS, NCOLS(RELATION_COLUMNS));
+    printf("  relation        best    attention  uniform  loss    rows    needed     \n");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *r = &out->rel[q];
         if (q >= HEADS_REL_TEXT && !planted_known(&in->planted))
             continue;
         int k = out->needed_head[q];
         printf("  %-15s %-7s %9.3f  %7.3f  %6.3f  %6.0f  %-11s", heads_rel_names[q],
-               r->best >= 0 && r->attention <= r->uniform ? "none" : rel_head(name, r->best, in->H),
+               report_best_label(name, r, in->H),
                r->attention, r->uniform, r->loss, r->rows,
                head_cost(need, k, in->H, k >= 0 ? ms->st[k].cost[q] : 0.0));
         if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
@@ -621,11 +693,9 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
         printf("\n");
     }
     if (planted_known(&in->planted)) {
-        printf("\nminimal pairs (docs/heads.md): accuracy = share of pairs where the right "
-               "token's logit beats the wrong one's (chance 0.5);\n  logit diff = its mean "
-               "margin; needed set = heads silenced together, largest cost first, until half "
-               "the margin is gone\n"
-               "  relation          accuracy  logit diff  pairs   needed set\n");
+        printf("\nminimal pairs (docs/heads.md; chance accuracy 0.5); columns:\n");
+        print_legend(stdout, "  ", PAIR_COLUMNS, NCOLS(PAIR_COLUMNS));
+        printf("  relation          accuracy  logit diff  pairs   needed set\n");
         for (int q = 0; q < PAIRS_SETS; q++) {
             const PairScore *p = &ms->base.pair[q];
             if (p->pairs == 0)
@@ -638,9 +708,9 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
         printf("  (names: against the most likely other token; coreference: against the "
                "line's other noun; coreference-class:\n   against a noun of the antecedent's "
                "class not in the line; %d windows of %d tokens; heads silenced to %s; %zu "
-               "contrasts left out: their key is not before the scored token or their line is "
-               "cut by the file's ends)\n", in->causal_windows, in->T,
-               in->head_mean ? "their mean output" : "zero", in->planted.pairs_skipped);
+               "contrasts left out: %s)\n", in->causal_windows, in->T,
+               in->head_mean ? "their mean output" : "zero", in->planted.pairs_skipped,
+               report_skipped_why);
     } else {
         printf("  (no minimal pairs: the file is no piece of the built-in corpus and none of "
                "its sentences is one its grammar writes; the generator is what defines them)\n");
@@ -653,15 +723,15 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
         printf("  (%zu of the file's %zu sentences are ones the built-in corpus's grammar "
                "writes: the relations from agreement on are planted in those)\n",
                in->planted.parsed, in->planted.nsentence);
-    printf("  (best = none: no head attends to the key more than a head spreading its weight "
-           "evenly would)\n");
+    printf("  (best = none: no open head attends to the key more than a head spreading its "
+           "weight evenly would; - : the relation has no rows)\n");
     if (in->planted.dropped)
-        printf("  (%zu planted relations left out: with these tokens the token that predicts the "
-               "answer already holds the key,\n   as a repeated name's letters inside one token, "
-               "so there is no earlier key to attend to)\n", in->planted.dropped);
+        printf("  (%zu planted relations left out: %s)\n", in->planted.dropped,
+               report_dropped_why);
     int best = -1;
     for (int k = 0; k < in->n; k++)
-        if (!ms->st[k].masked && (best < 0 || ms->st[k].induction > ms->st[best].induction))
+        if (!ms->st[k].masked && !ms->st[k].closed &&
+            (best < 0 || ms->st[k].induction > ms->st[best].induction))
             best = k;
     printf("induction: probe %.3f (head %s; %d probes of 2x%d %s) | behavioural copy: loss "
            "ratio %.3f\n", best >= 0 ? ms->st[best].induction : 0.0, rel_head(name, best, in->H),

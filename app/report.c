@@ -25,34 +25,62 @@
 #include "util/json.h"
 
 const ReportField report_fields[] = {
-    {"entropy", offsetof(HeadStats, entropy)},
-    {"confidence", offsetof(HeadStats, confidence)},
-    {"distance", offsetof(HeadStats, distance)},
-    {"prev", offsetof(HeadStats, prev)},
-    {"self", offsetof(HeadStats, self)},
-    {"first", offsetof(HeadStats, first)},
-    {"delim", offsetof(HeadStats, delim)},
-    {"repeat", offsetof(HeadStats, repeat)},
-    {"induction", offsetof(HeadStats, induction)},
-    {"duplicate", offsetof(HeadStats, duplicate)},
-    {"delta_loss", offsetof(HeadStats, delta_loss)},
-    {"grad", offsetof(HeadStats, grad)},
-    {"grad_window", offsetof(HeadStats, grad_window)},
-    {"jsd_layer", offsetof(HeadStats, jsd_layer)},
-    {"jsd_nearest", offsetof(HeadStats, jsd_nearest)},
-    {"previous-token", offsetof(HeadStats, rel[HEADS_REL_PREV])},
-    {"bracket", offsetof(HeadStats, rel[HEADS_REL_BRACKET])},
-    {"copy", offsetof(HeadStats, rel[HEADS_REL_COPY])},
-    {"rare", offsetof(HeadStats, rel[HEADS_REL_RARE])},
-    {"agreement", offsetof(HeadStats, rel[HEADS_REL_AGREE])},
-    {"names", offsetof(HeadStats, rel[HEADS_REL_NAMES])},
-    {"determiner", offsetof(HeadStats, rel[HEADS_REL_DET])},
-    {"coreference", offsetof(HeadStats, rel[HEADS_REL_COREF])},
-    {"subject-verb", offsetof(HeadStats, rel[HEADS_REL_SUBJECT])},
-    {"adjective-verb", offsetof(HeadStats, rel[HEADS_REL_MOOD])},
-    {"verb-modifier", offsetof(HeadStats, rel[HEADS_REL_MODIFIER])},
-    {"place", offsetof(HeadStats, rel[HEADS_REL_PLACE])},
-    {"pronoun", offsetof(HeadStats, rel[HEADS_REL_PRONOUN])},
+    {"entropy", offsetof(HeadStats, entropy),
+     "mean normalised entropy of a row: 0 = one key, 1 = uniform"},
+    {"confidence", offsetof(HeadStats, confidence),
+     "mean largest weight of a row"},
+    {"distance", offsetof(HeadStats, distance),
+     "mean distance to the attended tokens, in positions"},
+    {"prev", offsetof(HeadStats, prev),
+     "mean weight on the previous token"},
+    {"self", offsetof(HeadStats, self),
+     "mean weight on the token itself"},
+    {"first", offsetof(HeadStats, first),
+     "mean weight on the first token of the window"},
+    {"delim", offsetof(HeadStats, delim),
+     "mean weight on whitespace and punctuation keys"},
+    {"repeat", offsetof(HeadStats, repeat),
+     "mean weight on the token after the last earlier occurrence of the two tokens ending at the row"},
+    {"induction", offsetof(HeadStats, induction),
+     "probes: weight on the token after the earlier copy"},
+    {"duplicate", offsetof(HeadStats, duplicate),
+     "probes: weight on the earlier copy itself"},
+    {"delta_loss", offsetof(HeadStats, delta_loss),
+     "loss rise when this head alone is silenced"},
+    {"grad", offsetof(HeadStats, grad),
+     "gate gradient |dL/dgate| (Michel et al. 2019): the sum over windows, then abs"},
+    {"grad_window", offsetof(HeadStats, grad_window),
+     "the same with abs per window, then the mean"},
+    {"jsd_layer", offsetof(HeadStats, jsd_layer),
+     "mean Jensen-Shannon divergence to the other heads of its layer (nats)"},
+    {"jsd_nearest", offsetof(HeadStats, jsd_nearest),
+     "smallest Jensen-Shannon divergence to any other head (nats)"},
+    {"previous-token", offsetof(HeadStats, rel[HEADS_REL_PREV]),
+     "mean weight on the previous-token relation's key (docs/heads.md, Relations)"},
+    {"bracket", offsetof(HeadStats, rel[HEADS_REL_BRACKET]),
+     "mean weight on the bracket relation's key (docs/heads.md, Relations)"},
+    {"copy", offsetof(HeadStats, rel[HEADS_REL_COPY]),
+     "mean weight on the copy relation's key (docs/heads.md, Relations)"},
+    {"rare", offsetof(HeadStats, rel[HEADS_REL_RARE]),
+     "mean weight on the rare relation's key (docs/heads.md, Relations)"},
+    {"agreement", offsetof(HeadStats, rel[HEADS_REL_AGREE]),
+     "mean weight on the agreement relation's key (docs/heads.md, Relations)"},
+    {"names", offsetof(HeadStats, rel[HEADS_REL_NAMES]),
+     "mean weight on the names relation's key (docs/heads.md, Relations)"},
+    {"determiner", offsetof(HeadStats, rel[HEADS_REL_DET]),
+     "mean weight on the determiner relation's key (docs/heads.md, Relations)"},
+    {"coreference", offsetof(HeadStats, rel[HEADS_REL_COREF]),
+     "mean weight on the coreference relation's key (docs/heads.md, Relations)"},
+    {"subject-verb", offsetof(HeadStats, rel[HEADS_REL_SUBJECT]),
+     "mean weight on the subject-verb relation's key (docs/heads.md, Relations)"},
+    {"adjective-verb", offsetof(HeadStats, rel[HEADS_REL_MOOD]),
+     "mean weight on the adjective-verb relation's key (docs/heads.md, Relations)"},
+    {"verb-modifier", offsetof(HeadStats, rel[HEADS_REL_MODIFIER]),
+     "mean weight on the verb-modifier relation's key (docs/heads.md, Relations)"},
+    {"place", offsetof(HeadStats, rel[HEADS_REL_PLACE]),
+     "mean weight on the place relation's key (docs/heads.md, Relations)"},
+    {"pronoun", offsetof(HeadStats, rel[HEADS_REL_PRONOUN]),
+     "mean weight on the pronoun relation's key (docs/heads.md, Relations)"},
 };
 const size_t report_nfields = sizeof report_fields / sizeof report_fields[0];
 
@@ -297,6 +325,24 @@ const char *report_rel_label(char buf[32], int k, int H)
         buf[0] = '\0';
     else
         snprintf(buf, 32, "L%dH%d", k / H, k % H);
+    return buf;
+}
+
+const char report_dropped_why[] =
+    "with these tokens the token that predicts the answer already holds the key (as a "
+    "repeated name's letters inside one token), so there is no earlier key to attend to";
+const char report_skipped_why[] =
+    "their key is not before the scored token, or their line is cut by the file's ends";
+
+const char *report_best_label(char buf[32], const HeadsRelation *x, int H)
+{
+    int k = heads_relation_named(x);
+    if (x->rows <= 0.0)
+        snprintf(buf, 32, "-");
+    else if (k < 0)
+        snprintf(buf, 32, "none");
+    else
+        report_rel_label(buf, k, H);
     return buf;
 }
 

@@ -89,6 +89,15 @@ void report_rels_json(FILE *f, const HeadStats *s, HeadRelTest test);
 /* The relations head s serves (attends and is needed): report_rels with heads_serves. */
 const char *report_serves(char *buf, size_t len, const HeadStats *s, const char *sep);
 void report_serves_json(FILE *f, const HeadStats *s);
+/* Why rows are left out, in the words the table and the page both print after
+ * the count: planted relations (HeadsReport.planted_dropped) and minimal-pair
+ * contrasts (pairs_skipped). */
+extern const char report_dropped_why[];
+extern const char report_skipped_why[];
+/* A relation's best head as the reports print it (heads_relation_named): "L1H3",
+ * "none" when no head attends to the key above the uniform head, "-" when the
+ * relation has no rows. */
+const char *report_best_label(char buf[32], const HeadsRelation *x, int H);
 /* "attends":[..],"needed":[..],"serves":[..] (with a leading comma) and, when
  * the cost was measured, "cost":{relation: share,...}: one head's relations. */
 void report_head_relations_json(FILE *f, const HeadStats *s);

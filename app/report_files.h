@@ -28,6 +28,7 @@ int report_out_close(ReportOut *o, char *err, size_t errlen);
 typedef struct {
     const char *name;
     size_t offset;   /* of a double in HeadStats */
+    const char *legend; /* one line for the page's legend under the table */
 } ReportField;
 
 extern const ReportField report_fields[];

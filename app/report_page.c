@@ -10,6 +10,7 @@
 
 #include "app/report.h"
 #include "app/report_files.h"
+#include "model/gates.h"
 #include "util/errbuf.h"
 #include "util/json.h"
 
@@ -242,7 +243,9 @@ static void html_head(FILE *f, const HeadsReport *r)
             "th,td{padding:3px 7px;border-bottom:1px solid #eee;text-align:right}"
             "th{background:#f0f0f0;position:sticky;top:0}td:nth-child(-n+2),th:nth-child(-n+2)"
             "{text-align:left}\n.legend span{margin-right:10px;font-size:12px}"
-            ".note{font-size:12px;color:#555;max-width:1000px}\n</style></head><body>\n",
+            ".note{font-size:12px;color:#555;max-width:1000px}\n"
+            "dl.cols{font-size:12px;max-width:1000px}dl.cols dt{font-weight:bold;float:left;"
+            "clear:left;margin-right:.6em}dl.cols dd{margin:0 0 2px 0}\n</style></head><body>\n",
             r->cfg.H, r->cfg.H);
     fprintf(f, "<h1>What the attention heads do</h1>\n<div class=\"meta\">checkpoint <code>");
     xml_text(f, r->ckpt);
@@ -302,6 +305,47 @@ static void html_grid(FILE *f, const HeadsReport *r, int probe)
     fprintf(f, "</div>\n");
 }
 
+/* A legend's lines: one per column, its name and what it means. */
+static void html_legend(FILE *f, const char *const (*cols)[2], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        fputs("<dt>", f);
+        xml_text(f, cols[i][0]);
+        fputs("</dt><dd>", f);
+        xml_text(f, cols[i][1]);
+        fputs("</dd>", f);
+    }
+}
+
+/* The Metrics table's columns besides report_fields. */
+static const char *const METRIC_COLUMNS[][2] = {
+    {"head", "layer and head, 0-based: L1H3 is layer 1, head 3"},
+    {"type", "what the head does by its scores (docs/heads.md, Types); masked: --mask"},
+    {"nearest", "the head with the most similar attention (smallest JSD)"},
+    {"serves", "relations it attends to above the bar and is needed for; - none"},
+    {"gate", "models trained with --head-gates: the learned gate; closed = 0, the head is off"},
+};
+
+/* The Relations table's columns. */
+static const char *const RELATION_COLUMNS[][2] = {
+    {"relation", "the relation (docs/heads.md, Relations)"},
+    {"best head", "the head with the most attention on the key, closed and masked heads aside; "
+     "none: no head attends above the uniform head; -: the relation has no rows"},
+    {"attention", "the best head's mean weight on the key"},
+    {"uniform", "what a head spreading its weight evenly scores on the key"},
+    {"loss", "mean loss on the tokens the relation predicts"},
+    {"rows", "query rows that have the relation's key in the window"},
+    {"loss ratio", "copy and names: the loss on the repeat over the loss at the first occurrence"},
+    {"bar", "the attention a head needs to attend to the relation"},
+    {"accuracy", "minimal pairs: share where the right token's logit beats the wrong one's"},
+    {"logit diff", "minimal pairs: the mean margin"},
+    {"pairs", "minimal pairs scored"},
+    {"needed head (cost)", "the head whose silencing alone costs the relation most, and that share"},
+    {"needed set (share)", "heads silenced together, largest cost first, until the share is gone"},
+    {"attended by", "the heads above the bar"},
+    {"served by", "the heads above the bar that are also needed"},
+};
+
 static void html_table(FILE *f, const HeadsReport *r)
 {
     int H = r->cfg.H, n = r->cfg.L * H;
@@ -309,7 +353,7 @@ static void html_table(FILE *f, const HeadsReport *r)
     for (size_t i = 0; i < report_nfields; i++)
         fprintf(f, "<th>%s</th>", report_fields[i].offset == offsetof(HeadStats, entropy)
                 ? "entropy (normalised, 0&ndash;1)" : report_fields[i].name);
-    fprintf(f, "<th>nearest</th><th>serves</th></tr>\n");
+    fprintf(f, "<th>nearest</th><th>serves</th>%s</tr>\n", r->log_alpha ? "<th>gate</th>" : "");
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
         char near[32] = "-";
@@ -321,9 +365,26 @@ static void html_table(FILE *f, const HeadsReport *r)
             fprintf(f, "<td>%.3f</td>", report_field(s, &report_fields[i]));
         char serves[HEADS_REL_COUNT * 32];
         report_serves(serves, sizeof serves, s, ", ");
-        fprintf(f, "<td>%s</td><td>%s</td></tr>\n", near, serves[0] ? serves : "-");
+        fprintf(f, "<td>%s</td><td>%s</td>", near, serves[0] ? serves : "-");
+        if (r->log_alpha) {
+            float z = gate_eval(r->log_alpha[k], NULL);
+            if (z == 0.0f)
+                fputs("<td>closed</td>", f);
+            else
+                fprintf(f, "<td>%.3f</td>", (double)z);
+        }
+        fputs("</tr>\n", f);
     }
-    fprintf(f, "</table>\n<p class=\"note\">Entropy is H(row) / ln(keys in the row): 0 = one "
+    fputs("</table>\n<dl class=\"cols\">", f);
+    for (size_t i = 0; i < report_nfields; i++) {
+        fprintf(f, "<dt>%s</dt><dd>", report_fields[i].name);
+        xml_text(f, report_fields[i].legend);
+        fputs("</dd>", f);
+    }
+    html_legend(f, METRIC_COLUMNS, sizeof METRIC_COLUMNS / sizeof METRIC_COLUMNS[0] -
+                (r->log_alpha ? 0 : 1));
+    fputs("</dl>\n", f);
+    fprintf(f, "<p class=\"note\">Entropy is H(row) / ln(keys in the row): 0 = one "
             "key, 1 = uniform. Definitions and sources: docs/heads.md. Share of "
             "delimiter keys (what a uniform head scores on delim): %.3f.</p>\n", r->delim_share);
 }
@@ -518,8 +579,8 @@ static void html_relations(FILE *f, const HeadsReport *r)
         if (q >= HEADS_REL_TEXT && !r->builtin)
             continue;
         fprintf(f, "<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%.3f</td><td>%.3f</td>"
-                "<td>%.0f</td>", heads_rel_names[q], x->best >= 0 ?
-                report_rel_label(name, x->best, H) : "-", x->attention, x->uniform, x->loss,
+                "<td>%.0f</td>", heads_rel_names[q], report_best_label(name, x, H), x->attention,
+                x->uniform, x->loss,
                 x->rows);
         if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
             fprintf(f, "<td>%.3f</td>", x->loss_ratio);
@@ -552,7 +613,10 @@ static void html_relations(FILE *f, const HeadsReport *r)
         fputs("</td></tr>\n", f);
     }
     const PairScore *c = r->causal ? &r->causal->pair[PAIRS_COREF_CLASS] : NULL;
-    fprintf(f, "</table>\n<p class=\"note\">Measured on %d consecutive windows%s. attention: "
+    fputs("</table>\n<dl class=\"cols\">", f);
+    html_legend(f, RELATION_COLUMNS, sizeof RELATION_COLUMNS / sizeof RELATION_COLUMNS[0]);
+    fputs("</dl>\n", f);
+    fprintf(f, "<p class=\"note\">Measured on %d consecutive windows%s. attention: "
             "the best head's mean weight on the key the relation names; uniform: what a head "
             "spreading its weight evenly scores there; loss: nats on the %ss the relation "
             "predicts; loss ratio: loss on copy rows over the loss on the same %ss at their "
@@ -583,8 +647,11 @@ static void html_relations(FILE *f, const HeadsReport *r)
         fputs(".</p>\n", f);
     }
     if (r->builtin && r->planted_dropped)
-        fprintf(f, "<p class=\"note\">%zu planted relations are left out: their key and query "
-                "fall in one token.</p>\n", r->planted_dropped);
+        fprintf(f, "<p class=\"note\">%zu planted relations are left out: %s.</p>\n",
+                r->planted_dropped, report_dropped_why);
+    if (r->causal && r->builtin)
+        fprintf(f, "<p class=\"note\">%zu minimal-pair contrasts are left out: %s.</p>\n",
+                r->pairs_skipped, report_skipped_why);
 }
 
 /* The heads x relations matrix of costs, one row per head, shaded by cost. */

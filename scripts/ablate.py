@@ -10,6 +10,10 @@ script runs the same commands itself, --jobs at a time, with progress and an ETA
 --quick, --lesson and --long are presets (docs/ablation.md, "Presets"); without --out
 the sweep's directory names the settings that change a run (default_out).
 
+--head-gates LIST adds a gate sweep: every (H, D, seed) is trained once more per
+LAMBDA > 0 with train's --head-gates LAMBDA (run name H..-D..-s..-gLAMBDA); LAMBDA = 0
+is the plain run, the one the gated runs are compared with (ablate_gates.py).
+
 --corpus text|induction trains on one of train's built-in corpora and is passed to
 every ./train call, so the induction task's own recipe is the sweep's; its jobs also
 log per-head scores (--heads-every) for the phase-change analysis in the report.
@@ -55,6 +59,8 @@ QUICK_INDUCTION = ["--layers", "2", "--embd", "32", "--block", "32", "--batch", 
 LESSON = {"heads": "1 4 16", "seeds": 3, "arm": "width", "steps": 1000, "corpus": "text"}
 HEADS_EVERY = {"default": 50, "quick": 10}
 SEEDS = {"text": 3, "induction": 5}
+# The most models ./infer --explore puts on one compare page.
+MAX_COMPARE = 16
 # Settings that differ between the runs of a sweep, or do not change a run's numbers.
 PER_RUN = ("data", "out", "heads", "head_size", "seed", "threads", "version")
 
@@ -96,6 +102,9 @@ def parse_args(argv):
         "the train split (default: bytes only; docs/tokenizer.md)")
     add("--head-dropout", type=float, metavar="P", help="train's --head-dropout for every "
         "run (default: train's, 0); the default --out gets -hdP")
+    add("--head-gates", metavar="LIST", help='gate sweep: train\'s --head-gates values, '
+        'e.g. "0.01,0.05"; each (H, D, seed) is trained once more per LAMBDA > 0 and compared '
+        'with its plain run (LAMBDA = 0; docs/ablation.md, "Gate sweep")')
     add("--jobs", type=int, metavar="N", help="runs at once (default: the cores)")
     add("--threads", type=int, metavar="N", help="threads per run (default: cores / jobs)")
     add("--quick", action="store_true", help="tiny models, 30 steps, H 1 4, 2 seeds, 100 kB")
@@ -125,10 +134,25 @@ def parse_args(argv):
             fail("--%s %d: must be at least 1" % (k.replace("_", "-"), getattr(a, k)))
     if a.heads is not None and not a.heads.replace(",", " ").split():
         fail("--heads '%s': expected whole numbers like \"1 4 8 16\"" % a.heads)
+    a.gates = parse_gates(a.head_gates)
     a.out = os.path.abspath(a.out or default_out(a))
     check_out(a.out, fresh=not (a.job or a.check or a.report_only))
     a.bin = os.path.abspath(a.bin)
     return a
+
+
+def parse_gates(text):
+    """--head-gates LIST as the sorted distinct LAMBDAs > 0 (0, the plain run, is in
+    every sweep); None without the flag."""
+    if text is None:
+        return None
+    try:
+        vals = [float(x) for x in text.replace(",", " ").split()]
+    except ValueError:
+        vals = []
+    if not vals or not all(math.isfinite(v) and v >= 0 for v in vals):
+        fail("--head-gates '%s': expected numbers >= 0 like \"0.01,0.05\"" % text)
+    return sorted({v for v in vals if v > 0})
 
 
 def check_out(out, fresh):
@@ -223,11 +247,13 @@ def make_plan(a):
               data_slice=QUICK["slice"] if a.quick and source else None,
               fixed_head_size=a.head_size or s["embd"] // s["heads"])
     mode = "quick" if a.quick else "long" if a.long else "lesson" if a.lesson else "default"
+    gates = a.gates or []
     nseeds = a.seeds or (QUICK["seeds"] if a.quick else SEEDS["induction" if induction else "text"])
     return {"version": 2, "fingerprint": fp, "mode": mode, "arms": arms, "heads": heads,
             "seeds": list(range(1, nseeds + 1)), "train_args": flags,
             "log_args": ["--heads-every", str(HEADS_EVERY.get(mode, 50))] if induction else [],
-            "heads_args": QUICK["heads_args"] if a.quick else [],
+            "heads_args": (QUICK["heads_args"] if a.quick else []) + (
+                ["--prune-curve"] if gates else []), "gates": gates,
             "train_data": (os.path.join(a.out, "data.txt") if a.quick else source)
             if source else None, "val_file": "val.txt"}, blob
 
@@ -242,8 +268,10 @@ def prepare(a, sweep, blob):
         fail("%s holds a sweep with other settings (%s); give another --out or remove it" % (
             a.out, ", ".join("%s: %s here, %s there" % (k, new.get(k), was.get(k))
                              for k in sorted(set(new) | set(was)) if new.get(k) != was.get(k))))
-    for k in ("heads", "seeds", "arms"):  # a rerun may add to a sweep
-        sweep[k] = sorted(set(sweep[k]) | set(old[k] if old else []))
+    for k in ("heads", "seeds", "arms", "gates"):  # a rerun may add to a sweep
+        sweep[k] = sorted(set(sweep[k]) | set(old.get(k, []) if old else []))
+    if sweep["gates"] and "--prune-curve" not in sweep["heads_args"]:
+        sweep["heads_args"].append("--prune-curve")  # the gate report reads it
     os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
     data = sweep["train_data"]
     if data and sweep["fingerprint"]["data_slice"]:
@@ -292,8 +320,9 @@ def job_train(a, sweep, run, part):
     for f in (ckpt, log):
         if os.path.exists(f):
             os.remove(f)
+    gate = ["--head-gates", repr(run["gate"])] if run.get("gate") else []
     return call([train] + sweep["train_args"] + ["--heads", str(run["H"]), "--head-size",
-                str(run["D"]), "--seed", str(run["seed"])] + common, err)
+                str(run["D"]), "--seed", str(run["seed"])] + gate + common, err)
 
 
 def job_heads(a, sweep, part):
@@ -311,7 +340,7 @@ def job_heads(a, sweep, part):
 def run_job(a):
     """--job NAME: one run start to finish; exit 0 done, 130 stopped by a signal."""
     sweep = rep.read_json(os.path.join(a.out, "sweep.json"))
-    run = next((r for r in rep.runs_of(sweep) if r["name"] == a.job), None)
+    run = next((r for r in rep.all_runs(sweep) if r["name"] == a.job), None)
     if run is None:
         fail("--job %s: not a run of the sweep in %s" % (a.job, a.out))
     final = os.path.join(a.out, "runs", a.job)
@@ -355,7 +384,7 @@ def status_line(a, sweep, queue, procs, t0, work):
         work, left = work + r["cost"] * (step - first), left + r["cost"] * (steps - step)
         running.append("%s %d/%d" % (r["name"], step, steps))
     left += sum(r["cost"] * steps for r in queue)
-    el, runs = time.time() - t0, rep.runs_of(sweep)
+    el, runs = time.time() - t0, rep.all_runs(sweep)
     return "%d/%d runs done | running: %s | elapsed %s | eta %s" % (
         sum(map(lambda r: is_done(a, r), runs)), len(runs), ", ".join(running) or "-",
         duration(el), duration(left * el / work) if work > 0 and el > 5 else "…")
@@ -418,12 +447,54 @@ def sweep_loop(a, sweep, todo):
     return failed, stop[0], time.time() - t0
 
 
+def compare_ckpts(a, sweep):
+    """compare_gates.html's checkpoints: per (H, D), ordered so, the first seed's plain
+    model and then its gated ones, finished runs only, at most MAX_COMPARE."""
+    done = [r for r in rep.all_runs(sweep) if is_done(a, r) and os.path.isfile(
+        os.path.join(a.out, "runs", r["name"], "model.ckpt"))]
+    first = {}
+    for r in done:
+        k = (r["H"], r["D"])
+        first[k] = min(first.get(k, r["seed"]), r["seed"])
+    pick = sorted((r for r in done if r["seed"] == first[r["H"], r["D"]]),
+                  key=lambda r: (r["H"], r["D"], r["gate"]))
+    return [os.path.join(a.out, "runs", r["name"], "model.ckpt") for r in pick][:MAX_COMPARE]
+
+
+def write_compare(a, sweep):
+    """index.html's compare pages (ablate_page.COMPARE), by ./infer --explore on the
+    start of the validation text: compare.html from the sweep directory (the first
+    seed of each plain H and D), and with gated runs compare_gates.html. A page infer
+    cannot write is left out with a warning; the report does not depend on it."""
+    val = os.path.join(a.out, sweep.get("val_file", "val.txt"))
+    if not os.path.isfile(val) or not any(
+            is_done(a, r) and os.path.isfile(os.path.join(a.out, "runs", r["name"], "model.ckpt"))
+            for r in rep.runs_of(sweep)):
+        return  # nothing to show: no finished model, or no validation text
+    pages = [("compare.html", [a.out])]
+    if sweep.get("gates"):
+        pages.append(("compare_gates.html", compare_ckpts(a, sweep)))
+    for name, ckpts in pages:
+        path = os.path.join(a.out, name)
+        cmd = [os.path.join(a.bin, "infer")] + [x for c in ckpts for x in ("--ckpt", c)] + [
+            "--explore", path + ".tmp", "--text-file", val, "--threads", str(a.threads or 1)]
+        if os.path.exists(path + ".tmp"):
+            os.remove(path + ".tmp")
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode:
+            say("warning: %s not written: %s" % (name, r.stderr.strip().splitlines()[-1:]))
+            continue
+        os.replace(path + ".tmp", path)
+
+
 def check_or_report(a):
     """--check and --report-only: read the sweep in --out, run nothing."""
     if not os.path.exists(os.path.join(a.out, "sweep.json")):
         fail("%s/sweep.json: missing (is --out a sweep directory?)" % a.out, 1)
     try:
         if a.report_only:
+            rep.write_all(a.out)  # reads and checks every file of the sweep first
+            write_compare(a, rep.read_json(os.path.join(a.out, "sweep.json")))
             say("report: %d rows in %s" % (rep.write_all(a.out), a.out))
             return 0
         problems = rep.check(a.out)
@@ -445,7 +516,7 @@ def main(argv):
         return check_or_report(a)
     sweep, blob = make_plan(a)
     prepare(a, sweep, blob)
-    runs = rep.runs_of(sweep)
+    runs = rep.all_runs(sweep)
     todo = [r for r in runs if not is_done(a, r)]
     if a.print_jobs:
         for r in todo:
@@ -465,6 +536,8 @@ def main(argv):
             sweep["mode"], a.out, len(runs), len(runs) + shared, shared, len(runs) - len(todo),
             len(todo), a.jobs, a.threads, sweep["train_data"] or "built-in corpus"))
     failed, stopped, took = sweep_loop(a, sweep, todo)
+    if not stopped:
+        write_compare(a, sweep)
     n = rep.write_all(a.out)
     if stopped:
         say("interrupted after %s; run the same command again to continue (unfinished runs "

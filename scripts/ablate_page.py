@@ -15,6 +15,7 @@ library only.
 import html
 import os
 
+import ablate_legend
 import ablate_relations
 from ablate_stats import mean_sd, pm
 
@@ -30,6 +31,14 @@ FIGURES = [("val_loss.svg", "Loss against H: bits per byte, mean ± 1 s.d. over 
            ("ablation_%s.svg", "Heads × relations, ablation: the share of the relation's "
             "logit difference that silencing the head alone takes away; outlined where the "
             "head serves the relation (attends and is needed).")]
+
+
+# The compare pages ablate.py writes beside index.html (./infer --explore on several
+# checkpoints, docs/explorer.md), and what each shows; the page links those that exist.
+COMPARE = [("compare.html", "the first seed of each H and D on the start of the "
+            "validation text, one box per model"),
+           ("compare_gates.html", "the first seed of each H and D, the plain model beside "
+            "its gated ones (each LAMBDA), on the same text")]
 
 
 def hs(values):
@@ -160,7 +169,9 @@ color:#222;line-height:1.45}
 .fig img{display:block;max-width:none}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:2px 8px;
 text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
-.answer{background:#f7f9fc;border-left:4px solid #1f77b4;padding:.3em 1em}"""
+.answer{background:#f7f9fc;border-left:4px solid #1f77b4;padding:.3em 1em}
+dl.legend dt{font-weight:bold;float:left;clear:left;margin-right:.5em}
+dl.legend dd{margin:0 0 .2em 0}"""
 
 
 def run_table(rows, unit):
@@ -177,12 +188,15 @@ def run_table(rows, unit):
     return "<table><tr>%s</tr>%s</table>" % ("".join("<th>%s</th>" % html.escape(h) for h in head),
                                              "".join("<tr>%s</tr>" % "".join(
                                                  "<td>%s</td>" % html.escape(c) for c in b)
-                                                 for b in body))
+                                                 for b in body)) + ablate_legend.html(
+                                                     head, unit, html.escape)
 
 
-def page(outdir, description, answers, rows, arms, titles, unit):
-    """index.html's text: the short answer, the figures that exist in outdir/plots,
-    a table per arm, the links to every run's heads report and to the other outputs."""
+def page(outdir, description, answers, rows, gated, arms, titles, unit, gates_html):
+    """index.html's text: the short answer, the compare pages that exist in outdir,
+    the figures that exist in outdir/plots, a table per arm, the gate sweep's section
+    (gates_html, "" without one), the links to every run's heads report (gated: the
+    gate sweep's rows) and to the other outputs."""
     e = html.escape
     out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
            "<title>Head-count ablation</title><style>%s</style></head><body>" % CSS,
@@ -193,7 +207,12 @@ def page(outdir, description, answers, rows, arms, titles, unit):
                                                                  for s in said)))
     if not answers:
         out.append("<p>No run has finished yet.</p>")
-    out.append("</section><h2>Figures</h2>")
+    out.append("</section>")
+    pages = [(f, what) for f, what in COMPARE if os.path.exists(os.path.join(outdir, f))]
+    if pages:
+        out.append("<h2>Compare pages</h2><ul>%s</ul>" % "".join(
+            "<li><a href=\"%s\">%s</a>: %s</li>" % (e(f), e(f), e(what)) for f, what in pages))
+    out.append("<h2>Figures</h2>")
     for pattern, caption in FIGURES:
         for f in ([pattern % a for a in arms] if "%s" in pattern else [pattern]):
             if os.path.exists(os.path.join(outdir, "plots", f)):
@@ -205,14 +224,17 @@ def page(outdir, description, answers, rows, arms, titles, unit):
         mine = [r for r in rows if r["arm"] == arm]
         if mine:
             out.append("<h3>%s</h3>%s" % (e(titles[arm]), run_table(mine, unit)))
+    out.append(gates_html)
     out.append("<h2>Every run's heads report</h2><ul>")
     seen = set()
-    for r in sorted(rows, key=lambda r: (r["H"], r["D"], r["seed"])):
+    for r in sorted(rows + list(gated), key=lambda r: (r["H"], r["D"], r.get("gate", 0),
+                                                       r["seed"])):
         if r["run"] not in seen:
             seen.add(r["run"])
-            out.append("<li><a href=\"%s\">%s</a>: H = %d, D = %d, seed %d, %.3f bits per "
+            out.append("<li><a href=\"%s\">%s</a>: H = %d, D = %d, seed %d%s, %.3f bits per "
                        "byte</li>" % (e(r["heads_report"]), e(r["run"]), r["H"], r["D"],
-                                      r["seed"], r["bpb"]))
+                                      r["seed"], ", LAMBDA = %g" % r["gate"] if r.get("gate")
+                                      else "", r["bpb"]))
     out.append("</ul><p>Tables and every sentence: <a href=\"ablation.md\">ablation.md</a>; "
                "numbers: <a href=\"ablation.csv\">ablation.csv</a>%s.</p></body></html>" % (
                    ", <a href=\"relations.csv\">relations.csv</a>" if os.path.exists(

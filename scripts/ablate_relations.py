@@ -13,7 +13,8 @@ Definitions (docs/ablation.md, "One head against several"):
 - bar: summary.json's "bar" for the relation; without one, 0.50 for previous-token
   and 0.30 for the others, the bars ./infer --heads types heads by.
 - a head attends to a relation when its per-head score (heads.csv) is above the
-  bar (the best head's, from summary.json, counts too).
+  bar (the best head's, from summary.json, counts too); a closed head (heads.csv's
+  gate 0, docs/heads.md) attends to nothing: its output never reaches the model.
 - a head is needed for a relation when silencing it alone costs the relation at
   least ./infer's needed share of its logit difference (heads.csv's "needed"
   column, docs/heads.md "Needed heads").
@@ -37,6 +38,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 
+import ablate_legend
 from ablate_stats import mean_sd, num, pm
 from svgchart import Svg, colour_scale, heatmap
 
@@ -98,13 +100,16 @@ def plus_list(cell):
 
 def judge(relations, heads, names):
     """One run: relations is its summary.json "relations", heads its heads.csv rows
-    (dicts), names the relations to judge. Returns {"relations": {name: {best_head,
+    (dicts), names the relations to judge. A masked head (silenced by --mask) and a
+    closed one (heads.csv's gate 0: the model's own gate shut it) attend to and serve
+    nothing. Returns {"relations": {name: {best_head,
     attention, uniform, ratio, loss, rows, bar, bar_source, attended (0/1), served
     (0/1), heads (the serving heads' labels), attending, needed (labels),
     needed_head, accuracy, logit_diff, pairs}}, "scored", "served",
     "distinct_heads", "shared_heads", "causal" (the report has the ablation per
     relation), "needed_per_head" ({label: relations it is needed for})}."""
-    live = [h for h in heads if num(h.get("masked")) != 1]
+    live = [h for h in heads if num(h.get("masked")) != 1 and num(h.get("gate")) != 0]
+    labels = {head_label(h) for h in live}
     causal = any("needed" in h for h in live)
     out, uses = {}, Counter()
     for k in names:
@@ -113,7 +118,8 @@ def judge(relations, heads, names):
         att, uni = num(e.get("attention")), num(e.get("uniform"))
         attended = math.isfinite(att) and att > bar
         attending = {head_label(h) for h in live if head_score(h, k) > bar}
-        attending |= {e["best_head"]} if attended and e.get("best_head") else set()
+        best = e.get("best_head")
+        attending |= {best} if attended and best and (not heads or best in labels) else set()
         needed = {head_label(h) for h in live if k in plus_list(h.get("needed"))}
         if causal:
             serving = attending & needed
@@ -186,9 +192,18 @@ def mean_range(values):
     return whole(m) if lo == hi else "%s (%d–%d)" % (whole(m), lo, hi)
 
 
+def named_head(x):
+    """A judged relation's best head as the report names it: "none" when its attention
+    is not above the uniform head's (as ./infer --heads prints it), None without one."""
+    if not x["best_head"]:
+        return None
+    return x["best_head"] if x["attention"] > x["uniform"] else "none"
+
+
 def best_heads(xs):
-    """The best heads over seeds, most frequent first: 'L2H1 ×3, L3H0'."""
-    n = Counter(x["best_head"] for x in xs if x["best_head"])
+    """The best heads over seeds, most frequent first: 'L2H1 ×3, L3H0', "none" for the
+    seeds whose best head is not above the uniform head."""
+    n = Counter(named_head(x) for x in xs if named_head(x))
     return ", ".join(h + (" ×%d" % n[h] if n[h] > 1 else "") for h in sorted(
         n, key=lambda h: (-n[h], head_key(h)))) or "–"
 
@@ -438,8 +453,9 @@ def section(rows, names, arms, titles, unit):
         "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b]
     g = groups(rows, arms)
     t1, t2 = tables(rows, names, arms, unit)
+    key = ablate_legend.md
     out = [SECTION, "", INTRO % unit, "", bars_sentence(rows, names), "", BY_RELATION, ""] + md(
-        *t1) + ["", SERVED, ""] + md(*t2) + [""]
+        *t1) + [""] + key(t1[0], unit) + [SERVED, ""] + md(*t2) + [""] + key(t2[0], unit)
     causal = any(r["judged"]["causal"] for r in rows)
     if causal:
         out += [CAUSAL, "", "Accuracy: the share of minimal pairs where the right token's "
@@ -447,7 +463,8 @@ def section(rows, names, arms, titles, unit):
                 "(mean ± s.d. over seeds); needed head: the head whose silencing costs the "
                 "relation most, per seed; seeds attending / needing a head / served: the "
                 "seeds in which some head attends above the bar, some head is needed, some "
-                "head does both.", ""] + md(*causal_table(rows, names, arms)) + [""]
+                "head does both.", ""] + md(*causal_table(rows, names, arms)) + [""] + key(
+                    causal_table(rows, names, arms)[0], unit)
     for arm in arms:
         if not any(a == arm for a, _ in g):
             continue

@@ -18,6 +18,8 @@ import re
 import statistics
 import xml.etree.ElementTree as ET
 
+import ablate_gates
+import ablate_legend
 import ablate_page
 import ablate_relations
 import induction_phase
@@ -126,14 +128,28 @@ def runs_of(sweep):
     for r in runs.values():  # multiply-adds per token, for the ETA's ratios only
         L, C, T, HD = fp["layers"], fp["embd"], fp["block"], r["H"] * r["D"]
         r["cost"] = L * (4 * C * HD + 8 * C * C + T * HD) + C * 65
+        r["gate"] = 0  # no head gates: the plain run
     return sorted(runs.values(), key=lambda r: (r["seed"], -r["cost"]))
+
+
+def gate_runs_of(sweep):
+    """The gate sweep's runs (sweep.json "gates", the LAMBDAs > 0): each run of
+    runs_of once more per LAMBDA, named NAME-gLAMBDA, with "gate": LAMBDA and "plain":
+    NAME, the run it is compared with."""
+    return [dict(r, name="%s-g%g" % (r["name"], lam), gate=lam, plain=r["name"])
+            for lam in sweep.get("gates", []) for r in runs_of(sweep)]
+
+
+def all_runs(sweep):
+    """Every run a sweep trains: the plain ones, then the gated ones."""
+    return runs_of(sweep) + gate_runs_of(sweep)
 
 
 def load(outdir):
     """The sweep and its finished runs: {name: {dir, log, summary, heads}}, heads being
     heads/heads.csv's rows (one dict per head)."""
     sweep, runs = read_json(os.path.join(outdir, "sweep.json")), {}
-    for r in runs_of(sweep):
+    for r in all_runs(sweep):
         d = os.path.join(outdir, "runs", r["name"])
         if os.path.exists(os.path.join(d, "done.json")):
             s, h = (os.path.join(d, "heads", f) for f in ("summary.json", "heads.csv"))
@@ -160,11 +176,14 @@ def phase_of(log):
             "copy_loss_ratio": r.get("copy_loss_ratio")}
 
 
-def table_rows(sweep, runs):
-    """One row per arm and run (the shared H=4 run once in each arm), by arm, H, seed."""
+def table_rows(sweep, runs, gated=False):
+    """One row per arm and run (the shared H=4 run once in each arm), by arm, H, seed;
+    with gated, the gate sweep's runs instead of the plain ones."""
     fp, rows = sweep["fingerprint"], []
     tokens = fp["steps"] * fp["batch"] * fp["block"] * fp.get("accum", 1)
     for name, run in runs.items():
+        if bool(run.get("gate")) != gated:
+            continue
         fin, s = run["log"]["final"], run["summary"]
         train_s = sum(x["ms"] for x in run["log"]["steps"]) / 1000.0
         row = {"run": name, "H": run["H"], "D": run["D"], "C": fp["embd"],
@@ -176,7 +195,8 @@ def table_rows(sweep, runs):
                "train_seconds": round(train_s, 3), "wall_seconds": fin.get("wall_seconds"),
                "threads": run["log"]["settings"].get("threads"), "relations": s.get(
                    "relations") or {}, "head_rows": run["heads"],
-               "heads_report": "runs/%s/heads/index.html" % name}
+               "heads_report": "runs/%s/heads/index.html" % name, "gate": run.get("gate", 0),
+               "plain": run.get("plain"), "prune_curve": s.get("prune_curve")}
         for k in SUMMARY:
             row[k if k in COLUMNS else "heads_" + k] = s.get(k)
         if is_induction(sweep):
@@ -500,7 +520,7 @@ def arm_title(arm, fp):
         "D fixed", "D = %d" % fp["fixed_head_size"])
 
 
-def write_md(path, sweep, rows):
+def write_md(path, sweep, rows, gates=()):
     """ablation.md: per arm its tables and the sentences generated from them."""
     md = lambda h, b: "\n".join(["| " + " | ".join(h) + " |", "|" + "|".join(  # noqa: E731
         "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b])
@@ -513,6 +533,7 @@ def write_md(path, sweep, rows):
         out += [INDUCTION_INTRO % (heads_every(sweep), induction_phase.THRESHOLD), ""]
     if any(relations_of([r]) for r in rows):
         out += [RELATIONS_INTRO % unit, ""]
+    said = ablate_legend.Once()
     for arm in ARMS:
         by_h = {}
         for r in (r for r in rows if r["arm"] == arm):
@@ -520,17 +541,22 @@ def write_md(path, sweep, rows):
         if not by_h:
             continue
         t1, t2 = tables(by_h, fp["layers"])
-        out += ["## Arm: %s" % arm_title(arm, fp), "", md(*t1), ""]
-        out += ["Head types (mean count per model over seeds):", "", md(*t2), ""]
+        key = said.md
+        out += ["## Arm: %s" % arm_title(arm, fp), "", md(*t1), ""] + key(t1[0], unit)
+        out += ["Head types (mean count per model over seeds):", "", md(*t2), ""] + key(
+            t2[0], unit)
         if is_induction(sweep):
-            out += [INDUCTION_TABLE, "", md(*induction_table(by_h)), "",
-                    " ".join(induction_findings(by_h)), ""]
+            t4 = induction_table(by_h)
+            out += [INDUCTION_TABLE, "", md(*t4), ""] + key(t4[0], unit) + [
+                " ".join(induction_findings(by_h)), ""]
         t3 = relations_table(by_h)
-        out += [RELATIONS_TABLE, "", md(*t3), "", " ".join(relation_findings(by_h)), ""] \
-            if t3[1] else []
+        out += [RELATIONS_TABLE, "", md(*t3), ""] + key(t3[0], unit) + [
+            " ".join(relation_findings(by_h)), ""] if t3[1] else []
         out += [" ".join(findings(arm, by_h, fp)), ""]
     out += ablate_relations.section(rows, relations_of(rows), [a for a in ARMS],
                                     {a: arm_title(a, fp) for a in ARMS}, unit)
+    out += ablate_gates.md_lines(gates, list(ARMS), {a: arm_title(a, fp) for a in ARMS},
+                                 fp["layers"])
     out += ["Plots: plots/val_loss.svg, plots/curves_*.svg%s%s; per-run files: runs/NAME/." % (
         ", plots/repeat.svg" if is_induction(sweep) else "",
         ", plots/relations_*.svg" if relations_of(rows) else ""), ""]
@@ -643,16 +669,22 @@ def answer(sweep, rows):
 def write_all(outdir):
     sweep, runs = load(outdir)
     rows = table_rows(sweep, runs)
+    gated = table_rows(sweep, runs, gated=True)
     names = relations_of(rows)
     if names:
         ablate_relations.annotate(rows, names)
         ablate_relations.write_csv(os.path.join(outdir, "relations.csv"), rows, names)
+    gates = ablate_gates.compare_all(gated, rows, names)
+    if sweep.get("gates"):
+        ablate_gates.write_csv(os.path.join(outdir, ablate_gates.CSV), gates)
     write_csv(os.path.join(outdir, "ablation.csv"), rows)
-    write_md(os.path.join(outdir, "ablation.md"), sweep, rows)
+    write_md(os.path.join(outdir, "ablation.md"), sweep, rows, gates)
     write_plots(outdir, sweep, rows, runs)
+    titles = {a: arm_title(a, sweep["fingerprint"]) for a in ARMS}
     write_text(os.path.join(outdir, ablate_page.PAGE), ablate_page.page(
-        outdir, describe(sweep), answer(sweep, rows), rows, list(ARMS),
-        {a: arm_title(a, sweep["fingerprint"]) for a in ARMS}, loss_unit(sweep["fingerprint"])))
+        outdir, describe(sweep), answer(sweep, rows), rows, gated, list(ARMS), titles,
+        loss_unit(sweep["fingerprint"]), ablate_gates.html_part(
+            gates, list(ARMS), titles, sweep["fingerprint"]["layers"])))
     return len(rows)
 
 
@@ -673,9 +705,11 @@ def check(outdir):
     """--check: a finished run with heads/summary.json for every (arm, H, seed), a CSV row
     for each with finite numbers, ablation.md and index.html opening with the short
     answer, one md table row per arm and H, the relations section
-    when there are relations (ablate_relations.check), plots that parse as XML. Changes
-    nothing; returns the problems found."""
-    sweep, runs = load(outdir)
+    when there are relations (ablate_relations.check), with gated runs each of them
+    finished and the gate section (ablate_gates.check), plots that parse as XML.
+    Changes nothing; returns the problems found."""
+    sweep, every = load(outdir)
+    runs = {k: r for k, r in every.items() if not r.get("gate")}  # the gated: below
     problems = ["run %s: unfinished or no heads/summary.json" % r["name"]
                 for r in runs_of(sweep) if not runs.get(r["name"], {}).get("summary")]
     path, md = (os.path.join(outdir, f) for f in ("ablation.csv", "ablation.md"))
@@ -715,6 +749,14 @@ def check(outdir):
         outdir, text, relations_of([dict(relations=r["summary"].get("relations") or {})
                                     for r in runs.values()]),
         [a for a in ARMS if a in sweep["arms"]], sorted(sweep["heads"]), len(want))
+    want_gates = {}
+    for r in gate_runs_of(sweep):
+        for arm in r["arms"]:
+            want_gates.setdefault(arm, []).append((r["H"], r["gate"]))
+        if not every.get(r["name"], {}).get("summary"):
+            problems.append("run %s: unfinished or no heads/summary.json" % r["name"])
+    problems += ablate_gates.check(outdir, text, want_gates,
+                                   {a: arm_title(a, sweep["fingerprint"]) for a in ARMS})
     plots = ["val_loss.svg"] + ["curves_%s.svg" % a for a in sweep["arms"]]
     for f in plots + (["repeat.svg"] if is_induction(sweep) else []):
         try:

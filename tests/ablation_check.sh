@@ -19,6 +19,12 @@
 #   9. --vocab N: every train gets it (the sweep's settings hold it), and the bpb column is
 #      each run's final val_bpb, below its val loss / ln 2 (tokens of several bytes); no
 #      output calls its per-token losses "nats per byte".
+#  10. --head-gates LIST: a bad list is refused (exit 2); each plain run is trained once
+#      more per LAMBDA > 0 with train's --head-gates, and the report's gate section,
+#      gates.csv and index.html compare it with its plain run; on a copy with hand-set
+#      gates and prune curve the numbers are the known ones (open heads, the overlap
+#      with the heads the prune curve keeps last, a closed head serving nothing), and
+#      --check notices a missing gate table; index.html links both compare pages.
 # usage: tests/ablation_check.sh [BIN_DIR] [WORK_DIR]   (defaults: . and build/ablation-check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -240,5 +246,95 @@ for f in [d + "/ablation.md", d + "/index.html"] + glob.glob(d + "/plots/*.svg")
     assert "nats per byte" not in open(f).read(), f + " says nats per byte"
 assert "in nats per token" in open(d + "/ablation.md").read()
 EOF
+
+step "10. --head-gates: the gate sweep"
+for bad in "-1" "x" "0.1,nan"; do
+    set +e
+    ablate --head-gates "$bad" --out "$work/badgate" 2>"$work/badgate.err"
+    rc=$?
+    set -e
+    [ $rc -eq 2 ] && grep -q "^ablate: error: --head-gates '$bad': expected numbers >= 0" \
+        "$work/badgate.err" || { cat "$work/badgate.err" >&2; fail "--head-gates $bad: exit $rc"; }
+    [ ! -e "$work/badgate" ] || fail "--head-gates $bad wrote $work/badgate"
+done
+ablate --corpus text --heads 4 --seeds 1 --arm width --head-gates 0,0.5 --out "$work/gates" \
+    --threads 1 2>"$work/gates.err" || { cat "$work/gates.err" >&2; fail "gate sweep exited $?"; }
+ablate --out "$work/gates" --check || fail "outputs of the gate sweep"
+python3 - "$work/gates" <<'EOF2' || fail "the gate sweep's report"
+import csv, json, sys
+d = sys.argv[1]
+log = [json.loads(x) for x in open(d + "/runs/H04-D008-s1-g0.5/run.jsonl")]
+assert log[0]["head_gates"] == 0.5, log[0]
+assert json.load(open(d + "/sweep.json"))["gates"] == [0.5]
+(plain,) = csv.DictReader(open(d + "/ablation.csv"))  # the gated run is not a row of its own
+(g,) = csv.DictReader(open(d + "/gates.csv"))
+assert g["run"] == "H04-D008-s1-g0.5" and g["plain"] == "H04-D008-s1" and g["lambda"] == "0.5", g
+assert g["plain_bpb"] == plain["bpb"] and g["heads"] == "4" and 0 <= int(g["open"]) <= 4, g
+curve = json.load(open(d + "/runs/H04-D008-s1/heads/summary.json"))["prune_curve"]
+assert len(curve) == 5 and int(g["overlap"]) <= int(g["open"]), (curve, g)
+md = open(d + "/ablation.md").read()
+assert "## Gate sweep: heads that close themselves" in md
+assert "\n| 4 | 8 | 0.5 | 1 | %s of 4 | " % g["open"] in md, md
+page = open(d + "/index.html").read()
+for link in ("runs/H04-D008-s1-g0.5/heads/index.html", "compare.html", "compare_gates.html"):
+    assert 'href="%s"' % link in page, link
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, "scripts")
+import ablate_gates
+for name, _ in ablate_gates.LEGEND:  # every column of the gate table has its legend line
+    assert "<dt>%s</dt>" % name in page and "\n- %s: " % name in md, name
+gates_page = open(d + "/compare_gates.html").read()
+assert "H04-D008-s1/model.ckpt" in gates_page and "H04-D008-s1-g0.5/model.ckpt" in gates_page
+EOF2
+cp -r "$work/gates" "$work/gates-known"
+python3 - "$work/gates-known" <<'EOF2'
+import csv, json, sys
+d = sys.argv[1] + "/runs/"
+# The gated model: L0H1 and L0H3 closed; L0H1 has the best previous-token score and is
+# marked needed for it, but a closed head serves nothing.
+path = d + "H04-D008-s1-g0.5/heads/heads.csv"
+rows = list(csv.DictReader(open(path)))
+for r in rows:
+    lab = "L%sH%s" % (r["layer"], r["head"])
+    r["gate"] = "0" if lab in ("L0H1", "L0H3") else "0.9"
+    r["previous-token"] = "0.9" if lab == "L0H1" else "0.01"
+    r["needed"] = "previous-token" if lab == "L0H1" else ""
+w = csv.DictWriter(open(path, "w", newline=""), fieldnames=list(rows[0]))
+w.writeheader()
+w.writerows(rows)
+s = json.load(open(d + "H04-D008-s1-g0.5/heads/summary.json"))
+s["relations"]["previous-token"].update(best_head="L0H1", attention=0.9)
+s["base_loss"] = 2.5
+json.dump(s, open(d + "H04-D008-s1-g0.5/heads/summary.json", "w"))
+# The plain model's prune curve removes L0H3, L0H0, L0H2, L0H1: it keeps L0H2 and L0H1
+# last, so one of the two open heads (L0H0, L0H2) is among them; pruned to two heads
+# its loss is 3.
+path = d + "H04-D008-s1/heads/summary.json"
+s = json.load(open(path))
+s["prune_curve"] = [{"removed": k, "head": h, "loss": float(k + 1)} for k, h in
+                    enumerate([None, "L0H3", "L0H0", "L0H2", "L0H1"])]
+json.dump(s, open(path, "w"))
+EOF2
+ablate --out "$work/gates-known" --report-only 2>/dev/null
+ablate --out "$work/gates-known" --check || fail "outputs of the hand-set gate sweep"
+python3 - "$work/gates-known" <<'EOF2' || fail "the gate report's known answers"
+import csv, sys
+d = sys.argv[1]
+(g,) = csv.DictReader(open(d + "/gates.csv"))
+want = {"open": "2", "open_heads": "L0H0 L0H2", "kept_last": "L0H2 L0H1", "overlap": "1",
+        "chance_overlap": "1", "loss": "2.5", "pruned_loss": "3"}
+assert {k: g[k] for k in want} == want, g
+assert "previous-token" not in g["relations_served"].split(), g
+md = open(d + "/ablation.md").read()
+assert "| 2 of 4 | " in md and " | 1 of 2 (1) | 2.500 / 3.000 |" in md, md
+EOF2
+python3 - "$work/gates-known/ablation.md" <<'EOF2'
+import sys
+p = sys.argv[1]
+open(p, "w").write(open(p).read().replace("Gated runs per arm, H and LAMBDA:", "(cut)", 1))
+EOF2
+ablate --out "$work/gates-known" --check 2>"$work/gcut.err" && fail "--check missed a cut gate table"
+grep -q "'Gated runs per arm, H and LAMBDA:' rows None" "$work/gcut.err" ||
+    { cat "$work/gcut.err" >&2; fail "--check did not name the missing gate table"; }
 
 step "all checks passed in $(( $(date +%s) - t0 )) s"

@@ -60,6 +60,69 @@ static void assert_starts(const char *path, const char *prefix, const char *cont
     free(b);
 }
 
+/* The line of s that starts with `start`, from the newline before it (or from
+ * s itself when it is the first line, which then gets no newline); NULL if none. */
+static const char *line_starting(const char *s, const char *start)
+{
+    if (strncmp(s, start, strlen(start)) == 0)
+        return s;
+    char want[64];
+    snprintf(want, sizeof want, "\n%s", start);
+    return strstr(s, want);
+}
+
+/* Every column name of the table header that starts at `header` in `table` (its
+ * first line; names are separated by two or more spaces, or one when the names
+ * are single words) has a legend line in `legends`: `indent` NAME then a space. */
+static void expect_legends(const char *legends, const char *header, const char *first,
+                           const char *indent)
+{
+    cr_assert_not_null(header, "no table header in:\n%s", legends);
+    header += strspn(header, "\n");
+    cr_assert(strncmp(header, first, strlen(first)) == 0, "%.80s", header);
+    size_t len = strcspn(header, "\n");
+    int names = 0;
+    for (size_t i = 0; i < len;) {
+        i += strspn(header + i, " ");
+        size_t n = strcspn(header + i, " \n");
+        if (!n)
+            break;
+        /* "vs base", "loss ratio" and the like: two words, one name. */
+        if (header[i + n] == ' ' && i + n + 1 < len && header[i + n + 1] != ' ' &&
+            (!strncmp(header + i, "vs", 2) || !strncmp(header + i, "logit", 5) ||
+             !strncmp(header + i, "needed set", 10)))
+            n += 1 + strcspn(header + i + n + 1, " \n");
+        char want[64];
+        snprintf(want, sizeof want, "%s%.*s ", indent, (int)n, header + i);
+        cr_assert_not_null(strstr(legends, want), "no legend line '%s' in:\n%s", want, legends);
+        names++;
+        i += n;
+    }
+    cr_assert(names >= 4, "%.80s", header);
+}
+
+/* Every <th> of the table after `heading` in the page at path has a <dt> legend. */
+static void expect_page_legends(const char *path, const char *heading)
+{
+    char *page = tu_read_text(path);
+    const char *t = strstr(page, heading);
+    cr_assert_not_null(t, "%s: no %s", path, heading);
+    const char *end = strstr(t, "</tr>"), *legend = strstr(t, "<dl class=\"cols\">");
+    cr_assert(end && legend, "%s: %s has no legend", path, heading);
+    const char *dl_end = strstr(legend, "</dl>");
+    for (const char *th = strstr(t, "<th>"); th && th < end; th = strstr(th + 4, "<th>")) {
+        size_t n = strcspn(th + 4, "<");
+        char want[128];
+        snprintf(want, sizeof want, "<dt>%.*s</dt>", (int)n, th + 4);
+        /* The page may give a column a longer title than its name (entropy). */
+        if (strchr(want, ' ') && !strncmp(th + 4, "entropy", 7))
+            snprintf(want, sizeof want, "<dt>entropy</dt>");
+        const char *found = strstr(legend, want);
+        cr_assert(found && found < (dl_end ? dl_end : found) + 1, "%s: no %s", path, want);
+    }
+    free(page);
+}
+
 Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
 {
     const char *dir = tu_tmpdir("heads-e2e");
@@ -68,12 +131,28 @@ Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
     snprintf(d, sizeof d, "%s", dir);
     write_tiny(d, ckpt, text, sizeof ckpt);
     snprintf(rep, sizeof rep, "%s/report/sub", d);
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/report && %s/infer --ckpt %s --heads %s --report %s "
-             "--windows 6 --mask 1.0 --prune-curve -j 2", d, tu_bin(), ckpt, text, rep);
+    /* Standard output only: the tables' lines must not meet stderr's progress. */
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/report && (%s/infer --ckpt %s --heads %s --report %s "
+             "--windows 6 --mask 1.0 --prune-curve -j 2 2>/dev/null)", d, tu_bin(), ckpt, text,
+             rep);
     int rc = tu_run(cmd, &out);
     cr_assert_eq(rc, 0, "infer --heads failed (%d):\n%s", rc, out);
     cr_assert_not_null(strstr(out, "masked"), "the silenced head is reported:\n%s", out);
     cr_assert_not_null(strstr(out, "prune curve"), "%s", out);
+    expect_legends(out, line_starting(out, "head "), "head ", "\n  ");
+    expect_legends(out, strstr(out, "\n  relation        best"), "  relation ", "\n  ");
+    expect_legends(out, strstr(out, "\n  removed  kept"), "  removed ", "\n  ");
+    free(out);
+    /* --help lists the same legends, one level deeper. */
+    snprintf(cmd, sizeof cmd, "%s/infer --help", tu_bin());
+    cr_assert_eq(tu_run(cmd, &out), 0);
+    char *table;
+    snprintf(cmd, sizeof cmd, "(%s/infer --ckpt %s --heads %s --windows 2 -j 1 2>/dev/null)",
+             tu_bin(), ckpt, text);
+    cr_assert_eq(tu_run(cmd, &table), 0, "%s", table);
+    expect_legends(out, line_starting(table, "head "), "head ", "\n    ");
+    expect_legends(out, strstr(table, "\n  relation        best"), "  relation ", "\n    ");
+    free(table);
     free(out);
     snprintf(path, sizeof path, "%s/heads.csv", rep);
     cr_assert_eq(count_lines(path), 1 + 2 * 2, "a header and one row per head");
@@ -103,6 +182,8 @@ Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
     assert_starts(path, "<svg", "</svg>");
     snprintf(path, sizeof path, "%s/index.html", rep);
     assert_starts(path, "<!DOCTYPE html>", "heatmaps/probe_L0_H0.svg");
+    expect_page_legends(path, "<h2>Metrics</h2>");
+    expect_page_legends(path, "<h2>Relations</h2>");
 }
 
 /* Runs the ./train command cmd, which must succeed, and returns its log at path
@@ -249,6 +330,16 @@ Test(heads, infer_recognises_a_piece_of_the_built_in_corpus, .timeout = 60)
             cr_assert_null(strstr(out, planted), "%s", out);
         else
             cr_assert_not_null(strstr(out, planted), "%s", out);
+        if (!edited) {
+            /* The counts of left-out rows say why, here and on the page. */
+            cr_assert_not_null(strstr(out, " contrasts left out: their key is not before the "
+                                      "scored token, or their line is cut"), "%s", out);
+            snprintf(path, sizeof path, "%s/index.html", rep);
+            char *page = tu_read_text(path);
+            cr_assert_not_null(strstr(page, " minimal-pair contrasts are left out: their key "
+                                      "is not before"), "%s", path);
+            free(page);
+        }
         free(out);
         snprintf(path, sizeof path, "%s/summary.json", rep);
         assert_starts(path, "{", edited ? "\"builtin_corpus\":false" : "\"builtin_corpus\":true");

@@ -90,3 +90,53 @@ Test(report, summary_json_lists_each_relations_bar_and_each_heads_relations)
     }
     free(text);
 }
+
+/* Sums for a relation with rows whose uniform head scores 0.1. */
+static RelationSums some_rows(void)
+{
+    RelationSums rs;
+    memset(&rs, 0, sizeof rs);
+    rs.rows = 10.0;
+    rs.uniform = 1.0;
+    return rs;
+}
+
+Test(report, a_closed_head_attends_to_nothing_serves_nothing_and_is_never_the_best_head)
+{
+    HeadStats st[4];
+    hand_set(st);
+    RelationSums rs = some_rows();
+    HeadsRelation r;
+    heads_relation_finish(&r, st, &rs, HEADS_REL_PREV, 4);
+    cr_assert_eq(r.best, 0, "open: L0H0 has the most previous-token attention");
+    st[0].closed = 1;
+    heads_relation_finish(&r, st, &rs, HEADS_REL_PREV, 4);
+    cr_assert_eq(r.best, 1, "closed, L0H0 gives way to the next head, L0H1");
+    char buf[256];
+    cr_assert_str_eq(report_serves(buf, sizeof buf, &st[0], "+"), "");
+    cr_assert_str_eq(report_rels(buf, sizeof buf, &st[0], "+", heads_attends), "");
+    cr_assert_str_eq(report_rels(buf, sizeof buf, &st[0], "+", heads_needed), "");
+    for (int k = 0; k < 4; k++)
+        st[k].closed = 1;
+    heads_relation_finish(&r, st, &rs, HEADS_REL_PREV, 4);
+    cr_assert_eq(r.best, -1, "every head closed: no best head");
+    cr_assert_str_eq(report_best_label(buf, &r, 2), "none");
+}
+
+/* The reports name a relation's best head only when it attends to the key above
+ * the uniform head: 0.040 against a uniform 0.041 (the "rare" case of issue 37)
+ * and a tie are "none"; a relation without rows is "-". */
+Test(report, a_best_head_not_above_the_uniform_head_is_printed_none)
+{
+    char buf[32];
+    HeadsRelation x = {.best = 3, .attention = 0.040, .uniform = 0.041, .rows = 100.0};
+    cr_assert_eq(heads_relation_named(&x), -1);
+    cr_assert_str_eq(report_best_label(buf, &x, 2), "none");
+    x.attention = x.uniform;
+    cr_assert_str_eq(report_best_label(buf, &x, 2), "none", "a tie is not above");
+    x.attention = 0.05;
+    cr_assert_eq(heads_relation_named(&x), 3);
+    cr_assert_str_eq(report_best_label(buf, &x, 2), "L1H1");
+    x.rows = 0.0;
+    cr_assert_str_eq(report_best_label(buf, &x, 2), "-");
+}

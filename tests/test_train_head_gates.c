@@ -223,3 +223,80 @@ Test(train, infer_applies_the_gates_and_marks_closed_heads)
     cr_assert(strstr(h0, "\"gate\":1,\"closed\":false"), "%s", h0);
     free(j);
 }
+
+/* The relation's best head in summary.json ("L0H1"), into buf; the test fails when
+ * the relation is not there. */
+static void best_head_of(char buf[32], const char *summary, const char *relation)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":{\"best_head\":\"", relation);
+    const char *p = strstr(summary, key);
+    cr_assert(p, "no %s in %s", key, summary);
+    p += strlen(key);
+    size_t n = strcspn(p, "\"");
+    cr_assert(n > 0 && n < 32);
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+}
+
+/* A closed head is never a relation's best head, nor needed, nor serving: the
+ * previous-token relation's best head of the all-open model is closed by hand, and
+ * --heads then names another head (or none) for every relation, in the table and in
+ * summary.json, while the table and the report page mark the head closed. */
+Test(train, infer_heads_never_names_a_closed_head)
+{
+    Env e;
+    env_init(&e, "hg-best");
+    train_ok(&e, e.out, e.log, "--head-gates 0.01 --threads 1");
+    char open[400], closed[400], rep[400], path[500], best[32];
+    snprintf(open, sizeof open, "%s/open.ckpt", e.dir);
+    snprintf(closed, sizeof closed, "%s/closed.ckpt", e.dir);
+    set_gates(e.out, open, -1);
+    char *out;
+    snprintf(rep, sizeof rep, "%s/open-report", e.dir);
+    cr_assert_eq(run(&out, "infer", "--ckpt %s --heads %s --windows 4 --report %s --threads 1",
+                     open, e.data, rep), 0, "%s", out);
+    free(out);
+    snprintf(path, sizeof path, "%s/summary.json", rep);
+    char *s = tu_read_text(path);
+    best_head_of(best, s, "previous-token");
+    free(s);
+    int layer, head;
+    cr_assert_eq(sscanf(best, "L%dH%d", &layer, &head), 2, "%s", best);
+    set_gates(e.out, closed, layer * 4 + head);
+    snprintf(rep, sizeof rep, "%s/closed-report", e.dir);
+    cr_assert_eq(run(&out, "infer", "--ckpt %s --heads %s --windows 4 --report %s --threads 1",
+                     closed, e.data, rep), 0, "%s", out);
+    char row[40];
+    snprintf(row, sizeof row, "\n%s ", best);
+    const char *r = strstr(out, row);
+    cr_assert(r && find_in(r, strcspn(r + 1, "\n"), " closed "), "%s", out);
+    /* The relations table: no line names the closed head as best or needed. */
+    const char *rel = strstr(out, "\n  relation        best");
+    cr_assert(rel, "%s", out);
+    char named[40];
+    snprintf(named, sizeof named, " %s ", best);
+    const char *end = strstr(rel, "\n\n") ? strstr(rel, "\n\n") : rel + strlen(rel);
+    cr_assert_null(find_in(rel, (size_t)(end - rel), named), "%s is named:\n%s", best, rel);
+    free(out);
+    snprintf(path, sizeof path, "%s/summary.json", rep);
+    s = tu_read_text(path);
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"best_head\":\"%s\"", best);
+    cr_assert_null(strstr(s, quoted), "%s", s);
+    snprintf(quoted, sizeof quoted, "\"needed_head\":\"%s\"", best);
+    cr_assert_null(strstr(s, quoted), "%s", s);
+    snprintf(quoted, sizeof quoted, "\"%s\":[]", best);
+    const char *serves = strstr(s, "\"serves\":{"), *attends = strstr(s, "\"attends\":{");
+    cr_assert(serves && attends && strstr(serves, quoted) && strstr(attends, quoted), "%s", s);
+    free(s);
+    /* The page's Metrics table has the gate column, the closed head's cell says so. */
+    snprintf(path, sizeof path, "%s/index.html", rep);
+    char *page = tu_read_text(path);
+    char cell[64];
+    snprintf(cell, sizeof cell, "<tr><td>%s</td><td><span", best);
+    const char *tr = strstr(page, cell);
+    cr_assert(strstr(page, "<th>gate</th>") && tr && find_in(tr, strcspn(tr, "\n"),
+                                                            "<td>closed</td></tr>"), "%s", path);
+    free(page);
+}

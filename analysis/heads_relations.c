@@ -23,6 +23,25 @@ const double heads_rel_bar[HEADS_REL_COUNT] = {
     [HEADS_REL_DET] = 0.30, [HEADS_REL_COREF] = 0.30,
 };
 
+const char *const heads_rel_about[HEADS_REL_COUNT] = {
+    [HEADS_REL_PREV] = "Query: any token. Key: the token just before it.",
+    [HEADS_REL_BRACKET] = "Query: the token just before a closing bracket or quote. Key: the "
+                          "token holding the opening bracket or quote it closes.",
+    [HEADS_REL_COPY] = "Query: a token that ends three tokens seen earlier in the text. Key: "
+                       "the token that followed them there, which comes next again.",
+    [HEADS_REL_RARE] = "Query: any token. Keys: the earlier tokens (two or more back) of the "
+                       "text's rarest kind, by the training text's counts.",
+    [HEADS_REL_AGREE] = "Query: the verb, just before the part that says singular or plural "
+                        "(run|s). Key: the end of its subject noun, which decides it.",
+    [HEADS_REL_NAMES] = "Query: a piece of a made-up name used again. Key: the piece that "
+                        "followed it at the name's first use, which comes next again.",
+    [HEADS_REL_DET] = "Query: a noun, just before the part that says its number (dog|s). "
+                      "Key: the determiner that fixes the number (a, these, two...).",
+    [HEADS_REL_COREF] = "Query: the token before the noun named again after \"so the\". Key: "
+                        "that noun where it was first named: the one the property after "
+                        "\"it\" fits.",
+};
+
 void heads_keys_prev(int *key, int B, int T)
 {
     for (int b = 0; b < B; b++)
@@ -280,6 +299,35 @@ int heads_needed(const HeadStats *s, int q)
 int heads_serves(const HeadStats *s, int q)
 {
     return heads_attends(s, q) && heads_needed(s, q);
+}
+
+int heads_role_relation(const HeadStats *s)
+{
+    int best = -1;
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        if (heads_serves(s, q) && (best < 0 || s->rel[q] > s->rel[best]))
+            best = q;
+    return best;
+}
+
+const char *heads_role(const HeadStats *s)
+{
+    int q = heads_role_relation(s);
+    return q >= 0 ? heads_rel_names[q] : heads_type_names[s->type];
+}
+
+int heads_clearest(const HeadStats *st, int n, int *rel)
+{
+    int best = -1;
+    *rel = -1;
+    for (int k = 0; k < n; k++) {
+        int q = heads_role_relation(&st[k]);
+        if (q >= 0 && (best < 0 || st[k].rel[q] > st[best].rel[*rel])) {
+            best = k;
+            *rel = q;
+        }
+    }
+    return best;
 }
 
 void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const RelationSums *rs,

@@ -5,8 +5,9 @@
  * are the text's lines, each head's role and the clearest serving head follow
  * the rule of docs/heads.md ("Types") from the JSON's own numbers, and the
  * --heads table shows the same roles. The model (2 layers of 4 gated heads,
- * byte level) is trained for 1500 steps, long enough that a head of layer 1
- * serves a planted relation on this text. */
+ * byte level) is trained for 800 steps at 3 times the default learning rate:
+ * enough for a head of layer 1 to serve a planted relation on this text (the
+ * test fails, saying so, where none does). */
 #define _GNU_SOURCE   /* memmem */
 #include <criterion/criterion.h>
 #include <stdarg.h>
@@ -107,7 +108,7 @@ static void planted_pairs(char *buf, size_t cap, const SynthRelation *rel, size_
     cat(buf, cap, "]");
 }
 
-Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .timeout = 180)
+Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .timeout = 300)
 {
     const char *dir = tu_tmpdir("explore-relations");
     cr_assert_not_null(dir);
@@ -118,8 +119,8 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
     snprintf(window, sizeof window, "%s/window.txt", dir);
     snprintf(json, sizeof json, "%s/p.json", dir);
     snprintf(html, sizeof html, "%s/p.html", dir);
-    int rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/train --steps 1500 -L 2 -H 4 -C 32 -T 64 "
-                     "--eval-every 0 --eval-iters 2 --threads 1 --head-gates 0.001 --out %s",
+    int rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/train --steps 800 --lr 3e-3 -L 2 -H 4 -C 32 "
+                     "-T 64 --eval-every 0 --eval-iters 2 --threads 1 --head-gates 0.001 --out %s",
                      tu_bin(), ckpt);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);

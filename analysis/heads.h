@@ -84,6 +84,10 @@ extern const HeadsRelKind heads_rel_of_synth[SYNTH_REL_KINDS];
  * Every relation has one; a relation added without one would have bar 0. */
 extern const double heads_rel_bar[HEADS_REL_COUNT];
 
+/* One sentence per relation for a reader: which token is the query (the row
+ * whose next token the relation predicts) and which is the key. */
+extern const char *const heads_rel_about[HEADS_REL_COUNT];
+
 typedef enum {
     HEAD_INDUCTION,
     HEAD_COPY,
@@ -271,6 +275,20 @@ int heads_attends(const HeadStats *s, int q);
 int heads_needed(const HeadStats *s, int q);
 /* Head s serves relation q: it attends and it is needed. */
 int heads_serves(const HeadStats *s, int q);
+
+/* A head's role (docs/heads.md, "Types"): the relation it serves with the
+ * largest mean attention on the key, ties to the lower relation, or -1 when it
+ * serves none. */
+int heads_role_relation(const HeadStats *s);
+/* The role's name: that relation's (heads_rel_names), else the head's type
+ * (heads_type_names), so a "broad" head that serves agreement is "agreement". */
+const char *heads_role(const HeadStats *s);
+
+/* The clearest serving head of st[n]: the one whose role relation
+ * (heads_role_relation) has the largest mean attention on its key, ties to the
+ * lower head; *rel receives that relation. -1 (and *rel = -1) when no head
+ * serves any relation. */
+int heads_clearest(const HeadStats *st, int n, int *rel);
 
 /* Relation `kind` from the finished st[n] (heads_finish) and its sums: the best
  * head is the one neither masked nor closed with the largest st[k].rel[kind],

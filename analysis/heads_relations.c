@@ -33,6 +33,36 @@ const double heads_rel_bar[HEADS_REL_COUNT] = {
     [HEADS_REL_PRONOUN] = 0.30,
 };
 
+const char *const heads_rel_about[HEADS_REL_COUNT] = {
+    [HEADS_REL_PREV] = "Query: any token. Key: the token just before it.",
+    [HEADS_REL_BRACKET] = "Query: the token just before a closing bracket or quote. Key: the "
+                          "token holding the opening bracket or quote it closes.",
+    [HEADS_REL_COPY] = "Query: a token that ends three tokens seen earlier in the text. Key: "
+                       "the token that followed them there, which comes next again.",
+    [HEADS_REL_RARE] = "Query: any token. Keys: the earlier tokens (two or more back) of the "
+                       "text's rarest kind, by the training text's counts.",
+    [HEADS_REL_AGREE] = "Query: the verb, just before the part that says singular or plural "
+                        "(run|s). Key: the end of its subject noun, which decides it.",
+    [HEADS_REL_NAMES] = "Query: a piece of a made-up name used again. Key: the piece that "
+                        "followed it at the name's first use, which comes next again.",
+    [HEADS_REL_DET] = "Query: a noun (cat), just before the part that says its number "
+                      "(dog|s). Key: its determiner (The, a, these, two...); only one that "
+                      "says the number has a minimal pair.",
+    [HEADS_REL_COREF] = "Query: the token before the noun named again after \"so the\" (the "
+                        "re-mention form). Key: that noun where it was first named, the one "
+                        "the property after \"it\" fits.",
+    [HEADS_REL_SUBJECT] = "Query: a scene's verb (sat). Key: its subject (cat), whose own "
+                          "preposition (on) comes next.",
+    [HEADS_REL_MOOD] = "Query: the subject noun (cat). Key: the mood before it (tired), "
+                       "which picks the verb that comes next (slept).",
+    [HEADS_REL_MODIFIER] = "Query: the particle after a scene's verb (down). Key: that verb "
+                           "(sat), whose own particle it is.",
+    [HEADS_REL_PLACE] = "Query: the token before a place (the, warm). Key: the preposition "
+                        "(on), which says which places can come (mat, rug...).",
+    [HEADS_REL_PRONOUN] = "Query: \"it\". Key: its antecedent, the line's subject (Apple), "
+                          "whose class says the word after \"it\" (is tasty, was broken).",
+};
+
 void heads_keys_prev(int *key, int B, int T)
 {
     for (int b = 0; b < B; b++)
@@ -290,6 +320,35 @@ int heads_needed(const HeadStats *s, int q)
 int heads_serves(const HeadStats *s, int q)
 {
     return heads_attends(s, q) && heads_needed(s, q);
+}
+
+int heads_role_relation(const HeadStats *s)
+{
+    int best = -1;
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        if (heads_serves(s, q) && (best < 0 || s->rel[q] > s->rel[best]))
+            best = q;
+    return best;
+}
+
+const char *heads_role(const HeadStats *s)
+{
+    int q = heads_role_relation(s);
+    return q >= 0 ? heads_rel_names[q] : heads_type_names[s->type];
+}
+
+int heads_clearest(const HeadStats *st, int n, int *rel)
+{
+    int best = -1;
+    *rel = -1;
+    for (int k = 0; k < n; k++) {
+        int q = heads_role_relation(&st[k]);
+        if (q >= 0 && (best < 0 || st[k].rel[q] > st[best].rel[*rel])) {
+            best = k;
+            *rel = q;
+        }
+    }
+    return best;
 }
 
 void heads_relation_finish(HeadsRelation *r, const HeadStats *st, const RelationSums *rs,

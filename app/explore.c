@@ -108,6 +108,13 @@ static void write_tokens(FILE *f, const Explore *e)
     fputs("],\n", f);
 }
 
+/* Relation q has keys on this text (the text relations always; the planted
+ * ones where the text's sentences are understood). */
+static int rel_known(const Explore *e, int q)
+{
+    return q == HEADS_REL_RARE ? e->rare_keys != NULL : e->rel_key[q] != NULL;
+}
+
 static void head_id(char buf[32], int k, int H)
 {
     snprintf(buf, 32, "L%dH%d", k / H, k % H);
@@ -127,6 +134,13 @@ static void write_heads(FILE *f, const Explore *e)
             fprintf(f, ",\"%s\":", SCORES[q].name);
             jnum(f, *(const double *)((const char *)s + SCORES[q].offset));
         }
+        fputs(",\"role\":", f);
+        json_fput_string(f, heads_role(s));
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            if (rel_known(e, q)) {
+                fprintf(f, ",\"%s\":", heads_rel_names[q]);
+                jnum(f, s->rel[q]);
+            }
         report_head_relations_json(f, s);
         if (e->log_alpha) {
             float z = gate_eval(e->log_alpha[k], NULL);
@@ -172,6 +186,120 @@ static void write_relation_keys(FILE *f, const Explore *e)
     fputs("},\n", f);
 }
 
+/* ,"accuracy":..,"logit_diff":..,"pairs":n with the names' prefix. */
+static void write_pair_score(FILE *f, const char *pre, const PairScore *p)
+{
+    fprintf(f, ",\"%saccuracy\":", pre);
+    jnum(f, p->accuracy);
+    fprintf(f, ",\"%slogit_diff\":", pre);
+    jnum(f, p->logit_diff);
+    fprintf(f, ",\"%spairs\":%.0f", pre, p->pairs);
+}
+
+/* "relations":{name: {...}} for every relation with keys on this text
+ * (docs/explorer.md, "Relations on this text"), followed by a comma. */
+static void write_relations(FILE *f, const Explore *e)
+{
+    int n = e->cfg.L * e->cfg.H, T = e->T;
+    char id[32];
+    fputs("\"relations\":{", f);
+    const char *sep = "";
+    for (int q = 0; q < HEADS_REL_COUNT && e->rel; q++) {
+        if (!rel_known(e, q))
+            continue;
+        const HeadsRelation *r = &e->rel[q];
+        fprintf(f, "%s\n\"%s\":{\"planted\":%s,\"about\":", sep, heads_rel_names[q],
+                q >= HEADS_REL_TEXT ? "true" : "false");
+        sep = ",";
+        json_fput_string(f, heads_rel_about[q]);
+        fputs(",\"query_key\":", f);
+        if (q == HEADS_REL_RARE) {
+            fputs("null", f);
+        } else {
+            fputc('[', f);
+            const char *s2 = "";
+            for (int i = 0; i < T; i++)
+                if (e->rel_key[q][i] >= 0) {
+                    fprintf(f, "%s[%d,%d]", s2, i, e->rel_key[q][i]);
+                    s2 = ",";
+                }
+            fputc(']', f);
+        }
+        fprintf(f, ",\"rows\":%.0f,\"best_head\":", r->rows);
+        if (r->best >= 0) {
+            head_id(id, r->best, e->cfg.H);
+            fprintf(f, "\"%s\"", id);
+        } else {
+            fputs("null", f);
+        }
+        fputs(",\"attention\":", f);
+        jnum(f, r->attention);
+        fputs(",\"uniform\":", f);
+        jnum(f, r->uniform);
+        fputs(",\"bar\":", f);
+        jnum(f, heads_rel_bar[q]);
+        fputs(",\"loss\":", f);
+        jnum(f, r->loss);
+        if (e->causal && e->causal->pair[q].pairs > 0)
+            write_pair_score(f, "", &e->causal->pair[q]);
+        if (e->causal && q == HEADS_REL_COREF && e->causal->pair[PAIRS_COREF_CLASS].pairs > 0)
+            write_pair_score(f, "class_", &e->causal->pair[PAIRS_COREF_CLASS]);
+        fputs(",\"serves\":[", f);
+        const char *s3 = "";
+        for (int k = 0; k < n; k++)
+            if (heads_serves(&e->st[k], q)) {
+                head_id(id, k, e->cfg.H);
+                fprintf(f, "%s\"%s\"", s3, id);
+                s3 = ",";
+            }
+        fputs("]}", f);
+    }
+    fputs("},\n", f);
+}
+
+/* "clearest": the clearest serving head (heads_clearest) as {"head", "layer",
+ * "relation", "attention"}, or null; then "sentences": the text's sentences
+ * that the window shows, in window positions [first, end), with "understood"
+ * (app/planted.h) and "cut" (the window holds only part of it). Each followed by
+ * a comma. */
+static void write_clearest_and_sentences(FILE *f, const Explore *e)
+{
+    int rel, k = heads_clearest(e->st, e->cfg.L * e->cfg.H, &rel);
+    fputs("\"clearest\":", f);
+    if (k < 0) {
+        fputs("null", f);
+    } else {
+        char id[32];
+        head_id(id, k, e->cfg.H);
+        fprintf(f, "{\"head\":\"%s\",\"layer\":%d,\"relation\":\"%s\",\"attention\":", id,
+                k / e->cfg.H, heads_rel_names[rel]);
+        jnum(f, e->st[k].rel[rel]);
+        fputc('}', f);
+    }
+    fputs(",\n\"sentences\":[", f);
+    size_t lo = e->base, hi = e->base + (size_t)e->T;
+    const char *sep = "";
+    for (size_t s = 0; s < e->nsentence; s++) {
+        const PlantedSentence *x = &e->sentence[s];
+        if (x->end <= lo || x->first >= hi)
+            continue;
+        size_t a = x->first > lo ? x->first : lo, b = x->end < hi ? x->end : hi;
+        fprintf(f, "%s{\"first\":%zu,\"end\":%zu,\"understood\":%s,\"cut\":%s}", sep,
+                a - lo, b - lo, x->understood ? "true" : "false",
+                a != x->first || b != x->end ? "true" : "false");
+        sep = ",";
+    }
+    fputs("],\n", f);
+}
+
+/* The documents' own example sentences: the page's menu (docs/explorer.md). */
+static const char *const EXAMPLES[] = {
+    "The cat sat on the mat.",
+    "The tired cat slept on the warm mat.",
+    "The cat sat down.",
+    "Apple released a new phone because it is tasty.",
+};
+
 /* The DATA object: settings, tokens, quantised attention, head scores. */
 static void write_data(FILE *f, const Explore *e)
 {
@@ -203,9 +331,15 @@ static void write_data(FILE *f, const Explore *e)
     b64_flush(&b);
     fputs("\",\n", f);
     write_relation_keys(f, e);
+    write_relations(f, e);
+    write_clearest_and_sentences(f, e);
+    fputs("\"examples\":[", f);
+    for (size_t k = 0; k < sizeof EXAMPLES / sizeof EXAMPLES[0]; k++) {
+        fputs(k ? "," : "", f);
+        json_fput_string(f, EXAMPLES[k]);
+    }
+    fputs("],\n", f);
     write_heads(f, e);
-    fputs(",\n\"relations\":", f);
-    fputs(e->relations_json ? e->relations_json : "null", f);
     fputs("}", f);
 }
 
@@ -250,6 +384,8 @@ void explore_write_json(FILE *f, const Explore *e)
     fprintf(f, "{\"L\":%d,\"H\":%d,\"T\":%d,", L, H, T);
     write_tokens(f, e);
     write_relation_keys(f, e);
+    write_relations(f, e);
+    write_clearest_and_sentences(f, e);
     write_heads(f, e);
     fputs(",\n\"attention\":[", f);
     for (int l = 0; l < L; l++) {

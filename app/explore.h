@@ -19,6 +19,8 @@
 #include "data/tokenizer.h"
 #include "model/config.h"
 #include "analysis/heads.h"
+#include "analysis/pairs.h"
+#include "app/planted.h"
 
 typedef struct {
     const char *ckpt;             /* names shown on the page */
@@ -35,10 +37,17 @@ typedef struct {
     int scored_rows;              /* query rows behind the row scores */
     double loss;                  /* mean next-token loss on the text (NAN: too short) */
     double delim_share;
-    /* The planted-relation scores (summary.json's "relations" object) as JSON
-     * text, inserted verbatim as the page's DATA.relations; NULL when there are
-     * none. The page shows them in its "Relations" section. */
-    const char *relations_json;
+    /* Every relation measured on the window (heads_relation_finish: the best
+     * head, its attention, the uniform baseline, the loss), [HEADS_REL_COUNT];
+     * causal: its minimal pairs (pair[q], and coreference's second contrast)
+     * with every head on, NULL when the causal passes did not run. Written as
+     * "relations" for the relations with keys on this text (rel_key). */
+    const HeadsRelation *rel;
+    const CausalScore *causal;
+    /* The text's sentences (app/planted.h), in text tokens; the window shows
+     * text tokens [base, base + T). */
+    const PlantedSentence *sentence;
+    size_t nsentence, base;
     /* Each relation's ground-truth keys in the shown window, the ones --heads
      * scores (docs/explorer.md, "Relation view"): rel_key[q][i] is query row
      * i's key, -1 when it has none; the rare relation's rows have key sets,

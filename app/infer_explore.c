@@ -83,12 +83,13 @@ static void relation_keys_free(RelationKeys *rk)
     planted_free(&rk->planted);
 }
 
-/* Row statistics, relation scores (on rk's keys) and JSD over the one text
- * window, with its attention kept in att[n][T][T]; the probe scores over
- * HEADS_PROBES probes, one at a time. */
-static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_share,
-                        const Model *m, Activations *a, const int *in, const Tokenizer *tok,
-                        const RelationKeys *rk, int T, uint64_t seed,
+/* Row statistics, relation scores (on rk's keys; their head-independent sums
+ * into rs[HEADS_REL_COUNT]) and JSD over the one text window, with its
+ * attention kept in att[n][T][T]; the probe scores over HEADS_PROBES probes,
+ * one at a time. */
+static void score_heads(HeadStats *st, RelationSums *rs, double *jsd, float *att,
+                        double *delim_share, const Model *m, Activations *a, const int *in,
+                        const Tokenizer *tok, const RelationKeys *rk, int T, uint64_t seed,
                         const unsigned char *head_on)
 {
     char err[512];
@@ -105,7 +106,7 @@ static void score_heads(HeadStats *st, double *jsd, float *att, double *delim_sh
         memcpy(att + (size_t)k * T * T, heads_att(a, k / H, 0, k % H, T),
                (size_t)T * T * sizeof(float));
     heads_add_rows(sums, a, delim, match, 1, T);
-    RelationSums rs[HEADS_REL_COUNT] = {{0}};
+    memset(rs, 0, HEADS_REL_COUNT * sizeof *rs);
     for (int q = 0; q < HEADS_REL_COUNT; q++)
         if (q != HEADS_REL_RARE)
             heads_add_relation(sums, &rs[q], q, a, rk->key[q], rk->first[q], NULL, 1, T);
@@ -168,10 +169,12 @@ static void window_causal(CausalScore *cs, const Activations *a, const RelationK
 }
 
 /* The loss on the text, how much it rises when each head alone is off, and
- * each head's cost to every relation on this text (analysis/pairs.h). */
-static double score_importance(HeadStats *st, const Model *m, Activations *a, const int *in,
-                               size_t nids, const unsigned char *head_on,
-                               const RelationKeys *rk, size_t base_tok)
+ * each head's cost to every relation on this text (analysis/pairs.h); the
+ * scores with every head on into *cbase. */
+static double score_importance(HeadStats *st, CausalScore *cbase, const Model *m,
+                               Activations *a, const int *in, size_t nids,
+                               const unsigned char *head_on, const RelationKeys *rk,
+                               size_t base_tok)
 {
     int n = m->cfg.L * m->cfg.H;
     int Tl = nids - 1 < (size_t)m->cfg.T ? (int)(nids - 1) : m->cfg.T;
@@ -179,8 +182,8 @@ static double score_importance(HeadStats *st, const Model *m, Activations *a, co
     for (int k = 0; k < n; k++)
         st[k].masked = head_on && !head_on[k];
     double base = heads_loss(m, a, in, in + 1, 1, Tl, head_on);
-    CausalScore cbase, cx;
-    window_causal(&cbase, a, rk, in, base_tok, Tl, n);
+    CausalScore cx;
+    window_causal(cbase, a, rk, in, base_tok, Tl, n);
     for (int k = 0; k < n; k++) {
         st[k].delta_loss = NAN;
         if (st[k].masked)
@@ -191,7 +194,7 @@ static double score_importance(HeadStats *st, const Model *m, Activations *a, co
         window_causal(&cx, a, rk, in, base_tok, Tl, n);
         st[k].costed = 1;
         for (int q = 0; q < HEADS_REL_COUNT; q++)
-            st[k].cost[q] = pairs_cost(&cbase.pair[q], &cx.pair[q], cbase.rel_loss[q],
+            st[k].cost[q] = pairs_cost(&cbase->pair[q], &cx.pair[q], cbase->rel_loss[q],
                                        cx.rel_loss[q]);
     }
     free(on);
@@ -238,6 +241,8 @@ typedef struct {
     Explore e;
     RelationKeys rk;
     HeadStats *st;    /* [L*H] */
+    HeadsRelation rel[HEADS_REL_COUNT];
+    CausalScore causal;
     float *att;       /* [L*H][T][T] */
     int *in;          /* [nids] the shown tokens and, when there is one, the next */
     TokenId *all;     /* [nt] the whole text's tokens */
@@ -289,17 +294,27 @@ static void explore_model_init(ExploreModel *x, const InferOptions *o, const cha
                    .log_alpha = m->w.log_alpha};
     size_t base = from_end ? nt - (size_t)T : 0;
     find_relation_keys(&x->rk, e, o, all, nt, base);
-    score_heads(st, jsd, x->att, &e->delim_share, m, &a, in, tok, &x->rk, T, o->seed,
+    e->sentence = x->rk.planted.sentence;
+    e->nsentence = x->rk.planted.nsentence;
+    e->base = base;
+    RelationSums rs[HEADS_REL_COUNT];
+    score_heads(st, rs, jsd, x->att, &e->delim_share, m, &a, in, tok, &x->rk, T, o->seed,
                 o->head_on);
     e->scored_rows = T - heads_skip(T);
-    if (nids >= 2)
-        e->loss = score_importance(st, m, &a, in, nids, o->head_on, &x->rk, base);
+    if (nids >= 2) {
+        e->loss = score_importance(st, &x->causal, m, &a, in, nids, o->head_on, &x->rk, base);
+        e->causal = &x->causal;
+    }
     heads_redundancy(st, jsd, L, H);
     for (int k = 0; k < n; k++)
         st[k].type = heads_classify(&st[k], e->delim_share);
-    /* e->relations_json (NULL here) is where the planted-relation scores of a text
-     * from the built-in corpus go, as summary.json's "relations" object: the page
-     * shows whatever it holds in its "Planted relations" section. */
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        heads_relation_finish(&x->rel[q], st, &rs[q], q, n);
+        /* The loss on the relation's tokens comes from the causal pass, which
+         * runs the window with its targets. */
+        x->rel[q].loss = e->causal ? x->causal.rel_loss[q] : NAN;
+    }
+    e->rel = x->rel;
     if (e->scored_rows < 32)
         fprintf(stderr, "infer: note: %sthe head scores rest on %d query row(s) of this text; "
                 "they are rough below a few dozen (the probe scores are not affected)\n", who,

@@ -85,7 +85,8 @@ typedef struct {
 
 static const HeadsColumn HEAD_COLUMNS[] = {
     {"head", "layer and head, 0-based: L1H3 is layer 1, head 3"},
-    {"type", "what the head does by its scores (docs/heads.md, Types); masked: --mask"},
+    {"role", "the relation it serves with the most attention on the key, else its type"},
+    {"(type)", "what it does by its scores (docs/heads.md, Types), when the role differs"},
     {"entropy", "mean normalised entropy of a row: 0 = one key, 1 = uniform"},
     {"conf", "mean largest weight of a row"},
     {"dist", "mean distance to the attended tokens, in positions"},
@@ -581,7 +582,7 @@ static void print_table(const HeadsInputs *in, const HeadsMeasures *ms, const He
         if (ms->st[q].masked)
             idx[k++] = q;
     const float *log_alpha = in->m->w.log_alpha;
-    printf("head    type            entropy  conf  dist  prev  self first delim  ind   dup"
+    printf("head    role (type)              entropy  conf  dist  prev  self first delim  ind   dup"
            "   dloss  dloss%%   grad   near  %s serves\n", log_alpha ? "  gate " : "");
     for (int r = 0; r < in->n; r++) {
         const HeadStats *h = &ms->st[idx[r]];
@@ -590,6 +591,12 @@ static void print_table(const HeadsInputs *in, const HeadsMeasures *ms, const He
             snprintf(near, sizeof near, "L%dH%d", h->nearest / in->H, h->nearest % in->H);
         char id[24], serves[HEADS_REL_COUNT * 32], attends[HEADS_REL_COUNT * 32];
         snprintf(id, sizeof id, "L%dH%d", idx[r] / in->H, idx[r] % in->H);
+        /* The role, with the pattern type beside it when they differ. */
+        char role[64];
+        if (strcmp(heads_role(h), heads_type_names[h->type]) == 0)
+            snprintf(role, sizeof role, "%s", heads_type_names[h->type]);
+        else
+            snprintf(role, sizeof role, "%s (%s)", heads_role(h), heads_type_names[h->type]);
         char gate[16] = "";
         if (log_alpha) {
             float z = gate_eval(log_alpha[idx[r]], NULL);
@@ -598,8 +605,8 @@ static void print_table(const HeadsInputs *in, const HeadsMeasures *ms, const He
             else
                 snprintf(gate, sizeof gate, " %6.3f", (double)z);
         }
-        printf("%-7s %-15s %6.3f %5.2f %5.1f %5.2f %5.2f %5.2f %5.2f %5.2f %5.2f"
-               " %7.4f %6.2f%% %7.4f  %-6s%s %s\n", id, heads_type_names[h->type], h->entropy, h->confidence, h->distance, h->prev,
+        printf("%-7s %-24s %6.3f %5.2f %5.1f %5.2f %5.2f %5.2f %5.2f %5.2f %5.2f"
+               " %7.4f %6.2f%% %7.4f  %-6s%s %s\n", id, role, h->entropy, h->confidence, h->distance, h->prev,
                h->self, h->first, h->delim, h->induction, h->duplicate, h->delta_loss,
                100.0 * h->delta_loss / ms->base_loss, h->grad, near, gate,
                *report_serves(serves, sizeof serves, h, "+") ? serves : "-");

@@ -12,6 +12,7 @@
 
 #include "data/tokenizer.h"
 #include "analysis/heads.h"
+#include "analysis/pairs.h"
 #include "tests/testutil.h"
 
 /* A planted relation without a minimal pair: which kind, query, key. */
@@ -310,6 +311,63 @@ Test(heads, classification_follows_the_documented_thresholds)
     cr_assert_str_eq(heads_type_names[HEAD_BRACKET], "bracket");
     cr_assert_str_eq(heads_rel_names[HEADS_REL_PREV], "previous-token");
     cr_assert_str_eq(heads_rel_names[HEADS_REL_COPY], "copy");
+}
+
+/* The role rule (docs/heads.md, "Types"): a head that serves relations is named
+ * for the one it attends to most; one that serves none keeps its type; attending
+ * without being needed, or being needed without attending, is not serving. */
+Test(heads, role_is_the_most_attended_relation_served_else_the_type)
+{
+    HeadStats s = {.entropy = 0.9, .distance = 10.0, .costed = 1};
+    s.type = heads_classify(&s, 0.2);
+    cr_assert_eq(s.type, HEAD_BROAD);
+    cr_assert_eq(heads_role_relation(&s), -1);
+    cr_assert_str_eq(heads_role(&s), "broad");
+    s.rel[HEADS_REL_AGREE] = 0.40;   /* attends, not needed */
+    cr_assert_str_eq(heads_role(&s), "broad");
+    s.cost[HEADS_REL_DET] = 0.5;     /* needed, does not attend */
+    cr_assert_str_eq(heads_role(&s), "broad");
+    s.cost[HEADS_REL_AGREE] = HEADS_NEEDED_SHARE;
+    cr_assert_eq(heads_role_relation(&s), HEADS_REL_AGREE);
+    cr_assert_str_eq(heads_role(&s), "agreement", "a broad head that serves agreement");
+    s.rel[HEADS_REL_DET] = 0.60;     /* serves determiner too, with more attention */
+    cr_assert_str_eq(heads_role(&s), "determiner");
+    s.rel[HEADS_REL_AGREE] = 0.60;   /* a tie goes to the lower relation */
+    cr_assert_str_eq(heads_role(&s), "agreement");
+    s.masked = 1;
+    cr_assert_eq(heads_role_relation(&s), -1, "a masked head serves nothing");
+}
+
+/* The clearest serving head: the largest attention among the heads' roles, not
+ * among everything a head attends to. */
+Test(heads, clearest_serving_head_has_the_most_attention_on_what_it_serves)
+{
+    HeadStats st[4] = {{.costed = 1}, {.costed = 1}, {.costed = 1}, {.costed = 1}};
+    int rel;
+    cr_assert_eq(heads_clearest(st, 4, &rel), -1);
+    cr_assert_eq(rel, -1);
+    st[0].rel[HEADS_REL_PREV] = 0.9;            /* attends most, but is not needed */
+    st[1].rel[HEADS_REL_AGREE] = 0.45;
+    st[1].cost[HEADS_REL_AGREE] = 0.2;
+    st[2].rel[HEADS_REL_DET] = 0.55;
+    st[2].cost[HEADS_REL_DET] = 0.3;
+    st[3].rel[HEADS_REL_COREF] = 0.55;          /* ties head 2: the lower head wins */
+    st[3].cost[HEADS_REL_COREF] = 0.9;
+    cr_assert_eq(heads_clearest(st, 4, &rel), 2);
+    cr_assert_eq(rel, HEADS_REL_DET);
+    st[2].masked = 1;
+    cr_assert_eq(heads_clearest(st, 4, &rel), 3);
+    cr_assert_eq(rel, HEADS_REL_COREF);
+}
+
+/* Every relation has its sentence for a reader, naming its query and its key. */
+Test(heads, every_relation_says_which_token_is_query_and_which_key)
+{
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        cr_assert_not_null(heads_rel_about[q], "%s has no sentence", heads_rel_names[q]);
+        cr_assert_not_null(strstr(heads_rel_about[q], "Query: "), "%s", heads_rel_names[q]);
+        cr_assert_not_null(strstr(heads_rel_about[q], "Key"), "%s", heads_rel_names[q]);
+    }
 }
 
 /* A byte-level tokenizer of all 256 bytes: token b is byte b. */

@@ -24,6 +24,19 @@ text="The old mouse went twice. The boys still shout early. The old mouse went t
 "$bin/infer" --ckpt "$work/small.ckpt" --threads 1 --explore "$work/small.html" \
     --explore-json "$work/small.json" --text "$text" 2>"$work/small.err"
 
+# A model with learned head gates whose heads serve a planted relation, on whole
+# lines of the built-in corpus (so its sentences are understood); and one whose
+# gates closed some heads (a larger penalty, fewer steps).
+sed -n '2,7p' "$work/val.txt" >"$work/lines.txt"
+"$bin/train" --steps 800 --lr 3e-3 -L 2 -H 4 -C 32 -T 64 --eval-every 0 --eval-iters 2 --threads 1 \
+    --head-gates 0.001 --out "$work/served.ckpt" >>"$work/train.log" 2>&1
+"$bin/infer" --ckpt "$work/served.ckpt" --threads 1 --explore "$work/served.html" \
+    --explore-json "$work/served.json" --text-file "$work/lines.txt" 2>"$work/served.err"
+"$bin/train" --steps 600 -L 2 -H 4 -C 32 -T 64 --eval-every 0 --eval-iters 2 --threads 1 \
+    --head-gates 0.005 --out "$work/closed.ckpt" >>"$work/train.log" 2>&1
+"$bin/infer" --ckpt "$work/closed.ckpt" --threads 1 --explore "$work/closed.html" \
+    --explore-json "$work/closed.json" --text-file "$work/lines.txt" 2>"$work/closed.err"
+
 # The largest page the explorer is meant for: every head of a 4 x 16 model over
 # a whole block of 256 bytes (one optimizer step: the weights need not be good).
 "$bin/train" --steps 1 -L 4 -H 16 -C 64 -T 256 -B 1 --eval-every 0 --eval-iters 1 --threads 1 \
@@ -57,4 +70,6 @@ done
 
 node tests/browser/test_explore.mjs "$work/small.html" "$work/small.json" "$work/big.html"
 node tests/browser/test_explore.mjs "$work/bpe.html" "$work/bpe.json"
+node tests/browser/test_explore.mjs "$work/served.html" "$work/served.json" --served
+node tests/browser/test_explore.mjs "$work/closed.html" "$work/closed.json" --closed
 node tests/browser/test_compare.mjs "$work/compare.html" "${weights[@]}"

@@ -1,12 +1,15 @@
 // test_explore: loads an --explore page in headless Chromium and checks it
 // against the full-precision weights ./infer wrote with --explore-json:
-//   node tests/browser/test_explore.mjs PAGE.html WEIGHTS.json [PAGE2.html ...]
+//   node tests/browser/test_explore.mjs PAGE.html WEIGHTS.json [PAGE2.html ...] [--served] [--closed]
 // For each page: every token shows its piece's label; hovering a token shades
 // exactly the keys it can see, each with the largest selected head's weight;
 // the per-head top keys are the right keys with the right weights; switching
-// the layer and toggling a head change both accordingly; a map of the model view
-// opens large; and the page logged no error and made no request beyond loading
-// itself. Extra pages (no JSON) are
+// the layer and toggling a head change both accordingly; the page opens on the
+// clearest serving head's layer and relation; the relations section, the
+// understood sentences' marks and chips, each head's role and gate and a
+// thumbnail's hover agree with the JSON; a map of the model view opens large;
+// and the page logged no error and made no request beyond loading itself.
+// Extra pages (no JSON) are
 // only loaded, hovered and timed (the full-size model). Exits 1 on a failure.
 import { readFileSync } from "node:fs";
 import { Browser, findChromium, openWatched } from "./cdp.mjs";
@@ -80,15 +83,26 @@ async function selectLayer(b, l) {
   // option with the keyboard, as a user can.
   await b.eval(`document.getElementById("layer").focus()`);
   const cur = await b.eval(`+document.getElementById("layer").value`);
-  for (let k = cur; k < l; k++) {
-    await b.send("Input.dispatchKeyEvent", { type: "keyDown", key: "ArrowDown", code: "ArrowDown", windowsVirtualKeyCode: 40 });
-    await b.send("Input.dispatchKeyEvent", { type: "keyUp", key: "ArrowDown", code: "ArrowDown", windowsVirtualKeyCode: 40 });
+  const [key, code] = l > cur ? ["ArrowDown", 40] : ["ArrowUp", 38];
+  for (let k = 0; k < Math.abs(l - cur); k++) {
+    await b.send("Input.dispatchKeyEvent", { type: "keyDown", key, code: key, windowsVirtualKeyCode: code });
+    await b.send("Input.dispatchKeyEvent", { type: "keyUp", key, code: key, windowsVirtualKeyCode: code });
   }
   await b.until(`+document.getElementById("layer").value === ${l}`, 5000);
 }
 
-async function testWithWeights(b, file, jsonFile) {
+// want.served: the page must have a serving head and an understood sentence
+// with planted relations; want.closed: closed and open heads (else those checks
+// could pass on a page without them).
+async function testWithWeights(b, file, jsonFile, want) {
   const J = JSON.parse(readFileSync(jsonFile, "utf8"));
+  if (want.served)
+    check(J.clearest !== null && J.sentences.some((x) => x.understood) &&
+          Object.values(J.relations).some((r) => r.planted && r.query_key.length),
+          `${jsonFile}: no serving head, understood sentence or planted relation to check`);
+  if (want.closed)
+    check(J.heads.some((h) => h.closed) && J.heads.some((h) => !h.closed),
+          `${jsonFile}: not both closed and open heads`);
   const A = J.attention, L = J.L, H = J.H, T = J.T;
   const page = await openPage(b, file);
   const all = [...Array(H).keys()];
@@ -102,6 +116,8 @@ async function testWithWeights(b, file, jsonFile) {
   const shownText = await b.eval(`[...document.querySelectorAll("#tokens .tok")].map((s) => s.textContent)`);
   check(JSON.stringify(shownText) === JSON.stringify(J.pieces),
         `the tokens read ${JSON.stringify(shownText.slice(0, 8))}..., the pieces ${JSON.stringify(J.pieces.slice(0, 8))}...`);
+  await checkOpening(b, J);
+  await selectLayer(b, 0);
 
   for (const i of [T - 1, Math.floor(T / 2), 0]) {
     await b.hover(`#tokens .tok[data-i="${i}"]`);
@@ -120,6 +136,11 @@ async function testWithWeights(b, file, jsonFile) {
     }
   }
   await checkRelationView(b, J);
+  await checkRelationsSection(b, J);
+  await checkSentences(b, J);
+  await checkGates(b, J);
+  await checkThumbnail(b, J);
+  await checkExamples(b, J);
   await b.click(`#grid .cell[data-k="${L * H - 1}"]`);
   const modal = await b.eval(`({hidden: document.getElementById("modal").hidden,
     w: document.getElementById("big").width, title: document.getElementById("bigtitle").textContent})`);
@@ -161,6 +182,163 @@ async function checkRelationView(b, J) {
     s.dispatchEvent(new Event("change")); })()`);
 }
 
+// The page opens on the clearest serving head's layer and relation (layer 0 and
+// no relation when no head serves any); that head serves that relation, with
+// the largest attention among every head's role relation.
+async function checkOpening(b, J) {
+  const c = J.clearest;
+  const shown = await b.eval(`({layer: +document.getElementById("layer").value,
+    rel: document.getElementById("relation").value,
+    about: document.getElementById("relabout").textContent})`);
+  check(shown.layer === (c ? c.layer : 0), `opens on layer ${shown.layer}, clearest ${JSON.stringify(c)}`);
+  check(shown.rel === (c ? c.relation : ""), `opens on relation '${shown.rel}', clearest ${JSON.stringify(c)}`);
+  let best = null;
+  J.heads.forEach((h, k) => {
+    if (!h.serves.includes(h.role)) return;
+    if (!best || h[h.role] > best.a) best = { k, a: h[h.role], rel: h.role };
+  });
+  check(JSON.stringify(best && [J.heads[best.k].id, best.rel]) === JSON.stringify(c && [c.head, c.relation]),
+        `the clearest serving head is ${JSON.stringify(best)}, the JSON says ${JSON.stringify(c)}`);
+  if (c) {
+    check(shown.about.includes(J.relations[c.relation].about), `the relation's sentence is not shown: '${shown.about}'`);
+    check(shown.about.includes(c.head), `the opening relation does not name its serving head ${c.head}: '${shown.about}'`);
+  }
+}
+
+// Each head's role: the relation it serves with the most attention, else its
+// type; the heads table and the maps show it.
+function expectedRole(h) {
+  let role = null;
+  for (const n of h.serves) if (role === null || h[n] > h[role]) role = n;
+  return role === null ? h.type : role;
+}
+
+// The relations section: one row per relation with keys on this text, its
+// sentence, its pairs as relation_keys has them, and the heads that serve it.
+async function checkRelationsSection(b, J) {
+  const names = Object.keys(J.relation_keys).filter((n) => J.relation_keys[n]);
+  check(JSON.stringify(Object.keys(J.relations)) === JSON.stringify(names),
+        `relations ${JSON.stringify(Object.keys(J.relations))} for keys ${JSON.stringify(names)}`);
+  const rows = await b.eval(`[...document.querySelectorAll("#reltable tbody tr")].map((tr) =>
+    ({rel: tr.dataset.rel, cells: [...tr.cells].map((c) => c.textContent)}))`);
+  check(rows.length === names.length, `the relations table has ${rows.length} rows for ${names.length}`);
+  const page = await b.eval(`JSON.stringify(DATA.relations)`);
+  check(page === JSON.stringify(J.relations), "the page's relations differ from --explore-json's");
+  for (const [k, n] of names.entries()) {
+    const r = J.relations[n], row = rows[k] || { cells: [] };
+    check(row.rel === n, `row ${k} is ${row.rel}, want ${n}`);
+    check(row.cells.includes(r.about) && r.about.startsWith("Query: "), `${n}: sentence '${r.about}' not shown`);
+    const serving = J.heads.filter((h) => h.serves.includes(n)).map((h) => h.id);
+    check(JSON.stringify(r.serves) === JSON.stringify(serving), `${n}: served by ${r.serves}, heads say ${serving}`);
+    check(row.cells[row.cells.length - 1] === (serving.length ? serving.join(", ") : "-"),
+          `${n}: the table's served-by cell reads '${row.cells[row.cells.length - 1]}'`);
+    if (r.query_key) {
+      const want = J.relation_keys[n].map((v, i) => (v.length ? [i, v[0]] : null)).filter((x) => x);
+      check(JSON.stringify(r.query_key) === JSON.stringify(want), `${n}: query_key ${JSON.stringify(r.query_key)}`);
+    }
+    check(r.uniform <= 1 && r.attention <= 1 && r.rows >= 0, `${n}: attention ${r.attention}, uniform ${r.uniform}`);
+  }
+  for (const h of J.heads) {
+    const role = await b.eval(`document.querySelector('#headtable tr[data-k="${J.heads.indexOf(h)}"]').cells[1].textContent`);
+    check(h.role === expectedRole(h) && role === h.role, `${h.id}: role ${h.role} (shown ${role}), want ${expectedRole(h)}`);
+  }
+}
+
+// The sentences: understood ones marked over their tokens and listed with their
+// planted relations as chips; a chip picks its relation and pins its query.
+async function checkSentences(b, J) {
+  const marks = await b.eval(`[...document.querySelectorAll("#tokens .tok")].map((s) =>
+    s.classList.contains("su") ? "u" : s.classList.contains("sn") ? "n" : "")`);
+  const want = new Array(J.T).fill("");
+  for (const x of J.sentences) for (let t = x.first; t < x.end; t++) want[t] = x.understood ? "u" : "n";
+  check(JSON.stringify(marks) === JSON.stringify(want), `sentence marks ${marks.join("")}, want ${want.join("")}`);
+  const items = await b.eval(`[...document.querySelectorAll("#sentences li[data-sentence]")].map((li) =>
+    ({u: li.dataset.understood, chips: [...li.querySelectorAll(".chip")].map((c) => [c.dataset.rel, +c.dataset.q, +c.dataset.k])}))`);
+  check(items.length === J.sentences.length, `${items.length} sentences listed, ${J.sentences.length} in the JSON`);
+  let chips = 0;
+  J.sentences.forEach((x, n) => {
+    const wantChips = [];
+    if (x.understood)
+      for (const [rel, r] of Object.entries(J.relations))
+        if (r.planted) for (const [q, k] of r.query_key) if (q >= x.first && q < x.end) wantChips.push([rel, q, k]);
+    const got = items[n] || { chips: [] };
+    check(JSON.stringify(got.chips) === JSON.stringify(wantChips), `sentence ${n}: chips ${JSON.stringify(got.chips)}, want ${JSON.stringify(wantChips)}`);
+    chips += wantChips.length;
+  });
+  if (!chips) return;
+  await b.click("#sentences .chip");
+  const c = await b.eval(`(() => { const c = document.querySelector("#sentences .chip");
+    return {rel: document.getElementById("relation").value, want: c.dataset.rel, q: +c.dataset.q, k: +c.dataset.k,
+      pinned: [...document.querySelectorAll("#tokens .tok.pinned")].map((s) => +s.dataset.i),
+      rk: [...document.querySelectorAll("#tokens .tok.rk")].map((s) => +s.dataset.i)}; })()`);
+  check(c.rel === c.want && JSON.stringify(c.pinned) === JSON.stringify([c.q]) && JSON.stringify(c.rk) === JSON.stringify([c.k]),
+        `clicking a relation chip: ${JSON.stringify(c)}`);
+  await b.click(`#tokens .tok[data-i="${c.q}"]`);   // unpin
+}
+
+// The head gates, where the checkpoint has them: each head button, map and
+// table row says its gate, and closed heads are marked closed.
+async function checkGates(b, J) {
+  const gated = J.heads[0].gate !== undefined;
+  const g = await b.eval(`({line: document.getElementById("gates").textContent,
+    cells: [...document.querySelectorAll("#grid .cell")].map((c) => ({closed: c.classList.contains("closed"),
+      text: c.textContent})),
+    hasColumn: [...document.querySelectorAll("#headtable th")].some((th) => th.textContent === "gate")})`);
+  check(g.hasColumn === gated, `the heads table ${g.hasColumn ? "has" : "lacks"} a gate column, gated ${gated}`);
+  if (!gated) {
+    check(g.line === "", `a model without gates has a gates line: '${g.line}'`);
+    return;
+  }
+  const closed = J.heads.filter((h) => h.closed).length;
+  check(g.line.includes(`${J.heads.length - closed} of ${J.heads.length} heads open`), `gates line '${g.line}'`);
+  J.heads.forEach((h, k) => {
+    const cell = g.cells[k];
+    check(cell.closed === h.closed, `${h.id}: map closed ${cell.closed}, gate ${h.gate}`);
+    check(cell.text.includes(h.closed ? "closed" : `gate ${h.gate.toFixed(2)}`), `${h.id}: map reads '${cell.text}'`);
+  });
+  for (let l = 0; l < J.L; l++) {
+    await selectLayer(b, l);
+    const btn = await b.eval(`[...document.querySelectorAll("#headbtns button")].map((x) => x.classList.contains("closed"))`);
+    check(JSON.stringify(btn) === JSON.stringify(J.heads.slice(l * J.H, (l + 1) * J.H).map((h) => h.closed)),
+          `layer ${l}: closed buttons ${JSON.stringify(btn)}`);
+  }
+  await selectLayer(b, 0);
+}
+
+// Hovering a thumbnail of the model view names the query and key under the
+// mouse, with that head's weight.
+async function checkThumbnail(b, J) {
+  const k = J.L * J.H - 1, T = J.T;
+  const box = await b.eval(`(() => { const c = document.querySelector('#grid .cell[data-k="${k}"] canvas');
+    c.scrollIntoView({block: "center"}); const r = c.getBoundingClientRect();
+    return {x: r.left, y: r.top, w: r.width, h: r.height}; })()`);
+  for (const [i, j] of [[T - 1, 0], [Math.floor(T / 2), Math.floor(T / 3)], [1, T - 1]]) {
+    await b.mouse("mouseMoved", box.x + (j + 0.5) * box.w / T, box.y + (i + 0.5) * box.h / T);
+    const tip = await b.eval(`(() => { const t = document.getElementById("thumbtip");
+      return {hidden: t.hidden, k: +t.dataset.k, i: +t.dataset.i, j: +t.dataset.j, text: t.textContent}; })()`);
+    check(!tip.hidden && tip.k === k && tip.i === i && tip.j === j, `thumbnail ${k} at (${i}, ${j}): ${JSON.stringify(tip)}`);
+    const w = j <= i ? J.attention[J.L - 1][J.H - 1][i][j] : null;
+    check(tip.text.includes(`#${i} ${J.pieces[i]}`) && tip.text.includes(`#${j} ${J.pieces[j]}`) &&
+          (w === null ? tip.text.endsWith("future") : Math.abs(+tip.text.split(": ").pop() - w) <= TOL),
+          `thumbnail tip '${tip.text}' for query ${i}, key ${j}, weight ${w}`);
+  }
+  await b.mouse("mouseMoved", 1, 1);
+  check(await b.eval(`document.getElementById("thumbtip").hidden`), "the thumbnail tip stays after the mouse left");
+}
+
+// The menu of the documents' example sentences, each with its command.
+async function checkExamples(b, J) {
+  const ex = await b.eval(`[...document.querySelectorAll("#examples li")].map((li) => li.textContent)`);
+  const docs = ["The cat sat on the mat.", "The tired cat slept on the warm mat.", "The cat sat down.",
+                "Apple released a new phone because it is tasty."];
+  check(ex.length === docs.length, `${ex.length} example sentences, want ${docs.length}`);
+  docs.forEach((d, k) => {
+    const e = ex[k] || "";
+    check(e.startsWith(d) && /\.\/infer --ckpt '.*' --explore page\.html --text '.+'$/.test(e) &&
+          e.endsWith(`--text '${d}'`), `example ${k}: '${e}'`);
+  });
+}
+
 function finish(page, file) {
   for (const p of page.problems) check(false, `${file}: ${p}`);
   const others = page.requests.filter((u) => u !== page.url);
@@ -189,7 +367,9 @@ async function testLoadOnly(b, file) {
 }
 
 async function main() {
-  const [page, json, ...more] = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const want = { served: args.includes("--served"), closed: args.includes("--closed") };
+  const [page, json, ...more] = args.filter((a) => !a.startsWith("--"));
   if (!page || !json) {
     console.error("usage: node tests/browser/test_explore.mjs PAGE.html WEIGHTS.json [PAGE2.html ...]");
     process.exit(2);
@@ -199,7 +379,7 @@ async function main() {
     console.error("chromium not found (apt-get install -y chromium, or set CHROMIUM)");
     process.exit(1);
   }
-  for (const [f, run] of [[page, (b) => testWithWeights(b, page, json)],
+  for (const [f, run] of [[page, (b) => testWithWeights(b, page, json, want)],
                           ...more.map((m) => [m, (b) => testLoadOnly(b, m)])]) {
     const b = await Browser.launch(chromium);
     try {

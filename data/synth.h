@@ -1,14 +1,18 @@
 /* synth: the built-in training corpus, generated rather than downloaded.
  *
- * Writes a deterministic, pure-ASCII, English-like text from a small lexicon, one
- * sentence per line, in which relations that attention heads are known to learn
- * are planted on purpose: local spelling and word order, a determiner that fixes
- * its noun's number, subject-verb agreement across a varying distance, brackets
- * and quotes that must be closed, made-up names that are repeated later in the
- * same line (copy / induction), a pronoun between two nouns whose antecedent only
- * a property tells (coreference), and sounds that repeat one random syllable
- * ("kokoko"), in which every byte past the second is the one two back: only a
- * previous-token head predicts them.
+ * Writes a deterministic, printable-ASCII, English-like text from a small lexicon,
+ * one sentence per line, with ordinary typography (it's, 2 cats, '?', '!', ':',
+ * ';', well-fed), in which relations that attention heads are known to learn are
+ * planted on purpose: local spelling and word order, a determiner and its noun,
+ * subject-verb agreement across a varying distance, brackets and quotes that must
+ * be closed, made-up names that are repeated later in the same line (copy /
+ * induction), a noun named again that only a property picks (coreference), the
+ * documents' scenes ("The tired cat slept on the warm mat.": subject and verb,
+ * mood and verb, verb and particle, preposition and place) and pronouns ("Apple
+ * released a new phone because it is tasty."), and sounds that repeat one random
+ * syllable ("kokoko"), in which every byte past the second is the one two back:
+ * only a previous-token head predicts them. synth_parse runs the same grammar
+ * backwards on a user's sentence.
  * docs/corpus.md describes every line kind with examples, proportions and
  * distances. The generator can also report, for each planted relation, which
  * earlier byte a head tracking that relation should attend to; reading files,
@@ -67,9 +71,10 @@ void synth_generate(char *buf, size_t nbytes, uint64_t seed);
  *                      text[key] == text[query + 1] (an induction head's target).
  *   SYNTH_REL_DET:     query is the last byte a noun's singular and plural forms
  *                      share (the 'g' of dog/dogs, the 'm' of mouse/mice), key is
- *                      the last byte of its determiner, when the determiner says
- *                      the number (a, an, this, these, two...; not "the"), in
- *                      every line kind but coreference.
+ *                      the last byte of its determiner (every determiner, "the"
+ *                      included; only one that says the number, a, these, two...,
+ *                      has a minimal pair), in every line kind but coreference and
+ *                      pronoun lines.
  *   SYNTH_REL_COREF:   query is the space before the noun a coreference line
  *                      names again ("so the| dog"), key is the first byte of the
  *                      same noun where it was first named, the one of the two

@@ -30,8 +30,10 @@ extern const char *const CONJS[4];
 extern const WordPair COPULA;
 /* Coreference lines (synth.c, gen_coref): animals and portable things that can stand
  * side by side, a property that fits only animals or only things, and what each
- * does afterwards. The properties occur in no other line, so the property alone
- * tells which of the two nouns "it" is. */
+ * does afterwards. Inside a coreference line the property alone tells which of
+ * the two nouns "it" is (some of the words recur in other kinds: hungry, sleepy,
+ * scared and sick as moods and pronoun properties, broken and cheap in pronoun
+ * lines). */
 extern const char *const COREF_ANIMALS[10];
 extern const char *const COREF_THINGS[12];
 extern const char *const PROPS_ANIMAL[5];

@@ -133,7 +133,8 @@ EOF
     echo "check_heads: part 1, measured with no target (docs/heads.md):"
     printf '  info induction score on the probe: %.3f (head %s)\n' "$(get induction 3)" \
         "$(get induction 2)"
-    for name in copy names agreement determiner coreference; do
+    for name in $(awk '$1 != "previous-token" && $1 != "bracket" && $1 != "rare" &&
+                       $1 != "local" && $1 != "induction" { print $1 }' "$work/bytes/numbers.txt"); do
         printf '  info %-12s attention %.3f (head %s, uniform %.3f)\n' "$name" \
             "$(get "$name" 3)" "$(get "$name" 2)" "$(get "$name" 4)"
     done

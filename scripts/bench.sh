@@ -3,7 +3,7 @@
 # (--precision bf16: train_bf16.csv), this machine's
 # matrix-multiply peak, the same models in PyTorch (Debian's python3-torch 1.13 at
 # /usr/bin/python3, and PyTorch 2.x from the venv `make bench-deps` makes, each when
-# present), OpenBLAS sgemm when libopenblas-dev is, sampling speed with and without
+# present, in fp32 and in bf16), OpenBLAS sgemm when libopenblas-dev is, sampling speed with and without
 # the KV cache, and the byte-pair tokenizer against Hugging Face's
 # (scripts/bench_tok.sh). Prints tables; writes CSVs to $BENCH_OUT (default
 # build/bench). Not a test: nothing here asserts a time.
@@ -102,7 +102,8 @@ if [ ${#pythons[@]} -gt 0 ]; then
     # minutes, which decided the ratios when all of ours ran before all of PyTorch's.
     # With BENCH_ROUNDS=R each configuration takes R such turns in a row, and the
     # summary quotes the median of the R ratios with their range. Each PyTorch runs
-    # every variant it has (scripts/bench_torch.py), one process per thread count.
+    # every variant it has, in fp32 and in bf16 (torch.autocast), one process per
+    # thread count (scripts/bench_torch.py).
     echo
     echo "== training steps, ours then each PyTorch (threads $threads,"
     echo "   OPENBLAS_CORETYPE unset), one configuration at a time, $rounds round(s)"

@@ -8,6 +8,7 @@
 # (scripts/bench_tok.sh). Prints tables; writes CSVs to $BENCH_OUT (default
 # build/bench). Not a test: nothing here asserts a time.
 #   BENCH_CONFIGS=BABY,MID,NANO  BENCH_THREADS=1,2  BENCH_TORCH=auto|0  BENCH_ROUNDS=1
+#   BENCH_TORCH1=auto|0: 0 leaves out Debian's PyTorch 1.13 only
 #   BENCH_TORCH2=PYTHON: the interpreter with PyTorch 2.x (default
 #   $BENCH_VENV/bin/python, BENCH_VENV=.venv-bench)
 set -euo pipefail
@@ -31,7 +32,7 @@ mkdir -p "$out"
 # an error, not a silent skip.
 pythons=()
 if [ "${BENCH_TORCH:-auto}" != 0 ]; then
-    if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    if [ "${BENCH_TORCH1:-auto}" != 0 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
         pythons+=(/usr/bin/python3)
     fi
     py2=${BENCH_TORCH2:-${BENCH_VENV:-.venv-bench}/bin/python}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Summarises `make bench` CSVs (train.csv, train_bf16.csv, torch.csv, matmul.csv,
-sample.csv in the directory given) into markdown tables: ours against each PyTorch
+sample.csv, cpu.csv in the directory given) into markdown tables: ours against each PyTorch
 that ran in fp32 (tokens/s, the ratio and its target), model GFLOP/s against the
 measured sgemm peak, the 2-thread speed-up, ours in bf16 against ours in fp32
 (BF16_TARGETS), ours in bf16 against each PyTorch in bf16 (torch.autocast,
@@ -150,6 +150,17 @@ def vs(ours, theirs, target):
             f"{'-' if target is None else f'{target}x'} | {met}")
 
 
+def cpu_line(path):
+    """'CPU: NAME, N cores; avx512_bf16 yes|no, amx_bf16 yes|no' from cpu.csv, or ''."""
+    cpu = {r["name"]: r["value"] for r in read(path)}
+    if not cpu:
+        return ""
+    return (f"CPU: {cpu.get('cpu', '?')}, {cpu.get('cores', '?')} cores; avx512_bf16 "
+            f"{cpu.get('avx512_bf16', '?')}, amx_bf16 {cpu.get('amx_bf16', '?')} (ours: "
+            "VDPBF16PS in a build for avx512_bf16, as -march=native on such a CPU, else an "
+            "exact emulation; AMX never)")
+
+
 def bf16_vs_torch(bf16, runs, versions, order_key):
     """Lines of one table per PyTorch with bf16 rows: ours in bf16 against its best
     bf16 variant (BF16_TARGETS2 at 2 threads for PyTorch 2.x), and that variant's
@@ -255,8 +266,10 @@ def main():
     for r in read(os.path.join(d, "train_bf16.csv")):
         bf16.setdefault((r["config"], int(r["H"]), int(r["threads"])), []).append(r)
     if bf16:
-        lines += ["Ours in bf16 (--precision bf16) against ours in fp32, the same rounds:", "",
-                  "| config | H | threads | fp32 tok/s | bf16 tok/s | bf16 / fp32 | target | met |",
+        cpu = cpu_line(os.path.join(d, "cpu.csv"))
+        lines += ["Ours in bf16 (--precision bf16) against ours in fp32, the same rounds:", ""]
+        lines += [cpu, ""] if cpu else []
+        lines += ["| config | H | threads | fp32 tok/s | bf16 tok/s | bf16 / fp32 | target | met |",
                   "|---|---|---|---|---|---|---|---|"]
         for cfg, h, thr in sorted(bf16, key=lambda k: order_key(*k)):
             b = [float(r["tokens_per_s"]) for r in bf16[(cfg, h, thr)]]

@@ -169,7 +169,7 @@ Test(bench_report, bf16_is_compared_with_bf16_and_fp32_with_fp32)
      * 1500, so 2.00x (2x: met); bf16: eager 1500, sdpa 2000, compile failed, so
      * 3300 / 2000 = 1.65x (BABY's 2x: missed) and PyTorch's bf16 / fp32 is 1.25. One
      * thread, bf16 only: ours 2000 against sdpa's 1000 = 2.00x, no target, and no fp32
-     * PyTorch row to give its bf16 / fp32. */
+     * PyTorch row to give its bf16 / fp32. cpu.csv names the CPU and its bf16 units. */
     write_text(dir, "train.csv",
                TRAIN_HEAD
                "MID,4,256,256,16,4,64,2,0,0,0,1000,100,0,0\n"
@@ -203,8 +203,12 @@ Test(bench_report, bf16_is_compared_with_bf16_and_fp32_with_fp32)
 #undef MID4
 #undef BABY4
     write_text(dir, "matmul.csv", "op,shape,ours_1t,ours_2t\nnn,256,1,300\n");
+    write_text(dir, "cpu.csv",
+               "name,value\ncpu,\"AMD EPYC, 4th gen\"\ncores,2\navx512_bf16,yes\namx_bf16,no\n");
     int rc = tu_runf(&out, "python3 scripts/bench_report.py %s", dir);
     cr_assert_eq(rc, 0, "bench_report.py failed:\n%s", out);
+    cr_assert(strstr(out, "CPU: AMD EPYC, 4th gen, 2 cores; avx512_bf16 yes, amx_bf16 no"),
+              "the CPU's bf16 units are not named:\n%s", out);
     cr_assert(strstr(out, "| MID | 4 | 1,050 | 105.0 | 35% | - | sdpa | 840 | 1.25x (1.25-1.25) | "
                           "1.5x | no |"),
               "fp32 MID row wrong:\n%s", out);

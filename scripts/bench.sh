@@ -3,11 +3,12 @@
 # (--precision bf16: train_bf16.csv), this machine's
 # matrix-multiply peak, the same models in PyTorch (Debian's python3-torch 1.13 at
 # /usr/bin/python3, and PyTorch 2.x from the venv `make bench-deps` makes, each when
-# present), OpenBLAS sgemm when libopenblas-dev is, sampling speed with and without
-# the KV cache, and the byte-pair tokenizer against Hugging Face's
-# (scripts/bench_tok.sh). Prints tables; writes CSVs to $BENCH_OUT (default
+# present, in fp32 and in bf16), OpenBLAS sgemm when libopenblas-dev is, sampling
+# speed with and without the KV cache, and the byte-pair tokenizer against Hugging
+# Face's (scripts/bench_tok.sh). Prints tables; writes CSVs to $BENCH_OUT (default
 # build/bench). Not a test: nothing here asserts a time.
 #   BENCH_CONFIGS=BABY,MID,NANO  BENCH_THREADS=1,2  BENCH_TORCH=auto|0  BENCH_ROUNDS=1
+#   BENCH_TORCH1=auto|0: 0 leaves out Debian's PyTorch 1.13 only
 #   BENCH_TORCH2=PYTHON: the interpreter with PyTorch 2.x (default
 #   $BENCH_VENV/bin/python, BENCH_VENV=.venv-bench)
 set -euo pipefail
@@ -31,7 +32,7 @@ mkdir -p "$out"
 # an error, not a silent skip.
 pythons=()
 if [ "${BENCH_TORCH:-auto}" != 0 ]; then
-    if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    if [ "${BENCH_TORCH1:-auto}" != 0 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
         pythons+=(/usr/bin/python3)
     fi
     py2=${BENCH_TORCH2:-${BENCH_VENV:-.venv-bench}/bin/python}
@@ -85,12 +86,20 @@ echo
 echo "== linear layers in fp32 and bf16 (one thread, thread CPU time)"
 ./build/bench_bf16
 
-rm -f "$out/train.csv" "$out/train_bf16.csv" "$out/torch.csv"
+rm -f "$out/train.csv" "$out/train_bf16.csv" "$out/torch.csv" "$out/cpu.csv"
 # Whether this CPU has the bf16 units, for the tables (docs/matmul.md, "bf16").
 bf16_units=$(grep -ow -m1 'avx512_bf16' /proc/cpuinfo || true)
 amx_units=$(grep -ow -m1 'amx_bf16' /proc/cpuinfo || true)
 echo "bf16 units: ${bf16_units:-no avx512_bf16}, ${amx_units:-no amx_bf16}" \
     "(ours uses avx512_bf16 only; AMX is not used)"
+# The same for the summary's bf16 tables: name,value rows.
+{
+    echo "name,value"
+    echo "cpu,\"$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //; s/"/'"'"'/g')\""
+    echo "cores,$(nproc)"
+    echo "avx512_bf16,$([ -n "$bf16_units" ] && echo yes || echo no)"
+    echo "amx_bf16,$([ -n "$amx_units" ] && echo yes || echo no)"
+} > "$out/cpu.csv"
 if [ ${#pythons[@]} -gt 0 ]; then
     echo
     echo "== PyTorch"
@@ -102,7 +111,8 @@ if [ ${#pythons[@]} -gt 0 ]; then
     # minutes, which decided the ratios when all of ours ran before all of PyTorch's.
     # With BENCH_ROUNDS=R each configuration takes R such turns in a row, and the
     # summary quotes the median of the R ratios with their range. Each PyTorch runs
-    # every variant it has (scripts/bench_torch.py), one process per thread count.
+    # every variant it has, in fp32 and in bf16 (torch.autocast), one process per
+    # thread count (scripts/bench_torch.py).
     echo
     echo "== training steps, ours then each PyTorch (threads $threads,"
     echo "   OPENBLAS_CORETYPE unset), one configuration at a time, $rounds round(s)"

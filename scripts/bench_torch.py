@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """The PyTorch side of `make bench`: the same model as headcount (pre-LayerNorm
 GPT, biases everywhere, tanh GELU, tied output weights, causal softmax attention),
-the same batch, AdamW, float32 on the CPU, timed over full training steps on
-random tokens. Prints one CSV row per (configuration, variant) to stdout.
+the same batch, AdamW, on the CPU, timed over full training steps on random tokens.
+Prints one CSV row per (configuration, variant, precision) to stdout.
 
 Variants (--variants; `auto` runs every one the installed PyTorch has):
   eager    the model written out (QK^T, mask, softmax, AV) and torch.optim.AdamW's
@@ -15,11 +15,19 @@ Variants (--variants; `auto` runs every one the installed PyTorch has):
 A variant that fails (torch.compile needs a C++ compiler and Python headers) gives
 a row with empty timings and the reason in `note`.
 
-Every variant first checks that it is the same model: from the same init, on the
-same first batch, its first loss must equal the eager model's to a relative 1e-5
-(float32 sums in another order move it by about 1e-7), or the run stops with exit 1.
---check does only that, for two steps (so the optimizers are compared too), and
-times nothing.
+Precisions (--precision, a list; both by default):
+  fp32     everything in float32.
+  bf16     the forward pass (and so its backward) under
+           torch.autocast("cpu", dtype=torch.bfloat16): PyTorch's mixed precision,
+           which runs the linear layers, the logits and the attention's products in
+           bfloat16 and keeps the weights, gradients, optimizer, LayerNorm, softmax
+           and the loss in float32. Every variant runs in each precision.
+
+Every run first checks that it is the same model: from the same init, on the same
+first batch, its first loss must equal the float32 eager model's to a relative 1e-5
+in fp32 (float32 sums in another order move it by about 1e-7) and to SAME_LOSS_TOL
+["bf16"] in bf16, or the run stops with exit 1. --check does only that, for two
+steps (so the optimizers are compared too), and times nothing.
 
 Run with Debian's python3-torch as
 `env -u OPENBLAS_CORETYPE GOMP_SPINCOUNT=10000 /usr/bin/python3 scripts/bench_torch.py`
@@ -27,6 +35,7 @@ or with a PyTorch 2.x venv's python (scripts/bench.sh runs both, with the same
 OpenMP wait policy as ours). --threads sets torch.set_num_threads; one process
 times one thread count, since torch.compile specialises its kernels on it."""
 import argparse
+import contextlib
 import csv
 import math
 import re
@@ -46,12 +55,17 @@ CONFIGS = [
     ("NANO", 6, 384, 256, 16, 6, 1, 5),
 ]
 VARIANTS = ("eager", "sdpa", "compile")
+PRECISIONS = ("fp32", "bf16")
 # Warm-up steps of a compiled model: the first compiles forward and backward, and
 # the next two absorb any recompilation (e.g. once the optimizer holds state).
 COMPILE_WARM = 3
-SAME_LOSS_TOL = 1e-5  # relative
+# Relative difference allowed between a run's first loss and the float32 eager
+# model's. bf16: 2^-10, a quarter of bfloat16's unit roundoff 2^-8; --check measured
+# 3e-5 to 1.7e-4 over two steps (eager, sdpa; compile at BABY H = 4) at BABY H = 1, 4
+# and 16, MID H = 4 and NANO.
+SAME_LOSS_TOL = {"fp32": 1e-5, "bf16": 2.0 ** -10}
 HEADER = ["config", "L", "C", "T", "B", "H", "threads", "ms_median", "ms_min", "ms_max",
-          "tokens_per_s", "torch", "variant", "blas", "isa", "warmup_s", "note"]
+          "tokens_per_s", "torch", "variant", "precision", "blas", "isa", "warmup_s", "note"]
 
 
 class Block(nn.Module):
@@ -103,8 +117,10 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
-def available(variant):
-    """'' when this PyTorch has what the variant needs, else why not."""
+def available(variant, precision="fp32"):
+    """'' when this PyTorch has what the variant and precision need, else why not."""
+    if precision == "bf16" and not hasattr(torch, "autocast"):
+        return "no torch.autocast in torch " + torch.__version__
     if variant == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
         return "no F.scaled_dot_product_attention in torch " + torch.__version__
     if variant == "compile" and not hasattr(torch, "compile"):
@@ -132,8 +148,18 @@ def build(cfg, variant):
     return model, step_fn, adamw(model.parameters(), variant)
 
 
-def train_step(step_fn, opt, params, idx, tgt):
-    loss = step_fn(idx, tgt)
+def autocast(precision):
+    """The context a forward pass runs in: PyTorch's CPU mixed precision for bf16."""
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def train_step(step_fn, opt, params, idx, tgt, precision):
+    """One step; the backward runs outside autocast, as PyTorch's recipe has it
+    (its operations follow the forward's precisions)."""
+    with autocast(precision):
+        loss = step_fn(idx, tgt)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -146,16 +172,19 @@ def rel_diff(a, b):
 
 
 def eager_loss(model, idx, tgt):
-    """The eager model's loss on this batch, with the model's weights as they are."""
+    """The float32 eager model's loss on this batch, with the model's weights as
+    they are; the model's attention is switched back to what it was."""
+    was = model.blocks[0].sdpa
     model.set_sdpa(False)
     with torch.no_grad():
         loss = model(idx, tgt).item()
-    model.set_sdpa(True)
+    model.set_sdpa(was)
     return loss
 
 
-def run(cfg, variant):
-    """Times one variant: (median, min, max ms per step, warm-up seconds)."""
+def run(cfg, variant, precision):
+    """Times one variant in one precision: (median, min, max ms per step, warm-up
+    seconds)."""
     name, L, C, T, B, H, warm, steps = cfg
     model, step_fn, opt = build(cfg, variant)
     params = list(model.parameters())
@@ -165,13 +194,16 @@ def run(cfg, variant):
     for s in range(warm + steps):
         idx = torch.randint(0, 65, (B, T))
         tgt = torch.randint(0, 65, (B, T))
-        ref = eager_loss(model, idx, tgt) if s == 0 and variant != "eager" else None
+        first = s == 0 and (variant, precision) != ("eager", "fp32")
+        ref = eager_loss(model, idx, tgt) if first else None
         t0 = time.perf_counter()
-        loss = train_step(step_fn, opt, params, idx, tgt)
+        loss = train_step(step_fn, opt, params, idx, tgt, precision)
         t1 = time.perf_counter()
-        if ref is not None and not rel_diff(loss, ref) <= SAME_LOSS_TOL:
-            raise SystemExit("bench_torch: %s:%d %s: first loss %.7f, eager model's %.7f: "
-                             "not the same model" % (name, H, variant, loss, ref))
+        if ref is not None and not rel_diff(loss, ref) <= SAME_LOSS_TOL[precision]:
+            raise SystemExit("bench_torch: %s:%d %s %s: first loss %.7f, float32 eager "
+                             "model's %.7f: not the same model (tolerance %g)" % (
+                                 name, H, variant, precision, loss, ref,
+                                 SAME_LOSS_TOL[precision]))
         if s >= warm:
             times.append((t1 - t0) * 1e3)
         else:
@@ -179,27 +211,30 @@ def run(cfg, variant):
     return statistics.median(times), min(times), max(times), warm_s
 
 
-def check(cfg, variants, steps=2):
-    """Each variant's losses over the first steps against the eager model's;
-    returns the largest relative difference."""
+def check(cfg, variants, precisions, steps=2):
+    """Each (variant, precision)'s losses over the first steps against the float32
+    eager model's; returns whether every one is within its precision's tolerance."""
     name, L, C, T, B, H = cfg[:6]
+    runs = [("eager", "fp32")] + [(v, p) for p in precisions for v in variants
+                                  if (v, p) != ("eager", "fp32")]
     losses = {}
-    for v in ("eager",) + tuple(x for x in variants if x != "eager"):
+    for v, p in runs:
         model, step_fn, opt = build(cfg, v)
         params = list(model.parameters())
         got = []
         for _ in range(steps):
             idx = torch.randint(0, 65, (B, T))
             tgt = torch.randint(0, 65, (B, T))
-            got.append(train_step(step_fn, opt, params, idx, tgt))
-        losses[v] = got
-    worst = 0.0
-    for v, got in losses.items():
-        d = max(rel_diff(a, b) for a, b in zip(got, losses["eager"]))
-        worst = max(worst, d)
-        print("check %s:%d %-7s losses %s  largest relative difference %.2g" % (
-            name, H, v, " ".join("%.6f" % x for x in got), d))
-    return worst
+            got.append(train_step(step_fn, opt, params, idx, tgt, p))
+        losses[(v, p)] = got
+    ok = True
+    for (v, p), got in losses.items():
+        d = max(rel_diff(a, b) for a, b in zip(got, losses[("eager", "fp32")]))
+        ok = ok and d <= SAME_LOSS_TOL[p]
+        print("check %s:%d %-7s %s losses %s  largest relative difference %.2g "
+              "(tolerance %g)" % (name, H, v, p, " ".join("%.6f" % x for x in got), d,
+                                  SAME_LOSS_TOL[p]))
+    return ok
 
 
 def blas_name():
@@ -238,6 +273,8 @@ def main():
     ap.add_argument("--variants", default="auto",
                     help="comma-separated from %s, or auto: all this PyTorch has"
                     % ",".join(VARIANTS))
+    ap.add_argument("--precision", default=",".join(PRECISIONS),
+                    help="comma-separated from %s (default: all)" % ",".join(PRECISIONS))
     ap.add_argument("--no-header", action="store_true")
     ap.add_argument("--info", action="store_true",
                     help="print this PyTorch's version, BLAS, ISA and variants, and exit")
@@ -255,10 +292,17 @@ def main():
         if bad:
             ap.error("--variants: unknown %s (allowed: %s, auto)" % (",".join(bad),
                                                                     ",".join(VARIANTS)))
+    precisions = a.precision.split(",")
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad:
+        ap.error("--precision: unknown %s (allowed: %s)" % (",".join(bad), ",".join(PRECISIONS)))
     if a.info:
-        print("torch %s: BLAS %s, ISA %s, variants %s%s" % (
+        print("torch %s: BLAS %s, ISA %s, variants %s, precisions %s%s%s" % (
             torch.__version__, blas_name(), isa_name(), ",".join(variants) or "none",
-            "".join("; %s: %s" % (v, available(v)) for v in VARIANTS if available(v))))
+            ",".join(p for p in PRECISIONS if not available("eager", p)),
+            "".join("; %s: %s" % (v, available(v)) for v in VARIANTS if available(v)),
+            "".join("; %s: %s" % (p, available("eager", p)) for p in PRECISIONS
+                    if available("eager", p))))
         return 0
     configs = selected(a.configs)
     if not configs:
@@ -266,33 +310,35 @@ def main():
     torch.set_num_threads(a.threads)
     if a.check:
         usable = [v for v in variants if not available(v)]
-        worst = max(check(cfg, usable) for cfg in configs)
-        print("check: largest relative loss difference %.2g (tolerance %g)"
-              % (worst, SAME_LOSS_TOL))
-        return 0 if worst <= SAME_LOSS_TOL else 1
+        ready = [p for p in precisions if not available("eager", p)]
+        ok = all([check(cfg, usable, ready) for cfg in configs])
+        print("check: %s" % ("every loss within its tolerance" if ok else "FAILED"))
+        return 0 if ok else 1
     out = csv.writer(sys.stdout, lineterminator="\n")
     if not a.no_header:
         out.writerow(HEADER)
     blas, isa = blas_name(), isa_name()
     for cfg in configs:
         name, L, C, T, B, H = cfg[:6]
-        for v in variants:
-            note = available(v)
-            if not note:
-                try:
-                    med, lo, hi, warm_s = run(cfg, v)
-                except Exception as e:  # a compiler or backend failure, reported in the row
-                    note = "%s: %s" % (type(e).__name__, str(e).strip().split("\n")[0][:200])
-                    print("bench_torch: %s:%d %s failed: %s" % (name, H, v, note),
-                          file=sys.stderr)
-            if note:
-                out.writerow([name, L, C, T, B, H, a.threads, "", "", "", "", torch.__version__,
-                              v, blas, isa, "", note])
-            else:
-                out.writerow([name, L, C, T, B, H, a.threads, "%.3f" % med, "%.3f" % lo,
-                              "%.3f" % hi, "%.1f" % (B * T / (med / 1e3)), torch.__version__,
-                              v, blas, isa, "%.1f" % warm_s, ""])
-            sys.stdout.flush()
+        for p in precisions:
+            for v in variants:
+                note = available(v, p)
+                if not note:
+                    try:
+                        med, lo, hi, warm_s = run(cfg, v, p)
+                    except Exception as e:  # a compiler or backend failure, in the row
+                        note = "%s: %s" % (type(e).__name__,
+                                           str(e).strip().split("\n")[0][:200])
+                        print("bench_torch: %s:%d %s %s failed: %s" % (name, H, v, p, note),
+                              file=sys.stderr)
+                if note:
+                    out.writerow([name, L, C, T, B, H, a.threads, "", "", "", "",
+                                  torch.__version__, v, p, blas, isa, "", note])
+                else:
+                    out.writerow([name, L, C, T, B, H, a.threads, "%.3f" % med, "%.3f" % lo,
+                                  "%.3f" % hi, "%.1f" % (B * T / (med / 1e3)),
+                                  torch.__version__, v, p, blas, isa, "%.1f" % warm_s, ""])
+                sys.stdout.flush()
     return 0
 
 

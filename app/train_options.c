@@ -256,15 +256,17 @@ static void induction_recipe(Options *o, const unsigned char *given)
     if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
 }
 
-/* The built-in text corpus (no --data, no --corpus induction): words, 1,024
- * byte-pair tokens, which put whole sentences of the corpus in a 64-token
- * context (--vocab 0 trains on bytes), and the learning rate at which the
- * layer-0 heads become sharp previous-token heads within the default 2,000
- * steps (docs/heads.md, "What we tried for the previous-token head"); at
- * --data's 1e-3 they stay spread over the tokens before. */
+/* The built-in text corpus (no --data, no --corpus induction): words, 1,536
+ * byte-pair tokens, at which every word of the documents' sentences ("The
+ * tired cat slept on the warm mat.") is one token (at 1,024 "mat" and "down"
+ * are split) and whole sentences of the corpus fit a 64-token context
+ * (--vocab 0 trains on bytes); and the learning rate at which the layer-0
+ * heads become sharp previous-token heads within the default 2,000 steps
+ * (docs/heads.md, "What we tried for the previous-token head"); at --data's
+ * 1e-3 they stay spread over the tokens before. */
 static void text_recipe(Options *o, const unsigned char *given)
 {
-    if (!given[OPT_VOCAB]) o->vocab = 1024;
+    if (!given[OPT_VOCAB]) o->vocab = 1536;
     if (!given[OPT_LR]) o->lr = 5e-3;
     if (!given[OPT_MIN_LR]) o->min_lr = 5e-4;
 }

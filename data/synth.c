@@ -882,9 +882,11 @@ static void gen_scene(Line *l, Src *r)
         line_rel(l, SYNTH_REL_SUBJECT, verb_end, noun_end, 0, 0, NULL, NULL);
         const char *particle = SCENE_VERBS[scene_verb_index(verb)].particle;
         size_t p = line_word(l, particle);
+        /* The broken form: the next verb's particle that differs. */
+        size_t vi = scene_verb_index(verb);
         const char *other_particle = particle;
         for (size_t k = 1; strcmp(other_particle, particle) == 0; k++)
-            other_particle = SCENE_VERBS[(scene_verb_index(verb) + k) % COUNT(SCENE_VERBS)].particle;
+            other_particle = SCENE_VERBS[(vi + k) % COUNT(SCENE_VERBS)].particle;
         line_rel(l, SYNTH_REL_MODIFIER, p + strlen(particle) - 1, verb_end, p, strlen(particle),
                  other_particle, NULL);
     }
@@ -931,7 +933,10 @@ static void gen_pronoun(Line *l, Src *r)
     line_word(l, onoun);
     PUT_PICK(l, r, PRONOUN_CONJS);
     size_t it = line_word(l, "it");
-    const char *after = subj->after_it[strcmp(subj->after_it[0], subj->after_it[1]) ? draw(r, 2) : 0];
+    /* A class with one word after "it" draws nothing: parsing, a draw between
+     * two equal words would find every sentence twice. */
+    int two = strcmp(subj->after_it[0], subj->after_it[1]) != 0;
+    const char *after = subj->after_it[two ? draw(r, 2) : 0];
     line_rel(l, SYNTH_REL_PRONOUN, it + 1, key, it + 2, strlen(after), obj->after_it[0], NULL);
     for (const char *c = after; *c; c++)
         line_char(l, *c);
@@ -1118,11 +1123,13 @@ enum { PARSE_MAX_ATTEMPTS = 2000000 };
 static int parse_line(Line *l, Src *src, const char *s, size_t n)
 {
     Line got;
+    /* Both live across setjmp, so volatile: a longjmp must not lose them. */
     volatile int found = 0;
+    volatile long attempt;
     memset(src, 0, sizeof *src);
     src->target = s;
     src->target_len = n;
-    for (long attempt = 0; attempt < PARSE_MAX_ATTEMPTS; attempt++) {
+    for (attempt = 0; attempt < PARSE_MAX_ATTEMPTS; attempt++) {
         src->used = 0;
         if (setjmp(src->fail) == 0) {
             line_generate(&got, src);

@@ -99,7 +99,7 @@ def parse_args(argv):
     add("--head-size", type=int, metavar="D", help="D of the head-size arm (default: train's)")
     add("--steps", type=int, metavar="N", help="steps per run (default: train's; quick 30)")
     add("--vocab", type=int, metavar="N", help="train's --vocab: byte-pair tokens learned from "
-        "the train split (default: train's, 1024 on the built-in text corpus and bytes with "
+        "the train split (default: train's, 1536 on the built-in text corpus and bytes with "
         "--data; docs/tokenizer.md)")
     add("--head-dropout", type=float, metavar="P", help="train's --head-dropout for every "
         "run (default: train's, 0); the default --out gets -hdP")

@@ -12,7 +12,7 @@
 #        or quote, on its opener > 0.3
 #      local spelling: some head with mean attention distance <= 4 costs > 5 % of
 #        the loss when silenced
-# 2. Words: the README's first command (./train, the recipe's 1,024 byte-pair
+# 2. Words: the README's first command (./train, the recipe's 1,536 byte-pair
 #    tokens), H = 4, seeds 1..SEEDS (default 5), each in at least SEEDS - 1 seeds:
 #      learned: each planted relation's minimal-pair accuracy >= 0.9 (coreference
 #        against both contrasts: the line's other noun, and a noun of its class

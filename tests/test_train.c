@@ -115,14 +115,14 @@ Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
     cr_assert_not_null(recipe, "--help does not name the text recipe:\n%s", help);
     recipe += strlen("--corpus text (the default)");
     recipe += strspn(recipe, " ");
-    cr_assert(strncmp(recipe, "--vocab 1024 --lr 0.005 --min-lr 0.0005\n", 40) == 0,
+    cr_assert(strncmp(recipe, "--vocab 1536 --lr 0.005 --min-lr 0.0005\n", 40) == 0,
               "--help's text recipe line is not the recipe:\n%s", help);
     free(help);
     struct { const char *args; double lr, min_lr; long vocab; } cases[] = {
-        {"", 5e-3, 5e-4, 1024},
-        {"--corpus text", 5e-3, 5e-4, 1024},
-        {"--lr 0.002", 2e-3, 5e-4, 1024},
-        {"--min-lr 0.0001", 5e-3, 1e-4, 1024},
+        {"", 5e-3, 5e-4, 1536},
+        {"--corpus text", 5e-3, 5e-4, 1536},
+        {"--lr 0.002", 2e-3, 5e-4, 1536},
+        {"--min-lr 0.0001", 5e-3, 1e-4, 1536},
         {"--vocab 0", 5e-3, 5e-4, 0},
         {"--vocab 300", 5e-3, 5e-4, 300},
         {"--data %s", lr_default, min_default, 0},

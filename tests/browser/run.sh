@@ -28,7 +28,7 @@ text="The old mouse went twice. The boys still shout early. The old mouse went t
 # lines of the built-in corpus (so its sentences are understood); and one whose
 # gates closed some heads (a larger penalty, fewer steps).
 sed -n '2,7p' "$work/val.txt" >"$work/lines.txt"
-"$bin/train" --steps 900 -L 2 -H 4 -C 32 -T 64 --eval-every 0 --eval-iters 2 --threads 1 \
+"$bin/train" --vocab 1024 --steps 900 -L 2 -H 4 -C 32 -T 64 --eval-every 0 --eval-iters 2 --threads 1 \
     --head-gates 0.001 --out "$work/served.ckpt" >>"$work/train.log" 2>&1
 "$bin/infer" --ckpt "$work/served.ckpt" --threads 1 --explore "$work/served.html" \
     --explore-json "$work/served.json" --text-file "$work/lines.txt" 2>"$work/served.err"

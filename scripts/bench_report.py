@@ -35,10 +35,10 @@ TARGETS2 = {("BABY", h): 2.0 for h in (1, 4, 8, 16)}
 TARGETS2.update({("MID", 1): 1.5, ("MID", 4): 1.5, ("MID", 8): 2.0, ("MID", 16): 2.0,
                  ("NANO", 6): 1.5})
 NANO_PEAK_SHARE = 0.70
-# Ours in bf16 / ours in fp32 (2 threads), issue 40: 1.6x on MID and NANO.
+# Ours in bf16 / ours in fp32 (2 threads), the target: 1.6x on MID and NANO.
 BF16_TARGETS = {("MID", h): 1.6 for h in (1, 4, 8, 16)}
 BF16_TARGETS[("NANO", 6)] = 1.6
-# Ours in bf16 / the best PyTorch 2.x variant in bf16 (2 threads), issue 40: 1.5x
+# Ours in bf16 / the best PyTorch 2.x variant in bf16 (2 threads), the targets: 1.5x
 # everywhere, 2x on BABY.
 BF16_TARGETS2 = {("BABY", h): 2.0 for h in (1, 4, 8, 16)}
 BF16_TARGETS2.update({("MID", h): 1.5 for h in (1, 4, 8, 16)})

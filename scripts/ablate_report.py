@@ -90,6 +90,17 @@ def read_csv(path):
         raise ValueError("%s: not a UTF-8 CSV file (%s)" % (path, e)) from None
 
 
+def read_heads_csv(path):
+    """./infer --heads's heads.csv: read_csv's rows, each with a whole-number layer and
+    head (every reader labels heads by them); ValueError naming the file otherwise."""
+    rows = read_csv(path)
+    for i, r in enumerate(rows):
+        if not all((r.get(k) or "").isdigit() for k in ("layer", "head")):
+            raise ValueError("%s: row %d has no whole-number layer and head: not a heads.csv "
+                             "that ./infer --heads wrote" % (path, i + 2))
+    return rows
+
+
 def read_log(path):
     """train's --log: settings, steps, final. A resumed run appends to the same file,
     so a step logged twice keeps its last record; a line cut by a kill is skipped."""
@@ -155,7 +166,7 @@ def load(outdir):
             s, h = (os.path.join(d, "heads", f) for f in ("summary.json", "heads.csv"))
             runs[r["name"]] = dict(r, dir=d, log=read_log(os.path.join(d, "run.jsonl")),
                                    summary=read_json(s) if os.path.exists(s) else {},
-                                   heads=read_csv(h) if os.path.exists(h) else [])
+                                   heads=read_heads_csv(h) if os.path.exists(h) else [])
     return sweep, runs
 
 

@@ -39,6 +39,18 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise Error(message, 2)
 
+    def print_help(self, file=None):
+        """--help's text, written so that a failed write raises (argparse's own
+        swallows it) and run() reports a full disk or a closed pipe in one line."""
+        (file or sys.stdout).write(self.format_help())
+
+    def exit(self, status=0, message=None):
+        """After --help: its text is flushed here, inside run(), for the same reason."""
+        if message:
+            sys.stderr.write(message)
+        sys.stdout.flush()
+        sys.exit(status)
+
 
 def _quiet_stdout():
     """Points standard output at /dev/null, so that the interpreter's own flush

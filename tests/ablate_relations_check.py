@@ -499,7 +499,9 @@ class JunkSweep(unittest.TestCase):
             cases = [("sweep.json", b"not json", "sweep.json: not valid JSON"),
                      ("sweep.json", b"[1, 2]", "not a sweep this script wrote"),
                      ("runs/H01-D004-s1/run.jsonl", b"\xff\xfe", "run.jsonl: not a training log"),
-                     ("runs/H01-D004-s1/heads/summary.json", b"{", "summary.json: not valid")]
+                     ("runs/H01-D004-s1/heads/summary.json", b"{", "summary.json: not valid"),
+                     ("runs/H01-D004-s1/heads/heads.csv", b"layer,head\nx,y\n",
+                      "heads.csv: row 2 has no whole-number layer and head")]
             keep = {}
             for name, junk, want in cases:
                 path = os.path.join(d, name)

@@ -147,6 +147,9 @@ Test(scripts_cli, a_full_standard_output_is_exit_1_with_the_reason)
     snprintf(cmd, sizeof cmd, "python3 scripts/plot_log.py %s/good.log --out %s/p > /dev/full",
              d, d);
     expect_error("plot_log", 1, "cannot write standard output: No space left", cmd);
+    /* --help too: argparse's own writer would drop the page and exit 0. */
+    expect_error("ablate", 1, "cannot write standard output: No space left",
+                 "scripts/ablate.sh --help > /dev/full");
 }
 
 /* plot_log --out: the rule of ./infer --report. */

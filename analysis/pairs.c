@@ -40,13 +40,21 @@ static int contrast_span(size_t *ls, size_t *le, size_t form, size_t at,
                          size_t nsent)
 {
     if (sent) {
-        for (size_t i = 0; i < nsent; i++)
-            if (sent[i].start <= form && form < sent[i].end) {
-                *ls = sent[i].start - (sent[i].start > 0 && text[sent[i].start - 1] == ' ');
-                *le = sent[i].end;
-                return 1;
-            }
-        return 0;
+        /* The last sentence starting at or before the form (they are in order). */
+        size_t lo = 0, hi = nsent;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (sent[mid].start <= form)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0 || form >= sent[lo - 1].end)
+            return 0;
+        const SynthSentence *x = &sent[lo - 1];
+        *ls = x->start - (x->start > 0 && text[x->start - 1] == ' ');
+        *le = x->end;
+        return 1;
     }
     *ls = form;
     *le = form;

@@ -112,11 +112,10 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
 {
     const char *dir = tu_tmpdir("explore-relations");
     cr_assert_not_null(dir);
-    char ckpt[600], val[600], text[600], window[600], json[600], html[600], *out;
+    char ckpt[600], val[600], text[600], json[600], html[600], *out;
     snprintf(ckpt, sizeof ckpt, "%s/m.ckpt", dir);
     snprintf(val, sizeof val, "%s/val.txt", dir);
     snprintf(text, sizeof text, "%s/lines.txt", dir);
-    snprintf(window, sizeof window, "%s/window.txt", dir);
     snprintf(json, sizeof json, "%s/p.json", dir);
     snprintf(html, sizeof html, "%s/p.html", dir);
     int rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/train --vocab 0 --steps 800 --lr 3e-3 "
@@ -129,8 +128,7 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     /* The validation split's second line on, N bytes: the explorer's window is
-     * its first 64, and --heads reads those and the next (the window's last
-     * target) alone. */
+     * its first T tokens, and --heads --windows 1 reads those and the next. */
     enum { N = 300 };
     size_t nval;
     unsigned char *v = tu_read_file(val, &nval);
@@ -139,7 +137,6 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
     cr_assert(nl && nl + 1 + N < v + nval);
     const unsigned char *piece = nl + 1;
     cr_assert_eq(tu_write_file(text, piece, N), 0);
-    cr_assert_eq(tu_write_file(window, piece, T + 1), 0);
     char *corpus = malloc(SYNTH_DEFAULT_BYTES);
     cr_assert_not_null(corpus);
     size_t total = synth_generate_relations(corpus, SYNTH_DEFAULT_BYTES, CORPUS_BUILTIN_SEED, NULL, 0);

@@ -26,10 +26,14 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/tests/progutil.o \
             $(BUILD)/tests/matmul_ref.o $(BUILD)/tests/ckpt_fixture.o
-INFER_OBJ := $(BUILD)/infer.o $(BUILD)/app/infer_sample.o $(BUILD)/app/infer_heads.o $(BUILD)/app/report.o \
-             $(BUILD)/app/rare_counts.o $(BUILD)/app/planted.o \
-             $(BUILD)/app/report_page.o $(BUILD)/app/infer_explore.o $(BUILD)/app/explore.o \
-             $(BUILD)/app/infer_sweep.o $(BUILD)/app/explore_page.o $(BUILD)/app/compare_page.o
+# ./train and ./infer: their mains, their rooms in app/ (train/, infer/, with infer's
+# pages in report/) and the room both use (common/), over the library.
+COMMON_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/common/*.c))
+TRAIN_OBJ  := $(BUILD)/train.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/train/*.c)) $(COMMON_OBJ)
+REPORT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/report/*.c)) \
+              $(BUILD)/app/report/explore_page.o $(BUILD)/app/report/compare_page.o
+INFER_OBJ  := $(BUILD)/infer.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/infer/*.c)) \
+              $(REPORT_OBJ) $(COMMON_OBJ)
 
 .PHONY: all test clean bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
 all: $(BIN)/train $(BIN)/infer
@@ -48,8 +52,8 @@ $(BUILD)/%.o: %.c $(BUILD)/flags.txt
 # The explorer's pages (HTML, CSS, JavaScript) as C strings named for their file
 # (explore_page, compare_page): each line quoted, backslashes, quotes and question
 # marks (trigraphs) escaped.
-PAGES := $(BUILD)/app/explore_page.c $(BUILD)/app/compare_page.c
-$(PAGES): $(BUILD)/app/%.c: app/%.html
+PAGES := $(BUILD)/app/report/explore_page.c $(BUILD)/app/report/compare_page.c
+$(PAGES): $(BUILD)/app/report/%.c: app/report/%.html
 	@mkdir -p $(dir $@)
 	{ echo '/* Generated from $< by the Makefile; do not edit. */'; \
 	  echo 'const char $*[] ='; \
@@ -62,19 +66,19 @@ $(PAGES:.c=.o): %.o: %.c $(BUILD)/flags.txt
 $(BUILD)/libheadcount.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-TRAIN_OBJ := $(BUILD)/train.o $(BUILD)/app/train_options.o $(BUILD)/app/train_loop.o \
-             $(BUILD)/app/cli.o $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o $(BUILD)/app/planted.o
 $(BIN)/train: $(TRAIN_OBJ) $(BUILD)/libheadcount.a
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN)/infer: $(INFER_OBJ) $(BUILD)/app/cli.o $(BUILD)/app/fileguard.o $(BUILD)/libheadcount.a
+$(BIN)/infer: $(INFER_OBJ) $(BUILD)/libheadcount.a
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/fileguard.o $(BUILD)/app/dist.o $(BUILD)/app/rare_counts.o \
-             $(BUILD)/app/report.o $(BUILD)/app/report_page.o $(BUILD)/app/planted.o \
-             $(BUILD)/libheadcount.a
+# The tests link the library and the rooms' parts they call directly (the rest they
+# run as ./train and ./infer).
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/common/fileguard.o $(BUILD)/app/train/dist.o \
+             $(BUILD)/app/infer/rare_counts.o $(BUILD)/app/report/report.o \
+             $(BUILD)/app/report/report_page.o $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root (first the include-direction check of
@@ -90,7 +94,7 @@ test: $(BUILD)/run_tests $(BIN)/train $(BIN)/infer
 clean:
 	rm -rf build build-* train infer fuzz/seeds
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(wildcard $(BUILD)/*.d $(BUILD)/app/*.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(wildcard $(BUILD)/*.d $(BUILD)/app/*/*.d)
 
 # Training throughput, sgemm peak, PyTorch (if installed) and sampling speed: docs/bench.md.
 bench: all $(BUILD)/libheadcount.a

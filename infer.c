@@ -1,9 +1,9 @@
 /* infer: uses a checkpoint: --eval scores a file, --heads analyses what every
  * attention head does, --explore writes an interactive page of every head's
  * attention on a text, and otherwise it samples text. This file parses flags,
- * loads and checks the checkpoint and runs --eval; the sampling, heads and
- * explorer drivers are in infer_sample.c, infer_heads.c and infer_explore.c. */
-#include "app/infer.h"
+ * loads and checks the checkpoints and picks the mode; each mode's driver is in
+ * app/infer/ (infer_sample.c, infer_eval.c, infer_heads.c, infer_explore.c). */
+#include "app/infer/infer.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -15,10 +15,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "app/cli.h"
-#include "app/fileguard.h"
-#include "app/infer_sweep.h"
-#include "app/report.h"
+#include "app/common/cli.h"
+#include "app/common/fileguard.h"
+#include "app/infer/infer_sweep.h"
+#include "app/report/report.h"
 #include "data/induction.h"
 #include "data/corpus.h"
 #include "trainer/ckpt.h"
@@ -335,37 +335,6 @@ static unsigned char *parse_mask(const char *spec, const Config *c)
     return on;
 }
 
-void infer_read_input(TextFile *f, const char *path, const char *flag)
-{
-    char err[1500];
-    if (strcmp(path, "-") != 0) {
-        if (textfile_read(f, path, 1, err, sizeof err))
-            cli_fail("--%s %s", flag, err);
-        return;
-    }
-    memset(f, 0, sizeof *f);
-    snprintf(f->name, sizeof f->name, "<stdin>");
-    size_t cap = 4096;
-    f->bytes = malloc(cap);
-    for (;;) {
-        if (!f->bytes)
-            cli_fail("out of memory reading standard input");
-        size_t got = fread(f->bytes + f->n, 1, cap - f->n, stdin);
-        f->n += got;
-        if (got == 0)
-            break;
-        if (f->n == cap) {
-            if (cap > CORPUS_MAX_BYTES)
-                cli_fail("--%s -: standard input is larger than %zu bytes", flag,
-                         CORPUS_MAX_BYTES);
-            cap *= 2;
-            f->bytes = realloc(f->bytes, cap);
-        }
-    }
-    if (ferror(stdin))
-        cli_fail("--%s -: reading standard input failed", flag);
-}
-
 /* --explore with --text or --text-file: the page of that text through the one
  * model, or the compare page through every --ckpt (state[k]: model k's
  * training state, NULL for none). */
@@ -387,47 +356,6 @@ static int run_explore_text(const InferOptions *o, const Model *m, const Tokeniz
     if (o->text_file)
         textfile_free(&f);
     return rc;
-}
-
-static int run_eval(const InferOptions *o, const Model *m, const Tokenizer *tok)
-{
-    char err[1500];
-    TextFile f;
-    if (textfile_read(&f, o->eval, 1, err, sizeof err))
-        cli_fail("%s", err);
-    if (f.n < 2)
-        cli_fail("%s: %zu byte(s); scoring needs at least 2 (one input, one target)", o->eval,
-                 f.n);
-    TokenId *ids = malloc(f.n * sizeof *ids);
-    if (!ids)
-        cli_fail("out of memory");
-    long nids = tok_encode(tok, f.bytes, f.n, ids, o->eval, err, sizeof err);
-    if (nids < 0)
-        cli_fail("%s", err);
-    if (nids < 2)
-        cli_fail("%s: %zu bytes make %ld token; scoring needs at least 2 (one input, one "
-                 "target)", o->eval, f.n, nids);
-    Activations a;
-    if (acts_init(&a, &m->cfg, 16, m->cfg.T, 0, err, sizeof err))
-        cli_fail("%s", err);
-    PassOptions po = {.head_on = o->head_on};
-    double loss;
-    size_t n;
-    if (eval_sequence(m, &a, ids, (size_t)nids, &po, &loss, &n, NULL, err, sizeof err))
-        cli_fail("%s", err);
-    /* The bytes the predicted tokens (all but the first) stand for. */
-    size_t bytes = tok_count_bytes(tok, ids + 1, n);
-    double bpb = eval_bpb(loss, n, bytes);
-    if (o->json)
-        printf("{\"loss\":%.9g,\"ppl\":%.9g,\"bpb\":%.9g,\"tokens\":%zu,\"bytes\":%zu}\n",
-               loss, exp(loss), bpb, n, bytes);
-    else
-        printf("eval loss %.6f ppl %.4f bpb %.4f tokens %zu bytes %zu\n", loss, exp(loss), bpb,
-               n, bytes);
-    acts_free(&a);
-    free(ids);
-    textfile_free(&f);
-    return 0;
 }
 
 /* "-" is standard input, not a file. */
@@ -529,9 +457,8 @@ int main(int argc, char **argv)
         if (ckpt_load(o.ckpt.path[k], &m[k], &tok[k], &steps, &ts[k], &has_state, err,
                       sizeof err))
             cli_fail("%s", err);
-        int builtin = !has_state || strcmp(ts[k].data_path, CORPUS_BUILTIN_NAME) == 0 ||
-                      strcmp(ts[k].data_path, INDUCTION_CORPUS_NAME) == 0;
-        trained_on[k] = builtin ? NULL : ts[k].data_path;
+        int file = has_state && corpus_source_of(ts[k].data_path) == CORPUS_SOURCE_FILE;
+        trained_on[k] = file ? ts[k].data_path : NULL;
         state[k] = has_state ? &ts[k] : NULL;
         if (o.precision)
             m[k].precision = precision_flag(o.precision);
@@ -542,7 +469,7 @@ int main(int argc, char **argv)
     o.train_state = state[0];
     int rc;
     if (o.eval)
-        rc = run_eval(&o, &m[0], &tok[0]);
+        rc = infer_eval(&o, &m[0], &tok[0]);
     else if (o.heads)
         rc = infer_heads(&o, &m[0], &tok[0]);
     else if (o.explore && (o.text || o.text_file))

@@ -5,7 +5,7 @@
  * (fileguard), loading the data and the model fresh or from a checkpoint, sizing
  * the buffers, and finishing a run (the final save, the whole-split evaluation,
  * the summary). The loop itself, the log and the early stops are in
- * app/train_loop.c; the maths in model/, the data in data/. Checkpoints carry the
+ * app/train/train_loop.c; the maths in model/, the data in data/. Checkpoints carry the
  * training state, so --resume continues bit-exactly. */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,11 +20,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "app/train_options.h"
-#include "app/train_run.h"
-#include "app/cli.h"
-#include "app/dist.h"
-#include "app/fileguard.h"
+#include "app/train/train_options.h"
+#include "app/train/train_run.h"
+#include "app/common/cli.h"
+#include "app/train/dist.h"
+#include "app/common/fileguard.h"
 #include "data/corpus.h"
 #include "data/induction.h"
 #include "data/synth.h"
@@ -121,8 +121,8 @@ static void setup_fresh(Run *r)
  * on contradicts it. */
 static void resume_data(Options *o, const unsigned char *given, const TrainState *ts)
 {
-    int builtin = strcmp(ts->data_path, CORPUS_BUILTIN_NAME) == 0;
-    int induction = strcmp(ts->data_path, INDUCTION_CORPUS_NAME) == 0;
+    CorpusSource source = corpus_source_of(ts->data_path);
+    int builtin = source == CORPUS_SOURCE_TEXT, induction = source == CORPUS_SOURCE_INDUCTION;
     if (given[OPT_CORPUS] && (train_is_induction(o) != induction || (!builtin && !induction)))
         cli_usage_error("--corpus %s contradicts the checkpoint, which trained on %s%s",
                         o->corpus, ts->data_path, builtin || induction ? "" :
@@ -192,8 +192,7 @@ static void load_run_data(Run *r, const unsigned char *given, const TrainState *
                     "continuing on it as asked\n", o->data, ts->data_path);
     } else {
         load_data(r, o->data, (size_t)ts->data_size);
-        int generated = strcmp(ts->data_path, CORPUS_BUILTIN_NAME) == 0 ||
-                        strcmp(ts->data_path, INDUCTION_CORPUS_NAME) == 0;
+        int generated = corpus_source_of(ts->data_path) != CORPUS_SOURCE_FILE;
         if (generated && (r->file.hash != ts->data_hash || r->file.n != ts->data_size))
             cli_fail("%s is not the text this checkpoint trained on (%llu bytes, hash %016llx; "
                      "this build generates %zu bytes, hash %016llx): it was written by a build "
@@ -407,11 +406,9 @@ static int dump_val(Run *r, const unsigned char *given)
 static void alloc_planted(Run *r)
 {
     char err[300];
-    if (strcmp(r->file.name, CORPUS_BUILTIN_NAME) != 0)
+    if (corpus_source_of(r->file.name) != CORPUS_SOURCE_TEXT)
         return;
-    TrainState trained_on = {.data_size = r->file.n};
-    snprintf(trained_on.data_path, sizeof trained_on.data_path, "%s", r->file.name);
-    if (planted_find(&r->loop.planted, r->corpus.ids, r->corpus.ntrain, &r->corpus.tok, &trained_on,
+    if (planted_find(&r->loop.planted, r->corpus.ids, r->corpus.ntrain, &r->corpus.tok, r->file.n,
                      err, sizeof err))
         cli_fail("%s", err);
     if (!r->loop.planted.builtin)

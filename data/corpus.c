@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "data/induction.h"
 #include "data/synth.h"
 #include "util/errbuf.h"
 #include "util/hash.h"
@@ -14,6 +15,15 @@
 static void set_name(TextFile *f, const char *name)
 {
     snprintf(f->name, sizeof f->name, "%s", name);
+}
+
+CorpusSource corpus_source_of(const char *data_path)
+{
+    if (strcmp(data_path, CORPUS_BUILTIN_NAME) == 0)
+        return CORPUS_SOURCE_TEXT;
+    if (strcmp(data_path, INDUCTION_CORPUS_NAME) == 0)
+        return CORPUS_SOURCE_INDUCTION;
+    return CORPUS_SOURCE_FILE;
 }
 
 int textfile_read(TextFile *f, const char *path, int allow_binary, char *err, size_t errlen)

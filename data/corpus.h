@@ -31,6 +31,13 @@ typedef struct {
     char name[512];     /* the path as given, or CORPUS_BUILTIN_NAME */
 } TextFile;
 
+/* Where a training text comes from, as a checkpoint records it (its data path):
+ * a file the user named, the built-in text corpus (data/synth.h) or the
+ * built-in induction corpus (data/induction.h). corpus_source_of tells which a
+ * data path names; the two built-in ones by their names. */
+typedef enum { CORPUS_SOURCE_FILE, CORPUS_SOURCE_TEXT, CORPUS_SOURCE_INDUCTION } CorpusSource;
+CorpusSource corpus_source_of(const char *data_path);
+
 int textfile_read(TextFile *f, const char *path, int allow_binary, char *err, size_t errlen);
 /* The built-in generated corpus (data/synth.h), nbytes long. */
 int textfile_builtin(TextFile *f, size_t nbytes, char *err, size_t errlen);

@@ -56,7 +56,7 @@ cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O3 ${ARCH--march=n
 
 # Both sides wait between OpenMP regions under one policy: the caller's
 # (OMP_WAIT_POLICY or GOMP_SPINCOUNT), or else the bounded spin ./train and ./infer
-# use by default (GOMP_SPINCOUNT=10000, app/cli.c). PyTorch 1.13 measured faster with
+# use by default (GOMP_SPINCOUNT=10000, app/common/cli.c). PyTorch 1.13 measured faster with
 # it than with OMP_WAIT_POLICY=PASSIVE on the 2-core Xeon of docs/bench.md.
 if [ -z "${OMP_WAIT_POLICY:-}" ] && [ -z "${GOMP_SPINCOUNT:-}" ]; then
     export GOMP_SPINCOUNT=10000

@@ -9,7 +9,7 @@
   input or the system.
 - read_input(path, what): the bytes of a file the user named, refusing a missing
   file, a directory, a FIFO or a device before opening it, so nothing blocks.
-- OutputDir: the rule ./infer --report follows for its directory (app/report.c,
+- OutputDir: the rule ./infer --report follows for its directory (app/report/report.c,
   docs/checkpoint.md): write only where there is nothing, into an empty
   directory, or over this script's own earlier output, recognised by its marker
   file and by holding nothing else; build the new contents in DIR.tmp.XXXXXX

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # make test: the folders are layers (docs/architecture.md) and a file includes only
-# from its own folder and the folders below it. Prints every include that points
-# up or sideways, and exits 1 if there is one.
+# from its own folder and the folders below it. app/ holds one room per program
+# (train/, infer/), the pages infer writes (report/) and what both programs use
+# (common/): the two programs' rooms never include each other. The entry points
+# train.c and infer.c include their own room and what lies below it, and define
+# nothing but main and static functions, so no call runs from a room up into a
+# main. Prints every breach, and exits 1 if there is one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# folder: the folders it may include from, besides itself
+# folder (or entry point): the folders it may include from, besides itself
 declare -A may=(
     [util]=""
     [kernels]="util"
@@ -12,24 +16,62 @@ declare -A may=(
     [data]="util"
     [trainer]="util kernels model data"
     [analysis]="util kernels model data"
-    [app]="util kernels model data trainer analysis"
+    [app/common]="util kernels model data trainer analysis"
+    [app/report]="util kernels model data trainer analysis app/common"
+    [app/train]="util kernels model data trainer analysis app/common"
+    [app/infer]="util kernels model data trainer analysis app/common app/report"
+    [train.c]="util kernels model data trainer analysis app/common app/train"
+    [infer.c]="util kernels model data trainer analysis app/common app/infer app/report"
 )
 bad=0
-for dir in "${!may[@]}"; do
-    for f in "$dir"/*.[ch]; do
+# The folder an include names: app/ROOM for the rooms, else its first component.
+folder_of() {
+    local target=$1
+    case $target in
+        app/*/*) target=${target#app/}; echo "app/${target%%/*}" ;;
+        */*) echo "${target%%/*}" ;;
+        *) echo "" ;;
+    esac
+}
+for place in "${!may[@]}"; do
+    if [[ $place == *.c ]]; then
+        files=("$place")
+        self=""
+    else
+        files=("$place"/*.[ch])
+        self=$place
+    fi
+    for f in "${files[@]}"; do
         [ -e "$f" ] || continue
         while IFS=: read -r line text; do
             target=${text#*\"}
-            target=${target%%/*}
-            case " $dir ${may[$dir]} " in
+            target=$(folder_of "${target%\"*}")
+            case " $self ${may[$place]} " in
                 *" $target "*) ;;
-                *) echo "layers_check: $f:$line includes from $target/, which $dir/ may not"
+                *) echo "layers_check: $f:$line includes from $target/, which $place may not"
                    bad=1 ;;
             esac
-        done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"/]+/' "$f" || true)
+        done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]+/' "$f" || true)
     done
 done
+# app/ is only rooms: a file straight in app/ belongs to none.
+for f in app/*.[ch]; do
+    [ -e "$f" ] || continue
+    echo "layers_check: $f lies in app/ itself; put it in the room of the program that uses it"
+    bad=1
+done
+# An entry point defines main and static functions only: a function declared in
+# a room and defined in a main would be a call from the room up into it.
+for f in train.c infer.c; do
+    while IFS=: read -r line text; do
+        echo "layers_check: $f:$line defines a function other code can call ($text); move it" \
+             "into the program's room in app/"
+        bad=1
+    done < <(grep -n -E '^[A-Za-z_][A-Za-z0-9_ \*]*[ \*]([A-Za-z_][A-Za-z0-9_]*)\(' "$f" |
+             grep -v -E ':(static |int main\()' || true)
+done
 if [ "$bad" = 0 ]; then
-    echo "layers_check: ok: every include points to its own folder or one below"
+    echo "layers_check: ok: every include points to its own folder, one below, or (in app/) a" \
+         "room it may use; the mains define nothing others call"
 fi
 exit "$bad"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/dist.h"
+#include "app/train/dist.h"
 #include "tests/progutil.h"
 #include "tests/testutil.h"
 

@@ -2,14 +2,14 @@
  * counts, the key sets R(i) of the window's rarest tokens, the attention on them
  * and the uniform baseline, on hand-built attention at byte level and on a
  * hand-built byte-pair tokenizer; and where ./infer --heads takes the counts
- * from (app/rare_counts.c). */
+ * from (app/infer/rare_counts.c). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/heads.h"
-#include "app/rare_counts.h"
+#include "app/infer/rare_counts.h"
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "tests/testutil.h"

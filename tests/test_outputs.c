@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/fileguard.h"
+#include "app/common/fileguard.h"
 #include "trainer/ckpt.h"
 #include "tests/progutil.h"
 #include "tests/testutil.h"

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "app/planted.h"
+#include "analysis/planted.h"
 #include "data/batch.h"
 
 /* A planted relation without a minimal pair: which kind, query, key. */

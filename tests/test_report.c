@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/report.h"
+#include "app/report/report.h"
 
 Test(report, every_relation_has_a_bar_between_0_and_1)
 {

@@ -48,7 +48,7 @@ static void new_trainer(Trainer *t, long micro)
     cr_assert_eq(trainer_prepare(t, &hp, B, err, sizeof err), 0, "%s", err);
 }
 
-/* The step as app/train_loop.c, bench_train and test_gpt wrote it before the
+/* The step as app/train/train_loop.c, bench_train and test_gpt wrote it before the
  * trainer existed, on its own model, gradients, moments and activations. */
 typedef struct {
     Model m;

@@ -15,7 +15,7 @@
  *   STEP    also a field of TrainHyper (as float where the value is a double).
  * The rows of the program's own files and threads live here too, so that --help,
  * --print-settings and the log list every setting in one order; nothing below
- * app/ reads them. Parsing and printing are app/train_options.c's. */
+ * app/ reads them. Parsing and printing are app/train/train_options.c's. */
 #ifndef HEADCOUNT_SETTINGS_H
 #define HEADCOUNT_SETTINGS_H
 

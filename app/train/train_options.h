@@ -2,7 +2,7 @@
  * trainer/settings.h (TRAIN_SETTINGS, where every setting is declared once):
  * the option ids, --help, --print-settings, parsing with range checks, the
  * resume rules and the settings as the log and the start-up line show them.
- * Setting up and running the training is left to train.c and app/train_loop.c. */
+ * Setting up and running the training is left to train.c and app/train/train_loop.c. */
 #ifndef HEADCOUNT_TRAIN_OPTIONS_H
 #define HEADCOUNT_TRAIN_OPTIONS_H
 

@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "app/cli.h"
+#include "app/common/cli.h"
 #include "data/corpus.h"
-#include "app/infer.h"
+#include "app/infer/infer.h"
 #include "util/rng.h"
 #include "analysis/sample.h"
 

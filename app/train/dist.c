@@ -1,5 +1,5 @@
 /* dist: micro-batch gradient sums in a fixed order, over MPI or not (see dist.h). */
-#include "app/dist.h"
+#include "app/train/dist.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,19 +1,11 @@
 /* planted: the built-in corpus' planted relations on an analysed text (planted.h). */
-#include "app/planted.h"
+#include "analysis/planted.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "data/corpus.h"
 #include "util/errbuf.h"
-
-/* The bytes of the built-in corpus the text is looked for in. */
-static size_t corpus_bytes(const TrainState *ts)
-{
-    if (ts && strcmp(ts->data_path, CORPUS_BUILTIN_NAME) == 0)
-        return (size_t)ts->data_size;
-    return SYNTH_DEFAULT_BYTES;
-}
 
 /* The sentences of a text found in the corpus: its lines, each ending at its
  * newline (the last one at the text's end), every one understood because the
@@ -64,7 +56,7 @@ static int parsed_sentences(Planted *p, const SynthSentence *sent, size_t ns, co
 }
 
 int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *tok,
-                 const TrainState *ts, char *err, size_t errlen)
+                 size_t corpus_bytes, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     size_t nb = tok_count_bytes(tok, ids, nids), at = 0, total = 0, ns = 0;
@@ -82,7 +74,8 @@ int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *t
         tok_piece(tok, ids[t], &len);
         start[t + 1] = start[t] + len;
     }
-    if (synth_locate(&at, text, nb, corpus_bytes(ts), CORPUS_BUILTIN_SEED)) {
+    if (synth_locate(&at, text, nb, corpus_bytes ? corpus_bytes : SYNTH_DEFAULT_BYTES,
+                     CORPUS_BUILTIN_SEED)) {
         p->builtin = 1;
         total = synth_relations_in(NULL, 0, at, nb, CORPUS_BUILTIN_SEED);
         rel = malloc((total ? total : 1) * sizeof *rel);

@@ -1,6 +1,6 @@
 /* train_options: flags, help and parsing for ./train over the settings table (see
  * train_options.h and trainer/settings.h). */
-#include "app/train_options.h"
+#include "app/train/train_options.h"
 
 #include <getopt.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/cli.h"
+#include "app/common/cli.h"
 #include "util/json.h"
 
 enum { NSET = SETTING_COUNT };

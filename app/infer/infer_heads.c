@@ -8,14 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/cli.h"
+#include "app/common/cli.h"
 #include "data/corpus.h"
-#include "app/infer.h"
+#include "app/infer/infer.h"
 #include "analysis/heads.h"
-#include "app/fileguard.h"
-#include "app/planted.h"
-#include "app/rare_counts.h"
-#include "app/report.h"
+#include "app/common/fileguard.h"
+#include "analysis/planted.h"
+#include "app/infer/rare_counts.h"
+#include "app/report/report.h"
 #include "model/gates.h"
 
 /* Windows per run when --windows is not given (fewer if the file is short). */
@@ -863,7 +863,8 @@ static void note_short_file(const char *path, size_t n, int T)
 static void find_sources(HeadsInputs *in, const InferOptions *o, const TokenId *ids, size_t nids)
 {
     char err[200];
-    if (planted_find(&in->planted, ids, nids, in->tok, o->train_state, err, sizeof err))
+    if (planted_find(&in->planted, ids, nids, in->tok,
+                     infer_trained_corpus_bytes(o->train_state), err, sizeof err))
         cli_fail("%s", err);
     in->counts = xcalloc((size_t)in->tok->V, sizeof *in->counts);
     in->rare_training = rare_counts_load(in->counts, o->train_state, in->tok, ids, nids,

@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/cli.h"
-#include "app/explore.h"
-#include "app/fileguard.h"
-#include "app/infer.h"
-#include "app/planted.h"
-#include "app/rare_counts.h"
+#include "app/common/cli.h"
+#include "app/report/explore.h"
+#include "app/common/fileguard.h"
+#include "app/infer/infer.h"
+#include "analysis/planted.h"
+#include "app/infer/rare_counts.h"
 #include "analysis/heads.h"
 
 static void *xcalloc(size_t n, size_t size)
@@ -62,7 +62,8 @@ static void find_relation_keys(RelationKeys *rk, Explore *e, const InferOptions 
     for (int i = 0; i < T; i++)
         heads_rare_keys(rk->rare + (size_t)i * T, in, i, T, counts, minc[i]);
     free(minc);
-    if (planted_find(&rk->planted, all, nt, tok, o->train_state, err, sizeof err))
+    if (planted_find(&rk->planted, all, nt, tok, infer_trained_corpus_bytes(o->train_state),
+                     err, sizeof err))
         cli_fail("%s", err);
     size_t next = 0;
     planted_keys(rk->key, rk->first, &rk->planted, base, 1, T, &next);

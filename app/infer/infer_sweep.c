@@ -5,7 +5,7 @@
  * model.ckpt. The explorer takes the first seed of each (H, D), ordered by H,
  * then D (a sweep of both arms has up to two runs per H). Loading and checking
  * the checkpoints is the caller's. */
-#include "app/infer_sweep.h"
+#include "app/infer/infer_sweep.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -1,13 +1,13 @@
 /* explore: the files of --explore and --explore-json (see explore.h). */
-#include "app/explore.h"
+#include "app/report/explore.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "app/cli.h"
-#include "app/report.h"
+#include "app/common/cli.h"
+#include "app/report/report.h"
 #include "model/gates.h"
 #include "util/errbuf.h"
 #include "util/json.h"
@@ -260,7 +260,7 @@ static void write_relations(FILE *f, const Explore *e)
 /* "clearest": the clearest serving head (heads_clearest) as {"head", "layer",
  * "relation", "attention"}, or null; then "sentences": the text's sentences
  * that the window shows, in window positions [first, end), with "understood"
- * (app/planted.h) and "cut" (the window holds only part of it). Each followed by
+ * (analysis/planted.h) and "cut" (the window holds only part of it). Each followed by
  * a comma. */
 static void write_clearest_and_sentences(FILE *f, const Explore *e)
 {

@@ -1,5 +1,5 @@
 /* cli: shared command-line helpers (see cli.h). */
-#include "app/cli.h"
+#include "app/common/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

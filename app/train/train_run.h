@@ -1,6 +1,6 @@
 /* train_run: the state of one ./train run (Run, by concept: its settings, data
  * and trainer, its files and locks (RunFiles), how it is asked to stop (RunStop)
- * and the loop's memory (RunLoop)) and the functions app/train_loop.c gives
+ * and the loop's memory (RunLoop)) and the functions app/train/train_loop.c gives
  * train.c: signals, the training loop with its evaluations, logging and saves,
  * and the orderly ways a run stops. Setting a run up (data, model, resume,
  * output checks) and finishing it are in train.c. */
@@ -12,11 +12,11 @@
 #include <stdio.h>
 
 #include "analysis/heads.h"
-#include "app/train_options.h"
+#include "app/train/train_options.h"
 #include "data/corpus.h"
-#include "app/dist.h"
-#include "app/fileguard.h"
-#include "app/planted.h"
+#include "app/train/dist.h"
+#include "app/common/fileguard.h"
+#include "analysis/planted.h"
 #include "trainer/ckpt.h"
 #include "trainer/trainer.h"
 

@@ -1,7 +1,8 @@
 /* infer.h: the options of ./infer and its modes, shared by infer.c (flags,
- * checkpoint loading, --eval) and the mode drivers infer_sample.c (text
- * generation), infer_heads.c (attention-head analysis) and infer_explore.c (the
- * attention explorer page). Drivers print and return an exit status; the maths
+ * checkpoint loading) and the mode drivers of this folder: infer_sample.c (text
+ * generation), infer_eval.c (--eval), infer_heads.c (attention-head analysis)
+ * and infer_explore.c (the attention explorer page), with infer_input.c reading
+ * their texts. Drivers print and return an exit status; the maths
  * lives in model/. */
 #ifndef HEADCOUNT_INFER_H
 #define HEADCOUNT_INFER_H
@@ -163,10 +164,22 @@ typedef struct {
     int nsweep;
 } InferOptions;
 
+/* The size of the built-in text corpus the model trained on, for planted_find;
+ * 0 (the default size) when its training state ts is NULL or names another text. */
+static inline size_t infer_trained_corpus_bytes(const TrainState *ts)
+{
+    return ts && corpus_source_of(ts->data_path) == CORPUS_SOURCE_TEXT ? (size_t)ts->data_size
+                                                                        : 0;
+}
+
 /* Reads path into f, or standard input when path is "-"; fails (exit 1) with a
- * message naming flag on error. */
+ * message naming flag on error (infer_input.c). */
 void infer_read_input(TextFile *f, const char *path, const char *flag);
 
+/* Scores o->eval with the model and prints one line (or JSON with --json):
+ * loss in nats per token, perplexity, bits per byte, tokens, bytes; returns the
+ * process exit status. */
+int infer_eval(const InferOptions *o, const Model *m, const Tokenizer *tok);
 /* Writes samples to stdout (with --explore, then the page of the first
  * sample); returns the process exit status. */
 int infer_sample(const InferOptions *o, const Model *m, const Tokenizer *tok);

@@ -1,5 +1,5 @@
 /* planted: the built-in corpus' planted relations (data/synth.h) on a text
- * being analysed, for --heads (infer_heads.c) and --explore (infer_explore.c).
+ * being analysed: ./infer's --heads and --explore, and ./train's --heads-every.
  * It finds whether the text is a piece of the built-in corpus (synth_locate:
  * by the text's first line end, walking the generator, never holding the
  * corpus); if it is not, which of its sentences the corpus's grammar writes
@@ -17,7 +17,6 @@
 #include "analysis/pairs.h"
 #include "data/synth.h"
 #include "data/tokenizer.h"
-#include "trainer/ckpt.h"
 
 /* One sentence of the analysed text, as tokens [first, end): understood when
  * the corpus's grammar produced it, so its planted relations are known. */
@@ -40,17 +39,16 @@ typedef struct {
     size_t nsentence;
 } Planted;
 
-/* Fills p for the text ids[nids]. The corpus searched is the one the
- * checkpoint trained on when its training state ts names the built-in corpus
- * (ts->data_size bytes), else the SYNTH_DEFAULT_BYTES ./train generates (ts
- * NULL or another text). A piece of it gets builtin = 1 and the relations
+/* Fills p for the text ids[nids]. The corpus searched is the built-in corpus
+ * of corpus_bytes bytes (the size a checkpoint trained on it records), or, when
+ * corpus_bytes is 0, the SYNTH_DEFAULT_BYTES ./train generates. A piece of it gets builtin = 1 and the relations
  * synth_relations_in lists; any other text gets the relations of the
  * sentences synth_parse understands (parsed counts them). Either way they are
  * moved onto the tokens by heads_planted_to_tokens, with their minimal pairs
  * (pairs_from_planted).
  * 0, or -1 when out of memory (p is then safe to planted_free). */
 int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *tok,
-                 const TrainState *ts, char *err, size_t errlen);
+                 size_t corpus_bytes, char *err, size_t errlen);
 void planted_free(Planted *p);
 
 /* Whether the text's planted relations are known: it is a piece of the

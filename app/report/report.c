@@ -4,7 +4,7 @@
  * The heatmaps and index.html are in report_page.c; what both use (the output
  * file, the per-head fields, head labels) is declared in report_files.h. */
 #define _GNU_SOURCE /* RENAME_EXCHANGE for renameat2 */
-#include "app/report.h"
+#include "app/report/report.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,8 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "app/fileguard.h"
-#include "app/report_files.h"
+#include "app/common/fileguard.h"
+#include "app/report/report_files.h"
 #include "model/gates.h"
 #include "util/errbuf.h"
 #include "util/json.h"

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/report.h"
-#include "app/report_files.h"
+#include "app/report/report.h"
+#include "app/report/report_files.h"
 #include "model/gates.h"
 #include "util/errbuf.h"
 #include "util/json.h"

@@ -4,7 +4,7 @@
  * (trainer/trainer.h: clipping, schedule, AdamW), progress, the JSON
  * log, periodic evaluations and saves, and the three ways a run stops early: a
  * signal, a failed log write, a non-finite loss. */
-#include "app/train_run.h"
+#include "app/train/train_run.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/cli.h"
+#include "app/common/cli.h"
 #include "analysis/heads.h"
 #include "data/batch.h"
 #include "model/evaluate.h"

@@ -1,5 +1,5 @@
 /* rare_counts: where the rare relation's token counts come from (rare_counts.h). */
-#include "app/rare_counts.h"
+#include "app/infer/rare_counts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +15,10 @@ static int read_training_text(TextFile *f, const TrainState *ts, char *why, size
 {
     char err[1500];
     int rc;
-    if (strcmp(ts->data_path, CORPUS_BUILTIN_NAME) == 0) {
+    CorpusSource source = corpus_source_of(ts->data_path);
+    if (source == CORPUS_SOURCE_TEXT) {
         rc = textfile_builtin(f, (size_t)ts->data_size, err, sizeof err);
-    } else if (strcmp(ts->data_path, INDUCTION_CORPUS_NAME) == 0) {
+    } else if (source == CORPUS_SOURCE_INDUCTION) {
         rc = induction_textfile(f, (size_t)ts->data_size, err, sizeof err);
     } else {
         struct stat sb;

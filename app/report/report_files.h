@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "app/report.h"
+#include "app/report/report.h"
 
 /* An open output file and its path, for messages. */
 typedef struct {

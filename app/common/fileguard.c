@@ -1,6 +1,6 @@
 /* fileguard: identity checks, the checkpoint lock, leftovers, memory (see fileguard.h). */
 #define _GNU_SOURCE /* fopencookie */
-#include "app/fileguard.h"
+#include "app/common/fileguard.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -20,7 +20,7 @@
 #include "model/config.h"
 #include "analysis/heads.h"
 #include "analysis/pairs.h"
-#include "app/planted.h"
+#include "analysis/planted.h"
 
 typedef struct {
     const char *ckpt;             /* names shown on the page */
@@ -44,7 +44,7 @@ typedef struct {
      * "relations" for the relations with keys on this text (rel_key). */
     const HeadsRelation *rel;
     const CausalScore *causal;
-    /* The text's sentences (app/planted.h), in text tokens; the window shows
+    /* The text's sentences (analysis/planted.h), in text tokens; the window shows
      * text tokens [base, base + T). */
     const PlantedSentence *sentence;
     size_t nsentence, base;

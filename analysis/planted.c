@@ -167,7 +167,7 @@ void planted_keys(int *const *key, int *const *first, const Planted *p, size_t l
         size_t s = lo + (x->query - lo) / (size_t)T * (size_t)T;   /* its window's start */
         if (x->key < s)
             continue;
-        int q = heads_rel_of_synth[x->kind];
+        int q = heads_rel_of_synth(x->kind);
         if (q < HEADS_REL_TEXT)
             continue; /* brackets are found in any text: analysis/heads' own */
         size_t i = x->query - lo;

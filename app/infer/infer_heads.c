@@ -689,7 +689,7 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
         if (q >= HEADS_REL_TEXT && !planted_known(&in->planted))
             continue;
         int k = out->needed_head[q];
-        printf("  %-15s %-7s %9.3f  %7.3f  %6.3f  %6.0f  %-11s", heads_rel_names[q],
+        printf("  %-15s %-7s %9.3f  %7.3f  %6.3f  %6.0f  %-11s", heads_rel_table[q].name,
                report_best_label(name, r, in->H),
                r->attention, r->uniform, r->loss, r->rows,
                head_cost(need, k, in->H, k >= 0 ? ms->st[k].cost[q] : 0.0));

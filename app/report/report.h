@@ -106,6 +106,11 @@ void report_head_relations_json(FILE *f, const HeadStats *s);
  * `./infer --heads FILE --json` prints and the report writes as summary.json. */
 void report_summary_json(FILE *f, const HeadsReport *r);
 
+/* The data files into dir (report.c): heads.csv, heads.json, summary.json,
+ * tokens.csv, and where measured prune.csv, relations.csv and ablation.csv;
+ * -1 with the file in the message. report_write calls it. */
+int report_write_data(const char *dir, const HeadsReport *r, char *err, size_t errlen);
+
 /* Writes every file into a fresh directory beside dir (DIR.tmp.XXXXXX), then
  * puts it in place of dir (which report_check_dir allows): nothing of the new
  * report is left behind on failure, and an earlier report is replaced whole. */

@@ -10,6 +10,7 @@
 
 #include "app/report/report.h"
 #include "app/report/report_files.h"
+#include "app/report/report_page.h"
 #include "model/gates.h"
 #include "util/errbuf.h"
 #include "util/json.h"
@@ -350,9 +351,11 @@ static void html_table(FILE *f, const HeadsReport *r)
 {
     int H = r->cfg.H, n = r->cfg.L * H;
     fprintf(f, "<h2>Metrics</h2>\n<table><tr><th>head</th><th>type</th>");
-    for (size_t i = 0; i < report_nfields; i++)
-        fprintf(f, "<th>%s</th>", report_fields[i].offset == offsetof(HeadStats, entropy)
-                ? "entropy (normalised, 0&ndash;1)" : report_fields[i].name);
+    for (size_t i = 0; i < REPORT_NFIELDS; i++) {
+        ReportField fi = report_field_at(i);
+        fprintf(f, "<th>%s</th>", fi.offset == offsetof(HeadStats, entropy)
+                ? "entropy (normalised, 0&ndash;1)" : fi.name);
+    }
     fprintf(f, "<th>nearest</th><th>serves</th>%s</tr>\n", r->log_alpha ? "<th>gate</th>" : "");
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
@@ -361,8 +364,10 @@ static void html_table(FILE *f, const HeadsReport *r)
             report_head_label(near, s->nearest, H);
         fprintf(f, "<tr><td>L%dH%d</td><td><span class=\"tag\" style=\"--c:%s\">%s</span></td>",
                 k / H, k % H, TYPE_COLOURS[s->type], heads_type_names[s->type]);
-        for (size_t i = 0; i < report_nfields; i++)
-            fprintf(f, "<td>%.3f</td>", report_field(s, &report_fields[i]));
+        for (size_t i = 0; i < REPORT_NFIELDS; i++) {
+            ReportField fi = report_field_at(i);
+            fprintf(f, "<td>%.3f</td>", report_field(s, &fi));
+        }
         char serves[HEADS_REL_COUNT * 32];
         report_serves(serves, sizeof serves, s, ", ");
         fprintf(f, "<td>%s</td><td>%s</td>", near, serves[0] ? serves : "-");
@@ -376,9 +381,10 @@ static void html_table(FILE *f, const HeadsReport *r)
         fputs("</tr>\n", f);
     }
     fputs("</table>\n<dl class=\"cols\">", f);
-    for (size_t i = 0; i < report_nfields; i++) {
-        fprintf(f, "<dt>%s</dt><dd>", report_fields[i].name);
-        xml_text(f, report_fields[i].legend);
+    for (size_t i = 0; i < REPORT_NFIELDS; i++) {
+        ReportField fi = report_field_at(i);
+        fprintf(f, "<dt>%s</dt><dd>", fi.name);
+        xml_text(f, fi.legend);
         fputs("</dd>", f);
     }
     html_legend(f, METRIC_COLUMNS, sizeof METRIC_COLUMNS / sizeof METRIC_COLUMNS[0] -
@@ -579,14 +585,13 @@ static void html_relations(FILE *f, const HeadsReport *r)
         if (q >= HEADS_REL_TEXT && !r->builtin)
             continue;
         fprintf(f, "<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%.3f</td><td>%.3f</td>"
-                "<td>%.0f</td>", heads_rel_names[q], report_best_label(name, x, H), x->attention,
-                x->uniform, x->loss,
-                x->rows);
+                "<td>%.0f</td>", heads_rel_table[q].name, report_best_label(name, x, H),
+                x->attention, x->uniform, x->loss, x->rows);
         if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
             fprintf(f, "<td>%.3f</td>", x->loss_ratio);
         else
             fprintf(f, "<td></td>");
-        fprintf(f, "<td>%.2f</td>", heads_rel_bar[q]);
+        fprintf(f, "<td>%.2f</td>", heads_rel_table[q].bar);
         const PairScore *p = r->causal ? &r->causal->pair[q] : NULL;
         if (p && p->pairs > 0)
             fprintf(f, "<td>%.3f</td><td>%.2f</td><td>%.0f</td>", p->accuracy, p->logit_diff,
@@ -664,7 +669,7 @@ static void html_costs(FILE *f, const HeadsReport *r)
     fputs("<h2>What silencing each head costs each relation</h2>\n<table><tr><th>head</th>", f);
     for (int q = 0; q < HEADS_REL_COUNT; q++)
         if (q < HEADS_REL_TEXT || r->builtin)
-            fprintf(f, "<th>%s</th>", heads_rel_names[q]);
+            fprintf(f, "<th>%s</th>", heads_rel_table[q].name);
     fputs("</tr>\n", f);
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];

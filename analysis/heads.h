@@ -243,6 +243,13 @@ void heads_keys_bracket(int *key, const int *tokens, const Tokenizer *tok, int B
  * nothing to copy from); -1 elsewhere in both. */
 void heads_keys_copy(int *key, int *first, const int *tokens, int B, int T);
 
+/* Relation q's keys in windows tokens[B][T] by its row's key rule, for the rules
+ * a window alone decides (HEADS_KEY_PREV, _BRACKET, _COPY; first[B][T] is
+ * filled for copy): 1. 0 and nothing written for the others, whose keys come
+ * from heads_add_rare (rare) or planted_keys (planted). */
+int heads_keys_find(int *key, int *first, int q, const int *tokens, const Tokenizer *tok, int B,
+                    int T);
+
 /* The token holding byte b of a text whose token t holds bytes
  * [start[t], start[t + 1]): the last t < nids with start[t] <= b. */
 size_t heads_token_at(const size_t *start, size_t nids, size_t b);

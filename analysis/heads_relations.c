@@ -153,6 +153,26 @@ void heads_keys_copy(int *key, int *first, const int *tokens, int B, int T)
     }
 }
 
+int heads_keys_find(int *key, int *first, int q, const int *tokens, const Tokenizer *tok, int B,
+                    int T)
+{
+    switch (heads_rel_table[q].key) {
+    case HEADS_KEY_PREV:
+        heads_keys_prev(key, B, T);
+        return 1;
+    case HEADS_KEY_BRACKET:
+        heads_keys_bracket(key, tokens, tok, B, T);
+        return 1;
+    case HEADS_KEY_COPY:
+        heads_keys_copy(key, first, tokens, B, T);
+        return 1;
+    case HEADS_KEY_RARE:
+    case HEADS_KEY_PLANTED:
+        break;
+    }
+    return 0;
+}
+
 size_t heads_token_at(const size_t *start, size_t nids, size_t b)
 {
     size_t lo = 0, hi = nids;   /* start[lo] <= b < start[hi] */
@@ -453,13 +473,7 @@ int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *t
     }
     memset(rs, 0, sizeof rs);
     for (int q = 0; q < HEADS_REL_TEXT; q++) {
-        if (q == HEADS_REL_PREV)
-            heads_keys_prev(key, B, T);
-        else if (q == HEADS_REL_BRACKET)
-            heads_keys_bracket(key, tokens, tok, B, T);
-        else if (q == HEADS_REL_COPY)
-            heads_keys_copy(key, first, tokens, B, T);
-        if (q != HEADS_REL_RARE) {
+        if (heads_keys_find(key, first, q, tokens, tok, B, T)) {
             heads_add_relation(sums, &rs[q], q, a, key, NULL, NULL, B, T);
             continue;
         }

@@ -168,11 +168,11 @@ void planted_keys(int *const *key, int *const *first, const Planted *p, size_t l
         if (x->key < s)
             continue;
         int q = heads_rel_of_synth(x->kind);
-        if (q < HEADS_REL_TEXT)
+        if (heads_rel_table[q].key != HEADS_KEY_PLANTED)
             continue; /* brackets are found in any text: analysis/heads' own */
         size_t i = x->query - lo;
         key[q][i] = (int)(x->key - s);
-        if (q == HEADS_REL_NAMES && x->key > s)
+        if (heads_rel_table[q].repeat && x->key > s)
             first[q][i] = (int)(x->key - 1 - s);
     }
 }

@@ -1,7 +1,7 @@
 /* Command-line tests of the explorer's relations (./infer --explore-json, the
  * program in $HEADCOUNT_BIN) on whole lines of the built-in corpus, whose
  * relations the generator knows: each relation's query/key pairs are the
- * generator's, its sentence for a reader is heads_rel_about's, the sentences
+ * generator's, its sentence for a reader is its heads_rel_table row's, the sentences
  * are the text's lines, each head's role and the clearest serving head follow
  * the rule of docs/heads.md ("Types") from the JSON's own numbers, and the
  * --heads table shows the same roles. The model (2 layers of 4 gated heads,

@@ -80,7 +80,7 @@ Test(report, a_head_serves_the_relations_it_attends_to_above_the_bar_and_is_need
     cr_assert_str_eq(report_serves(buf, 10, &st[1], "+"), "bracket", "cut at a whole name");
 }
 
-Test(report, summary_json_lists_each_relations_bar_and_each_heads_relations)
+Test(report, summary_json_lists_each_relations_bar_kind_and_each_heads_relations)
 {
     HeadStats st[4];
     hand_set(st);
@@ -112,6 +112,11 @@ Test(report, summary_json_lists_each_relations_bar_and_each_heads_relations)
         const char *b = strstr(p, "\"bar\":");
         cr_assert(b && strncmp(b, want, strlen(want)) == 0, "%s: %.40s",
                   heads_rel_table[q].name, b);
+        /* its kind right after the bar, as the scripts read it */
+        char kind[96];
+        snprintf(kind, sizeof kind, "\"bar\":%g,\"planted\":%s", heads_rel_table[q].bar,
+                 q >= HEADS_REL_TEXT ? "true" : "false");
+        cr_assert(strncmp(b, kind, strlen(kind)) == 0, "%s: %.60s", heads_rel_table[q].name, b);
     }
     free(text);
 }

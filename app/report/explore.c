@@ -209,7 +209,7 @@ static void write_relations(FILE *f, const Explore *e)
             continue;
         const HeadsRelation *r = &e->rel[q];
         fprintf(f, "%s\n\"%s\":{\"planted\":%s,\"about\":", sep, heads_rel_table[q].name,
-                q >= HEADS_REL_TEXT ? "true" : "false");
+                heads_rel_table[q].planted ? "true" : "false");
         sep = ",";
         json_fput_string(f, heads_rel_table[q].about);
         fputs(",\"query_key\":", f);

@@ -219,7 +219,7 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
     fprintf(f, ",\"probe_tokens\":\"%s\",\"relations\":{", r->probe_rule);
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *x = &r->rel[q];
-        if (q >= HEADS_REL_TEXT && !r->builtin)
+        if (heads_rel_table[q].planted && !r->builtin)
             continue;
         fprintf(f, "%s\"%s\":{\"best_head\":", q ? "," : "", heads_rel_table[q].name);
         if (x->best >= 0)
@@ -234,7 +234,8 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
         report_jnum(f, x->loss);
         fprintf(f, ",\"rows\":%.0f,\"bar\":", x->rows);
         report_jnum(f, heads_rel_table[q].bar);
-        if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES) {
+        fprintf(f, ",\"planted\":%s", heads_rel_table[q].planted ? "true" : "false");
+        if (heads_rel_table[q].repeat) {
             fprintf(f, ",\"loss_ratio\":");
             report_jnum(f, x->loss_ratio);
             fprintf(f, ",\"first_loss\":");
@@ -342,12 +343,12 @@ static int write_relations_csv(const char *dir, const HeadsReport *r, char *err,
             "needed_cost,needed_set,needed_set_share\n");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *x = &r->rel[q];
-        if (q >= HEADS_REL_TEXT && !r->builtin)
+        if (heads_rel_table[q].planted && !r->builtin)
             continue;
         fprintf(o.f, "%s,%s,%.6g,%.6g,%.6g,%.0f,", heads_rel_table[q].name,
                 report_rel_label(name, x->best, H), x->attention, x->uniform, x->loss,
                 x->rows);
-        if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
+        if (heads_rel_table[q].repeat)
             fprintf(o.f, "%.6g,%.6g,%.0f", x->loss_ratio, x->first_loss, x->pairs);
         else
             fprintf(o.f, ",,");
@@ -396,7 +397,7 @@ static int write_ablation_csv(const char *dir, const HeadsReport *r, char *err, 
         if (s->masked)
             continue;
         for (int q = 0; q < HEADS_REL_COUNT; q++) {
-            if (q >= HEADS_REL_TEXT && !r->builtin)
+            if (heads_rel_table[q].planted && !r->builtin)
                 continue;
             const PairScore *b = &r->causal->pair[q], *a = &r->ablated[k].pair[q];
             fprintf(o.f, "%s,%s,", report_head_label(name, k, H), heads_rel_table[q].name);

@@ -191,16 +191,20 @@ static void load_run_data(Run *r, const unsigned char *given, const TrainState *
             fprintf(stderr, "train: note: %s differs from the data this run started on (%s); "
                     "continuing on it as asked\n", o->data, ts->data_path);
     } else {
-        load_data(r, o->data, (size_t)ts->data_size);
+        char err[1500];
+        TextfileMatch got = textfile_reopen(&r->file, ts->data_path, ts->data_size, ts->data_hash,
+                                            o->allow_binary, err, sizeof err);
+        if (got == TEXTFILE_MISSING || got == TEXTFILE_UNREADABLE)
+            cli_fail("%s", err);
         int generated = corpus_source_of(ts->data_path) != CORPUS_SOURCE_FILE;
-        if (generated && (r->file.hash != ts->data_hash || r->file.n != ts->data_size))
+        if (generated && got == TEXTFILE_CHANGED)
             cli_fail("%s is not the text this checkpoint trained on (%llu bytes, hash %016llx; "
                      "this build generates %zu bytes, hash %016llx): it was written by a build "
                      "whose generator made other text (docs/corpus.md), so it cannot be "
                      "resumed exactly; start a new run", ts->data_path,
                      (unsigned long long)ts->data_size, (unsigned long long)ts->data_hash,
                      r->file.n, (unsigned long long)r->file.hash);
-        if (r->file.hash != ts->data_hash || r->file.n != ts->data_size)
+        if (got == TEXTFILE_CHANGED)
             cli_fail("%s changed since the checkpoint was written (%llu bytes, hash %016llx; "
                      "now %zu bytes, hash %016llx); pass --data %s to continue on it anyway",
                      ts->data_path, (unsigned long long)ts->data_size,

@@ -98,6 +98,26 @@ void textfile_free(TextFile *f)
     f->n = 0;
 }
 
+TextfileMatch textfile_reopen(TextFile *f, const char *data_path, uint64_t size, uint64_t hash,
+                              int allow_binary, char *err, size_t errlen)
+{
+    int rc;
+    CorpusSource source = corpus_source_of(data_path);
+    if (source == CORPUS_SOURCE_TEXT)
+        rc = textfile_builtin(f, (size_t)size, err, errlen);
+    else if (source == CORPUS_SOURCE_INDUCTION)
+        rc = induction_textfile(f, (size_t)size, err, errlen);
+    else
+        rc = textfile_read(f, data_path, allow_binary, err, errlen);
+    if (rc) {
+        struct stat st;
+        int missing = source == CORPUS_SOURCE_FILE && stat(data_path, &st) != 0 &&
+                      errno == ENOENT;
+        return missing ? TEXTFILE_MISSING : TEXTFILE_UNREADABLE;
+    }
+    return f->n == size && f->hash == hash ? TEXTFILE_SAME : TEXTFILE_CHANGED;
+}
+
 /* The tokenizer: a copy of tok, the byte-level one of f, or the 256 byte
  * values with merges learned from the train bytes; CORPUS_STOPPED when *stop
  * turned non-zero while they were learned. */

@@ -43,6 +43,23 @@ int textfile_read(TextFile *f, const char *path, int allow_binary, char *err, si
 int textfile_builtin(TextFile *f, size_t nbytes, char *err, size_t errlen);
 void textfile_free(TextFile *f);
 
+/* What textfile_reopen found. */
+typedef enum {
+    TEXTFILE_SAME,       /* f holds the text the checkpoint trained on */
+    TEXTFILE_MISSING,    /* no file at the path (err: textfile_read's message) */
+    TEXTFILE_UNREADABLE, /* it cannot be read or generated (err says why) */
+    TEXTFILE_CHANGED,    /* f holds it, but its size or FNV-1a hash is not the recorded one */
+} TextfileMatch;
+
+/* Reads again the text a checkpoint trained on, which it records as data_path
+ * (a file, or a built-in corpus by its name: corpus_source_of), size bytes and
+ * their FNV-1a hash: the file (allow_binary as for textfile_read), or the
+ * built-in corpus generated again at size bytes, and compares it with the
+ * record. After TEXTFILE_SAME and TEXTFILE_CHANGED f is the caller's to free;
+ * after the others it holds nothing. */
+TextfileMatch textfile_reopen(TextFile *f, const char *data_path, uint64_t size, uint64_t hash,
+                              int allow_binary, char *err, size_t errlen);
+
 typedef struct {
     Tokenizer tok;
     TokenId *ids;           /* [n]: the train tokens, then the val tokens */

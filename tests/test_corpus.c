@@ -3,7 +3,8 @@
  * too short for a train or a val window) gets a message naming the file and the
  * problem; bytes that are not UTF-8 are fine (the alphabet is bytes); the
  * byte-level tokenizer round-trips and names an unknown byte and its offset; the
- * split is by bytes, and merges are learned from the train bytes only. The
+ * split is by bytes, and merges are learned from the train bytes only; a
+ * checkpoint's training text is read again and checked against its record. The
  * tokenizer's merges are tested in test_tokenizer.c. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -396,4 +397,49 @@ Test(corpus, a_bpe_vocabulary_encodes_bytes_its_text_never_held)
     corpus_free(&c);
     textfile_free(&f);
     free(text);
+}
+
+/* textfile_reopen gives back the text a checkpoint recorded (path, size, hash)
+ * while it is unchanged, says CHANGED (holding what it read) once a byte or the
+ * size differs, MISSING when the file is gone and UNREADABLE for a directory;
+ * a built-in corpus's name is generated again at the recorded size. */
+Test(corpus, reopen_finds_the_recorded_text_or_says_what_changed)
+{
+    const char *d = tu_tmpdir("corpus-reopen");
+    const char text[] = "the cat sat on the mat\n";
+    size_t n = sizeof text - 1;
+    uint64_t hash = hash_fnv1a(HASH_FNV_INIT, text, n);
+    char path[512], err[1600];
+    snprintf(path, sizeof path, "%s", put_file(d, "train.txt", text, n));
+    TextFile f;
+    cr_assert_eq(textfile_reopen(&f, path, n, hash, 0, err, sizeof err), TEXTFILE_SAME, "%s", err);
+    cr_assert_eq(f.n, n);
+    cr_assert_eq(memcmp(f.bytes, text, n), 0);
+    textfile_free(&f);
+
+    put_file(d, "train.txt", "the cat sat on the rug\n", n);
+    cr_assert_eq(textfile_reopen(&f, path, n, hash, 0, err, sizeof err), TEXTFILE_CHANGED);
+    cr_assert_eq(f.n, n);
+    textfile_free(&f);
+    put_file(d, "train.txt", text, n - 1);
+    cr_assert_eq(textfile_reopen(&f, path, n, hash, 0, err, sizeof err), TEXTFILE_CHANGED);
+    cr_assert_eq(f.n, n - 1);
+    textfile_free(&f);
+
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(textfile_reopen(&f, path, n, hash, 0, err, sizeof err), TEXTFILE_MISSING);
+    cr_assert_not_null(strstr(err, "no such file"), "%s", err);
+    cr_assert_eq(textfile_reopen(&f, d, n, hash, 0, err, sizeof err), TEXTFILE_UNREADABLE);
+    cr_assert_not_null(strstr(err, "is a directory"), "%s", err);
+
+    TextFile b;
+    cr_assert_eq(textfile_builtin(&b, 5000, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(textfile_reopen(&f, CORPUS_BUILTIN_NAME, b.n, b.hash, 0, err, sizeof err),
+                 TEXTFILE_SAME, "%s", err);
+    cr_assert_eq(memcmp(f.bytes, b.bytes, b.n), 0);
+    textfile_free(&f);
+    cr_assert_eq(textfile_reopen(&f, CORPUS_BUILTIN_NAME, b.n, b.hash ^ 1, 0, err, sizeof err),
+                 TEXTFILE_CHANGED);
+    textfile_free(&f);
+    textfile_free(&b);
 }

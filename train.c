@@ -27,7 +27,6 @@
 #include "app/common/fileguard.h"
 #include "data/corpus.h"
 #include "data/induction.h"
-#include "data/synth.h"
 #include "trainer/ckpt.h"
 #include "model/evaluate.h"
 #include "model/gpt.h"
@@ -36,10 +35,16 @@
 
 static void train_exit(int code) __attribute__((noreturn));
 
+/* The built-in corpus a run without --data trains on. */
+static const CorpusSourceRow *builtin_corpus(const Options *o)
+{
+    return &corpus_sources[train_is_induction(o) ? CORPUS_SOURCE_INDUCTION : CORPUS_SOURCE_TEXT];
+}
+
 /* The size of a fresh run's built-in corpus. */
 static size_t builtin_size(const Options *o)
 {
-    return train_is_induction(o) ? INDUCTION_DEFAULT_BYTES : SYNTH_DEFAULT_BYTES;
+    return builtin_corpus(o)->default_bytes;
 }
 
 static void load_data(Run *r, const char *path, size_t builtin_bytes)
@@ -48,10 +53,8 @@ static void load_data(Run *r, const char *path, size_t builtin_bytes)
     int rc;
     if (path)
         rc = textfile_read(&r->file, path, r->o.allow_binary, err, sizeof err);
-    else if (train_is_induction(&r->o))
-        rc = induction_textfile(&r->file, builtin_bytes, err, sizeof err);
     else
-        rc = textfile_builtin(&r->file, builtin_bytes, err, sizeof err);
+        rc = builtin_corpus(&r->o)->generate(&r->file, builtin_bytes, err, sizeof err);
     if (rc)
         cli_fail("%s", err);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "data/corpus.h"
+#include "data/induction.h"
 #include "data/tokenizer.h"
 #include "util/hash.h"
 #include "tests/testutil.h"
@@ -442,4 +443,33 @@ Test(corpus, reopen_finds_the_recorded_text_or_says_what_changed)
                  TEXTFILE_CHANGED);
     textfile_free(&f);
     textfile_free(&b);
+}
+
+/* Every built-in corpus's row: its recorded name reads back as its source, and
+ * its generator makes the same text the named generator does; any other path
+ * is a file. */
+Test(corpus, each_built_in_corpus_row_names_itself_and_generates_its_text)
+{
+    char err[1500];
+    cr_assert_eq(corpus_source_of("input.txt"), CORPUS_SOURCE_FILE);
+    cr_assert_null(corpus_sources[CORPUS_SOURCE_FILE].generate);
+    for (int s = 0; s < CORPUS_SOURCES; s++) {
+        const CorpusSourceRow *row = &corpus_sources[s];
+        if (!row->name)
+            continue;
+        cr_assert_eq(corpus_source_of(row->name), s, "%s", row->name);
+        cr_assert_gt(row->default_bytes, 0, "%s", row->name);
+        TextFile a, b;
+        cr_assert_eq(row->generate(&a, 3000, err, sizeof err), 0, "%s", err);
+        int rc = s == CORPUS_SOURCE_TEXT ? textfile_builtin(&b, 3000, err, sizeof err)
+                                         : induction_textfile(&b, 3000, err, sizeof err);
+        cr_assert_eq(rc, 0, "%s", err);
+        cr_assert_eq(a.n, 3000);
+        cr_assert_eq(a.hash, b.hash, "%s", row->name);
+        cr_assert_str_eq(a.name, row->name);
+        textfile_free(&a);
+        textfile_free(&b);
+    }
+    cr_assert_str_eq(corpus_sources[CORPUS_SOURCE_TEXT].name, CORPUS_BUILTIN_NAME);
+    cr_assert_str_eq(corpus_sources[CORPUS_SOURCE_INDUCTION].name, INDUCTION_CORPUS_NAME);
 }

@@ -169,7 +169,7 @@ void planted_keys(int *const *key, int *const *first, const Planted *p, size_t l
             continue;
         int q = heads_rel_of_synth(x->kind);
         if (heads_rel_table[q].key != HEADS_KEY_PLANTED)
-            continue; /* brackets are found in any text: analysis/heads' own */
+            continue; /* a text relation (bracket): heads_keys_find finds its keys */
         size_t i = x->query - lo;
         key[q][i] = (int)(x->key - s);
         if (heads_rel_table[q].repeat && x->key > s)

@@ -6,7 +6,10 @@
  * --prune-curve) and index.html, a self-contained page tying them together, and
  * the marker that makes the directory the report's own. Program-side: it writes files but
  * never prints or exits; errors come back as -1 with a message naming the
- * file. The numbers themselves come from model/heads. */
+ * file. The numbers themselves come from analysis/heads. Defined in report.c
+ * (the data files, summary.json), report_page.c (the heatmaps, index.html),
+ * report_dir.c (report_check_dir, report_write) and report_files.c (the
+ * labels and relation lists below, which --heads prints too). */
 #ifndef HEADCOUNT_REPORT_H
 #define HEADCOUNT_REPORT_H
 

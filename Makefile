@@ -78,7 +78,8 @@ $(BIN)/infer: $(INFER_OBJ) $(BUILD)/libheadcount.a
 # run as ./train and ./infer).
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/common/fileguard.o $(BUILD)/app/train/dist.o \
              $(BUILD)/app/infer/rare_counts.o $(BUILD)/app/report/report.o \
-             $(BUILD)/app/report/report_page.o $(BUILD)/libheadcount.a
+             $(BUILD)/app/report/report_page.o $(BUILD)/app/report/report_files.o \
+             $(BUILD)/app/report/report_dir.o $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root (first the include-direction check of

@@ -27,7 +27,6 @@
 #include "app/common/fileguard.h"
 #include "data/corpus.h"
 #include "data/induction.h"
-#include "data/synth.h"
 #include "trainer/ckpt.h"
 #include "model/evaluate.h"
 #include "model/gpt.h"
@@ -36,10 +35,16 @@
 
 static void train_exit(int code) __attribute__((noreturn));
 
+/* The built-in corpus a run without --data trains on. */
+static const CorpusSourceRow *builtin_corpus(const Options *o)
+{
+    return &corpus_sources[train_is_induction(o) ? CORPUS_SOURCE_INDUCTION : CORPUS_SOURCE_TEXT];
+}
+
 /* The size of a fresh run's built-in corpus. */
 static size_t builtin_size(const Options *o)
 {
-    return train_is_induction(o) ? INDUCTION_DEFAULT_BYTES : SYNTH_DEFAULT_BYTES;
+    return builtin_corpus(o)->default_bytes;
 }
 
 static void load_data(Run *r, const char *path, size_t builtin_bytes)
@@ -48,10 +53,8 @@ static void load_data(Run *r, const char *path, size_t builtin_bytes)
     int rc;
     if (path)
         rc = textfile_read(&r->file, path, r->o.allow_binary, err, sizeof err);
-    else if (train_is_induction(&r->o))
-        rc = induction_textfile(&r->file, builtin_bytes, err, sizeof err);
     else
-        rc = textfile_builtin(&r->file, builtin_bytes, err, sizeof err);
+        rc = builtin_corpus(&r->o)->generate(&r->file, builtin_bytes, err, sizeof err);
     if (rc)
         cli_fail("%s", err);
 }
@@ -191,16 +194,20 @@ static void load_run_data(Run *r, const unsigned char *given, const TrainState *
             fprintf(stderr, "train: note: %s differs from the data this run started on (%s); "
                     "continuing on it as asked\n", o->data, ts->data_path);
     } else {
-        load_data(r, o->data, (size_t)ts->data_size);
+        char err[1500];
+        TextfileMatch got = textfile_reopen(&r->file, ts->data_path, ts->data_size, ts->data_hash,
+                                            o->allow_binary, err, sizeof err);
+        if (got == TEXTFILE_MISSING || got == TEXTFILE_UNREADABLE)
+            cli_fail("%s", err);
         int generated = corpus_source_of(ts->data_path) != CORPUS_SOURCE_FILE;
-        if (generated && (r->file.hash != ts->data_hash || r->file.n != ts->data_size))
+        if (generated && got == TEXTFILE_CHANGED)
             cli_fail("%s is not the text this checkpoint trained on (%llu bytes, hash %016llx; "
                      "this build generates %zu bytes, hash %016llx): it was written by a build "
                      "whose generator made other text (docs/corpus.md), so it cannot be "
                      "resumed exactly; start a new run", ts->data_path,
                      (unsigned long long)ts->data_size, (unsigned long long)ts->data_hash,
                      r->file.n, (unsigned long long)r->file.hash);
-        if (r->file.hash != ts->data_hash || r->file.n != ts->data_size)
+        if (got == TEXTFILE_CHANGED)
             cli_fail("%s changed since the checkpoint was written (%llu bytes, hash %016llx; "
                      "now %zu bytes, hash %016llx); pass --data %s to continue on it anyway",
                      ts->data_path, (unsigned long long)ts->data_size,

@@ -43,50 +43,78 @@
 #define HEADS_BROAD_MIN 0.75      /* normalised entropy */
 
 /* Relations (docs/heads.md, "Relations"): for query row i of a window, the key
- * a head that has learnt the relation attends to (for rare, a set of keys). The
- * first four are found in any text; agreement, planted names, determiner and
- * coreference come from the built-in corpus' list (data/synth.h) and are filled
- * in by the caller. */
+ * a head that has learnt the relation attends to (for rare, a set of keys).
+ * HeadsRelKind is a relation's index in heads_rel_table, which says everything
+ * else about it; the text relations come first, the planted ones after. */
 typedef enum {
-    HEADS_REL_PREV,     /* key i - 1 */
-    HEADS_REL_BRACKET,  /* token i + 1 holds a closing bracket or quote: key = its opener's token */
-    HEADS_REL_COPY,     /* the 3 tokens ending at i occurred earlier, followed by token i+1 */
-    HEADS_REL_RARE,     /* keys: the positions <= i - 2 holding the window's rarest token */
-    HEADS_REL_AGREE,    /* built-in corpus: verb -> its subject */
-    HEADS_REL_NAMES,    /* built-in corpus: repeated name -> after its first use */
-    HEADS_REL_DET,      /* built-in corpus: noun (where its forms part) -> its determiner */
-    HEADS_REL_COREF,    /* built-in corpus: the noun named again -> the antecedent of "it" */
-    HEADS_REL_SUBJECT,  /* built-in corpus: a scene's verb -> its subject ("sat" -> "cat") */
-    HEADS_REL_MOOD,     /* built-in corpus: the subject noun -> its mood ("cat" -> "tired") */
-    HEADS_REL_MODIFIER, /* built-in corpus: a particle -> its verb ("down" -> "sat") */
-    HEADS_REL_PLACE,    /* built-in corpus: the word before a place -> its preposition */
-    HEADS_REL_PRONOUN,  /* built-in corpus: "it" -> its antecedent ("it" -> "Apple") */
+    HEADS_REL_PREV,
+    HEADS_REL_BRACKET,
+    HEADS_REL_COPY,
+    HEADS_REL_RARE,
+    HEADS_REL_AGREE,
+    HEADS_REL_NAMES,
+    HEADS_REL_DET,
+    HEADS_REL_COREF,
+    HEADS_REL_SUBJECT,
+    HEADS_REL_MOOD,
+    HEADS_REL_MODIFIER,
+    HEADS_REL_PLACE,
+    HEADS_REL_PRONOUN,
     HEADS_REL_COUNT
 } HeadsRelKind;
-/* The four relations found in any text; the planted ones follow them. */
-#define HEADS_REL_TEXT 4
+/* The relations found in any text are those before the first planted one
+ * (test_heads checks each row's .planted against this). */
+#define HEADS_REL_TEXT HEADS_REL_AGREE
 /* Tokens of context a copy row's earlier occurrence must share (docs/heads.md). */
 #define HEADS_COPY_CONTEXT 3
 /* A probe alphabet smaller than this falls back to the next rule (heads_probe_alphabet). */
 #define HEADS_PROBE_MIN_ALPHABET 8
+/* The bar of every relation but previous-token, whose bar is its head type's
+ * threshold HEADS_PREV_MIN. */
+#define HEADS_REL_BAR 0.30
 
-/* "previous-token", "bracket", "copy", "rare", "agreement", "names", "determiner",
- * "coreference", "subject-verb", "adjective-verb", "verb-modifier", "place",
- * "pronoun": JSON keys. */
-extern const char *const heads_rel_names[HEADS_REL_COUNT];
+/* How a relation's keys are found in a window of tokens. */
+typedef enum {
+    HEADS_KEY_PREV,    /* heads_keys_prev: the token before the query */
+    HEADS_KEY_BRACKET, /* heads_keys_bracket: the opener of the closer after the query */
+    HEADS_KEY_COPY,    /* heads_keys_copy: what followed the query's context earlier */
+    HEADS_KEY_RARE,    /* heads_rare_keys: a set, the window's rarest earlier tokens */
+    HEADS_KEY_PLANTED, /* planted_keys: the built-in corpus's list (data/synth.h) */
+} HeadsKeyRule;
 
-/* The relation a planted SynthRelKind is measured as. */
-extern const HeadsRelKind heads_rel_of_synth[SYNTH_REL_KINDS];
+/* One relation: everything the programs, the report and the scripts know of it. */
+typedef struct {
+    /* Its one name: the key in summary.json, explore JSON and --heads-every's log,
+     * the row in relations.csv and ablation.csv, the column in heads.csv,
+     * heads.json and the page's tables. */
+    const char *name;
+    /* A head attends to the relation when its mean attention on the key is above
+     * this (docs/heads.md, "Serves"). */
+    double bar;
+    /* 1: known only in text the built-in corpus's grammar writes (summary.json's
+     * kind "planted"), 0: found in any text ("text"). */
+    int planted;
+    HeadsKeyRule key;
+    /* The SynthRelKind whose planted instances give the relation's minimal pairs
+     * (pairs_from_planted) and, for a planted relation, its keys; -1: none. */
+    int synth;
+    /* 1: the token the relation predicts repeats an earlier one, so its loss is
+     * also compared with the loss at the first occurrence (loss_ratio). */
+    int repeat;
+    /* What its minimal pairs' wrong token is where the reports say it: NULL for
+     * the form data/synth.h lists as the line's broken one. */
+    const char *against;
+    /* One sentence for a reader: which token is the query (the row whose next
+     * token the relation predicts) and which is the key. */
+    const char *about;
+} HeadsRelRow;
 
-/* Each relation's bar (docs/heads.md, "Serves"): a head attends to relation q
- * when its mean attention on q's key, HeadStats.rel[q], is above heads_rel_bar[q];
- * it serves q when it also is needed for it (heads_serves).
- * Every relation has one; a relation added without one would have bar 0. */
-extern const double heads_rel_bar[HEADS_REL_COUNT];
+/* One row per relation, indexed by HeadsRelKind (heads_relations.c). */
+extern const HeadsRelRow heads_rel_table[HEADS_REL_COUNT];
 
-/* One sentence per relation for a reader: which token is the query (the row
- * whose next token the relation predicts) and which is the key. */
-extern const char *const heads_rel_about[HEADS_REL_COUNT];
+/* The relation a planted SynthRelKind is measured as (the row whose synth it is),
+ * -1 for none. */
+int heads_rel_of_synth(int synth_kind);
 
 typedef enum {
     HEAD_INDUCTION,
@@ -215,6 +243,13 @@ void heads_keys_bracket(int *key, const int *tokens, const Tokenizer *tok, int B
  * nothing to copy from); -1 elsewhere in both. */
 void heads_keys_copy(int *key, int *first, const int *tokens, int B, int T);
 
+/* Relation q's keys in windows tokens[B][T] by its row's key rule, for the rules
+ * a window alone decides (HEADS_KEY_PREV, _BRACKET, _COPY; first[B][T] is
+ * filled for copy): 1. 0 and nothing written for the others, whose keys come
+ * from heads_add_rare (rare) or planted_keys (planted). */
+int heads_keys_find(int *key, int *first, int q, const int *tokens, const Tokenizer *tok, int B,
+                    int T);
+
 /* The token holding byte b of a text whose token t holds bytes
  * [start[t], start[t + 1]): the last t < nids with start[t] <= b. */
 size_t heads_token_at(const size_t *start, size_t nids, size_t b);
@@ -268,7 +303,7 @@ int heads_add_rare(HeadSums *sums, RelationSums *rs, const Activations *a, const
                    int T);
 
 /* Head s attends to relation q: it is neither masked nor closed and
- * s->rel[q] > heads_rel_bar[q]. */
+ * s->rel[q] > heads_rel_table[q].bar. */
 int heads_attends(const HeadStats *s, int q);
 /* Head s is needed for relation q: it is neither masked nor closed, and its cost
  * was measured and is at least HEADS_NEEDED_SHARE (analysis/pairs.h). */
@@ -280,7 +315,7 @@ int heads_serves(const HeadStats *s, int q);
  * largest mean attention on the key, ties to the lower relation, or -1 when it
  * serves none. */
 int heads_role_relation(const HeadStats *s);
-/* The role's name: that relation's (heads_rel_names), else the head's type
+/* The role's name: that relation's (heads_rel_table), else the head's type
  * (heads_type_names), so a "broad" head that serves agreement is "agreement". */
 const char *heads_role(const HeadStats *s);
 

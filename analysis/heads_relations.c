@@ -12,56 +12,59 @@
 
 #include "util/errbuf.h"
 
-const char *const heads_rel_names[HEADS_REL_COUNT] = {
-    "previous-token", "bracket", "copy", "rare", "agreement", "names", "determiner",
-    "coreference", "subject-verb", "adjective-verb", "verb-modifier", "place", "pronoun",
+/* One row per relation: name, bar, planted, how its keys are found, the planted
+ * kind behind its pairs, repeat, its pairs' wrong token where the reports name
+ * it, and the sentence for a reader. */
+const HeadsRelRow heads_rel_table[HEADS_REL_COUNT] = {
+    [HEADS_REL_PREV] = {"previous-token", HEADS_PREV_MIN, 0, HEADS_KEY_PREV, -1, 0, NULL,
+        "Query: any token. Key: the token just before it."},
+    [HEADS_REL_BRACKET] = {"bracket", HEADS_REL_BAR, 0, HEADS_KEY_BRACKET, SYNTH_REL_BRACKET, 0,
+        NULL, "Query: the token just before a closing bracket or quote. Key: the token holding "
+        "the opening bracket or quote it closes."},
+    [HEADS_REL_COPY] = {"copy", HEADS_REL_BAR, 0, HEADS_KEY_COPY, -1, 1, NULL,
+        "Query: a token that ends three tokens seen earlier in the text. Key: the token that "
+        "followed them there, which comes next again."},
+    [HEADS_REL_RARE] = {"rare", HEADS_REL_BAR, 0, HEADS_KEY_RARE, -1, 0, NULL,
+        "Query: any token. Keys: the earlier tokens (two or more back) of the text's rarest "
+        "kind, by the training text's counts."},
+    [HEADS_REL_AGREE] = {"agreement", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_AGREE, 0,
+        NULL, "Query: the verb, just before the part that says singular or plural (run|s). "
+        "Key: the end of its subject noun, which decides it."},
+    [HEADS_REL_NAMES] = {"names", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_NAMES, 1,
+        "the most likely other token", "Query: a piece of a made-up name used again. Key: the "
+        "piece that followed it at the name's first use, which comes next again."},
+    [HEADS_REL_DET] = {"determiner", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_DET, 0, NULL,
+        "Query: a noun (cat), just before the part that says its number (dog|s). Key: its "
+        "determiner (The, a, these, two...); only one that says the number has a minimal "
+        "pair."},
+    [HEADS_REL_COREF] = {"coreference", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_COREF, 0,
+        "the line's other noun", "Query: the token before the noun named again after \"so "
+        "the\" (the re-mention form). Key: that noun where it was first named, the one the "
+        "property after \"it\" fits."},
+    [HEADS_REL_SUBJECT] = {"subject-verb", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_SUBJECT,
+        0, NULL, "Query: a scene's verb (sat). Key: its subject (cat), whose own preposition "
+        "(on) comes next."},
+    [HEADS_REL_MOOD] = {"adjective-verb", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_MOOD, 0,
+        NULL, "Query: the subject noun (cat). Key: the mood before it (tired), which picks the "
+        "verb that comes next (slept)."},
+    [HEADS_REL_MODIFIER] = {"verb-modifier", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED,
+        SYNTH_REL_MODIFIER, 0, NULL, "Query: the particle after a scene's verb (down). Key: "
+        "that verb (sat), whose own particle it is."},
+    [HEADS_REL_PLACE] = {"place", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_PLACE, 0, NULL,
+        "Query: the token before a place (the, warm). Key: the preposition (on), which says "
+        "which places can come (mat, rug...)."},
+    [HEADS_REL_PRONOUN] = {"pronoun", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_PRONOUN, 0,
+        NULL, "Query: \"it\". Key: its antecedent, the line's subject (Apple), whose class says "
+        "the word after \"it\" (is tasty, was broken)."},
 };
 
-const HeadsRelKind heads_rel_of_synth[SYNTH_REL_KINDS] = {
-    [SYNTH_REL_AGREE] = HEADS_REL_AGREE,       [SYNTH_REL_BRACKET] = HEADS_REL_BRACKET,
-    [SYNTH_REL_NAMES] = HEADS_REL_NAMES,       [SYNTH_REL_DET] = HEADS_REL_DET,
-    [SYNTH_REL_COREF] = HEADS_REL_COREF,       [SYNTH_REL_SUBJECT] = HEADS_REL_SUBJECT,
-    [SYNTH_REL_MOOD] = HEADS_REL_MOOD,         [SYNTH_REL_MODIFIER] = HEADS_REL_MODIFIER,
-    [SYNTH_REL_PLACE] = HEADS_REL_PLACE,       [SYNTH_REL_PRONOUN] = HEADS_REL_PRONOUN,
-};
-
-const double heads_rel_bar[HEADS_REL_COUNT] = {
-    [HEADS_REL_PREV] = HEADS_PREV_MIN, [HEADS_REL_BRACKET] = 0.30, [HEADS_REL_COPY] = 0.30,
-    [HEADS_REL_RARE] = 0.30, [HEADS_REL_AGREE] = 0.30, [HEADS_REL_NAMES] = 0.30,
-    [HEADS_REL_DET] = 0.30, [HEADS_REL_COREF] = 0.30, [HEADS_REL_SUBJECT] = 0.30,
-    [HEADS_REL_MOOD] = 0.30, [HEADS_REL_MODIFIER] = 0.30, [HEADS_REL_PLACE] = 0.30,
-    [HEADS_REL_PRONOUN] = 0.30,
-};
-
-const char *const heads_rel_about[HEADS_REL_COUNT] = {
-    [HEADS_REL_PREV] = "Query: any token. Key: the token just before it.",
-    [HEADS_REL_BRACKET] = "Query: the token just before a closing bracket or quote. Key: the "
-                          "token holding the opening bracket or quote it closes.",
-    [HEADS_REL_COPY] = "Query: a token that ends three tokens seen earlier in the text. Key: "
-                       "the token that followed them there, which comes next again.",
-    [HEADS_REL_RARE] = "Query: any token. Keys: the earlier tokens (two or more back) of the "
-                       "text's rarest kind, by the training text's counts.",
-    [HEADS_REL_AGREE] = "Query: the verb, just before the part that says singular or plural "
-                        "(run|s). Key: the end of its subject noun, which decides it.",
-    [HEADS_REL_NAMES] = "Query: a piece of a made-up name used again. Key: the piece that "
-                        "followed it at the name's first use, which comes next again.",
-    [HEADS_REL_DET] = "Query: a noun (cat), just before the part that says its number "
-                      "(dog|s). Key: its determiner (The, a, these, two...); only one that "
-                      "says the number has a minimal pair.",
-    [HEADS_REL_COREF] = "Query: the token before the noun named again after \"so the\" (the "
-                        "re-mention form). Key: that noun where it was first named, the one "
-                        "the property after \"it\" fits.",
-    [HEADS_REL_SUBJECT] = "Query: a scene's verb (sat). Key: its subject (cat), whose own "
-                          "preposition (on) comes next.",
-    [HEADS_REL_MOOD] = "Query: the subject noun (cat). Key: the mood before it (tired), "
-                       "which picks the verb that comes next (slept).",
-    [HEADS_REL_MODIFIER] = "Query: the particle after a scene's verb (down). Key: that verb "
-                           "(sat), whose own particle it is.",
-    [HEADS_REL_PLACE] = "Query: the token before a place (the, warm). Key: the preposition "
-                        "(on), which says which places can come (mat, rug...).",
-    [HEADS_REL_PRONOUN] = "Query: \"it\". Key: its antecedent, the line's subject (Apple), "
-                          "whose class says the word after \"it\" (is tasty, was broken).",
-};
+int heads_rel_of_synth(int synth_kind)
+{
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        if (heads_rel_table[q].synth == synth_kind)
+            return q;
+    return -1;
+}
 
 void heads_keys_prev(int *key, int B, int T)
 {
@@ -148,6 +151,26 @@ void heads_keys_copy(int *key, int *first, const int *tokens, int B, int T)
             fb[i] = f;
         }
     }
+}
+
+int heads_keys_find(int *key, int *first, int q, const int *tokens, const Tokenizer *tok, int B,
+                    int T)
+{
+    switch (heads_rel_table[q].key) {
+    case HEADS_KEY_PREV:
+        heads_keys_prev(key, B, T);
+        return 1;
+    case HEADS_KEY_BRACKET:
+        heads_keys_bracket(key, tokens, tok, B, T);
+        return 1;
+    case HEADS_KEY_COPY:
+        heads_keys_copy(key, first, tokens, B, T);
+        return 1;
+    case HEADS_KEY_RARE:
+    case HEADS_KEY_PLANTED:
+        break;
+    }
+    return 0;
 }
 
 size_t heads_token_at(const size_t *start, size_t nids, size_t b)
@@ -309,7 +332,7 @@ int heads_add_rare(HeadSums *sums, RelationSums *rs, const Activations *a, const
 
 int heads_attends(const HeadStats *s, int q)
 {
-    return !s->masked && !s->closed && s->rel[q] > heads_rel_bar[q];
+    return !s->masked && !s->closed && s->rel[q] > heads_rel_table[q].bar;
 }
 
 int heads_needed(const HeadStats *s, int q)
@@ -334,7 +357,7 @@ int heads_role_relation(const HeadStats *s)
 const char *heads_role(const HeadStats *s)
 {
     int q = heads_role_relation(s);
-    return q >= 0 ? heads_rel_names[q] : heads_type_names[s->type];
+    return q >= 0 ? heads_rel_table[q].name : heads_type_names[s->type];
 }
 
 int heads_clearest(const HeadStats *st, int n, int *rel)
@@ -450,13 +473,7 @@ int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *t
     }
     memset(rs, 0, sizeof rs);
     for (int q = 0; q < HEADS_REL_TEXT; q++) {
-        if (q == HEADS_REL_PREV)
-            heads_keys_prev(key, B, T);
-        else if (q == HEADS_REL_BRACKET)
-            heads_keys_bracket(key, tokens, tok, B, T);
-        else if (q == HEADS_REL_COPY)
-            heads_keys_copy(key, first, tokens, B, T);
-        if (q != HEADS_REL_RARE) {
+        if (heads_keys_find(key, first, q, tokens, tok, B, T)) {
             heads_add_relation(sums, &rs[q], q, a, key, NULL, NULL, B, T);
             continue;
         }

@@ -6,7 +6,7 @@
 
 const char *pairs_set_name(int s)
 {
-    return s == PAIRS_COREF_CLASS ? "coreference-class" : heads_rel_names[s];
+    return s == PAIRS_COREF_CLASS ? "coreference-class" : heads_rel_table[s].name;
 }
 
 static int pair_order(const void *x, const void *y)
@@ -137,7 +137,8 @@ long pairs_from_planted(MinimalPair *out, size_t cap, size_t *skipped, const Syn
         for (int c = 0; c < SYNTH_ALTS && np < cap; c++) {
             if (!r->alt[c][0])
                 continue;
-            int set = c == 1 && r->kind == SYNTH_REL_COREF ? PAIRS_COREF_CLASS : (int)heads_rel_of_synth[r->kind];
+            int set = c == 1 && r->kind == SYNTH_REL_COREF ? PAIRS_COREF_CLASS
+                                                            : heads_rel_of_synth(r->kind);
             int got = contrast_pair(&out[np], set, r, r->alt[c], at, text, nb, ids, start, nids,
                                     tok, sent, nsent);
             if (got < 0)

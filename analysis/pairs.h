@@ -32,7 +32,7 @@
  * bracket have none), and coreference's second contrast. */
 enum { PAIRS_COREF_CLASS = HEADS_REL_COUNT, PAIRS_SETS };
 
-/* JSON key of set s: heads_rel_names[s], or "coreference-class". */
+/* JSON key of set s: heads_rel_table[s].name, or "coreference-class". */
 const char *pairs_set_name(int s);
 
 /* A head is needed for a relation when silencing it alone takes away at least

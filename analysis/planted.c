@@ -167,12 +167,12 @@ void planted_keys(int *const *key, int *const *first, const Planted *p, size_t l
         size_t s = lo + (x->query - lo) / (size_t)T * (size_t)T;   /* its window's start */
         if (x->key < s)
             continue;
-        int q = heads_rel_of_synth[x->kind];
-        if (q < HEADS_REL_TEXT)
-            continue; /* brackets are found in any text: analysis/heads' own */
+        int q = heads_rel_of_synth(x->kind);
+        if (heads_rel_table[q].key != HEADS_KEY_PLANTED)
+            continue; /* a text relation (bracket): heads_keys_find finds its keys */
         size_t i = x->query - lo;
         key[q][i] = (int)(x->key - s);
-        if (q == HEADS_REL_NAMES && x->key > s)
+        if (heads_rel_table[q].repeat && x->key > s)
             first[q][i] = (int)(x->key - 1 - s);
     }
 }

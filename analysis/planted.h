@@ -57,9 +57,9 @@ int planted_known(const Planted *p);
 
 /* The keys of the planted relations for B windows of T tokens, window b
  * starting at text token lo + b * T: key[q][b * T + i] for every planted
- * relation q (>= HEADS_REL_AGREE), -1 where row i has none; a name's first
- * occurrence row first[q][.] is key - 1 (the row that predicted the key token
- * there) when it is in the window. When several relations give one query row,
+ * relation q (>= HEADS_REL_TEXT), -1 where row i has none; for a repeat
+ * relation (its row's .repeat: names) the first occurrence row first[q][.] is
+ * key - 1 (the row that predicted the key token there) when it is in the window. When several relations give one query row,
  * the last (in byte order) is kept. *next is where the walk through p->rel
  * resumes: 0 for the first call, then windows must come in increasing order. */
 void planted_keys(int *const *key, int *const *first, const Planted *p, size_t lo, int B, int T,

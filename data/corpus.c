@@ -17,12 +17,18 @@ static void set_name(TextFile *f, const char *name)
     snprintf(f->name, sizeof f->name, "%s", name);
 }
 
+const CorpusSourceRow corpus_sources[CORPUS_SOURCES] = {
+    [CORPUS_SOURCE_FILE] = {NULL, 0, NULL},
+    [CORPUS_SOURCE_TEXT] = {CORPUS_BUILTIN_NAME, SYNTH_DEFAULT_BYTES, textfile_builtin},
+    [CORPUS_SOURCE_INDUCTION] = {INDUCTION_CORPUS_NAME, INDUCTION_DEFAULT_BYTES,
+                                 induction_textfile},
+};
+
 CorpusSource corpus_source_of(const char *data_path)
 {
-    if (strcmp(data_path, CORPUS_BUILTIN_NAME) == 0)
-        return CORPUS_SOURCE_TEXT;
-    if (strcmp(data_path, INDUCTION_CORPUS_NAME) == 0)
-        return CORPUS_SOURCE_INDUCTION;
+    for (int s = 0; s < CORPUS_SOURCES; s++)
+        if (corpus_sources[s].name && strcmp(data_path, corpus_sources[s].name) == 0)
+            return (CorpusSource)s;
     return CORPUS_SOURCE_FILE;
 }
 
@@ -96,6 +102,21 @@ void textfile_free(TextFile *f)
     free(f->bytes);
     f->bytes = NULL;
     f->n = 0;
+}
+
+TextfileMatch textfile_reopen(TextFile *f, const char *data_path, uint64_t size, uint64_t hash,
+                              int allow_binary, char *err, size_t errlen)
+{
+    CorpusSource source = corpus_source_of(data_path);
+    const CorpusSourceRow *row = &corpus_sources[source];
+    int rc = row->generate ? row->generate(f, (size_t)size, err, errlen)
+                           : textfile_read(f, data_path, allow_binary, err, errlen);
+    if (rc) {
+        struct stat st;
+        int missing = !row->generate && stat(data_path, &st) != 0 && errno == ENOENT;
+        return missing ? TEXTFILE_MISSING : TEXTFILE_UNREADABLE;
+    }
+    return f->n == size && f->hash == hash ? TEXTFILE_SAME : TEXTFILE_CHANGED;
 }
 
 /* The tokenizer: a copy of tok, the byte-level one of f, or the 256 byte

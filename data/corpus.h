@@ -33,15 +33,49 @@ typedef struct {
 
 /* Where a training text comes from, as a checkpoint records it (its data path):
  * a file the user named, the built-in text corpus (data/synth.h) or the
- * built-in induction corpus (data/induction.h). corpus_source_of tells which a
- * data path names; the two built-in ones by their names. */
-typedef enum { CORPUS_SOURCE_FILE, CORPUS_SOURCE_TEXT, CORPUS_SOURCE_INDUCTION } CorpusSource;
+ * built-in induction corpus (data/induction.h). */
+typedef enum {
+    CORPUS_SOURCE_FILE,
+    CORPUS_SOURCE_TEXT,
+    CORPUS_SOURCE_INDUCTION,
+    CORPUS_SOURCES
+} CorpusSource;
+
+/* One row per source: for a built-in corpus the name a checkpoint records as
+ * its data path, the size ./train generates for a fresh run, and the generator
+ * (the same text for the same size on every machine); a file has none of them. */
+typedef struct {
+    const char *name;
+    size_t default_bytes;
+    int (*generate)(TextFile *f, size_t nbytes, char *err, size_t errlen);
+} CorpusSourceRow;
+extern const CorpusSourceRow corpus_sources[CORPUS_SOURCES];
+
+/* The source a data path names: a built-in corpus by its row's name, else a file. */
 CorpusSource corpus_source_of(const char *data_path);
 
 int textfile_read(TextFile *f, const char *path, int allow_binary, char *err, size_t errlen);
 /* The built-in generated corpus (data/synth.h), nbytes long. */
 int textfile_builtin(TextFile *f, size_t nbytes, char *err, size_t errlen);
 void textfile_free(TextFile *f);
+
+/* What textfile_reopen found. */
+typedef enum {
+    TEXTFILE_SAME,       /* f holds the text the checkpoint trained on */
+    TEXTFILE_MISSING,    /* no file at the path (err: textfile_read's message) */
+    TEXTFILE_UNREADABLE, /* it cannot be read or generated (err says why) */
+    TEXTFILE_CHANGED,    /* f holds it, but its size or FNV-1a hash is not the recorded one */
+} TextfileMatch;
+
+/* Reads again the text a checkpoint trained on, which it records as data_path
+ * (a file, or a built-in corpus by its name: corpus_source_of), size bytes and
+ * their FNV-1a hash: the file (allow_binary as for textfile_read), or the
+ * built-in corpus generated again at size bytes by its row's generator, and
+ * compares it with the
+ * record. After TEXTFILE_SAME and TEXTFILE_CHANGED f is the caller's to free;
+ * after the others it holds nothing. */
+TextfileMatch textfile_reopen(TextFile *f, const char *data_path, uint64_t size, uint64_t hash,
+                              int allow_binary, char *err, size_t errlen);
 
 typedef struct {
     Tokenizer tok;

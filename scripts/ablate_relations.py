@@ -10,8 +10,8 @@ sentences generated from those numbers; relations.csv (per run and relation); an
 plots/relations_ARM.svg, each H's heads x relations matrix from heads.csv.
 
 Definitions (docs/ablation.md, "One head against several"):
-- bar: summary.json's "bar" for the relation; without one, 0.50 for previous-token
-  and 0.30 for the others, the bars ./infer --heads types heads by.
+- bar: summary.json's "bar" for the relation (ablate_report's loader refuses a
+  summary.json whose relations carry none).
 - a head attends to a relation when its per-head score (heads.csv) is above the
   bar (the best head's, from summary.json, counts too); a closed head (heads.csv's
   gate 0, docs/heads.md) attends to nothing: its output never reaches the model.
@@ -42,10 +42,6 @@ import ablate_legend
 from ablate_stats import mean_sd, num, pm
 from svgchart import Svg, colour_scale, heatmap
 
-# The bar when summary.json gives none: ./infer --heads' type thresholds
-# (docs/heads.md, "Types"): 0.50 for previous-token, 0.30 for every other relation.
-BAR_DEFAULT = {"previous-token": 0.50}
-BAR_DEFAULT_OTHER = 0.30
 # heads.csv names each relation's per-head score after the relation. Reports written
 # before it had a previous-token column give the pattern score `prev` instead, the
 # mean A[i][i-1] over the analysis windows (docs/heads.md, "Per-head metrics").
@@ -60,7 +56,7 @@ SERVED = "Relations served per arm and H:"
 # MAX_WIDTH, with SCALE_ROOM at the right for the colour scale.
 MAX_WIDTH, SCALE_ROOM = 1280, 110
 CSV_COLUMNS = ["arm", "run", "H", "D", "seed", "relation", "best_head", "attention",
-               "uniform", "ratio", "bar", "bar_source", "served", "serving_heads", "loss",
+               "uniform", "ratio", "bar", "served", "serving_heads", "loss",
                "rows", "attended", "attending_heads", "needed_heads", "needed_head", "accuracy",
                "logit_diff", "pairs"]
 # The per-run totals ablation.csv gets when the runs have relations.
@@ -68,13 +64,19 @@ RUN_COLUMNS = ["relations_scored", "relations_served", "relations_distinct_heads
                "relations_shared_heads"]
 
 
-def bar_of(entry, name):
-    """(bar, source) for one relation of one summary.json: its "bar" when it gives
-    one ("summary.json"), else the default ("default")."""
-    b = num((entry or {}).get("bar"))
-    if math.isfinite(b):
-        return b, "summary.json"
-    return BAR_DEFAULT.get(name, BAR_DEFAULT_OTHER), "default"
+def bar_of(entry):
+    """One relation's bar, its "bar" in summary.json; NaN without one, which no
+    attention is above."""
+    return num((entry or {}).get("bar"))
+
+
+def check_bars(summary, path):
+    """ValueError naming path when a relation of a summary.json has no finite "bar":
+    the bars come from ./infer, never from a copy here."""
+    for k, e in (summary.get("relations") or {}).items():
+        if not math.isfinite(bar_of(e)):
+            raise ValueError("%s: relation %s has no \"bar\"; it comes from an ./infer older "
+                             "than its relation table: run ./infer --heads again" % (path, k))
 
 
 def head_key(label):
@@ -103,7 +105,7 @@ def judge(relations, heads, names):
     (dicts), names the relations to judge. A masked head (silenced by --mask) and a
     closed one (heads.csv's gate 0: the model's own gate shut it) attend to and serve
     nothing. Returns {"relations": {name: {best_head,
-    attention, uniform, ratio, loss, rows, bar, bar_source, attended (0/1), served
+    attention, uniform, ratio, loss, rows, bar, attended (0/1), served
     (0/1), heads (the serving heads' labels), attending, needed (labels),
     needed_head, accuracy, logit_diff, pairs}}, "scored", "served",
     "distinct_heads", "shared_heads", "causal" (the report has the ablation per
@@ -114,7 +116,7 @@ def judge(relations, heads, names):
     out, uses = {}, Counter()
     for k in names:
         e = relations.get(k) or {}
-        bar, source = bar_of(e, k)
+        bar = bar_of(e)
         att, uni = num(e.get("attention")), num(e.get("uniform"))
         attended = math.isfinite(att) and att > bar
         attending = {head_label(h) for h in live if head_score(h, k) > bar}
@@ -128,7 +130,7 @@ def judge(relations, heads, names):
         uses.update(serving)
         out[k] = {"best_head": e.get("best_head"), "attention": att, "uniform": uni,
                   "ratio": att / uni if uni > 0 else float("nan"), "loss": num(e.get("loss")),
-                  "rows": e.get("rows"), "bar": bar, "bar_source": source,
+                  "rows": e.get("rows"), "bar": bar,
                   "attended": int(attended), "served": int(bool(serving)),
                   "heads": sorted(serving, key=head_key),
                   "attending": sorted(attending, key=head_key),
@@ -413,21 +415,10 @@ def divided_sentence(g, arm, names):
 
 
 def bars_sentence(rows, names):
-    """Which bar each relation was judged by, and where it came from."""
-    by = {}
-    for k in names:
-        got = {(r["judged"]["relations"][k]["bar"], r["judged"]["relations"][k]["bar_source"])
-               for r in rows}
-        by[k] = sorted(got)
-    given = [k for k in names if all(s == "summary.json" for _, s in by[k])]
-    cells = ", ".join("%s %s" % (k, "/".join("%.2f" % b for b, _ in by[k])) for k in names)
-    if len(given) == len(names):
-        return "Bars (from summary.json's \"bar\"): %s." % cells
-    if not given:
-        return ("Bars: %s (summary.json gives none, so the defaults: 0.50 for previous-token, "
-                "0.30 for the others)." % cells)
-    return ("Bars: %s (from summary.json's \"bar\" for %s; the defaults, 0.50 for "
-            "previous-token and 0.30 for the others, for the rest)." % (cells, ", ".join(given)))
+    """Which bar each relation was judged by (summary.json's "bar")."""
+    cells = ", ".join("%s %s" % (k, "/".join("%.2f" % b for b in sorted(
+        {r["judged"]["relations"][k]["bar"] for r in rows}))) for k in names)
+    return "Bars (from summary.json's \"bar\"): %s." % cells
 
 
 INTRO = ("Does one head have to average several relations into one muddy pattern, and do "

@@ -47,8 +47,6 @@ INDUCTION_COLUMNS = ["induction_formed", "induction_phase_step", "induction_fina
 # A copy loss ratio below this means the model predicts repeated letters far better
 # than first occurrences: it copies, whichever heads do it.
 COPIES_BELOW = 0.5
-# Relations whose loss column is the copy loss ratio rather than a loss in nats.
-RATIO_RELATIONS = ("copy", "names")
 # Two-sided 5% critical values of Student's t, by degrees of freedom.
 T_CRIT = {1: 12.71, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
           9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000}
@@ -164,8 +162,10 @@ def load(outdir):
         d = os.path.join(outdir, "runs", r["name"])
         if os.path.exists(os.path.join(d, "done.json")):
             s, h = (os.path.join(d, "heads", f) for f in ("summary.json", "heads.csv"))
+            summary = read_json(s) if os.path.exists(s) else {}
+            ablate_relations.check_bars(summary, s)
             runs[r["name"]] = dict(r, dir=d, log=read_log(os.path.join(d, "run.jsonl")),
-                                   summary=read_json(s) if os.path.exists(s) else {},
+                                   summary=summary,
                                    heads=read_heads_csv(h) if os.path.exists(h) else [])
     return sweep, runs
 
@@ -277,19 +277,25 @@ def relations_of(rows):
                                       for r in rows)]
 
 
+def is_ratio(rows, rel):
+    """Whether relation rel's loss is read as its copy loss ratio: summary.json gives
+    a "loss_ratio" for the relations whose token repeats an earlier one."""
+    return any("loss_ratio" in r["relations"].get(rel, {}) for r in rows)
+
+
 def relations_table(by_h):
     """Per H: each relation's best-head attention (mean ± s.d. over seeds; the uniform
-    baseline, the same val rows for every run, in the header) and its loss (copy and
-    names: the copy loss ratio)."""
+    baseline, the same val rows for every run, in the header) and its loss (the copy
+    loss ratio for a relation whose summary.json gives one: is_ratio)."""
     everyone = [r for rs in by_h.values() for r in rs]
     rels, head = relations_of(everyone), ["H"]
     for k in rels:
         u = mean_sd(rel_values(everyone, k, "uniform"))[0]
         head += ["%s attn.%s" % (k, " (uniform %.3f)" % u if math.isfinite(u) else ""),
-                 "%s %s" % (k, "loss ratio" if k in RATIO_RELATIONS else "loss")]
+                 "%s %s" % (k, "loss ratio" if is_ratio(everyone, k) else "loss")]
     body = [[str(H)] + [c for k in rels for c in (
         pm(rel_values(rs, k, "attention"), 3),
-        pm(rel_values(rs, k, "loss_ratio" if k in RATIO_RELATIONS else "loss"), 3))]
+        pm(rel_values(rs, k, "loss_ratio" if is_ratio(everyone, k) else "loss"), 3))]
         for H, rs in sorted(by_h.items())]
     return head, body if rels else []
 
@@ -316,7 +322,7 @@ def relation_findings(by_h):
     out = []
     for k in relations_of([r for rs in by_h.values() for r in rs]):
         bar = ablate_relations.bar_of(next(r["relations"][k] for rs in by_h.values() for r in rs
-                                           if k in r["relations"]), k)[0]
+                                           if k in r["relations"]))
         att = {H: [x for x in rel_values(rs, k, "attention") if math.isfinite(x)]
                for H, rs in sorted(by_h.items())}
         att = {H: v for H, v in att.items() if v}
@@ -344,7 +350,7 @@ def relation_findings(by_h):
             s += ", %s H=%d (%s)" % (
                 "next" if g is None else "ahead of" if g[0] > g[1] else "within the seed "
                 "noise of", order[1], pm(att[order[1]], 3))
-        field = "loss_ratio" if k in RATIO_RELATIONS else "loss"
+        field = "loss_ratio" if is_ratio([r for rs in by_h.values() for r in rs], k) else "loss"
         loss = {H: [x for x in rel_values(rs, k, field) if math.isfinite(x)]
                 for H, rs in by_h.items()}
         loss = {H: v for H, v in loss.items() if v}
@@ -501,10 +507,9 @@ INDUCTION_INTRO = ("Induction heads: a run formed one when the best repeat score
 RELATIONS_INTRO = ("Relations (./infer --heads on the validation split, docs/heads.md): per "
                    "relation the best head's mean attention on the related key, mean ± s.d. "
                    "over seeds, with the uniform head's score in the header, and the loss "
-                   "(%s) on the tokens the relation predicts; for copy and names the copy "
-                   "loss ratio instead. \"Learned\" below means the best head reaches the "
-                   "relation's bar: summary.json's \"bar\", or without one the bar ./infer "
-                   "--heads types a head by (0.50 for previous-token, 0.30 for the others).")
+                   "(%s) on the tokens the relation predicts; for %s (summary.json gives "
+                   "their loss_ratio) the copy loss ratio instead. \"Learned\" below means the best head reaches the "
+                   "relation's bar, summary.json's \"bar\".")
 INTRO = ("Cells are mean ± sample standard deviation over seeds. val loss is the mean "
          "cross-entropy over the whole validation split in %s; ppl = e^loss, the perplexity "
          "per %s; bpb = bits per byte (docs/tokenizer.md), the headline, comparable across "
@@ -543,7 +548,9 @@ def write_md(path, sweep, rows, gates=()):
     if is_induction(sweep):
         out += [INDUCTION_INTRO % (heads_every(sweep), induction_phase.THRESHOLD), ""]
     if any(relations_of([r]) for r in rows):
-        out += [RELATIONS_INTRO % unit, ""]
+        ratio = [k for k in relations_of(rows) if is_ratio(rows, k)]
+        out += [RELATIONS_INTRO % (unit, " and ".join(
+            [", ".join(ratio[:-1]), ratio[-1]] if len(ratio) > 1 else ratio) or "none"), ""]
     said = ablate_legend.Once()
     for arm in ARMS:
         by_h = {}

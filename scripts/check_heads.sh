@@ -7,20 +7,22 @@
 #
 # 1. Bytes: the default recipe with --vocab 0 (seed 1337, the text corpus'
 #    recipe --lr 0.005 --min-lr 0.0005):
-#      previous-token: the best head's attention on the previous byte > 0.5
+#      previous-token: the best head's attention on the previous byte > its bar
+#        (summary.json's "bar", 0.5)
 #      bracket: the best head's attention, from the byte before a closing bracket
-#        or quote, on its opener > 0.3
+#        or quote, on its opener > its bar (0.3)
 #      local spelling: some head with mean attention distance <= 4 costs > 5 % of
 #        the loss when silenced
 # 2. Words: the README's first command (./train, the recipe's 1,536 byte-pair
 #    tokens), H = 4, seeds 1..SEEDS (default 5), each in at least SEEDS - 1 seeds:
-#      learned: each planted relation's minimal-pair accuracy >= 0.9 (coreference
-#        against both contrasts: the line's other noun, and a noun of its class
-#        not in the line; names against the most likely other token);
+#      learned: each planted relation's (summary.json's "planted") minimal-pair
+#        accuracy >= 0.9 (coreference against both contrasts: the line's other
+#        noun, and a noun of its class not in the line; names against the most
+#        likely other token);
 #      served: each planted relation has a head that attends to its key above the
 #        bar and is needed for it, and those heads are at least 4 distinct heads;
 #      a previous-token head: the best head's attention on the previous token
-#        > 0.5;
+#        > its bar;
 #    and for seed 1, on the documents' four sentences typed as a user would
 #    (--explore-json): all four understood, and every relation the grammar
 #    plants in them marked and served by a head on that text;
@@ -37,8 +39,6 @@ bin=${HEADCOUNT_BIN:-.}
 work=${1:-${BUILD:-build}/check-heads}
 seeds=${SEEDS:-5}
 parts=${PARTS:-bytes words}
-PREV_MIN=0.5
-BRACKET_MIN=0.3
 LOCAL_DIST_MAX=4
 LOCAL_COST_MIN=5
 PAIR_ACCURACY_MIN=0.9
@@ -113,7 +113,7 @@ if not s.get("builtin_corpus"):
     sys.exit("check_heads: infer did not recognise the validation split as the built-in corpus")
 for name, r in s["relations"].items():
     print(name, r["best_head"] or "-", r["attention"], r["uniform"], r["loss"],
-          r.get("loss_ratio", 0), r.get("first_loss", 0))
+          r.get("loss_ratio", 0), r.get("first_loss", 0), r["bar"])
 rows = [r for r in csv.DictReader(open(rep + "/heads.csv")) if r["masked"] == "0"]
 local = [r for r in rows if float(r["distance"]) <= dist_max]
 best = max(local, key=lambda r: float(r["delta_loss_pct"]), default=None)
@@ -124,17 +124,19 @@ print("induction", "L%sH%s" % (ind["layer"], ind["head"]), ind["induction"])
 EOF
     get() { awk -v k="$1" -v f="$2" '$1 == k { print $f }' "$work/bytes/numbers.txt"; }
     echo "check_heads: part 1, bytes (seed 1337): required targets"
-    check "best head's attention on the previous byte" "$(get previous-token 3)" "$PREV_MIN" \
+    check "best head's attention on the previous byte" "$(get previous-token 3)" \
+        "$(get previous-token 8)" \
         "head $(get previous-token 2); uniform head $(printf %.3f "$(get previous-token 4)")"
     check "best head's attention on the open bracket or quote" "$(get bracket 3)" \
-        "$BRACKET_MIN" "head $(get bracket 2); uniform head $(printf %.3f "$(get bracket 4)")"
+        "$(get bracket 8)" "head $(get bracket 2); uniform head $(printf %.3f "$(get bracket 4)")"
     check "% loss cost of the most important local head" "$(get local 3)" "$LOCAL_COST_MIN" \
         "head $(get local 2) (distance <= $LOCAL_DIST_MAX)"
     echo "check_heads: part 1, measured with no target (docs/heads.md):"
     printf '  info induction score on the probe: %.3f (head %s)\n' "$(get induction 3)" \
         "$(get induction 2)"
-    for name in $(awk '$1 != "previous-token" && $1 != "bracket" && $1 != "rare" &&
-                       $1 != "local" && $1 != "induction" { print $1 }' "$work/bytes/numbers.txt"); do
+    # the relations' lines (8 fields) but those with a target above, and rare's
+    for name in $(awk 'NF == 8 && $1 != "previous-token" && $1 != "bracket" && $1 != "rare" {
+                       print $1 }' "$work/bytes/numbers.txt"); do
         printf '  info %-12s attention %.3f (head %s, uniform %.3f)\n' "$name" \
             "$(get "$name" 3)" "$(get "$name" 2)" "$(get "$name" 4)"
     done
@@ -150,11 +152,11 @@ if [[ " $parts " == *" words "* ]]; then
         2>"$work/words/s1/docs.log" || { cat "$work/words/s1/docs.log"; exit 1; }
     echo
     echo "check_heads: part 2, words (the default recipe, H = 4, seeds 1-$seeds): required targets"
-    python3 - "$work/words" "$seeds" "$PAIR_ACCURACY_MIN" "$PREV_MIN" "$WORD_DISTINCT_MIN" \
+    python3 - "$work/words" "$seeds" "$PAIR_ACCURACY_MIN" "$WORD_DISTINCT_MIN" \
         "$WORD_SECONDS_MAX" <<'EOF' || failed=1
 import json, sys
 root, nseeds = sys.argv[1], int(sys.argv[2])
-acc_min, prev_min, distinct_min, seconds_max = map(float, sys.argv[3:7])
+acc_min, distinct_min, seconds_max = map(float, sys.argv[3:6])
 need = max(1, nseeds - 1)
 missed = 0
 def verdict(ok, label, got):
@@ -171,12 +173,14 @@ for s in range(1, nseeds + 1):
     summaries.append(summ)
     final = [json.loads(l) for l in open(d + "/run.jsonl") if '"type":"final"' in l]
     seconds.append(final[-1]["wall_seconds"] if final else float("inf"))
-# The planted relations: those summary.json lists from agreement on, in its
-# own order, read from the report rather than copied here.
-names = list(summaries[0]["relations"])
-planted = names[names.index("agreement"):]
-# Learned: each set's accuracy; coreference's second contrast is class_accuracy.
-sets = [(q, "accuracy") for q in planted] + [("coreference", "class_accuracy")]
+# The planted relations, in summary.json's order: read from the report (its
+# "planted"), not copied here.
+planted = [q for q, r in summaries[0]["relations"].items() if r["planted"]]
+# Learned: each set's accuracy, and a second contrast's class_accuracy where a
+# relation has one (coreference).
+sets = [(q, "accuracy") for q in planted] + [
+    (q, "class_accuracy") for q in planted
+    if any("class_accuracy" in summ["relations"][q] for summ in summaries)]
 for q, field in sets:
     accs = [summ["relations"][q].get(field) for summ in summaries]
     label = q if field == "accuracy" else q + " (class)"
@@ -196,6 +200,7 @@ n = sum(d >= distinct_min for d in distinct)
 verdict(n >= need, "served: >= %d distinct heads serve them" % distinct_min,
         "%d of %d (%s)" % (n, nseeds, " ".join(map(str, distinct))))
 prev = [summ["relations"]["previous-token"]["attention"] for summ in summaries]
+prev_min = summaries[0]["relations"]["previous-token"]["bar"]
 n = sum(p > prev_min for p in prev)
 verdict(n >= need, "a previous-token head (attention > %.1f)" % prev_min,
         "%d of %d (%s)" % (n, nseeds, " ".join("%.3f" % p for p in prev)))

@@ -36,12 +36,10 @@ def head(layer, h, prev, bracket, foo, qux, masked=0):
             "prev": str(prev), "bracket": str(bracket), "foo": str(foo), "qux": str(qux)}
 
 
-def rel(best, attention, uniform, loss, bar=None):
-    r = {"best_head": best, "attention": attention, "uniform": uniform, "loss": loss,
-         "rows": 100}
-    if bar is not None:
-        r["bar"] = bar
-    return r
+def rel(best, attention, uniform, loss, bar=0.3):
+    """One relation of a summary.json; bar as ./infer gives it (0.30 for most)."""
+    return {"best_head": best, "attention": attention, "uniform": uniform, "loss": loss,
+            "rows": 100, "bar": bar}
 
 
 class Judge(unittest.TestCase):
@@ -52,7 +50,7 @@ class Judge(unittest.TestCase):
     # own bar 0.20). Served: all three. Serving heads: previous-token {L0H0}, bracket
     # {L0H0, L0H1}, foo {L0H1}: 2 distinct heads, both serving two relations.
     heads = [head(0, 0, 0.62, 0.35, 0.05, 0), head(0, 1, 0.10, 0.31, 0.25, 0)]
-    relations = {"previous-token": rel("L0H0", 0.60, 0.05, 2.0),
+    relations = {"previous-token": rel("L0H0", 0.60, 0.05, 2.0, bar=0.5),
                  "bracket": rel("L0H0", 0.35, 0.05, 4.0),
                  "foo": rel("L0H1", 0.25, 0.10, 3.0, bar=0.2)}
     names = ["previous-token", "bracket", "foo"]
@@ -66,10 +64,8 @@ class Judge(unittest.TestCase):
         self.assertEqual(r["bracket"]["heads"], ["L0H0", "L0H1"])
         self.assertEqual(r["foo"]["heads"], ["L0H1"])
         self.assertAlmostEqual(r["previous-token"]["ratio"], 12.0)
-        self.assertEqual((r["previous-token"]["bar"], r["previous-token"]["bar_source"]),
-                         (0.5, "default"))
-        self.assertEqual((r["bracket"]["bar"], r["foo"]["bar"], r["foo"]["bar_source"]),
-                         (0.3, 0.2, "summary.json"))
+        self.assertEqual((r["previous-token"]["bar"], r["bracket"]["bar"], r["foo"]["bar"]),
+                         (0.5, 0.3, 0.2))
 
     def test_a_best_head_under_the_bar_serves_nothing(self):
         # bracket's best head at 0.29 < 0.30: not served, so no head serves it although
@@ -125,6 +121,10 @@ class Causal(unittest.TestCase):
         j = ablate_relations.judge(self.relations, heads, Judge.names)
         self.assertEqual(j["needed_per_head"], {"L0H0": 2, "L0H1": 1})
         self.assertEqual(ablate_relations.own_heads(j, Judge.names), ["foo"])
+
+
+# Each fake summary.json's bars: previous-token's and foo's own, 0.30 for the others.
+BARS = {"previous-token": 0.5, "foo": 0.2}
 
 
 # The fake sweep: per (H, seed) each head's (prev, bracket, foo, qux) and, per relation,
@@ -209,7 +209,7 @@ def fake_sweep(d, causal=False, vocab=0):
         for k, name in enumerate(names):
             best = max(range(len(rows)), key=lambda h: rows[h][k])
             relations[name] = rel("L0H%d" % best, rows[best][k], UNIFORM[name], 1.0 + seed,
-                                  bar=0.2 if name == "foo" else None)
+                                  bar=BARS.get(name, 0.3))
             if causal and name in ("bracket", "foo"):
                 relations[name].update(accuracy=SWEEP_ACCURACY[H, seed][k - 1], logit_diff=2.0,
                                        pairs=50)
@@ -263,16 +263,15 @@ class Sweep(unittest.TestCase):
                   "Served at every H in every seed: bracket.",
                   "previous-token 0.500 against 0.750 (H = 2); bracket 0.375 against 0.450 "
                   "(H = 2); foo 0.075 against 0.275 (H = 2); qux 0.100 against 0.100 (H = 2).",
-                  "Bars: previous-token 0.50, bracket 0.30, foo 0.20, qux 0.30 (from "
-                  "summary.json's \"bar\" for foo;"]:
+                  "Bars (from summary.json's \"bar\"): previous-token 0.50, bracket 0.30, "
+                  "foo 0.20, qux 0.30."]:
             self.assertIn(s, self.md)
 
     def test_relations_csv_has_a_row_per_run_and_relation(self):
         rows = ablate_report.read_csv(os.path.join(self.dir, "relations.csv"))
         self.assertEqual(len(rows), 4 * 4)
         r = next(r for r in rows if (r["run"], r["relation"]) == ("H02-D002-s1", "foo"))
-        self.assertEqual((r["served"], r["serving_heads"], r["bar"], r["bar_source"]),
-                         ("1", "L0H1", "0.2", "summary.json"))
+        self.assertEqual((r["served"], r["serving_heads"], r["bar"]), ("1", "L0H1", "0.2"))
         r = next(r for r in rows if (r["run"], r["relation"]) == ("H02-D002-s1", "bracket"))
         self.assertEqual((r["best_head"], r["served"], r["serving_heads"]), ("L0H1", "1", "L0H1"))
         runs = {r["run"]: r for r in ablate_report.read_csv(os.path.join(self.dir,
@@ -500,6 +499,9 @@ class JunkSweep(unittest.TestCase):
                      ("sweep.json", b"[1, 2]", "not a sweep this script wrote"),
                      ("runs/H01-D004-s1/run.jsonl", b"\xff\xfe", "run.jsonl: not a training log"),
                      ("runs/H01-D004-s1/heads/summary.json", b"{", "summary.json: not valid"),
+                     ("runs/H01-D004-s1/heads/summary.json",
+                      b'{"relations":{"bracket":{"attention":0.5}}}',
+                      'summary.json: relation bracket has no "bar"'),
                      ("runs/H01-D004-s1/heads/heads.csv", b"layer,head\nx,y\n",
                       "heads.csv: row 2 has no whole-number layer and head")]
             keep = {}
@@ -523,7 +525,7 @@ class JunkSweep(unittest.TestCase):
 class NoneServed(unittest.TestCase):
     def test_an_arm_where_nothing_is_served_says_so_once(self):
         names = ["previous-token", "bracket"]
-        relations = {"previous-token": rel("L0H0", 0.40, 0.05, 2.0),
+        relations = {"previous-token": rel("L0H0", 0.40, 0.05, 2.0, bar=0.5),
                      "bracket": rel("L0H1", 0.20, 0.05, 4.0)}
         heads = [head(0, 0, 0.40, 0.1, 0, 0), head(0, 1, 0.1, 0.2, 0, 0)]
         rows = [{"arm": "width", "H": H, "D": 4 // H, "seed": seed, "run": "r",
@@ -614,13 +616,13 @@ class ClosedHeads(unittest.TestCase):
     def test_a_closed_head_serves_nothing(self):
         heads = [dict(head(0, 0, 0.9, 0, 0, 0), gate="0"), dict(head(0, 1, 0.1, 0, 0, 0),
                                                                 gate="0.8")]
-        j = ablate_relations.judge({"previous-token": rel("L0H0", 0.9, 0.05, 2.0)}, heads,
-                                   ["previous-token"])
+        j = ablate_relations.judge({"previous-token": rel("L0H0", 0.9, 0.05, 2.0, bar=0.5)},
+                                   heads, ["previous-token"])
         x = j["relations"]["previous-token"]
         self.assertEqual((x["attending"], x["served"]), ([], 0))
         heads[0]["gate"] = "0.5"
-        j = ablate_relations.judge({"previous-token": rel("L0H0", 0.9, 0.05, 2.0)}, heads,
-                                   ["previous-token"])
+        j = ablate_relations.judge({"previous-token": rel("L0H0", 0.9, 0.05, 2.0, bar=0.5)},
+                                   heads, ["previous-token"])
         self.assertEqual(j["relations"]["previous-token"]["heads"], ["L0H0"])
 
 

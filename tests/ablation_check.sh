@@ -115,8 +115,9 @@ import glob, json, sys
 for path in glob.glob(sys.argv[1] + "/runs/*/heads/summary.json"):
     s = json.load(open(path))
     s["relations"] = {"previous-token": {"best_head": "L0H0", "attention": 0.25 * s["heads"],
-                                         "uniform": 0.1, "loss": 3.0, "rows": 100},
-                      "copy": {"best_head": None, "attention": None, "uniform": 0.1}}
+                                         "uniform": 0.1, "loss": 3.0, "rows": 100, "bar": 0.5},
+                      "copy": {"best_head": None, "attention": None, "uniform": 0.1,
+                               "bar": 0.3}}
     json.dump(s, open(path, "w"))
 EOF
 ablate --out "$work/rel" --report-only 2>/dev/null

@@ -3,7 +3,8 @@
  * too short for a train or a val window) gets a message naming the file and the
  * problem; bytes that are not UTF-8 are fine (the alphabet is bytes); the
  * byte-level tokenizer round-trips and names an unknown byte and its offset; the
- * split is by bytes, and merges are learned from the train bytes only. The
+ * split is by bytes, and merges are learned from the train bytes only; a
+ * checkpoint's training text is read again and checked against its record. The
  * tokenizer's merges are tested in test_tokenizer.c. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "data/corpus.h"
+#include "data/induction.h"
 #include "data/tokenizer.h"
 #include "util/hash.h"
 #include "tests/testutil.h"
@@ -396,4 +398,78 @@ Test(corpus, a_bpe_vocabulary_encodes_bytes_its_text_never_held)
     corpus_free(&c);
     textfile_free(&f);
     free(text);
+}
+
+/* textfile_reopen gives back the text a checkpoint recorded (path, size, hash)
+ * while it is unchanged, says CHANGED (holding what it read) once a byte or the
+ * size differs, MISSING when the file is gone and UNREADABLE for a directory;
+ * a built-in corpus's name is generated again at the recorded size. */
+Test(corpus, reopen_finds_the_recorded_text_or_says_what_changed)
+{
+    const char *d = tu_tmpdir("corpus-reopen");
+    const char text[] = "the cat sat on the mat\n";
+    size_t n = sizeof text - 1;
+    uint64_t hash = hash_fnv1a(HASH_FNV_INIT, text, n);
+    char path[512], err[1600];
+    snprintf(path, sizeof path, "%s", put_file(d, "train.txt", text, n));
+    TextFile f;
+    cr_assert_eq(textfile_reopen(&f, path, n, hash, 0, err, sizeof err), TEXTFILE_SAME, "%s", err);
+    cr_assert_eq(f.n, n);
+    cr_assert_eq(memcmp(f.bytes, text, n), 0);
+    textfile_free(&f);
+
+    put_file(d, "train.txt", "the cat sat on the rug\n", n);
+    cr_assert_eq(textfile_reopen(&f, path, n, hash, 0, err, sizeof err), TEXTFILE_CHANGED);
+    cr_assert_eq(f.n, n);
+    textfile_free(&f);
+    put_file(d, "train.txt", text, n - 1);
+    cr_assert_eq(textfile_reopen(&f, path, n, hash, 0, err, sizeof err), TEXTFILE_CHANGED);
+    cr_assert_eq(f.n, n - 1);
+    textfile_free(&f);
+
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(textfile_reopen(&f, path, n, hash, 0, err, sizeof err), TEXTFILE_MISSING);
+    cr_assert_not_null(strstr(err, "no such file"), "%s", err);
+    cr_assert_eq(textfile_reopen(&f, d, n, hash, 0, err, sizeof err), TEXTFILE_UNREADABLE);
+    cr_assert_not_null(strstr(err, "is a directory"), "%s", err);
+
+    TextFile b;
+    cr_assert_eq(textfile_builtin(&b, 5000, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(textfile_reopen(&f, CORPUS_BUILTIN_NAME, b.n, b.hash, 0, err, sizeof err),
+                 TEXTFILE_SAME, "%s", err);
+    cr_assert_eq(memcmp(f.bytes, b.bytes, b.n), 0);
+    textfile_free(&f);
+    cr_assert_eq(textfile_reopen(&f, CORPUS_BUILTIN_NAME, b.n, b.hash ^ 1, 0, err, sizeof err),
+                 TEXTFILE_CHANGED);
+    textfile_free(&f);
+    textfile_free(&b);
+}
+
+/* Every built-in corpus's row: its recorded name reads back as its source, and
+ * its generator makes the same text the named generator does; any other path
+ * is a file. */
+Test(corpus, each_built_in_corpus_row_names_itself_and_generates_its_text)
+{
+    char err[1500];
+    cr_assert_eq(corpus_source_of("input.txt"), CORPUS_SOURCE_FILE);
+    cr_assert_null(corpus_sources[CORPUS_SOURCE_FILE].generate);
+    for (int s = 0; s < CORPUS_SOURCES; s++) {
+        const CorpusSourceRow *row = &corpus_sources[s];
+        if (!row->name)
+            continue;
+        cr_assert_eq(corpus_source_of(row->name), s, "%s", row->name);
+        cr_assert_gt(row->default_bytes, 0, "%s", row->name);
+        TextFile a, b;
+        cr_assert_eq(row->generate(&a, 3000, err, sizeof err), 0, "%s", err);
+        int rc = s == CORPUS_SOURCE_TEXT ? textfile_builtin(&b, 3000, err, sizeof err)
+                                         : induction_textfile(&b, 3000, err, sizeof err);
+        cr_assert_eq(rc, 0, "%s", err);
+        cr_assert_eq(a.n, 3000);
+        cr_assert_eq(a.hash, b.hash, "%s", row->name);
+        cr_assert_str_eq(a.name, row->name);
+        textfile_free(&a);
+        textfile_free(&b);
+    }
+    cr_assert_str_eq(corpus_sources[CORPUS_SOURCE_TEXT].name, CORPUS_BUILTIN_NAME);
+    cr_assert_str_eq(corpus_sources[CORPUS_SOURCE_INDUCTION].name, INDUCTION_CORPUS_NAME);
 }

@@ -476,7 +476,7 @@ Test(explore, a_piece_of_the_built_in_corpus_has_its_planted_keys, .timeout = 12
     cr_assert_not_null(strstr(j, "\"builtin_corpus\":true"));
     for (int q = 0; q < SYNTH_REL_KINDS; q++)
         if (q != SYNTH_REL_BRACKET)
-            expect_single_keys(j, heads_rel_names[heads_rel_of_synth[q]], want[q], T);
+            expect_single_keys(j, heads_rel_table[heads_rel_of_synth(q)].name, want[q], T);
     free(j);
     free(rel);
     free(corpus);

@@ -1,7 +1,7 @@
 /* Command-line tests of the explorer's relations (./infer --explore-json, the
  * program in $HEADCOUNT_BIN) on whole lines of the built-in corpus, whose
  * relations the generator knows: each relation's query/key pairs are the
- * generator's, its sentence for a reader is heads_rel_about's, the sentences
+ * generator's, its sentence for a reader is its heads_rel_table row's, the sentences
  * are the text's lines, each head's role and the clearest serving head follow
  * the rule of docs/heads.md ("Types") from the JSON's own numbers, and the
  * --heads table shows the same roles. The model (2 layers of 4 gated heads,
@@ -74,11 +74,11 @@ static int read_heads(JHead *h, int max, const char *json)
         const char *sv = member(p, end, "serves"), *sv_end = strchr(sv, ']');
         for (int q = 0; q < HEADS_REL_COUNT; q++) {
             char quoted[64];
-            snprintf(quoted, sizeof quoted, "\"%s\"", heads_rel_names[q]);
+            snprintf(quoted, sizeof quoted, "\"%s\"", heads_rel_table[q].name);
             const char *hit = strstr(sv, quoted);
             x->serves[q] = hit && hit < sv_end;
             /* The attention fields come before "attends", "cost" and the rest. */
-            const char *a = member(p, member(p, end, "attends"), heads_rel_names[q]);
+            const char *a = member(p, member(p, end, "attends"), heads_rel_table[q].name);
             x->att[q] = a ? strtod(a, NULL) : -1.0;
         }
         p += 6;
@@ -159,9 +159,9 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
     char want[8000], about[1000];
     int planted_pairs_seen = 0;
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
-        json_string(about, heads_rel_about[q]);
+        json_string(about, heads_rel_table[q].about);
         snprintf(want, sizeof want, "\"%s\":{\"planted\":%s,\"about\":%s,\"query_key\":",
-                 heads_rel_names[q], q >= HEADS_REL_TEXT ? "true" : "false", about);
+                 heads_rel_table[q].name, q >= HEADS_REL_TEXT ? "true" : "false", about);
         const char *p = strstr(rels, want);
         cr_assert_not_null(p, "no %s", want);
         p += strlen(want);
@@ -177,14 +177,14 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
         } else {
             int kind = -1;
             for (int k = 0; k < SYNTH_REL_KINDS; k++)
-                if (k != SYNTH_REL_BRACKET && (int)heads_rel_of_synth[k] == q)
+                if (k != SYNTH_REL_BRACKET && (int)heads_rel_of_synth(k) == q)
                     kind = k;
-            cr_assert_geq(kind, 0, "no generator kind for %s", heads_rel_names[q]);
+            cr_assert_geq(kind, 0, "no generator kind for %s", heads_rel_table[q].name);
             planted_pairs(want, sizeof want, rel, total, at, kind);
             planted_pairs_seen += strlen(want) > 2;
         }
-        cr_assert_eq(strncmp(p, want, strlen(want)), 0, "%s: %.200s, want %s", heads_rel_names[q],
-                     p, want);
+        cr_assert_eq(strncmp(p, want, strlen(want)), 0, "%s: %.200s, want %s",
+                     heads_rel_table[q].name, p, want);
     }
     cr_assert_gt(planted_pairs_seen, 0, "the window holds no planted relation");
 
@@ -229,7 +229,8 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
             if (h[k].serves[q] && (role < 0 || h[k].att[q] > h[k].att[role]))
                 role = q;
         serving += role >= 0;
-        cr_assert_str_eq(h[k].role, role >= 0 ? heads_rel_names[role] : h[k].type, "%s", h[k].id);
+        cr_assert_str_eq(h[k].role, role >= 0 ? heads_rel_table[role].name : h[k].type, "%s",
+                         h[k].id);
         if (role >= 0 && (best < 0 || h[k].att[role] > h[best].att[best_q])) {
             best = k;
             best_q = role;
@@ -237,10 +238,10 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
     }
     cr_assert_gt(serving, 0, "no head serves a relation on this text: nothing to check");
     snprintf(want, sizeof want, "\"clearest\":{\"head\":\"%s\",\"layer\":%d,\"relation\":\"%s\"",
-             h[best].id, best / 4, heads_rel_names[best_q]);
+             h[best].id, best / 4, heads_rel_table[best_q].name);
     cr_assert_not_null(strstr(j, want), "want %s, got %.200s", want, strstr(j, "\"clearest\""));
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
-        const char *p = member(rels, NULL, heads_rel_names[q]);
+        const char *p = member(rels, NULL, heads_rel_table[q].name);
         snprintf(want, sizeof want, "[");
         for (int k = 0, n = 0; k < 8; k++)
             if (h[k].serves[q])
@@ -248,7 +249,7 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
         cat(want, sizeof want, "]");
         const char *sv = member(p, NULL, "serves");
         cr_assert_eq(strncmp(sv, want, strlen(want)), 0, "%s served by %.60s, want %s",
-                     heads_rel_names[q], sv, want);
+                     heads_rel_table[q].name, sv, want);
     }
 
     /* The --heads table on the same window (its first T tokens and the next)

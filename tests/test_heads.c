@@ -309,8 +309,8 @@ Test(heads, classification_follows_the_documented_thresholds)
     cr_assert_eq(heads_classify(&s, 0.2), HEAD_MASKED);
     cr_assert_str_eq(heads_type_names[HEAD_PREVIOUS], "previous-token");
     cr_assert_str_eq(heads_type_names[HEAD_BRACKET], "bracket");
-    cr_assert_str_eq(heads_rel_names[HEADS_REL_PREV], "previous-token");
-    cr_assert_str_eq(heads_rel_names[HEADS_REL_COPY], "copy");
+    cr_assert_str_eq(heads_rel_table[HEADS_REL_PREV].name, "previous-token");
+    cr_assert_str_eq(heads_rel_table[HEADS_REL_COPY].name, "copy");
 }
 
 /* The role rule (docs/heads.md, "Types"): a head that serves relations is named
@@ -360,13 +360,42 @@ Test(heads, clearest_serving_head_has_the_most_attention_on_what_it_serves)
     cr_assert_eq(rel, HEADS_REL_COREF);
 }
 
+/* The relation table holds together: names are unique, the text relations (found
+ * in any text) come before the planted ones, a planted relation's keys come from
+ * its planted kind, and every planted kind is measured as exactly one relation. */
+Test(heads, relation_rows_are_consistent_with_their_kind)
+{
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        const HeadsRelRow *r = &heads_rel_table[q];
+        cr_assert_not_null(r->name, "relation %d has no name", q);
+        for (int p = 0; p < q; p++)
+            cr_assert_str_neq(heads_rel_table[p].name, r->name, "%s twice", r->name);
+        cr_assert_eq(r->planted, q >= HEADS_REL_TEXT, "%s: planted %d", r->name, r->planted);
+        cr_assert_eq(r->key == HEADS_KEY_PLANTED, r->planted, "%s: key rule %d", r->name, r->key);
+        if (r->planted)
+            cr_assert_geq(r->synth, 0, "%s: planted without a planted kind", r->name);
+        if (r->synth >= 0)
+            cr_assert_eq(heads_rel_of_synth(r->synth), q, "%s", r->name);
+    }
+    for (int k = 0; k < SYNTH_REL_KINDS; k++)
+        cr_assert_geq(heads_rel_of_synth(k), 0, "planted kind %d is measured as no relation", k);
+    cr_assert_eq(heads_rel_of_synth(SYNTH_REL_KINDS), -1);
+    cr_assert_eq(heads_rel_of_synth(SYNTH_REL_BRACKET), HEADS_REL_BRACKET);
+    cr_assert_eq(heads_rel_of_synth(SYNTH_REL_PRONOUN), HEADS_REL_PRONOUN);
+    /* repeat: the two relations whose token comes again */
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        cr_assert_eq(heads_rel_table[q].repeat, q == HEADS_REL_COPY || q == HEADS_REL_NAMES,
+                     "%s", heads_rel_table[q].name);
+}
+
 /* Every relation has its sentence for a reader, naming its query and its key. */
 Test(heads, every_relation_says_which_token_is_query_and_which_key)
 {
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
-        cr_assert_not_null(heads_rel_about[q], "%s has no sentence", heads_rel_names[q]);
-        cr_assert_not_null(strstr(heads_rel_about[q], "Query: "), "%s", heads_rel_names[q]);
-        cr_assert_not_null(strstr(heads_rel_about[q], "Key"), "%s", heads_rel_names[q]);
+        const HeadsRelRow *r = &heads_rel_table[q];
+        cr_assert_not_null(r->about, "%s has no sentence", r->name);
+        cr_assert_not_null(strstr(r->about, "Query: "), "%s", r->name);
+        cr_assert_not_null(strstr(r->about, "Key"), "%s", r->name);
     }
 }
 

@@ -313,7 +313,7 @@ Test(heads_bpe, the_built_in_corpus_keeps_its_planted_relations_on_byte_pairs, .
     cr_assert_not_null(strstr(out, "\"probe_tokens\":\"word tokens"), "%.2000s", out);
     for (int q = HEADS_REL_TEXT; q < HEADS_REL_COUNT; q++) {
         char key[64];
-        snprintf(key, sizeof key, "\"%s\":{", heads_rel_names[q]);
+        snprintf(key, sizeof key, "\"%s\":{", heads_rel_table[q].name);
         const char *r = strstr(out, key);
         cr_assert_not_null(r, "no %s relation", key);
         r = strstr(r, "\"rows\":");

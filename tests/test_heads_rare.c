@@ -63,7 +63,7 @@ Test(heads_rare, counts_every_id_below_V)
     cr_assert_eq(counts[1], 1);
     cr_assert_eq(counts[2], 0);
     cr_assert_eq(counts[3], 3, "id 7 >= V is not counted");
-    cr_assert_str_eq(heads_rel_names[HEADS_REL_RARE], "rare");
+    cr_assert_str_eq(heads_rel_table[HEADS_REL_RARE].name, "rare");
     cr_assert_eq(HEADS_REL_RARE, HEADS_REL_TEXT - 1, "rare is a relation of any text");
 }
 

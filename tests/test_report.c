@@ -6,13 +6,37 @@
 #include <string.h>
 
 #include "app/report/report.h"
+#include "app/report/report_files.h"
 
 Test(report, every_relation_has_a_bar_between_0_and_1)
 {
     for (int q = 0; q < HEADS_REL_COUNT; q++)
-        cr_assert(heads_rel_bar[q] > 0.0 && heads_rel_bar[q] < 1.0, "%s: bar %g",
-                  heads_rel_names[q], heads_rel_bar[q]);
-    cr_assert_eq(heads_rel_bar[HEADS_REL_PREV], HEADS_PREV_MIN);
+        cr_assert(heads_rel_table[q].bar > 0.0 && heads_rel_table[q].bar < 1.0, "%s: bar %g",
+                  heads_rel_table[q].name, heads_rel_table[q].bar);
+    cr_assert_eq(heads_rel_table[HEADS_REL_PREV].bar, HEADS_PREV_MIN);
+}
+
+/* heads.csv's per-head columns: the metrics, then one per relation named after
+ * it, reading that relation's HeadStats.rel. */
+Test(report, per_head_fields_end_with_one_column_per_relation)
+{
+    HeadStats s = {0};
+    s.entropy = 0.25;
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        s.rel[q] = 0.5 + q;
+    ReportField first = report_field_at(0);
+    cr_assert_str_eq(first.name, "entropy");
+    cr_assert_eq(report_field(&s, &first), 0.25);
+    cr_assert_str_eq(report_field_at(REPORT_NMETRICS - 1).name, "jsd_nearest");
+    for (int q = 0; q < HEADS_REL_COUNT; q++) {
+        ReportField f = report_field_at(REPORT_NMETRICS + (size_t)q);
+        cr_assert_str_eq(f.name, heads_rel_table[q].name);
+        cr_assert_eq(report_field(&s, &f), 0.5 + q, "%s", f.name);
+        char want[128];
+        snprintf(want, sizeof want, "mean weight on the %s relation's key (docs/heads.md, "
+                 "Relations)", heads_rel_table[q].name);
+        cr_assert_str_eq(f.legend, want);
+    }
 }
 
 /* Four heads (L = 2, H = 2): L0H0 above the previous-token bar, L0H1 exactly
@@ -31,11 +55,11 @@ static void hand_set(HeadStats st[4])
     st[1].cost[HEADS_REL_NAMES] = HEADS_NEEDED_SHARE - 1e-9;
     st[0].rel[HEADS_REL_PREV] = HEADS_PREV_MIN + 0.01;
     st[1].rel[HEADS_REL_PREV] = HEADS_PREV_MIN;
-    st[1].rel[HEADS_REL_BRACKET] = heads_rel_bar[HEADS_REL_BRACKET] + 0.2;
-    st[1].rel[HEADS_REL_NAMES] = heads_rel_bar[HEADS_REL_NAMES] + 0.01;
+    st[1].rel[HEADS_REL_BRACKET] = heads_rel_table[HEADS_REL_BRACKET].bar + 0.2;
+    st[1].rel[HEADS_REL_NAMES] = heads_rel_table[HEADS_REL_NAMES].bar + 0.01;
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         st[2].rel[q] = 0.99;
-        st[3].rel[q] = heads_rel_bar[q] - 0.01;
+        st[3].rel[q] = heads_rel_table[q].bar - 0.01;
     }
     st[2].masked = 1;
 }
@@ -56,7 +80,7 @@ Test(report, a_head_serves_the_relations_it_attends_to_above_the_bar_and_is_need
     cr_assert_str_eq(report_serves(buf, 10, &st[1], "+"), "bracket", "cut at a whole name");
 }
 
-Test(report, summary_json_lists_each_relations_bar_and_each_heads_relations)
+Test(report, summary_json_lists_each_relations_bar_kind_and_each_heads_relations)
 {
     HeadStats st[4];
     hand_set(st);
@@ -81,12 +105,18 @@ Test(report, summary_json_lists_each_relations_bar_and_each_heads_relations)
     cr_assert_not_null(strstr(text, "\"previous-token\":{\"best_head\":"), "%s", text);
     char want[64];
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
-        snprintf(want, sizeof want, "\"%s\":{\"best_head\":", heads_rel_names[q]);
+        snprintf(want, sizeof want, "\"%s\":{\"best_head\":", heads_rel_table[q].name);
         const char *p = strstr(text, want);
         cr_assert_not_null(p, "no %s", want);
-        snprintf(want, sizeof want, "\"bar\":%g", heads_rel_bar[q]);
+        snprintf(want, sizeof want, "\"bar\":%g", heads_rel_table[q].bar);
         const char *b = strstr(p, "\"bar\":");
-        cr_assert(b && strncmp(b, want, strlen(want)) == 0, "%s: %.40s", heads_rel_names[q], b);
+        cr_assert(b && strncmp(b, want, strlen(want)) == 0, "%s: %.40s",
+                  heads_rel_table[q].name, b);
+        /* its kind right after the bar, as the scripts read it */
+        char kind[96];
+        snprintf(kind, sizeof kind, "\"bar\":%g,\"planted\":%s", heads_rel_table[q].bar,
+                 q >= HEADS_REL_TEXT ? "true" : "false");
+        cr_assert(strncmp(b, kind, strlen(kind)) == 0, "%s: %.60s", heads_rel_table[q].name, b);
     }
     free(text);
 }

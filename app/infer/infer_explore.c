@@ -51,9 +51,8 @@ static void find_relation_keys(RelationKeys *rk, Explore *e, const InferOptions 
         rk->key[q] = xcalloc((size_t)T, sizeof(int));
         rk->first[q] = xcalloc((size_t)T, sizeof(int));
     }
-    heads_keys_prev(rk->key[HEADS_REL_PREV], 1, T);
-    heads_keys_bracket(rk->key[HEADS_REL_BRACKET], in, tok, 1, T);
-    heads_keys_copy(rk->key[HEADS_REL_COPY], rk->first[HEADS_REL_COPY], in, 1, T);
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        heads_keys_find(rk->key[q], rk->first[q], q, in, tok, 1, T);
     uint64_t *counts = rk->counts = xcalloc((size_t)tok->V, sizeof *counts);
     uint64_t *minc = xcalloc((size_t)T, sizeof *minc);
     rare_counts_load(counts, o->train_state, tok, all, nt, why, sizeof why);
@@ -69,7 +68,7 @@ static void find_relation_keys(RelationKeys *rk, Explore *e, const InferOptions 
     planted_keys(rk->key, rk->first, &rk->planted, base, 1, T, &next);
     e->builtin = planted_known(&rk->planted);
     for (int q = 0; q < HEADS_REL_COUNT; q++)
-        e->rel_key[q] = q < HEADS_REL_TEXT || e->builtin ? rk->key[q] : NULL;
+        e->rel_key[q] = !heads_rel_table[q].planted || e->builtin ? rk->key[q] : NULL;
     e->rare_keys = rk->rare;
 }
 

@@ -200,12 +200,11 @@ static void relation_pass(HeadSums *sums, RelationSums *rsums, PairSums *ps,
             tg[i] = ids[pos + 1];
         }
         gpt_forward(in->m, a, x, tg, B, T, &po);
-        heads_keys_prev(key[HEADS_REL_PREV], B, T);
-        heads_keys_bracket(key[HEADS_REL_BRACKET], x, in->tok, B, T);
-        heads_keys_copy(key[HEADS_REL_COPY], first[HEADS_REL_COPY], x, B, T);
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            heads_keys_find(key[q], first[q], q, x, in->tok, B, T);
         planted_keys(key, first, &in->planted, (size_t)w0 * T, B, T, &next);
         for (int q = 0; q < HEADS_REL_COUNT; q++)
-            if (q != HEADS_REL_RARE)
+            if (heads_rel_table[q].key != HEADS_KEY_RARE)
                 heads_add_relation(sums, &rsums[q], q, a, key[q], first[q], a->losses, B, T);
         if (heads_add_rare(sums, &rsums[HEADS_REL_RARE], a, x, tg, in->counts, a->losses, B, T))
             cli_fail("out of memory for the rare relation");
@@ -686,14 +685,14 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
     printf("  relation        best    attention  uniform  loss    rows    needed     \n");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *r = &out->rel[q];
-        if (q >= HEADS_REL_TEXT && !planted_known(&in->planted))
+        if (heads_rel_table[q].planted && !planted_known(&in->planted))
             continue;
         int k = out->needed_head[q];
-        printf("  %-15s %-7s %9.3f  %7.3f  %6.3f  %6.0f  %-11s", heads_rel_names[q],
+        printf("  %-15s %-7s %9.3f  %7.3f  %6.3f  %6.0f  %-11s", heads_rel_table[q].name,
                report_best_label(name, r, in->H),
                r->attention, r->uniform, r->loss, r->rows,
                head_cost(need, k, in->H, k >= 0 ? ms->st[k].cost[q] : 0.0));
-        if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
+        if (heads_rel_table[q].repeat)
             printf("  loss ratio %.3f (%.3f vs %.3f nats at the first occurrence, %.0f pairs)",
                    r->loss_ratio, r->pairs > 0 ? r->loss_ratio * r->first_loss : 0.0,
                    r->first_loss, r->pairs);
@@ -712,10 +711,13 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
                    q < HEADS_REL_COUNT ? needed_set_text(set, sizeof set, &out->needed[q], in->H)
                                        : "-");
         }
-        printf("  (names: against the most likely other token; coreference: against the "
-               "line's other noun; coreference-class:\n   against a noun of the antecedent's "
-               "class not in the line; %d windows of %d tokens; heads silenced to %s; %zu "
-               "contrasts left out: %s)\n", in->causal_windows, in->T,
+        printf("  (");
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            if (heads_rel_table[q].against)
+                printf("%s: against %s; ", heads_rel_table[q].name, heads_rel_table[q].against);
+        printf("%s:\n   against a noun of the antecedent's class not in the line; %d windows "
+               "of %d tokens; heads silenced to %s; %zu contrasts left out: %s)\n",
+               pairs_set_name(PAIRS_COREF_CLASS), in->causal_windows, in->T,
                in->head_mean ? "their mean output" : "zero", in->planted.pairs_skipped,
                report_skipped_why);
     } else {
@@ -724,12 +726,12 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
     }
     printf("  (rare: token counts of %s)\n", in->rare_source);
     if (in->planted.builtin)
-        printf("  (the file is the built-in corpus from byte %zu: the relations from agreement "
-               "on are its planted ones)\n", in->planted.at);
+        printf("  (the file is the built-in corpus from byte %zu: the relations from %s on "
+               "are its planted ones)\n", in->planted.at, heads_rel_table[HEADS_REL_TEXT].name);
     else if (in->planted.parsed)
         printf("  (%zu of the file's %zu sentences are ones the built-in corpus's grammar "
-               "writes: the relations from agreement on are planted in those)\n",
-               in->planted.parsed, in->planted.nsentence);
+               "writes: the relations from %s on are planted in those)\n",
+               in->planted.parsed, in->planted.nsentence, heads_rel_table[HEADS_REL_TEXT].name);
     printf("  (best = none: no open head attends to the key more than a head spreading its "
            "weight evenly would; - : the relation has no rows)\n");
     if (in->planted.dropped)

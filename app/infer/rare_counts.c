@@ -4,46 +4,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "analysis/heads.h"
 #include "data/corpus.h"
-#include "data/induction.h"
 
 /* Reads the training text ts names into f; 0, or -1 with the reason in why. */
 static int read_training_text(TextFile *f, const TrainState *ts, char *why, size_t whylen)
 {
     char err[1500];
-    int rc;
-    CorpusSource source = corpus_source_of(ts->data_path);
-    if (source == CORPUS_SOURCE_TEXT) {
-        rc = textfile_builtin(f, (size_t)ts->data_size, err, sizeof err);
-    } else if (source == CORPUS_SOURCE_INDUCTION) {
-        rc = induction_textfile(f, (size_t)ts->data_size, err, sizeof err);
-    } else {
-        struct stat sb;
-        if (stat(ts->data_path, &sb) != 0) {
-            snprintf(why, whylen, "%s is not there", ts->data_path);
-            return -1;
-        }
-        if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != ts->data_size) {
-            snprintf(why, whylen, "%s is not the %llu-byte file trained on", ts->data_path,
-                     (unsigned long long)ts->data_size);
-            return -1;
-        }
-        rc = textfile_read(f, ts->data_path, 1, err, sizeof err);
-    }
-    if (rc) {
+    switch (textfile_reopen(f, ts->data_path, ts->data_size, ts->data_hash, 1, err, sizeof err)) {
+    case TEXTFILE_SAME:
+        return 0;
+    case TEXTFILE_MISSING:
+        snprintf(why, whylen, "%s is not there", ts->data_path);
+        return -1;
+    case TEXTFILE_UNREADABLE:
         snprintf(why, whylen, "%s", err);
         return -1;
-    }
-    if (f->n != ts->data_size || f->hash != ts->data_hash) {
-        snprintf(why, whylen, "%s has changed since training (size or FNV-1a hash differ)",
-                 ts->data_path);
+    case TEXTFILE_CHANGED:
+        if (f->n != ts->data_size)
+            snprintf(why, whylen, "%s is not the %llu-byte file trained on", ts->data_path,
+                     (unsigned long long)ts->data_size);
+        else
+            snprintf(why, whylen, "%s has changed since training (size or FNV-1a hash differ)",
+                     ts->data_path);
         textfile_free(f);
         return -1;
     }
-    return 0;
+    return -1;
 }
 
 /* The training text's train split, encoded and counted; 0, or -1 with why. */

@@ -138,7 +138,7 @@ static void write_heads(FILE *f, const Explore *e)
         json_fput_string(f, heads_role(s));
         for (int q = 0; q < HEADS_REL_COUNT; q++)
             if (rel_known(e, q)) {
-                fprintf(f, ",\"%s\":", heads_rel_names[q]);
+                fprintf(f, ",\"%s\":", heads_rel_table[q].name);
                 jnum(f, s->rel[q]);
             }
         report_head_relations_json(f, s);
@@ -160,7 +160,7 @@ static void write_relation_keys(FILE *f, const Explore *e)
     int T = e->T;
     fprintf(f, "\"builtin_corpus\":%s,\n\"relation_keys\":{", e->builtin ? "true" : "false");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
-        fprintf(f, "%s\n\"%s\":", q ? "," : "", heads_rel_names[q]);
+        fprintf(f, "%s\n\"%s\":", q ? "," : "", heads_rel_table[q].name);
         int rare = q == HEADS_REL_RARE;
         if (rare ? !e->rare_keys : !e->rel_key[q]) {
             fputs("null", f);
@@ -208,10 +208,10 @@ static void write_relations(FILE *f, const Explore *e)
         if (!rel_known(e, q))
             continue;
         const HeadsRelation *r = &e->rel[q];
-        fprintf(f, "%s\n\"%s\":{\"planted\":%s,\"about\":", sep, heads_rel_names[q],
-                q >= HEADS_REL_TEXT ? "true" : "false");
+        fprintf(f, "%s\n\"%s\":{\"planted\":%s,\"about\":", sep, heads_rel_table[q].name,
+                heads_rel_table[q].planted ? "true" : "false");
         sep = ",";
-        json_fput_string(f, heads_rel_about[q]);
+        json_fput_string(f, heads_rel_table[q].about);
         fputs(",\"query_key\":", f);
         if (q == HEADS_REL_RARE) {
             fputs("null", f);
@@ -237,7 +237,7 @@ static void write_relations(FILE *f, const Explore *e)
         fputs(",\"uniform\":", f);
         jnum(f, r->uniform);
         fputs(",\"bar\":", f);
-        jnum(f, heads_rel_bar[q]);
+        jnum(f, heads_rel_table[q].bar);
         fputs(",\"loss\":", f);
         jnum(f, r->loss);
         if (e->causal && e->causal->pair[q].pairs > 0)
@@ -272,7 +272,7 @@ static void write_clearest_and_sentences(FILE *f, const Explore *e)
         char id[32];
         head_id(id, k, e->cfg.H);
         fprintf(f, "{\"head\":\"%s\",\"layer\":%d,\"relation\":\"%s\",\"attention\":", id,
-                k / e->cfg.H, heads_rel_names[rel]);
+                k / e->cfg.H, heads_rel_table[rel].name);
         jnum(f, e->st[k].rel[rel]);
         fputc('}', f);
     }

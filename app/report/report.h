@@ -6,7 +6,10 @@
  * --prune-curve) and index.html, a self-contained page tying them together, and
  * the marker that makes the directory the report's own. Program-side: it writes files but
  * never prints or exits; errors come back as -1 with a message naming the
- * file. The numbers themselves come from model/heads. */
+ * file. The numbers themselves come from analysis/heads. Defined in report.c
+ * (the data files, summary.json), report_page.c (the heatmaps, index.html),
+ * report_dir.c (report_check_dir, report_write) and report_files.c (the
+ * labels and relation lists below, which --heads prints too). */
 #ifndef HEADCOUNT_REPORT_H
 #define HEADCOUNT_REPORT_H
 
@@ -105,6 +108,11 @@ void report_head_relations_json(FILE *f, const HeadStats *s);
 /* summary.json's object on one line (with its newline) to f: what
  * `./infer --heads FILE --json` prints and the report writes as summary.json. */
 void report_summary_json(FILE *f, const HeadsReport *r);
+
+/* The data files into dir (report.c): heads.csv, heads.json, summary.json,
+ * tokens.csv, and where measured prune.csv, relations.csv and ablation.csv;
+ * -1 with the file in the message. report_write calls it. */
+int report_write_data(const char *dir, const HeadsReport *r, char *err, size_t errlen);
 
 /* Writes every file into a fresh directory beside dir (DIR.tmp.XXXXXX), then
  * puts it in place of dir (which report_check_dir allows): nothing of the new

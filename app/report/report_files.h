@@ -1,7 +1,9 @@
-/* report_files: what the two halves of the heads report share (report.c writes
- * the data files, report_page.c the heatmaps and index.html): an output file
- * with its path for messages, the per-head fields of heads.csv, heads.json and
- * the page's table, and head labels. Internal to app/report*.c. */
+/* report_files: what the parts of the heads report share (report.c writes the
+ * data files, report_page.c the heatmaps and index.html, report_dir.c the
+ * directory they go into): an output file with its path for messages, the
+ * per-head fields of heads.csv, heads.json and the page's table, head labels.
+ * Defined in report_files.c, which uses none of the others. Internal to
+ * app/report. */
 #ifndef HEADCOUNT_REPORT_FILES_H
 #define HEADCOUNT_REPORT_FILES_H
 
@@ -24,16 +26,23 @@ int report_out_open(ReportOut *o, const char *dir, const char *name, char *err,
 int report_out_close(ReportOut *o, char *err, size_t errlen);
 
 /* The per-head numbers written to heads.csv, heads.json and the page's table,
- * in order. */
+ * in order: REPORT_NMETRICS metrics (entropy ... jsd_nearest), then each
+ * relation's mean attention on its key (HeadStats.rel), named after the
+ * relation (heads_rel_table). */
 typedef struct {
     const char *name;
     size_t offset;   /* of a double in HeadStats */
-    const char *legend; /* one line for the page's legend under the table */
+    char legend[128]; /* one line for the page's legend under the table */
 } ReportField;
 
-extern const ReportField report_fields[];
-extern const size_t report_nfields;
+#define REPORT_NMETRICS 15
+#define REPORT_NFIELDS (REPORT_NMETRICS + HEADS_REL_COUNT)
+/* Field i < REPORT_NFIELDS. */
+ReportField report_field_at(size_t i);
 double report_field(const HeadStats *s, const ReportField *f);
+
+/* A JSON number (%.6g), or null for a non-finite value. */
+void report_jnum(FILE *f, double v);
 
 /* Room for a token's label in the report: longer ones are cut (whole symbols). */
 #define REPORT_LABEL_MAX 256
@@ -47,9 +56,5 @@ const char *report_rel_label(char buf[32], int k, int H);
 
 /* dir/heatmaps into sub. */
 int report_heatmap_dir(char *sub, size_t len, const char *dir, char *err, size_t errlen);
-
-/* report_page.c: the SVG heatmaps (into dir/heatmaps) and index.html. */
-int report_write_heatmaps(const char *dir, const HeadsReport *r, char *err, size_t errlen);
-int report_write_index(const char *dir, const HeadsReport *r, char *err, size_t errlen);
 
 #endif

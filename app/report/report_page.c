@@ -10,6 +10,7 @@
 
 #include "app/report/report.h"
 #include "app/report/report_files.h"
+#include "app/report/report_page.h"
 #include "model/gates.h"
 #include "util/errbuf.h"
 #include "util/json.h"
@@ -350,9 +351,11 @@ static void html_table(FILE *f, const HeadsReport *r)
 {
     int H = r->cfg.H, n = r->cfg.L * H;
     fprintf(f, "<h2>Metrics</h2>\n<table><tr><th>head</th><th>type</th>");
-    for (size_t i = 0; i < report_nfields; i++)
-        fprintf(f, "<th>%s</th>", report_fields[i].offset == offsetof(HeadStats, entropy)
-                ? "entropy (normalised, 0&ndash;1)" : report_fields[i].name);
+    for (size_t i = 0; i < REPORT_NFIELDS; i++) {
+        ReportField fi = report_field_at(i);
+        fprintf(f, "<th>%s</th>", fi.offset == offsetof(HeadStats, entropy)
+                ? "entropy (normalised, 0&ndash;1)" : fi.name);
+    }
     fprintf(f, "<th>nearest</th><th>serves</th>%s</tr>\n", r->log_alpha ? "<th>gate</th>" : "");
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
@@ -361,8 +364,10 @@ static void html_table(FILE *f, const HeadsReport *r)
             report_head_label(near, s->nearest, H);
         fprintf(f, "<tr><td>L%dH%d</td><td><span class=\"tag\" style=\"--c:%s\">%s</span></td>",
                 k / H, k % H, TYPE_COLOURS[s->type], heads_type_names[s->type]);
-        for (size_t i = 0; i < report_nfields; i++)
-            fprintf(f, "<td>%.3f</td>", report_field(s, &report_fields[i]));
+        for (size_t i = 0; i < REPORT_NFIELDS; i++) {
+            ReportField fi = report_field_at(i);
+            fprintf(f, "<td>%.3f</td>", report_field(s, &fi));
+        }
         char serves[HEADS_REL_COUNT * 32];
         report_serves(serves, sizeof serves, s, ", ");
         fprintf(f, "<td>%s</td><td>%s</td>", near, serves[0] ? serves : "-");
@@ -376,9 +381,10 @@ static void html_table(FILE *f, const HeadsReport *r)
         fputs("</tr>\n", f);
     }
     fputs("</table>\n<dl class=\"cols\">", f);
-    for (size_t i = 0; i < report_nfields; i++) {
-        fprintf(f, "<dt>%s</dt><dd>", report_fields[i].name);
-        xml_text(f, report_fields[i].legend);
+    for (size_t i = 0; i < REPORT_NFIELDS; i++) {
+        ReportField fi = report_field_at(i);
+        fprintf(f, "<dt>%s</dt><dd>", fi.name);
+        xml_text(f, fi.legend);
         fputs("</dd>", f);
     }
     html_legend(f, METRIC_COLUMNS, sizeof METRIC_COLUMNS / sizeof METRIC_COLUMNS[0] -
@@ -561,6 +567,20 @@ static void html_heads_where(FILE *f, const HeadsReport *r, int q, HeadRelTest t
     fputs(*sep ? "" : "-", f);
 }
 
+/* The names of the relations with .planted == planted, in table order, as
+ * "a, b and c". */
+static void html_names_where(FILE *f, int planted)
+{
+    int n = 0, i = 0;
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        n += heads_rel_table[q].planted == planted;
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        if (heads_rel_table[q].planted == planted) {
+            fprintf(f, "%s%s", i == 0 ? "" : i == n - 1 ? " and " : ", ", heads_rel_table[q].name);
+            i++;
+        }
+}
+
 /* The relation table: best head, its attention against a uniform head's, loss,
  * the minimal pairs, and the heads that attend, are needed and serve. */
 static void html_relations(FILE *f, const HeadsReport *r)
@@ -576,17 +596,16 @@ static void html_relations(FILE *f, const HeadsReport *r)
             "<th>served by</th></tr>\n");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *x = &r->rel[q];
-        if (q >= HEADS_REL_TEXT && !r->builtin)
+        if (heads_rel_table[q].planted && !r->builtin)
             continue;
         fprintf(f, "<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%.3f</td><td>%.3f</td>"
-                "<td>%.0f</td>", heads_rel_names[q], report_best_label(name, x, H), x->attention,
-                x->uniform, x->loss,
-                x->rows);
-        if (q == HEADS_REL_COPY || q == HEADS_REL_NAMES)
+                "<td>%.0f</td>", heads_rel_table[q].name, report_best_label(name, x, H),
+                x->attention, x->uniform, x->loss, x->rows);
+        if (heads_rel_table[q].repeat)
             fprintf(f, "<td>%.3f</td>", x->loss_ratio);
         else
             fprintf(f, "<td></td>");
-        fprintf(f, "<td>%.2f</td>", heads_rel_bar[q]);
+        fprintf(f, "<td>%.2f</td>", heads_rel_table[q].bar);
         const PairScore *p = r->causal ? &r->causal->pair[q] : NULL;
         if (p && p->pairs > 0)
             fprintf(f, "<td>%.3f</td><td>%.2f</td><td>%.0f</td>", p->accuracy, p->logit_diff,
@@ -616,26 +635,40 @@ static void html_relations(FILE *f, const HeadsReport *r)
     fputs("</table>\n<dl class=\"cols\">", f);
     html_legend(f, RELATION_COLUMNS, sizeof RELATION_COLUMNS / sizeof RELATION_COLUMNS[0]);
     fputs("</dl>\n", f);
-    fprintf(f, "<p class=\"note\">Measured on %d consecutive windows%s. attention: "
+    fprintf(f, "<p class=\"note\">Measured on %d consecutive windows", r->rel_windows);
+    if (r->builtin) {
+        fputs(" of the built-in corpus (", f);
+        html_names_where(f, 1);
+        fputs(" are its planted relations)", f);
+    }
+    fprintf(f, ". attention: "
             "the best head's mean weight on the key the relation names; uniform: what a head "
             "spreading its weight evenly scores there; loss: nats on the %ss the relation "
             "predicts; loss ratio: loss on copy rows over the loss on the same %ss at their "
             "first occurrence. Probe tokens: %s. Definitions: docs/heads.md.</p>\n",
-            r->rel_windows, r->builtin ? " of the built-in corpus (agreement, names, "
-            "determiner and coreference are its planted relations)" : "", unit(r), unit(r),
-            r->probe_rule);
-    if (r->causal)
+            unit(r), unit(r), r->probe_rule);
+    if (r->causal) {
         fprintf(f, "<p class=\"note\">Minimal pairs (the first %d windows): accuracy is the "
                 "share of pairs where the model's logit for the right %s beats the wrong one "
-                "(chance 0.5), logit diff its mean margin. Names are scored against the most "
-                "likely other %s, coreference against the line's other noun. The cost of a "
+                "(chance 0.5), logit diff its mean margin.", r->causal_windows, unit(r));
+        int first = 1;
+        for (int q = 0; q < HEADS_REL_COUNT; q++)
+            if (heads_rel_table[q].against) {
+                if (first)
+                    fprintf(f, " The wrong %s of %s is %s", unit(r), heads_rel_table[q].name,
+                            heads_rel_table[q].against);
+                else
+                    fprintf(f, ", of %s %s", heads_rel_table[q].name, heads_rel_table[q].against);
+                first = 0;
+            }
+        fprintf(f, ". The cost of a "
                 "head is the share of the logit difference (of the loss, for a relation without "
                 "pairs) that silencing it alone takes away (to %s); it is needed at %.2f or "
                 "more, and it <b>serves</b> a relation when it also attends to the key above "
                 "the bar. The needed set: heads silenced together, largest cost first, until "
-                "%.2f of the margin is gone.</p>\n", r->causal_windows, unit(r), unit(r),
-                r->mean_ablate ? "its mean output" : "zero",
+                "%.2f of the margin is gone.</p>\n", r->mean_ablate ? "its mean output" : "zero",
                 HEADS_NEEDED_SHARE, HEADS_NEEDED_SET_SHARE);
+    }
     if (c && c->pairs > 0)
         fprintf(f, "<p class=\"note\">Coreference against a noun of the antecedent's class "
                 "that is not in the line: accuracy %.3f, logit diff %.2f over %.0f pairs (does "
@@ -663,8 +696,8 @@ static void html_costs(FILE *f, const HeadsReport *r)
     int H = r->cfg.H, n = r->cfg.L * H;
     fputs("<h2>What silencing each head costs each relation</h2>\n<table><tr><th>head</th>", f);
     for (int q = 0; q < HEADS_REL_COUNT; q++)
-        if (q < HEADS_REL_TEXT || r->builtin)
-            fprintf(f, "<th>%s</th>", heads_rel_names[q]);
+        if (!heads_rel_table[q].planted || r->builtin)
+            fprintf(f, "<th>%s</th>", heads_rel_table[q].name);
     fputs("</tr>\n", f);
     for (int k = 0; k < n; k++) {
         const HeadStats *s = &r->st[k];
@@ -672,7 +705,7 @@ static void html_costs(FILE *f, const HeadsReport *r)
             continue;
         fprintf(f, "<tr><td>%s</td>", report_head_label(name, k, H));
         for (int q = 0; q < HEADS_REL_COUNT; q++) {
-            if (q >= HEADS_REL_TEXT && !r->builtin)
+            if (heads_rel_table[q].planted && !r->builtin)
                 continue;
             double c = s->cost[q], shade = c < 0 ? 0 : c > 1 ? 1 : c;
             fprintf(f, "<td style=\"background:rgba(200,60,40,%.2f)\">%s%.2f%s</td>",

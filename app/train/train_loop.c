@@ -401,7 +401,7 @@ static void log_heads(Run *r, long done)
     for (int q = 0; q < (r->loop.heads_starts ? HEADS_REL_COUNT : HEADS_REL_TEXT); q++) {
         snprintf(name, sizeof name, "\"L%dH%d\"", rel[q].best / c->H, rel[q].best % c->H);
         run_log(r, "%s\"%s\":{\"best_head\":%s,\"attention\":%.5f,\"uniform\":%.5f",
-                q ? "," : "", heads_rel_names[q], rel[q].best < 0 ? "null" : name,
+                q ? "," : "", heads_rel_table[q].name, rel[q].best < 0 ? "null" : name,
                 rel[q].attention, rel[q].uniform);
         if (r->loop.heads_starts && ps[q].pairs > 0)
             run_log(r, ",\"accuracy\":%.5f,\"logit_diff\":%.5f,\"pairs\":%.0f", ps[q].accuracy,

@@ -42,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import ablate_report as rep  # noqa: E402
 import cli  # noqa: E402
+import runlog  # noqa: E402
 
 REPO = os.path.dirname(HERE)
 DEFAULT_DATA = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt"))
@@ -304,7 +305,7 @@ def call(cmd, err):
 
 def job_train(a, sweep, run, part):
     ckpt, log, err = (os.path.join(part, x) for x in ("model.ckpt", "run.jsonl", "train.err"))
-    final = rep.read_log(log)["final"]
+    final = runlog.read(log).final if os.path.exists(log) else None
     steps = sweep["fingerprint"]["steps"]
     if os.path.exists(ckpt) and final and final["step"] == steps:
         return 0
@@ -368,8 +369,9 @@ def run_job(a):
 # ---- the sweep: a short loop over job processes ----
 
 def last_step(a, name):
-    log = rep.read_log(os.path.join(a.out, "runs", name + ".partial", "run.jsonl"))
-    return log["steps"][-1]["step"] if log["steps"] else 0
+    path = os.path.join(a.out, "runs", name + ".partial", "run.jsonl")
+    steps = runlog.read(path).steps if os.path.exists(path) else []
+    return steps[-1]["step"] if steps else 0
 
 
 def is_done(a, r):
@@ -431,7 +433,7 @@ def sweep_loop(a, sweep, todo):
                 shown = 0
                 if p.returncode == 0:
                     work += r["cost"] * (sweep["fingerprint"]["steps"] - first)
-                    fin = rep.read_log(os.path.join(a.out, "runs", name, "run.jsonl"))["final"]
+                    fin = runlog.read(os.path.join(a.out, "runs", name, "run.jsonl")).final
                     say("done %s (arm %s): val loss %.4f" % (name, "+".join(r["arms"]),
                                                              fin["val_loss"]))
                     try:  # a report that fails must not orphan the running jobs

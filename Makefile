@@ -140,9 +140,11 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
 
-# The head-count ablation (docs/ablation.md); e.g. make ablation ABLATION_FLAGS="--seeds 1"
+# The head-count ablation (docs/ablation.md) on the text file DATA names (make ablation
+# DATA=input.txt), or else on train's built-in corpus; e.g. ABLATION_FLAGS="--seeds 1".
+DATA ?=
 ablation: $(BIN)/train $(BIN)/infer
-	bash scripts/ablate.sh --bin $(BIN) $(ABLATION_FLAGS)
+	bash scripts/ablate.sh --bin $(BIN) $(if $(DATA),--data '$(DATA)') $(ABLATION_FLAGS)
 
 # CI: the ablation pipeline on tiny settings, end to end.
 ablation-check: $(BIN)/train $(BIN)/infer

@@ -35,7 +35,7 @@ REPORT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/report/*.c)) \
 INFER_OBJ  := $(BUILD)/infer.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/infer/*.c)) \
               $(REPORT_OBJ) $(COMMON_OBJ)
 
-.PHONY: all test clean bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
+.PHONY: all test criterion clean bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
 all: $(BIN)/train $(BIN)/infer
 
 # Every object remembers the compiler and flags it was built with: a change of ARCH, OPT,
@@ -74,6 +74,14 @@ $(BIN)/infer: $(INFER_OBJ) $(BUILD)/libheadcount.a
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Criterion, the tests' framework, before any test is compiled: found by its header
+# (CRITERION_H), else installed with apt-get as root or through passwordless sudo, or
+# make stops with the one command to run (tests/need_criterion.sh).
+CRITERION_H ?= /usr/include/criterion/criterion.h
+criterion:
+	@CRITERION_H='$(CRITERION_H)' bash tests/need_criterion.sh
+$(TEST_OBJ) $(BUILD)/run_tests: | criterion
+
 # The tests link the library and the rooms' parts they call directly (the rest they
 # run as ./train and ./infer).
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/common/fileguard.o $(BUILD)/app/train/dist.o \
@@ -82,12 +90,13 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/common/fileguard.o $(BUILD)/app/tra
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root (first the include-direction check of
-# docs/architecture.md): tests find ../shared, write under
-# build/test-tmp, and run the programs found in HEADCOUNT_BIN. Then arch_check: on a
-# CPU with AVX-512, the AVX-512, AVX2 and portable builds must train byte-identical
-# checkpoints (it says plainly when it skips).
+# docs/architecture.md, and the check of Criterion's set-up against fakes): tests find
+# ../shared, write under build/test-tmp, and run the programs found in HEADCOUNT_BIN.
+# Then arch_check: on a CPU with AVX-512, the AVX-512, AVX2 and portable builds must
+# train byte-identical checkpoints (it says plainly when it skips).
 test: $(BUILD)/run_tests $(BIN)/train $(BIN)/infer
 	bash tests/layers_check.sh
+	bash tests/need_criterion_check.sh $(BUILD)/need-criterion-check
 	HEADCOUNT_BIN=$(BIN) OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$(BUILD)/run_tests --jobs 2
 	CC="$(CC)" ARCH="$(ARCH)" OMP_NUM_THREADS=2 bash tests/arch_check.sh $(BIN) $(BUILD)/arch-check
 

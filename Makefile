@@ -12,7 +12,7 @@ CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(ARCH) -
            -ffp-contract=off -fno-math-errno -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP -I.
 LDLIBS  += -lm
 # MPI=1 builds ./train with Open MPI (mpicc) for `mpirun -np N ./train` (README,
-# "Scaling out"); switching MPI rebuilds (see flags.txt below).
+# "Bigger runs"); switching MPI rebuilds (see flags.txt below).
 MPI     ?= 0
 ifeq ($(MPI),1)
 CC      := mpicc
@@ -159,9 +159,9 @@ ablation: $(BIN)/train $(BIN)/infer
 ablation-check: $(BIN)/train $(BIN)/infer
 	bash tests/ablation_check.sh $(BIN) $(BUILD)/ablation-check
 
-# The slow ground-truth check (20-30 minutes): models on the built-in corpus, bytes and
-# words, must show heads that track the planted relations (docs/heads.md). Not part of
-# `make test`.
+# The slow ground-truth check (about 15 minutes on 2 quiet Zen 4 cores): models on the
+# built-in corpus, bytes and words, must show heads that track the planted relations
+# (docs/heads.md). Not part of `make test`.
 check-heads: $(BIN)/train $(BIN)/infer
 	HEADCOUNT_BIN=$(BIN) BUILD=$(BUILD) bash scripts/check_heads.sh
 

@@ -23,11 +23,13 @@
 #define LINE "a \"b\", \\\\ \xff\xfe" "c. \"b\", dd \\\\ \xff\xfe" "c.\n"
 #define BLOCK 32
 
+/* A trained byte-pair model (setup): its directory, training text (also in bytes[n]),
+ * checkpoint and --heads report directory. */
 typedef struct {
     char dir[300], text[400], ckpt[400], rep[400];
     unsigned char *bytes;
     size_t n;
-} Run;
+} BpeModel;
 
 /* Runs the command fmt... and requires exit 0. */
 static void run_ok(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -44,7 +46,7 @@ static void run_ok(const char *what, const char *fmt, ...)
 }
 
 /* Trains the byte-pair model of LINE x 150. */
-static void setup(Run *r, const char *name)
+static void setup(BpeModel *r, const char *name)
 {
     const char *dir = tu_tmpdir(name);
     cr_assert_not_null(dir);
@@ -127,7 +129,7 @@ static const char *label_of(const unsigned char *p, size_t n, char *buf, size_t 
 
 Test(heads_bpe, report_labels_tokens_with_their_text_in_every_file, .timeout = 120)
 {
-    Run r;
+    BpeModel r;
     setup(&r, "heads-bpe-report");
     run_ok("infer --heads --report", "%s/infer --ckpt %s --heads %s --report %s --windows 4 "
            "-j 2", tu_bin(), r.ckpt, r.text, r.rep);
@@ -212,7 +214,7 @@ Test(heads_bpe, report_labels_tokens_with_their_text_in_every_file, .timeout = 1
 
 Test(heads_bpe, explorer_shows_the_first_block_of_tokens_with_their_text, .timeout = 120)
 {
-    Run r;
+    BpeModel r;
     setup(&r, "heads-bpe-explore");
     char html[500], json[500];
     snprintf(html, sizeof html, "%s/page.html", r.dir);
@@ -268,7 +270,7 @@ Test(heads_bpe, explorer_shows_the_first_block_of_tokens_with_their_text, .timeo
 
 Test(heads_bpe, training_log_scores_relations_on_tokens, .timeout = 120)
 {
-    Run r;
+    BpeModel r;
     setup(&r, "heads-bpe-log");
     char log[500];
     snprintf(log, sizeof log, "%s/train.jsonl", r.dir);

@@ -16,8 +16,9 @@ is the plain run, the one the gated runs are compared with (ablate_gates.py).
 
 The training text is the file --data names, or else one of train's built-in
 corpora, --corpus text (the default) or induction: the script reads no file it was
-not given. --corpus is passed to every ./train call, so the induction task's own recipe is the sweep's; its jobs also
-log per-head scores (--heads-every) for the phase-change analysis in the report.
+not given. --corpus is passed to every ./train call, so the induction task's own
+recipe is the sweep's; its jobs also log per-head scores (--heads-every) for the
+phase-change analysis in the report.
 
 Train's settings are never copied here: `./train --print-settings` gives them. A job
 works in runs/NAME.partial and renames it to runs/NAME (done.json written last) once
@@ -184,9 +185,10 @@ def check_out(out, fresh):
 
 def default_out(a):
     """runs/ablation, followed by every setting of a run that differs from the default
-    sweep's (on the built-in text corpus): another corpus, the preset, the data file's name, --vocab, --steps,
-    --head-size, --head-dropout. Two sweeps whose runs differ never share it; --heads,
-    --seeds and --arm only add runs to a sweep, so they are not part of it."""
+    sweep's (on the built-in text corpus): another corpus, the preset, the data file's
+    name, --vocab, --steps, --head-size, --head-dropout. Two sweeps whose runs differ
+    never share it; --heads, --seeds and --arm only add runs to a sweep, so they are not
+    part of it."""
     parts = ["ablation"] + ([a.corpus] if a.corpus not in (None, "text") else []) + (
         ["quick" if a.quick else "long" if a.long else "lesson"]
         if a.quick or a.long or a.lesson else [])

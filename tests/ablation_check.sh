@@ -69,7 +69,8 @@ set -e
     { cat "$work/mismatch.err" >&2; fail "a mismatched rerun gave exit $rc"; }
 
 step "4. an interrupted sweep resumes"
-args=("${data[@]}" --steps 4000 --heads 1 --seeds 1 --arm width --jobs 1 --threads 1 --out "$work/intr")
+args=("${data[@]}" --steps 4000 --heads 1 --seeds 1 --arm width --jobs 1 --threads 1
+      --out "$work/intr")
 scripts/ablate.sh --quick --bin "$bin" "${args[@]}" 2>"$work/intr1.err" &  # $! is the driver
 pid=$!
 for _ in $(seq 100); do  # wait until training is under way (a step record is logged)
@@ -94,7 +95,8 @@ fi
 ablate "${args[@]}" --check || fail "outputs of the resumed sweep"
 
 step "5. --print-jobs, a plain loop, --report-only"
-ablate "${data[@]}" --out "$work/jobs" --threads 1 --print-jobs >"$work/jobs.txt" 2>"$work/jobs.err" ||
+ablate "${data[@]}" --out "$work/jobs" --threads 1 --print-jobs >"$work/jobs.txt" \
+    2>"$work/jobs.err" ||
     { cat "$work/jobs.err" >&2; fail "--print-jobs exited $?"; }
 n=$(wc -l <"$work/jobs.txt")
 [ "$n" -eq 6 ] || fail "--print-jobs: $n lines, 6 expected"

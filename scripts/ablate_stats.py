@@ -46,4 +46,3 @@ def spread(values, digits) -> str:
     f = lambda x: "%.*f" % (digits, x)  # noqa: E731
     return f(statistics.median(v)) if len(v) == 1 else "%s (%s–%s)" % (
         f(statistics.median(v)), f(v[0]), f(v[-1]))
-

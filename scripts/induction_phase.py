@@ -97,8 +97,7 @@ def analyse(path, threshold):
         if num(final.get("val_loss")) == final.get("val_loss"):
             r["final_val_loss"] = final["val_loss"]
         r["train_seconds"] = final.get("train_seconds")
-        first, repeat = (num(final.get(k)) for k in ("copy_loss_first",
-                                                               "copy_loss_repeat"))
+        first, repeat = (num(final.get(k)) for k in ("copy_loss_first", "copy_loss_repeat"))
         if first > 0 and repeat >= 0:
             r["copy_loss_first"] = final["copy_loss_first"]
             r["copy_loss_repeat"] = final["copy_loss_repeat"]

@@ -12,7 +12,7 @@ CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(ARCH) -
            -ffp-contract=off -fno-math-errno -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP -I.
 LDLIBS  += -lm
 # MPI=1 builds ./train with Open MPI (mpicc) for `mpirun -np N ./train` (README,
-# "Scaling out"); switching MPI rebuilds (see flags.txt below).
+# "Bigger runs"); switching MPI rebuilds (see flags.txt below).
 MPI     ?= 0
 ifeq ($(MPI),1)
 CC      := mpicc
@@ -35,7 +35,7 @@ REPORT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/report/*.c)) \
 INFER_OBJ  := $(BUILD)/infer.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/infer/*.c)) \
               $(REPORT_OBJ) $(COMMON_OBJ)
 
-.PHONY: all test clean bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
+.PHONY: all test criterion clean bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
 all: $(BIN)/train $(BIN)/infer
 
 # Every object remembers the compiler and flags it was built with: a change of ARCH, OPT,
@@ -74,6 +74,14 @@ $(BIN)/infer: $(INFER_OBJ) $(BUILD)/libheadcount.a
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Criterion, the tests' framework, before any test is compiled: found by its header
+# (CRITERION_H), else installed with apt-get as root or through passwordless sudo, or
+# make stops with the one command to run (tests/need_criterion.sh).
+CRITERION_H ?= /usr/include/criterion/criterion.h
+criterion:
+	@CRITERION_H='$(CRITERION_H)' bash tests/need_criterion.sh
+$(TEST_OBJ) $(BUILD)/run_tests: | criterion
+
 # The tests link the library and the rooms' parts they call directly (the rest they
 # run as ./train and ./infer).
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/common/fileguard.o $(BUILD)/app/train/dist.o \
@@ -83,12 +91,13 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/common/fileguard.o $(BUILD)/app/tra
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root (first the include-direction check of
-# docs/architecture.md): tests find ../shared, write under
-# build/test-tmp, and run the programs found in HEADCOUNT_BIN. Then arch_check: on a
-# CPU with AVX-512, the AVX-512, AVX2 and portable builds must train byte-identical
-# checkpoints (it says plainly when it skips).
+# docs/architecture.md, and the check of Criterion's set-up against fakes): tests find
+# ../shared, write under build/test-tmp, and run the programs found in HEADCOUNT_BIN.
+# Then arch_check: on a CPU with AVX-512, the AVX-512, AVX2 and portable builds must
+# train byte-identical checkpoints (it says plainly when it skips).
 test: $(BUILD)/run_tests $(BIN)/train $(BIN)/infer
 	bash tests/layers_check.sh
+	bash tests/need_criterion_check.sh $(BUILD)/need-criterion-check
 	HEADCOUNT_BIN=$(BIN) OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$(BUILD)/run_tests --jobs 2
 	CC="$(CC)" ARCH="$(ARCH)" OMP_NUM_THREADS=2 bash tests/arch_check.sh $(BIN) $(BUILD)/arch-check
 
@@ -141,17 +150,19 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
 
-# The head-count ablation (docs/ablation.md); e.g. make ablation ABLATION_FLAGS="--seeds 1"
+# The head-count ablation (docs/ablation.md) on the text file DATA names (make ablation
+# DATA=input.txt), or else on train's built-in corpus; e.g. ABLATION_FLAGS="--seeds 1".
+DATA ?=
 ablation: $(BIN)/train $(BIN)/infer
-	bash scripts/ablate.sh --bin $(BIN) $(ABLATION_FLAGS)
+	bash scripts/ablate.sh --bin $(BIN) $(if $(DATA),--data '$(DATA)') $(ABLATION_FLAGS)
 
 # CI: the ablation pipeline on tiny settings, end to end.
 ablation-check: $(BIN)/train $(BIN)/infer
 	bash tests/ablation_check.sh $(BIN) $(BUILD)/ablation-check
 
-# The slow ground-truth check (20-30 minutes): models on the built-in corpus, bytes and
-# words, must show heads that track the planted relations (docs/heads.md). Not part of
-# `make test`.
+# The slow ground-truth check (about 15 minutes on 2 quiet Zen 4 cores): models on the
+# built-in corpus, bytes and words, must show heads that track the planted relations
+# (docs/heads.md). Not part of `make test`.
 check-heads: $(BIN)/train $(BIN)/infer
 	HEADCOUNT_BIN=$(BIN) BUILD=$(BUILD) bash scripts/check_heads.sh
 

@@ -14,9 +14,11 @@ the sweep's directory names the settings that change a run (default_out).
 LAMBDA > 0 with train's --head-gates LAMBDA (run name H..-D..-s..-gLAMBDA); LAMBDA = 0
 is the plain run, the one the gated runs are compared with (ablate_gates.py).
 
---corpus text|induction trains on one of train's built-in corpora and is passed to
-every ./train call, so the induction task's own recipe is the sweep's; its jobs also
-log per-head scores (--heads-every) for the phase-change analysis in the report.
+The training text is the file --data names, or else one of train's built-in
+corpora, --corpus text (the default) or induction: the script reads no file it was
+not given. --corpus is passed to every ./train call, so the induction task's own
+recipe is the sweep's; its jobs also log per-head scores (--heads-every) for the
+phase-change analysis in the report.
 
 Train's settings are never copied here: `./train --print-settings` gives them. A job
 works in runs/NAME.partial and renames it to runs/NAME (done.json written last) once
@@ -42,9 +44,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import ablate_report as rep  # noqa: E402
 import cli  # noqa: E402
+import runlog  # noqa: E402
 
 REPO = os.path.dirname(HERE)
-DEFAULT_DATA = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt"))
 QUICK_TRAIN = ["--layers", "1", "--embd", "32", "--block", "32", "--steps", "30",
                "--warmup", "10", "--eval-every", "10", "--eval-iters", "4"]
 QUICK = {"heads": "1 4", "seeds": 2, "slice": 100000, "heads_args": ["--windows", "2"]}
@@ -55,8 +57,9 @@ QUICK_INDUCTION = ["--layers", "2", "--embd", "32", "--block", "32", "--batch", 
 # --lesson: a sweep a class can run in about 15 minutes on 2 cores that still answers
 # the three questions (docs/ablation.md, "Presets"): the width arm only, H = 1, 4 and
 # 16, three seeds for a seed spread, half of train's steps, on the built-in corpus
-# (its planted relations give every head a ground truth) unless --data or --corpus.
-LESSON = {"heads": "1 4 16", "seeds": 3, "arm": "width", "steps": 1000, "corpus": "text"}
+# (its planted relations give every head a ground truth) unless --data or --corpus, as
+# every sweep.
+LESSON = {"heads": "1 4 16", "seeds": 3, "arm": "width", "steps": 1000}
 HEADS_EVERY = {"default": 50, "quick": 10}
 SEEDS = {"text": 3, "induction": 5}
 # The most models ./infer --explore puts on one compare page.
@@ -85,14 +88,13 @@ def parse_args(argv):
     p = cli.Parser(prog="scripts/ablate.sh", description="The head-count ablation; "
                    "docs/ablation.md explains it and every flag.")
     add = p.add_argument
-    add("--data", metavar="FILE", help="training text (default: %s if present, else the "
-        "built-in corpus)" % os.path.relpath(DEFAULT_DATA, REPO))
+    add("--data", metavar="FILE", help="training text (default: none, the built-in corpus)")
     add("--corpus", choices=["text", "induction"], help="a built-in corpus instead of a file: "
         "text (docs/corpus.md) or the induction task with its own recipe (default: text "
-        "when no --data and no default file)")
+        "when no --data)")
     add("--builtin", action="store_true", help="the same as --corpus text")
     add("--out", metavar="DIR", help="default: runs/ablation followed by the settings that "
-        "differ from the default sweep's, e.g. runs/ablation-text-v1024-steps300")
+        "differ from the default sweep's, e.g. runs/ablation-v1024-steps300")
     add("--heads", metavar="LIST", help='head counts (default "1 4 8 16"; quick "1 4")')
     add("--seeds", type=int, metavar="N", help="seeds 1..N (default 3, induction 5; quick 2)")
     add("--arm", choices=["width", "headsize", "both"], help="default: both (lesson: width)")
@@ -128,7 +130,7 @@ def parse_args(argv):
         a.seeds = a.seeds or LESSON["seeds"]
         a.arm = a.arm or LESSON["arm"]
         a.steps = a.steps or LESSON["steps"]
-        a.corpus = a.corpus or (None if a.data else LESSON["corpus"])
+    a.corpus = a.corpus or (None if a.data else "text")
     a.arm = a.arm or "both"
     for k in ("seeds", "head_size", "steps", "jobs", "threads", "vocab"):
         if getattr(a, k) is not None and getattr(a, k) < 1:
@@ -183,10 +185,11 @@ def check_out(out, fresh):
 
 def default_out(a):
     """runs/ablation, followed by every setting of a run that differs from the default
-    sweep's: the corpus, the preset, the data file's name, --vocab, --steps,
-    --head-size, --head-dropout. Two sweeps whose runs differ never share it; --heads,
-    --seeds and --arm only add runs to a sweep, so they are not part of it."""
-    parts = ["ablation"] + ([a.corpus] if a.corpus else []) + (
+    sweep's (on the built-in text corpus): another corpus, the preset, the data file's
+    name, --vocab, --steps, --head-size, --head-dropout. Two sweeps whose runs differ
+    never share it; --heads, --seeds and --arm only add runs to a sweep, so they are not
+    part of it."""
+    parts = ["ablation"] + ([a.corpus] if a.corpus not in (None, "text") else []) + (
         ["quick" if a.quick else "long" if a.long else "lesson"]
         if a.quick or a.long or a.lesson else [])
     if a.data:
@@ -237,8 +240,7 @@ def make_plan(a):
     if not heads or heads[0] < 1 or ("width" in arms and any(s["embd"] % H for H in heads)):
         fail("--heads '%s': each H at least 1 and, for the width arm, dividing C=%d"
              % (a.heads, s["embd"]))
-    source = None if a.corpus else os.path.abspath(a.data) if a.data else (
-        DEFAULT_DATA if os.path.isfile(DEFAULT_DATA) else None)
+    source = os.path.abspath(a.data) if a.data else None
     blob = cli.read_input(source, "training file") if source else None
     if blob is not None and a.quick:
         blob = blob[:QUICK["slice"]]
@@ -304,7 +306,7 @@ def call(cmd, err):
 
 def job_train(a, sweep, run, part):
     ckpt, log, err = (os.path.join(part, x) for x in ("model.ckpt", "run.jsonl", "train.err"))
-    final = rep.read_log(log)["final"]
+    final = runlog.read(log).final if os.path.exists(log) else None
     steps = sweep["fingerprint"]["steps"]
     if os.path.exists(ckpt) and final and final["step"] == steps:
         return 0
@@ -368,8 +370,9 @@ def run_job(a):
 # ---- the sweep: a short loop over job processes ----
 
 def last_step(a, name):
-    log = rep.read_log(os.path.join(a.out, "runs", name + ".partial", "run.jsonl"))
-    return log["steps"][-1]["step"] if log["steps"] else 0
+    path = os.path.join(a.out, "runs", name + ".partial", "run.jsonl")
+    steps = runlog.read(path).steps if os.path.exists(path) else []
+    return steps[-1]["step"] if steps else 0
 
 
 def is_done(a, r):
@@ -431,7 +434,7 @@ def sweep_loop(a, sweep, todo):
                 shown = 0
                 if p.returncode == 0:
                     work += r["cost"] * (sweep["fingerprint"]["steps"] - first)
-                    fin = rep.read_log(os.path.join(a.out, "runs", name, "run.jsonl"))["final"]
+                    fin = runlog.read(os.path.join(a.out, "runs", name, "run.jsonl")).final
                     say("done %s (arm %s): val loss %.4f" % (name, "+".join(r["arms"]),
                                                              fin["val_loss"]))
                     try:  # a report that fails must not orphan the running jobs

@@ -4,7 +4,8 @@
 # each model's heads on the validation split, and writes ablation.csv, ablation.md,
 # plots/*.svg, index.html (the page: the short answer, the figures, every run's heads
 # report) and each run under runs/ into --out (default runs/ablation, followed by the
-# settings that change a run, e.g. runs/ablation-text-v1024). With --corpus induction
+# settings that change a run, e.g. runs/ablation-v1024). It trains on --data FILE, or
+# else on train's built-in corpus (--corpus text, the default). With --corpus induction
 # it uses that task's recipe (C = 64, D = 16) and also reports, per H, the seeds that
 # formed an induction head and when (scripts/induction_phase.py). Rerunning skips
 # finished runs and resumes interrupted ones; --print-jobs prints one shell command per

@@ -2,13 +2,13 @@
 the check of its outputs.
 
 Reads DIR/sweep.json (written by ablate.py) and, for every finished run (one with
-DIR/runs/NAME/done.json, written last): run.jsonl, train's log, whose final record
-has the whole-val-split loss, and heads/summary.json from ./infer --heads --report.
-For a --corpus induction sweep it also applies induction_phase.py's criterion to
-each run's log (the per-head repeat scores of --heads-every): the induction table,
-its sentences and plots/repeat.svg. Running the sweep is ablate.py's job; the chart
-primitives are svgchart.py's and the learning curves plot_log.py's. Standard
-library only.
+DIR/runs/NAME/done.json, written last): run.jsonl, train's log (read by runlog.py),
+whose final record has the whole-val-split loss, and heads/summary.json from
+./infer --heads --report. For a --corpus induction sweep it also applies
+induction_phase.py's criterion to each run's log (the per-head repeat scores of
+--heads-every): the induction table, its sentences and plots/repeat.svg. Running
+the sweep is ablate.py's job; the chart primitives are svgchart.py's and the
+learning curves plot_log.py's. Standard library only.
 """
 import csv
 import json
@@ -24,7 +24,8 @@ import ablate_page
 import ablate_relations
 import induction_phase
 import plot_log
-from ablate_stats import mean_sd, num, pm
+import runlog
+from ablate_stats import mean_sd, num, pm, spread
 from svgchart import PALETTE, Axes, Svg, fmt, legend, padded
 
 ARMS = {"width": "fixed width (C fixed, D = C/H)",
@@ -88,6 +89,16 @@ def read_csv(path):
         raise ValueError("%s: not a UTF-8 CSV file (%s)" % (path, e)) from None
 
 
+def read_finished_log(path):
+    """A finished run's train --log, read by runlog (a bad line is a cli.Error naming
+    it); ValueError naming the file when it has no settings or no final record."""
+    log = runlog.read(path)
+    if log.settings is None or log.final is None:
+        raise ValueError("%s: not a training log of a finished run (no %s record)"
+                         % (path, "settings" if log.settings is None else "final"))
+    return log
+
+
 def read_heads_csv(path):
     """./infer --heads's heads.csv: read_csv's rows, each with a whole-number layer and
     head (every reader labels heads by them); ValueError naming the file otherwise."""
@@ -97,30 +108,6 @@ def read_heads_csv(path):
             raise ValueError("%s: row %d has no whole-number layer and head: not a heads.csv "
                              "that ./infer --heads wrote" % (path, i + 2))
     return rows
-
-
-def read_log(path):
-    """train's --log: settings, steps, final. A resumed run appends to the same file,
-    so a step logged twice keeps its last record; a line cut by a kill is skipped."""
-    out, steps = {"settings": None, "final": None}, {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8", errors="strict") as f:
-            try:
-                lines = f.readlines()
-            except ValueError as e:
-                raise ValueError("%s: not a training log (%s)" % (path, e)) from None
-        for line in lines:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            kind = r.get("type") if isinstance(r, dict) else None
-            if kind == "step" and "step" in r:
-                steps[r["step"]] = r
-            elif kind == "final" or (kind == "settings" and not out["settings"]):
-                out[kind] = r
-    out["steps"] = [steps[k] for k in sorted(steps)]
-    return out
 
 
 def runs_of(sweep):
@@ -164,7 +151,7 @@ def load(outdir):
             s, h = (os.path.join(d, "heads", f) for f in ("summary.json", "heads.csv"))
             summary = read_json(s) if os.path.exists(s) else {}
             ablate_relations.check_bars(summary, s)
-            runs[r["name"]] = dict(r, dir=d, log=read_log(os.path.join(d, "run.jsonl")),
+            runs[r["name"]] = dict(r, dir=d, log=read_finished_log(os.path.join(d, "run.jsonl")),
                                    summary=summary,
                                    heads=read_heads_csv(h) if os.path.exists(h) else [])
     return sweep, runs
@@ -195,16 +182,16 @@ def table_rows(sweep, runs, gated=False):
     for name, run in runs.items():
         if bool(run.get("gate")) != gated:
             continue
-        fin, s = run["log"]["final"], run["summary"]
-        train_s = sum(x["ms"] for x in run["log"]["steps"]) / 1000.0
+        fin, s = run["log"].final, run["summary"]
+        train_s = sum(x["ms"] for x in run["log"].steps) / 1000.0
         row = {"run": name, "H": run["H"], "D": run["D"], "C": fp["embd"],
-               "attn_width": run["H"] * run["D"], "params": run["log"]["settings"]["params"],
+               "attn_width": run["H"] * run["D"], "params": run["log"].settings["params"],
                "seed": run["seed"], "steps": fp["steps"], "tokens": tokens,
                "val_loss": fin["val_loss"], "ppl": math.exp(fin["val_loss"]),
                "bpb": bits_per_byte(fin), "val_tokens": fin["val_tokens"],
                "train_loss": fin["train_loss"], "tok_s": round(tokens / train_s, 1),
                "train_seconds": round(train_s, 3), "wall_seconds": fin.get("wall_seconds"),
-               "threads": run["log"]["settings"].get("threads"), "relations": s.get(
+               "threads": run["log"].settings.get("threads"), "relations": s.get(
                    "relations") or {}, "head_rows": run["heads"],
                "heads_report": "runs/%s/heads/index.html" % name, "gate": run.get("gate", 0),
                "plain": run.get("plain"), "prune_curve": s.get("prune_curve")}
@@ -368,16 +355,6 @@ def relation_findings(by_h):
         out.append("%s: no rows in the validation text, so %s out of the table." % (
             ", ".join(empty), "it is left" if len(empty) == 1 else "they are left"))
     return out
-
-
-def spread(values, digits):
-    """median (min–max); one value alone; – for none."""
-    v = sorted(x for x in map(num, values) if math.isfinite(x))
-    if not v:
-        return "–"
-    f = lambda x: "%.*f" % (digits, x)  # noqa: E731
-    return f(statistics.median(v)) if len(v) == 1 else "%s (%s–%s)" % (
-        f(statistics.median(v)), f(v[0]), f(v[-1]))
 
 
 def induction_table(by_h):

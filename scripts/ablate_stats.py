@@ -1,17 +1,22 @@
-"""ablate_stats: the numbers-to-text helpers the ablation report's modules share
-(ablate_report.py, ablate_relations.py): a tolerant float, the mean and sample
-standard deviation over seeds, and "mean ± s.d." cells. Standard library only.
+"""ablate_stats: the numbers-to-text helpers the scripts share (the ablation
+report's modules, plot_log.py, induction_phase.py, induction_table.py): a tolerant
+float, the mean and sample standard deviation over seeds, "mean ± s.d." cells and
+"median (min–max)" cells. Standard library only.
 """
 import math
 import statistics
 
 
-def num(v):
-    """v as a float; NaN for None or anything that is not a number."""
-    try:
-        return float(v)
-    except (TypeError, ValueError):
+def num(v) -> float:
+    """v as a float, from a number or the text of one (a CSV cell); NaN for None, a
+    boolean, anything else, and a value that is not finite."""
+    if isinstance(v, bool):
         return float("nan")
+    try:
+        v = float(v)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+    return v if math.isfinite(v) else float("nan")
 
 
 def mean_sd(values):
@@ -31,3 +36,13 @@ def pm(values, digits):
         return "%d" % m if m == int(m) and digits <= 1 else "%.*f" % (digits, m)
     return "%.*f ± %.*f" % (digits, m, digits, s)
 
+
+def spread(values, digits) -> str:
+    """median (min–max) of the finite values with `digits` decimals; the value alone
+    when there is one; – for none."""
+    v = sorted(x for x in map(num, values) if math.isfinite(x))
+    if not v:
+        return "–"
+    f = lambda x: "%.*f" % (digits, x)  # noqa: E731
+    return f(statistics.median(v)) if len(v) == 1 else "%s (%s–%s)" % (
+        f(statistics.median(v)), f(v[0]), f(v[-1]))

@@ -28,6 +28,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cli  # noqa: E402
 import runlog  # noqa: E402
+from ablate_stats import num  # noqa: E402
 
 THRESHOLD = 0.3
 
@@ -38,12 +39,12 @@ class NotJudged(cli.Error):
 
 def read_log(path):
     """The log's settings (or None), [(step, heads)], [(step, val_loss)] of the eval
-    records, and the final record (or None), read by runlog (a resumed run's later
-    record of a step wins; a bad line is a cli.Error naming it)."""
+    records, and the final record (or None), read by runlog (its rule for a resumed
+    run's repeated steps; a bad line is a cli.Error naming it)."""
     log = runlog.read(path)
     return (log.settings, [(r["step"], r["heads"]) for r in log.heads],
             [(r["step"], r["val_loss"]) for r in log.evals
-             if r["type"] == "eval" and runlog.number(r["val_loss"]) == r["val_loss"]],
+             if r["type"] == "eval" and num(r["val_loss"]) == r["val_loss"]],
             log.final)
 
 
@@ -51,7 +52,7 @@ def best_series(heads):
     """[(step, best repeat score outside layer 0, 'L1H3')]"""
     out = []
     for step, hs in heads:
-        later = [h for h in hs if h["layer"] >= 1 and runlog.number(h.get("repeat")) >= 0]
+        later = [h for h in hs if h["layer"] >= 1 and num(h.get("repeat")) >= 0]
         if not later:
             continue
         top = max(later, key=lambda h: h["repeat"])
@@ -93,11 +94,10 @@ def analyse(path, threshold):
         r["steepest_val_drop"] = {"from_step": drop[0], "to_step": drop[1],
                                   "from": round(drop[3], 4), "to": round(drop[4], 4)}
     if final:
-        if runlog.number(final.get("val_loss")) == final.get("val_loss"):
+        if num(final.get("val_loss")) == final.get("val_loss"):
             r["final_val_loss"] = final["val_loss"]
         r["train_seconds"] = final.get("train_seconds")
-        first, repeat = (runlog.number(final.get(k)) for k in ("copy_loss_first",
-                                                               "copy_loss_repeat"))
+        first, repeat = (num(final.get(k)) for k in ("copy_loss_first", "copy_loss_repeat"))
         if first > 0 and repeat >= 0:
             r["copy_loss_first"] = final["copy_loss_first"]
             r["copy_loss_repeat"] = final["copy_loss_repeat"]

@@ -13,21 +13,12 @@ did not finish (no final line) is listed as unfinished and left out of the
 medians. Python standard library only.
 """
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cli  # noqa: E402
 import induction_phase  # noqa: E402
-
-
-def spread(values, fmt):
-    if not values:
-        return "-"
-    med = statistics.median(values)
-    if len(values) == 1:
-        return fmt.format(med)
-    return f"{fmt.format(med)} ({fmt.format(min(values))}-{fmt.format(max(values))})"
+from ablate_stats import spread  # noqa: E402
 
 
 def main(argv):
@@ -54,8 +45,8 @@ def main(argv):
         seeds = ",".join(str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"]))
         unfinished = len(runs) - len(done)
         note = f" ({unfinished} unfinished)" if unfinished else ""
-        print(f"| {H} | {C} | {D} | {len(formed)}/{len(done)}{note} | {spread(phases, '{:.0f}')} "
-              f"| {spread(ratios, '{:.3f}')} | {spread(vals, '{:.3f}') if vals else '-'} "
+        print(f"| {H} | {C} | {D} | {len(formed)}/{len(done)}{note} | {spread(phases, 0)} "
+              f"| {spread(ratios, 3)} | {spread(vals, 3)} "
               f"| {seeds} |")
 
 

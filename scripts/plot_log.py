@@ -33,6 +33,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cli  # noqa: E402
 import runlog  # noqa: E402
+from ablate_stats import num  # noqa: E402
 from svgchart import PALETTE, Axes, Svg, legend, padded  # noqa: E402
 
 QUICK = [("prev", "previous-token attention (prev)", "max"),
@@ -58,9 +59,6 @@ def label_of(run):
     if "heads" in s:
         return "H=%s (L=%s, C=%s)" % (s["heads"], s.get("layers", "?"), s.get("embd", "?"))
     return os.path.basename(run["path"])
-
-
-num = runlog.number
 
 
 def moving_average(ys, k):

@@ -1,5 +1,6 @@
-"""runlog: the checked reader of ./train --log files (JSON lines) for the scripts
-that draw or judge a run (plot_log.py, induction_phase.py, induction_table.py).
+"""runlog: the one reader of ./train --log files (JSON lines, run.jsonl in an
+ablation), shared by every script that draws, judges or reports a run
+(plot_log.py, induction_phase.py, induction_table.py, ablate_report.py, ablate.py).
 
 read(path) refuses what is not a plain file (cli.read_input: a FIFO or device
 would block), then checks every line before a script uses it: UTF-8 text, as
@@ -8,11 +9,19 @@ object, and, for the records the scripts read, the fields they read with the
 right types. A line that fails is a cli.Error naming the file, the line and what
 is wrong. Records of other types, and other fields, are passed over, so newer
 logs still read. The one line that may be cut is the last one without its
-newline (a run still writing, or killed mid-line): it is skipped. A run resumed
-into the same log appends to it; for a step logged twice the later record wins.
+newline (a run still writing, or killed mid-line): it is skipped.
+
+Resumed runs. ./train --resume appends to the log it continues: a settings
+record, then records from the step after its checkpoint's. A run killed after
+step 11 with its checkpoint at step 8 has logged steps 9 to 11 once already, and
+the resumed part logs them again (and may log fewer of them, if it stops
+earlier). The rule: a step record whose step is not past the last step record
+kept starts a resumed part, and every step, eval and heads record kept at that
+step or later is dropped, so the log reads as the one run it now describes. The
+settings kept are the first record's (the run as started); the final record
+kept is the last one.
 """
 import json
-import math
 
 import cli
 
@@ -73,7 +82,7 @@ def read(path: str) -> RunLog:
     data = cli.read_input(path, "log file")
     lines = data.split(b"\n")
     cut = lines[-1] != b""           # the last line has no newline: maybe cut
-    settings, final, steps, evals, heads = None, None, {}, {}, {}
+    settings, final, steps, evals, heads = None, None, [], [], []
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -105,25 +114,16 @@ def read(path: str) -> RunLog:
         if kind == "settings" and settings is None:
             settings = rec
         elif kind == "step":
-            steps[rec["step"]] = rec
+            if steps and rec["step"] <= steps[-1]["step"]:   # a resumed part starts
+                steps, evals, heads = ([r for r in kept if r["step"] < rec["step"]]
+                                       for kept in (steps, evals, heads))
+            steps.append(rec)
         elif kind == "eval" and "val_loss" in rec:
-            evals[(rec["step"], 0)] = rec
+            evals.append(rec)
         elif kind == "final":
             final = rec
             if "val_loss" in rec:
-                evals[(rec["step"], 1)] = rec
+                evals.append(rec)
         elif kind == "heads":
-            heads[rec["step"]] = rec
-    return RunLog(path, settings, [steps[k] for k in sorted(steps)],
-                  [evals[k] for k in sorted(evals)], [heads[k] for k in sorted(heads)], final)
-
-
-def number(v) -> float:
-    """A record's value as a float: NaN where it is missing, null or not finite."""
-    if not _is_num(v) or v is None:
-        return float("nan")
-    try:
-        v = float(v)
-    except OverflowError:
-        return float("nan")
-    return v if math.isfinite(v) else float("nan")
+            heads.append(rec)
+    return RunLog(path, settings, steps, evals, heads, final)

@@ -458,9 +458,10 @@ class DefaultOut(unittest.TestCase):
         quick = self.out("--corpus", "text", "--vocab", "1024", "--seeds", "1", "--steps",
                          "300")
         full = self.out("--corpus", "text", "--vocab", "1024")
-        self.assertEqual((quick, full), ("runs/ablation-text-v1024-steps300",
-                                         "runs/ablation-text-v1024"))
+        self.assertEqual((quick, full), ("runs/ablation-v1024-steps300",
+                                         "runs/ablation-v1024"))
         self.assertEqual(self.out(), "runs/ablation")
+        self.assertEqual(self.out("--builtin"), "runs/ablation")
         self.assertEqual(self.out("--quick"), "runs/ablation-quick")
         self.assertEqual(self.out("--corpus", "induction", "--long", "--head-dropout", "0.1"),
                          "runs/ablation-induction-long-hd0.1")
@@ -474,7 +475,7 @@ class DefaultOut(unittest.TestCase):
         a = ablate.parse_args(["--lesson"])
         self.assertEqual((a.heads, a.seeds, a.arm, a.steps, a.corpus),
                          ("1 4 16", 3, "width", 1000, "text"))
-        self.assertEqual(os.path.relpath(a.out, ablate.REPO), "runs/ablation-text-lesson")
+        self.assertEqual(os.path.relpath(a.out, ablate.REPO), "runs/ablation-lesson")
         a = ablate.parse_args(["--lesson", "--data", "/x/book.txt", "--seeds", "5"])
         self.assertEqual((a.corpus, a.seeds), (None, 5))
         self.assertEqual(os.path.relpath(a.out, ablate.REPO), "runs/ablation-lesson-data-book")

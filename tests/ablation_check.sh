@@ -19,7 +19,8 @@
 #   9. --vocab N: every train gets it (the sweep's settings hold it), and the bpb column is
 #      each run's final val_bpb, below its val loss / ln 2 (tokens of several bytes); no
 #      output calls its per-token losses "nats per byte".
-#  10. --head-gates LIST: a bad list is refused (exit 2); each plain run is trained once
+#  10. without --data a sweep trains on the built-in corpus and names no file;
+#  11. --head-gates LIST: a bad list is refused (exit 2); each plain run is trained once
 #      more per LAMBDA > 0 with train's --head-gates, and the report's gate section,
 #      gates.csv and index.html compare it with its plain run; on a copy with hand-set
 #      gates and prune curve the numbers are the known ones (open heads, the overlap
@@ -36,10 +37,16 @@ export OMP_WAIT_POLICY=passive
 fail() { echo "ablation_check: FAIL: $*" >&2; exit 1; }
 step() { echo "ablation_check: $*" >&2; }
 ablate() { scripts/ablate.sh --quick --bin "$bin" "$@"; }
+# The plain sweeps (steps 1-5 and 9) train on tiny Shakespeare beside the checkout, named
+# with --data as ablate.sh needs it; where it is missing, on the built-in corpus.
+shakespeare=../shared/data/tinyshakespeare.txt
+data=()
+if [ -f "$shakespeare" ]; then data=(--data "$shakespeare"); else
+    step "no $shakespeare: the plain sweeps train on the built-in corpus"; fi
 
 step "1. quick sweep"
 t0=$(date +%s)
-ablate --out "$work/sweep" --threads 1 2>"$work/sweep.err" ||
+ablate "${data[@]}" --out "$work/sweep" --threads 1 2>"$work/sweep.err" ||
     { cat "$work/sweep.err" >&2; fail "quick sweep exited $?"; }
 step "   took $(( $(date +%s) - t0 )) s"
 ablate --out "$work/sweep" --check || fail "outputs of the quick sweep"
@@ -47,7 +54,7 @@ ablate --out "$work/sweep" --check || fail "outputs of the quick sweep"
 step "2. rerun skips finished runs"
 sums() { find "$work/sweep/runs" -name done.json -print0 | sort -z | xargs -0 sha256sum; }
 before=$(sums)
-ablate --out "$work/sweep" 2>"$work/rerun.err" || { cat "$work/rerun.err" >&2;
+ablate "${data[@]}" --out "$work/sweep" 2>"$work/rerun.err" || { cat "$work/rerun.err" >&2;
     fail "rerun exited $?"; }
 grep -q "6 finished earlier, 0 to do" "$work/rerun.err" || { cat "$work/rerun.err" >&2;
     fail "rerun did not skip the 6 finished runs"; }
@@ -55,14 +62,15 @@ grep -q "6 finished earlier, 0 to do" "$work/rerun.err" || { cat "$work/rerun.er
 
 step "3. other settings into the same --out are refused"
 set +e
-ablate --steps 31 --out "$work/sweep" 2>"$work/mismatch.err"
+ablate "${data[@]}" --steps 31 --out "$work/sweep" 2>"$work/mismatch.err"
 rc=$?
 set -e
 [ $rc -eq 2 ] && grep -q "other settings (steps: 31 here, 30 there)" "$work/mismatch.err" ||
     { cat "$work/mismatch.err" >&2; fail "a mismatched rerun gave exit $rc"; }
 
 step "4. an interrupted sweep resumes"
-args=(--steps 4000 --heads 1 --seeds 1 --arm width --jobs 1 --threads 1 --out "$work/intr")
+args=("${data[@]}" --steps 4000 --heads 1 --seeds 1 --arm width --jobs 1 --threads 1
+      --out "$work/intr")
 scripts/ablate.sh --quick --bin "$bin" "${args[@]}" 2>"$work/intr1.err" &  # $! is the driver
 pid=$!
 for _ in $(seq 100); do  # wait until training is under way (a step record is logged)
@@ -87,7 +95,8 @@ fi
 ablate "${args[@]}" --check || fail "outputs of the resumed sweep"
 
 step "5. --print-jobs, a plain loop, --report-only"
-ablate --out "$work/jobs" --threads 1 --print-jobs >"$work/jobs.txt" 2>"$work/jobs.err" ||
+ablate "${data[@]}" --out "$work/jobs" --threads 1 --print-jobs >"$work/jobs.txt" \
+    2>"$work/jobs.err" ||
     { cat "$work/jobs.err" >&2; fail "--print-jobs exited $?"; }
 n=$(wc -l <"$work/jobs.txt")
 [ "$n" -eq 6 ] || fail "--print-jobs: $n lines, 6 expected"
@@ -145,7 +154,7 @@ EOF
 
 step "7. --corpus induction"
 set +e
-ablate --corpus induction --data "$work/sweep/data.txt" --out "$work/bad" 2>"$work/bad.err"
+ablate --corpus induction --data README.md --out "$work/bad" 2>"$work/bad.err"
 rc=$?
 set -e
 [ $rc -eq 2 ] || fail "--corpus with --data gave exit $rc"
@@ -228,7 +237,7 @@ assert 'href="runs/%s/heads/index.html"' % run.rsplit("/", 1)[1] in page, "no he
 EOF
 
 step "9. --vocab: a byte-pair sweep reports bits per byte"
-ablate --vocab 300 --heads 1 --seeds 1 --arm width --out "$work/vocab" --threads 1 \
+ablate "${data[@]}" --vocab 300 --heads 1 --seeds 1 --arm width --out "$work/vocab" --threads 1 \
     2>"$work/vocab.err" || { cat "$work/vocab.err" >&2; fail "quick --vocab sweep exited $?"; }
 ablate --out "$work/vocab" --check || fail "outputs of the --vocab sweep"
 python3 - "$work/vocab" <<'EOF'
@@ -248,7 +257,18 @@ for f in [d + "/ablation.md", d + "/index.html"] + glob.glob(d + "/plots/*.svg")
 assert "in nats per token" in open(d + "/ablation.md").read()
 EOF
 
-step "10. --head-gates: the gate sweep"
+step "10. without --data: the built-in corpus, no file read"
+ablate --heads 1 --seeds 1 --arm width --out "$work/nodata" --print-jobs >/dev/null \
+    2>"$work/nodata.err" || { cat "$work/nodata.err" >&2; fail "--print-jobs without --data"; }
+python3 - "$work/nodata/sweep.json" <<'EOF' || fail "a sweep without --data named a file"
+import json, sys
+s = json.load(open(sys.argv[1]))
+fp = s["fingerprint"]
+assert (fp["data"], fp["data_bytes"], s["train_data"]) == (None, None, None), (fp, s)
+assert fp["corpus"] == "text" and "--corpus" in s["train_args"], (fp, s["train_args"])
+EOF
+
+step "11. --head-gates: the gate sweep"
 for bad in "-1" "x" "0.1,nan"; do
     set +e
     ablate --head-gates "$bad" --out "$work/badgate" 2>"$work/badgate.err"

@@ -3,7 +3,6 @@
 
 #include <criterion/criterion.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,19 +26,6 @@ void env_init(Env *e, const char *name)
     synth_generate(text, DATA_BYTES, 5);
     cr_assert_eq(tu_write_file(e->data, text, DATA_BYTES), 0);
     free(text);
-}
-
-/* Runs "<bin>/<prog> <args>"; returns the exit status, output (both streams) in *out. */
-int run(char **out, const char *prog, const char *fmt, ...)
-{
-    char args[3000], cmd[4000];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "ulimit -c 0; OMP_WAIT_POLICY=passive %s/%s %s", tu_bin(), prog,
-             args);
-    return tu_run(cmd, out);
 }
 
 int count_lines(const char *s)
@@ -148,7 +134,8 @@ void refuse_train(const Env *e, const char *extra, int code, const char *needle)
 {
     char *out;
     put_sentinel(e);
-    int rc = run(&out, "train", TINY " --steps 5 --out %s --log %s %s", e->out, e->log, extra);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 5 --out %s --log %s %s", tu_bin(), e->out,
+                    e->log, extra);
     expect_error(out, rc, code, "train", needle);
     cr_assert(!has_line_starting(out, "step "), "training ran:\n%s", out);
     expect_nothing_written(e);
@@ -208,16 +195,17 @@ void expect_resume_matches(const Env *e, const char *flags, const char *refused,
     char *out, whole[400], part[400];
     snprintf(whole, sizeof whole, "%s/whole.ckpt", e->dir);
     snprintf(part, sizeof part, "%s/part.ckpt", e->dir);
-    int rc = run(&out, "train", "%s --steps 6 --data %s --out %s", flags, e->data, whole);
+    int rc = tu_run(&out, "%s/train %s --steps 6 --data %s --out %s", tu_bin(), flags, e->data,
+                    whole);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "train", "%s --steps 3 --data %s --out %s", flags, e->data, part);
+    rc = tu_run(&out, "%s/train %s --steps 3 --data %s --out %s", tu_bin(), flags, e->data, part);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "train", "--resume %s --steps 6 %s", part, refused);
+    rc = tu_run(&out, "%s/train --resume %s --steps 6 %s", tu_bin(), part, refused);
     expect_error(out, rc, 2, "train", needle);
     free(out);
-    rc = run(&out, "train", "--resume %s --steps 6", part);
+    rc = tu_run(&out, "%s/train --resume %s --steps 6", tu_bin(), part);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     size_t na, nb;

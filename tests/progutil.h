@@ -1,7 +1,7 @@
 /* progutil: helpers for the command-line tests of ./train and ./infer: a scratch
- * directory with a small generated data file, running a program and capturing
- * its output, the one-error-line contract, and a trainer started in the
- * background for signal and lock tests. */
+ * directory with a small generated data file, the one-error-line contract, and a
+ * trainer started in the background for signal and lock tests. Programs are run
+ * with tu_run (testutil.h). */
 #ifndef HEADCOUNT_PROGUTIL_H
 #define HEADCOUNT_PROGUTIL_H
 
@@ -19,10 +19,6 @@ typedef struct {
 /* A fresh scratch directory with data.txt (DATA_BYTES of the built-in corpus);
  * out.ckpt and run.log name files in it. */
 void env_init(Env *e, const char *name);
-
-/* Runs "<bin>/<prog> <args>" through sh; returns the exit status, output (both
- * streams) in *out (malloc'd). */
-int run(char **out, const char *prog, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 int count_lines(const char *s);
 int has_line_starting(const char *s, const char *prefix);

@@ -12,11 +12,11 @@
 Test(ablate_relations, known_answers_of_the_python_checks_hold)
 {
     char *out;
-    int rc = tu_runf(&out, "python3 -c 'import csv, statistics, unittest'");
+    int rc = tu_run(&out, "python3 -c 'import csv, statistics, unittest'");
     free(out);
     if (rc != 0)
         cr_skip_test("python3 is not installed");
-    rc = tu_runf(&out, "python3 tests/ablate_relations_check.py");
+    rc = tu_run(&out, "python3 tests/ablate_relations_check.py");
     cr_assert_eq(rc, 0, "tests/ablate_relations_check.py failed:\n%s", out);
     free(out);
 }

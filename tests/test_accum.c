@@ -63,12 +63,12 @@ Test(accum, k_micro_batches_of_b_give_the_gradient_of_one_batch_of_k_times_b)
     snprintf(acc, sizeof acc, "%s/acc.log", e.dir);
     /* The sampler draws one sequence at a time, so 3 micro-batches of 4 see the
      * same 12 sequences as one batch of 12. */
-    int rc = run(&out, "train", TINY " --steps 1 --eval-every 0 --batch 12 --data %s --out %s "
-                 "--log %s", e.data, e.out, big);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 1 --eval-every 0 --batch 12 --data %s "
+                    "--out %s --log %s", tu_bin(), e.data, e.out, big);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "train", TINY " --steps 1 --eval-every 0 --batch 4 --accum 3 --data %s "
-             "--out %s/acc.ckpt --log %s", e.data, e.dir, acc);
+    rc = tu_run(&out, "%s/train " TINY " --steps 1 --eval-every 0 --batch 4 --accum 3 --data %s "
+                "--out %s/acc.ckpt --log %s", tu_bin(), e.data, e.dir, acc);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "sums 3 micro-batches"), "%s", out);
     free(out);
@@ -88,9 +88,9 @@ Test(accum, accumulated_steps_are_the_same_bits_for_one_and_two_threads)
     env_init(&e, "accum-threads");
     char *out;
     for (int t = 1; t <= 2; t++) {
-        int rc = run(&out, "train", "--layers 1 --embd 16 --heads 2 --block 16 --batch 4 "
-                     "--eval-iters 2 --steps 6 --accum 3 --dropout 0.1 --threads %d --data %s "
-                     "--out %s/t%d.ckpt", t, e.data, e.dir, t);
+        int rc = tu_run(&out, "%s/train --layers 1 --embd 16 --heads 2 --block 16 --batch 4 "
+                        "--eval-iters 2 --steps 6 --accum 3 --dropout 0.1 --threads %d --data %s "
+                        "--out %s/t%d.ckpt", tu_bin(), t, e.data, e.dir, t);
         cr_assert_eq(rc, 0, "%s", out);
         free(out);
     }

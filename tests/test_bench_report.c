@@ -32,7 +32,7 @@ static void write_text(const char *dir, const char *name, const char *text)
 static void need_python3(void)
 {
     char *out;
-    int rc = tu_runf(&out, "python3 -c 'import csv, statistics'");
+    int rc = tu_run(&out, "python3 -c 'import csv, statistics'");
     free(out);
     if (rc != 0)
         cr_skip_test("python3 is not installed");
@@ -71,7 +71,7 @@ Test(bench_report, rounds_give_medians_and_the_median_ratio_with_its_range)
                "nn,256,1,250,1,400\n"
                "layer,shape,fwd_1t,fwd_2t,bwd_1t,bwd_2t,blas_fwd_2t,blas_bwd_2t\n"
                "qkv,768x128->384,1,999,1,999,999,999\n");
-    int rc = tu_runf(&out, "python3 scripts/bench_report.py %s", dir);
+    int rc = tu_run(&out, "python3 scripts/bench_report.py %s", dir);
     cr_assert_eq(rc, 0, "bench_report.py failed:\n%s", out);
     cr_assert(strstr(out, "| MID | 1 | 1,000 | 100.0 | 25% | 2.00x | 600 | 1.50x (1.20-2.00) | "
                           "1.5x | yes |"),
@@ -125,7 +125,7 @@ Test(bench_report, pytorch2_is_judged_by_its_best_variant_beside_pytorch_1_13)
                "BABY,4,128,64,12,4,2,0,0,0,1700,2.13.0+cpu,compile,MKL 2024.2,AVX512,2,\n"
                "NANO,6,384,256,16,6,2,0,0,0,190,2.13.0+cpu,sdpa,MKL 2024.2,AVX512,0.1,\n");
     write_text(dir, "matmul.csv", "op,shape,ours_1t,ours_2t\nnn,256,1,300\n");
-    int rc = tu_runf(&out, "python3 scripts/bench_report.py %s", dir);
+    int rc = tu_run(&out, "python3 scripts/bench_report.py %s", dir);
     cr_assert_eq(rc, 0, "bench_report.py failed:\n%s", out);
     cr_assert(strstr(out, "| ours / 1.13 | target | met | best PyTorch 2.13.0+cpu variant | "
                           "its tok/s | ours / 2.13 | target | met |"),
@@ -205,7 +205,7 @@ Test(bench_report, bf16_is_compared_with_bf16_and_fp32_with_fp32)
     write_text(dir, "matmul.csv", "op,shape,ours_1t,ours_2t\nnn,256,1,300\n");
     write_text(dir, "cpu.csv",
                "name,value\ncpu,\"AMD EPYC, 4th gen\"\ncores,2\navx512_bf16,yes\namx_bf16,no\n");
-    int rc = tu_runf(&out, "python3 scripts/bench_report.py %s", dir);
+    int rc = tu_run(&out, "python3 scripts/bench_report.py %s", dir);
     cr_assert_eq(rc, 0, "bench_report.py failed:\n%s", out);
     cr_assert(strstr(out, "CPU: AMD EPYC, 4th gen, 2 cores; avx512_bf16 yes, amx_bf16 no"),
               "the CPU's bf16 units are not named:\n%s", out);

@@ -27,7 +27,7 @@
 static void need_python(void)
 {
     char *out;
-    int rc = tu_runf(&out, "python3 -c 'import struct'");
+    int rc = tu_run(&out, "python3 -c 'import struct'");
     free(out);
     if (rc != 0)
         cr_skip_test("python3 is not installed");
@@ -82,7 +82,7 @@ static void compare_readers(Corpus *c, int *accepted)
 {
     cr_assert_eq(fclose(c->list), 0);
     char *out;
-    int rc = tu_runf(&out, "python3 tests/ckpt_readers.py %s", c->list_path);
+    int rc = tu_run(&out, "python3 tests/ckpt_readers.py %s", c->list_path);
     cr_assert_eq(rc, 0, "%s", out);
     char *paths = tu_read_text(c->list_path);
     char *line = out, *path = paths;
@@ -345,9 +345,9 @@ Test(ckpt_py, the_python_table_of_stored_settings_is_the_c_one)
                  s->slot_kind == SLOT_INT ? "int" : "real", s->slot, settings_min(s), s->hi);
     }
     char *out;
-    int rc = tu_runf(&out, "python3 -c \"import sys; sys.path.insert(0, 'scripts'); "
-                     "import checkpoint as c; print(''.join('%%s %%s %%d %%g %%g\\n' %% r "
-                     "for r in c.STORED_SETTINGS), end='')\"");
+    int rc = tu_run(&out, "python3 -c \"import sys; sys.path.insert(0, 'scripts'); "
+                    "import checkpoint as c; print(''.join('%%s %%s %%d %%g %%g\\n' %% r "
+                    "for r in c.STORED_SETTINGS), end='')\"");
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_str_eq(out, want);
     free(out);

@@ -7,7 +7,6 @@
  * is tiny (one layer, C = 16, block 16), trained for a few steps. */
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,22 +19,10 @@
 #define TINY "--layers 2 --embd 16 --heads 2 --block 16 --batch 4 --eval-iters 2 --threads 1"
 #define TEXT "The old mouse went twice. The boys"   /* built-in corpus bytes */
 
-typedef TuModel Env;
-
-static int run(char **out, const char *fmt, ...)
+/* A tiny trained model (two layers, C = 16) for the page tests. */
+static void trained(TuModel *m, const char *name)
 {
-    char args[3000], cmd[4000];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "ulimit -c 0; OMP_WAIT_POLICY=passive %s", args);
-    return tu_run(cmd, out);
-}
-
-static void env_init(Env *e, const char *name)
-{
-    tu_model(e, name, 20000, 5, TINY " --steps 20");
+    tu_model(m, name, 20000, 5, TINY " --steps 20");
 }
 
 /* The base64 "att" string of a page, decoded; *n receives its length. */
@@ -66,11 +53,12 @@ static unsigned char *page_weights(const char *page, size_t *n)
 
 Test(explore, page_is_self_contained)
 {
-    Env e;
-    env_init(&e, "explore-self");
+    TuModel e;
+    trained(&e, "explore-self");
     char *out, html[400];
     snprintf(html, sizeof html, "%s/p.html", e.dir);
-    int rc = run(&out, "%s/infer --ckpt %s --explore %s --text '" TEXT "'", tu_bin(), e.ckpt, html);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --text '" TEXT "'", tu_bin(), e.ckpt,
+                    html);
     cr_assert_eq(rc, 0, "%s", out);
     char *page = tu_read_text(html);
     static const char *const banned[] = {"http:", "https:", "//cdn", "<link", "@import",
@@ -88,13 +76,13 @@ Test(explore, page_is_self_contained)
 
 Test(explore, names_cannot_end_the_pages_script)
 {
-    Env e;
-    env_init(&e, "explore-names");
+    TuModel e;
+    trained(&e, "explore-names");
     char *out, html[400];
     snprintf(html, sizeof html, "%s/p.html", e.dir);
-    int rc = run(&out, "mkdir -p '%s/x</script><!--' && cp %s '%s/x</script><!--/m.ckpt' && "
-                 "%s/infer --ckpt '%s/x</script><!--/m.ckpt' --explore %s --text 'The old'",
-                 e.dir, e.ckpt, e.dir, tu_bin(), e.dir, html);
+    int rc = tu_run(&out, "mkdir -p '%s/x</script><!--' && cp %s '%s/x</script><!--/m.ckpt' && "
+                    "%s/infer --ckpt '%s/x</script><!--/m.ckpt' --explore %s --text 'The old'",
+                    e.dir, e.ckpt, e.dir, tu_bin(), e.dir, html);
     cr_assert_eq(rc, 0, "%s", out);
     char *page = tu_read_text(html);
     const char *first = strstr(page, "</script>");
@@ -109,13 +97,13 @@ Test(explore, names_cannot_end_the_pages_script)
 
 Test(explore, page_weights_are_the_json_weights_rounded_to_bytes)
 {
-    Env e;
-    env_init(&e, "explore-json");
+    TuModel e;
+    trained(&e, "explore-json");
     char *out, html[400], json[400];
     snprintf(html, sizeof html, "%s/p.html", e.dir);
     snprintf(json, sizeof json, "%s/w.json", e.dir);
-    int rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '" TEXT "'",
-                 tu_bin(), e.ckpt, html, json);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '" TEXT "'",
+                    tu_bin(), e.ckpt, html, json);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_not_null(strstr(out, "shows its first 16"), "no note that the text was cut:\n%s",
                        out);
@@ -150,17 +138,19 @@ Test(explore, page_weights_are_the_json_weights_rounded_to_bytes)
 
 Test(explore, stdin_gives_the_same_weights_as_a_file)
 {
-    Env e;
-    env_init(&e, "explore-stdin");
+    TuModel e;
+    trained(&e, "explore-stdin");
     char *out, a[400], b[400], txt[400];
     snprintf(a, sizeof a, "%s/a.html", e.dir);
     snprintf(b, sizeof b, "%s/b.html", e.dir);
     snprintf(txt, sizeof txt, "%s/t.txt", e.dir);
     cr_assert_eq(tu_write_file(txt, TEXT, strlen(TEXT)), 0);
-    int rc = run(&out, "%s/infer --ckpt %s --explore %s --text-file %s", tu_bin(), e.ckpt, a, txt);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --text-file %s", tu_bin(), e.ckpt, a,
+                    txt);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "%s/infer --ckpt %s --explore %s --text-file - < %s", tu_bin(), e.ckpt, b, txt);
+    rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --text-file - < %s", tu_bin(), e.ckpt, b,
+                txt);
     cr_assert_eq(rc, 0, "%s", out);
     char *pa = tu_read_text(a), *pb = tu_read_text(b);
     const char *wa = strstr(pa, "\"att\":"), *wb = strstr(pb, "\"att\":");
@@ -175,14 +165,14 @@ Test(explore, stdin_gives_the_same_weights_as_a_file)
 
 Test(explore, a_sample_can_be_explored)
 {
-    Env e;
-    env_init(&e, "explore-sample");
+    TuModel e;
+    trained(&e, "explore-sample");
     char *out, html[400], json[400];
     snprintf(html, sizeof html, "%s/s.html", e.dir);
     snprintf(json, sizeof json, "%s/s.json", e.dir);
     /* stdout alone: the pipe's last command gets tu_run's 2>&1. */
-    int rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --prompt 'The' "
-                 "--tokens 7 --seed 3 2>/dev/null | cat", tu_bin(), e.ckpt, html, json);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --prompt 'The' "
+                    "--tokens 7 --seed 3 2>/dev/null | cat", tu_bin(), e.ckpt, html, json);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_eq(strncmp(out, "The", 3), 0, "the sample is not on stdout:\n%s", out);
     char *js = tu_read_text(json);
@@ -200,8 +190,8 @@ Test(explore, a_sample_can_be_explored)
 
 Test(explore, flags_that_would_do_nothing_are_usage_errors)
 {
-    Env e;
-    env_init(&e, "explore-flags");
+    TuModel e;
+    trained(&e, "explore-flags");
     static const char *const cases[][2] = {
         {"--report r", "--report needs --heads"},
         {"--prune-curve", "--prune-curve needs --heads"},
@@ -214,7 +204,7 @@ Test(explore, flags_that_would_do_nothing_are_usage_errors)
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char *out;
-        int rc = run(&out, "%s/infer --ckpt %s %s", tu_bin(), e.ckpt, cases[k][0]);
+        int rc = tu_run(&out, "%s/infer --ckpt %s %s", tu_bin(), e.ckpt, cases[k][0]);
         cr_assert_eq(rc, 2, "'%s': exit %d, expected 2:\n%s", cases[k][0], rc, out);
         cr_assert_not_null(strstr(out, cases[k][1]), "'%s': expected '%s' in:\n%s",
                            cases[k][0], cases[k][1], out);
@@ -225,7 +215,7 @@ Test(explore, flags_that_would_do_nothing_are_usage_errors)
 Test(explore, version_names_the_program)
 {
     char *out;
-    int rc = run(&out, "%s/infer --version", tu_bin());
+    int rc = tu_run(&out, "%s/infer --version", tu_bin());
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_eq(strncmp(out, "infer (headcount) ", 18), 0, "%s", out);
     cr_assert(out[18] >= '0' && out[18] <= '9' && strchr(out, '\n'), "%s", out);
@@ -234,17 +224,17 @@ Test(explore, version_names_the_program)
 
 Test(explore, heads_on_a_short_file_says_the_numbers_are_rough)
 {
-    Env e;
-    env_init(&e, "explore-short");
+    TuModel e;
+    trained(&e, "explore-short");
     char *out, txt[400];
     snprintf(txt, sizeof txt, "%s/short.txt", e.dir);
     cr_assert_eq(tu_write_file(txt, TEXT, strlen(TEXT)), 0);
-    int rc = run(&out, "%s/infer --ckpt %s --heads %s", tu_bin(), e.ckpt, txt);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --heads %s", tu_bin(), e.ckpt, txt);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_not_null(strstr(out, "will be rough"), "no note on a %zu-byte file:\n%s",
                        strlen(TEXT), out);
     free(out);
-    rc = run(&out, "%s/infer --ckpt %s --heads %s --windows 4", tu_bin(), e.ckpt, e.data);
+    rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --windows 4", tu_bin(), e.ckpt, e.data);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_null(strstr(out, "will be rough"), "a 20 KB file is called short:\n%s", out);
     free(out);
@@ -362,8 +352,8 @@ static int expect_serves_single(const char *json, const char *name, double bar, 
 
 Test(explore, a_hand_built_window_has_its_known_relation_keys, .timeout = 60)
 {
-    Env e;
-    env_init(&e, "explore-relkeys");
+    TuModel e;
+    trained(&e, "explore-relkeys");
     char json[600], html[600], *out;
     snprintf(json, sizeof json, "%s/w.json", e.dir);
     snprintf(html, sizeof html, "%s/w.html", e.dir);
@@ -372,8 +362,8 @@ Test(explore, a_hand_built_window_has_its_known_relation_keys, .timeout = 60)
      * copy: "(ab" at 9..11 repeats 0..2, and the next bytes keep repeating: rows
      * 11..14 copy from 3..6 (row 15 has no next token in the window). */
     const char *text = "(ab) the (ab) th";
-    int rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s'", tu_bin(),
-                 e.ckpt, html, json, text);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s'", tu_bin(),
+                    e.ckpt, html, json, text);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     char *j = tu_read_text(json);
@@ -414,8 +404,8 @@ Test(explore, a_hand_built_window_has_its_known_relation_keys, .timeout = 60)
      * a head serves rare unless it keeps 70 % of its weight on the last two
      * keys (a uniform head puts (i - 1) / (i + 1) there), and no row is a copy
      * row (the token after is the token before). */
-    rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s'", tu_bin(),
-             e.ckpt, html, json, "aaaaaaaaaaaaaaaa");
+    rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s'", tu_bin(),
+                e.ckpt, html, json, "aaaaaaaaaaaaaaaa");
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     j = tu_read_text(json);
@@ -444,8 +434,9 @@ Test(explore, a_piece_of_the_built_in_corpus_has_its_planted_keys, .timeout = 12
     snprintf(text, sizeof text, "%s/piece.txt", dir);
     snprintf(json, sizeof json, "%s/p.json", dir);
     snprintf(html, sizeof html, "%s/p.html", dir);
-    int rc = run(&out, "%s/train --vocab 0 --steps 1 --layers 1 --embd 16 --heads 2 --block 64 --batch 2 "
-                 "--eval-iters 1 --eval-every 0 --threads 1 --out %s", tu_bin(), ckpt);
+    int rc = tu_run(&out,
+                    "%s/train --vocab 0 --steps 1 --layers 1 --embd 16 --heads 2 --block 64 --batch 2 "
+                    "--eval-iters 1 --eval-every 0 --threads 1 --out %s", tu_bin(), ckpt);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     /* A piece from inside a line whose first 64 bytes hold planted relations. */
@@ -457,8 +448,8 @@ Test(explore, a_piece_of_the_built_in_corpus_has_its_planted_keys, .timeout = 12
     cr_assert_not_null(rel);
     synth_generate_relations(corpus, N, CORPUS_BUILTIN_SEED, rel, total);
     cr_assert_eq(tu_write_file(text, corpus + at, n), 0);
-    rc = run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text-file %s", tu_bin(),
-             ckpt, html, json, text);
+    rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text-file %s", tu_bin(),
+                ckpt, html, json, text);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     /* Byte level: row query - at keys key - at, the last relation of a row kept. */

@@ -6,7 +6,6 @@
  * inputs the page cannot use are refused with one line, writing nothing. The page's behaviour in a browser is tested in
  * tests/browser (test_compare.mjs). Every model is tiny and trained a few steps. */
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,17 +15,6 @@
 
 #define TINY "--layers 1 --embd 16 --block 16 --batch 4 --eval-iters 2 --steps 5"
 #define TEXT "The old mouse went twice. The boys"   /* built-in corpus bytes */
-
-static int run(char **out, const char *fmt, ...)
-{
-    char args[3000], cmd[4000];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "ulimit -c 0; OMP_WAIT_POLICY=passive %s", args);
-    return tu_run(cmd, out);
-}
 
 /* A tiny model with H heads in its own directory. */
 static void model_h(TuModel *m, const char *name, int H)
@@ -68,15 +56,15 @@ Test(explore_compare, each_model_has_its_own_pages_data_in_the_order_given, .tim
     for (int k = 0; k < 3; k++) {
         int w = snprintf(alone[k], sizeof alone[k], "%s/alone.html", m[k].dir);
         cr_assert(w > 0 && w < (int)sizeof alone[k]);
-        rc = run(&out, "%s/infer --ckpt %s --threads 1 --explore %s --text '" TEXT "'",
-                 tu_bin(), m[k].ckpt, alone[k]);
+        rc = tu_run(&out, "%s/infer --ckpt %s --threads 1 --explore %s --text '" TEXT "'", tu_bin(),
+                    m[k].ckpt, alone[k]);
         cr_assert_eq(rc, 0, "%s", out);
         free(out);
     }
     /* The order given, not the order of H: 4, 1, 8. */
     snprintf(page, sizeof page, "%s/compare.html", m[0].dir);
-    rc = run(&out, "%s/infer --ckpt %s --ckpt %s --ckpt %s --threads 1 --explore %s --text '"
-             TEXT "'", tu_bin(), m[1].ckpt, m[0].ckpt, m[2].ckpt, page);
+    rc = tu_run(&out, "%s/infer --ckpt %s --ckpt %s --ckpt %s --threads 1 --explore %s --text '"
+                TEXT "'", tu_bin(), m[1].ckpt, m[0].ckpt, m[2].ckpt, page);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_not_null(strstr(out, "compare page of 3 models"), "%s", out);
     free(out);
@@ -113,8 +101,8 @@ Test(explore_compare, each_model_has_its_own_pages_data_in_the_order_given, .tim
 static void sweep_run(const char *dir, const char *name, const char *ckpt, int done)
 {
     char *out;
-    int rc = run(&out, "mkdir -p %s/runs/%s && cp %s %s/runs/%s/model.ckpt", dir, name, ckpt,
-                 dir, name);
+    int rc = tu_run(&out, "mkdir -p %s/runs/%s && cp %s %s/runs/%s/model.ckpt", dir, name, ckpt,
+                    dir, name);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     if (done) {
@@ -142,8 +130,8 @@ Test(explore_compare, a_sweep_directory_is_the_first_seed_of_each_finished_run_b
     sweep_run(sweep, "H8-D2-s1x", m1.ckpt, 1);     /* not a run's name */
     char *out, page[500];
     snprintf(page, sizeof page, "%s/p.html", dir);
-    int rc = run(&out, "%s/infer --ckpt %s --threads 1 --explore %s --text '" TEXT "'",
-                 tu_bin(), sweep, page);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --threads 1 --explore %s --text '" TEXT "'", tu_bin(),
+                    sweep, page);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     char *p = tu_read_text(page);
@@ -165,18 +153,18 @@ Test(explore_compare, a_sweep_directory_is_the_first_seed_of_each_finished_run_b
     /* A directory without runs/, one without a finished run, and --heads on one. */
     char empty[500];
     snprintf(empty, sizeof empty, "%s/empty", dir);
-    rc = run(&out, "mkdir -p %s/runs", empty);
+    rc = tu_run(&out, "mkdir -p %s/runs", empty);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "%s/infer --ckpt %s --explore %s/q.html --text ab", tu_bin(), empty, dir);
+    rc = tu_run(&out, "%s/infer --ckpt %s --explore %s/q.html --text ab", tu_bin(), empty, dir);
     cr_assert_eq(rc, 1, "%s", out);
     cr_assert_not_null(strstr(out, "no finished run"), "%s", out);
     free(out);
-    rc = run(&out, "%s/infer --ckpt %s --explore %s/q.html --text ab", tu_bin(), dir, dir);
+    rc = tu_run(&out, "%s/infer --ckpt %s --explore %s/q.html --text ab", tu_bin(), dir, dir);
     cr_assert_eq(rc, 1, "%s", out);
     cr_assert_not_null(strstr(out, "has no runs/ directory"), "%s", out);
     free(out);
-    rc = run(&out, "%s/infer --ckpt %s --heads %s", tu_bin(), sweep, m1.data);
+    rc = tu_run(&out, "%s/infer --ckpt %s --heads %s", tu_bin(), sweep, m1.data);
     cr_assert_eq(rc, 1, "%s", out);
     cr_assert_not_null(strstr(out, "is a directory"), "%s", out);
     free(out);
@@ -207,7 +195,7 @@ Test(explore_compare, inputs_the_page_cannot_use_are_refused_in_one_line, .timeo
         snprintf(flags, sizeof flags, cases[k][0],
                  !strcmp(cases[k][1], "data") ? m1.data : page);
         char *out;
-        int rc = run(&out, "%s/infer %s %s", tu_bin(), two, flags);
+        int rc = tu_run(&out, "%s/infer %s %s", tu_bin(), two, flags);
         cr_assert_eq(rc, 2, "'%s': exit %d, expected 2:\n%s", flags, rc, out);
         cr_assert_not_null(strstr(out, cases[k][2]), "'%s': expected '%s' in:\n%s", flags,
                            cases[k][2], out);
@@ -220,13 +208,13 @@ Test(explore_compare, inputs_the_page_cannot_use_are_refused_in_one_line, .timeo
         snprintf(many + n, sizeof many - n, " --ckpt %s", m1.ckpt);
     }
     char *out;
-    int rc = run(&out, "%s/infer %s --explore %s --text ab", tu_bin(), many, page);
+    int rc = tu_run(&out, "%s/infer %s --explore %s --text ab", tu_bin(), many, page);
     cr_assert_eq(rc, 2, "%s", out);
     cr_assert_not_null(strstr(out, "--ckpt given more than 16 times"), "%s", out);
     free(out);
     /* A text one model's byte-level vocabulary cannot encode: that model is named. */
-    rc = run(&out, "%s/infer %s --explore %s --text 'The \xc3\xa9t\xc3\xa9'", tu_bin(), two,
-             page);
+    rc = tu_run(&out, "%s/infer %s --explore %s --text 'The \xc3\xa9t\xc3\xa9'", tu_bin(), two,
+                page);
     cr_assert_eq(rc, 1, "%s", out);
     char want[600];
     snprintf(want, sizeof want, "infer: error: --ckpt %s (L 1, H 1, D 16): ", m1.ckpt);
@@ -234,7 +222,7 @@ Test(explore_compare, inputs_the_page_cannot_use_are_refused_in_one_line, .timeo
     cr_assert_not_null(strstr(out, "not in the model's vocabulary"), "%s", out);
     free(out);
     /* The page may not overwrite either checkpoint's training data. */
-    rc = run(&out, "%s/infer %s --explore %s --text ab", tu_bin(), two, m4.data);
+    rc = tu_run(&out, "%s/infer %s --explore %s --text ab", tu_bin(), two, m4.data);
     cr_assert_eq(rc, 2, "%s", out);
     cr_assert_not_null(strstr(out, "training data"), "%s", out);
     free(out);

@@ -118,13 +118,13 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
     snprintf(text, sizeof text, "%s/lines.txt", dir);
     snprintf(json, sizeof json, "%s/p.json", dir);
     snprintf(html, sizeof html, "%s/p.html", dir);
-    int rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/train --vocab 0 --steps 800 --lr 3e-3 "
-                     "-L 2 -H 4 -C 32 "
-                     "-T 64 --eval-every 0 --eval-iters 2 --threads 1 --head-gates 0.001 --out %s",
-                     tu_bin(), ckpt);
+    int rc = tu_run(&out, "%s/train --vocab 0 --steps 800 --lr 3e-3 "
+                    "-L 2 -H 4 -C 32 "
+                    "-T 64 --eval-every 0 --eval-iters 2 --threads 1 --head-gates 0.001 --out %s",
+                    tu_bin(), ckpt);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = tu_runf(&out, "%s/train --dump-val %s --out %s/unused.ckpt", tu_bin(), val, dir);
+    rc = tu_run(&out, "%s/train --dump-val %s --out %s/unused.ckpt", tu_bin(), val, dir);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     /* The validation split's second line on, N bytes: the explorer's window is
@@ -147,8 +147,8 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
     cr_assert_not_null(found, "the validation text is not in the built-in corpus");
     size_t at = (size_t)(found - corpus);
 
-    rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/infer --ckpt %s --threads 1 --explore %s "
-                 "--explore-json %s --text-file %s", tu_bin(), ckpt, html, json, text);
+    rc = tu_run(&out, "%s/infer --ckpt %s --threads 1 --explore %s "
+                "--explore-json %s --text-file %s", tu_bin(), ckpt, html, json, text);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     char *j = tu_read_text(json);
@@ -207,14 +207,14 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
      * on this text, where the byte model's and the recipe's 1,536 do not yet). */
     char wckpt[600];
     snprintf(wckpt, sizeof wckpt, "%s/w.ckpt", dir);
-    rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/train --vocab 1024 --steps 900 -L 2 -H 4 "
-                 "-C 32 -T 64 "
-                 "--eval-every 0 --eval-iters 2 --threads 1 --head-gates 0.001 --out %s",
-                 tu_bin(), wckpt);
+    rc = tu_run(&out, "%s/train --vocab 1024 --steps 900 -L 2 -H 4 "
+                "-C 32 -T 64 "
+                "--eval-every 0 --eval-iters 2 --threads 1 --head-gates 0.001 --out %s", tu_bin(),
+                wckpt);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/infer --ckpt %s --threads 1 --explore %s "
-                 "--explore-json %s --text-file %s", tu_bin(), wckpt, html, json, text);
+    rc = tu_run(&out, "%s/infer --ckpt %s --threads 1 --explore %s "
+                "--explore-json %s --text-file %s", tu_bin(), wckpt, html, json, text);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     j = tu_read_text(json);
@@ -255,8 +255,8 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
     /* The --heads table on the same window (its first T tokens and the next)
      * names the same roles: a head that serves shows the relation (its type in
      * brackets when they differ). */
-    rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/infer --ckpt %s --threads 1 --heads %s "
-                 "--windows 1", tu_bin(), wckpt, text);
+    rc = tu_run(&out, "%s/infer --ckpt %s --threads 1 --heads %s "
+                "--windows 1", tu_bin(), wckpt, text);
     cr_assert_eq(rc, 0, "%s", out);
     for (int k = 0; k < 8; k++) {
         char line[64];

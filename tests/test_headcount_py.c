@@ -16,17 +16,16 @@
 static void need_torch(void)
 {
     char *out;
-    int rc = tu_runf(&out, PY " -c 'import torch'");
+    int rc = tu_run(&out, PY " -c 'import torch'");
     free(out);
     if (rc != 0)
         cr_skip_test("python3-torch is not installed");
 }
 
-typedef TuModel Env;
-
-static void env_init(Env *e, const char *name)
+/* A small trained model (two layers, four heads) for the bridge tests. */
+static void trained(TuModel *m, const char *name)
 {
-    tu_model(e, name, 6000, 7, "--layers 2 --heads 4 --embd 16 --block 32 --batch 4 --steps 40 "
+    tu_model(m, name, 6000, 7, "--layers 2 --heads 4 --embd 16 --block 32 --batch 4 --steps 40 "
              "--eval-iters 2");
 }
 
@@ -40,24 +39,24 @@ static double loss_of(const char *line)
 Test(headcount_py, loss_equals_infer_eval_with_and_without_a_mask)
 {
     need_torch();
-    Env e;
-    env_init(&e, "bridge-loss");
+    TuModel e;
+    trained(&e, "bridge-loss");
     char *a, *b;
-    int rc = tu_runf(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), e.ckpt, e.data);
+    int rc = tu_run(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), e.ckpt, e.data);
     cr_assert_eq(rc, 0, "%s", a);
-    rc = tu_runf(&b, PY " scripts/headcount.py eval %s %s", e.ckpt, e.data);
+    rc = tu_run(&b, PY " scripts/headcount.py eval %s %s", e.ckpt, e.data);
     cr_assert_eq(rc, 0, "%s", b);
     /* float32 sums in another order: agreement to ~1e-6, checked at 2e-5. */
     cr_assert(fabs(loss_of(a) - loss_of(b)) < 2e-5, "infer: %s\ntorch: %s", a, b);
     cr_assert_not_null(strstr(b, "tokens 5999"), "%s", b);
     free(a);
     free(b);
-    rc = tu_runf(&a, "%s/infer --ckpt %s --eval %s -j 1 --mask 0.1,1.3", tu_bin(), e.ckpt, e.data);
+    rc = tu_run(&a, "%s/infer --ckpt %s --eval %s -j 1 --mask 0.1,1.3", tu_bin(), e.ckpt, e.data);
     cr_assert_eq(rc, 0, "%s", a);
-    rc = tu_runf(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount, torch; "
-             "m = headcount.load('%s'); on = torch.ones(2, 4); on[0, 1] = 0; on[1, 3] = 0; "
-             "print('eval loss %%.6f' %% headcount.evaluate(m, open('%s', 'rb').read(), "
-             "head_on=on)[0])\"", e.ckpt, e.data);
+    rc = tu_run(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount, torch; "
+                "m = headcount.load('%s'); on = torch.ones(2, 4); on[0, 1] = 0; on[1, 3] = 0; "
+                "print('eval loss %%.6f' %% headcount.evaluate(m, open('%s', 'rb').read(), "
+                "head_on=on)[0])\"", e.ckpt, e.data);
     cr_assert_eq(rc, 0, "%s", b);
     cr_assert(fabs(loss_of(a) - loss_of(b)) < 2e-5, "masked: infer: %s\ntorch: %s", a, b);
     free(a);
@@ -70,21 +69,21 @@ Test(headcount_py, loss_equals_infer_eval_with_and_without_a_mask)
 Test(headcount_py, loss_equals_infer_eval_with_head_gates)
 {
     need_torch();
-    Env e;
+    TuModel e;
     tu_model(&e, "bridge-gates", 6000, 7, "--layers 2 --heads 4 --embd 16 --block 32 --batch 4 "
              "--steps 40 --eval-iters 2 --lr 1e-2 --warmup 5 --head-gates 0.05");
     const char *mask[2] = {"", "--mask 0.1,1.3"};
     const char *on[2] = {"None", "torch.tensor([[1, 0, 1, 1], [1, 1, 1, 0]])"};
     for (int k = 0; k < 2; k++) {
         char *a, *b;
-        int rc = tu_runf(&a, "%s/infer --ckpt %s --eval %s -j 1 %s", tu_bin(), e.ckpt, e.data,
-                         mask[k]);
+        int rc = tu_run(&a, "%s/infer --ckpt %s --eval %s -j 1 %s", tu_bin(), e.ckpt, e.data,
+                        mask[k]);
         cr_assert_eq(rc, 0, "%s", a);
-        rc = tu_runf(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount, "
-                     "torch; m = headcount.load('%s'); g = m.gates(); "
-                     "assert m.cfg.gates and g.shape == (2, 4) and 0 < g.min() and g.max() < 1; "
-                     "print('eval loss %%.6f' %% headcount.evaluate(m, open('%s', 'rb').read(), "
-                     "head_on=%s)[0])\"", e.ckpt, e.data, on[k]);
+        rc = tu_run(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount, "
+                    "torch; m = headcount.load('%s'); g = m.gates(); "
+                    "assert m.cfg.gates and g.shape == (2, 4) and 0 < g.min() and g.max() < 1; "
+                    "print('eval loss %%.6f' %% headcount.evaluate(m, open('%s', 'rb').read(), "
+                    "head_on=%s)[0])\"", e.ckpt, e.data, on[k]);
         cr_assert_eq(rc, 0, "%s", b);
         cr_assert(fabs(loss_of(a) - loss_of(b)) < 2e-5, "%s: infer: %s\ntorch: %s", mask[k], a, b);
         free(a);
@@ -95,24 +94,25 @@ Test(headcount_py, loss_equals_infer_eval_with_head_gates)
 Test(headcount_py, hooked_attention_equals_infer_explore_json)
 {
     need_torch();
-    Env e;
-    env_init(&e, "bridge-att");
+    TuModel e;
+    trained(&e, "bridge-att");
     char *out, html[400], json[400];
     snprintf(html, sizeof html, "%s/p.html", e.dir);
     snprintf(json, sizeof json, "%s/w.json", e.dir);
     const char *text = "The old mouse went twice. The boys";
-    int rc = tu_runf(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s' -j 1",
-                 tu_bin(), e.ckpt, html, json, text);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s' -j 1",
+                    tu_bin(), e.ckpt, html, json, text);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = tu_runf(&out, PY " -c \"import sys, json; sys.path.insert(0, 'scripts'); import headcount; "
-             "m = headcount.load('%s'); J = json.load(open('%s')); "
-             "att = m.attention(m.encode(bytes(J['tokens']))); "
-             "print('shape', tuple(att.shape)); "
-             "print('maxdiff %%.3g' %% max(abs(att[l, h, i, j].item() - "
-             "J['attention'][l][h][i][j]) "
-             "for l in range(2) for h in range(4) for i in range(J['T']) for j in range(i + 1)))\"",
-             e.ckpt, json);
+    rc = tu_run(&out, PY
+                " -c \"import sys, json; sys.path.insert(0, 'scripts'); import headcount; "
+                "m = headcount.load('%s'); J = json.load(open('%s')); "
+                "att = m.attention(m.encode(bytes(J['tokens']))); "
+                "print('shape', tuple(att.shape)); "
+                "print('maxdiff %%.3g' %% max(abs(att[l, h, i, j].item() - "
+                "J['attention'][l][h][i][j]) "
+                "for l in range(2) for h in range(4) for i in range(J['T']) for j in range(i + 1)))\"",
+                e.ckpt, json);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_not_null(strstr(out, "shape (2, 4, 32, 32)"), "%s", out);
     const char *p = strstr(out, "maxdiff ");
@@ -129,8 +129,8 @@ Test(headcount_py, hooked_attention_equals_infer_explore_json)
 Test(headcount_py, a_bpe_checkpoint_encodes_and_scores_as_infer_does, .timeout = 120)
 {
     need_torch();
-    Env e;
-    env_init(&e, "bridge-bpe");
+    TuModel e;
+    trained(&e, "bridge-bpe");
     char text[400], *a, *b;
     snprintf(text, sizeof text, "%s/mixed.txt", e.dir);
     FILE *f = fopen(text, "wb");
@@ -144,14 +144,14 @@ Test(headcount_py, a_bpe_checkpoint_encodes_and_scores_as_infer_does, .timeout =
     free(data);
     char ckpt[400];
     snprintf(ckpt, sizeof ckpt, "%s/bpe.ckpt", e.dir);
-    int rc = tu_runf(&a, "OMP_WAIT_POLICY=passive %s/train --data %s --vocab 300 --layers 1 "
-                     "--heads 2 --embd 16 --block 32 --batch 4 --steps 20 --eval-iters 2 "
-                     "--threads 1 --out %s", tu_bin(), text, ckpt);
+    int rc = tu_run(&a, "%s/train --data %s --vocab 300 --layers 1 "
+                    "--heads 2 --embd 16 --block 32 --batch 4 --steps 20 --eval-iters 2 "
+                    "--threads 1 --out %s", tu_bin(), text, ckpt);
     cr_assert_eq(rc, 0, "%s", a);
     free(a);
-    rc = tu_runf(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), ckpt, text);
+    rc = tu_run(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), ckpt, text);
     cr_assert_eq(rc, 0, "%s", a);
-    rc = tu_runf(&b, PY " scripts/headcount.py eval %s %s", ckpt, text);
+    rc = tu_run(&b, PY " scripts/headcount.py eval %s %s", ckpt, text);
     cr_assert_eq(rc, 0, "%s", b);
     const char *ta = strstr(a, " tokens "), *tb = strstr(b, " tokens ");
     cr_assert(ta && tb, "infer: %s\ntorch: %s", a, b);
@@ -159,10 +159,10 @@ Test(headcount_py, a_bpe_checkpoint_encodes_and_scores_as_infer_does, .timeout =
     cr_assert(fabs(loss_of(a) - loss_of(b)) < 2e-5, "infer: %s\ntorch: %s", a, b);
     free(a);
     free(b);
-    rc = tu_runf(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount; "
-             "m = headcount.load('%s'); t = open('%s', 'rb').read(); ids = m.encode(t); "
-             "print('merges', len(m.tokenizer.merges), 'tokens', len(ids), 'same', "
-             "m.decode(ids) == t)\"", ckpt, text);
+    rc = tu_run(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount; "
+                "m = headcount.load('%s'); t = open('%s', 'rb').read(); ids = m.encode(t); "
+                "print('merges', len(m.tokenizer.merges), 'tokens', len(ids), 'same', "
+                "m.decode(ids) == t)\"", ckpt, text);
     cr_assert_eq(rc, 0, "%s", b);
     cr_assert_not_null(strstr(b, "same True"), "%s", b);
     cr_assert_null(strstr(b, "merges 0 "), "%s", b);
@@ -177,8 +177,8 @@ Test(headcount_py, a_bpe_checkpoint_encodes_and_scores_as_infer_does, .timeout =
 Test(headcount_py, load_refuses_what_infer_refuses_with_its_message, .timeout = 120)
 {
     need_torch();
-    Env e;
-    env_init(&e, "bridge-damaged");
+    TuModel e;
+    trained(&e, "bridge-damaged");
     size_t n;
     unsigned char *good = tu_read_file(e.ckpt, &n);
     cr_assert_not_null(good);
@@ -209,11 +209,11 @@ Test(headcount_py, load_refuses_what_infer_refuses_with_its_message, .timeout = 
         char path[400], *a, *p;
         snprintf(path, sizeof path, "%s/damaged.ckpt", e.dir);
         cr_assert_eq(tu_write_file(path, b, len), 0);
-        int rc = tu_runf(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), path, e.data);
+        int rc = tu_run(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), path, e.data);
         cr_assert_eq(rc, 1, "%s: infer: %s", cases[c].what, a);
-        rc = tu_runf(&p, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount\n"
-                     "try: headcount.load('%s'); print('loaded')\n"
-                     "except headcount.CheckpointError as e: print('infer: error:', e)\"", path);
+        rc = tu_run(&p, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount\n"
+                    "try: headcount.load('%s'); print('loaded')\n"
+                    "except headcount.CheckpointError as e: print('infer: error:', e)\"", path);
         cr_assert_eq(rc, 0, "%s: %s", cases[c].what, p);
         cr_assert_str_eq(p, a, "%s: the two readers disagree", cases[c].what);
         free(a);

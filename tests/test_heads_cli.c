@@ -135,7 +135,7 @@ Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
     snprintf(cmd, sizeof cmd, "mkdir -p %s/report && (%s/infer --ckpt %s --heads %s --report %s "
              "--windows 6 --mask 1.0 --prune-curve -j 2 2>/dev/null)", d, tu_bin(), ckpt, text,
              rep);
-    int rc = tu_run(cmd, &out);
+    int rc = tu_run(&out, "%s", cmd);
     cr_assert_eq(rc, 0, "infer --heads failed (%d):\n%s", rc, out);
     cr_assert_not_null(strstr(out, "masked"), "the silenced head is reported:\n%s", out);
     cr_assert_not_null(strstr(out, "prune curve"), "%s", out);
@@ -145,11 +145,11 @@ Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
     free(out);
     /* --help lists the same legends, one level deeper. */
     snprintf(cmd, sizeof cmd, "%s/infer --help", tu_bin());
-    cr_assert_eq(tu_run(cmd, &out), 0);
+    cr_assert_eq(tu_run(&out, "%s", cmd), 0);
     char *table;
     snprintf(cmd, sizeof cmd, "(%s/infer --ckpt %s --heads %s --windows 2 -j 1 2>/dev/null)",
              tu_bin(), ckpt, text);
-    cr_assert_eq(tu_run(cmd, &table), 0, "%s", table);
+    cr_assert_eq(tu_run(&table, "%s", cmd), 0, "%s", table);
     expect_legends(out, line_starting(table, "head "), "head ", "\n    ");
     expect_legends(out, strstr(table, "\n  relation        best"), "  relation ", "\n    ");
     free(table);
@@ -191,7 +191,7 @@ Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
 static char *train_log(const char *cmd, const char *path)
 {
     char *out;
-    int rc = tu_run(cmd, &out);
+    int rc = tu_run(&out, "%s", cmd);
     cr_assert_eq(rc, 0, "train failed (%d):\n%s", rc, out);
     free(out);
     return tu_read_text(path);
@@ -242,7 +242,7 @@ Test(heads, training_log_carries_relation_scores_of_each_heads_step, .timeout = 
         }
         snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s/log.ckpt --heads %s --windows 2 -j 1",
                  tu_bin(), d, text);
-        int rc = tu_run(cmd, &out);
+        int rc = tu_run(&out, "%s", cmd);
         cr_assert_eq(rc, 0, "infer --heads failed (%d):\n%s", rc, out);
         cr_assert_not_null(strstr(out, "\n  rare "), "%s", out);
         cr_assert_not_null(strstr(out, changed ? "(rare: token counts of the analysed file"
@@ -323,7 +323,7 @@ Test(heads, infer_recognises_a_piece_of_the_built_in_corpus, .timeout = 60)
         cr_assert_eq(tu_write_file(text, corpus + at, n), 0);
         snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --report %s --windows 4 -j 1",
                  tu_bin(), ckpt, text, rep);
-        int rc = tu_run(cmd, &out);
+        int rc = tu_run(&out, "%s", cmd);
         cr_assert_eq(rc, 0, "infer --heads failed (%d):\n%s", rc, out);
         const char *planted = "the built-in corpus from byte 900000";
         if (edited)
@@ -361,7 +361,7 @@ Test(heads, infer_heads_refuses_a_report_path_that_is_a_file, .timeout = 30)
     write_tiny(d, ckpt, text, sizeof ckpt);
     snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --report %s --windows 2", tu_bin(),
              ckpt, text, text);
-    int rc = tu_run(cmd, &out);
+    int rc = tu_run(&out, "%s", cmd);
     cr_assert_eq(rc, 2, "exit %d:\n%s", rc, out);
     cr_assert_not_null(strstr(out, "not a directory"), "%s", out);
     free(out);
@@ -405,14 +405,14 @@ Test(heads, the_ablation_matrix_is_what_masking_each_head_reports, .timeout = 12
     save_tiny_for(ckpt, (const unsigned char *)corpus + at, n);
     cr_assert_eq(tu_write_file(text, corpus + at, n), 0);
     snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --json -j 1", tu_bin(), ckpt, text);
-    cr_assert_eq(tu_run(cmd, &base), 0, "%s", base);
+    cr_assert_eq(tu_run(&base, "%s", cmd), 0, "%s", base);
     static const char *const rels[] = {"agreement", "bracket", "determiner", "coreference"};
     for (int k = 0; k < 2; k++) {
         char head[16];
         snprintf(head, sizeof head, "L0H%d", k);
         snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --json -j 2 --mask 0.%d",
                  tu_bin(), ckpt, text, k);
-        cr_assert_eq(tu_run(cmd, &masked), 0, "%s", masked);
+        cr_assert_eq(tu_run(&masked, "%s", cmd), 0, "%s", masked);
         for (int r = 0; r < 4; r++) {
             double pairs = rel_number(base, rels[r], NULL, "pairs");
             cr_assert_gt(pairs, 0, "%s has no pairs", rels[r]);

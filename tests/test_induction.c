@@ -245,24 +245,17 @@ Test(induction, copy_loss_averages_first_and_in_window_repeated_letters)
 
 /* ---- ./train --corpus ---- */
 
-static int run_train(char **out, const char *fmt, const char *a, const char *b)
-{
-    char args[1200], cmd[1600];
-    snprintf(args, sizeof args, fmt, a, b);
-    snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=passive %s/train %s", tu_bin(), args);
-    return tu_run(cmd, out);
-}
-
 Test(induction, data_and_corpus_together_or_an_unknown_corpus_are_usage_errors)
 {
     const char *dir = tu_tmpdir("induction-usage");
     char *out, path[400];
     snprintf(path, sizeof path, "%s/x.ckpt", dir);
-    int rc = run_train(&out, "--data %s --corpus induction --out %s", "README.md", path);
+    int rc = tu_run(&out, "%s/train --data README.md --corpus induction --out %s", tu_bin(),
+                    path);
     cr_assert_eq(rc, 2, "%s", out);
     cr_assert(strstr(out, "--data") && strstr(out, "--corpus"), "%s", out);
     free(out);
-    rc = run_train(&out, "--corpus %s --out %s", "shakespeare", path);
+    rc = tu_run(&out, "%s/train --corpus shakespeare --out %s", tu_bin(), path);
     cr_assert_eq(rc, 2, "%s", out);
     cr_assert(strstr(out, "shakespeare") && strstr(out, "induction"), "%s", out);
     free(out);
@@ -278,8 +271,8 @@ Test(induction, the_trainer_applies_the_recipe_records_the_corpus_and_resumes_on
     snprintf(ck, sizeof ck, "%s/a.ckpt", dir);
     snprintf(log, sizeof log, "%s/a.log", dir);
     snprintf(ck2, sizeof ck2, "%s/b.ckpt", dir);
-    int rc = run_train(&out, "--corpus induction -n 6 --eval-every 3 --eval-iters 1 -B 4 "
-                       "--threads 1 --out %s --log %s", ck, log);
+    int rc = tu_run(&out, "%s/train --corpus induction -n 6 --eval-every 3 --eval-iters 1 -B 4 "
+                    "--threads 1 --out %s --log %s", tu_bin(), ck, log);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, INDUCTION_CORPUS_NAME), "%s", out);
     cr_assert(strstr(out, "L=2 H=4 C=64 D=16 T=64 V=27"), "recipe model not used:\n%s", out);
@@ -291,17 +284,17 @@ Test(induction, the_trainer_applies_the_recipe_records_the_corpus_and_resumes_on
     cr_assert(strstr(text, "\"copy_loss_first\":") && strstr(text, "\"copy_loss_repeat\":"),
               "no copy loss in the final line");
     free(text);
-    rc = run_train(&out, "--resume %s --corpus text -n 8 --out %s", ck, ck2);
+    rc = tu_run(&out, "%s/train --resume %s --corpus text -n 8 --out %s", tu_bin(), ck, ck2);
     cr_assert_eq(rc, 2, "%s", out);
     cr_assert(strstr(out, "contradicts"), "%s", out);
     free(out);
-    rc = run_train(&out, "--resume %s -n 8 --threads 1 --out %s", ck, ck2);
+    rc = tu_run(&out, "%s/train --resume %s -n 8 --threads 1 --out %s", tu_bin(), ck, ck2);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "resuming") && strstr(out, INDUCTION_CORPUS_NAME), "%s", out);
     free(out);
     /* A flag given beside --corpus wins over the recipe. */
-    rc = run_train(&out, "--corpus induction -H 2 -n 2 --eval-every 0 --eval-iters 1 -B 2 "
-                   "--threads 1 --out %s%s", ck, "");
+    rc = tu_run(&out, "%s/train --corpus induction -H 2 -n 2 --eval-every 0 --eval-iters 1 -B 2 "
+                "--threads 1 --out %s", tu_bin(), ck);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "L=2 H=2 C=64 D=32"), "%s", out);
     free(out);

@@ -10,6 +10,7 @@
 
 #include "app/infer/infer.h"
 #include "tests/progutil.h"
+#include "tests/testutil.h"
 
 #define ROW(ID, field, ctype, ...) {__VA_ARGS__},
 static const InferFlag ROWS[] = {INFER_FLAGS(ROW)};
@@ -19,7 +20,7 @@ enum { NROWS = sizeof ROWS / sizeof ROWS[0] };
 Test(infer_flags, every_declared_flag_is_in_help)
 {
     char *out;
-    cr_assert_eq(run(&out, "infer", "--help"), 0);
+    cr_assert_eq(tu_run(&out, "%s/infer --help", tu_bin()), 0);
     for (int i = 0; i < NROWS; i++) {
         char want[80];
         snprintf(want, sizeof want, "--%s", ROWS[i].flag);
@@ -43,8 +44,10 @@ Test(infer_flags, a_number_past_its_range_is_a_usage_error)
                   "--%s: default %g outside [%g, %g]", f->flag, f->def, f->lo, f->hi);
         char *out, needle[80];
         int rc = f->type == FLAG_LONG
-                     ? run(&out, "infer", "--ckpt none.ckpt --%s %ld", f->flag, (long)f->hi + 1)
-                     : run(&out, "infer", "--ckpt none.ckpt --%s %g", f->flag, f->hi * 2 + 1);
+                     ? tu_run(&out, "%s/infer --ckpt none.ckpt --%s %ld", tu_bin(), f->flag,
+                              (long)f->hi + 1)
+                     : tu_run(&out, "%s/infer --ckpt none.ckpt --%s %g", tu_bin(), f->flag,
+                              f->hi * 2 + 1);
         snprintf(needle, sizeof needle, "--%s", f->flag);
         expect_error(out, rc, 2, "infer", needle);
         free(out);
@@ -60,7 +63,7 @@ Test(infer_flags, a_flag_outside_its_modes_is_refused)
             continue;
         char *out, needle[120];
         const char *value = f->type == FLAG_SWITCH ? "" : f->type == FLAG_LONG ? "3" : "x";
-        int rc = run(&out, "infer", "--ckpt none.ckpt --%s %s", f->flag, value);
+        int rc = tu_run(&out, "%s/infer --ckpt none.ckpt --%s %s", tu_bin(), f->flag, value);
         snprintf(needle, sizeof needle, "--%s needs --", f->flag);
         expect_error(out, rc, 2, "infer", needle);
         free(out);

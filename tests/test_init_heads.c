@@ -141,8 +141,8 @@ Test(init_heads, command_line_random_is_the_default_and_same_trains_identical_he
     for (int i = 0; i < 3; i++) {
         snprintf(ck[i], sizeof ck[i], "%s/r%d.ckpt", e.dir, i);
         char *out;
-        int rc = run(&out, "train", TINY " --heads 4 --steps 6 --data %s --out %s %s", e.data,
-                     ck[i], extra[i]);
+        int rc = tu_run(&out, "%s/train " TINY " --heads 4 --steps 6 --data %s --out %s %s",
+                        tu_bin(), e.data, ck[i], extra[i]);
         cr_assert_eq(rc, 0, "%s", out);
         free(out);
     }
@@ -155,7 +155,7 @@ Test(init_heads, command_line_random_is_the_default_and_same_trains_identical_he
     model_free(&m);
     tok_free(&tok);
     char *out;
-    int rc = run(&out, "train", "--resume %s --steps 8 --init-heads same", ck[2]);
+    int rc = tu_run(&out, "%s/train --resume %s --steps 8 --init-heads same", tu_bin(), ck[2]);
     expect_error(out, rc, 2, "train", "--init-heads chooses a fresh run's initialisation");
     free(out);
     refuse_train(&e, "--init-heads twin", 2, "--init-heads 'twin': expected random or same");

@@ -45,7 +45,8 @@ static void expect_unchanged(const char *path, Snapshot *s)
 static void train_to(const Env *e, const char *path, const char *extra)
 {
     char *out;
-    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s %s", e->data, path, extra);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s %s", tu_bin(), e->data,
+                    path, extra);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -92,8 +93,8 @@ Test(outputs, an_output_that_is_the_data_file_is_refused_by_identity)
     for (int f = 0; f < 3; f++)
         for (int k = 0; k < 3; k++) {
             Snapshot before = snap(e.data);
-            int rc = run(&out, "train", TINY " --steps 2 --data %s %s %s", e.data, flags[f],
-                         spellings[k]);
+            int rc = tu_run(&out, "%s/train " TINY " --steps 2 --data %s %s %s", tu_bin(), e.data,
+                            flags[f], spellings[k]);
             expect_error(out, rc, 2, "train", "is the same file as --data");
             cr_assert(strstr(out, flags[f]), "the output flag is not named:\n%s", out);
             free(out);
@@ -125,7 +126,7 @@ Test(outputs, resuming_from_a_file_named_like_a_temporary_keeps_it)
     snprintf(dst, sizeof dst, "%s/run.ckpt", e.dir);
     train_to(&e, src, "");
     Snapshot before = snap(src);
-    int rc = run(&out, "train", "--resume %s --steps 6 --out %s", src, dst);
+    int rc = tu_run(&out, "%s/train --resume %s --steps 6 --out %s", tu_bin(), src, dst);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     expect_unchanged(src, &before);
@@ -142,13 +143,14 @@ Test(outputs, a_log_aimed_at_a_checkpoint_is_refused)
     train_to(&e, a, "");
     Snapshot before = snap(a);
     /* The checkpoint being resumed. */
-    int rc = run(&out, "train", "--resume %s --steps 6 --out %s --log %s", a, b, a);
+    int rc = tu_run(&out, "%s/train --resume %s --steps 6 --out %s --log %s", tu_bin(), a, b, a);
     expect_error(out, rc, 2, "train", "--log");
     cr_assert(strstr(out, "--resume"), "%s", out);
     free(out);
     cr_assert_neq(access(b, F_OK), 0, "the refused run wrote --out");
     /* The run's own previous checkpoint, about to be replaced. */
-    rc = run(&out, "train", TINY " --steps 4 --data %s --out %s --log %s", e.data, a, a);
+    rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s --log %s", tu_bin(), e.data,
+                a, a);
     expect_error(out, rc, 2, "train", "two outputs cannot share a file");
     cr_assert(strstr(out, "--out") && strstr(out, "--log"), "%s", out);
     free(out);
@@ -179,7 +181,7 @@ Test(outputs, resume_continues_into_its_own_checkpoint_and_the_hint_continues_th
     long at = ckpt_steps(e.out);
     /* The pasted hint, with a finite --steps so that it ends. */
     char *out;
-    int rc = run(&out, "train", "%s --steps %ld", args, at + 3);
+    int rc = tu_run(&out, "%s/train %s --steps %ld", tu_bin(), args, at + 3);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     cr_assert_eq(ckpt_steps(e.out), at + 3, "the hint did not continue into --out");
@@ -207,8 +209,8 @@ Test(outputs, a_second_trainer_on_the_same_checkpoint_is_refused_naming_the_firs
     snprintf(pid_text, sizeof pid_text, "pid %ld", (long)pid);
     char other_log[400];
     snprintf(other_log, sizeof other_log, "%s/other.log", e.dir);
-    int rc = run(&out, "train", TINY " --steps 2 --data %s --out %s --log %s", e.data, e.out,
-                 other_log);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 2 --data %s --out %s --log %s", tu_bin(),
+                    e.data, e.out, other_log);
     kill(pid, SIGINT);
     int status;
     waitpid(pid, &status, 0);
@@ -232,8 +234,8 @@ Test(outputs, a_symlink_planted_at_the_old_temporary_name_is_not_followed)
     snprintf(tmp, sizeof tmp, "%s.tmp", e.out);
     cr_assert_eq(symlink(victim, tmp), 0);
     Snapshot before = snap(victim);
-    int rc = run(&out, "train", TINY " --steps 4 --save-every 2 --data %s --out %s", e.data,
-                 e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --save-every 2 --data %s --out %s", tu_bin(),
+                    e.data, e.out);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "leftover"), "the stray temporary name was not reported:\n%s", out);
     free(out);
@@ -248,12 +250,12 @@ Test(outputs, a_device_as_the_log_or_the_val_dump_is_refused_before_anything_run
     Env e;
     env_init(&e, "out-full");
     char *out;
-    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s --log /dev/full", e.data,
-                 e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s --log /dev/full",
+                    tu_bin(), e.data, e.out);
     expect_error(out, rc, 2, "train", "--log /dev/full: not a regular file");
     free(out);
     cr_assert_neq(access(e.out, F_OK), 0, "the run trained");
-    rc = run(&out, "train", "--data %s --dump-val /dev/full", e.data);
+    rc = tu_run(&out, "%s/train --data %s --dump-val /dev/full", tu_bin(), e.data);
     expect_error(out, rc, 2, "train", "--dump-val /dev/full: not a regular file");
     free(out);
 }
@@ -277,16 +279,16 @@ Test(outputs, a_file_size_limit_under_the_log_or_the_val_dump_keeps_the_earlier_
     cr_assert_eq(tu_write_file(e.log, "earlier log\n", 12), 0);
     cr_assert_eq(tu_write_file(val, "earlier val\n", 12), 0);
     Snapshot log = snap(e.log), v = snap(val);
-    snprintf(cmd, sizeof cmd, "ulimit -c 0; ulimit -f 1; OMP_WAIT_POLICY=passive %s/train " TINY
+    snprintf(cmd, sizeof cmd, "ulimit -f 1; %s/train " TINY
              " --steps 4 --data %s --out %s --log %s", tu_bin(), data, e.out, e.log);
-    int rc = tu_run(cmd, &out);
+    int rc = tu_run(&out, "%s", cmd);
     expect_late_error(out, rc, 1, "File too large");
     cr_assert(strstr(out, "--log"), "%s", out);
     free(out);
     expect_unchanged(e.log, &log);
-    snprintf(cmd, sizeof cmd, "ulimit -c 0; ulimit -f 1; %s/train --data %s --dump-val %s",
+    snprintf(cmd, sizeof cmd, "ulimit -f 1; %s/train --data %s --dump-val %s",
              tu_bin(), e.data, val);
-    rc = tu_run(cmd, &out);
+    rc = tu_run(&out, "%s", cmd);
     expect_late_error(out, rc, 1, "File too large");
     free(out);
     expect_unchanged(val, &v);
@@ -300,9 +302,9 @@ Test(outputs, a_file_size_limit_is_a_write_error_not_a_silent_kill)
     env_init(&e, "out-fsize");
     char *out, cmd[1500];
     /* 8 blocks (4 or 8 KB, by shell) is far below the checkpoint's 60 KB. */
-    snprintf(cmd, sizeof cmd, "ulimit -c 0; ulimit -f 8; OMP_WAIT_POLICY=passive %s/train " TINY
+    snprintf(cmd, sizeof cmd, "ulimit -f 8; %s/train " TINY
              " --steps 4 --data %s --out %s", tu_bin(), e.data, e.out);
-    int rc = tu_run(cmd, &out);
+    int rc = tu_run(&out, "%s", cmd);
     expect_late_error(out, rc, 1, "File too large");
     cr_assert(strstr(out, "This run wrote no checkpoint"), "%s", out);
     free(out);
@@ -372,7 +374,7 @@ Test(outputs, a_data_path_too_long_to_record_is_refused_up_front)
     snprintf(link, sizeof link, "%s/data.txt", deep);
     cr_assert_eq(access(link, R_OK), 0);
     put_sentinel(&e);
-    int rc = run(&out, "train", TINY " --steps 2 --data %s --out %s", link, e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 2 --data %s --out %s", tu_bin(), link, e.out);
     expect_error(out, rc, 2, "train", "--data");
     cr_assert(strstr(out, "at most 511"), "%s", out);
     free(out);
@@ -386,7 +388,8 @@ Test(outputs, a_64_bit_seed_that_differs_only_past_2_to_the_53_is_caught_on_resu
     train_to(&e, e.out, "--seed 18446744073709551614");
     Snapshot before = snap(e.out);
     char *out;
-    int rc = run(&out, "train", "--resume %s --steps 6 --seed 18446744073709551615", e.out);
+    int rc = tu_run(&out, "%s/train --resume %s --steps 6 --seed 18446744073709551615", tu_bin(),
+                    e.out);
     expect_error(out, rc, 2, "train", "--seed 18446744073709551615 contradicts");
     free(out);
     expect_unchanged(e.out, &before);
@@ -401,11 +404,12 @@ Test(outputs, divergence_right_after_a_resume_into_a_new_file_names_the_real_che
     snprintf(dst, sizeof dst, "%s/dst.ckpt", e.dir);
     /* lr 10 with weight decay 10 diverges within a few steps; with a save every
      * step, src holds the last good one, and resuming it diverges at once. */
-    int rc = run(&out, "train", TINY " --steps 200 --lr 10 --min-lr 0 --warmup 0 --wd 10 "
-                 "--clip 0 --eval-every 0 --save-every 1 --data %s --out %s", e.data, src);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 200 --lr 10 --min-lr 0 --warmup 0 --wd 10 "
+                    "--clip 0 --eval-every 0 --save-every 1 --data %s --out %s", tu_bin(), e.data,
+                    src);
     cr_assert_eq(rc, 1, "the run did not diverge:\n%s", out);
     free(out);
-    rc = run(&out, "train", "--resume %s --steps 200 --out %s", src, dst);
+    rc = tu_run(&out, "%s/train --resume %s --steps 200 --out %s", tu_bin(), src, dst);
     expect_late_error(out, rc, 1, "is not finite");
     cr_assert(strstr(out, "This run saved no checkpoint; the one it resumed from"),
               "the message names a checkpoint that does not exist:\n%s", out);
@@ -422,8 +426,8 @@ Test(outputs, a_model_larger_than_the_free_memory_is_refused_with_the_figure)
     env_init(&e, "out-memory");
     put_sentinel(&e);
     char *out;
-    int rc = run(&out, "train", "--steps 2 --layers 64 --embd 1024 --heads 16 --block 16 "
-                 "--batch 65536 --data %s --out %s", e.data, e.out);
+    int rc = tu_run(&out, "%s/train --steps 2 --layers 64 --embd 1024 --heads 16 --block 16 "
+                    "--batch 65536 --data %s --out %s", tu_bin(), e.data, e.out);
     expect_error(out, rc, 1, "train", "out of memory");
     cr_assert(strstr(out, "GiB") && strstr(out, "MemAvailable"), "%s", out);
     free(out);
@@ -467,7 +471,7 @@ Test(outputs, shell_quoting_reads_back_as_the_same_word)
         char q[400], cmd[600], *out;
         guard_shell_quote(words[i], q, sizeof q);
         snprintf(cmd, sizeof cmd, "printf '%%s' %s", q);
-        cr_assert_eq(tu_run(cmd, &out), 0);
+        cr_assert_eq(tu_run(&out, "%s", cmd), 0);
         cr_assert_str_eq(out, words[i], "quoted as %s", q);
         free(out);
     }
@@ -480,7 +484,7 @@ Test(outputs, infer_outputs_that_are_its_inputs_are_refused)
     char *out, csv[400];
     train_to(&e, e.out, "");
     Snapshot ck = snap(e.out);
-    int rc = run(&out, "infer", "--ckpt %s --explore %s --text hello", e.out, e.out);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --text hello", tu_bin(), e.out, e.out);
     expect_error(out, rc, 2, "infer", "--explore");
     cr_assert(strstr(out, "same file as --ckpt"), "%s", out);
     free(out);
@@ -489,7 +493,7 @@ Test(outputs, infer_outputs_that_are_its_inputs_are_refused)
     snprintf(csv, sizeof csv, "%s/heads.csv", e.dir);
     cr_assert_eq(rename(e.data, csv), 0);
     Snapshot text = snap(csv);
-    rc = run(&out, "infer", "--ckpt %s --heads %s --report %s", e.out, csv, e.dir);
+    rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --report %s", tu_bin(), e.out, csv, e.dir);
     expect_error(out, rc, 2, "infer", "same file as --heads");
     free(out);
     expect_unchanged(csv, &text);

@@ -23,7 +23,8 @@ static void model(Env *e, const char *name)
 {
     env_init(e, name);
     char *out;
-    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s", e->data, e->out);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s", tu_bin(), e->data,
+                    e->out);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -34,8 +35,8 @@ static void expect_stdout_error(const char *prog, const char *args, const char *
                                 const char *why)
 {
     char *out;
-    int rc = tu_runf(&out, "(ulimit -c 0; OMP_WAIT_POLICY=passive %s/%s %s 2>&1 %s)", tu_bin(),
-                     prog, args, where);
+    int rc = tu_run(&out, "(%s/%s %s 2>&1 %s)", tu_bin(), prog,
+                    args, where);
     char needle[200];
     snprintf(needle, sizeof needle, "writing standard output: %s", why);
     cr_assert_eq(rc, 1, "%s %s %s: exit %d, expected 1:\n%s", prog, args, where, rc, out);
@@ -84,8 +85,8 @@ Test(edges, a_closed_stdout_does_not_write_into_a_report_file, .timeout = 60)
     model(&e, "ed-stdout-report");
     char dir[400], *out;
     snprintf(dir, sizeof dir, "%s/rep", e.dir);
-    int rc = tu_runf(&out, "(%s/infer --ckpt %s --heads %s --windows 4 --threads 1 --report %s "
-                     "2>&1 >&-)", tu_bin(), e.out, e.data, dir);
+    int rc = tu_run(&out, "(%s/infer --ckpt %s --heads %s --windows 4 --threads 1 --report %s "
+                    "2>&1 >&-)", tu_bin(), e.out, e.data, dir);
     cr_assert_eq(rc, 1, "%s", out);
     free(out);
     char path[500];
@@ -142,19 +143,19 @@ Test(edges, a_path_that_is_not_utf8_is_escaped_in_every_json_file, .timeout = 60
     char data[400], settings[400], rep[400], summary[500], page[400], json[400], *out;
     snprintf(data, sizeof data, "%s/caf\xe9.txt", e.dir);
     cr_assert_eq(rename(e.data, data), 0);
-    int rc = run(&out, "train", TINY " --steps 2 --data '%s' --out %s --log %s", data, e.out,
-                 e.log);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 2 --data '%s' --out %s --log %s", tu_bin(),
+                    data, e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     expect_utf8_with(e.log, "caf\\u00e9.txt\"");
     snprintf(settings, sizeof settings, "%s/settings.json", e.dir);
-    rc = run(&out, "train", "--data '%s' --print-settings > %s", data, settings);
+    rc = tu_run(&out, "%s/train --data '%s' --print-settings > %s", tu_bin(), data, settings);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     expect_utf8_with(settings, "caf\\u00e9.txt\"");
     snprintf(rep, sizeof rep, "%s/rep", e.dir);
-    rc = run(&out, "infer", "--ckpt %s --heads '%s' --windows 4 --threads 1 --report %s", e.out,
-             data, rep);
+    rc = tu_run(&out, "%s/infer --ckpt %s --heads '%s' --windows 4 --threads 1 --report %s",
+                tu_bin(), e.out, data, rep);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     snprintf(summary, sizeof summary, "%s/summary.json", rep);
@@ -163,8 +164,8 @@ Test(edges, a_path_that_is_not_utf8_is_escaped_in_every_json_file, .timeout = 60
     expect_utf8_with(summary, "caf&#xe9;.txt");
     snprintf(page, sizeof page, "%s/page.html", e.dir);
     snprintf(json, sizeof json, "%s/att.json", e.dir);
-    rc = run(&out, "infer", "--ckpt %s --explore %s --explore-json %s --text-file '%s' "
-             "--threads 1", e.out, page, json, data);
+    rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text-file '%s' "
+                "--threads 1", tu_bin(), e.out, page, json, data);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     expect_utf8_with(page, "/caf\\u00e9.txt\"");
@@ -180,8 +181,8 @@ Test(edges, a_symlink_as_the_report_directory_is_named_as_one, .timeout = 60)
     snprintf(link, sizeof link, "%s/rlink", e.dir);
     cr_assert_eq(mkdir(dir, 0777), 0);
     cr_assert_eq(symlink("real", link), 0);
-    int rc = run(&out, "infer", "--ckpt %s --heads %s --windows 4 --report %s", e.out, e.data,
-                 link);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --windows 4 --report %s", tu_bin(), e.out,
+                    e.data, link);
     expect_error(out, rc, 2, "infer", "is a symbolic link");
     cr_assert_null(strstr(out, "is not a directory"), "%s", out);
     free(out);
@@ -193,11 +194,12 @@ Test(edges, a_contradicting_value_prints_with_the_digits_that_differ)
     Env e;
     env_init(&e, "ed-digits");
     char *out;
-    int rc = run(&out, "train", TINY " --steps 2 --head-dropout 0.5 --data %s --out %s", e.data,
-                 e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 2 --head-dropout 0.5 --data %s --out %s",
+                    tu_bin(), e.data, e.out);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "train", "--resume %s --steps 4 --head-dropout 0.50000000001", e.out);
+    rc = tu_run(&out, "%s/train --resume %s --steps 4 --head-dropout 0.50000000001", tu_bin(),
+                e.out);
     expect_error(out, rc, 2, "train",
                  "--head-dropout 0.50000000001 contradicts the checkpoint (0.5)");
     free(out);
@@ -210,15 +212,15 @@ Test(edges, an_underflowing_value_in_range_is_accepted)
     const char *ok[] = {"1e-400", "4.9e-324", "2e-310"};
     for (int k = 0; k < 3; k++) {
         char *out;
-        int rc = run(&out, "train", "--head-dropout %s --print-settings", ok[k]);
+        int rc = tu_run(&out, "%s/train --head-dropout %s --print-settings", tu_bin(), ok[k]);
         cr_assert_eq(rc, 0, "--head-dropout %s: %s", ok[k], out);
         free(out);
     }
     char *out;
-    int rc = run(&out, "train", "--head-dropout -1e-400 --print-settings");
+    int rc = tu_run(&out, "%s/train --head-dropout -1e-400 --print-settings", tu_bin());
     expect_error(out, rc, 2, "train", "--head-dropout: expected a number in [0, 0.95]");
     free(out);
-    rc = run(&out, "train", "--head-dropout 1e400 --print-settings");
+    rc = tu_run(&out, "%s/train --head-dropout 1e400 --print-settings", tu_bin());
     expect_error(out, rc, 2, "train", "--head-dropout: expected a number in [0, 0.95]");
     free(out);
 }
@@ -242,7 +244,8 @@ Test(edges, a_log_another_run_writes_is_refused, .timeout = 60)
     snprintf(sym, sizeof sym, "%s/link.log", e.dir);
     snprintf(resumed, sizeof resumed, "%s/resumed.ckpt", e.dir);
     cr_assert_eq(symlink("run.log", sym), 0);
-    int rc = run(&out, "train", TINY " --steps 2 --data %s --out %s", e.data, resumed);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 2 --data %s --out %s", tu_bin(), e.data,
+                    resumed);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     /* Every refused run is run while the first one writes, and checked once it
@@ -263,7 +266,7 @@ Test(edges, a_log_another_run_writes_is_refused, .timeout = 60)
         const char *ckpt = k == 2 ? resumed : k == 3 ? e.log : other;
         const char *log = k == 1 ? sym : k == 3 ? e.out : e.log;
         snprintf(args, sizeof args, cases[k][1], e.data, ckpt, log);
-        rcs[k] = run(&outs[k], "train", TINY " --steps 4 %s", args);
+        rcs[k] = tu_run(&outs[k], "%s/train " TINY " --steps 4 %s", tu_bin(), args);
     }
     char *after = (char *)tu_read_file(e.log, &na);
     stop_train(pid);
@@ -278,7 +281,7 @@ Test(edges, a_log_another_run_writes_is_refused, .timeout = 60)
     free(before);
     free(after);
     /* Once it has stopped, resuming into its log appends to it. */
-    rc = run(&out, "train", "--resume %s --steps 4 --log %s", resumed, e.log);
+    rc = tu_run(&out, "%s/train --resume %s --steps 4 --log %s", tu_bin(), resumed, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -300,11 +303,13 @@ Test(edges, one_shot_outputs_do_not_replace_a_locked_checkpoint_or_log, .timeout
     int rcs[6], page_written = 0;
     snprintf(page, sizeof page, "%s/page.html", e.dir);
     for (int k = 0; k < 2; k++) {
-        rcs[3 * k] = run(&outs[3 * k], "train", "--data %s --dump-val %s", e.data, targets[k]);
-        rcs[3 * k + 1] = run(&outs[3 * k + 1], "infer", "--ckpt %s --explore %s --text The "
-                             "--threads 1", ckpt, targets[k]);
-        rcs[3 * k + 2] = run(&outs[3 * k + 2], "infer", "--ckpt %s --explore %s "
-                             "--explore-json %s --text The --threads 1", ckpt, page, targets[k]);
+        rcs[3 * k] = tu_run(&outs[3 * k], "%s/train --data %s --dump-val %s", tu_bin(), e.data,
+                            targets[k]);
+        rcs[3 * k + 1] = tu_run(&outs[3 * k + 1], "%s/infer --ckpt %s --explore %s --text The "
+                                "--threads 1", tu_bin(), ckpt, targets[k]);
+        rcs[3 * k + 2] = tu_run(&outs[3 * k + 2], "%s/infer --ckpt %s --explore %s "
+                                "--explore-json %s --text The --threads 1", tu_bin(), ckpt, page,
+                                targets[k]);
         page_written |= access(page, F_OK) == 0;
     }
     stop_train(pid);
@@ -317,7 +322,7 @@ Test(edges, one_shot_outputs_do_not_replace_a_locked_checkpoint_or_log, .timeout
     }
     cr_assert(!page_written, "the page was written");
     /* A lock its holder left behind (killed) holds nothing. */
-    int rc = run(&out, "train", "--data %s --dump-val %s", e.data, e.log);
+    int rc = tu_run(&out, "%s/train --data %s --dump-val %s", tu_bin(), e.data, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -347,14 +352,13 @@ Test(edges, a_signal_during_merge_learning_stops_it_and_writes_nothing, .timeout
     char data[400], *out;
     make_file(&e, "words.txt", text, n, data, sizeof data);
     free(text);
-    int rc = tu_runf(&out,
-                     "(OMP_WAIT_POLICY=passive %s/train " TINY " --steps 5 --vocab 8000 --data %s "
-                     "--out %s --log %s & p=$!; i=0; "
-                     "until { [ \"$(cat /proc/$p/comm 2>/dev/null)\" = train ] && "
-                     "[ $(( 0x$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$p/status "
-                     "2>/dev/null || echo 0) & 2 )) != 0 ]; } || [ $i -ge 4000 ]; do "
-                     "sleep 0.002; i=$((i + 1)); done; kill -INT $p; wait $p; echo \"rc=$?\")",
-                     tu_bin(), data, e.out, e.log);
+    int rc = tu_run(&out, "(%s/train " TINY
+                    " --steps 5 --vocab 8000 --data %s " "--out %s --log %s & p=$!; i=0; "
+                    "until { [ \"$(cat /proc/$p/comm 2>/dev/null)\" = train ] && "
+                    "[ $(( 0x$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$p/status "
+                    "2>/dev/null || echo 0) & 2 )) != 0 ]; } || [ $i -ge 4000 ]; do "
+                    "sleep 0.002; i=$((i + 1)); done; kill -INT $p; wait $p; echo \"rc=$?\")",
+                    tu_bin(), data, e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "rc=130\n"), "%s", out);
     cr_assert(strstr(out, "train: interrupted while learning the merges and encoding the text; "

@@ -23,7 +23,8 @@ static void model(Env *e, const char *name)
 {
     env_init(e, name);
     char *out;
-    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s", e->data, e->out);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s", tu_bin(), e->data,
+                    e->out);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -81,7 +82,8 @@ Test(infer_outputs, a_report_directory_holding_user_files_is_refused_naming_them
         snprintf(path, sizeof path, "%s/%s", dir, names[k]);
         cr_assert_eq(tu_write_file(path, "user's\n", 7), 0);
     }
-    int rc = run(&out, "infer", "--ckpt %s --heads %s --report %s", e.out, e.data, dir);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --report %s", tu_bin(), e.out, e.data,
+                    dir);
     expect_error(out, rc, 2, "infer", "no earlier report of ./infer wrote there");
     for (int k = 0; k < 3; k++) {
         cr_assert(strstr(out, names[k]), "%s is not named:\n%s", names[k], out);
@@ -93,8 +95,8 @@ Test(infer_outputs, a_report_directory_holding_user_files_is_refused_naming_them
     expect_absent(path);
     /* The working directory: its files are not a report's. */
     char bin[4096];
-    rc = tu_runf(&out, "cd %s && ulimit -c 0; OMP_WAIT_POLICY=passive %s/infer --ckpt "
-                 "../out.ckpt --heads ../data.txt --report .", dir, bin_abs(bin));
+    rc = tu_run(&out, "cd %s && %s/infer --ckpt "
+                "../out.ckpt --heads ../data.txt --report .", dir, bin_abs(bin));
     expect_error(out, rc, 2, "infer", "no earlier report");
     free(out);
     for (int k = 0; k < 3; k++) {
@@ -115,8 +117,8 @@ Test(infer_outputs, a_report_replaces_its_own_earlier_report_and_fills_an_empty_
     snprintf(empty, sizeof empty, "%s/empty", e.dir);
     cr_assert_eq(mkdir(empty, 0777), 0);
     for (int k = 0; k < 2; k++) {
-        int rc = run(&out, "infer", "--ckpt %s --heads %s --report %s --prune-curve", e.out,
-                     e.data, dir);
+        int rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --report %s --prune-curve", tu_bin(),
+                        e.out, e.data, dir);
         cr_assert_eq(rc, 0, "run %d:\n%s", k, out);
         free(out);
     }
@@ -125,13 +127,14 @@ Test(infer_outputs, a_report_replaces_its_own_earlier_report_and_fills_an_empty_
     snprintf(path, sizeof path, "%s/.headcount-report", dir);
     cr_assert_eq(access(path, F_OK), 0, "no marker");
     /* The second run had no --prune-curve: the earlier report's prune.csv goes. */
-    int rc = run(&out, "infer", "--ckpt %s --heads %s --report %s", e.out, e.data, dir);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --report %s", tu_bin(), e.out, e.data,
+                    dir);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     snprintf(path, sizeof path, "%s/prune.csv", dir);
     expect_absent(path);
     cr_assert_eq(tu_find_prefix(e.dir, "rep.", NULL, 0), 0, "a temporary directory was left");
-    rc = run(&out, "infer", "--ckpt %s --heads %s --report %s", e.out, e.data, empty);
+    rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --report %s", tu_bin(), e.out, e.data, empty);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     snprintf(path, sizeof path, "%s/index.html", empty);
@@ -153,14 +156,14 @@ Test(infer_outputs, the_training_data_is_never_an_explorer_output, .timeout = 60
     unsigned char *before = tu_read_file(e.data, &n);
     const char *spellings[] = {e.data, dotted, sym, hard};
     for (int k = 0; k < 4; k++) {
-        int rc = run(&out, "infer", "--ckpt %s --explore %s --text '%s'", e.out, spellings[k],
-                     TEXT);
+        int rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --text '%s'", tu_bin(), e.out,
+                        spellings[k], TEXT);
         expect_error(out, rc, 2, "infer", "the training data of --ckpt");
         free(out);
         char page[400];
         snprintf(page, sizeof page, "%s/p.html", e.dir);
-        rc = run(&out, "infer", "--ckpt %s --explore %s --explore-json %s --text '%s'", e.out,
-                 page, spellings[k], TEXT);
+        rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --explore-json %s --text '%s'", tu_bin(),
+                    e.out, page, spellings[k], TEXT);
         expect_error(out, rc, 2, "infer", "--explore-json");
         free(out);
         expect_absent(page);
@@ -181,15 +184,15 @@ Test(infer_outputs, a_file_size_limit_keeps_the_earlier_files_and_says_why, .tim
     snprintf(rep, sizeof rep, "%s/rep", e.dir);
     cr_assert_eq(tu_write_file(page, "earlier page\n", 13), 0);
     cr_assert_eq(tu_write_file(json, "earlier json\n", 13), 0);
-    int rc = tu_runf(&out, "ulimit -c 0; ulimit -f 8; OMP_WAIT_POLICY=passive %s/infer --ckpt %s "
-                     "--explore %s --explore-json %s --text '%s'", tu_bin(), e.out, page, json,
-                     TEXT);
+    int rc = tu_run(&out, "ulimit -f 8; %s/infer --ckpt %s "
+                    "--explore %s --explore-json %s --text '%s'", tu_bin(), e.out, page, json,
+                    TEXT);
     expect_late_error(out, rc, 1, "File too large");
     free(out);
     expect_file(page, "earlier page\n");
     expect_file(json, "earlier json\n");
-    rc = tu_runf(&out, "ulimit -c 0; ulimit -f 5; OMP_WAIT_POLICY=passive %s/infer --ckpt %s "
-                 "--heads %s --report %s", tu_bin(), e.out, e.data, rep);
+    rc = tu_run(&out, "ulimit -f 5; %s/infer --ckpt %s "
+                "--heads %s --report %s", tu_bin(), e.out, e.data, rep);
     expect_late_error(out, rc, 1, "File too large"); /* a kill by SIGXFSZ is exit 153 */
     cr_assert(strstr(out, "infer: error: --report"), "%s", out);
     free(out);
@@ -213,17 +216,17 @@ Test(infer_outputs, a_fifo_as_an_output_is_refused_at_once, .timeout = 60)
     cr_assert_eq(mkdir(rep, 0777), 0);
     cr_assert_eq(mkfifo(inrep, 0666), 0);
     /* timeout: a program that opens the FIFO blocks there for ever */
-    int rc = tu_runf(&out, "timeout 20 %s/infer --ckpt %s --explore %s --text '%s'", tu_bin(),
-                     e.out, fifo, TEXT);
+    int rc = tu_run(&out, "timeout 20 %s/infer --ckpt %s --explore %s --text '%s'", tu_bin(), e.out,
+                    fifo, TEXT);
     expect_error(out, rc, 2, "infer", "not a regular file");
     free(out);
-    rc = tu_runf(&out, "timeout 20 %s/infer --ckpt %s --explore %s --explore-json %s --text '%s'",
-                 tu_bin(), e.out, page, fifo, TEXT);
+    rc = tu_run(&out, "timeout 20 %s/infer --ckpt %s --explore %s --explore-json %s --text '%s'",
+                tu_bin(), e.out, page, fifo, TEXT);
     expect_error(out, rc, 2, "infer", "not a regular file");
     free(out);
     expect_absent(page);
-    rc = tu_runf(&out, "ulimit -c 0; OMP_WAIT_POLICY=passive timeout 20 %s/infer --ckpt %s "
-                 "--heads %s --report %s", tu_bin(), e.out, e.data, rep);
+    rc = tu_run(&out, "timeout 20 %s/infer --ckpt %s "
+                "--heads %s --report %s", tu_bin(), e.out, e.data, rep);
     expect_error(out, rc, 2, "infer", "heads.csv");
     free(out);
 }
@@ -238,11 +241,11 @@ Test(infer_outputs, a_device_or_fifo_as_a_checkpoint_is_not_a_regular_file, .tim
     cr_assert_eq(mkfifo(fifo, 0666), 0);
     const char *paths[] = {"/dev/zero", "/dev/urandom", fifo};
     for (int k = 0; k < 3; k++) {
-        int rc = tu_runf(&out, "timeout 20 %s/infer --ckpt %s --eval %s", tu_bin(), paths[k],
-                         e.data);
+        int rc = tu_run(&out, "timeout 20 %s/infer --ckpt %s --eval %s", tu_bin(), paths[k],
+                        e.data);
         expect_error(out, rc, 1, "infer", "not a regular file");
         free(out);
-        rc = tu_runf(&out, "timeout 20 %s/train --resume %s --steps 9", tu_bin(), paths[k]);
+        rc = tu_run(&out, "timeout 20 %s/train --resume %s --steps 9", tu_bin(), paths[k]);
         expect_error(out, rc, 1, "train", "not a regular file");
         free(out);
     }
@@ -256,19 +259,18 @@ Test(infer_outputs, an_empty_heads_file_or_path_is_one_clear_error, .timeout = 6
     model(&e, "io-empty");
     char empty[400], *out;
     make_file(&e, "empty.txt", "", 0, empty, sizeof empty);
-    int rc = run(&out, "infer", "--ckpt %s --heads %s", e.out, empty);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --heads %s", tu_bin(), e.out, empty);
     expect_error(out, rc, 1, "infer", "file is empty");
     free(out);
     const char *flags[] = {"--heads ''", "--explore '' --text ab", "--eval ''",
                            "--heads data.txt --report ''"};
     char bin[4096];
     for (int k = 0; k < 4; k++) {
-        rc = tu_runf(&out, "cd %s && %s/infer --ckpt out.ckpt %s", e.dir, bin_abs(bin),
-                     flags[k]);
+        rc = tu_run(&out, "cd %s && %s/infer --ckpt out.ckpt %s", e.dir, bin_abs(bin), flags[k]);
         expect_error(out, rc, 2, "infer", "the path is empty");
         free(out);
     }
-    rc = run(&out, "infer", "--ckpt ''");
+    rc = tu_run(&out, "%s/infer --ckpt ''", tu_bin());
     expect_error(out, rc, 2, "infer", "--ckpt '': the path is empty");
     free(out);
 }
@@ -283,11 +285,12 @@ Test(infer_outputs, a_mask_with_an_empty_item_or_a_repeated_head_is_refused, .ti
     const char *needles[] = {"no head given", "ends with a comma", "listed twice",
                              "expected layer.head", "expected layer.head"};
     for (int k = 0; k < 5; k++) {
-        int rc = run(&out, "infer", "--ckpt %s --eval %s --mask %s", e.out, e.data, masks[k]);
+        int rc = tu_run(&out, "%s/infer --ckpt %s --eval %s --mask %s", tu_bin(), e.out, e.data,
+                        masks[k]);
         expect_error(out, rc, 2, "infer", needles[k]);
         free(out);
     }
-    int rc = run(&out, "infer", "--ckpt %s --eval %s --mask 0.0,0.1", e.out, e.data);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --eval %s --mask 0.0,0.1", tu_bin(), e.out, e.data);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -301,7 +304,7 @@ Test(infer_outputs, a_failed_report_leaves_nothing_behind, .timeout = 60)
     char bad[400], rep[400], *out;
     make_file(&e, "bad.txt", "The old \x01 mouse", 16, bad, sizeof bad);
     snprintf(rep, sizeof rep, "%s/rep", e.dir);
-    int rc = run(&out, "infer", "--ckpt %s --heads %s --report %s", e.out, bad, rep);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --report %s", tu_bin(), e.out, bad, rep);
     expect_error(out, rc, 1, "infer", "0x01");
     free(out);
     expect_absent(rep);
@@ -312,7 +315,7 @@ Test(infer_outputs, a_failed_report_leaves_nothing_behind, .timeout = 60)
 Test(infer_outputs, help_says_a_sample_is_explored_by_its_last_block)
 {
     char *out;
-    int rc = run(&out, "infer", "--help");
+    int rc = tu_run(&out, "%s/infer --help", tu_bin());
     cr_assert_eq(rc, 0);
     cr_assert(strstr(out, "(their first block-size bytes)") &&
               strstr(out, "(its last block-size bytes"), "%s", out);

@@ -20,7 +20,8 @@
 static void train_to(const Env *e, const char *path, const char *extra)
 {
     char *out;
-    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s %s", e->data, path, extra);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s %s", tu_bin(), e->data,
+                    path, extra);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -63,7 +64,7 @@ Test(train_outputs, dump_val_onto_the_resumed_checkpoint_is_refused)
     unsigned char *before = slurp(e.out, &n);
     const char *names[] = {e.out, sym, hard};
     for (int k = 0; k < 3; k++) {
-        int rc = run(&out, "train", "--resume %s --dump-val %s", e.out, names[k]);
+        int rc = tu_run(&out, "%s/train --resume %s --dump-val %s", tu_bin(), e.out, names[k]);
         expect_error(out, rc, 2, "train", "--dump-val");
         cr_assert(strstr(out, "same file as --resume"), "%s", out);
         free(out);
@@ -81,10 +82,10 @@ Test(train_outputs, dump_val_with_resume_writes_that_runs_split)
     char a[400], b[400], *out;
     snprintf(a, sizeof a, "%s/resumed.txt", e.dir);
     snprintf(b, sizeof b, "%s/direct.txt", e.dir);
-    int rc = run(&out, "train", "--resume %s --dump-val %s", e.out, a);
+    int rc = tu_run(&out, "%s/train --resume %s --dump-val %s", tu_bin(), e.out, a);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "train", "--data %s --val-frac 0.25 --dump-val %s", e.data, b);
+    rc = tu_run(&out, "%s/train --data %s --val-frac 0.25 --dump-val %s", tu_bin(), e.data, b);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     size_t na, nb;
@@ -94,7 +95,7 @@ Test(train_outputs, dump_val_with_resume_writes_that_runs_split)
     free(da);
     free(db);
     /* A flag contradicting the run is refused, as on a resume. */
-    rc = run(&out, "train", "--resume %s --val-frac 0.1 --dump-val %s", e.out, a);
+    rc = tu_run(&out, "%s/train --resume %s --val-frac 0.1 --dump-val %s", tu_bin(), e.out, a);
     expect_error(out, rc, 2, "train", "--val-frac 0.1 contradicts the checkpoint");
     free(out);
 }
@@ -110,18 +111,19 @@ Test(train_outputs, dump_val_onto_another_output_or_a_contradicting_corpus_is_re
     train_to(&e, best, "");
     size_t n;
     unsigned char *before = slurp(best, &n);
-    int rc = run(&out, "train", "--data %s --out %s --keep-best --dump-val %s", e.data, kb, best);
+    int rc = tu_run(&out, "%s/train --data %s --out %s --keep-best --dump-val %s", tu_bin(), e.data,
+                    kb, best);
     expect_error(out, rc, 2, "train", "--keep-best");
     free(out);
     expect_bytes(best, before, n);
     free(before);
     cr_assert_eq(tu_write_file(e.log, "log\n", 4), 0);
-    rc = run(&out, "train", "--data %s --log %s --dump-val %s", e.data, e.log, e.log);
+    rc = tu_run(&out, "%s/train --data %s --log %s --dump-val %s", tu_bin(), e.data, e.log, e.log);
     expect_error(out, rc, 2, "train", "two outputs cannot share a file");
     free(out);
     expect_bytes(e.log, (const unsigned char *)"log\n", 4);
     /* best was trained on data.txt, not on a built-in corpus. */
-    rc = run(&out, "train", "--resume %s --corpus text --steps 8", best);
+    rc = tu_run(&out, "%s/train --resume %s --corpus text --steps 8", tu_bin(), best);
     expect_error(out, rc, 2, "train", "--corpus text contradicts the checkpoint");
     free(out);
 }
@@ -135,9 +137,9 @@ Test(train_outputs, a_checkpoint_that_cannot_be_saved_stops_the_run_with_one_mes
     char next[400], cmd[1500], *out;
     snprintf(next, sizeof next, "%s/next.ckpt", e.dir);
     /* 8 blocks (4 KB under sh) is far below the checkpoint's size. */
-    snprintf(cmd, sizeof cmd, "ulimit -c 0; ulimit -f 8; OMP_WAIT_POLICY=passive %s/train "
+    snprintf(cmd, sizeof cmd, "ulimit -f 8; %s/train "
              "--resume %s --out %s --steps 100 --save-every 1", tu_bin(), e.out, next);
-    int rc = tu_run(cmd, &out);
+    int rc = tu_run(&out, "%s", cmd);
     cr_assert_eq(rc, 1, "exit %d:\n%s", rc, out);
     cr_assert_eq(count(out, "not saved"), 1, "not one message:\n%s", out);
     cr_assert(strstr(out, "train: error: the checkpoint was not saved at step 5") &&
@@ -161,7 +163,8 @@ Test(train_outputs, a_symlink_to_a_checkpoint_being_written_is_refused, .timeout
     pid_t pid = start_train(&e, errpath);
     char log2[400];
     snprintf(log2, sizeof log2, "%s/second.log", e.dir);
-    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s --log %s", e.data, sym, log2);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s --log %s", tu_bin(),
+                    e.data, sym, log2);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     expect_error(out, rc, 1, "train", "is being written by another running process");
@@ -178,7 +181,7 @@ Test(train_outputs, empty_paths_are_usage_errors_before_training)
     const char *flags[] = {"--out ''", "--data ''", "--log ''", "--dump-val ''", "--resume ''"};
     for (int k = 0; k < 5; k++) {
         char *out;
-        int rc = run(&out, "train", TINY " --steps 3 %s", flags[k]);
+        int rc = tu_run(&out, "%s/train " TINY " --steps 3 %s", tu_bin(), flags[k]);
         expect_error(out, rc, 2, "train", "the path is empty");
         free(out);
     }
@@ -193,12 +196,12 @@ Test(train_outputs, a_fifo_as_the_log_or_the_val_dump_is_refused_at_once, .timeo
     snprintf(fifo, sizeof fifo, "%s/fifo", e.dir);
     cr_assert_eq(mkfifo(fifo, 0666), 0);
     /* timeout: the old behaviour blocks in open() */
-    int rc = tu_runf(&out, "ulimit -c 0; OMP_WAIT_POLICY=passive timeout 20 %s/train " TINY
-                     " --steps 3 --data %s --out %s --log %s", tu_bin(), e.data, e.out, fifo);
+    int rc = tu_run(&out, "timeout 20 %s/train " TINY
+                    " --steps 3 --data %s --out %s --log %s", tu_bin(), e.data, e.out, fifo);
     expect_error(out, rc, 2, "train", "--log");
     cr_assert(strstr(out, "not a regular file"), "%s", out);
     free(out);
-    rc = tu_runf(&out, "timeout 20 %s/train --data %s --dump-val %s", tu_bin(), e.data, fifo);
+    rc = tu_run(&out, "timeout 20 %s/train --data %s --dump-val %s", tu_bin(), e.data, fifo);
     expect_error(out, rc, 2, "train", "--dump-val");
     cr_assert(strstr(out, "not a regular file"), "%s", out);
     free(out);
@@ -219,7 +222,8 @@ Test(train_outputs, the_first_progress_line_gives_no_eta)
     Env e;
     env_init(&e, "to-eta");
     char *out;
-    int rc = run(&out, "train", TINY " --steps 3 --data %s --out %s", e.data, e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 3 --data %s --out %s", tu_bin(), e.data,
+                    e.out);
     cr_assert_eq(rc, 0, "%s", out);
     const char *first = strstr(out, "step 1/3");
     cr_assert_not_null(first, "%s", out);

@@ -14,7 +14,7 @@
 static void need_python(void)
 {
     char *out;
-    int rc = tu_runf(&out, "python3 -c 'import json'");
+    int rc = tu_run(&out, "python3 -c 'import json'");
     free(out);
     if (rc != 0)
         cr_skip_test("python3 is not installed");
@@ -42,12 +42,13 @@ Test(plot, a_train_log_gives_loss_lr_and_every_heads_metric)
     cr_assert_not_null(d);
     char dir[300], *out;
     snprintf(dir, sizeof dir, "%s", d);
-    int rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/train --layers 2 --heads 3 --embd 12 --block 16 "
-                 "--batch 2 --steps 8 --eval-every 4 --eval-iters 1 --heads-every 2 --threads 1 "
-                 "--out %s/m.ckpt --log %s/run.log", tu_bin(), dir, dir);
+    int rc = tu_run(&out,
+                    "%s/train --layers 2 --heads 3 --embd 12 --block 16 "
+                    "--batch 2 --steps 8 --eval-every 4 --eval-iters 1 --heads-every 2 --threads 1 "
+                    "--out %s/m.ckpt --log %s/run.log", tu_bin(), dir, dir);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = tu_runf(&out, "python3 scripts/plot_log.py %s/run.log --out %s/plots", dir, dir);
+    rc = tu_run(&out, "python3 scripts/plot_log.py %s/run.log --out %s/plots", dir, dir);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/plots");
@@ -109,7 +110,7 @@ Test(plot, several_logs_give_one_line_each_and_relations_their_panels)
     snprintf(b, sizeof b, "%s/h4.log", dir);
     write_log(a, 2, 1);
     write_log(b, 4, 0);
-    int rc = tu_runf(&out, "python3 scripts/plot_log.py %s %s --out %s/plots", a, b, dir);
+    int rc = tu_run(&out, "python3 scripts/plot_log.py %s %s --out %s/plots", a, b, dir);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/plots");
@@ -139,7 +140,7 @@ Test(plot, a_broken_log_is_refused_with_its_line)
     snprintf(path, sizeof path, "%s/bad.log", d);
     const char *text = "{\"type\":\"step\",\"step\":1,\"loss\":3,\"lr\":0.001}\n{oops\n";
     cr_assert_eq(tu_write_file(path, text, strlen(text)), 0);
-    int rc = tu_runf(&out, "python3 scripts/plot_log.py %s --out %s/plots", path, d);
+    int rc = tu_run(&out, "python3 scripts/plot_log.py %s --out %s/plots", path, d);
     cr_assert_neq(rc, 0);
     cr_assert_not_null(strstr(out, "bad.log:2: not JSON"), "%s", out);
     free(out);

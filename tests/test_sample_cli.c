@@ -63,7 +63,7 @@ static Run infer(const Fixture *f, const char *args)
              strstr(args, "--threads") ? args : with1, outp, errp);
     Run r;
     char *ignored;
-    r.rc = tu_run(cmd, &ignored);
+    r.rc = tu_run(&ignored, "%s", cmd);
     free(ignored);
     r.out = tu_read_file(outp, &r.n);
     cr_assert(r.out, "no stdout file");
@@ -266,7 +266,7 @@ Test(sample, cli_text_on_a_terminal_ends_with_a_newline)
     /* script(1) gives infer a pseudo-terminal as stdout (it turns "\n" into "\r\n"). */
     snprintf(cmd, sizeof cmd, "script -qec '%s/infer --ckpt %s --threads 1 --tokens 9 --seed 4 "
              "2>/dev/null' /dev/null", tu_bin(), f.ckpt);
-    int rc = tu_run(cmd, &tty);
+    int rc = tu_run(&tty, "%s", cmd);
     if (rc == 127 || strstr(tty, "not found")) {
         free(tty);
         cr_skip_test("script(1) is not installed");
@@ -274,7 +274,7 @@ Test(sample, cli_text_on_a_terminal_ends_with_a_newline)
     cr_assert_eq(rc, 0, "%s", tty);
     snprintf(cmd, sizeof cmd, "(%s/infer --ckpt %s --threads 1 --tokens 9 --seed 4 "
              "2>/dev/null)", tu_bin(), f.ckpt);
-    cr_assert_eq(tu_run(cmd, &plain), 0, "%s", plain);
+    cr_assert_eq(tu_run(&plain, "%s", cmd), 0, "%s", plain);
     cr_assert_eq(strlen(plain), 9, "into a pipe: the 9 bytes alone, got %zu", strlen(plain));
     cr_assert_neq(plain[8], '\n', "the sample itself ends with a newline: pick another seed");
     size_t n = strlen(tty);

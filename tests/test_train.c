@@ -66,7 +66,7 @@ Test(train, help_lists_every_flag_with_the_default_in_use)
     Env e;
     env_init(&e, "train-help");
     char *help, line[300];
-    int rc = run(&help, "train", "--help");
+    int rc = tu_run(&help, "%s/train --help", tu_bin());
     cr_assert_eq(rc, 0);
     for (size_t i = 0; i < sizeof SWITCH_FLAGS / sizeof SWITCH_FLAGS[0]; i++)
         cr_assert(strstr(help, SWITCH_FLAGS[i]), "%s is not in --help", SWITCH_FLAGS[i]);
@@ -77,8 +77,8 @@ Test(train, help_lists_every_flag_with_the_default_in_use)
     }
     /* The printed defaults are the ones a run uses (its settings log line). */
     char *out;
-    rc = run(&out, "train", "--data %s --steps 1 --eval-iters 1 --out %s --log %s", e.data, e.out,
-             e.log);
+    rc = tu_run(&out, "%s/train --data %s --steps 1 --eval-iters 1 --out %s --log %s", tu_bin(),
+                e.data, e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     char *log = tu_read_text(e.log);
     const char *pairs[][2] = {{"--layers", "layers"}, {"--heads", "heads"}, {"--embd", "embd"},
@@ -94,7 +94,7 @@ Test(train, help_lists_every_flag_with_the_default_in_use)
     free(log);
     free(out);
     free(help);
-    rc = run(&help, "infer", "--help");
+    rc = tu_run(&help, "%s/infer --help", tu_bin());
     cr_assert_eq(rc, 0);
     cr_assert(strstr(help, "--eval") && strstr(help, "--ckpt"));
     free(help);
@@ -109,7 +109,7 @@ Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
     Env e;
     env_init(&e, "train-text-recipe");
     char *help, *out;
-    cr_assert_eq(run(&help, "train", "--help"), 0);
+    cr_assert_eq(tu_run(&help, "%s/train --help", tu_bin()), 0);
     double lr_default = help_default(help, "--lr"), min_default = help_default(help, "--min-lr");
     const char *recipe = strstr(help, "--corpus text (the default)");
     cr_assert_not_null(recipe, "--help does not name the text recipe:\n%s", help);
@@ -132,15 +132,15 @@ Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[600];
         snprintf(args, sizeof args, cases[i].args, e.data);
-        int rc = run(&out, "train", "%s --print-settings", args);
+        int rc = tu_run(&out, "%s/train %s --print-settings", tu_bin(), args);
         cr_assert_eq(rc, 0, "%s: %s", args, out);
         cr_assert_eq(json_number(out, "lr"), cases[i].lr, "'%s': %s", args, out);
         cr_assert_eq(json_number(out, "min_lr"), cases[i].min_lr, "'%s': %s", args, out);
         cr_assert_eq(json_number(out, "vocab"), (double)cases[i].vocab, "'%s': %s", args, out);
         free(out);
     }
-    int rc = run(&out, "train", "-L 1 -C 16 -H 2 -T 16 -B 2 --steps 1 --eval-iters 1 "
-                 "--out %s --log %s", e.out, e.log);
+    int rc = tu_run(&out, "%s/train -L 1 -C 16 -H 2 -T 16 -B 2 --steps 1 --eval-iters 1 "
+                    "--out %s --log %s", tu_bin(), e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     char *log = tu_read_text(e.log);
@@ -209,8 +209,8 @@ Test(train, one_and_two_threads_give_identical_losses_and_checkpoints)
     for (int t = 0; t < 2; t++) {
         snprintf(ck[t], sizeof ck[t], "%s/t%d.ckpt", e.dir, t + 1);
         snprintf(log[t], sizeof log[t], "%s/t%d.log", e.dir, t + 1);
-        int rc = run(&out[t], "train", RUN_FLAGS " --threads %d --data %s --out %s --log %s",
-                     t + 1, e.data, ck[t], log[t]);
+        int rc = tu_run(&out[t], "%s/train " RUN_FLAGS " --threads %d --data %s --out %s --log %s",
+                        tu_bin(), t + 1, e.data, ck[t], log[t]);
         cr_assert_eq(rc, 0, "%s", out[t]);
         cr_assert(strstr(out[t], t ? "2 threads" : "1 threads"), "%s", out[t]);
     }
@@ -231,10 +231,9 @@ Test(train, small_thread_stacks_train_the_same_checkpoint)
     char ck[2][400], *out[2];
     for (int t = 0; t < 2; t++) {
         snprintf(ck[t], sizeof ck[t], "%s/s%d.ckpt", e.dir, t);
-        int rc = tu_runf(&out[t],
-                         "ulimit -c 0; %s OMP_WAIT_POLICY=passive %s/train " RUN_FLAGS
-                         " --threads 2 --data %s --out %s",
-                         t ? "ulimit -s 384; OMP_STACKSIZE=384K" : "", tu_bin(), e.data, ck[t]);
+        int rc = tu_run(&out[t], "%s %s/train " RUN_FLAGS
+                        " --threads 2 --data %s --out %s",
+                        t ? "ulimit -s 384; OMP_STACKSIZE=384K" : "", tu_bin(), e.data, ck[t]);
         cr_assert_eq(rc, 0, "stacks %s: exit %d: %s", t ? "384 KiB" : "default", rc, out[t]);
     }
     expect_same_files(ck[0], ck[1]);
@@ -258,15 +257,16 @@ Test(train, resumed_run_matches_an_uninterrupted_one)
     snprintf(at8, sizeof at8, "%s/at8.ckpt", e.dir);
     snprintf(res, sizeof res, "%s/res.ckpt", e.dir);
     snprintf(reslog, sizeof reslog, "%s/res.log", e.dir);
-    int rc = run(&out, "train", RUN_FLAGS " --save-every 8 --threads 1 --data %s --out %s --log %s",
-                 e.data, ref, reflog);
+    int rc = tu_run(&out, "%s/train " RUN_FLAGS
+                    " --save-every 8 --threads 1 --data %s --out %s --log %s", tu_bin(), e.data,
+                    ref, reflog);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     char cmd[1500];
-    snprintf(cmd, sizeof cmd, "ulimit -c 0; HEADCOUNT_TEST_CRASH_BEFORE_RENAME=1 "
-             "OMP_WAIT_POLICY=passive %s/train " RUN_FLAGS " --save-every 8 --threads 1 "
+    snprintf(cmd, sizeof cmd, "HEADCOUNT_TEST_CRASH_BEFORE_RENAME=1 "
+             "%s/train " RUN_FLAGS " --save-every 8 --threads 1 "
              "--data %s --out %s", tu_bin(), e.data, part);
-    rc = tu_run(cmd, &out);
+    rc = tu_run(&out, "%s", cmd);
     cr_assert_eq(rc, 128 + SIGABRT, "the crash hook did not fire: %d\n%s", rc, out);
     free(out);
     cr_assert_neq(access(part, F_OK), 0);
@@ -282,7 +282,8 @@ Test(train, resumed_run_matches_an_uninterrupted_one)
     cr_assert(steps == 8 && has && ts.steps == 24);
     model_free(&m);
     tok_free(&tok);
-    rc = run(&out, "train", "--resume %s --threads 2 --out %s --log %s", at8, res, reslog);
+    rc = tu_run(&out, "%s/train --resume %s --threads 2 --out %s --log %s", tu_bin(), at8, res,
+                reslog);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "resuming"), "%s", out);
     free(out);
@@ -373,8 +374,8 @@ Test(train, a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkp
     Env e;
     env_init(&e, "train-nan");
     char *out;
-    int rc = run(&out, "train", TINY " " DIVERGE " --save-every 3 --data %s --out %s", e.data,
-                 e.out);
+    int rc = tu_run(&out, "%s/train " TINY " " DIVERGE " --save-every 3 --data %s --out %s",
+                    tu_bin(), e.data, e.out);
     cr_assert_eq(rc, 1, "%s", out);
     const char *at = strstr(out, "is not finite at step ");
     cr_assert_not_null(at, "%s", out);
@@ -400,7 +401,8 @@ Test(train, a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkp
     /* Without periodic saves the run writes nothing and the old file survives. */
     size_t n0, n1;
     unsigned char *before = tu_read_file(e.out, &n0);
-    rc = run(&out, "train", TINY " " DIVERGE " --save-every 0 --data %s --out %s", e.data, e.out);
+    rc = tu_run(&out, "%s/train " TINY " " DIVERGE " --save-every 0 --data %s --out %s", tu_bin(),
+                e.data, e.out);
     cr_assert_eq(rc, 1, "%s", out);
     snprintf(key, sizeof key, "is not finite at step %ld", bad);
     cr_assert(strstr(out, key), "the same run diverged at another step:\n%s", out);
@@ -439,8 +441,8 @@ Test(train, infer_eval_reproduces_the_final_val_loss)
     Env e;
     env_init(&e, "train-eval");
     char *out;
-    int rc = run(&out, "train", TINY " --steps 20 --data %s --out %s --log %s", e.data, e.out,
-                 e.log);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 20 --data %s --out %s --log %s", tu_bin(),
+                    e.data, e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     const char *v = strstr(out, "done: ");
     v = v ? strstr(v, "| val loss ") : NULL;
@@ -465,7 +467,8 @@ Test(train, infer_eval_reproduces_the_final_val_loss)
     for (int threads = 1; threads <= 2; threads++) {
         char *ev, loss[16];
         size_t tokens;
-        rc = run(&ev, "infer", "--ckpt %s --eval %s --threads %d", e.out, val, threads);
+        rc = tu_run(&ev, "%s/infer --ckpt %s --eval %s --threads %d", tu_bin(), e.out, val,
+                    threads);
         cr_assert_eq(rc, 0, "%s", ev);
         parse_eval_line(ev, loss, &tokens);
         cr_assert_str_eq(loss, want, "infer --eval %s, train's final val loss %s", loss, want);
@@ -500,15 +503,16 @@ Test(train, infer_eval_json_matches_the_text_line)
     Env e;
     env_init(&e, "train-evaljson");
     char *out, *js;
-    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s", e.data, e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s", tu_bin(), e.data,
+                    e.out);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "train", "--data %s --dump-val %s/val.txt", e.data, e.dir);
+    rc = tu_run(&out, "%s/train --data %s --dump-val %s/val.txt", tu_bin(), e.data, e.dir);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "infer", "--ckpt %s --eval %s/val.txt", e.out, e.dir);
+    rc = tu_run(&out, "%s/infer --ckpt %s --eval %s/val.txt", tu_bin(), e.out, e.dir);
     cr_assert_eq(rc, 0, "%s", out);
-    rc = run(&js, "infer", "--ckpt %s --eval %s/val.txt --json", e.out, e.dir);
+    rc = tu_run(&js, "%s/infer --ckpt %s --eval %s/val.txt --json", tu_bin(), e.out, e.dir);
     cr_assert_eq(rc, 0, "%s", js);
     double text_loss = strtod(strstr(out, "eval loss ") + 10, NULL);
     const char *l = strstr(js, "{\"loss\":"), *t = strstr(js, "\"tokens\":");
@@ -517,7 +521,7 @@ Test(train, infer_eval_json_matches_the_text_line)
     cr_assert_eq(strtol(t + 9, NULL, 10), strtol(strstr(out, "tokens ") + 7, NULL, 10));
     free(out);
     free(js);
-    rc = run(&out, "infer", "--ckpt %s --json", e.out);
+    rc = tu_run(&out, "%s/infer --ckpt %s --json", tu_bin(), e.out);
     expect_error(out, rc, 2, "infer", "--json needs --eval");
     free(out);
 }
@@ -530,10 +534,11 @@ Test(train, infer_heads_json_is_the_summary_with_the_prune_curve, .timeout = 60)
     Env e;
     env_init(&e, "train-headsjson");
     char *out;
-    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s", e.data, e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s", tu_bin(), e.data,
+                    e.out);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "train", "--data %s --dump-val %s/val.txt", e.data, e.dir);
+    rc = tu_run(&out, "%s/train --data %s --dump-val %s/val.txt", tu_bin(), e.data, e.dir);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     char cmd[1024], path[600];
@@ -541,7 +546,7 @@ Test(train, infer_heads_json_is_the_summary_with_the_prune_curve, .timeout = 60)
     snprintf(cmd, sizeof cmd, "{ %s/infer --ckpt %s --heads %s/val.txt --windows 2 -j 1 --json "
              "--prune-curve --report %s/rep 2>/dev/null; }", tu_bin(), e.out, e.dir, e.dir);
     char *js;
-    rc = tu_run(cmd, &js);
+    rc = tu_run(&js, "%s", cmd);
     cr_assert_eq(rc, 0, "%s\n%s", cmd, js);
     size_t n = strlen(js), m = 0;
     char *file = (char *)tu_read_file(path, &m);
@@ -575,7 +580,8 @@ Test(train, bf16_is_kept_in_the_checkpoint_and_a_resume_or_infer_uses_it)
     char ck[400], ck2[400], *out;
     snprintf(ck, sizeof ck, "%s/bf16.ckpt", e.dir);
     snprintf(ck2, sizeof ck2, "%s/bf16-more.ckpt", e.dir);
-    int rc = run(&out, "train", RUN_FLAGS " --precision bf16 --data %s --out %s", e.data, ck);
+    int rc = tu_run(&out, "%s/train " RUN_FLAGS " --precision bf16 --data %s --out %s", tu_bin(),
+                    e.data, ck);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "precision bf16"), "%s", out);
     free(out);
@@ -588,16 +594,18 @@ Test(train, bf16_is_kept_in_the_checkpoint_and_a_resume_or_infer_uses_it)
     cr_assert(has && ts.precision == PRECISION_BF16 && m.precision == PRECISION_BF16);
     model_free(&m);
     tok_free(&tok);
-    rc = run(&out, "train", "--resume %s --steps 30 --precision fp32 --out %s", ck, ck2);
+    rc = tu_run(&out, "%s/train --resume %s --steps 30 --precision fp32 --out %s", tu_bin(), ck,
+                ck2);
     cr_assert_eq(rc, 2, "%s", out);
     cr_assert(strstr(out, "--precision fp32 contradicts the checkpoint (bf16)"), "%s", out);
     cr_assert_neq(access(ck2, F_OK), 0);
     free(out);
-    rc = run(&out, "train", "--resume %s --steps 30 --out %s", ck, ck2);
+    rc = tu_run(&out, "%s/train --resume %s --steps 30 --out %s", tu_bin(), ck, ck2);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "precision bf16"), "%s", out);
     free(out);
-    rc = run(&out, "train", RUN_FLAGS " --precision fp16 --data %s --out %s", e.data, ck2);
+    rc = tu_run(&out, "%s/train " RUN_FLAGS " --precision fp16 --data %s --out %s", tu_bin(),
+                e.data, ck2);
     cr_assert_eq(rc, 2, "%s", out);
     cr_assert(strstr(out, "--precision 'fp16': expected fp32 or bf16"), "%s", out);
     free(out);
@@ -606,14 +614,15 @@ Test(train, bf16_is_kept_in_the_checkpoint_and_a_resume_or_infer_uses_it)
     char *loss[3];
     const char *how[3] = {"", "--precision bf16", "--precision fp32"};
     for (int k = 0; k < 3; k++) {
-        rc = run(&loss[k], "infer", "--ckpt %s --eval %s --json %s", ck, e.data, how[k]);
+        rc = tu_run(&loss[k], "%s/infer --ckpt %s --eval %s --json %s", tu_bin(), ck, e.data,
+                    how[k]);
         cr_assert_eq(rc, 0, "%s", loss[k]);
     }
     cr_assert_str_eq(loss[0], loss[1], "infer did not evaluate in the checkpoint's bf16");
     cr_assert_str_neq(loss[0], loss[2], "--precision fp32 changed nothing: %s", loss[0]);
     for (int k = 0; k < 3; k++)
         free(loss[k]);
-    rc = run(&out, "infer", "--ckpt %s --precision fp16", ck);
+    rc = tu_run(&out, "%s/infer --ckpt %s --precision fp16", tu_bin(), ck);
     cr_assert_eq(rc, 2, "%s", out);
     free(out);
 }

@@ -21,8 +21,8 @@
 static void train_ok(const Env *e, const char *ckpt, const char *log, const char *extra)
 {
     char *out;
-    int rc = run(&out, "train", HD_FLAGS " --data %s --out %s --log %s %s", e->data, ckpt, log,
-                 extra);
+    int rc = tu_run(&out, "%s/train " HD_FLAGS " --data %s --out %s --log %s %s", tu_bin(), e->data,
+                    ckpt, log, extra);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -94,7 +94,7 @@ Test(train, evaluation_runs_without_head_dropout)
     train_ok(&e, e.out, e.log, "--head-dropout 0.5 --threads 1");
     char *out, val[400];
     snprintf(val, sizeof val, "%s/val.txt", e.dir);
-    int rc = run(&out, "train", "--data %s --dump-val %s", e.data, val);
+    int rc = tu_run(&out, "%s/train --data %s --dump-val %s", tu_bin(), e.data, val);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     char *log = tu_read_text(e.log);
@@ -104,13 +104,13 @@ Test(train, evaluation_runs_without_head_dropout)
     char want[32];
     snprintf(want, sizeof want, "%.*s", (int)strcspn(jv + 11, ",}"), jv + 11);
     free(log);
-    rc = run(&out, "infer", "--ckpt %s --eval %s", e.out, val);
+    rc = tu_run(&out, "%s/infer --ckpt %s --eval %s", tu_bin(), e.out, val);
     cr_assert_eq(rc, 0, "%s", out);
     char got[32] = "";
     cr_assert_eq(sscanf(out, "eval loss %31s", got), 1, "%s", out);
     cr_assert_str_eq(got, want, "infer --eval %s, train's final val loss %s", got, want);
     free(out);
-    rc = run(&out, "infer", "--ckpt %s --eval %s --head-dropout 0.5", e.out, val);
+    rc = tu_run(&out, "%s/infer --ckpt %s --eval %s --head-dropout 0.5", tu_bin(), e.out, val);
     expect_error(out, rc, 2, "infer", "--head-dropout");
     free(out);
 }

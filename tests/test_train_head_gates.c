@@ -24,8 +24,8 @@
 static void train_ok(const Env *e, const char *ckpt, const char *log, const char *extra)
 {
     char *out;
-    int rc = run(&out, "train", HG_FLAGS " --data %s --out %s --log %s %s", e->data, ckpt, log,
-                 extra);
+    int rc = tu_run(&out, "%s/train " HG_FLAGS " --data %s --out %s --log %s %s", tu_bin(), e->data,
+                    ckpt, log, extra);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -138,7 +138,7 @@ Test(train, evaluation_uses_the_deterministic_gates)
     train_ok(&e, e.out, e.log, "--head-gates 0.05 --threads 1");
     char *out, val[400];
     snprintf(val, sizeof val, "%s/val.txt", e.dir);
-    int rc = run(&out, "train", "--data %s --dump-val %s", e.data, val);
+    int rc = tu_run(&out, "%s/train --data %s --dump-val %s", tu_bin(), e.data, val);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     char *log = tu_read_text(e.log);
@@ -148,7 +148,7 @@ Test(train, evaluation_uses_the_deterministic_gates)
     char want[32];
     snprintf(want, sizeof want, "%.*s", (int)strcspn(jv + 11, ",}"), jv + 11);
     free(log);
-    rc = run(&out, "infer", "--ckpt %s --eval %s", e.out, val);
+    rc = tu_run(&out, "%s/infer --ckpt %s --eval %s", tu_bin(), e.out, val);
     cr_assert_eq(rc, 0, "%s", out);
     char got[32] = "";
     cr_assert_eq(sscanf(out, "eval loss %31s", got), 1, "%s", out);
@@ -189,16 +189,18 @@ Test(train, infer_applies_the_gates_and_marks_closed_heads)
     set_gates(e.out, closed, 1);
     set_gates(e.out, open, -1);
     char *a, *b, *c;
-    cr_assert_eq(run(&a, "infer", "--ckpt %s --eval %s --threads 1", closed, e.data), 0);
-    cr_assert_eq(run(&b, "infer", "--ckpt %s --eval %s --mask 0.1 --threads 1", open, e.data), 0);
-    cr_assert_eq(run(&c, "infer", "--ckpt %s --eval %s --threads 1", open, e.data), 0);
+    cr_assert_eq(tu_run(&a, "%s/infer --ckpt %s --eval %s --threads 1", tu_bin(), closed,
+                        e.data), 0);
+    cr_assert_eq(tu_run(&b, "%s/infer --ckpt %s --eval %s --mask 0.1 --threads 1", tu_bin(), open,
+                        e.data), 0);
+    cr_assert_eq(tu_run(&c, "%s/infer --ckpt %s --eval %s --threads 1", tu_bin(), open, e.data), 0);
     cr_assert_str_eq(a, b, "a closed head and a silenced one score differently");
     cr_assert_str_neq(a, c, "closing a head changed nothing");
     free(a); free(b); free(c);
     char rep[400], path[500];
     snprintf(rep, sizeof rep, "%s/report", e.dir);
-    cr_assert_eq(run(&a, "infer", "--ckpt %s --heads %s --windows 4 --report %s --threads 1",
-                     closed, e.data, rep), 0, "%s", a);
+    cr_assert_eq(tu_run(&a, "%s/infer --ckpt %s --heads %s --windows 4 --report %s --threads 1",
+                        tu_bin(), closed, e.data, rep), 0, "%s", a);
     const char *row = strstr(a, "\nL0H1 ");
     cr_assert(row && find_in(row, strcspn(row + 1, "\n"), " closed "), "%s", a);
     cr_assert(strstr(a, "head gates (evaluation, docs/heads.md): 7 of 8 open"), "%s", a);
@@ -213,8 +215,8 @@ Test(train, infer_applies_the_gates_and_marks_closed_heads)
     cr_assert(strstr(csv, ",cost_pronoun,gate\n") && strstr(csv, ",0\n") &&
               strstr(csv, ",1\n"), "%s", csv);
     free(csv);
-    cr_assert_eq(run(&a, "infer", "--ckpt %s --explore %s --explore-json %s --text-file %s "
-                     "--threads 1", closed, page, json, e.data), 0, "%s", a);
+    cr_assert_eq(tu_run(&a, "%s/infer --ckpt %s --explore %s --explore-json %s --text-file %s "
+                        "--threads 1", tu_bin(), closed, page, json, e.data), 0, "%s", a);
     free(a);
     char *j = tu_read_text(json);
     const char *h1 = strstr(j, "\"id\":\"L0H1\""), *h0 = strstr(j, "\"id\":\"L0H0\"");
@@ -254,8 +256,8 @@ Test(train, infer_heads_never_names_a_closed_head)
     set_gates(e.out, open, -1);
     char *out;
     snprintf(rep, sizeof rep, "%s/open-report", e.dir);
-    cr_assert_eq(run(&out, "infer", "--ckpt %s --heads %s --windows 4 --report %s --threads 1",
-                     open, e.data, rep), 0, "%s", out);
+    cr_assert_eq(tu_run(&out, "%s/infer --ckpt %s --heads %s --windows 4 --report %s --threads 1",
+                        tu_bin(), open, e.data, rep), 0, "%s", out);
     free(out);
     snprintf(path, sizeof path, "%s/summary.json", rep);
     char *s = tu_read_text(path);
@@ -265,8 +267,8 @@ Test(train, infer_heads_never_names_a_closed_head)
     cr_assert_eq(sscanf(best, "L%dH%d", &layer, &head), 2, "%s", best);
     set_gates(e.out, closed, layer * 4 + head);
     snprintf(rep, sizeof rep, "%s/closed-report", e.dir);
-    cr_assert_eq(run(&out, "infer", "--ckpt %s --heads %s --windows 4 --report %s --threads 1",
-                     closed, e.data, rep), 0, "%s", out);
+    cr_assert_eq(tu_run(&out, "%s/infer --ckpt %s --heads %s --windows 4 --report %s --threads 1",
+                        tu_bin(), closed, e.data, rep), 0, "%s", out);
     char row[40];
     snprintf(row, sizeof row, "\n%s ", best);
     const char *r = strstr(out, row);

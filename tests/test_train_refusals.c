@@ -59,7 +59,8 @@ Test(train, bad_data_files_get_one_line_and_exit_1)
     /* The binary file is fine when asked for. */
     char *out;
     snprintf(path, sizeof path, "%s/binary.txt", e.dir);
-    int rc = run(&out, "train", TINY " --steps 2 --data %s --allow-binary --out %s", path, e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 2 --data %s --allow-binary --out %s", tu_bin(),
+                    path, e.out);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -72,8 +73,8 @@ Test(train, heads_not_dividing_embd_is_a_usage_error)
     snprintf(flags, sizeof flags, "--data %s --heads 3", e.data);
     refuse_train(&e, flags, 2, "--heads 3 does not divide --embd 16");
     char *out;
-    int rc = run(&out, "train", TINY " --steps 2 --data %s --heads 3 --head-size 5 --out %s",
-                 e.data, e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 2 --data %s --heads 3 --head-size 5 --out %s",
+                    tu_bin(), e.data, e.out);
     cr_assert_eq(rc, 0, "an explicit --head-size should allow it:\n%s", out);
     free(out);
 }
@@ -168,7 +169,7 @@ Test(train, unknown_flags_and_stray_arguments_are_usage_errors)
     refuse_train(&e, extra, 2, "--keep-best");
     char *out;
     put_sentinel(&e);
-    int rc = run(&out, "train", "--out %s --data %s --steps", e.out, e.data);
+    int rc = tu_run(&out, "%s/train --out %s --data %s --steps", tu_bin(), e.out, e.data);
     expect_error(out, rc, 2, "train", "'--steps' needs a value");
     expect_nothing_written(&e);
     free(out);
@@ -198,8 +199,8 @@ Test(train, unusable_out_path_is_found_before_training)
     }
     for (int c = 0; c < cases; c++) {
         unlink(e.log);
-        int rc = run(&out, "train", TINY " --steps 5 --data %s --out %s --log %s", e.data, bad[c],
-                     e.log);
+        int rc = tu_run(&out, "%s/train " TINY " --steps 5 --data %s --out %s --log %s", tu_bin(),
+                        e.data, bad[c], e.log);
         expect_error(out, rc, codes[c], "train", needles[c]);
         cr_assert(strstr(out, "--out"), "the flag is not named:\n%s", out);
         cr_assert_neq(access(e.log, F_OK), 0, "the run started (it opened its log)");
@@ -213,7 +214,8 @@ Test(train, unusable_out_path_is_found_before_training)
 static void train_small(const Env *e, const char *out_path)
 {
     char *out;
-    int rc = run(&out, "train", TINY " --steps 4 --data %s --out %s", e->data, out_path);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s", tu_bin(), e->data,
+                    out_path);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -221,7 +223,7 @@ static void train_small(const Env *e, const char *out_path)
 static void refuse_eval(const char *ckpt, const char *evalfile, const char *needle)
 {
     char *out;
-    int rc = run(&out, "infer", "--ckpt %s --eval %s", ckpt, evalfile);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --eval %s", tu_bin(), ckpt, evalfile);
     expect_error(out, rc, 1, "infer", needle);
     free(out);
 }
@@ -271,7 +273,8 @@ Test(train, resume_with_contradicting_flags_is_refused)
     env_init(&e, "train-resumebad");
     char ck[400], extra[900], *out;
     snprintf(ck, sizeof ck, "%s/two.ckpt", e.dir);
-    int rc = run(&out, "train", TINY " --steps 4 --save-every 2 --data %s --out %s", e.data, ck);
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --save-every 2 --data %s --out %s", tu_bin(),
+                    e.data, ck);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     const char *flags[] = {"--layers 2", "--embd 32", "--heads 4", "--head-size 4", "--block 8",
@@ -280,7 +283,7 @@ Test(train, resume_with_contradicting_flags_is_refused)
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         snprintf(extra, sizeof extra, "--resume %s %s", ck, flags[i]);
         put_sentinel(&e);
-        rc = run(&out, "train", "--out %s --log %s %s", e.out, e.log, extra);
+        rc = tu_run(&out, "%s/train --out %s --log %s %s", tu_bin(), e.out, e.log, extra);
         expect_error(out, rc, 2, "train", "contradicts the checkpoint");
         expect_nothing_written(&e);
         free(out);
@@ -301,7 +304,8 @@ Test(train, resume_with_contradicting_flags_is_refused)
     snprintf(extra, sizeof extra, "--resume %s --steps 8", bare);
     refuse_train(&e, extra, 1, "has no training state");
     /* Repeating the checkpoint's own values is allowed. */
-    rc = run(&out, "train", "--resume %s --steps 6 --layers 1 --embd 16 --out %s", ck, e.out);
+    rc = tu_run(&out, "%s/train --resume %s --steps 6 --layers 1 --embd 16 --out %s", tu_bin(), ck,
+                e.out);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }

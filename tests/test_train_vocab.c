@@ -41,8 +41,8 @@ static void run_in(const Env *e, const char *args)
 {
     char bin[PATH_MAX], *out;
     cr_assert_not_null(realpath(tu_bin(), bin));
-    int rc = tu_runf(&out, "cd '%s' && ulimit -c 0; OMP_WAIT_POLICY=passive '%s/train' %s",
-                     e->dir, bin, args);
+    int rc = tu_run(&out, "cd '%s' && '%s/train' %s", e->dir,
+                    bin, args);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
@@ -50,7 +50,7 @@ static void run_in(const Env *e, const char *args)
 static void expect_sha(const Env *e, const char *name, const char *want)
 {
     char *out;
-    int rc = tu_runf(&out, "cd '%s' && sha256sum %s", e->dir, name);
+    int rc = tu_run(&out, "cd '%s' && sha256sum %s", e->dir, name);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_eq(strncmp(out, want, 64), 0, "%s: %.64s, the byte-level build wrote %s", name,
                  out, want);
@@ -82,8 +82,8 @@ Test(vocab, the_vocabulary_is_shown_at_start_in_the_log_and_in_print_settings)
     Env e;
     env_init(&e, "vocab-shown");
     char *out;
-    int rc = run(&out, "train", TINY " --vocab 300 --steps 1 --data %s --out %s --log %s",
-                 e.data, e.out, e.log);
+    int rc = tu_run(&out, "%s/train " TINY " --vocab 300 --steps 1 --data %s --out %s --log %s",
+                    tu_bin(), e.data, e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "vocabulary 300 = 256 bytes + 44 merges"), "%s", out);
     char *log = tu_read_text(e.log);
@@ -92,11 +92,11 @@ Test(vocab, the_vocabulary_is_shown_at_start_in_the_log_and_in_print_settings)
               json_long(log, "vocab_asked") == 300, "%s", log);
     free(log);
     free(out);
-    rc = run(&out, "train", "--vocab 300 --print-settings");
+    rc = tu_run(&out, "%s/train --vocab 300 --print-settings", tu_bin());
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert_eq(json_long(out, "vocab"), 300);
     free(out);
-    rc = run(&out, "train", "--data %s --print-settings", e.data);
+    rc = tu_run(&out, "%s/train --data %s --print-settings", tu_bin(), e.data);
     cr_assert_eq(json_long(out, "vocab"), 0, "byte-level shows 0");
     free(out);
 }
@@ -106,8 +106,8 @@ Test(vocab, learning_stops_when_no_pair_repeats_and_says_so, .timeout = 120)
     Env e;
     env_init(&e, "vocab-early");
     char *out;
-    int rc = run(&out, "train", TINY " --vocab %d --steps 1 --data %s --out %s", TOK_VOCAB_MAX,
-                 e.data, e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --vocab %d --steps 1 --data %s --out %s", tu_bin(),
+                    TOK_VOCAB_MAX, e.data, e.out);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "no pair occurs twice after"), "%s", out);
     free(out);
@@ -144,11 +144,11 @@ Test(vocab, infer_eval_reproduces_the_final_val_loss_and_bits_per_byte, .timeout
     env_init(&e, "vocab-eval");
     char *out, val[400];
     snprintf(val, sizeof val, "%s/val.txt", e.dir);
-    int rc = run(&out, "train", TINY " --vocab 300 --steps 20 --data %s --out %s --log %s",
-                 e.data, e.out, e.log);
+    int rc = tu_run(&out, "%s/train " TINY " --vocab 300 --steps 20 --data %s --out %s --log %s",
+                    tu_bin(), e.data, e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "train", "--data %s --dump-val %s", e.data, val);
+    rc = tu_run(&out, "%s/train --data %s --dump-val %s", tu_bin(), e.data, val);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     size_t n;
@@ -158,7 +158,7 @@ Test(vocab, infer_eval_reproduces_the_final_val_loss_and_bits_per_byte, .timeout
     cr_assert_not_null(final, "%s", text);
     double want_loss = json_number(final, "val_loss"), want_bpb = json_number(final, "val_bpb");
     long want_tokens = json_long(final, "val_tokens");
-    rc = run(&out, "infer", "--ckpt %s --eval %s --json", e.out, val);
+    rc = tu_run(&out, "%s/infer --ckpt %s --eval %s --json", tu_bin(), e.out, val);
     cr_assert_eq(rc, 0, "%s", out);
     double loss = json_number(out, "loss"), bpb = json_number(out, "bpb");
     long tokens = json_long(out, "tokens"), bytes = json_long(out, "bytes");
@@ -180,13 +180,14 @@ Test(vocab, sampling_streams_the_bytes_of_each_token)
     Env e;
     env_init(&e, "vocab-sample");
     char *out;
-    int rc = run(&out, "train", TINY " --vocab 300 --steps 5 --data %s --out %s", e.data, e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --vocab 300 --steps 5 --data %s --out %s", tu_bin(),
+                    e.data, e.out);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     char sample[400];
     snprintf(sample, sizeof sample, "%s/sample.txt", e.dir);
-    rc = tu_runf(&out, "{ OMP_WAIT_POLICY=passive %s/infer --ckpt %s -n 40 -p 'the cat ~' "
-                 "2>/dev/null; } > %s", tu_bin(), e.out, sample);
+    rc = tu_run(&out, "{ %s/infer --ckpt %s -n 40 -p 'the cat ~' "
+                "2>/dev/null; } > %s", tu_bin(), e.out, sample);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     size_t n, nd;
@@ -223,18 +224,20 @@ Test(vocab, a_bpe_model_accepts_bytes_its_text_never_held_and_a_byte_model_says_
     snprintf(plain, sizeof plain, "%s/plain.txt", e.dir);
     cr_assert_eq(tu_write_file(plain, d, kept), 0);
     free(d);
-    int rc = run(&out, "train", TINY " --vocab 300 --steps 2 --data %s --out %s", plain, e.out);
+    int rc = tu_run(&out, "%s/train " TINY " --vocab 300 --steps 2 --data %s --out %s", tu_bin(),
+                    plain, e.out);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "infer", "--ckpt %s --eval %s --json", e.out, q);
+    rc = tu_run(&out, "%s/infer --ckpt %s --eval %s --json", tu_bin(), e.out, q);
     cr_assert_eq(rc, 0, "%s", out);
     long tokens = json_long(out, "tokens");
     cr_assert(tokens >= 5 && tokens < 14, "%s", out);
     free(out);
-    rc = run(&out, "train", TINY " --steps 2 --data %s --out %s", plain, bytes_ckpt);
+    rc = tu_run(&out, "%s/train " TINY " --steps 2 --data %s --out %s", tu_bin(), plain,
+                bytes_ckpt);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    rc = run(&out, "infer", "--ckpt %s --eval %s", bytes_ckpt, q);
+    rc = tu_run(&out, "%s/infer --ckpt %s --eval %s", tu_bin(), bytes_ckpt, q);
     cr_assert_eq(rc, 1, "%s", out);
     cr_assert(strstr(out, "byte 0x27 (') at offset 2 is not in the model's vocabulary"), "%s",
               out);
@@ -268,18 +271,18 @@ Test(vocab, a_bpe_checkpoint_over_its_files_bytes_gives_what_the_older_build_gav
     char text[400], *out;
     snprintf(text, sizeof text, "%s/text.txt", f.dir);
     cr_assert_eq(tu_write_file(text, OLD_TEXT, strlen(OLD_TEXT)), 0);
-    int rc = tu_runf(&out, "sha256sum %s", f.path);
+    int rc = tu_run(&out, "sha256sum %s", f.path);
     cr_assert(rc == 0 && strncmp(out, OLD_CKPT_SHA, 64) == 0, "the fixture changed: %s", out);
     free(out);
-    rc = run(&out, "infer", "--ckpt %s --eval %s --json", f.path, text);
+    rc = tu_run(&out, "%s/infer --ckpt %s --eval %s --json", tu_bin(), f.path, text);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, OLD_EVAL), "%s, the older build printed %s", out, OLD_EVAL);
     free(out);
-    rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/infer --ckpt %s -n 40 --seed 5 -p 'ab c' "
-                 "2>/dev/null | sha256sum", tu_bin(), f.path);
+    rc = tu_run(&out, "%s/infer --ckpt %s -n 40 --seed 5 -p 'ab c' "
+                "2>/dev/null | sha256sum", tu_bin(), f.path);
     cr_assert(rc == 0 && strncmp(out, OLD_SAMPLE_SHA, 64) == 0, "sample %s", out);
     free(out);
-    rc = run(&out, "infer", "--ckpt %s -n 5 -p 'ab~'", f.path);
+    rc = tu_run(&out, "%s/infer --ckpt %s -n 5 -p 'ab~'", tu_bin(), f.path);
     cr_assert_eq(rc, 1, "%s", out);
     cr_assert(strstr(out, "byte 0x7e (~) at offset 2 is not in the model's vocabulary"), "%s",
               out);

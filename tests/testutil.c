@@ -70,11 +70,24 @@ const char *tu_bin(void)
     return b && *b ? b : ".";
 }
 
-int tu_run(const char *cmd, char **out)
+int tu_run(char **out, const char *fmt, ...)
 {
-    char full[8192];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    static const char pre[] = "ulimit -c 0; export OMP_WAIT_POLICY=passive; { ";
+    static const char post[] = "\n} 2>&1";
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    cr_assert(n >= 0, "bad command format %s", fmt);
+    char *full = malloc(sizeof pre + (size_t)n + sizeof post);
+    cr_assert_not_null(full);
+    memcpy(full, pre, sizeof pre - 1);
+    va_start(ap, fmt);
+    vsnprintf(full + sizeof pre - 1, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    memcpy(full + sizeof pre - 1 + n, post, sizeof post);
     FILE *p = popen(full, "r");
+    free(full);
     if (!p) {
         *out = strdup("popen failed");
         return -1;
@@ -162,16 +175,6 @@ int tu_find_prefix(const char *dir, const char *prefix, char *found, size_t len)
     return n;
 }
 
-int tu_runf(char **out, const char *fmt, ...)
-{
-    char cmd[4000];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return tu_run(cmd, out);
-}
-
 void tu_model(TuModel *m, const char *name, size_t bytes, unsigned long long seed,
               const char *flags)
 {
@@ -186,7 +189,7 @@ void tu_model(TuModel *m, const char *name, size_t bytes, unsigned long long see
     cr_assert_eq(tu_write_file(m->data, text, bytes), 0);
     free(text);
     char *out;
-    int rc = tu_runf(&out, "OMP_WAIT_POLICY=passive %s/train %s --threads 1 --data %s --out %s",
+    int rc = tu_run(&out, "%s/train %s --threads 1 --data %s --out %s",
                      tu_bin(), flags, m->data, m->ckpt);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);

@@ -39,12 +39,13 @@ const char *tu_shakespeare(void);
 /* Directory of the train and infer programs under test: $HEADCOUNT_BIN, or ".". */
 const char *tu_bin(void);
 
-/* Runs a shell command with stdout and stderr captured into *out (malloc'd,
- * NUL-terminated); returns the exit status (or 128 + signal). */
-int tu_run(const char *cmd, char **out);
-
-/* tu_run on a printf-style command. */
-int tu_runf(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The one way the tests run a program: the printf-style shell command fmt..., run by
+ * sh with core dumps off and OMP_WAIT_POLICY=passive exported (idle OpenMP threads
+ * sleep instead of spinning on a shared machine), both streams of the whole command
+ * captured into *out (malloc'd, NUL-terminated). Returns the exit status, or 128 +
+ * the signal that ended it. The programs under test are "%s/train" and "%s/infer"
+ * with tu_bin(). */
+int tu_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A trained model for the command-line tests: dir (tu_tmpdir(name)), data.txt in it
  * (`bytes` of the built-in corpus drawn with `seed`) and m.ckpt, trained on it by

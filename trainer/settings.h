@@ -15,7 +15,9 @@
  *   STEP    also a field of TrainHyper (as float where the value is a double).
  * The rows of the program's own files and threads live here too, so that --help,
  * --print-settings and the log list every setting in one order; nothing below
- * app/ reads them. Parsing and printing are app/train/train_options.c's. */
+ * app/ reads them. app/train/train_options.c makes the flag engine's rows
+ * (app/common/flags.h) from these: parsing, --help and the resume rules are the
+ * engine's, --print-settings and the log's record train_options' own. */
 #ifndef HEADCOUNT_SETTINGS_H
 #define HEADCOUNT_SETTINGS_H
 
@@ -65,7 +67,9 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
         .resume = RES_CHANGE, .derived = 1, .meta = "FILE", .section = SEC_FILES,              \
         .help = "text file to train on", .def_text = "built-in corpus")                       \
     RUN(CORPUS, corpus, const char *, .flag = "corpus", .type = SET_NAME, .def_str = "text",   \
-        NAMES("text", "induction"), .resume = RES_KEEP, .derived = 1, .meta = "NAME",          \
+        NAMES("text", "induction"), .resume = RES_KEEP, .derived = 1,                          \
+        .resume_why = "a resumed run continues on the text it trained on, or on a --data FILE", \
+        .meta = "NAME",                                                                        \
         .section = SEC_FILES,                                                                  \
         .help = "built-in corpus when no --data: text, or induction",                         \
         .more = "(repeated random strings, with its own recipe: docs/corpus.md)")             \

@@ -5,7 +5,6 @@
  * app/infer/ (infer_sample.c, infer_eval.c, infer_heads.c, infer_explore.c). */
 #include "app/infer/infer.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stddef.h>
 #include <omp.h>
@@ -17,6 +16,7 @@
 
 #include "app/common/cli.h"
 #include "app/common/fileguard.h"
+#include "app/common/flags.h"
 #include "app/infer/infer_sweep.h"
 #include "app/report/report.h"
 #include "data/induction.h"
@@ -24,99 +24,35 @@
 #include "trainer/ckpt.h"
 #include "model/evaluate.h"
 
-/* Option ids: the flags in INFER_FLAGS' order, then --help and --version. */
-enum {
-    OPT_FIRST = 256,
-#define OPT_ID(ID, field, ctype, ...) OPT_##ID,
-    INFER_FLAGS(OPT_ID)
-#undef OPT_ID
-    OPT_HELP, OPT_VERSION
+static const Flag ROWS[] = {
+#define INFER_ROW(ID, field, ctype, ...) {.at = offsetof(InferOptions, field), __VA_ARGS__},
+    INFER_FLAGS(INFER_ROW)
+#undef INFER_ROW
 };
-
-static const InferFlag FLAGS[] = {
-#define FLAG_ROW(ID, field, ctype, ...)                                                         \
-    {.id = OPT_##ID, .at = offsetof(InferOptions, field), __VA_ARGS__},
-    INFER_FLAGS(FLAG_ROW)
-#undef FLAG_ROW
-};
-enum { NFLAGS = sizeof FLAGS / sizeof FLAGS[0] };
+enum { NFLAGS = sizeof ROWS / sizeof ROWS[0] };
 
 /* The headings of --help's groups after the modes ("" is a blank line). */
 static const char *const SECTIONS[FSEC_COUNT] = {
     [FSEC_CKPT] = "", [FSEC_SAMPLING] = "sampling:", [FSEC_HEADS] = "heads analysis:",
     [FSEC_EXPLORER] = "explorer:", [FSEC_SHARED] = "shared:"};
 
-static void *value_of(InferOptions *o, const InferFlag *f)
-{
-    return (char *)o + f->at;
-}
+static void usage(void);
 
-static void set_defaults(InferOptions *o)
-{
-    memset(o, 0, sizeof *o);
-    for (int i = 0; i < NFLAGS; i++) {
-        const InferFlag *f = &FLAGS[i];
-        void *v = value_of(o, f);
-        switch (f->type) {
-        case FLAG_LONG: *(long *)v = (long)f->def; break;
-        case FLAG_REAL: *(double *)v = f->def; break;
-        case FLAG_SEED: *(uint64_t *)v = (uint64_t)f->def; break;
-        default: break;
-        }
-    }
-}
-
-/* One flag's lines of --help: its help text, each line break continuing at the
- * help column, and its default. */
-static void usage_flag(const InferFlag *f, const InferOptions *d)
-{
-    char left[64], def[64] = "";
-    const void *v = (const char *)d + f->at;
-    const char *meta = f->meta ? f->meta : "";
-    if (f->section == FSEC_MODES)
-        snprintf(left, sizeof left, "  --%s %s", f->flag, meta);
-    else if (f->short_flag)
-        snprintf(left, sizeof left, "  -%c, --%s%s%s", f->short_flag, f->flag, *meta ? " " : "",
-                 meta);
-    else
-        snprintf(left, sizeof left, "      --%s%s%s", f->flag, *meta ? " " : "", meta);
-    if (f->def_text)
-        snprintf(def, sizeof def, "(default: %s)", f->def_text);
-    else if (f->show_def && f->type == FLAG_REAL)
-        snprintf(def, sizeof def, "(default: %g)", *(const double *)v);
-    else if (f->show_def && f->type == FLAG_LONG)
-        snprintf(def, sizeof def, "(default: %ld)", *(const long *)v);
-    else if (f->show_def && f->type == FLAG_SEED)
-        snprintf(def, sizeof def, "(default: %llu)",
-                 (unsigned long long)*(const uint64_t *)v);
-    printf("%-24s ", left);
-    for (const char *p = f->help; *p; p++) {
-        putchar(*p);
-        if (*p == '\n' && p[1])
-            printf("%-24s ", "");
-    }
-    size_t n = strlen(f->help);
-    if (def[0] && n && f->help[n - 1] == '\n')
-        printf("%-24s %s\n", "", def);
-    else if (def[0])
-        printf(" %s\n", def);
-    else if (!n || f->help[n - 1] != '\n')
-        printf("\n");
-}
+static const FlagTable FLAGS = {.rows = ROWS, .n = NFLAGS, .usage = usage,
+                                .version = "infer (headcount) " HEADCOUNT_VERSION,
+                                .default_mode = MODE_SAMPLE};
 
 static void usage(void)
 {
     InferOptions d;
-    set_defaults(&d);
+    flags_defaults(&FLAGS, &d);
     printf("usage: ./infer --ckpt CKPT [mode] [options]\n"
            "Uses a checkpoint written by ./train. Modes:\n"
            "%-24s sample text to stdout\n", "  (default)");
     for (int sec = 0; sec < FSEC_COUNT; sec++) {
         if (SECTIONS[sec])
             printf("%s\n", SECTIONS[sec]);
-        for (int i = 0; i < NFLAGS; i++)
-            if ((int)FLAGS[i].section == sec)
-                usage_flag(&FLAGS[i], &d);
+        flags_print_section(&FLAGS, sec, &d);
         if (sec == FSEC_HEADS)
             infer_heads_legend(stdout, "  ");
     }
@@ -124,40 +60,9 @@ static void usage(void)
            "      --version");
 }
 
-/* The mode flags a refused flag needs, as "--eval FILE or --heads FILE". */
-static void needed_modes(int modes, char *buf, size_t len)
+/* The rules between flags that no row states, after the engine's mode check. */
+static void check_flag_pairs(const InferOptions *o)
 {
-    size_t k = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < NFLAGS && k < len; i++)
-        if (FLAGS[i].mode & modes)
-            k += (size_t)snprintf(buf + k, len - k, "%s--%s %s", k ? " or " : "", FLAGS[i].flag,
-                                  FLAGS[i].meta);
-}
-
-/* A flag that would do nothing in the chosen mode is an error, not ignored. */
-static void check_mode_flags(const InferOptions *o, const unsigned char *given)
-{
-    /* Every mode flag given (two are refused below and in parse). */
-    int mode = (o->eval ? MODE_EVAL : 0) | (o->heads ? MODE_HEADS : 0) |
-               (o->explore ? MODE_EXPLORE : 0);
-    if (!mode)
-        mode = MODE_SAMPLE;
-    for (int i = 0; i < NFLAGS; i++) {
-        const InferFlag *f = &FLAGS[i];
-        const PathList *list = f->type == FLAG_PATHS ? value_of((InferOptions *)o, f) : NULL;
-        if (list && list->n > 1 && !(f->many & mode)) {
-            char need[200];
-            needed_modes(f->many, need, sizeof need);
-            cli_usage_error("--%s given %d times; only %s compares several", f->flag, list->n,
-                            need);
-        }
-        if (given[i] && f->modes && !(f->modes & mode)) {
-            char need[200];
-            needed_modes(f->modes, need, sizeof need);
-            cli_usage_error("--%s needs %s%s", f->flag, need, f->why ? f->why : "");
-        }
-    }
     if (o->explore && (o->eval || o->heads))
         cli_usage_error("--explore is its own mode; give it without --%s",
                         o->eval ? "eval" : "heads");
@@ -178,34 +83,14 @@ static void check_mode_flags(const InferOptions *o, const unsigned char *given)
         cli_usage_error("only one of --prompt-file and --text-file can read standard input");
 }
 
-/* The Precision --precision names; a name outside precision_names is a usage error. */
+/* The Precision a --precision name (one of precision_names, which the flag
+ * engine checked) stands for. */
 static Precision precision_flag(const char *name)
 {
-    for (int k = 0; k < PRECISION_COUNT; k++)
-        if (strcmp(name, precision_names[k]) == 0)
-            return (Precision)k;
-    cli_usage_error("--precision '%s': expected fp32 or bf16", name);
-}
-
-/* One flag's value from optarg, checked against its range. */
-static void parse_value(InferOptions *o, const InferFlag *f, const char *arg)
-{
-    void *v = value_of(o, f);
-    switch (f->type) {
-    case FLAG_PATH:
-    case FLAG_TEXT: *(const char **)v = arg; break;
-    case FLAG_PATHS: {
-        PathList *list = v;
-        if (list->n == INFER_CKPT_MAX)
-            cli_usage_error("--%s given more than %d times", f->flag, INFER_CKPT_MAX);
-        list->path[list->n++] = arg;
-        break;
-    }
-    case FLAG_LONG: *(long *)v = cli_long(f->flag, arg, (long)f->lo, (long)f->hi); break;
-    case FLAG_REAL: *(double *)v = cli_double(f->flag, arg, f->lo, f->hi); break;
-    case FLAG_SEED: *(uint64_t *)v = cli_u64(f->flag, arg); break;
-    case FLAG_SWITCH: *(int *)v = 1; break;
-    }
+    int k = 0;
+    while (k + 1 < PRECISION_COUNT && strcmp(name, precision_names[k]) != 0)
+        k++;
+    return (Precision)k;
 }
 
 /* With --explore, each --ckpt that names a directory stands for the sweep's
@@ -213,7 +98,7 @@ static void parse_value(InferOptions *o, const InferFlag *f, const char *arg)
  * a checkpoint file, which a directory is not. */
 static void expand_sweeps(InferOptions *o)
 {
-    PathList given = {.n = o->ckpt.n};
+    FlagPaths given = {.n = o->ckpt.n};
     memcpy(given.path, o->ckpt.path, (size_t)given.n * sizeof given.path[0]);
     char err[9000];
     o->ckpt.n = 0;
@@ -236,69 +121,18 @@ static void expand_sweeps(InferOptions *o)
 
 static void parse(int argc, char **argv, InferOptions *o)
 {
-    static struct option longs[NFLAGS + 3];
-    static CliShort shorts[NFLAGS + 1];
-    static char shortopts[3 * NFLAGS + 4];
     unsigned char given[NFLAGS] = {0};
-    size_t nshorts = 0, k = 0;
-    shortopts[k++] = ':';
-    for (int i = 0; i < NFLAGS; i++) {
-        const InferFlag *f = &FLAGS[i];
-        int arg = f->type == FLAG_SWITCH ? no_argument : required_argument;
-        longs[i] = (struct option){f->flag, arg, 0, f->id};
-        if (f->short_flag) {
-            shorts[nshorts++] = (CliShort){f->short_flag, f->id};
-            shortopts[k++] = f->short_flag;
-            if (arg == required_argument)
-                shortopts[k++] = ':';
-        }
-    }
-    longs[NFLAGS] = (struct option){"help", no_argument, 0, OPT_HELP};
-    longs[NFLAGS + 1] = (struct option){"version", no_argument, 0, OPT_VERSION};
-    longs[NFLAGS + 2] = (struct option){0, 0, 0, 0};
-    shorts[nshorts++] = (CliShort){'h', OPT_HELP};
-    shortopts[k++] = 'h';
-    shortopts[k] = '\0';
-    set_defaults(o);
-    int c;
-    while ((c = cli_next_option(argc, argv, shortopts, longs, shorts, nshorts)) != -1) {
-        if (c > OPT_FIRST && c < OPT_HELP) {
-            given[c - OPT_FIRST - 1] = 1;
-            parse_value(o, &FLAGS[c - OPT_FIRST - 1], optarg);
-            continue;
-        }
-        switch (c) {
-        case OPT_HELP: usage(); cli_close_stdout(); exit(0);
-        case OPT_VERSION:
-            printf("infer (headcount) %s\n", HEADCOUNT_VERSION);
-            cli_close_stdout();
-            exit(0);
-        default: cli_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        cli_usage_error("unexpected argument '%s' (flags take the form --name value)",
-                        argv[optind]);
+    memset(o, 0, sizeof *o);
+    flags_parse(&FLAGS, argc, argv, o, given);
     if (!o->ckpt.n)
         cli_usage_error("--ckpt CKPT is required");
     expand_sweeps(o);
-    for (int i = 0; i < NFLAGS; i++) {
-        const void *v = value_of(o, &FLAGS[i]);
-        PathList one = {.n = 0};
-        if (FLAGS[i].type == FLAG_PATH)
-            one = (PathList){.path = {*(const char *const *)v}, .n = 1};
-        const PathList *list = FLAGS[i].type == FLAG_PATHS ? v : &one;
-        for (int j = 0; j < list->n; j++)
-            if (list->path[j] && !list->path[j][0])
-                cli_usage_error("--%s '': the path is empty; give a file name", FLAGS[i].flag);
-    }
     if (o->eval && o->heads)
         cli_usage_error("--eval and --heads are separate modes; give one");
     if (o->prompt && o->prompt_file)
         cli_usage_error("--prompt and --prompt-file both given; give one");
-    check_mode_flags(o, given);
-    if (o->precision)
-        precision_flag(o->precision);
+    flags_check_modes(&FLAGS, o, given);
+    check_flag_pairs(o);
 }
 
 /* "L.H,L.H" -> head_on[L*H] with the listed heads 0: at least one head, no

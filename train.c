@@ -119,22 +119,6 @@ static void setup_fresh(Run *r)
     r->ts.best_step = -1;
 }
 
-/* The data a resumed run continues on: the checkpoint's file or built-in corpus,
- * unless --data names another file; a --corpus that is not the one it trained
- * on contradicts it. */
-static void resume_data(Options *o, const unsigned char *given, const TrainState *ts)
-{
-    CorpusSource source = corpus_source_of(ts->data_path);
-    int builtin = source == CORPUS_SOURCE_TEXT, induction = source == CORPUS_SOURCE_INDUCTION;
-    if (given[OPT_CORPUS] && (train_is_induction(o) != induction || (!builtin && !induction)))
-        cli_usage_error("--corpus %s contradicts the checkpoint, which trained on %s%s",
-                        o->corpus, ts->data_path, builtin || induction ? "" :
-                        " (pass --data FILE to continue on another file)");
-    o->corpus = induction ? "induction" : "text";
-    if (!given[OPT_DATA] && !builtin && !induction)
-        o->data = ts->data_path;
-}
-
 /* Reads the checkpoint to resume and takes its settings; the data is loaded
  * later (load_resumed_data), once the outputs are known to be safe to write. */
 static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
@@ -149,29 +133,10 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     if (!has_state)
         cli_fail("%s: has no training state (flags 0): it can be evaluated and sampled, not "
                  "resumed", o->resume);
-    if (given[OPT_INIT_HEADS])
-        cli_usage_error("--init-heads chooses a fresh run's initialisation; a resumed run "
-                        "continues from the parameters in %s", o->resume);
-    train_options_resume(o, given, &r->tr.model.cfg, ts);
-    resume_data(o, given, ts);
-    o->allow_binary = o->allow_binary || ts->allow_binary;
+    train_options_resume(o, given, &r->tr.model.cfg, ts, r->dist.size, o->resume);
     if (steps_done >= o->steps)
         cli_usage_error("%s has already trained %ld of %ld steps; give --steps above %ld to "
                         "train further", o->resume, steps_done, o->steps, steps_done);
-    /* The step's micro-batch count is the run's; the ranks may change with it. */
-    long n = r->dist.size;
-    if (given[OPT_ACCUM] && o->accum * n != ts->accum)
-        cli_usage_error("--accum %ld on %ld rank%s sums %ld micro-batches a step, and the run "
-                        "sums %ld: an exact resume continues the run as it was set up", o->accum,
-                        n, n > 1 ? "s" : "", o->accum * n, ts->accum);
-    if (ts->accum % n != 0)
-        cli_usage_error("the run sums %ld micro-batches a step, which %ld ranks cannot share "
-                        "evenly; resume it on a number of ranks that divides %ld", ts->accum, n,
-                        ts->accum);
-    o->accum = ts->accum / n;
-    /* Continue into the same files unless told otherwise. */
-    if (!given[OPT_OUT])
-        o->out = o->resume;
     if (!o->log)
         fprintf(stderr, "train: note: this resumed run writes no log; pass --log FILE to append "
                 "to the run's log (checkpoints do not record it, so that their bytes depend "
@@ -183,12 +148,12 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
     r->files.last_saved = guard_same_file(o->out, o->resume) ? steps_done : -1;
 }
 
-/* Loads the data of a resumed run (resume_data chose it): the checkpoint's,
+/* Loads the data of a resumed run (train_options_resume chose it): the checkpoint's,
  * which must not have changed, or the file --data names. */
 static void load_run_data(Run *r, const unsigned char *given, const TrainState *ts)
 {
     const Options *o = &r->o;
-    if (given[OPT_DATA]) {
+    if (given[SETTING_DATA]) {
         load_data(r, o->data, 0);
         if (r->file.hash != ts->data_hash || r->file.n != ts->data_size)
             fprintf(stderr, "train: note: %s differs from the data this run started on (%s); "
@@ -228,7 +193,7 @@ static void load_resumed_data(Run *r, const unsigned char *given, const Tokenize
         cli_fail("%s", err);
     fprintf(stderr, "train: resuming %s at step %ld of %ld\n", o->resume, r->files.resumed_step,
             o->steps);
-    if (given[OPT_STEPS] && o->steps != ts->steps)
+    if (given[SETTING_STEPS] && o->steps != ts->steps)
         fprintf(stderr, "train: note: total steps changed from %ld to %ld (the cosine schedule "
                 "stretches to the new end)\n", ts->steps, o->steps);
 }
@@ -339,18 +304,15 @@ static void dump_val_data(Run *r, const unsigned char *given, char *trained_on, 
             cli_fail("--dump-val with --resume %s: the checkpoint has no training state, so it "
                      "does not record the data it trained on; give --data FILE instead",
                      o->resume);
-        train_options_resume(o, given, &cfg, &r->ts);
-        resume_data(o, given, &r->ts);
-        if (!given[OPT_OUT])
-            o->out = o->resume;
-        if (o->data && !given[OPT_DATA])
+        train_options_resume(o, given, &cfg, &r->ts, r->dist.size, o->resume);
+        if (o->data && !given[SETTING_DATA])
             snprintf(trained_on, len, "%s", o->data);
         vocab = &tok;
     }
     if (o->keep_best)
         best_path(o->out, r->files.best, sizeof r->files.best);
     GuardPath paths[] = {
-        {"--data", given[OPT_DATA] ? o->data : NULL, 0, NULL},
+        {"--data", given[SETTING_DATA] ? o->data : NULL, 0, NULL},
         {"--resume", o->resume, 0, NULL},
         {"the training data of --resume,", trained_on[0] ? trained_on : NULL, 0, NULL},
         {"--dump-val", o->dump_val, 1, NULL},
@@ -662,7 +624,7 @@ int main(int argc, char **argv)
                 cli_set_error_stream(err);
         }
     }
-    unsigned char given[OPT_COUNT] = {0};
+    unsigned char given[GIVEN_COUNT] = {0};
     train_options_parse(argc, argv, &r->o, given);
     if (r->o.threads)
         omp_set_num_threads((int)r->o.threads);

@@ -13,7 +13,7 @@
 #include "tests/testutil.h"
 
 #define ROW(ID, field, ctype, ...) {__VA_ARGS__},
-static const InferFlag ROWS[] = {INFER_FLAGS(ROW)};
+static const Flag ROWS[] = {INFER_FLAGS(ROW)};
 #undef ROW
 enum { NROWS = sizeof ROWS / sizeof ROWS[0] };
 
@@ -37,7 +37,7 @@ Test(infer_flags, every_declared_flag_is_in_help)
 Test(infer_flags, a_number_past_its_range_is_a_usage_error)
 {
     for (int i = 0; i < NROWS; i++) {
-        const InferFlag *f = &ROWS[i];
+        const Flag *f = &ROWS[i];
         if (f->type != FLAG_LONG && f->type != FLAG_REAL)
             continue;
         cr_assert((f->lo <= f->def && f->def <= f->hi) || (f->zero_off && f->def == 0),
@@ -58,7 +58,7 @@ Test(infer_flags, a_flag_outside_its_modes_is_refused)
 {
     int checked = 0;
     for (int i = 0; i < NROWS; i++) {
-        const InferFlag *f = &ROWS[i];
+        const Flag *f = &ROWS[i];
         if (!f->modes)
             continue;
         char *out, needle[120];

@@ -98,8 +98,15 @@ Test(settings, a_setting_a_resume_keeps_has_a_slot_of_its_own)
     cr_assert_eq(ckpt_state_slots_check(err, sizeof err), 0, "%s", err);
     for (int i = 0; i < SETTING_COUNT; i++) {
         const Setting *s = &settings_table[i];
-        if (s->resume == RES_KEEP || s->resume == RES_CHANGE)
+        if ((s->resume == RES_KEEP || s->resume == RES_CHANGE) && !s->derived)
             cr_assert(s->stored, "%s: a resume keeps it, but the checkpoint does not", s->key);
+        cr_assert(!s->derived || (!s->stored && (s->resume == RES_KEEP ||
+                                                 s->resume == RES_CHANGE)),
+                  "%s: derived, but it has a slot or a resume does not read it", s->key);
+        cr_assert(s->resume != RES_FRESH || (s->resume_why && s->resume_why[0]),
+                  "%s: a fresh-only setting says why", s->key);
+        cr_assert(s->resume != RES_EITHER || s->type == SET_SWITCH, "%s: EITHER is a switch's",
+                  s->key);
         if (!s->stored)
             continue;
         int real = s->type == SET_REAL || s->type == SET_F32;

@@ -15,7 +15,9 @@
  *   STEP    also a field of TrainHyper (as float where the value is a double).
  * The rows of the program's own files and threads live here too, so that --help,
  * --print-settings and the log list every setting in one order; nothing below
- * app/ reads them. Parsing and printing are app/train/train_options.c's. */
+ * app/ reads them. app/train/train_options.c makes the flag engine's rows
+ * (app/common/flags.h) from these: parsing, --help and the resume rules are the
+ * engine's, --print-settings and the log's record train_options' own. */
 #ifndef HEADCOUNT_SETTINGS_H
 #define HEADCOUNT_SETTINGS_H
 
@@ -36,8 +38,14 @@ typedef enum {
 /* What --resume does with a setting: RUN settings belong to this invocation;
  * ARCH ones come from the checkpoint's dimensions and KEEP ones from its training
  * state, and a flag that disagrees is a usage error; CHANGE ones come from the
- * training state unless the flag is given; OWN ones have rules in train.c. */
-typedef enum { RES_RUN, RES_ARCH, RES_KEEP, RES_CHANGE, RES_OWN } SetResume;
+ * training state unless the flag is given; FRESH ones only a fresh run takes,
+ * and given with --resume they are a usage error (resume_why says why); an
+ * EITHER switch is on when the flag or the checkpoint turns it on. A KEEP or
+ * CHANGE row without a slot of its own is `derived`: app/train works out the
+ * checkpoint's value from the training state (its data file, its micro-batches
+ * per step) or the --resume path. The flag engine (app/common/flags.h) applies
+ * the rules. */
+typedef enum { RES_RUN, RES_ARCH, RES_KEEP, RES_CHANGE, RES_FRESH, RES_EITHER } SetResume;
 
 /* Which of the training state's two arrays holds a stored setting
  * (docs/checkpoint.md): int64 or double. */
@@ -56,15 +64,18 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
 /* RUN(ID, field, C type, named fields...), STORED(...), STEP(...): see above. */
 #define TRAIN_SETTINGS(RUN, STORED, STEP)                                                      \
     RUN(DATA, data, const char *, .flag = "data", .short_flag = 'd', .type = SET_PATH,         \
-        .resume = RES_OWN, .meta = "FILE", .section = SEC_FILES,                               \
+        .resume = RES_CHANGE, .derived = 1, .meta = "FILE", .section = SEC_FILES,              \
         .help = "text file to train on", .def_text = "built-in corpus")                       \
     RUN(CORPUS, corpus, const char *, .flag = "corpus", .type = SET_NAME, .def_str = "text",   \
-        NAMES("text", "induction"), .resume = RES_OWN, .meta = "NAME",                         \
+        NAMES("text", "induction"), .resume = RES_KEEP, .derived = 1,                          \
+        .resume_why = "a resumed run continues on the text it trained on, or on a --data FILE", \
+        .meta = "NAME",                                                                        \
         .section = SEC_FILES,                                                                  \
         .help = "built-in corpus when no --data: text, or induction",                         \
         .more = "(repeated random strings, with its own recipe: docs/corpus.md)")             \
     RUN(OUT, out, const char *, .flag = "out", .short_flag = 'o', .type = SET_PATH,            \
-        .def_str = "headcount.ckpt", .resume = RES_OWN, .meta = "CKPT", .section = SEC_FILES,  \
+        .def_str = "headcount.ckpt", .resume = RES_CHANGE, .derived = 1, .meta = "CKPT",       \
+        .section = SEC_FILES,                                                                  \
         .help = "checkpoint path", .def_text = "headcount.ckpt, or the --resume file")        \
     RUN(LOG, log, const char *, .flag = "log", .type = SET_PATH, .resume = RES_RUN,            \
         .meta = "FILE", .section = SEC_FILES,                                                  \
@@ -82,7 +93,7 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
         .help = "also keep the checkpoint with the best val loss (*.best.ckpt)",              \
         .def_text = "off")                                                                     \
     STORED(ALLOW_BINARY, allow_binary, int, .flag = "allow-binary", .type = SET_SWITCH,        \
-           .lo = 0, .hi = 1, .resume = RES_OWN, INT_SLOT(11), .meta = "",                      \
+           .lo = 0, .hi = 1, .resume = RES_EITHER, INT_SLOT(11), .meta = "",                   \
            .section = SEC_FILES, .help = "train on a file with NUL bytes",                     \
            .def_text = "refused")                                                              \
     RUN(DUMP_VAL, dump_val, const char *, .flag = "dump-val", .type = SET_PATH,                \
@@ -102,7 +113,9 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
         .hi = CONFIG_MAX_HEAD_SIZE, .zero_off = 1, ARCH(D), .meta = "D", .section = SEC_MODEL, \
         .help = "head size", .def_text = "embd / heads")                                      \
     RUN(INIT_HEADS, init_heads, const char *, .flag = "init-heads", .type = SET_NAME,          \
-        .def_str = "random", NAMES("random", "same"), .resume = RES_OWN,                       \
+        .def_str = "random", NAMES("random", "same"), .resume = RES_FRESH,                     \
+        .resume_why = "chooses a fresh run's initialisation; a resumed run continues from "    \
+                      "the parameters in ",                                                    \
         .in_log = 1, .meta = "HOW", .section = SEC_MODEL,                                      \
         .help = "same: each layer's heads start as copies of its head 0",                     \
         .more = "(q, k, v rows and projection columns; docs/heads.md)")                       \
@@ -120,7 +133,10 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
            .in_log = 1, .meta = "N", .section = SEC_TRAINING,                                  \
            .help = "sequences per micro-batch")                                                \
     RUN(ACCUM, accum, long, .flag = "accum", .type = SET_LONG, .def = 1, .lo = 1,              \
-        .hi = LIMIT_ACCUM_MAX, .resume = RES_OWN, .meta = "K", .section = SEC_TRAINING,        \
+        .hi = LIMIT_ACCUM_MAX, .resume = RES_KEEP, .derived = 1,                               \
+        .resume_why = "an exact resume sums as many micro-batches a step (--accum x ranks) "   \
+                      "as the run did",                                                        \
+        .meta = "K", .section = SEC_TRAINING,                                                  \
         .help = "micro-batches summed per optimizer step",                                    \
         .more = "(each rank's share under mpirun: a step sees K x ranks x batch)")            \
     STEP(STEPS, steps, long, .flag = "steps", .short_flag = 'n', .type = SET_LONG,             \
@@ -231,6 +247,9 @@ typedef struct {
     int zero_off;           /* 0 is allowed besides [lo, hi]: the default, meaning off or
                              * automatic, which no flag gives */
     SetResume resume;
+    const char *resume_why; /* FRESH: the refusal after "--flag "; KEEP: why the checkpoint's
+                             * value holds (NULL: the rule's own reason) */
+    int derived;            /* KEEP or CHANGE without a slot (see SetResume) */
     SlotKind slot_kind;     /* a STORED or STEP row's place in the training state */
     int slot;
     size_t cfg_at;          /* RES_ARCH: offset of the int in Config */

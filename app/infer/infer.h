@@ -11,26 +11,15 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "app/common/flags.h"
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "model/gpt.h"
 #include "trainer/ckpt.h"
 
-/* How an ./infer flag's value is parsed: PATH is a file name (never empty),
- * PATHS a file name per use of a flag that may be repeated (a PathList), TEXT
- * any string, SWITCH takes no value. */
-typedef enum {
-    FLAG_PATH, FLAG_PATHS, FLAG_TEXT, FLAG_LONG, FLAG_REAL, FLAG_SEED, FLAG_SWITCH
-} FlagType;
-
-/* The most checkpoints one --explore page compares. */
-#define INFER_CKPT_MAX 16
-
-/* A FLAG_PATHS flag's values in the order given. */
-typedef struct {
-    const char *path[INFER_CKPT_MAX];
-    int n;
-} PathList;
+/* The most checkpoints one --explore page compares: as many as a repeated
+ * flag takes. */
+#define INFER_CKPT_MAX FLAG_PATHS_MAX
 
 /* The modes of ./infer: sampling (no mode flag), and the three mode flags. */
 enum { MODE_SAMPLE = 1, MODE_EVAL = 2, MODE_HEADS = 4, MODE_EXPLORE = 8 };
@@ -41,10 +30,14 @@ typedef enum {
 } FlagSection;
 
 /* Every flag of ./infer, declared once: X(ID, field, C type, named fields...),
- * the named fields being an InferFlag's (below). The option ids, InferOptions,
- * the parser with its range checks and mode checks, and --help derive from it
- * (infer.c). A line break in .help continues the text on the next line of
- * --help; a help that ends in one puts the default on a line of its own. */
+ * the named fields being a Flag's (app/common/flags.h). InferOptions and the
+ * flag table come from it (infer.c), and from the table the flag engine's
+ * parser with its range checks, mode checks and --help. A line break in .help
+ * continues the text on the next line of --help; a help that ends in one puts
+ * the default on a line of its own. A flag whose `modes` leaves out sampling
+ * is refused there; one with none works in every mode (a sampling option is
+ * read by sampling and by --explore on a sample; --seed also places --heads'
+ * windows). */
 #define INFER_FLAGS(X)                                                                         \
     X(EVAL, eval, const char *, .flag = "eval", .type = FLAG_PATH, .meta = "FILE",             \
       .mode = MODE_EVAL, .section = FSEC_MODES,                                                \
@@ -59,7 +52,7 @@ typedef enum {
               "--text or --text-file (their first block-size bytes),\n"                        \
               "or else on the first sample (its last block-size bytes:\n"                      \
               "the context the model ended with)")                                             \
-    X(CKPT, ckpt, PathList, .flag = "ckpt", .short_flag = 'c', .type = FLAG_PATHS,             \
+    X(CKPT, ckpt, FlagPaths, .flag = "ckpt", .short_flag = 'c', .type = FLAG_PATHS,             \
       .meta = "CKPT", .many = MODE_EXPLORE, .section = FSEC_CKPT,                              \
       .help = "checkpoint to load (required); with --explore, repeat it\n"                     \
               "to compare up to 16 models on one text, or give a sweep\n"                       \
@@ -101,7 +94,7 @@ typedef enum {
               "into DIR: a new or empty directory, or its own earlier\n"                       \
               "report, which it replaces as a whole")                                          \
     X(WINDOWS, windows, long, .flag = "windows", .type = FLAG_LONG, .lo = 1, .hi = 1000000,    \
-      .zero_off = 1, .modes = MODE_HEADS, .meta = "N", .section = FSEC_HEADS,                                 \
+      .zero_off = 1, .modes = MODE_HEADS, .meta = "N", .section = FSEC_HEADS,                  \
       .help = "windows of FILE to average over", .def_text = "automatic")                      \
     X(PRUNE_CURVE, prune_curve, int, .flag = "prune-curve", .type = FLAG_SWITCH,               \
       .modes = MODE_HEADS, .section = FSEC_HEADS,                                              \
@@ -122,36 +115,14 @@ typedef enum {
     X(MASK, mask, const char *, .flag = "mask", .type = FLAG_TEXT, .meta = "L.H,...",          \
       .section = FSEC_SHARED,                                                                  \
       .help = "silence these heads (layer.head, 0-based) in every mode")                       \
-    X(PRECISION, precision, const char *, .flag = "precision", .type = FLAG_TEXT, .meta = "P",  \
-      .section = FSEC_SHARED, .help = "the linear layers' products: fp32 or bf16",             \
+    X(PRECISION, precision, const char *, .flag = "precision", .type = FLAG_NAME,               \
+      .names = precision_names, .meta = "P", .section = FSEC_SHARED,                           \
+      .help = "the linear layers' products: fp32 or bf16",                                     \
       .def_text = "the checkpoint's")                                                          \
     X(THREADS, threads, long, .flag = "threads", .short_flag = 'j', .type = FLAG_LONG,         \
       .lo = 1, .hi = 1024, .zero_off = 1, .meta = "N", .section = FSEC_SHARED,                 \
       .help = "OpenMP threads",                                                                \
       .def_text = "all cores; results are identical")
-
-/* A row of INFER_FLAGS; a field the row leaves out is 0 (NULL, none). */
-typedef struct {
-    int id;                 /* the getopt id: OPT_<ID> */
-    size_t at;              /* offset of the value in InferOptions */
-    const char *flag;       /* long flag, without "--" */
-    char short_flag;        /* or 0 */
-    FlagType type;
-    double def;             /* default of a number (0 for the others: none) */
-    double lo, hi;          /* the range a LONG or REAL takes */
-    int zero_off;           /* the default 0, outside [lo, hi], means automatic */
-    int mode;               /* the mode this flag chooses, 0 for an option */
-    int modes;              /* the modes it works in, refused in the others; 0: any mode (a
-                             * sampling option is read by sampling and by --explore on a
-                             * sample; --seed also places --heads' windows) */
-    const char *why;        /* what the refusal adds after "--X needs --MODE ..." */
-    int many;               /* a PATHS flag: the modes that take it more than once */
-    int show_def;           /* --help shows the default value */
-    const char *def_text;   /* the default as --help words it, NULL for none or show_def */
-    const char *meta;       /* the value's name in --help ("" or NULL for a switch) */
-    FlagSection section;
-    const char *help;
-} InferFlag;
 
 typedef struct {
 #define INFER_FIELD(ID, field, ctype, ...) ctype field;

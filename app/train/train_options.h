@@ -1,7 +1,8 @@
 /* train_options: ./train's command line over the settings table of
- * trainer/settings.h (TRAIN_SETTINGS, where every setting is declared once):
- * the option ids, --help, --print-settings, parsing with range checks, the
- * resume rules and the settings as the log and the start-up line show them.
+ * trainer/settings.h (TRAIN_SETTINGS, where every setting is declared once),
+ * read through the flag engine (app/common/flags.h): --help, --print-settings,
+ * the built-in corpora's recipes (RECIPES), parsing, the resume rules and the
+ * settings as the log and the start-up line show them.
  * Setting up and running the training is left to train.c and app/train/train_loop.c. */
 #ifndef HEADCOUNT_TRAIN_OPTIONS_H
 #define HEADCOUNT_TRAIN_OPTIONS_H
@@ -16,26 +17,35 @@
 /* The values of a run's settings, as the command line gives them. */
 typedef TrainSettings Options;
 
-/* Option ids: given[id] says whether the command line set it. The settings come
- * first, in the table's order (OPT_x = OPT_FIRST + 1 + SETTING_x), then the
- * program's own flags. */
-enum {
-    OPT_FIRST = 256,
-#define OPT_ID(ID, field, ctype, ...) OPT_##ID,
-    TRAIN_SETTINGS(OPT_ID, OPT_ID, OPT_ID)
-#undef OPT_ID
-    OPT_HELP, OPT_VERSION, OPT_PRINT_SETTINGS, OPT_COUNT
-};
+/* A row of a built-in corpus' recipe: the value a run on that corpus gives the
+ * setting when its flag is not given (a number: the setting is a LONG or REAL).
+ * "text" is the built-in text corpus (no --data, no --corpus), "induction"
+ * --corpus induction; --data runs take the plain defaults. */
+typedef struct {
+    const char *corpus;
+    int setting;            /* SETTING_x */
+    double value;
+} Recipe;
 
-/* Parses argv into o (defaults first) and marks the flags given; --help,
- * --version and --print-settings print and exit 0, a bad value exits 2. */
-void train_options_parse(int argc, char **argv, Options *o, unsigned char given[OPT_COUNT]);
+extern const Recipe train_recipes[];
+extern const int train_recipe_count;
 
-/* --resume: takes from the checkpoint every setting it fixes (ARCH, KEEP, and
- * CHANGE ones not given); a given flag that disagrees with an ARCH or KEEP value
- * is a usage error naming both values. */
-void train_options_resume(Options *o, const unsigned char *given, const Config *c,
-                          const TrainState *ts);
+/* given[SETTING_x] says whether the command line set setting x;
+ * given[GIVEN_PRINT_SETTINGS] whether it asked for --print-settings. */
+enum { GIVEN_PRINT_SETTINGS = SETTING_COUNT, GIVEN_COUNT };
+
+/* Parses argv into o (defaults first, then the built-in corpus' recipe for each
+ * setting not given) and marks the flags given; --help, --version and
+ * --print-settings print and exit 0, a bad value exits 2. */
+void train_options_parse(int argc, char **argv, Options *o, unsigned char given[GIVEN_COUNT]);
+
+/* --resume from checkpoint ckpt (cfg, ts) on `ranks` processes: applies every
+ * setting's resume rule (trainer/settings.h, SetResume) through the flag engine,
+ * taking the architecture, the training state, the data, the micro-batches a
+ * step and the output from the checkpoint. A flag that contradicts the
+ * checkpoint is a usage error naming both values. */
+void train_options_resume(Options *o, const unsigned char *given, const Config *cfg,
+                          const TrainState *ts, long ranks, const char *ckpt);
 
 /* The settings marked in_log as JSON members ("batch":12,"steps":2000,...), for
  * the log's settings record. */

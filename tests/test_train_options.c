@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/progutil.h"
 #include "tests/testutil.h"
 #include "trainer/settings.h"
 
@@ -22,7 +21,7 @@ enum { NRUNS = 3, NCELLS = 5, CELL_MAX = 300 };
 static char *settings_of(const char *flags)
 {
     char *out;
-    int rc = run(&out, "train", "%s --print-settings", flags);
+    int rc = tu_run(&out, "%s/train %s --print-settings", tu_bin(), flags);
     cr_assert_eq(rc, 0, "train %s --print-settings: %s", flags, out);
     return out;
 }
@@ -176,8 +175,8 @@ Test(train_options, readme_settings_table_shows_what_each_run_uses)
             cr_assert(shown[i], "`./train %s` sets --%s %s, which README's settings table "
                       "does not show", RUNS[r], st->flag, recipe);
             char *out;
-            int rc = run(&out, "train", "%s --%s %s --print-settings", RUNS[r], st->flag,
-                         recipe);
+            int rc = tu_run(&out, "%s/train %s --%s %s --print-settings", tu_bin(), RUNS[r],
+                            st->flag, recipe);
             cr_assert_eq(rc, 0, "the recipe's --%s %s is not a value the flag takes: %s",
                          st->flag, recipe, out);
             free(out);

@@ -30,7 +30,7 @@ static const char *const VALUE_FLAGS[] = {
     "--data", "--out", "--log", "--resume", "--save-every", "--layers", "--heads", "--embd",
     "--head-size", "--block", "--vocab", "--batch", "--steps", "--lr", "--min-lr", "--warmup", "--wd",
     "--clip", "--dropout", "--seed", "--val-frac", "--eval-every", "--eval-iters", "--threads",
-    "--head-dropout",
+    "--head-dropout", "--progress-every",
 };
 static const char *const SWITCH_FLAGS[] = {"--keep-best", "--allow-binary", "--help"};
 
@@ -625,4 +625,27 @@ Test(train, bf16_is_kept_in_the_checkpoint_and_a_resume_or_infer_uses_it)
     rc = tu_run(&out, "%s/infer --ckpt %s --precision fp16", tu_bin(), ck);
     cr_assert_eq(rc, 2, "%s", out);
     free(out);
+}
+
+/* Progress lines go to stderr at most every --progress-every seconds, and always
+ * at the first and last step; 0 prints none, and changes nothing else. */
+Test(train, progress_every_zero_prints_no_progress_line_and_trains_the_same)
+{
+    Env e;
+    env_init(&e, "train-progress");
+    char *out, quiet_ckpt[400];
+    int rc = tu_run(&out, "%s/train " TINY " --steps 3 --data %s --out %s", tu_bin(), e.data,
+                    e.out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "step 1/3 |") && strstr(out, "step 3/3 |"),
+              "the first and last step print a progress line: %s", out);
+    free(out);
+    snprintf(quiet_ckpt, sizeof quiet_ckpt, "%s/quiet.ckpt", e.dir);
+    rc = tu_run(&out, "%s/train " TINY " --steps 3 --data %s --out %s --progress-every 0",
+                tu_bin(), e.data, quiet_ckpt);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_null(strstr(out, "step 1/3"), "--progress-every 0 printed progress: %s", out);
+    cr_assert(strstr(out, "eval step 3"), "the evaluation line stays: %s", out);
+    free(out);
+    expect_same_files(e.out, quiet_ckpt);
 }

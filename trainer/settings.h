@@ -206,6 +206,10 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
         .hi = LIMIT_STEPS_MAX, .resume = RES_RUN, .meta = "N", .section = SEC_TRAINING,        \
         .help = "log per-head attention metrics every N steps to --log",                      \
         .more = "(entropy, prev, first, distance, repeat, relations), 0 = off")               \
+    RUN(PROGRESS_EVERY, progress_every, double, .flag = "progress-every", .type = SET_REAL,    \
+        .def = 1, .lo = 0, .hi = 86400, .resume = RES_RUN, .meta = "S",                        \
+        .section = SEC_PROGRAM, .help = "print a progress line at most every S seconds",      \
+        .more = "(and at the first and last step); 0 = none")                                 \
     RUN(THREADS, threads, long, .flag = "threads", .short_flag = 'j', .type = SET_LONG,        \
         .lo = 1, .hi = 1024, .zero_off = 1, .resume = RES_RUN, .meta = "N",                    \
         .section = SEC_PROGRAM, .help = "OpenMP threads",                                      \

@@ -527,7 +527,8 @@ void run_train_loop(Run *r, long start)
                    norm, dt * 1e3, tokens / dt);
         if (heads_due)
             log_heads(r, done);
-        if (done == start + 1 || done == o->steps || t1 - last_print >= 1.0) {
+        if (o->progress_every > 0 &&
+            (done == start + 1 || done == o->steps || t1 - last_print >= o->progress_every)) {
             progress(r, done, loss, lr, dt, avg);
             last_print = t1;
         }

@@ -29,19 +29,10 @@ static void write_text(const char *dir, const char *name, const char *text)
     "config,L,C,T,B,H,threads,ms_median,ms_min,ms_max,tokens_per_s,torch,variant,blas,isa," \
     "warmup_s,note\n"
 
-static void need_python3(void)
-{
-    char *out;
-    int rc = tu_run(&out, "python3 -c 'import csv, statistics'");
-    free(out);
-    if (rc != 0)
-        cr_skip_test("python3 is not installed");
-}
-
 Test(bench_report, rounds_give_medians_and_the_median_ratio_with_its_range)
 {
     char *out;
-    need_python3();
+    tu_need_python("csv, statistics");
     const char *dir = tu_tmpdir("bench_report");
     /* MID H=1, three rounds: ours 2 threads 1000, 1200, 900 tok/s against PyTorch's
      * 500, 1000, 600: ratios 2.0, 1.2, 1.5 -> median 1.5 (target 1.5: met), range
@@ -87,7 +78,7 @@ Test(bench_report, rounds_give_medians_and_the_median_ratio_with_its_range)
 Test(bench_report, pytorch2_is_judged_by_its_best_variant_beside_pytorch_1_13)
 {
     char *out;
-    need_python3();
+    tu_need_python("csv, statistics");
     const char *dir = tu_tmpdir("bench_report2");
     /* BABY H=4, two rounds. Ours, 2 threads: 3000 and 3300 tok/s (median 3150), GFLOP/s
      * 50 and 70 (median 60 = 20% of the 300 peak); 1 thread 2000 and 2200 (median 2100:
@@ -155,7 +146,7 @@ Test(bench_report, pytorch2_is_judged_by_its_best_variant_beside_pytorch_1_13)
 Test(bench_report, bf16_is_compared_with_bf16_and_fp32_with_fp32)
 {
     char *out;
-    need_python3();
+    tu_need_python("csv, statistics");
     const char *dir = tu_tmpdir("bench_report_bf16");
     /* MID H=4, two rounds, 2 threads. Ours: fp32 1000 and 1100 tok/s, bf16 1800 and
      * 1760. PyTorch 2.13 in fp32: eager 500/500, sdpa 800/880, compile 700/700, so sdpa

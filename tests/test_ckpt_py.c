@@ -24,15 +24,6 @@
 #include "tests/ckpt_fixture.h"
 #include "tests/testutil.h"
 
-static void need_python(void)
-{
-    char *out;
-    int rc = tu_run(&out, "python3 -c 'import struct'");
-    free(out);
-    if (rc != 0)
-        cr_skip_test("python3 is not installed");
-}
-
 /* The files both readers see: dir/NNNNN.ckpt written by corpus_add, or any path
  * given to corpus_path, listed one per line in dir/list. */
 typedef struct {
@@ -292,7 +283,7 @@ static void add_special_paths(Corpus *c)
 Test(ckpt_py, both_readers_accept_and_refuse_the_same_files_with_the_same_message,
      .timeout = 240)
 {
-    need_python();
+    tu_need_python("struct");
     Corpus c;
     corpus_init(&c, "ckpt-py");
     for (int merges = 0; merges < 2; merges++)
@@ -334,7 +325,7 @@ Test(ckpt_py, both_readers_accept_and_refuse_the_same_files_with_the_same_messag
  * (STORED_SETTINGS): they must be trainer/settings.h's, row for row. */
 Test(ckpt_py, the_python_table_of_stored_settings_is_the_c_one)
 {
-    need_python();
+    tu_need_python("struct");
     char want[4000] = "";
     for (int k = 0; k < SETTING_COUNT; k++) {
         const Setting *s = &settings_table[k];

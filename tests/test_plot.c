@@ -11,15 +11,6 @@
 
 #include "tests/testutil.h"
 
-static void need_python(void)
-{
-    char *out;
-    int rc = tu_run(&out, "python3 -c 'import json'");
-    free(out);
-    if (rc != 0)
-        cr_skip_test("python3 is not installed");
-}
-
 static char *read_text(const char *dir, const char *name)
 {
     char path[600];
@@ -37,7 +28,7 @@ static int count(const char *s, const char *needle)
 
 Test(plot, a_train_log_gives_loss_lr_and_every_heads_metric)
 {
-    need_python();
+    tu_need_python("json");
     const char *d = tu_tmpdir("plot-train");
     cr_assert_not_null(d);
     char dir[300], *out;
@@ -101,7 +92,7 @@ static void write_log(const char *path, int H, int relations)
 
 Test(plot, several_logs_give_one_line_each_and_relations_their_panels)
 {
-    need_python();
+    tu_need_python("json");
     const char *d = tu_tmpdir("plot-many");
     cr_assert_not_null(d);
     char dir[300], a[400], b[400], *out;
@@ -133,7 +124,7 @@ Test(plot, several_logs_give_one_line_each_and_relations_their_panels)
 
 Test(plot, a_broken_log_is_refused_with_its_line)
 {
-    need_python();
+    tu_need_python("json");
     const char *d = tu_tmpdir("plot-bad");
     cr_assert_not_null(d);
     char path[400], *out;

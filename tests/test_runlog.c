@@ -9,15 +9,6 @@
 
 #include "tests/testutil.h"
 
-static void need_python(void)
-{
-    char *out;
-    int rc = tu_run(&out, "python3 -c 'import json'");
-    free(out);
-    if (rc != 0)
-        cr_skip_test("python3 is not installed");
-}
-
 /* A run killed after step 4 with its checkpoint at step 2, resumed to its end at
  * step 5 (steps 3 and 4 again, with other losses, and no heads record at 4 this
  * time), then resumed once more to step 6 with a larger --steps. */
@@ -43,7 +34,7 @@ static const char RESUMED_LOG[] =
 
 Test(runlog, a_resumed_part_replaces_every_record_from_its_first_step_on)
 {
-    need_python();
+    tu_need_python("json");
     const char *dir = tu_tmpdir("runlog-resumed");
     char path[400];
     snprintf(path, sizeof path, "%s/run.jsonl", dir);
@@ -71,7 +62,7 @@ Test(runlog, a_resumed_part_replaces_every_record_from_its_first_step_on)
 
 Test(ablate_stats, num_and_spread_give_their_known_answers)
 {
-    need_python();
+    tu_need_python("json");
     char *out;
     int rc = tu_run(&out, "python3 -c \"import sys; sys.path.insert(0, 'scripts')\n"
                     "from ablate_stats import num, spread\n"

@@ -16,15 +16,6 @@
 
 #define TORCH_PY "/usr/bin/python3"
 
-static void need_python(void)
-{
-    char *out;
-    int rc = tu_run(&out, "python3 -c 'import json'");
-    free(out);
-    if (rc != 0)
-        cr_skip_test("python3 is not installed");
-}
-
 static void need_torch(void)
 {
     char *out;
@@ -92,7 +83,7 @@ static const char *scratch(const char *name)
 
 Test(scripts_cli, log_readers_name_the_bad_line_and_never_block_or_trace_back)
 {
-    need_python();
+    tu_need_python("json");
     const char *d = scratch("scripts-logs");
     char cmd[1200];
     const char *progs[] = {"plot_log", "induction_phase"};
@@ -139,7 +130,7 @@ Test(scripts_cli, log_readers_name_the_bad_line_and_never_block_or_trace_back)
 
 Test(scripts_cli, a_full_standard_output_is_exit_1_with_the_reason)
 {
-    need_python();
+    tu_need_python("json");
     const char *d = scratch("scripts-full");
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "python3 scripts/induction_phase.py %s/good.log > /dev/full", d);
@@ -155,7 +146,7 @@ Test(scripts_cli, a_full_standard_output_is_exit_1_with_the_reason)
 /* plot_log --out: the rule of ./infer --report. */
 Test(scripts_cli, plot_log_writes_only_into_a_new_empty_or_its_own_directory)
 {
-    need_python();
+    tu_need_python("json");
     const char *d = scratch("scripts-plots");
     char cmd[1200], dir[400];
     snprintf(dir, sizeof dir, "%s/mine", d);
@@ -196,7 +187,7 @@ Test(scripts_cli, plot_log_writes_only_into_a_new_empty_or_its_own_directory)
 
 Test(scripts_cli, ablate_refuses_bad_heads_and_outputs_up_front)
 {
-    need_python();
+    tu_need_python("json");
     const char *d = scratch("scripts-ablate");
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "scripts/ablate.sh --quick --bin %s --heads '' --out %s/a",
@@ -222,7 +213,7 @@ Test(scripts_cli, ablate_refuses_bad_heads_and_outputs_up_front)
  * sweep says why in its own output, not only in the run's train.err. */
 Test(scripts_cli, a_failed_ablation_run_shows_trains_error, .timeout = 120)
 {
-    need_python();
+    tu_need_python("json");
     const char *d = tu_tmpdir("scripts-ablate-vocab");
     cr_assert_not_null(d);
     char data[400], text[402];

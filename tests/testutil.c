@@ -64,6 +64,15 @@ const char *tu_shakespeare(void)
     return access(path, R_OK) == 0 ? path : NULL;
 }
 
+void tu_need_python(const char *modules)
+{
+    char *out;
+    int rc = tu_run(&out, "python3 -c 'import %s'", modules);
+    free(out);
+    if (rc != 0)
+        cr_skip_test("python3 is not installed or cannot import %s", modules);
+}
+
 const char *tu_bin(void)
 {
     const char *b = getenv("HEADCOUNT_BIN");

@@ -33,6 +33,10 @@ typedef double (*TuObjective)(void *ctx);
 int tu_gradcheck(const char *name, float *x, const float *analytic, size_t n, TuObjective f,
                  void *ctx, double h, double rtol, double atol, int checks, Rng *rng);
 
+/* Skips the calling test, saying why, when `python3` (the first on PATH, which the
+ * scripts' tests run) cannot import the standard modules `modules` ("json, csv"). */
+void tu_need_python(const char *modules);
+
 /* Path of tiny Shakespeare beside the repository, or NULL when absent. */
 const char *tu_shakespeare(void);
 

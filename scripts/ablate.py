@@ -65,7 +65,7 @@ SEEDS = {"text": 3, "induction": 5}
 # The most models ./infer --explore puts on one compare page.
 MAX_COMPARE = 16
 # Settings that differ between the runs of a sweep, or do not change a run's numbers.
-PER_RUN = ("data", "out", "heads", "head_size", "seed", "threads", "version")
+PER_RUN = ("data", "out", "heads", "head_size", "seed", "threads", "progress_every", "version")
 
 
 def fail(msg, code=2):

@@ -48,8 +48,9 @@ const HeadsRelRow heads_rel_table[HEADS_REL_COUNT] = {
         NULL, "Query: the subject noun (cat). Key: the mood before it (tired), which picks the "
         "verb that comes next (slept)."},
     [HEADS_REL_MODIFIER] = {"verb-modifier", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED,
-        SYNTH_REL_MODIFIER, 0, NULL, "Query: the particle after a scene's verb (down). Key: "
-        "that verb (sat), whose own particle it is."},
+        SYNTH_REL_MODIFIER, 0, NULL, "Query: the token before a scene's particle, an adverb "
+        "after the verb (sat slowly). Key: that verb, whose own particle (down) comes next; "
+        "right after its verb (sat down) the verb itself predicts it, and no head is needed."},
     [HEADS_REL_PLACE] = {"place", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_PLACE, 0, NULL,
         "Query: the token before a place (the, warm). Key: the preposition (on), which says "
         "which places can come (mat, rug...)."},

@@ -7,11 +7,20 @@
 #include "data/corpus.h"
 #include "util/errbuf.h"
 
-/* The sentences of a text found in the corpus: its lines, each ending at its
- * newline (the last one at the text's end), every one understood because the
- * generator wrote it; a line cut by the text's start or end is not. */
+/* Whether the byte before text[i] ends a sentence of the corpus: a newline, or
+ * a space after its last mark (a line may hold two sentences). */
+static int after_sentence(const unsigned char *text, size_t i)
+{
+    return text[i - 1] == '\n' ||
+           (i > 1 && text[i - 1] == ' ' && (text[i - 2] == '.' || text[i - 2] == '!' || text[i - 2] == '?'));
+}
+
+/* The sentences of a text found in the corpus, each ending at the token that
+ * holds its newline or its last mark when a space follows (the last one at the
+ * text's end), every one understood because the generator wrote it; a
+ * sentence cut by the text's start or end is not. */
 static int find_sentences(Planted *p, const unsigned char *text, const size_t *start, size_t nids,
-                          int line_start)
+                          int sentence_start)
 {
     size_t n = 0, cap = 8;
     p->sentence = malloc(cap * sizeof *p->sentence);
@@ -19,7 +28,11 @@ static int find_sentences(Planted *p, const unsigned char *text, const size_t *s
         return -1;
     size_t first = 0;
     for (size_t t = 0; t < nids; t++) {
-        int ends = start[t + 1] > start[t] && text[start[t + 1] - 1] == '\n';
+        size_t e = start[t + 1];
+        unsigned char last = e > start[t] ? text[e - 1] : 0;
+        int ends = e > start[t] && (after_sentence(text, e) ||
+                                    ((last == '.' || last == '!' || last == '?') &&
+                                     e < start[nids] && text[e] == ' '));
         if (!ends && t + 1 < nids)
             continue;
         if (n == cap) {
@@ -29,9 +42,9 @@ static int find_sentences(Planted *p, const unsigned char *text, const size_t *s
             p->sentence = grown;
             cap *= 2;
         }
-        /* Whole when it ends in its own newline and starts after one (or at
-         * a text that starts a corpus line). */
-        int whole = ends && (n > 0 || line_start);
+        /* Whole when it ends in its own newline or mark and starts after
+         * another sentence (or at a text that starts a corpus sentence). */
+        int whole = ends && (n > 0 || sentence_start);
         p->sentence[n++] = (PlantedSentence){first, t + 1, whole};
         first = t + 1;
     }
@@ -82,19 +95,19 @@ int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *t
         if (!rel)
             goto done;
         synth_relations_in(rel, total, at, nb, CORPUS_BUILTIN_SEED);
-        /* Whether the text starts a corpus line: the corpus's first byte, or
-         * one after a newline (the corpus up to it is generated again, at most
-         * a megabyte, once per analysis). */
-        int line_start = at == 0;
+        /* Whether the text starts a corpus sentence: the corpus's first byte,
+         * or one after a newline or a sentence's mark and space (the corpus up
+         * to it is generated again, at most a megabyte, once per analysis). */
+        int sentence_start = at == 0;
         if (at > 0) {
             char *before = malloc(at);
             if (!before)
                 goto done;
             synth_generate(before, at, CORPUS_BUILTIN_SEED);
-            line_start = before[at - 1] == '\n';
+            sentence_start = after_sentence((const unsigned char *)before, at);
             free(before);
         }
-        if (find_sentences(p, (const unsigned char *)text, start, nids, line_start) < 0)
+        if (find_sentences(p, (const unsigned char *)text, start, nids, sentence_start) < 0)
             goto done;
     } else {
         /* Not a piece of the corpus: the sentences its grammar writes. A

@@ -110,7 +110,7 @@ static int redraw(Src *s)
 
 /* ---- One line and its relations ------------------------------------------- */
 
-enum { LINE_CAP = 192, LINE_REL_CAP = 48 };
+enum { LINE_CAP = 192, LINE_REL_CAP = 64 };
 
 typedef struct {
     char text[LINE_CAP];
@@ -120,6 +120,7 @@ typedef struct {
     SynthRelation rel[LINE_REL_CAP]; /* positions relative to the line's start */
     size_t nrel;
     char end; /* the sentence's last mark: '.', '!' or '?' */
+    size_t start; /* where the sentence being written starts in the line */
     Src *src; /* where its choices come from; parsing, each byte is checked */
 } Line;
 
@@ -130,6 +131,7 @@ static void line_reset(Line *l)
     l->bad = 0;
     l->nrel = 0;
     l->end = '.';
+    l->start = 0;
 }
 
 static void line_char(Line *l, char c)
@@ -736,13 +738,14 @@ static void gen_coref(Line *l, Src *r)
     line_word(l, "so");
     line_word(l, "the");
     size_t again = line_word(l, about_thing ? thing : animal);
-    /* The same-class contrast: a classmate of the antecedent, never in the line
-     * (the other noun is of the other class), picked by the line's length so that
-     * every classmate serves, without a draw that would change the corpus. */
+    /* The same-class contrast: a classmate of the antecedent, never in the
+     * sentence (the other noun is of the other class), picked by where the noun
+     * stands in its sentence so that every classmate serves, without a draw
+     * (the parser would have to try every classmate). */
     const char *const *class = about_thing ? COREF_THINGS : COREF_ANIMALS;
     size_t nclass = about_thing ? COUNT(COREF_THINGS) : COUNT(COREF_ANIMALS);
     size_t self = about_thing ? it : ia;
-    const char *mate = class[(self + 1 + again % (nclass - 1)) % nclass];
+    const char *mate = class[(self + 1 + (again - l->start) % (nclass - 1)) % nclass];
     line_rel(l, SYNTH_REL_COREF, again - 1, at[about_thing == thing_first ? 0 : 1], again,
              strlen(about_thing ? thing : animal), about_thing ? animal : thing, mate);
     line_word(l, about_thing ? PICK(r, AFTER_THING) : PICK(r, AFTER_ANIMAL));
@@ -800,6 +803,52 @@ static void gen_sound(Line *l, Src *r)
         l->end = '!';
 }
 
+/* A chant: two different consonant-vowel syllables, each a word, said in turn
+ * SYNTH_CHANT_MIN_REPEATS to SYNTH_CHANT_MAX_REPEATS times ("ko la ko la ko
+ * la"). Past its first two words every word is the one two back, the word
+ * before the one being read: on tokens a previous-token head predicts it and
+ * nothing else in the line does, as the sounds' letters are on bytes. A
+ * syllable that is a lexicon word ("so", "to") is drawn again. */
+static void put_chant(Line *l, Src *r)
+{
+    static const char consonants[] = "bcdfghjklmnprstvwz";
+    static const char vowels[] = "aeiou";
+    char syl[2][3];
+    size_t at[2];
+    for (int k = 0; k < 2; k++) {
+        at[k] = line_word(l, "");
+        line_char(l, consonants[draw(r, sizeof consonants - 1)]);
+        line_char(l, vowels[draw(r, sizeof vowels - 1)]);
+        memcpy(syl[k], l->text + at[k], 2);
+        syl[k][2] = '\0';
+        if (synth_word_classes(syl[k], 2) != 0 || (k == 1 && strcmp(syl[0], syl[1]) == 0)) {
+            redraw(r);
+            l->bad = 1;
+            return;
+        }
+    }
+    size_t n = SYNTH_CHANT_MIN_REPEATS +
+               (size_t)draw(r, SYNTH_CHANT_MAX_REPEATS - SYNTH_CHANT_MIN_REPEATS + 1);
+    for (size_t i = 2; i < 2 * n; i++)
+        line_word(l, syl[i % 2]);
+}
+
+/* Someone chants, sometimes to someone: "The cat sang ko la ko la ko la." */
+static void gen_chant(Line *l, Src *r)
+{
+    put_animate(l, r);
+    PUT_PICK(l, r, SOUND_VERBS);
+    put_chant(l, r);
+    if (l->bad)
+        return;
+    if (draw(r, 4) == 0) {
+        line_word(l, "to");
+        put_animate(l, r);
+    }
+    if (draw(r, 2))
+        l->end = '!';
+}
+
 /* ---- Scenes and pronouns: the documents' sentences ----------------------------- */
 
 /* Shares of a scene's ending: a particle ("sat down"), a place ("sat on the
@@ -829,20 +878,22 @@ static void put_scene_place(Line *l, Src *r, size_t prep_index)
         PUT_PICK(l, r, ADJS);
     const char *place = pl->places[draw(r, SCENE_PLACE_NOUNS)];
     size_t at = line_word(l, place);
-    const ScenePlace *other = &SCENE_PLACES[(prep_index + 1 + at % (COUNT(SCENE_PLACES) - 1)) %
+    size_t pick = at - l->start; /* a stand-in for a draw (see gen_coref) */
+    const ScenePlace *other = &SCENE_PLACES[(prep_index + 1 + pick % (COUNT(SCENE_PLACES) - 1)) %
                                             COUNT(SCENE_PLACES)];
     line_rel(l, SYNTH_REL_PLACE, at - 1, prep + strlen(pl->prep) - 1, at, strlen(place),
-             other->places[at % SCENE_PLACE_NOUNS], NULL);
+             other->places[pick % SCENE_PLACE_NOUNS], NULL);
 }
 
 /* The documents' scene: "The cat sat on the mat.", "The tired cat slept on the
  * warm mat.", "The cat sat down.": an animal, maybe in a mood, a verb (one of
- * the mood's when there is one), then its particle, the animal's place, or
- * both. Plants the determiner; the mood on the noun (the verb follows from
+ * the mood's when there is one), then its particle (after "slowly" or
+ * "quietly" half the time: "The cat sat slowly down."), the animal's place,
+ * or both. Plants the determiner; the mood on the noun (the verb follows from
  * the adjective before it); subject-verb on the verb (the preposition after
- * it follows from the subject); verb-modifier on the particle (it follows
- * from the verb); place on the byte before the place (it follows from the
- * preposition). */
+ * it follows from the subject); verb-modifier on the space before the
+ * particle (it follows from the verb); place on the byte before the place
+ * (it follows from the preposition). */
 static void gen_scene(Line *l, Src *r)
 {
     size_t ia = (size_t)draw(r, COUNT(SCENE_ANIMALS));
@@ -862,17 +913,18 @@ static void gen_scene(Line *l, Src *r)
     const char *verb = mood >= 0 ? SCENE_MOODS[mood].verbs[draw(r, SCENE_MOOD_VERBS)]
                                  : SCENE_VERBS[draw(r, COUNT(SCENE_VERBS))].verb;
     size_t v = line_word(l, verb), verb_end = v + strlen(verb) - 1;
+    size_t pick = v - l->start; /* a stand-in for a draw (see gen_coref) */
     if (mood >= 0) {
-        const SceneMood *other = &SCENE_MOODS[(mood + 1 + v % (COUNT(SCENE_MOODS) - 1)) %
+        const SceneMood *other = &SCENE_MOODS[(mood + 1 + pick % (COUNT(SCENE_MOODS) - 1)) %
                                               COUNT(SCENE_MOODS)];
         line_rel(l, SYNTH_REL_MOOD, noun_end, adj_end, v, strlen(verb),
-                 other->verbs[v % SCENE_MOOD_VERBS], NULL);
+                 other->verbs[pick % SCENE_MOOD_VERBS], NULL);
     }
     size_t ending = draw_weighted(r, SCENE_END_SHARES, 3);
     size_t prep_index = 0;
     while (strcmp(SCENE_PLACES[prep_index].prep, an->prep) != 0)
         prep_index++;
-    const char *other_prep = SCENE_ANIMALS[(ia + 1 + v % (COUNT(SCENE_ANIMALS) - 1)) %
+    const char *other_prep = SCENE_ANIMALS[(ia + 1 + pick % (COUNT(SCENE_ANIMALS) - 1)) %
                                            COUNT(SCENE_ANIMALS)].prep;
     if (ending == 1) {
         /* The word after the verb is the animal's preposition. */
@@ -881,14 +933,22 @@ static void gen_scene(Line *l, Src *r)
     } else {
         line_rel(l, SYNTH_REL_SUBJECT, verb_end, noun_end, 0, 0, NULL, NULL);
         const char *particle = SCENE_VERBS[scene_verb_index(verb)].particle;
+        /* A particle that is also the animal's preposition, with a place after
+         * it, would read "slept in in the nest": drawn again. */
+        if (ending == 2 && strcmp(particle, an->prep) == 0 && redraw(r)) {
+            l->bad = 1;
+            return;
+        }
+        if (chance(r, 1, 2))
+            PUT_PICK(l, r, SCENE_ADVS);
         size_t p = line_word(l, particle);
         /* The broken form: the next verb's particle that differs. */
         size_t vi = scene_verb_index(verb);
         const char *other_particle = particle;
         for (size_t k = 1; strcmp(other_particle, particle) == 0; k++)
             other_particle = SCENE_VERBS[(vi + k) % COUNT(SCENE_VERBS)].particle;
-        line_rel(l, SYNTH_REL_MODIFIER, p + strlen(particle) - 1, verb_end, p, strlen(particle),
-                 other_particle, NULL);
+        line_rel(l, SYNTH_REL_MODIFIER, p - 1, verb_end, p, strlen(particle), other_particle,
+                 NULL);
     }
     if (ending >= 1)
         put_scene_place(l, r, prep_index);
@@ -907,7 +967,7 @@ static const unsigned PRONOUN_DET_SHARES[] = {2, 2, 1};
  * its properties. "it" is always the subject, and the cue (the subject's
  * place) comes before it, so the pronoun itself is the query: the word after
  * it follows from the antecedent. Plants the pronoun relation on "it"'s last
- * byte, keyed on the subject's first byte; its broken form is the word the
+ * byte, keyed on the subject's last byte; its broken form is the word the
  * object's class takes after "it". */
 static void gen_pronoun(Line *l, Src *r)
 {
@@ -920,7 +980,7 @@ static void gen_pronoun(Line *l, Src *r)
         line_word(l, "the");
     else if (det == 1)
         line_word(l, is_vowel(noun[0]) ? "an" : "a");
-    size_t key = line_word(l, noun);
+    size_t key = line_word(l, noun) + strlen(noun) - 1;
     PUT_PICK(l, r, PRONOUN_VERBS);
     const char *odet = draw(r, 2) ? "the" : "a";
     const char *oadj = draw(r, 2) ? PICK(r, PRONOUN_OBJECT_ADJS) : NULL;
@@ -954,35 +1014,57 @@ typedef enum {
     KIND_SOUND,
     KIND_SCENE,
     KIND_PRONOUN,
+    KIND_CHANT,
     KIND_COUNT
 } LineKind;
 
 static const unsigned KIND_SHARES[KIND_COUNT] = {
     SYNTH_PERCENT_PLAIN, SYNTH_PERCENT_AGREE, SYNTH_PERCENT_BRACKET, SYNTH_PERCENT_COPY,
     SYNTH_PERCENT_COREF, SYNTH_PERCENT_SOUND, SYNTH_PERCENT_SCENE,  SYNTH_PERCENT_PRONOUN,
+    SYNTH_PERCENT_CHANT,
 };
 
 static void (*const GEN[KIND_COUNT])(Line *, Src *) = {
     gen_plain, gen_agree, gen_bracket, gen_copy, gen_coref, gen_sound, gen_scene, gen_pronoun,
+    gen_chant,
 };
 
-/* Draws a line kind by its share, then draws lines of that kind until one keeps
- * every limit; ends it with its mark and '\n' and capitalises its first letter.
- * Parsing, a line is drawn once and the limits do not apply: a sentence the
- * grammar writes is understood however long it is. */
-static void line_generate(Line *l, Src *r)
+/* Draws a sentence kind by its share, then draws sentences of that kind until
+ * one keeps every limit, written after what the line holds already (after a
+ * space: line_word spaces a word that does not start the line); ends it with
+ * its mark and capitalises its first letter. Parsing, a sentence is drawn once
+ * and the limits do not apply: a sentence the grammar writes is understood
+ * however long it is. */
+static void sentence_generate(Line *l, Src *r)
 {
     LineKind kind = (LineKind)draw_weighted(r, KIND_SHARES, KIND_COUNT);
     size_t max_len = kind == KIND_AGREE ? SYNTH_AGREE_MAX_LINE : SYNTH_OTHER_MAX_LINE;
-    l->src = r;
+    size_t mark = l->len, nrel = l->nrel, first = mark + (mark > 0);
+    l->start = first;
     do {
-        line_reset(l);
+        l->len = mark;
+        l->nrel = nrel;
+        l->glue = 0;
+        l->bad = 0;
+        l->end = '.';
         GEN[kind](l, r);
         line_char(l, l->end);
-        line_char(l, '\n');
-    } while (r->rng && (l->bad || l->len > max_len));
-    if (l->text[0] >= 'a' && l->text[0] <= 'z')
-        l->text[0] = (char)(l->text[0] - 'a' + 'A');
+    } while (r->rng && (l->bad || l->len - first + 1 > max_len));
+    if (l->text[first] >= 'a' && l->text[first] <= 'z')
+        l->text[first] = (char)(l->text[first] - 'a' + 'A');
+}
+
+/* A line: one sentence, and SYNTH_JOIN_PERCENT of the time a second one after
+ * a space, as a paragraph runs on ("The cat sat down. A dog ran."); then '\n'.
+ * Parsing, a line is one sentence (synth_parse splits the text into them). */
+static void line_generate(Line *l, Src *r)
+{
+    l->src = r;
+    line_reset(l);
+    sentence_generate(l, r);
+    if (r->rng && chance(r, SYNTH_JOIN_PERCENT, 100))
+        sentence_generate(l, r);
+    line_char(l, '\n');
 }
 
 /* The corpus line by line: each call of walk_next makes the next line, of

@@ -28,19 +28,28 @@
 
 /* Share of each line kind, in percent of lines (they sum to 100). */
 enum {
-    SYNTH_PERCENT_PLAIN = 8,    /* past-tense sentences: local spelling and word order */
-    SYNTH_PERCENT_AGREE = 14,   /* present tense: the verb agrees with a distant subject */
-    SYNTH_PERCENT_BRACKET = 12, /* a ( ... ) or "..." span, sometimes one nested in the other */
-    SYNTH_PERCENT_COPY = 16,    /* a made-up name introduced and repeated in the line */
-    SYNTH_PERCENT_COREF = 12,   /* an animal, a thing, "it", a property, then one of them again */
+    SYNTH_PERCENT_PLAIN = 2,    /* past-tense sentences: local spelling and word order */
+    SYNTH_PERCENT_AGREE = 20,   /* present tense: the verb agrees with a distant subject */
+    SYNTH_PERCENT_BRACKET = 9,  /* a ( ... ) or "..." span, sometimes one nested in the other */
+    SYNTH_PERCENT_COPY = 13,    /* a made-up name introduced and repeated in the line */
+    SYNTH_PERCENT_COREF = 16,   /* an animal, a thing, "it", a property, then one of them again */
     SYNTH_PERCENT_SOUND = 10,   /* a sound: one random syllable said 4-10 times ("kokoko") */
-    SYNTH_PERCENT_SCENE = 18,   /* "The tired cat slept on the warm mat.", "The cat sat down." */
-    SYNTH_PERCENT_PRONOUN = 10  /* "Apple released a new phone because it is tasty." */
+    SYNTH_PERCENT_SCENE = 15,   /* "The tired cat slept on the warm mat.", "The cat sat down." */
+    SYNTH_PERCENT_PRONOUN = 9,  /* "Apple released a new phone because it is tasty." */
+    SYNTH_PERCENT_CHANT = 6     /* two random syllables said in turn as words ("ko la ko la") */
 };
+
+/* Percent of lines that hold a second sentence after the first, on the same
+ * line after a space, as in a paragraph. */
+#define SYNTH_JOIN_PERCENT 25
 
 /* A sound is one consonant-vowel syllable said this many times. */
 #define SYNTH_SOUND_MIN_REPEATS 4
 #define SYNTH_SOUND_MAX_REPEATS 10
+
+/* A chant is two one-syllable words said in turn, each this many times. */
+#define SYNTH_CHANT_MIN_REPEATS 3
+#define SYNTH_CHANT_MAX_REPEATS 5
 
 /* A noun phrase has no adjective, one or two, in tenths: 6, 3 and 1. */
 #define SYNTH_ADJ_MAX 2
@@ -88,14 +97,14 @@ void synth_generate(char *buf, size_t nbytes, uint64_t seed);
  *   SYNTH_REL_MOOD:     query is the last byte of the subject noun, key the last
  *                       byte of the mood adjective before it ("tired"); the verb
  *                       that follows is one of the mood's ("slept").
- *   SYNTH_REL_MODIFIER: query is the last byte of the particle after a scene's
- *                       verb ("down"), key the verb's last byte; the particle is
- *                       the verb's own.
+ *   SYNTH_REL_MODIFIER: query is the space before the particle that ends a
+ *                       scene's verb phrase ("sat| down", "sat slowly| down"),
+ *                       key the verb's last byte; the particle is the verb's own.
  *   SYNTH_REL_PLACE:    query is the space before a scene's place ("mat"), key
  *                       the last byte of its preposition ("on"); the place is one
  *                       of the preposition's.
  *   SYNTH_REL_PRONOUN:  query is the last byte of "it" in a pronoun line, key the
- *                       first byte of its antecedent, the line's subject; the
+ *                       last byte of its antecedent, the line's subject; the
  *                       word after "it" says the antecedent's class. */
 typedef enum {
     SYNTH_REL_AGREE,

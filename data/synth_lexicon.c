@@ -146,6 +146,7 @@ const ScenePlace SCENE_PLACES[] = {
     {"in", {"nest", "box", "basket", "tree"}}, {"under", {"bed", "table", "bench", "stairs"}},
     {"near", {"pond", "wall", "fence", "well"}}, {"behind", {"shed", "barn", "hedge", "curtain"}},
 };
+const char *const SCENE_ADVS[] = {"slowly", "quietly"};
 
 /* Pronoun lines (synth.c, gen_pronoun), the documents' "Apple released a new
  * phone because it is tasty.": "it" is the line's subject, and what follows

@@ -65,6 +65,9 @@ extern const SceneAnimal SCENE_ANIMALS[6];
 extern const SceneMood SCENE_MOODS[4];
 extern const SceneVerb SCENE_VERBS[17];
 extern const ScenePlace SCENE_PLACES[6];
+/* The adverbs a scene may put between its verb and the verb's particle ("The
+ * cat sat slowly down."), so that on tokens the particle's verb is two back. */
+extern const char *const SCENE_ADVS[2];
 
 /* Pronoun lines (synth.c, gen_pronoun): nouns of one class, the words that
  * follow "it" for that class (with their leading space or apostrophe; two

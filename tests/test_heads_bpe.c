@@ -333,8 +333,11 @@ Test(heads_bpe, the_documents_sentences_get_their_planted_relations, .timeout = 
     char d[300], text[400];
     snprintf(d, sizeof d, "%s", dir);
     snprintf(text, sizeof text, "%s/docs.txt", d);
+    /* "The cat sat down." plants verb-modifier on bytes, but on tokens its row
+     * would be its key ("sat" predicts "down"); "sat slowly down" gives it one. */
     const char *docs = "The cat sat on the mat. The tired cat slept on the warm mat.\n"
                        "The cat sat down. Apple released a new phone because it is tasty.\n"
+                       "The cat sat slowly down.\n"
                        "It's a sentence the grammar does not write!\n";
     char buf[2048] = "";
     for (int k = 0; k < 6; k++)
@@ -347,8 +350,8 @@ Test(heads_bpe, the_documents_sentences_get_their_planted_relations, .timeout = 
     snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s/bi.ckpt --heads %s "
              "--json --windows 2 -j 2 2>/dev/null", tu_bin(), d, text);
     cr_assert_eq(tu_run(&out, "%s", cmd), 0, "%s", out);
-    /* 4 of every 5 sentences parse: 24 of 30. */
-    cr_assert_not_null(strstr(out, "\"builtin_corpus\":false,\"parsed_sentences\":24,"), "%.300s",
+    /* 5 of every 6 sentences parse: 30 of 36. */
+    cr_assert_not_null(strstr(out, "\"builtin_corpus\":false,\"parsed_sentences\":30,"), "%.300s",
                        out);
     static const char *const seen[] = {"determiner", "subject-verb", "adjective-verb",
                                        "verb-modifier", "place", "pronoun"};

@@ -260,7 +260,10 @@ size_t heads_token_at(const size_t *start, size_t nids, size_t b);
  * [start[t], start[t + 1]) (start[0] = 0, start[nids] = its length). Bracket
  * relations, and relations with a byte outside the text, are skipped. A kept
  * relation's query row is the token before the one holding byte query + 1 (the
- * row that predicts that byte) and its key the token holding byte key; one
+ * row that predicts that byte), or before the one holding byte query when that
+ * token also holds the start of the relation's form (the word the key decides,
+ * chosen whole with the token: " cat", not " cats") and byte query + 1 lies in
+ * the next; its key is the token holding byte key; one
  * whose key token is not before that row (key and query fall in one token) is
  * dropped and counted in *dropped. At byte level every relation is kept
  * unchanged but for the shift by `at`. Writes out (room for n) in order of

@@ -197,6 +197,14 @@ size_t heads_planted_to_tokens(SynthRelation *out, size_t *dropped, const SynthR
             continue;
         size_t next = heads_token_at(start, nids, rel[r].query + 1 - at);
         size_t key = heads_token_at(start, nids, rel[r].key - at);
+        /* A token that holds both the query byte and the start of the word
+         * the key decides has chosen that word already ("cat" over "cats",
+         * "run" over "runs", though the byte after the query is the next
+         * token's space): it is the token predicted, not the predicting row. */
+        size_t qt = heads_token_at(start, nids, rel[r].query - at);
+        if (rel[r].form_len > 0 && rel[r].form >= at && rel[r].form - at < nb && qt != next &&
+            heads_token_at(start, nids, rel[r].form - at) == qt)
+            next = qt;
         if (next == 0 || key + 1 >= next) {
             ++*dropped;
             continue;

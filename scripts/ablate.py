@@ -56,7 +56,8 @@ QUICK_INDUCTION = ["--layers", "2", "--embd", "32", "--block", "32", "--batch", 
                    "--steps", "40", "--warmup", "10", "--eval-every", "10", "--eval-iters", "4"]
 # --lesson: a sweep a class can run in about 15 minutes on 2 cores that still answers
 # the three questions (docs/ablation.md, "Presets"): the width arm only, H = 1, 4 and
-# 16, three seeds for a seed spread, half of train's steps, on the built-in corpus
+# 16, three seeds for a seed spread, 1,000 steps (train's are 2,000, or the built-in
+# corpus's recipe's 4,000), on the built-in corpus
 # (its planted relations give every head a ground truth) unless --data or --corpus, as
 # every sweep.
 LESSON = {"heads": "1 4 16", "seeds": 3, "arm": "width", "steps": 1000}

@@ -292,11 +292,14 @@ static void write_clearest_and_sentences(FILE *f, const Explore *e)
     fputs("],\n", f);
 }
 
-/* The documents' own example sentences: the page's menu (docs/explorer.md). */
+/* The documents' own example sentences: the page's menu (docs/explorer.md).
+ * "The cat sat slowly down." is the one with a verb-modifier row on tokens
+ * (in "sat down" the verb's own row predicts its particle). */
 static const char *const EXAMPLES[] = {
     "The cat sat on the mat.",
     "The tired cat slept on the warm mat.",
     "The cat sat down.",
+    "The cat sat slowly down.",
     "Apple released a new phone because it is tasty.",
 };
 

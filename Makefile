@@ -161,7 +161,7 @@ ablation: $(BIN)/train $(BIN)/infer
 ablation-check: $(BIN)/train $(BIN)/infer
 	bash tests/ablation_check.sh $(BIN) $(BUILD)/ablation-check
 
-# The slow ground-truth check (about 15 minutes on 2 quiet Zen 4 cores): models on the
+# The slow ground-truth check (about 16 minutes on 2 quiet Zen 4 cores): models on the
 # built-in corpus, bytes and words, must show heads that track the planted relations
 # (docs/heads.md). Not part of `make test`.
 check-heads: $(BIN)/train $(BIN)/infer

@@ -27,7 +27,7 @@
 #    (--explore-json): all four understood, and every relation the grammar
 #    plants in them marked and served by a head on that text;
 #    and each training takes at most 180 s (wall_seconds in its log).
-# About 15 minutes on 2 quiet cores (AMD EPYC, Zen 4). Exit 2: usage error or missing programs.
+# About 16 minutes on 2 quiet cores (AMD EPYC, Zen 4). Exit 2: usage error or missing programs.
 #   HEADCOUNT_BIN=build-x scripts/check_heads.sh [WORKDIR]
 # HEADCOUNT_BIN holds train and infer (default .); WORKDIR defaults to
 # ${BUILD:-build}/check-heads. SEEDS (default 5), THREADS (default: all cores),

@@ -17,7 +17,7 @@
 #    tokens), H = 4, seeds 1..SEEDS (default 5), each in at least SEEDS - 1 seeds:
 #      learned: each planted relation's (summary.json's "planted") minimal-pair
 #        accuracy >= 0.9 (coreference against both contrasts: the line's other
-#        noun, and a noun of its class not in the line; names against the most
+#        noun, and a noun of its class not in the sentence; names against the most
 #        likely other token);
 #      served: each planted relation has a head that attends to its key above the
 #        bar and is needed for it, and those heads are at least 4 distinct heads;

@@ -715,7 +715,7 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
         for (int q = 0; q < HEADS_REL_COUNT; q++)
             if (heads_rel_table[q].against)
                 printf("%s: against %s; ", heads_rel_table[q].name, heads_rel_table[q].against);
-        printf("%s:\n   against a noun of the antecedent's class not in the line; %d windows "
+        printf("%s:\n   against a noun of the antecedent's class not in the sentence; %d windows "
                "of %d tokens; heads silenced to %s; %zu contrasts left out: %s)\n",
                pairs_set_name(PAIRS_COREF_CLASS), in->causal_windows, in->T,
                in->head_mean ? "their mean output" : "zero", in->planted.pairs_skipped,

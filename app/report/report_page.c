@@ -671,7 +671,7 @@ static void html_relations(FILE *f, const HeadsReport *r)
     }
     if (c && c->pairs > 0)
         fprintf(f, "<p class=\"note\">Coreference against a noun of the antecedent's class "
-                "that is not in the line: accuracy %.3f, logit diff %.2f over %.0f pairs (does "
+                "that is not in the sentence: accuracy %.3f, logit diff %.2f over %.0f pairs (does "
                 "the model retrieve the referent, or only its class?).</p>\n", c->accuracy,
                 c->logit_diff, c->pairs);
     if (r->rare_source) {

@@ -21,11 +21,13 @@ ablate_report.py's; standard library only.
 """
 import csv
 import html
+import io
 import math
 import os
 from collections import Counter
 
 import ablate_relations
+import cli
 from ablate_stats import mean_sd, num, pm
 
 SECTION = "## Gate sweep: heads that close themselves"
@@ -211,14 +213,14 @@ def html_part(cmp, arms, titles, layers):
 
 
 def write_csv(path, cmp):
-    with open(path + ".tmp", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(CSV_COLUMNS)
-        for c in cmp:
-            w.writerow(["%.6g" % v if isinstance(v, float) and math.isfinite(v) else
-                        "" if v is None or isinstance(v, float) else v
-                        for v in (c.get(k) for k in CSV_COLUMNS)])
-    os.replace(path + ".tmp", path)
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(CSV_COLUMNS)
+    for c in cmp:
+        w.writerow(["%.6g" % v if isinstance(v, float) and math.isfinite(v) else
+                    "" if v is None or isinstance(v, float) else v
+                    for v in (c.get(k) for k in CSV_COLUMNS)])
+    cli.write_file(path, f.getvalue())
 
 
 def table_keys(md, arm_title):

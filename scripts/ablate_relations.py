@@ -32,6 +32,7 @@ Loading the runs and the rest of the report are ablate_report.py's; the chart
 primitives svgchart.py's. Standard library only.
 """
 import csv
+import io
 import math
 import os
 import re
@@ -39,6 +40,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 
 import ablate_legend
+import cli
 from ablate_stats import mean_sd, num, pm
 from svgchart import Svg, colour_scale, heatmap
 
@@ -166,20 +168,20 @@ def annotate(rows, names):
 
 def write_csv(path, rows, names):
     """relations.csv: one row per arm, run and relation."""
-    with open(path + ".tmp", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(CSV_COLUMNS)
-        for r in rows:
-            for k in names:
-                x = r["judged"]["relations"][k]
-                cells = dict(x, arm=r["arm"], run=r["run"], H=r["H"], D=r["D"], seed=r["seed"],
-                             relation=k, serving_heads=" ".join(x["heads"]),
-                             attending_heads=" ".join(x["attending"]),
-                             needed_heads=" ".join(x["needed"]))
-                w.writerow(["%.6g" % v if isinstance(v, float) and math.isfinite(v) else
-                            "" if v is None or isinstance(v, float) else v
-                            for v in (cells.get(c) for c in CSV_COLUMNS)])
-    os.replace(path + ".tmp", path)
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(CSV_COLUMNS)
+    for r in rows:
+        for k in names:
+            x = r["judged"]["relations"][k]
+            cells = dict(x, arm=r["arm"], run=r["run"], H=r["H"], D=r["D"], seed=r["seed"],
+                         relation=k, serving_heads=" ".join(x["heads"]),
+                         attending_heads=" ".join(x["attending"]),
+                         needed_heads=" ".join(x["needed"]))
+            w.writerow(["%.6g" % v if isinstance(v, float) and math.isfinite(v) else
+                        "" if v is None or isinstance(v, float) else v
+                        for v in (cells.get(c) for c in CSV_COLUMNS)])
+    cli.write_file(path, f.getvalue())
 
 
 def whole(x):

@@ -11,6 +11,7 @@ the sweep is ablate.py's job; the chart primitives are svgchart.py's and the
 learning curves plot_log.py's. Standard library only.
 """
 import csv
+import io
 import json
 import math
 import os
@@ -22,6 +23,7 @@ import ablate_gates
 import ablate_legend
 import ablate_page
 import ablate_relations
+import cli
 import induction_phase
 import plot_log
 import runlog
@@ -62,13 +64,11 @@ def read_json(path):
         raise ValueError("%s: not valid JSON text (%s)" % (path, e)) from None
 
 
+
+
 def write_text(path, data):
-    """Atomically: path.tmp, fsync, rename."""
-    with open(path + ".tmp", "wb") as f:
-        f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".tmp", path)
+    """Atomically, naming path if the write fails (cli.write_file)."""
+    cli.write_file(path, data)
 
 
 def write_json(path, obj):
@@ -209,13 +209,13 @@ def write_csv(path, rows):
     extra = sorted({k for r in rows for k in r if k.startswith("n_")} - set(COLUMNS))
     cols = COLUMNS[:-5] + extra + COLUMNS[-5:] + [k for k in INDUCTION_COLUMNS + (
         ablate_relations.RUN_COLUMNS) if any(k in r for r in rows)]
-    with open(path + ".tmp", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for r in rows:
-            w.writerow(["%.6g" % v if isinstance(v, float) else "" if v is None else v
-                        for v in (r.get(c) for c in cols)])
-    os.replace(path + ".tmp", path)
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(cols)
+    for r in rows:
+        w.writerow(["%.6g" % v if isinstance(v, float) else "" if v is None else v
+                    for v in (r.get(c) for c in cols)])
+    write_text(path, f.getvalue())
 
 
 def loss_unit(fp):

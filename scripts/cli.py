@@ -7,6 +7,7 @@
   was written and closed (a full disk or a closed pipe is exit 1 with the
   reason, never a lost result), and leaves no traceback for a failure of the
   input or the system.
+- write_file(path, data): an output file written atomically, its failure naming it.
 - read_input(path, what): the bytes of a file the user named, refusing a missing
   file, a directory, a FIFO or a device before opening it, so nothing blocks.
 - OutputDir: the rule ./infer --report follows for its directory (app/report/report.c,
@@ -93,6 +94,22 @@ def run(prog: str, main, argv=None) -> None:
         sys.stderr.write("%s: error: %s\n" % (prog, message))
         sys.stderr.flush()
     sys.exit(status)
+
+
+def write_file(path: str, data) -> None:
+    """Writes data (text or bytes) to path atomically: path.tmp, fsync, rename. A
+    failed write (a full disk) is an OSError that names path, so run() reports the
+    file, not standard output."""
+    try:
+        with open(path + ".tmp", "wb") as f:
+            f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+    except OSError as e:
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, path) from None
 
 
 def check_input(path: str, what: str = "file") -> os.stat_result:

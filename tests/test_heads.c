@@ -925,6 +925,38 @@ Test(heads, determiner_and_coreference_move_to_word_tokens)
     cr_assert_eq(dropped, 1u);
 }
 
+/* A token that holds both the query byte and the start of the word the key decides
+ * has chosen that word: " cat" (not " cats"), " run" (not " runs"), though the byte
+ * after the query is the next token's space. Its row is the token before it. */
+Test(heads, a_singular_noun_or_plural_verb_is_predicted_by_the_token_before_it)
+{
+    /* "The old cat sat. The dogs often run home." as The | " old" | " cat" | " sat" |
+     * "." | " The" | " dogs" | " often" | " run" | " home" | "." (tokens 0..10). */
+    const char *text = "The old cat sat. The dogs often run home.";
+    const size_t start[] = {0, 3, 7, 11, 15, 16, 20, 25, 31, 35, 40, 41};
+    cr_assert_eq(strlen(text), start[11]);
+    cr_assert(text[10] == 't' && text[8] == 'c' && text[34] == 'n' && text[32] == 'r');
+    SynthRelation rel[3] = {
+        /* determiner: the 't' of "cat" (where cat/cats part) needs "The"; the form,
+         * the noun, starts at byte 8 */
+        {.kind = SYNTH_REL_DET, .query = 10, .key = 2, .form = 8, .form_len = 3},
+        /* agreement: the 'n' of "run" (where run/runs part) needs "dogs"; the form,
+         * the verb, starts at byte 32 */
+        {.kind = SYNTH_REL_AGREE, .query = 34, .key = 24, .form = 32, .form_len = 3},
+        /* the same without a form: the row before the token holding byte 35 */
+        {.kind = SYNTH_REL_AGREE, .query = 34, .key = 24},
+    };
+    SynthRelation out[3];
+    size_t dropped = 9;
+    cr_assert_eq(heads_planted_to_tokens(out, &dropped, rel, 3, 0, start, 11), 3u);
+    cr_assert_eq(dropped, 0u);
+    cr_assert(out[0].query == 1 && out[0].key == 0, "determiner row %zu key %zu", out[0].query,
+              out[0].key);
+    cr_assert(out[1].query == 7 && out[1].key == 6, "agreement row %zu key %zu", out[1].query,
+              out[1].key);
+    cr_assert(out[2].query == 8 && out[2].key == 6);
+}
+
 Test(heads, quick_relations_read_byte_pair_tokens)
 {
     /* One window of the hand vocabulary, T = 16 tokens: the bracket row 2 -> 1 is

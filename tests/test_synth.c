@@ -303,6 +303,27 @@ Test(synth, text_is_printable_ascii_lines_ending_in_a_mark)
     free(t);
 }
 
+/* No word follows itself after a space: a scene whose particle is its animal's
+ * preposition ("slept in", a bird) takes no place after it ("in in the nest"). */
+Test(synth, no_word_follows_itself)
+{
+    char *t = generate(SYNTH_DEFAULT_BYTES, 1);
+    Words w;
+    size_t s = 0;
+    for (size_t i = 0; i < SYNTH_DEFAULT_BYTES; i++) {
+        if (t[i] != '\n')
+            continue;
+        split_words(t + s, i - s, &w);
+        for (size_t k = 1; k < w.n; k++)
+            cr_assert(w.start[k] != w.start[k - 1] + w.len[k - 1] + 1 ||
+                          w.len[k] != w.len[k - 1] ||
+                          memcmp(t + s + w.start[k], t + s + w.start[k - 1], w.len[k]) != 0,
+                      "a word twice in a row: %.*s", (int)(i - s), t + s);
+        s = i + 1;
+    }
+    free(t);
+}
+
 /* SYNTH_JOIN_PERCENT of the lines hold a second sentence after a space. */
 Test(synth, a_quarter_of_lines_run_on_into_a_second_sentence)
 {

@@ -26,17 +26,20 @@
 /* The default size of the built-in corpus, in bytes. */
 #define SYNTH_DEFAULT_BYTES 1000000
 
-/* Share of each line kind, in percent of lines (they sum to 100). */
+/* Share of each sentence kind, in percent of sentences (they sum to 100). Copy
+ * sentences are the largest share because copying a made-up name needs an
+ * induction circuit, which at 13 % had not formed well enough by the recipe's
+ * 4,000 steps (docs/heads.md, "What was tried"). */
 enum {
     SYNTH_PERCENT_PLAIN = 2,    /* past-tense sentences: local spelling and word order */
-    SYNTH_PERCENT_AGREE = 20,   /* present tense: the verb agrees with a distant subject */
-    SYNTH_PERCENT_BRACKET = 9,  /* a ( ... ) or "..." span, sometimes one nested in the other */
-    SYNTH_PERCENT_COPY = 13,    /* a made-up name introduced and repeated in the line */
-    SYNTH_PERCENT_COREF = 16,   /* an animal, a thing, "it", a property, then one of them again */
-    SYNTH_PERCENT_SOUND = 10,   /* a sound: one random syllable said 4-10 times ("kokoko") */
-    SYNTH_PERCENT_SCENE = 15,   /* "The tired cat slept on the warm mat.", "The cat sat down." */
+    SYNTH_PERCENT_AGREE = 18,   /* present tense: the verb agrees with a distant subject */
+    SYNTH_PERCENT_BRACKET = 5,  /* a ( ... ) or "..." span, sometimes one nested in the other */
+    SYNTH_PERCENT_COPY = 30,    /* a made-up name introduced and repeated in the line */
+    SYNTH_PERCENT_COREF = 15,   /* an animal, a thing, "it", a property, then one of them again */
+    SYNTH_PERCENT_SOUND = 6,    /* a sound: one random syllable said 4-10 times ("kokoko") */
+    SYNTH_PERCENT_SCENE = 13,   /* "The tired cat slept on the warm mat.", "The cat sat down." */
     SYNTH_PERCENT_PRONOUN = 9,  /* "Apple released a new phone because it is tasty." */
-    SYNTH_PERCENT_CHANT = 6     /* two random syllables said in turn as words ("ko la ko la") */
+    SYNTH_PERCENT_CHANT = 2     /* two random syllables said in turn as words ("ko la ko la") */
 };
 
 /* Percent of lines that hold a second sentence after the first, on the same

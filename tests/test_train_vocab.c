@@ -33,8 +33,8 @@
  *                                              --vocab 0, which its recipe needs
  *                                              to train on bytes)
  * tests/arch_check.sh holds every FMA build to the same bytes. */
-#define SHA_DATA_3_STEPS "f1711d4493641da3648d4e20070b519e5edf2678a3b67c99f08ab57b46294ece"
-#define SHA_BUILTIN_2_STEPS "b6322ebb3bf95bed58870710ee9182b20d149d89e4748a937f44fdccd150e62b"
+#define SHA_DATA_3_STEPS "7c50ad40c378dd93c1f8c9aa9f3e9eb1a397e53564b3f34cfa57c5a42ffdba8b"
+#define SHA_BUILTIN_2_STEPS "3f57fa541725ce4a6f9c4b4c258f0b52003673126891952903e27cd9cc9c544a"
 
 /* The run's own directory as the working directory, so the stored data path
  * is "data.txt" as in the recorded runs. */

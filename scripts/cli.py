@@ -98,15 +98,20 @@ def run(prog: str, main, argv=None) -> None:
 
 def write_file(path: str, data) -> None:
     """Writes data (text or bytes) to path atomically: path.tmp, fsync, rename. A
-    failed write (a full disk) is an OSError that names path, so run() reports the
-    file, not standard output."""
+    failed write (a full disk) removes path.tmp and is an OSError that names path,
+    so run() reports the file, not standard output."""
+    tmp = path + ".tmp"
     try:
-        with open(path + ".tmp", "wb") as f:
+        with open(tmp, "wb") as f:
             f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
-        os.replace(path + ".tmp", path)
+        os.replace(tmp, path)
     except OSError as e:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
         if e.filename is not None:
             raise
         raise OSError(e.errno, e.strerror, path) from None

@@ -4,13 +4,15 @@
  * never a traceback; a FIFO given as input is refused, not waited on; a full
  * standard output is exit 1 with the reason; plot_log --out never overwrites a
  * file in a directory it did not write; ablate refuses --heads '' and an --out
- * that is a file or someone else's directory, and names a failed run's error.
+ * that is a file or someone else's directory, and names a failed run's error; an
+ * atomic write that fails names its file and leaves no temporary behind.
  * Skipped where python3 (or, for headcount.py, Debian's python3-torch) is missing. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/testutil.h"
 
@@ -141,6 +143,28 @@ Test(scripts_cli, a_full_standard_output_is_exit_1_with_the_reason)
     /* --help too: argparse's own writer would drop the page and exit 0. */
     expect_error("ablate", 1, "cannot write standard output: No space left",
                  "scripts/ablate.sh --help > /dev/full");
+}
+
+/* cli.write_file on a full disk: one line naming the file, exit 1, and its
+ * temporary file gone (here path.tmp is a link to /dev/full, so the write fails
+ * as on a full disk; the failed write removes the link, not /dev/full). */
+Test(scripts_cli, a_failed_atomic_write_names_the_file_and_leaves_no_temporary)
+{
+    tu_need_python("json");
+    const char *d = scratch("scripts-write");
+    char cmd[1200], tmp[420], path[400];
+    snprintf(path, sizeof path, "%s/out.csv", d);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    cr_assert_eq(symlink("/dev/full", tmp), 0);
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import sys; sys.path.insert(0, \"scripts\"); import cli; "
+             "cli.run(\"ablate\", lambda argv: cli.write_file(\"%s\", \"a,b\\n\"))'",
+             path);
+    expect_error("ablate", 1, "out.csv: No space left", cmd);
+    struct stat st;
+    cr_assert_neq(lstat(tmp, &st), 0, "%s was left behind", tmp);
+    cr_assert_neq(lstat(path, &st), 0, "%s was written", path);
+    cr_assert_eq(stat("/dev/full", &st), 0);
 }
 
 /* plot_log --out: the rule of ./infer --report. */

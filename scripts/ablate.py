@@ -280,7 +280,7 @@ def prepare(a, sweep, blob):
     data = sweep["train_data"]
     if data and sweep["fingerprint"]["data_slice"]:
         if not os.path.exists(data) or open(data, "rb").read() != blob:
-            rep.write_text(data, blob)
+            cli.write_file(data, blob)
     cmd = [os.path.join(a.bin, "train"), "--dump-val", os.path.join(a.out, "val.txt")]
     r = subprocess.run(cmd + sweep["train_args"] + (["--data", data] if data else []),
                        capture_output=True, text=True)

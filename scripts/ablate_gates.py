@@ -21,14 +21,12 @@ ablate_report.py's; standard library only.
 """
 import csv
 import html
-import io
-import math
 import os
 from collections import Counter
 
 import ablate_relations
 import cli
-from ablate_stats import mean_sd, num, pm
+from ablate_stats import csv_text, mean_sd, num, pm
 
 SECTION = "## Gate sweep: heads that close themselves"
 TABLE = "Gated runs per arm, H and LAMBDA:"
@@ -213,14 +211,7 @@ def html_part(cmp, arms, titles, layers):
 
 
 def write_csv(path, cmp):
-    f = io.StringIO(newline="")
-    w = csv.writer(f)
-    w.writerow(CSV_COLUMNS)
-    for c in cmp:
-        w.writerow(["%.6g" % v if isinstance(v, float) and math.isfinite(v) else
-                    "" if v is None or isinstance(v, float) else v
-                    for v in (c.get(k) for k in CSV_COLUMNS)])
-    cli.write_file(path, f.getvalue())
+    cli.write_file(path, csv_text(CSV_COLUMNS, cmp))
 
 
 def table_keys(md, arm_title):

@@ -32,7 +32,6 @@ Loading the runs and the rest of the report are ablate_report.py's; the chart
 primitives svgchart.py's. Standard library only.
 """
 import csv
-import io
 import math
 import os
 import re
@@ -41,7 +40,7 @@ from collections import Counter
 
 import ablate_legend
 import cli
-from ablate_stats import mean_sd, num, pm
+from ablate_stats import csv_text, mean_sd, num, pm
 from svgchart import Svg, colour_scale, heatmap
 
 # heads.csv names each relation's per-head score after the relation. Reports written
@@ -168,20 +167,15 @@ def annotate(rows, names):
 
 def write_csv(path, rows, names):
     """relations.csv: one row per arm, run and relation."""
-    f = io.StringIO(newline="")
-    w = csv.writer(f)
-    w.writerow(CSV_COLUMNS)
-    for r in rows:
-        for k in names:
-            x = r["judged"]["relations"][k]
-            cells = dict(x, arm=r["arm"], run=r["run"], H=r["H"], D=r["D"], seed=r["seed"],
-                         relation=k, serving_heads=" ".join(x["heads"]),
-                         attending_heads=" ".join(x["attending"]),
-                         needed_heads=" ".join(x["needed"]))
-            w.writerow(["%.6g" % v if isinstance(v, float) and math.isfinite(v) else
-                        "" if v is None or isinstance(v, float) else v
-                        for v in (cells.get(c) for c in CSV_COLUMNS)])
-    cli.write_file(path, f.getvalue())
+    def cells():
+        for r in rows:
+            for k in names:
+                x = r["judged"]["relations"][k]
+                yield dict(x, arm=r["arm"], run=r["run"], H=r["H"], D=r["D"], seed=r["seed"],
+                           relation=k, serving_heads=" ".join(x["heads"]),
+                           attending_heads=" ".join(x["attending"]),
+                           needed_heads=" ".join(x["needed"]))
+    cli.write_file(path, csv_text(CSV_COLUMNS, cells()))
 
 
 def whole(x):
@@ -530,18 +524,18 @@ def matrix_plot(rows, names, arm, title, causal=False):
     return svg
 
 
-def write_plots(plots_dir, rows, names, arms, titles, write_text):
+def write_plots(plots_dir, rows, names, arms, titles):
     """plots/relations_ARM.svg for each arm with rows, and plots/ablation_ARM.svg
     where the runs' reports carry the ablation per relation."""
     for arm in arms:
         mine = [r for r in rows if r["arm"] == arm]
         if mine and names:
-            write_text(os.path.join(plots_dir, "relations_%s.svg" % arm),
-                       matrix_plot(mine, names, arm, titles[arm]).render())
+            cli.write_file(os.path.join(plots_dir, "relations_%s.svg" % arm),
+                           matrix_plot(mine, names, arm, titles[arm]).render())
             if any(any("cost_" + k in h for k in names) for r in mine
                    for h in r.get("head_rows") or []):
-                write_text(os.path.join(plots_dir, "ablation_%s.svg" % arm),
-                           matrix_plot(mine, names, arm, titles[arm], causal=True).render())
+                cli.write_file(os.path.join(plots_dir, "ablation_%s.svg" % arm),
+                               matrix_plot(mine, names, arm, titles[arm], causal=True).render())
 
 
 def table_cells(text, caption):

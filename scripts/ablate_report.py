@@ -64,15 +64,8 @@ def read_json(path):
         raise ValueError("%s: not valid JSON text (%s)" % (path, e)) from None
 
 
-
-
-def write_text(path, data):
-    """Atomically, naming path if the write fails (cli.write_file)."""
-    cli.write_file(path, data)
-
-
 def write_json(path, obj):
-    write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
+    cli.write_file(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
 
 
 def read_text(path):
@@ -215,7 +208,7 @@ def write_csv(path, rows):
     for r in rows:
         w.writerow(["%.6g" % v if isinstance(v, float) else "" if v is None else v
                     for v in (r.get(c) for c in cols)])
-    write_text(path, f.getvalue())
+    cli.write_file(path, f.getvalue())
 
 
 def loss_unit(fp):
@@ -555,7 +548,7 @@ def write_md(path, sweep, rows, gates=()):
     out += ["Plots: plots/val_loss.svg, plots/curves_*.svg%s%s; per-run files: runs/NAME/." % (
         ", plots/repeat.svg" if is_induction(sweep) else "",
         ", plots/relations_*.svg" if relations_of(rows) else ""), ""]
-    write_text(path, "\n".join(out))
+    cli.write_file(path, "\n".join(out))
 
 
 def val_loss_plot(rows, sweep):
@@ -638,9 +631,10 @@ def write_plots(outdir, sweep, rows, runs):
     if not rows:
         return
     os.makedirs(os.path.join(outdir, "plots"), exist_ok=True)
-    write_text(os.path.join(outdir, "plots", "val_loss.svg"), val_loss_plot(rows, sweep).render())
+    cli.write_file(os.path.join(outdir, "plots", "val_loss.svg"),
+                   val_loss_plot(rows, sweep).render())
     if is_induction(sweep):
-        write_text(os.path.join(outdir, "plots", "repeat.svg"),
+        cli.write_file(os.path.join(outdir, "plots", "repeat.svg"),
                    repeat_plot(rows, runs, sweep).render())
     for arm in ARMS:
         mine = [r for r in rows if r["arm"] == arm]
@@ -648,10 +642,9 @@ def write_plots(outdir, sweep, rows, runs):
             logs = [plot_log.load(os.path.join(runs[r["run"]]["dir"], "run.jsonl")) for r in mine]
             svg = plot_log.loss_plot(logs, ["H=%d D=%d s%d" % (r["H"], r["D"], r["seed"])
                                             for r in mine])
-            write_text(os.path.join(outdir, "plots", "curves_%s.svg" % arm), svg.render())
+            cli.write_file(os.path.join(outdir, "plots", "curves_%s.svg" % arm), svg.render())
     ablate_relations.write_plots(os.path.join(outdir, "plots"), rows, relations_of(rows),
-                                 list(ARMS), {a: arm_title(a, sweep["fingerprint"]) for a in ARMS},
-                                 write_text)
+                                 list(ARMS), {a: arm_title(a, sweep["fingerprint"]) for a in ARMS})
 
 
 def answer(sweep, rows):
@@ -676,7 +669,7 @@ def write_all(outdir):
     write_md(os.path.join(outdir, "ablation.md"), sweep, rows, gates)
     write_plots(outdir, sweep, rows, runs)
     titles = {a: arm_title(a, sweep["fingerprint"]) for a in ARMS}
-    write_text(os.path.join(outdir, ablate_page.PAGE), ablate_page.page(
+    cli.write_file(os.path.join(outdir, ablate_page.PAGE), ablate_page.page(
         outdir, describe(sweep), answer(sweep, rows), rows, gated, list(ARMS), titles,
         loss_unit(sweep["fingerprint"]), ablate_gates.html_part(
             gates, list(ARMS), titles, sweep["fingerprint"]["layers"])))

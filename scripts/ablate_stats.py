@@ -1,8 +1,10 @@
 """ablate_stats: the numbers-to-text helpers the scripts share (the ablation
 report's modules, plot_log.py, induction_phase.py, induction_table.py): a tolerant
 float, the mean and sample standard deviation over seeds, "mean ± s.d." cells and
-"median (min–max)" cells. Standard library only.
+"median (min–max)" cells, CSV text. Standard library only.
 """
+import csv
+import io
 import math
 import statistics
 
@@ -46,3 +48,17 @@ def spread(values, digits) -> str:
     f = lambda x: "%.*f" % (digits, x)  # noqa: E731
     return f(statistics.median(v)) if len(v) == 1 else "%s (%s–%s)" % (
         f(statistics.median(v)), f(v[0]), f(v[-1]))
+
+
+def csv_text(columns, records) -> str:
+    """CSV text: a header of columns, then one line per record (a dict) with its
+    values for them: a finite float as %.6g, an absent value or a float that is
+    not finite as an empty cell."""
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(columns)
+    for r in records:
+        w.writerow(["%.6g" % v if isinstance(v, float) and math.isfinite(v) else
+                    "" if v is None or isinstance(v, float) else v
+                    for v in (r.get(c) for c in columns)])
+    return f.getvalue()

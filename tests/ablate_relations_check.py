@@ -26,6 +26,7 @@ import ablate_legend  # noqa: E402
 import ablate_page  # noqa: E402
 import ablate_relations  # noqa: E402
 import ablate_report  # noqa: E402
+import cli  # noqa: E402
 import svgchart  # noqa: E402
 
 HEAD_FIELDS = ["layer", "head", "type", "masked", "prev", "bracket", "foo", "qux"]
@@ -232,7 +233,7 @@ class Sweep(unittest.TestCase):
     def test_the_check_passes_and_notices_a_missing_table(self):
         self.assertEqual(ablate_report.check(self.dir), [])
         cut = self.md.replace(ablate_relations.SERVED, "(cut)")
-        ablate_report.write_text(os.path.join(self.dir, "ablation.md"), cut)
+        cli.write_file(os.path.join(self.dir, "ablation.md"), cut)
         problems = ablate_report.check(self.dir)
         self.assertEqual(len(problems), 1, problems)
         self.assertIn(ablate_relations.SERVED, problems[0])
@@ -378,7 +379,7 @@ class ShortAnswer(unittest.TestCase):
         self.assertEqual(ablate_report.check(self.dir), [])
 
     def test_the_check_notices_a_page_without_its_answer(self):
-        ablate_report.write_text(os.path.join(self.dir, "index.html"), "<html></html>")
+        cli.write_file(os.path.join(self.dir, "index.html"), "<html></html>")
         self.assertEqual(ablate_report.check(self.dir),
                          ["index.html: no short answer"])
 

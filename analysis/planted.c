@@ -7,12 +7,17 @@
 #include "data/corpus.h"
 #include "util/errbuf.h"
 
+/* Whether c is a mark that ends a sentence of the corpus. */
+static int is_mark(unsigned char c)
+{
+    return c == '.' || c == '!' || c == '?';
+}
+
 /* Whether the byte before text[i] ends a sentence of the corpus: a newline, or
  * a space after its last mark (a line may hold two sentences). */
 static int after_sentence(const unsigned char *text, size_t i)
 {
-    return text[i - 1] == '\n' ||
-           (i > 1 && text[i - 1] == ' ' && (text[i - 2] == '.' || text[i - 2] == '!' || text[i - 2] == '?'));
+    return text[i - 1] == '\n' || (i > 1 && text[i - 1] == ' ' && is_mark(text[i - 2]));
 }
 
 /* The sentences of a text found in the corpus, each ending at the token that
@@ -29,10 +34,8 @@ static int find_sentences(Planted *p, const unsigned char *text, const size_t *s
     size_t first = 0;
     for (size_t t = 0; t < nids; t++) {
         size_t e = start[t + 1];
-        unsigned char last = e > start[t] ? text[e - 1] : 0;
         int ends = e > start[t] && (after_sentence(text, e) ||
-                                    ((last == '.' || last == '!' || last == '?') &&
-                                     e < start[nids] && text[e] == ' '));
+                                    (is_mark(text[e - 1]) && e < start[nids] && text[e] == ' '));
         if (!ends && t + 1 < nids)
             continue;
         if (n == cap) {

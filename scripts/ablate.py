@@ -229,6 +229,12 @@ def make_plan(a):
     flags += ["--vocab", str(a.vocab)] if a.vocab else []
     if a.steps or a.long:
         flags += ["--steps", str(a.steps or long_steps(print_settings(train, flags)))]
+    if a.corpus == "text" and not a.quick and (a.steps or a.long):
+        # The recipe warms up for a fifth of its 4,000 steps (800); a shorter sweep
+        # warms up for a fifth of its own, or the warm-up would be most of the run.
+        steps = int(flags[flags.index("--steps") + 1])
+        if steps // 5 < print_settings(train, flags)["warmup"]:
+            flags += ["--warmup", str(max(1, steps // 5))]
     if a.head_dropout is not None:
         flags += ["--head-dropout", repr(a.head_dropout)]
     s = print_settings(train, flags)

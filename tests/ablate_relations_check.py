@@ -481,6 +481,23 @@ class DefaultOut(unittest.TestCase):
         self.assertEqual((a.corpus, a.seeds), (None, 5))
         self.assertEqual(os.path.relpath(a.out, ablate.REPO), "runs/ablation-lesson-data-book")
 
+    def test_a_short_sweep_warms_up_for_a_fifth_of_its_steps_on_the_built_in_corpus(self):
+        # The recipe's 800 warm-up steps would be most of the lesson's 1,000; a sweep
+        # as long as the recipe or longer keeps them. The plan asks ./train
+        # --print-settings, so it needs the programs (HEADCOUNT_BIN, as make test sets).
+        bindir = os.path.abspath(os.environ.get("HEADCOUNT_BIN", ablate.REPO))
+        with tempfile.TemporaryDirectory() as d:
+            for args, steps, warmup in ((["--lesson"], 1000, 200),
+                                        (["--lesson", "--steps", "500"], 500, 100),
+                                        (["--steps", "200"], 200, 40),
+                                        ([], 4000, 800),
+                                        (["--steps", "6000"], 6000, 800),
+                                        (["--quick"], 30, 10)):
+                a = ablate.parse_args(args + ["--bin", bindir, "--out", os.path.join(d, "s")])
+                sweep, _ = ablate.make_plan(a)
+                fp = sweep["fingerprint"]
+                self.assertEqual((fp["steps"], fp["warmup"]), (steps, warmup), args)
+
 
 class JunkSweep(unittest.TestCase):
     """--report-only and --check on a sweep directory whose files are junk: one line

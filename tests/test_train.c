@@ -111,26 +111,28 @@ Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
     char *help, *out;
     cr_assert_eq(tu_run(&help, "%s/train --help", tu_bin()), 0);
     double lr_default = help_default(help, "--lr"), min_default = help_default(help, "--min-lr");
+    double warmup_default = help_default(help, "--warmup");
     const char *recipe = strstr(help, "--corpus text (the default)");
     cr_assert_not_null(recipe, "--help does not name the text recipe:\n%s", help);
     recipe += strlen("--corpus text (the default)");
     recipe += strspn(recipe, " ");
-    const char *line = "--vocab 1536 --steps 4000 --lr 0.005 --min-lr 0.0005\n";
+    const char *line = "--vocab 1536 --steps 4000 --lr 0.005 --min-lr 0.0005 --warmup 800\n";
     cr_assert(strncmp(recipe, line, strlen(line)) == 0,
               "--help's text recipe line is not the recipe:\n%s", help);
     double steps_default = help_default(help, "--steps");
     free(help);
-    struct { const char *args; double lr, min_lr; long vocab; double steps; } cases[] = {
-        {"", 5e-3, 5e-4, 1536, 4000},
-        {"--corpus text", 5e-3, 5e-4, 1536, 4000},
-        {"--lr 0.002", 2e-3, 5e-4, 1536, 4000},
-        {"--min-lr 0.0001", 5e-3, 1e-4, 1536, 4000},
-        {"--vocab 0", 5e-3, 5e-4, 0, 4000},
-        {"--vocab 300 --steps 300", 5e-3, 5e-4, 300, 300},
-        {"--data %s", lr_default, min_default, 0, steps_default},
-        {"--data %s --lr 0.003", 3e-3, min_default, 0, steps_default},
+    struct { const char *args; double lr, min_lr; long vocab; double steps, warmup; } cases[] = {
+        {"", 5e-3, 5e-4, 1536, 4000, 800},
+        {"--corpus text", 5e-3, 5e-4, 1536, 4000, 800},
+        {"--lr 0.002", 2e-3, 5e-4, 1536, 4000, 800},
+        {"--min-lr 0.0001", 5e-3, 1e-4, 1536, 4000, 800},
+        {"--vocab 0", 5e-3, 5e-4, 0, 4000, 800},
+        {"--vocab 300 --steps 300 --warmup 50", 5e-3, 5e-4, 300, 300, 50},
+        {"--data %s", lr_default, min_default, 0, steps_default, warmup_default},
+        {"--data %s --lr 0.003", 3e-3, min_default, 0, steps_default, warmup_default},
     };
     cr_assert_neq(steps_default, 4000.0, "the recipe's steps would be the default's");
+    cr_assert_neq(warmup_default, 800.0, "the recipe's warm-up would be the default's");
     cr_assert_neq(lr_default, 5e-3, "the recipe would be indistinguishable from the default");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[600];
@@ -141,6 +143,7 @@ Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
         cr_assert_eq(json_number(out, "min_lr"), cases[i].min_lr, "'%s': %s", args, out);
         cr_assert_eq(json_number(out, "vocab"), (double)cases[i].vocab, "'%s': %s", args, out);
         cr_assert_eq(json_number(out, "steps"), cases[i].steps, "'%s': %s", args, out);
+        cr_assert_eq(json_number(out, "warmup"), cases[i].warmup, "'%s': %s", args, out);
         free(out);
     }
     int rc = tu_run(&out, "%s/train -L 1 -C 16 -H 2 -T 16 -B 2 --steps 1 --eval-iters 1 "

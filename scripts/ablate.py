@@ -224,11 +224,15 @@ def make_plan(a):
     if not os.access(train, os.X_OK) or not os.access(os.path.join(a.bin, "infer"), os.X_OK):
         fail("%s/train or infer: not found (build them, or give --bin DIR)" % a.bin)
     induction = a.corpus == "induction"
+    source = os.path.abspath(a.data) if a.data else None
+    # Jobs add --data to train's flags; the settings asked of train must have it too,
+    # as a --data run keeps train's defaults where the built-in corpus has its recipe.
+    data = ["--data", source] if source else []
     flags = ["--corpus", a.corpus] if a.corpus else []
     flags += (QUICK_INDUCTION if induction else QUICK_TRAIN) if a.quick else []
     flags += ["--vocab", str(a.vocab)] if a.vocab else []
     if a.steps or a.long:
-        flags += ["--steps", str(a.steps or long_steps(print_settings(train, flags)))]
+        flags += ["--steps", str(a.steps or long_steps(print_settings(train, flags + data)))]
     if a.corpus == "text" and not a.quick and (a.steps or a.long):
         # The recipe warms up for a fifth of its 4,000 steps (800); a shorter sweep
         # warms up for a fifth of its own, or the warm-up would be most of the run.
@@ -237,7 +241,7 @@ def make_plan(a):
             flags += ["--warmup", str(max(1, steps // 5))]
     if a.head_dropout is not None:
         flags += ["--head-dropout", repr(a.head_dropout)]
-    s = print_settings(train, flags)
+    s = print_settings(train, flags + data)
     try:
         given = a.heads if a.heads is not None else "1 4" if a.quick else "1 4 8 16"
         heads = sorted({int(x) for x in given.replace(",", " ").split()})
@@ -247,7 +251,6 @@ def make_plan(a):
     if not heads or heads[0] < 1 or ("width" in arms and any(s["embd"] % H for H in heads)):
         fail("--heads '%s': each H at least 1 and, for the width arm, dividing C=%d"
              % (a.heads, s["embd"]))
-    source = os.path.abspath(a.data) if a.data else None
     blob = cli.read_input(source, "training file") if source else None
     if blob is not None and a.quick:
         blob = blob[:QUICK["slice"]]

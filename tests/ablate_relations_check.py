@@ -498,6 +498,25 @@ class DefaultOut(unittest.TestCase):
                 fp = sweep["fingerprint"]
                 self.assertEqual((fp["steps"], fp["warmup"]), (steps, warmup), args)
 
+    def test_a_sweep_on_a_file_records_the_settings_its_runs_train_with(self):
+        # A --data run keeps train's defaults (2,000 steps, lr 1e-3, bytes), not the
+        # built-in corpus's recipe; the fingerprint, which the report prints, says so.
+        bindir = os.path.abspath(os.environ.get("HEADCOUNT_BIN", ablate.REPO))
+        with tempfile.TemporaryDirectory() as d:
+            data = os.path.join(d, "book.txt")
+            with open(data, "w") as f:
+                f.write("a small book of words. " * 400)
+            settings = json.loads(subprocess.run(
+                [os.path.join(bindir, "train"), "--print-settings", "--data", data],
+                capture_output=True, text=True, check=True).stdout)
+            for args in (["--data", data], ["--lesson", "--data", data]):
+                a = ablate.parse_args(args + ["--bin", bindir, "--out", os.path.join(d, "s")])
+                fp = ablate.make_plan(a)[0]["fingerprint"]
+                want = dict(settings, steps=1000) if "--lesson" in args else settings
+                for k in ("steps", "lr", "min_lr", "warmup", "vocab"):
+                    self.assertEqual(fp[k], want[k], (args, k))
+                self.assertNotEqual(fp["lr"], 5e-3, "the built-in recipe's rate")
+
 
 class JunkSweep(unittest.TestCase):
     """--report-only and --check on a sweep directory whose files are junk: one line

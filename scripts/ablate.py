@@ -232,12 +232,12 @@ def make_plan(a):
     flags += (QUICK_INDUCTION if induction else QUICK_TRAIN) if a.quick else []
     flags += ["--vocab", str(a.vocab)] if a.vocab else []
     if a.steps or a.long:
-        flags += ["--steps", str(a.steps or long_steps(print_settings(train, flags + data)))]
-    if a.corpus == "text" and not a.quick and (a.steps or a.long):
+        steps = a.steps or long_steps(print_settings(train, flags + data))
+        flags += ["--steps", str(steps)]
         # The recipe warms up for a fifth of its 4,000 steps (800); a shorter sweep
         # warms up for a fifth of its own, or the warm-up would be most of the run.
-        steps = int(flags[flags.index("--steps") + 1])
-        if steps // 5 < print_settings(train, flags)["warmup"]:
+        if a.corpus == "text" and not a.quick and steps // 5 < print_settings(
+                train, flags)["warmup"]:
             flags += ["--warmup", str(max(1, steps // 5))]
     if a.head_dropout is not None:
         flags += ["--head-dropout", repr(a.head_dropout)]

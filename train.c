@@ -115,6 +115,7 @@ static void setup_fresh(Run *r)
         cli_fail("%s", err);
     if (strcmp(o->init_heads, "same") == 0)
         params_same_heads(&r->tr.model.table, r->tr.model.params);
+    params_scale_positions(&r->tr.model.table, r->tr.model.params, o->pos_std);
     r->tr.model.precision = (Precision)o->precision;
     r->ts.best_step = -1;
 }
@@ -402,6 +403,7 @@ static void alloc_buffers(Run *r)
     char err[1500];
     TrainHyper hp = {.micro = r->loop.micro};
     settings_hyper(o, &hp);
+    params_decay_positions(&r->tr.model.table, o->pos_decay == 0);
     if (trainer_prepare(&r->tr, &hp, (int)o->batch, err, sizeof err))
         cli_fail("%s", err);
     size_t bt = (size_t)r->o.batch * r->o.block;

@@ -94,13 +94,13 @@ void params_init(const ParamTable *t, float *base, uint64_t seed)
 {
     Rng rng;
     rng_init(&rng, seed, RNG_STREAM_INIT);
-    double resid_std = 0.02 / sqrt(2.0 * t->cfg.L);
+    double resid_std = PARAMS_INIT_STD / sqrt(2.0 * t->cfg.L);
     for (int i = 0; i < t->n; i++) {
         const ParamSpec *s = &t->spec[i];
         float *p = base + s->offset;
         for (size_t j = 0; j < s->count; j++) {
             switch (s->init) {
-            case INIT_NORMAL: p[j] = (float)(0.02 * rng_normal(&rng)); break;
+            case INIT_NORMAL: p[j] = (float)(PARAMS_INIT_STD * rng_normal(&rng)); break;
             case INIT_NORMAL_RESID: p[j] = (float)(resid_std * rng_normal(&rng)); break;
             case INIT_ONE: p[j] = 1.0f; break;
             case INIT_ZERO: p[j] = 0.0f; break;
@@ -108,6 +108,26 @@ void params_init(const ParamTable *t, float *base, uint64_t seed)
             }
         }
     }
+}
+
+void params_scale_positions(const ParamTable *t, float *base, double std)
+{
+    double f = std / PARAMS_INIT_STD;
+    for (int i = 0; i < t->n; i++) {
+        const ParamSpec *s = &t->spec[i];
+        if (s->kind != P_WPE)
+            continue;
+        float *p = base + s->offset;
+        for (size_t j = 0; j < s->count; j++)
+            p[j] = (float)(f * p[j]);
+    }
+}
+
+void params_decay_positions(ParamTable *t, int decay)
+{
+    for (int i = 0; i < t->n; i++)
+        if (t->spec[i].kind == P_WPE)
+            t->spec[i].decay = decay;
 }
 
 void params_same_heads(const ParamTable *t, float *base)

@@ -22,8 +22,8 @@ typedef enum {
 } ParamKind;
 
 typedef enum {
-    INIT_NORMAL,       /* N(0, 0.02) */
-    INIT_NORMAL_RESID, /* N(0, 0.02 / sqrt(2L)): the two residual projections */
+    INIT_NORMAL,       /* N(0, PARAMS_INIT_STD) */
+    INIT_NORMAL_RESID, /* N(0, PARAMS_INIT_STD / sqrt(2L)): the two residual projections */
     INIT_ONE,          /* LayerNorm weights */
     INIT_ZERO,         /* biases */
     INIT_GATE          /* head gates' log_alpha: GATE_LOG_ALPHA_INIT (model/gates.h) */
@@ -72,6 +72,9 @@ typedef struct {
                                   in a model without gates (Config.gates = 0) */
 } Weights;
 
+/* The standard deviation of the matrices' and embeddings' initial values. */
+#define PARAMS_INIT_STD 0.02
+
 /* cfg must be validated (config_validate) first. */
 void params_table_init(ParamTable *t, const Config *cfg);
 void params_view(const ParamTable *t, float *base, Weights *w);
@@ -81,5 +84,12 @@ void params_init(const ParamTable *t, float *base, uint64_t seed);
  * rows of q, k and v in qkv.w and qkv.b, and its columns of proj.w. Called after
  * params_init, so every other parameter keeps its draw. */
 void params_same_heads(const ParamTable *t, float *base);
+/* Scales the position embedding's initial values from PARAMS_INIT_STD to std
+ * (./train --pos-std): the same draws, multiplied by std / PARAMS_INIT_STD.
+ * Called after params_init, so every other parameter keeps its draw. */
+void params_scale_positions(const ParamTable *t, float *base, double std);
+/* Whether AdamW decays the position embedding (./train --pos-decay): its
+ * entry's decay flag, 1 as the table is built. */
+void params_decay_positions(ParamTable *t, int decay);
 
 #endif

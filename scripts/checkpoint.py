@@ -61,6 +61,7 @@ STORED_SETTINGS = (
     ("min_lr", "real", 1, 0.0, 10.0),
     ("warmup", "int", 3, 0, 100000000),
     ("wd", "real", 2, 0.0, 10.0),
+    ("pos_decay", "int", 16, 0, 1),
     ("beta1", "real", 6, 0.0, 0.9999999),
     ("beta2", "real", 7, 0.0, 0.9999999),
     ("eps", "real", 8, 1e-30, 1.0),

@@ -30,7 +30,7 @@ static const char *const VALUE_FLAGS[] = {
     "--data", "--out", "--log", "--resume", "--save-every", "--layers", "--heads", "--embd",
     "--head-size", "--block", "--vocab", "--batch", "--steps", "--lr", "--min-lr", "--warmup", "--wd",
     "--clip", "--dropout", "--seed", "--val-frac", "--eval-every", "--eval-iters", "--threads",
-    "--head-dropout", "--progress-every",
+    "--head-dropout", "--progress-every", "--pos-std", "--pos-decay",
 };
 static const char *const SWITCH_FLAGS[] = {"--keep-best", "--allow-binary", "--help"};
 
@@ -85,7 +85,8 @@ Test(train, help_lists_every_flag_with_the_default_in_use)
                               {"--block", "block"}, {"--batch", "batch"}, {"--lr", "lr"},
                               {"--min-lr", "min_lr"}, {"--warmup", "warmup"}, {"--wd", "wd"},
                               {"--clip", "clip"}, {"--dropout", "dropout"}, {"--seed", "seed"},
-                              {"--val-frac", "val_frac"}, {"--head-dropout", "head_dropout"}};
+                              {"--val-frac", "val_frac"}, {"--head-dropout", "head_dropout"},
+                              {"--pos-std", "pos_std"}};
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
         cr_assert_eq(help_default(help, pairs[i][0]), json_number(log, pairs[i][1]),
                      "%s: --help and the run disagree", pairs[i][0]);
@@ -116,21 +117,35 @@ Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
     cr_assert_not_null(recipe, "--help does not name the text recipe:\n%s", help);
     recipe += strlen("--corpus text (the default)");
     recipe += strspn(recipe, " ");
-    const char *line = "--vocab 1536 --steps 4000 --lr 0.005 --min-lr 0.0005 --warmup 800\n";
+    const char *line = "--pos-std 0.1 --vocab 1536 --steps 4000 --lr 0.005 --min-lr 0.0005 "
+                       "--warmup 800 --pos-decay off\n";
     cr_assert(strncmp(recipe, line, strlen(line)) == 0,
               "--help's text recipe line is not the recipe:\n%s", help);
     double steps_default = help_default(help, "--steps");
+    double pos_std_default = help_default(help, "--pos-std");
     free(help);
-    struct { const char *args; double lr, min_lr; long vocab; double steps, warmup; } cases[] = {
-        {"", 5e-3, 5e-4, 1536, 4000, 800},
-        {"--corpus text", 5e-3, 5e-4, 1536, 4000, 800},
-        {"--lr 0.002", 2e-3, 5e-4, 1536, 4000, 800},
-        {"--min-lr 0.0001", 5e-3, 1e-4, 1536, 4000, 800},
-        {"--vocab 0", 5e-3, 5e-4, 0, 4000, 800},
-        {"--vocab 300 --steps 300 --warmup 50", 5e-3, 5e-4, 300, 300, 50},
-        {"--data %s", lr_default, min_default, 0, steps_default, warmup_default},
-        {"--data %s --lr 0.003", 3e-3, min_default, 0, steps_default, warmup_default},
+    struct {
+        const char *args;
+        double lr, min_lr;
+        long vocab;
+        double steps, warmup, pos_std;
+        const char *pos_decay;
+    } cases[] = {
+        {"", 5e-3, 5e-4, 1536, 4000, 800, 0.1, "off"},
+        {"--corpus text", 5e-3, 5e-4, 1536, 4000, 800, 0.1, "off"},
+        {"--lr 0.002", 2e-3, 5e-4, 1536, 4000, 800, 0.1, "off"},
+        {"--min-lr 0.0001", 5e-3, 1e-4, 1536, 4000, 800, 0.1, "off"},
+        {"--vocab 0", 5e-3, 5e-4, 0, 4000, 800, 0.1, "off"},
+        {"--vocab 300 --steps 300 --warmup 50", 5e-3, 5e-4, 300, 300, 50, 0.1, "off"},
+        {"--pos-std 0.02 --pos-decay on", 5e-3, 5e-4, 1536, 4000, 800, 0.02, "on"},
+        {"--data %s", lr_default, min_default, 0, steps_default, warmup_default,
+         pos_std_default, "on"},
+        {"--data %s --lr 0.003", 3e-3, min_default, 0, steps_default, warmup_default,
+         pos_std_default, "on"},
+        {"--data %s --pos-decay off", lr_default, min_default, 0, steps_default, warmup_default,
+         pos_std_default, "off"},
     };
+    cr_assert_neq(pos_std_default, 0.1, "the recipe's --pos-std would be the default's");
     cr_assert_neq(steps_default, 4000.0, "the recipe's steps would be the default's");
     cr_assert_neq(warmup_default, 800.0, "the recipe's warm-up would be the default's");
     cr_assert_neq(lr_default, 5e-3, "the recipe would be indistinguishable from the default");
@@ -144,6 +159,10 @@ Test(train, the_text_recipe_applies_only_without_data_and_flags_override_it)
         cr_assert_eq(json_number(out, "vocab"), (double)cases[i].vocab, "'%s': %s", args, out);
         cr_assert_eq(json_number(out, "steps"), cases[i].steps, "'%s': %s", args, out);
         cr_assert_eq(json_number(out, "warmup"), cases[i].warmup, "'%s': %s", args, out);
+        cr_assert_eq(json_number(out, "pos_std"), cases[i].pos_std, "'%s': %s", args, out);
+        char decay[40];
+        snprintf(decay, sizeof decay, "\"pos_decay\":\"%s\"", cases[i].pos_decay);
+        cr_assert(strstr(out, decay), "'%s': not %s: %s", args, decay, out);
         free(out);
     }
     int rc = tu_run(&out, "%s/train -L 1 -C 16 -H 2 -T 16 -B 2 --steps 1 --eval-iters 1 "

@@ -119,6 +119,13 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
         .in_log = 1, .meta = "HOW", .section = SEC_MODEL,                                      \
         .help = "same: each layer's heads start as copies of its head 0",                     \
         .more = "(q, k, v rows and projection columns; docs/heads.md)")                       \
+    RUN(POS_STD, pos_std, double, .flag = "pos-std", .type = SET_REAL, .def = 0.02, .lo = 0,   \
+        .hi = LIMIT_POS_STD_MAX, .resume = RES_FRESH,                                          \
+        .resume_why = "sets a fresh run's initial position embedding; a resumed run "          \
+                      "continues from the parameters in ",                                     \
+        .in_log = 1, .meta = "X", .section = SEC_MODEL,                                        \
+        .help = "standard deviation of the position embedding's initial values",              \
+        .more = "(the same draws, scaled; every other matrix starts at 0.02)")                \
     RUN(BLOCK, block, long, .flag = "block", .short_flag = 'T', .type = SET_LONG, .def = 64,   \
         .lo = 1, .hi = CONFIG_MAX_BLOCK, ARCH(T), .meta = "N", .section = SEC_MODEL,           \
         .help = "context length in tokens")                                                    \
@@ -155,6 +162,11 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
            .hi = LIMIT_LR_MAX, .resume = RES_KEEP, REAL_SLOT(2), ADAM(weight_decay),           \
            .in_log = 1, .say = "wd", .meta = "X", .section = SEC_TRAINING,                     \
            .help = "AdamW weight decay on matrices and embeddings")                            \
+    STORED(POS_DECAY, pos_decay, int, .flag = "pos-decay", .type = SET_CHOICE,                 \
+           NAMES("on", "off"), .lo = 0, .hi = 1, .resume = RES_KEEP, INT_SLOT(16), .in_log = 1, \
+           .meta = "ON|OFF", .section = SEC_TRAINING,                                          \
+           .help = "AdamW weight decay on the position embedding",                            \
+           .more = "on (--wd, as every matrix and embedding) or off", .def_text = "on")       \
     STORED(BETA1, beta1, double, .flag = "beta1", .type = SET_F32, .def = 0.9, .lo = 0,        \
            .hi = LIMIT_BETA_MAX, .resume = RES_KEEP, REAL_SLOT(6), ADAM(beta1), .meta = "X",   \
            .section = SEC_TRAINING, .help = "Adam first-moment decay")                         \

@@ -30,8 +30,12 @@ static const char *const SECTIONS[SEC_COUNT] = {
  * not only its class; and an 800-step warm-up, after which it copies a repeated
  * name's next piece as its first choice in 92-95 % of the rows in every seed
  * (after a 100-step one, 85-92 %: docs/heads.md, "What was tried"; it leaves the
- * byte-level previous-token head less sharp, 0.52 against 0.76). The induction
- * task: the recipe of docs/corpus.md ("The induction task"). README's settings
+ * byte-level previous-token head less sharp, 0.52 against 0.76); and a
+ * position embedding that starts at 5 times the other matrices' scale (0.1)
+ * and is not decayed, with which a word-level model's layer-0 heads become
+ * previous-token heads (docs/heads.md, "What was tried"; with either alone they
+ * do not in every seed). The induction task: the recipe of docs/corpus.md
+ * ("The induction task"). README's settings
  * table shows them; a test holds it to them. */
 const Recipe train_recipes[] = {
     {"text", SETTING_VOCAB, 1536},
@@ -39,6 +43,8 @@ const Recipe train_recipes[] = {
     {"text", SETTING_LR, 5e-3},
     {"text", SETTING_MIN_LR, 5e-4},
     {"text", SETTING_WARMUP, 800},
+    {"text", SETTING_POS_STD, 0.1},
+    {"text", SETTING_POS_DECAY, 1},
     {"induction", SETTING_LAYERS, 2},
     {"induction", SETTING_HEADS, 4},
     {"induction", SETTING_EMBD, 64},
@@ -134,6 +140,8 @@ static void apply_recipe(Options *o, const char *corpus, const unsigned char *gi
         const Setting *s = &settings_table[r->setting];
         if (s->type == SET_LONG)
             *(long *)((char *)o + s->at) = (long)r->value;
+        else if (s->type == SET_CHOICE)
+            *(int *)((char *)o + s->at) = (int)r->value;
         else
             *(double *)((char *)o + s->at) = r->value;
     }
@@ -253,10 +261,11 @@ void train_options_record(const Options *o, char *buf, size_t len)
             continue;
         char v[64], quoted[6 * sizeof v + 3]; /* every byte \u00XX at worst, quotes, NUL */
         flags_format(&train_flags()->rows[i], o, v, sizeof v);
-        if (s->type == SET_NAME)
+        int named = s->type == SET_NAME || s->type == SET_CHOICE;
+        if (named)
             json_string(quoted, v);
         k += (size_t)snprintf(buf + k, len - k, "%s\"%s\":%s", k ? "," : "", s->key,
-                              s->type == SET_NAME ? quoted : v);
+                              named ? quoted : v);
     }
 }
 

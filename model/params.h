@@ -72,7 +72,8 @@ typedef struct {
                                   in a model without gates (Config.gates = 0) */
 } Weights;
 
-/* The standard deviation of the matrices' and embeddings' initial values. */
+/* The standard deviation of the embeddings' and matrices' initial values (the two
+ * residual projections: this over sqrt(2L)). */
 #define PARAMS_INIT_STD 0.02
 
 /* cfg must be validated (config_validate) first. */

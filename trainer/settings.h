@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "model/config.h"
+#include "model/params.h"
 #include "trainer/limits.h"
 
 /* How a setting's value is parsed, printed and stored. PATH and NAME are strings
@@ -119,13 +120,13 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
         .in_log = 1, .meta = "HOW", .section = SEC_MODEL,                                      \
         .help = "same: each layer's heads start as copies of its head 0",                     \
         .more = "(q, k, v rows and projection columns; docs/heads.md)")                       \
-    RUN(POS_STD, pos_std, double, .flag = "pos-std", .type = SET_REAL, .def = 0.02, .lo = 0,   \
-        .hi = LIMIT_POS_STD_MAX, .resume = RES_FRESH,                                          \
+    RUN(POS_STD, pos_std, double, .flag = "pos-std", .type = SET_REAL, .def = PARAMS_INIT_STD, \
+        .lo = 0, .hi = LIMIT_POS_STD_MAX, .resume = RES_FRESH,                                 \
         .resume_why = "sets a fresh run's initial position embedding; a resumed run "          \
                       "continues from the parameters in ",                                     \
         .in_log = 1, .meta = "X", .section = SEC_MODEL,                                        \
         .help = "standard deviation of the position embedding's initial values",              \
-        .more = "(the same draws, scaled; every other matrix starts at 0.02)")                \
+        .more = "(the same draws, scaled; the token embedding starts at 0.02)")               \
     RUN(BLOCK, block, long, .flag = "block", .short_flag = 'T', .type = SET_LONG, .def = 64,   \
         .lo = 1, .hi = CONFIG_MAX_BLOCK, ARCH(T), .meta = "N", .section = SEC_MODEL,           \
         .help = "context length in tokens")                                                    \

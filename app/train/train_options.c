@@ -31,7 +31,7 @@ static const char *const SECTIONS[SEC_COUNT] = {
  * name's next piece as its first choice in 92-95 % of the rows in every seed
  * (after a 100-step one, 85-92 %: docs/heads.md, "What was tried"; it leaves the
  * byte-level previous-token head less sharp, 0.52 against 0.76); and a
- * position embedding that starts at 5 times the other matrices' scale (0.1)
+ * position embedding that starts at 5 times the token embedding's scale (0.1)
  * and is not decayed, with which a word-level model's layer-0 heads become
  * previous-token heads (docs/heads.md, "What was tried"; with either alone they
  * do not in every seed). The induction task: the recipe of docs/corpus.md

@@ -110,24 +110,26 @@ void params_init(const ParamTable *t, float *base, uint64_t seed)
     }
 }
 
+const ParamSpec *params_spec(const ParamTable *t, ParamKind kind)
+{
+    for (int i = 0; i < t->n; i++)
+        if (t->spec[i].kind == kind)
+            return &t->spec[i];
+    return NULL;
+}
+
 void params_scale_positions(const ParamTable *t, float *base, double std)
 {
+    const ParamSpec *s = params_spec(t, P_WPE);
     double f = std / PARAMS_INIT_STD;
-    for (int i = 0; i < t->n; i++) {
-        const ParamSpec *s = &t->spec[i];
-        if (s->kind != P_WPE)
-            continue;
-        float *p = base + s->offset;
-        for (size_t j = 0; j < s->count; j++)
-            p[j] = (float)(f * p[j]);
-    }
+    float *p = base + s->offset;
+    for (size_t j = 0; j < s->count; j++)
+        p[j] = (float)(f * p[j]);
 }
 
 void params_decay_positions(ParamTable *t, int decay)
 {
-    for (int i = 0; i < t->n; i++)
-        if (t->spec[i].kind == P_WPE)
-            t->spec[i].decay = decay;
+    t->spec[params_spec(t, P_WPE) - t->spec].decay = decay;
 }
 
 void params_same_heads(const ParamTable *t, float *base)

@@ -79,6 +79,9 @@ typedef struct {
 /* cfg must be validated (config_validate) first. */
 void params_table_init(ParamTable *t, const Config *cfg);
 void params_view(const ParamTable *t, float *base, Weights *w);
+/* The entry of the first tensor of that kind (of layer 0 for a per-layer kind);
+ * NULL when the table has none (the gates of a model without them). */
+const ParamSpec *params_spec(const ParamTable *t, ParamKind kind);
 /* Fills base by the init rules, drawing normals in table order from (seed, RNG_STREAM_INIT). */
 void params_init(const ParamTable *t, float *base, uint64_t seed);
 /* Makes every head of each layer a copy of head 0 (./train --init-heads same): its

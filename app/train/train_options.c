@@ -27,16 +27,15 @@ static const char *const SECTIONS[SEC_COUNT] = {
  * become previous-token heads (docs/heads.md, "How the byte-level recipe was
  * chosen"; at --data's 1e-3 they stay spread over the tokens before); 4,000
  * steps, at which a word-level model retrieves the re-mentioned noun itself,
- * not only its class; and an 800-step warm-up, after which it copies a repeated
- * name's next piece as its first choice in 92-95 % of the rows in every seed
- * (after a 100-step one, 85-92 %: docs/heads.md, "What was tried"; it leaves the
- * byte-level previous-token head less sharp, 0.52 against 0.76); and a
- * position embedding that starts at 5 times the token embedding's scale (0.1)
- * and is not decayed, with which a word-level model's layer-0 heads become
- * previous-token heads (docs/heads.md, "What was tried"; with either alone they
- * do not in every seed). The induction task: the recipe of docs/corpus.md
- * ("The induction task"). README's settings
- * table shows them; a test holds it to them. */
+ * not only its class; an 800-step warm-up, after which it copies a repeated
+ * name's next piece as its first choice in 89-94 % of the rows (after a
+ * 100-step one, 85-92 %: docs/heads.md, "What was tried"); and a position
+ * embedding that starts at 5 times the token embedding's scale (0.1) and is not
+ * decayed, with which a word-level model's layer-0 heads become previous-token
+ * heads in 4 of 5 seeds (docs/heads.md, "What was tried"; with either change
+ * alone they do not). The induction task: the recipe of docs/corpus.md ("The
+ * induction task"). README's settings table shows them; a test holds it to
+ * them. */
 const Recipe train_recipes[] = {
     {"text", SETTING_VOCAB, 1536},
     {"text", SETTING_STEPS, 4000},

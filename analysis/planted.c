@@ -36,6 +36,10 @@ static int find_sentences(Planted *p, const unsigned char *text, const size_t *s
         size_t e = start[t + 1];
         int ends = e > start[t] && (after_sentence(text, e) ||
                                     (is_mark(text[e - 1]) && e < start[nids] && text[e] == ' '));
+        /* A token that is only the space after a mark (a byte-level model's)
+         * starts the next sentence: the mark's token ended this one. */
+        if (ends && first == t && t > 0 && e - start[t] == 1 && text[e - 1] == ' ')
+            ends = 0;
         if (!ends && t + 1 < nids)
             continue;
         if (n == cap) {

@@ -33,6 +33,7 @@ typedef struct {
     Rng *rng;            /* generating: the stream; NULL when parsing */
     const char *target;  /* parsing: the sentence, ending in '\n' */
     size_t target_len;
+    int ante, ante_plural; /* parsing: the scene animal of the sentence before (below) */
     uint32_t choice[PARSE_DEPTH], bound[PARSE_DEPTH];
     size_t depth;        /* choices fixed for this attempt */
     size_t used;         /* choices consumed so far in it */
@@ -121,6 +122,11 @@ typedef struct {
     size_t nrel;
     char end; /* the sentence's last mark: '.', '!' or '?' */
     size_t start; /* where the sentence being written starts in the line */
+    /* The scene animal (an index into SCENE_ANIMALS, -1: none) and its number:
+     * `scene` of the sentence just written when it is a scene; `ante` of the
+     * sentence before the one being written, which a scene's "the" names again
+     * (gen_scene). */
+    int scene, scene_plural, ante, ante_plural;
     Src *src; /* where its choices come from; parsing, each byte is checked */
 } Line;
 
@@ -132,6 +138,8 @@ static void line_reset(Line *l)
     l->nrel = 0;
     l->end = '.';
     l->start = 0;
+    l->scene = l->ante = -1;
+    l->scene_plural = l->ante_plural = 0;
 }
 
 static void line_char(Line *l, char c)
@@ -284,20 +292,31 @@ static size_t pair_shared(const WordPair *pair)
 static const unsigned DET_SHARES[] = {3, 2};
 static const unsigned NADJ_SHARES[] = {6, 3, 1};
 
-/* Draws a determiner, to be written at pos, for a noun of the given number
- * ("the" three times in five) and returns it; "a" is left for the caller to
- * turn into "an". Parsing, the sentence's word there decides both draws. */
-static const char *pick_det(Src *r, int plural, size_t pos)
+/* Whether the determiner to be written at pos is "the" (three times in five).
+ * Parsing, the sentence's word there decides. */
+static int pick_the(Src *r, size_t pos)
 {
-    size_t the = r->rng ? (size_t)draw_weighted(r, DET_SHARES, 2)
-                        : (size_t)draw_as(r, 2, !target_word_is(r, pos, "the"));
-    if (the == 0)
-        return "the";
+    return r->rng ? draw_weighted(r, DET_SHARES, 2) == 0
+                  : draw_as(r, 2, !target_word_is(r, pos, "the")) == 0;
+}
+
+/* Draws a determiner that says the number, to be written at pos, for a noun of
+ * the given number; "a" is left for the caller to turn into "an". Parsing, the
+ * sentence's word there decides. */
+static const char *pick_number_det(Src *r, int plural, size_t pos)
+{
     const char *const *list = plural ? DETS_PL : DETS_SG;
     size_t n = plural ? COUNT(DETS_PL) : COUNT(DETS_SG);
     if (!r->rng && !plural && target_word_is(r, pos, "an"))
         return list[draw_as(r, n, 0)]; /* "a", which becomes "an" */
     return list[pick_index(r, list, n, pos)];
+}
+
+/* Draws a determiner, to be written at pos, for a noun of the given number:
+ * "the" three times in five, otherwise one that says the number. */
+static const char *pick_det(Src *r, int plural, size_t pos)
+{
+    return pick_the(r, pos) ? "the" : pick_number_det(r, plural, pos);
 }
 
 /* A noun's forms, drawn from the animate nouns, or from them and the things,
@@ -896,10 +915,32 @@ static void put_scene_place(Line *l, Src *r, size_t prep_index)
  * (it follows from the preposition). */
 static void gen_scene(Line *l, Src *r)
 {
-    size_t ia = (size_t)draw(r, COUNT(SCENE_ANIMALS));
+    size_t ia;
+    int plural;
+    const char *det;
+    size_t nanimals = COUNT(SCENE_ANIMALS);
+    if (l->ante >= 0 && r->rng) {
+        /* After a scene, "the" names its animal again; any other determiner
+         * brings in another animal ("A cat sat. The cat slept.", "A cat sat.
+         * Two dogs ran."). Parsing takes the branch below, which reads both
+         * and any other scene as well. */
+        if (pick_the(r, next_word_pos(l))) {
+            ia = (size_t)l->ante;
+            plural = l->ante_plural;
+            det = "the";
+        } else {
+            ia = ((size_t)l->ante + 1 + (size_t)draw(r, nanimals - 1)) % nanimals;
+            plural = (int)draw(r, 2);
+            det = pick_number_det(r, plural, next_word_pos(l));
+        }
+    } else {
+        ia = (size_t)draw(r, nanimals);
+        plural = (int)draw(r, 2);
+        det = pick_det(r, plural, next_word_pos(l));
+    }
     const SceneAnimal *an = &SCENE_ANIMALS[ia];
-    int plural = (int)draw(r, 2);
-    const char *det = pick_det(r, plural, next_word_pos(l));
+    l->scene = (int)ia;
+    l->scene_plural = plural;
     int mood = draw(r, 2) ? (int)draw(r, COUNT(SCENE_MOODS)) : -1;
     if (strcmp(det, "a") == 0 && is_vowel(mood >= 0 ? SCENE_MOODS[mood].adj[0] : an->noun.sg[0]))
         det = "an";
@@ -909,7 +950,17 @@ static void gen_scene(Line *l, Src *r)
         adj_end = line_word(l, SCENE_MOODS[mood].adj) + strlen(SCENE_MOODS[mood].adj) - 1;
     const char *noun = plural ? an->noun.pl : an->noun.sg;
     size_t start = line_word(l, noun), noun_end = start + strlen(noun) - 1;
-    plant_det(l, det, det_end, &an->noun, plural, start);
+    if (strcmp(det, "the") == 0 && l->ante == (int)ia && l->ante_plural == plural) {
+        /* Definite reference: "the" decides which animal, the one named in the
+         * sentence before, so the relation is on the byte before the noun, and
+         * the broken form is another animal of the same number. */
+        const SceneAnimal *other =
+            &SCENE_ANIMALS[(ia + 1 + (start - l->start) % (nanimals - 1)) % nanimals];
+        line_rel(l, SYNTH_REL_DET, start - 1, det_end, start, strlen(noun),
+                 plural ? other->noun.pl : other->noun.sg, NULL);
+    } else {
+        plant_det(l, det, det_end, &an->noun, plural, start);
+    }
     const char *verb = mood >= 0 ? SCENE_MOODS[mood].verbs[draw(r, SCENE_MOOD_VERBS)]
                                  : SCENE_VERBS[draw(r, COUNT(SCENE_VERBS))].verb;
     size_t v = line_word(l, verb), verb_end = v + strlen(verb) - 1;
@@ -1029,17 +1080,20 @@ static void (*const GEN[KIND_COUNT])(Line *, Src *) = {
     gen_chant,
 };
 
-/* Draws a sentence kind by its share, then draws sentences of that kind until
+/* Draws a sentence kind by its share (or takes `kind`, unless it is
+ * KIND_COUNT), then draws sentences of that kind until
  * one keeps every limit, written after what the line holds already (after a
  * space: line_word spaces a word that does not start the line); ends it with
  * its mark and capitalises its first letter. Parsing, a sentence is drawn once
  * and the limits do not apply: a sentence the grammar writes is understood
  * however long it is. */
-static void sentence_generate(Line *l, Src *r)
+static void sentence_generate(Line *l, Src *r, LineKind kind)
 {
-    LineKind kind = (LineKind)draw_weighted(r, KIND_SHARES, KIND_COUNT);
+    if (kind == KIND_COUNT)
+        kind = (LineKind)draw_weighted(r, KIND_SHARES, KIND_COUNT);
     size_t max_len = kind == KIND_AGREE ? SYNTH_AGREE_MAX_LINE : SYNTH_OTHER_MAX_LINE;
     size_t mark = l->len, nrel = l->nrel, first = mark + (mark > 0);
+    int ante = l->scene, ante_plural = l->scene_plural;
     l->start = first;
     do {
         l->len = mark;
@@ -1047,6 +1101,9 @@ static void sentence_generate(Line *l, Src *r)
         l->glue = 0;
         l->bad = 0;
         l->end = '.';
+        l->ante = ante;
+        l->ante_plural = ante_plural;
+        l->scene = -1;
         GEN[kind](l, r);
         line_char(l, l->end);
     } while (r->rng && (l->bad || l->len - first + 1 > max_len));
@@ -1054,16 +1111,25 @@ static void sentence_generate(Line *l, Src *r)
         l->text[first] = (char)(l->text[first] - 'a' + 'A');
 }
 
-/* A line: one sentence, and SYNTH_JOIN_PERCENT of the time a second one after
- * a space, as a paragraph runs on ("The cat sat down. A dog ran."); then '\n'.
- * Parsing, a line is one sentence (synth_parse splits the text into them). */
+/* A line: one sentence, and sometimes a second one after a space, as a
+ * paragraph runs on: after a scene, SYNTH_FOLLOW_PERCENT of the time a second
+ * scene ("The cat sat down. The cat slept."); otherwise SYNTH_JOIN_PERCENT of
+ * the time a sentence of any kind ("The cat sat down. A dog ran."); then '\n'.
+ * Parsing, a line is one sentence (synth_parse splits the text into them),
+ * and r->ante is the scene animal of the sentence before it. */
 static void line_generate(Line *l, Src *r)
 {
     l->src = r;
     line_reset(l);
-    sentence_generate(l, r);
-    if (r->rng && chance(r, SYNTH_JOIN_PERCENT, 100))
-        sentence_generate(l, r);
+    if (!r->rng) {
+        l->scene = r->ante;
+        l->scene_plural = r->ante_plural;
+    }
+    sentence_generate(l, r, KIND_COUNT);
+    if (r->rng && l->scene >= 0 && chance(r, SYNTH_FOLLOW_PERCENT, 100))
+        sentence_generate(l, r, KIND_SCENE);
+    else if (r->rng && chance(r, SYNTH_JOIN_PERCENT, 100))
+        sentence_generate(l, r, KIND_COUNT);
     line_char(l, '\n');
 }
 
@@ -1202,7 +1268,7 @@ enum { PARSE_MAX_ATTEMPTS = 2000000 };
  * grammar writes it. A sentence that several lines of the grammar read the
  * same (a scene that is also a plain line) takes the one that plants the most
  * relations, the first such in the order of the choices. */
-static int parse_line(Line *l, Src *src, const char *s, size_t n)
+static int parse_line(Line *l, Src *src, const char *s, size_t n, int ante, int ante_plural)
 {
     Line got;
     /* Both live across setjmp, so volatile: a longjmp must not lose them. */
@@ -1211,6 +1277,8 @@ static int parse_line(Line *l, Src *src, const char *s, size_t n)
     memset(src, 0, sizeof *src);
     src->target = s;
     src->target_len = n;
+    src->ante = ante;
+    src->ante_plural = ante_plural;
     for (attempt = 0; attempt < PARSE_MAX_ATTEMPTS; attempt++) {
         src->used = 0;
         if (setjmp(src->fail) == 0) {
@@ -1254,8 +1322,12 @@ size_t synth_parse(const char *text, size_t n, SynthSentence *sent, size_t sent_
     Src src;
     Line line;
     char buf[LINE_CAP];
+    /* The scene animal of the sentence before, on the same line (-1: none). */
+    int ante = -1, ante_plural = 0;
     for (size_t i = 0; i < n;) {
         if (text[i] == ' ' || text[i] == '\n') {
+            if (text[i] == '\n')
+                ante = -1;
             i++;
             continue;
         }
@@ -1264,8 +1336,10 @@ size_t synth_parse(const char *text, size_t n, SynthSentence *sent, size_t sent_
         if (len + 1 < LINE_CAP) {
             memcpy(buf, text + i, len);
             buf[len] = '\n';
-            understood = parse_line(&line, &src, buf, len + 1);
+            understood = parse_line(&line, &src, buf, len + 1, ante, ante_plural);
         }
+        ante = understood ? line.scene : -1;
+        ante_plural = understood ? line.scene_plural : 0;
         if (ns < sent_cap)
             sent[ns] = (SynthSentence){i, e, understood};
         ns++;

@@ -43,7 +43,12 @@ enum {
 };
 
 /* Percent of lines that hold a second sentence after the first, on the same
- * line after a space, as in a paragraph. */
+ * line after a space, as in a paragraph: after a scene, SYNTH_FOLLOW_PERCENT of
+ * the time a second scene, in which "the" names the first one's animal again
+ * ("A cat sat down. The tired cat slept."); otherwise (every other first
+ * sentence, and a scene without that second scene) SYNTH_JOIN_PERCENT of the
+ * time a sentence of any kind. */
+#define SYNTH_FOLLOW_PERCENT 50
 #define SYNTH_JOIN_PERCENT 25
 
 /* A sound is one consonant-vowel syllable said this many times. */
@@ -86,7 +91,10 @@ void synth_generate(char *buf, size_t nbytes, uint64_t seed);
  *                      the last byte of its determiner (every determiner, "the"
  *                      included; only one that says the number, a, these, two...,
  *                      has a minimal pair), in every line kind but coreference and
- *                      pronoun lines.
+ *                      pronoun lines; but where "the" names the scene animal of the
+ *                      sentence before again ("A cat sat. The tired cat slept."),
+ *                      "the" decides the noun itself: query is the space before
+ *                      the noun, and the minimal pair is another animal.
  *   SYNTH_REL_COREF:   query is the space before the noun a coreference line
  *                      names again ("so the| dog"), key is the first byte of the
  *                      same noun where it was first named, the one of the two
@@ -128,7 +136,9 @@ typedef enum {
  * corpus's grammar puts there with the relation broken, alt[0], and for
  * coreference a second contrast, alt[1]:
  *   agreement:   the verb of the other number ("runs" for "run");
- *   determiner:  the noun of the other number ("dog" for "dogs");
+ *   determiner:  the noun of the other number ("dog" for "dogs"); where "the"
+ *                names the animal of the sentence before again, another
+ *                animal of the same number ("dog" for "cat");
  *   bracket:     the other closer ('"' for ')');
  *   coreference: alt[0] the line's other noun (does the property beat
  *                proximity?), alt[1] another noun of the antecedent's class
@@ -140,7 +150,7 @@ typedef enum {
  *   modifier:    another verb's particle;
  *   place:       a place of another preposition;
  *   pronoun:     the word the object's class takes after "it";
- *   determiner:  none after "the", which says no number;
+ *   determiner:  none after any other "the", which says no number;
  *   names:       none ("" in both): the name's continuation is scored against
  *                the model's most likely other token.
  * An unused alt is "". */

@@ -35,8 +35,8 @@
  *                                              100, that build's warm-up, which
  *                                              the recipe made 800)
  * tests/arch_check.sh holds every FMA build to the same bytes. */
-#define SHA_DATA_3_STEPS "7c50ad40c378dd93c1f8c9aa9f3e9eb1a397e53564b3f34cfa57c5a42ffdba8b"
-#define SHA_BUILTIN_2_STEPS "3f57fa541725ce4a6f9c4b4c258f0b52003673126891952903e27cd9cc9c544a"
+#define SHA_DATA_3_STEPS "9da5c64936519c6970f0e1293939c09214af66845e3eb56f03ae5f9a86d08004"
+#define SHA_BUILTIN_2_STEPS "7f241c4d7fee8bacaba939b20e1e7208cf1c2f04674f28b3dc5cff0eb13d853b"
 
 /* The run's own directory as the working directory, so the stored data path
  * is "data.txt" as in the recorded runs. */

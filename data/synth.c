@@ -908,11 +908,13 @@ static void put_scene_place(Line *l, Src *r, size_t prep_index)
  * warm mat.", "The cat sat down.": an animal, maybe in a mood, a verb (one of
  * the mood's when there is one), then its particle (after "slowly" or
  * "quietly" half the time: "The cat sat slowly down."), the animal's place,
- * or both. Plants the determiner; the mood on the noun (the verb follows from
- * the adjective before it); subject-verb on the verb (the preposition after
- * it follows from the subject); verb-modifier on the space before the
- * particle (it follows from the verb); place on the byte before the place
- * (it follows from the preposition). */
+ * or both. After a scene on the same line (l->ante), "the" names that scene's
+ * animal again ("The cat sat on the mat. The tired cat slept ..."). Plants the
+ * determiner (on the noun itself after such a "the"); the mood on the noun
+ * (the verb follows from the adjective before it); subject-verb on the verb
+ * (the preposition after it follows from the subject); verb-modifier on the
+ * space before the particle (it follows from the verb); place on the byte
+ * before the place (it follows from the preposition). */
 static void gen_scene(Line *l, Src *r)
 {
     size_t ia;

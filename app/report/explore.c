@@ -293,11 +293,14 @@ static void write_clearest_and_sentences(FILE *f, const Explore *e)
 }
 
 /* The documents' own example sentences: the page's menu (docs/explorer.md).
- * "The cat sat slowly down." is the one with a verb-modifier row on tokens
- * (in "sat down" the verb's own row predicts its particle). */
+ * The first two in a row are the text where "The" names the cat again, with a
+ * determiner relation to serve ("The → cat"); "The cat sat slowly down." is
+ * the one with a verb-modifier row on tokens (in "sat down" the verb's own row
+ * predicts its particle). */
 static const char *const EXAMPLES[] = {
     "The cat sat on the mat.",
     "The tired cat slept on the warm mat.",
+    "The cat sat on the mat. The tired cat slept on the warm mat.",
     "The cat sat down.",
     "The cat sat slowly down.",
     "Apple released a new phone because it is tasty.",

@@ -329,7 +329,8 @@ async function checkThumbnail(b, J) {
 // The menu of the documents' example sentences, each with its command.
 async function checkExamples(b, J) {
   const ex = await b.eval(`[...document.querySelectorAll("#examples li")].map((li) => li.textContent)`);
-  const docs = ["The cat sat on the mat.", "The tired cat slept on the warm mat.", "The cat sat down.",
+  const docs = ["The cat sat on the mat.", "The tired cat slept on the warm mat.",
+                "The cat sat on the mat. The tired cat slept on the warm mat.", "The cat sat down.",
                 "The cat sat slowly down.", "Apple released a new phone because it is tasty."];
   check(ex.length === docs.length, `${ex.length} example sentences, want ${docs.length}`);
   docs.forEach((d, k) => {

@@ -142,9 +142,6 @@ static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
         fprintf(stderr, "train: note: this resumed run writes no log; pass --log FILE to append "
                 "to the run's log (checkpoints do not record it, so that their bytes depend "
                 "on the run's settings alone)\n");
-    if (o->heads_every && !o->log)
-        cli_usage_error("--heads-every %ld needs --log FILE to write the metrics to",
-                        o->heads_every);
     r->files.resumed_step = steps_done;
     r->files.last_saved = guard_same_file(o->out, o->resume) ? steps_done : -1;
 }

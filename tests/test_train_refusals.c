@@ -303,6 +303,20 @@ Test(train, resume_with_contradicting_flags_is_refused)
     tok_free(&tok);
     snprintf(extra, sizeof extra, "--resume %s --steps 8", bare);
     refuse_train(&e, extra, 1, "has no training state");
+    /* --heads-every writes its metrics to the log: without --log it is refused,
+     * in a fresh run and in a resumed one. */
+    put_sentinel(&e);
+    rc = tu_run(&out, "%s/train " TINY " --steps 5 --data %s --heads-every 2 --out %s", tu_bin(),
+                e.data, e.out);
+    expect_error(out, rc, 2, "train", "--heads-every 2 needs --log FILE");
+    expect_nothing_written(&e);
+    free(out);
+    put_sentinel(&e);
+    rc = tu_run(&out, "%s/train --resume %s --steps 6 --heads-every 2 --out %s", tu_bin(), ck,
+                e.out);
+    expect_error(out, rc, 2, "train", "--heads-every 2 needs --log FILE");
+    expect_nothing_written(&e);
+    free(out);
     /* Repeating the checkpoint's own values is allowed. */
     rc = tu_run(&out, "%s/train --resume %s --steps 6 --layers 1 --embd 16 --out %s", tu_bin(), ck,
                 e.out);

@@ -222,6 +222,16 @@ static void print_settings_json(const Options *o)
     printf(",\"version\":\"%s\"}\n", HEADCOUNT_VERSION);
 }
 
+/* --heads-every writes its metrics to the log: without --log it is a usage
+ * error. Checked once the settings are known: after parsing a fresh run's flags,
+ * and after a resume has taken the checkpoint's (--heads-every among them). */
+static void require_log_for_heads(const Options *o)
+{
+    if (o->heads_every && !o->log)
+        cli_usage_error("--heads-every %ld needs --log FILE to write the metrics to",
+                        o->heads_every);
+}
+
 void train_options_resume(Options *o, const unsigned char *given, const Config *cfg,
                           const TrainState *ts, long ranks, const char *ckpt)
 {
@@ -249,6 +259,7 @@ void train_options_resume(Options *o, const unsigned char *given, const Config *
     have.accum = ts->accum / ranks;
     have.out = ckpt;
     flags_resume(train_flags(), o, &have, given, ckpt);
+    require_log_for_heads(o);
 }
 
 void train_options_record(const Options *o, char *buf, size_t len)
@@ -299,9 +310,8 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
                         "measure; give a fraction above 0 (e.g. 0.01)");
     if (o->min_lr > o->lr)
         cli_usage_error("--min-lr %g is above --lr %g", o->min_lr, o->lr);
-    if (o->heads_every && !o->log && !o->resume)
-        cli_usage_error("--heads-every %ld needs --log FILE to write the metrics to",
-                        o->heads_every);
+    if (!o->resume)
+        require_log_for_heads(o);
     if (given[GIVEN_PRINT_SETTINGS]) {
         print_settings_json(o);
         cli_close_stdout();

@@ -43,7 +43,8 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
  * setting's resume rule (trainer/settings.h, SetResume) through the flag engine,
  * taking the architecture, the training state, the data, the micro-batches a
  * step and the output from the checkpoint. A flag that contradicts the
- * checkpoint is a usage error naming both values. */
+ * checkpoint is a usage error naming both values, and so is --heads-every
+ * (given, or kept from the checkpoint) without --log. */
 void train_options_resume(Options *o, const unsigned char *given, const Config *cfg,
                           const TrainState *ts, long ranks, const char *ckpt);
 

@@ -1,7 +1,9 @@
 /* json: every string the programs write into JSON is valid UTF-8 and valid JSON,
  * whatever bytes it holds: escapes for quotes, backslashes, control bytes and
- * '<', well-formed UTF-8 kept, every other byte as \u00XX. */
+ * '<', well-formed UTF-8 kept, every other byte as \u00XX; and numbers, with
+ * null for what JSON cannot hold. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,4 +59,29 @@ Test(json, bytes_outside_utf8_become_u00xx_of_the_byte)
     expect_json("\xf4\x90\x80\x80", "\"\\u00f4\\u0090\\u0080\\u0080\""); /* past U+10FFFF */
     expect_json("\xff\xfe", "\"\\u00ff\\u00fe\"");
     expect_json("\x80", "\"\\u0080\"");                            /* a lone continuation */
+}
+
+/* json_fput_number of v with `digits` significant digits must give want. */
+static void expect_number(double v, int digits, const char *want)
+{
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&mem, &len);
+    cr_assert_not_null(f);
+    json_fput_number(f, v, digits);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_str_eq(mem, want, "%.17g with %d digits", v, digits);
+    free(mem);
+}
+
+Test(json, numbers_have_their_digits_and_no_nan_or_infinity)
+{
+    expect_number(0.1234567891234, 6, "0.123457");
+    expect_number(0.1234567891234, 10, "0.1234567891");
+    expect_number(-2.5, 6, "-2.5");
+    expect_number(3e-7, 6, "3e-07");
+    expect_number(12345678, 6, "1.23457e+07");
+    expect_number(NAN, 6, "null");
+    expect_number(INFINITY, 10, "null");
+    expect_number(-INFINITY, 6, "null");
 }

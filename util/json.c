@@ -2,6 +2,7 @@
 #include "util/json.h"
 
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -79,4 +80,12 @@ void json_fput_string(FILE *f, const char *s)
     for (const unsigned char *p = (const unsigned char *)s; *p; p += used)
         fwrite(piece, 1, json_piece(p, piece, &used), f);
     fputc('"', f);
+}
+
+void json_fput_number(FILE *f, double v, int digits)
+{
+    if (isfinite(v))
+        fprintf(f, "%.*g", digits, v);
+    else
+        fputs("null", f);
 }

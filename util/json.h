@@ -1,5 +1,6 @@
-/* json: the one writer of JSON strings for every JSON file and line the programs
- * write (the training log, --print-settings, the heads report, the explorer).
+/* json: the one writer of JSON strings (and of the reports' numbers) for every
+ * JSON file and line the programs write (the training log, --print-settings,
+ * the heads report, the explorer).
  *
  * A string is written between double quotes with '"' and '\\' escaped, control
  * bytes (below 0x20) and '<' as \u00XX (so a string can sit inside an HTML
@@ -21,6 +22,10 @@ size_t json_string(char *buf, const char *s);
 
 /* s as a JSON string on f (check f's error state as for any other write). */
 void json_fput_string(FILE *f, const char *s);
+
+/* v as a JSON number with `digits` significant digits on f, or null when v is
+ * not finite (JSON has no NaN or infinity). */
+void json_fput_number(FILE *f, double v, int digits);
 
 /* The length of the well-formed UTF-8 character of two to four bytes at p (NUL-
  * terminated), else 0: the rule above, for writers of other text formats (the

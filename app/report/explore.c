@@ -8,6 +8,7 @@
 
 #include "app/common/cli.h"
 #include "app/report/report.h"
+#include "app/report/report_files.h"
 #include "model/gates.h"
 #include "util/errbuf.h"
 #include "util/json.h"
@@ -33,15 +34,6 @@ static const Score SCORES[] = {
     {"duplicate", offsetof(HeadStats, duplicate)},
     {"delta_loss", offsetof(HeadStats, delta_loss)},
 };
-
-/* A JSON number, or null for a non-finite value. */
-static void jnum(FILE *f, double v)
-{
-    if (isfinite(v))
-        fprintf(f, "%.6g", v);
-    else
-        fputs("null", f);
-}
 
 /* Base64 (RFC 4648, padded) of bytes streamed in through b64_put. */
 typedef struct {
@@ -132,20 +124,20 @@ static void write_heads(FILE *f, const Explore *e)
                 id, k / e->cfg.H, k % e->cfg.H, heads_type_names[s->type]);
         for (size_t q = 0; q < sizeof SCORES / sizeof SCORES[0]; q++) {
             fprintf(f, ",\"%s\":", SCORES[q].name);
-            jnum(f, *(const double *)((const char *)s + SCORES[q].offset));
+            report_jnum(f, *(const double *)((const char *)s + SCORES[q].offset));
         }
         fputs(",\"role\":", f);
         json_fput_string(f, heads_role(s));
         for (int q = 0; q < HEADS_REL_COUNT; q++)
             if (rel_known(e, q)) {
                 fprintf(f, ",\"%s\":", heads_rel_table[q].name);
-                jnum(f, s->rel[q]);
+                report_jnum(f, s->rel[q]);
             }
         report_head_relations_json(f, s);
         if (e->log_alpha) {
             float z = gate_eval(e->log_alpha[k], NULL);
             fputs(",\"gate\":", f);
-            jnum(f, z);
+            report_jnum(f, z);
             fprintf(f, ",\"closed\":%s", z == 0.0f ? "true" : "false");
         }
         fputc('}', f);
@@ -186,16 +178,6 @@ static void write_relation_keys(FILE *f, const Explore *e)
     fputs("},\n", f);
 }
 
-/* ,"accuracy":..,"logit_diff":..,"pairs":n with the names' prefix. */
-static void write_pair_score(FILE *f, const char *pre, const PairScore *p)
-{
-    fprintf(f, ",\"%saccuracy\":", pre);
-    jnum(f, p->accuracy);
-    fprintf(f, ",\"%slogit_diff\":", pre);
-    jnum(f, p->logit_diff);
-    fprintf(f, ",\"%spairs\":%.0f", pre, p->pairs);
-}
-
 /* "relations":{name: {...}} for every relation with keys on this text
  * (docs/explorer.md, "Relations on this text"), followed by a comma. */
 static void write_relations(FILE *f, const Explore *e)
@@ -233,17 +215,17 @@ static void write_relations(FILE *f, const Explore *e)
             fputs("null", f);
         }
         fputs(",\"attention\":", f);
-        jnum(f, r->attention);
+        report_jnum(f, r->attention);
         fputs(",\"uniform\":", f);
-        jnum(f, r->uniform);
+        report_jnum(f, r->uniform);
         fputs(",\"bar\":", f);
-        jnum(f, heads_rel_table[q].bar);
+        report_jnum(f, heads_rel_table[q].bar);
         fputs(",\"loss\":", f);
-        jnum(f, r->loss);
+        report_jnum(f, r->loss);
         if (e->causal && e->causal->pair[q].pairs > 0)
-            write_pair_score(f, "", &e->causal->pair[q]);
+            report_pair_score_json(f, "", &e->causal->pair[q]);
         if (e->causal && q == HEADS_REL_COREF && e->causal->pair[PAIRS_COREF_CLASS].pairs > 0)
-            write_pair_score(f, "class_", &e->causal->pair[PAIRS_COREF_CLASS]);
+            report_pair_score_json(f, "class_", &e->causal->pair[PAIRS_COREF_CLASS]);
         fputs(",\"serves\":[", f);
         const char *s3 = "";
         for (int k = 0; k < n; k++)
@@ -273,7 +255,7 @@ static void write_clearest_and_sentences(FILE *f, const Explore *e)
         head_id(id, k, e->cfg.H);
         fprintf(f, "{\"head\":\"%s\",\"layer\":%d,\"relation\":\"%s\",\"attention\":", id,
                 k / e->cfg.H, heads_rel_table[rel].name);
-        jnum(f, e->st[k].rel[rel]);
+        report_jnum(f, e->st[k].rel[rel]);
         fputc('}', f);
     }
     fputs(",\n\"sentences\":[", f);
@@ -321,9 +303,9 @@ static void write_data(FILE *f, const Explore *e)
             "\"scored_rows\":%d,\"quant\":255,\"loss\":", L, H, e->cfg.C, e->cfg.T, T,
             e->text_bytes, e->text_tokens, e->from_end ? "last" : "first", e->tok->V,
             e->tok->nmerges, e->scored_rows);
-    jnum(f, e->loss);
+    report_jnum(f, e->loss);
     fputs(",\"delim_share\":", f);
-    jnum(f, e->delim_share);
+    report_jnum(f, e->delim_share);
     fputs(",", f);
     write_tokens(f, e);
     fputs("\"att\":\"", f);

@@ -18,10 +18,7 @@
  * scripts and tests compare across runs to 1e-6; null when not finite. */
 static void jnum10(FILE *f, double v)
 {
-    if (isfinite(v))
-        fprintf(f, "%.10g", v);
-    else
-        fputs("null", f);
+    json_fput_number(f, v, 10);
 }
 
 /* s as one CSV field (RFC 4180): quoted, with '"' doubled, when it holds a
@@ -137,8 +134,7 @@ static int write_heads_json(const char *dir, const HeadsReport *r, char *err, si
     return report_out_close(&o, err, errlen);
 }
 
-/* "accuracy","logit_diff","pairs" of one pair score, with the key prefix pre. */
-static void write_pair_score(FILE *f, const char *pre, const PairScore *p)
+void report_pair_score_json(FILE *f, const char *pre, const PairScore *p)
 {
     fprintf(f, ",\"%saccuracy\":", pre);
     jnum10(f, p->accuracy);
@@ -181,9 +177,9 @@ static void write_causal_json(FILE *f, const HeadsReport *r, int q)
     char name[32];
     int H = r->cfg.H, paired = r->causal->pair[q].pairs > 0;
     if (paired)
-        write_pair_score(f, "", &r->causal->pair[q]);
+        report_pair_score_json(f, "", &r->causal->pair[q]);
     if (q == HEADS_REL_COREF && r->causal->pair[PAIRS_COREF_CLASS].pairs > 0)
-        write_pair_score(f, "class_", &r->causal->pair[PAIRS_COREF_CLASS]);
+        report_pair_score_json(f, "class_", &r->causal->pair[PAIRS_COREF_CLASS]);
     fprintf(f, ",\"ablation_measure\":\"%s\"", paired ? "logit_diff" : "loss");
     write_ablation(f, r, q, "ablation", paired ? ABLATE_LOGIT_DIFF : ABLATE_LOSS);
     if (paired)

@@ -92,6 +92,11 @@ void report_rels_json(FILE *f, const HeadStats *s, HeadRelTest test);
 /* The relations head s serves (attends and is needed): report_rels with heads_serves. */
 const char *report_serves(char *buf, size_t len, const HeadStats *s, const char *sep);
 void report_serves_json(FILE *f, const HeadStats *s);
+
+/* ,"accuracy":..,"logit_diff":..,"pairs":n of one minimal-pair score, each key
+ * with the prefix pre ("class_" for coreference's second contrast), the
+ * numbers with ten significant digits: summary.json's and the explorer's. */
+void report_pair_score_json(FILE *f, const char *pre, const PairScore *p);
 /* Why rows are left out, in the words the table and the page both print after
  * the count: planted relations (HeadsReport.planted_dropped) and minimal-pair
  * contrasts (pairs_skipped). */

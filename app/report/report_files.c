@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 #include "app/common/fileguard.h"
 #include "util/errbuf.h"
+#include "util/json.h"
 
 /* The per-head metrics, in order; the relations' columns follow them
  * (report_field_at). */
@@ -102,10 +102,7 @@ int report_out_close(ReportOut *o, char *err, size_t errlen)
 
 void report_jnum(FILE *f, double v)
 {
-    if (isfinite(v))
-        fprintf(f, "%.6g", v);
-    else
-        fputs("null", f);
+    json_fput_number(f, v, 6);
 }
 
 const char *report_token_label(char *buf, size_t len, const Tokenizer *tok, int id)

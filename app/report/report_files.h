@@ -41,7 +41,8 @@ typedef struct {
 ReportField report_field_at(size_t i);
 double report_field(const HeadStats *s, const ReportField *f);
 
-/* A JSON number (%.6g), or null for a non-finite value. */
+/* A JSON number of the reports and the explorer (six significant digits), or
+ * null for a non-finite value. */
 void report_jnum(FILE *f, double v);
 
 /* Room for a token's label in the report: longer ones are cut (whole symbols). */

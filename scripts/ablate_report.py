@@ -11,7 +11,6 @@ the sweep is ablate.py's job; the chart primitives are svgchart.py's and the
 learning curves plot_log.py's. Standard library only.
 """
 import csv
-import io
 import json
 import math
 import os
@@ -27,7 +26,7 @@ import cli
 import induction_phase
 import plot_log
 import runlog
-from ablate_stats import mean_sd, num, pm, spread
+from ablate_stats import csv_text, mean_sd, num, pm, spread
 from svgchart import PALETTE, Axes, Svg, fmt, legend, padded
 
 ARMS = {"width": "fixed width (C fixed, D = C/H)",
@@ -202,13 +201,7 @@ def write_csv(path, rows):
     extra = sorted({k for r in rows for k in r if k.startswith("n_")} - set(COLUMNS))
     cols = COLUMNS[:-5] + extra + COLUMNS[-5:] + [k for k in INDUCTION_COLUMNS + (
         ablate_relations.RUN_COLUMNS) if any(k in r for r in rows)]
-    f = io.StringIO(newline="")
-    w = csv.writer(f)
-    w.writerow(cols)
-    for r in rows:
-        w.writerow(["%.6g" % v if isinstance(v, float) else "" if v is None else v
-                    for v in (r.get(c) for c in cols)])
-    cli.write_file(path, f.getvalue())
+    cli.write_file(path, csv_text(cols, rows))
 
 
 def loss_unit(fp):

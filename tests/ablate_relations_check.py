@@ -449,6 +449,21 @@ class MatrixFits(unittest.TestCase):
             self.assertTrue(all(t.get("transform") is None for t in labels), k)
 
 
+class AblationCsv(unittest.TestCase):
+    """ablation.csv: a value that is absent or not a finite number is an empty cell."""
+
+    def test_absent_and_non_finite_values_are_empty_cells(self):
+        rows = [{"arm": "width", "run": "H01-D128-s1", "H": 1, "seed": 1, "val_loss": 2.5,
+                 "ppl": float("nan"), "params": None, "tok_s": float("inf"),
+                 "n_mixed": 3}]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "ablation.csv")
+            ablate_report.write_csv(path, rows)
+            got = ablate_report.read_csv(path)[0]
+        self.assertEqual((got["val_loss"], got["ppl"], got["params"], got["tok_s"],
+                          got["n_mixed"]), ("2.5", "", "", "", "3"))
+
+
 class DefaultOut(unittest.TestCase):
     """The default --out follows the settings that change a run."""
 

@@ -6,7 +6,8 @@
  * one usage-error line. --pos-decay off (params_decay_positions): AdamW leaves
  * it undecayed, so one step differs from a decayed one by exactly the decay
  * term on it and nowhere else; a checkpoint stores the choice, a resumed run
- * keeps it (3 + 3 steps are 6) and refuses the other. */
+ * keeps it (3 + 3 steps are 6) and refuses the other, and ./train passes it
+ * to the optimiser the right way round. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -187,4 +188,50 @@ Test(pos_embedding, decay_is_stored_and_a_resumed_run_keeps_it)
     model_free(&m);
     tok_free(&tok);
     refuse_train(&e, "--pos-decay maybe", 2, "--pos-decay 'maybe': expected on or off");
+}
+
+/* train's --pos-decay reaches the optimiser the right way round: one step of
+ * ./train (lr constant, no warm-up) with the embedding decayed and one without
+ * differ only in the position table, by the decay term lr wd p there (the
+ * table's values, p0, are within lr of p after one step). */
+Test(pos_embedding, train_decays_the_positions_with_on_and_not_with_off)
+{
+    Env e;
+    env_init(&e, "pos-decay-train");
+    const double lr = 1e-3, wd = 0.5;
+    const char *choice[2] = {"on", "off"};
+    char ck[2][400];
+    Model m[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(ck[i], sizeof ck[i], "%s/%s.ckpt", e.dir, choice[i]);
+        char *out;
+        int rc = tu_run(&out, "%s/train " TINY " --steps 1 --data %s --lr %g --min-lr %g "
+                        "--warmup 0 --wd %g --pos-decay %s --out %s", tu_bin(), e.data, lr, lr,
+                        wd, choice[i], ck[i]);
+        cr_assert_eq(rc, 0, "%s", out);
+        free(out);
+        Tokenizer tok;
+        char err[2000];
+        cr_assert_eq(ckpt_load(ck[i], &m[i], &tok, NULL, NULL, NULL, err, sizeof err), 0, "%s",
+                     err);
+        tok_free(&tok);
+    }
+    const ParamSpec *pe = params_spec(&m[0].table, P_WPE);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < m[0].table.total; i++) {
+        float on = m[0].params[i], off = m[1].params[i];
+        if (i >= pe->offset && i < pe->offset + pe->count) {
+            num += ((double)off - on) * off;
+            den += (double)off * off;
+        } else {
+            cr_assert_eq(on, off, "parameter %zu differs with --pos-decay", i);
+        }
+    }
+    /* off - on = lr wd p0 on every entry: the slope of off - on against off. */
+    double slope = num / den;
+    cr_assert(slope > 0.8 * lr * wd && slope < 1.2 * lr * wd,
+              "off - on = %.3g x off, want lr wd = %.3g (negative: the flag is inverted)",
+              slope, lr * wd);
+    model_free(&m[0]);
+    model_free(&m[1]);
 }

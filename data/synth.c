@@ -923,9 +923,9 @@ static void gen_scene(Line *l, Src *r)
     size_t nanimals = COUNT(SCENE_ANIMALS);
     if (l->ante >= 0 && r->rng) {
         /* After a scene, "the" names its animal again; any other determiner
-         * brings in another animal ("A cat sat. The cat slept.", "A cat sat.
-         * Two dogs ran."). Parsing takes the branch below, which reads both
-         * and any other scene as well. */
+         * brings in another animal ("A cat sat down. The tired cat slept on
+         * the mat.", "A cat sat down. Two dogs ran away."). Parsing takes the
+         * branch below, which reads both and any other scene as well. */
         if (pick_the(r, next_word_pos(l))) {
             ia = (size_t)l->ante;
             plural = l->ante_plural;
@@ -1115,7 +1115,7 @@ static void sentence_generate(Line *l, Src *r, LineKind kind)
 
 /* A line: one sentence, and sometimes a second one after a space, as a
  * paragraph runs on: after a scene, SYNTH_FOLLOW_PERCENT of the time a second
- * scene ("The cat sat down. The cat slept."); otherwise SYNTH_JOIN_PERCENT of
+ * scene ("The cat sat down. The cat slept in."); otherwise SYNTH_JOIN_PERCENT of
  * the time a sentence of any kind ("The cat sat down. A dog ran."); then '\n'.
  * Parsing, a line is one sentence (synth_parse splits the text into them),
  * and r->ante is the scene animal of the sentence before it. */

@@ -92,7 +92,8 @@ void synth_generate(char *buf, size_t nbytes, uint64_t seed);
  *                      included; only one that says the number, a, these, two...,
  *                      has a minimal pair), in every line kind but coreference and
  *                      pronoun lines; but where "the" names the scene animal of the
- *                      sentence before again ("A cat sat. The tired cat slept."),
+ *                      sentence before again ("A cat sat down. The tired cat
+ *                      slept on the mat."),
  *                      "the" decides the noun itself: query is the space before
  *                      the noun, and the minimal pair is another animal.
  *   SYNTH_REL_COREF:   query is the space before the noun a coreference line

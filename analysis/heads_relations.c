@@ -35,10 +35,10 @@ const HeadsRelRow heads_rel_table[HEADS_REL_COUNT] = {
         "piece that followed it at the name's first use, which comes next again."},
     [HEADS_REL_DET] = {"determiner", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_DET, 0, NULL,
         "Query: the token before the part of a noun that its determiner decides: the "
-        "number (dog|s), or, where \"the\" names the animal of the scene before again (A "
-        "cat sat. The tired| cat slept.), the noun itself. Key: the determiner (The, a, "
-        "these, two...); only one that says the number, or such a \"the\", has a minimal "
-        "pair."},
+        "number (dog|s), or, where \"the\" names the animal of the scene before again (The "
+        "cat sat on the mat. The tired| cat slept ...), the noun itself. Key: the determiner "
+        "(The, a, these, two...); only one that says the number, or such a \"the\", has a "
+        "minimal pair."},
     [HEADS_REL_COREF] = {"coreference", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_COREF, 0,
         "the line's other noun", "Query: the token before the noun named again after \"so "
         "the\" (the re-mention form). Key: that noun where it was first named, the one the "

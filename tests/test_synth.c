@@ -1358,16 +1358,22 @@ Test(synth, the_names_the_animal_of_the_scene_before_again)
     }
     cr_assert_eq(definite, 2u);
 
-    const char *b[] = {"The cat sat down. The dog ran.", "The cat sat down.\nThe cat ran.",
-                       "The cat sat down. The cats ran.", "A bird sang along. Apple released a new "
-                       "phone because it is tasty. The bird ran."};
+    /* Each last sentence is a scene (its particle gives it a verb-modifier
+     * relation), but names no animal of the scene just before it again. */
+    const char *b[] = {"The cat sat down. The dog ran away.", "The cat sat down.\nThe cat ran away.",
+                       "The cat sat down. The cats ran away.", "A bird sang along. Apple "
+                       "released a new phone because it is tasty. The bird ran away."};
     for (size_t j = 0; j < NELEM(b); j++) {
         k = synth_parse(b[j], strlen(b[j]), s, 4, &ns, r, 16);
         for (size_t i = 0; i < ns; i++)
             cr_assert(s[i].understood, "%s: sentence %zu", b[j], i);
-        for (size_t i = 0; i < k; i++)
+        int modifier = 0;
+        for (size_t i = 0; i < k; i++) {
             cr_assert(r[i].kind != SYNTH_REL_DET || b[j][r[i].query] != ' ',
                       "%s: a definite relation", b[j]);
+            modifier += r[i].kind == SYNTH_REL_MODIFIER && r[i].query > s[ns - 1].start;
+        }
+        cr_assert_eq(modifier, 1, "%s: the last sentence is no scene", b[j]);
     }
 }
 

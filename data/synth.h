@@ -45,7 +45,7 @@ enum {
 /* Percent of lines that hold a second sentence after the first, on the same
  * line after a space, as in a paragraph: after a scene, SYNTH_FOLLOW_PERCENT of
  * the time a second scene, in which "the" names the first one's animal again
- * ("A cat sat down. The tired cat slept."); otherwise (every other first
+ * ("A cat sat down. The tired cat slept on the mat."); otherwise (every other first
  * sentence, and a scene without that second scene) SYNTH_JOIN_PERCENT of the
  * time a sentence of any kind. */
 #define SYNTH_FOLLOW_PERCENT 50

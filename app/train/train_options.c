@@ -30,13 +30,12 @@ static const char *const SECTIONS[SEC_COUNT] = {
  * not only its class; an 800-step warm-up, after which it copies a repeated
  * name's next piece as its first choice in 92 % of the rows in each of 5 seeds
  * (after a 100-step one, 85-92 % on the corpus of then: docs/heads.md, "What
- * was tried"); and a position
- * embedding that starts at 5 times the token embedding's scale (0.1) and is not
- * decayed, with which a word-level model's layer-0 heads become previous-token
- * heads in 4 of 5 seeds (docs/heads.md, "What was tried"; with either change
- * alone they do not). The induction task: the recipe of docs/corpus.md ("The
- * induction task"). README's settings table shows them; a test holds it to
- * them. */
+ * was tried"); and a position embedding that starts at 5 times the token
+ * embedding's scale (0.1) and is not decayed, with which a word-level model's
+ * layer-0 heads become previous-token heads in 4 of 5 seeds (docs/heads.md,
+ * "What was tried"; with either change alone they do not). The induction task:
+ * the recipe of docs/corpus.md ("The induction task"). README's settings table
+ * shows them; a test holds it to them. */
 const Recipe train_recipes[] = {
     {"text", SETTING_VOCAB, 1536},
     {"text", SETTING_STEPS, 4000},

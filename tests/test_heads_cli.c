@@ -431,3 +431,46 @@ Test(heads, the_ablation_matrix_is_what_masking_each_head_reports, .timeout = 12
     free(base);
     free(corpus);
 }
+
+/* --heads --json's compromise: every pair's overlap is its heads' sum of min(a, b)
+ * over their sum of max(a, b), as printed beside it, and a masked head has no
+ * attention there (the formula itself: test_compromise.c). */
+Test(heads, the_compromise_overlap_is_what_its_heads_attention_gives, .timeout = 120)
+{
+    const char *dir = tu_tmpdir("heads-compromise");
+    cr_assert_not_null(dir);
+    char ckpt[400], text[400], *out;
+    size_t N = SYNTH_DEFAULT_BYTES, at = 900000, n = 6000;
+    char *corpus = malloc(N);
+    cr_assert_not_null(corpus);
+    synth_generate(corpus, N, CORPUS_BUILTIN_SEED);
+    snprintf(ckpt, sizeof ckpt, "%s/tiny.ckpt", dir);
+    snprintf(text, sizeof text, "%s/piece.txt", dir);
+    save_tiny_for(ckpt, (const unsigned char *)corpus + at, n);
+    cr_assert_eq(tu_write_file(text, corpus + at, n), 0);
+    cr_assert_eq(tu_run(&out, "%s/infer --ckpt %s --heads %s --json -j 1", tu_bin(), ckpt, text),
+                 0, "%s", out);
+    const char *p = strstr(out, "\"compromise\":{\"min_rows\":20,\"overlap\":");
+    cr_assert_not_null(p, "no compromise in %.300s", out);
+    int pairs = 0;
+    for (p = strstr(p, "{\"relations\":"); p; p = strstr(p + 1, "{\"relations\":")) {
+        const char *o = strstr(p, "\"overlap\":"), *h = strstr(p, "\"attention\":{");
+        cr_assert(o && h);
+        double overlap = strtod(o + 10, NULL), a[2][2];
+        cr_assert_eq(sscanf(h, "\"attention\":{\"L0H0\":[%lf,%lf],\"L0H1\":[%lf,%lf]}", &a[0][0],
+                            &a[0][1], &a[1][0], &a[1][1]), 4, "%.200s", h);
+        double lo = fmin(a[0][0], a[0][1]) + fmin(a[1][0], a[1][1]);
+        double hi = fmax(a[0][0], a[0][1]) + fmax(a[1][0], a[1][1]);
+        cr_assert_float_eq(overlap, lo / hi, 1e-5, "%.200s", p);
+        pairs++;
+    }
+    cr_assert_gt(pairs, 0);
+    free(out);
+    cr_assert_eq(tu_run(&out, "%s/infer --ckpt %s --heads %s --json -j 1 --mask 0.1", tu_bin(),
+                        ckpt, text), 0, "%s", out);
+    p = strstr(out, "\"compromise\":");
+    cr_assert_not_null(p);
+    cr_assert_not_null(strstr(p, "\"L0H1\":[null,null]"), "%.300s", p);
+    free(out);
+    free(corpus);
+}

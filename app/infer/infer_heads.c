@@ -11,6 +11,7 @@
 #include "app/common/cli.h"
 #include "data/corpus.h"
 #include "app/infer/infer.h"
+#include "analysis/compromise.h"
 #include "analysis/heads.h"
 #include "app/common/fileguard.h"
 #include "analysis/planted.h"
@@ -56,6 +57,7 @@ typedef struct {
     HeadStats *st;              /* [n]: the row, probe, relation and importance fields */
     double *jsd;                /* [n][n] mean JSD per scored row */
     RelationSums rsums[HEADS_REL_COUNT];
+    CompromiseSums csums;       /* the relation pass's rows that carry two relations' keys */
     double base_loss;
     float *att_text, *att_probe; /* heatmaps: [n][T][T], [n][2P][2P] */
     CausalScore base;           /* minimal pairs and relation losses, heads as given */
@@ -71,6 +73,7 @@ typedef struct {
     HeadsSummary sum;
     int needed_head[HEADS_REL_COUNT]; /* the head whose silencing costs most; -1: none */
     NeededSet needed[HEADS_REL_COUNT];
+    Compromise compromise;      /* how the heads divide their weight among shared rows' keys */
     int *prune_order;           /* --prune-curve; NULL without */
     double *prune_loss;
     int nprune;
@@ -119,6 +122,14 @@ static const HeadsColumn PAIR_COLUMNS[] = {
     {"logit diff", "mean margin of the right token's logit over the wrong one's"},
     {"pairs", "minimal pairs scored"},
     {"needed set", "heads silenced together, largest cost first, until half the margin goes"},
+};
+static const HeadsColumn COMPROMISE_COLUMNS[] = {
+    {"rows", "query rows where both relations have a key, and the keys differ"},
+    {"overlap", "sum over heads of min(a, b) / sum of max(a, b), a and b a head's mean "
+                "attention on either key: 1 one head (or the same heads) holds both keys, "
+                "0 each key has heads of its own"},
+    {"best heads", "the head with the most attention on the first key, on the second; "
+                   "(one head): the same head"},
 };
 static const HeadsColumn PRUNE_COLUMNS[] = {
     {"removed", "heads silenced so far, the smallest dloss first"},
@@ -173,8 +184,9 @@ static const char *const PROBE_RULES_BPE[] = {
 /* One pass over nwin consecutive windows of T tokens from the start of the file
  * with the heads in head_on active: every relation's keys, the heads'
  * attention on them into sums (may be NULL: a scratch is used), the rows and
- * loss into rsums, and the minimal pairs' scores into ps. */
-static void relation_pass(HeadSums *sums, RelationSums *rsums, PairSums *ps,
+ * loss into rsums, the minimal pairs' scores into ps and, when cs is not NULL,
+ * the rows that carry two relations' keys into cs. */
+static void relation_pass(HeadSums *sums, RelationSums *rsums, PairSums *ps, CompromiseSums *cs,
                           const HeadsInputs *in, Activations *a, const TokenId *ids, int nwin,
                           const unsigned char *head_on)
 {
@@ -203,6 +215,8 @@ static void relation_pass(HeadSums *sums, RelationSums *rsums, PairSums *ps,
         for (int q = 0; q < HEADS_REL_COUNT; q++)
             heads_keys_find(key[q], first[q], q, x, in->tok, B, T);
         planted_keys(key, first, &in->planted, (size_t)w0 * T, B, T, &next);
+        if (cs)
+            compromise_add(cs, a, key, B, T);
         for (int q = 0; q < HEADS_REL_COUNT; q++)
             if (heads_rel_table[q].key != HEADS_KEY_RARE)
                 heads_add_relation(sums, &rsums[q], q, a, key[q], first[q], a->losses, B, T);
@@ -227,7 +241,7 @@ static void measure_relations(HeadsMeasures *ms, const HeadsInputs *in, Activati
     HeadSums *sums = xcalloc((size_t)in->n, sizeof *sums);
     HeadStats *st = xcalloc((size_t)in->n, sizeof *st);
     PairSums ps[PAIRS_SETS] = {{0}};
-    relation_pass(sums, ms->rsums, ps, in, a, ids, in->rel_windows, head_on);
+    relation_pass(sums, ms->rsums, ps, &ms->csums, in, a, ids, in->rel_windows, head_on);
     heads_finish(st, sums, in->n);
     for (int k = 0; k < in->n; k++)
         memcpy(ms->st[k].rel, st[k].rel, sizeof st[k].rel);
@@ -242,7 +256,7 @@ static void causal_score(CausalScore *cs, const HeadsInputs *in, Activations *a,
 {
     RelationSums rs[HEADS_REL_COUNT] = {{0}};
     PairSums ps[PAIRS_SETS] = {{0}};
-    relation_pass(NULL, rs, ps, in, a, ids, in->causal_windows, head_on);
+    relation_pass(NULL, rs, ps, NULL, in, a, ids, in->causal_windows, head_on);
     for (int s = 0; s < PAIRS_SETS; s++)
         pairs_finish(&cs->pair[s], &ps[s]);
     for (int q = 0; q < HEADS_REL_COUNT; q++)
@@ -505,6 +519,8 @@ static void derive_outputs(HeadsOutputs *out, HeadsMeasures *ms, const HeadsInpu
     for (int q = 0; q < HEADS_REL_COUNT; q++)
         heads_relation_finish(&out->rel[q], ms->st, &ms->rsums[q], q, n);
     heads_summarise(&out->sum, ms->st, ms->jsd, in->L, in->H, ms->base_loss);
+    if (compromise_finish(&out->compromise, &ms->csums, ms->st))
+        cli_fail("out of memory for the compromise measure");
     free(idx);
 }
 
@@ -747,6 +763,35 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasures *ms,
            HEADS_PROBES, in->P, in->probe_rule, out->rel[HEADS_REL_COPY].loss_ratio);
 }
 
+/* The compromise measure (analysis/compromise.h): one line per pair of relations
+ * sharing rows, then each head's split and weight on those keys. */
+static void print_compromise(const HeadsInputs *in, const HeadsOutputs *out)
+{
+    const Compromise *c = &out->compromise;
+    if (c->npair == 0)
+        return;
+    char hq[32], hr[32], pair[64];
+    printf("\ncompromise (docs/heads.md): rows that carry the keys of two relations, %d or more "
+           "rows a pair; columns:\n", COMPROMISE_MIN_ROWS);
+    print_legend(stdout, "  ", COMPROMISE_COLUMNS, NCOLS(COMPROMISE_COLUMNS));
+    printf("  %-32s %6s  %7s  %-24s\n", "pair", "rows", "overlap", "best heads (attention)");
+    for (int i = 0; i < c->npair; i++) {
+        const CompromisePair *p = &c->pair[i];
+        snprintf(pair, sizeof pair, "%s + %s", heads_rel_table[p->q].name,
+                 heads_rel_table[p->r].name);
+        printf("  %-32s %6.0f  %7.3f  %s %.2f, %s %.2f%s\n", pair, p->rows, p->overlap,
+               rel_head(hq, p->best_q, in->H), p->best_q >= 0 ? p->att[2 * p->best_q] : 0.0,
+               rel_head(hr, p->best_r, in->H), p->best_r >= 0 ? p->att[2 * p->best_r + 1] : 0.0,
+               p->best_q >= 0 && p->best_q == p->best_r ? " (one head)" : "");
+    }
+    printf("  mean overlap %.3f over %d pairs; per head, split (1: divides its weight evenly "
+           "between a pair's keys, 0: takes one) and keys (its mean weight on them):\n ",
+           c->overlap, c->npair);
+    for (int k = 0; k < in->n; k++)
+        printf(" L%dH%d %.2f/%.2f", k / in->H, k % in->H, c->split[k], c->keys[k]);
+    printf("\n");
+}
+
 static HeadsReport fill_report(const InferOptions *o, const HeadsInputs *in,
                                const HeadsMeasures *ms, const HeadsOutputs *out)
 {
@@ -767,6 +812,7 @@ static HeadsReport fill_report(const InferOptions *o, const HeadsInputs *in,
         .needed = out->needed, .causal_windows = in->causal_windows,
         .mean_ablate = in->head_mean != NULL,
         .pairs_skipped = in->planted.pairs_skipped,
+        .compromise = &out->compromise,
         .log_alpha = in->m->w.log_alpha,
     };
 }
@@ -791,6 +837,8 @@ static void analysis_free(HeadsInputs *in, HeadsMeasures *ms, HeadsOutputs *out)
     free(in->head_mean);
     free(ms->st); free(ms->jsd); free(ms->ablated); free(ms->att_text); free(ms->att_probe);
     free(out->layer_eff); free(out->prune_order); free(out->prune_loss);
+    compromise_sums_free(&ms->csums);
+    compromise_free(&out->compromise);
 }
 
 /* Reads and encodes FILE, sizes the analysis and allocates its buffers. */
@@ -845,6 +893,8 @@ static TokenId *prepare(HeadsInputs *in, HeadsMeasures *ms, HeadsOutputs *out,
     out->layer_eff = xcalloc((size_t)in->L, sizeof(double));
     ms->att_text = xcalloc((size_t)in->n * in->T * in->T, sizeof(float));
     ms->att_probe = xcalloc((size_t)in->n * 4 * P * P, sizeof(float));
+    if (compromise_sums_init(&ms->csums, in->n))
+        cli_fail("out of memory for the compromise measure");
     return ids;
 }
 
@@ -901,6 +951,7 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
     if (!o->json) {
         print_table(&in, &ms, &out);
         print_relations(&in, &ms, &out);
+        print_compromise(&in, &out);
     }
     if (o->prune_curve)
         prune_curve(&out, &ms, &in, &a, !o->json);

@@ -278,6 +278,50 @@ static void write_prune_json(FILE *f, const HeadsReport *r)
     fputc(']', f);
 }
 
+/* The compromise measure (analysis/compromise.h) as
+ * "compromise":{"min_rows","overlap","pairs":[{"relations","rows","overlap","best",
+ * "one_head","attention":{head:[a,b]}}],"heads":{head:{"split","keys"}}}. */
+static void write_compromise_json(FILE *f, const HeadsReport *r)
+{
+    const Compromise *c = r->compromise;
+    char name[32], other[32];
+    int n = r->cfg.L * r->cfg.H;
+    fprintf(f, ",\"compromise\":{\"min_rows\":%d,\"overlap\":", COMPROMISE_MIN_ROWS);
+    report_jnum(f, c->overlap);
+    fputs(",\"pairs\":[", f);
+    for (int i = 0; i < c->npair; i++) {
+        const CompromisePair *p = &c->pair[i];
+        fprintf(f, "%s{\"relations\":[\"%s\",\"%s\"],\"rows\":%.0f,\"overlap\":", i ? "," : "",
+                heads_rel_table[p->q].name, heads_rel_table[p->r].name, p->rows);
+        report_jnum(f, p->overlap);
+        if (p->best_q >= 0)
+            fprintf(f, ",\"best\":[\"%s\",\"%s\"],\"one_head\":%s",
+                    report_head_label(name, p->best_q, r->cfg.H),
+                    report_head_label(other, p->best_r, r->cfg.H),
+                    p->best_q == p->best_r ? "true" : "false");
+        else
+            fputs(",\"best\":null,\"one_head\":null", f);
+        fputs(",\"attention\":{", f);
+        for (int k = 0; k < n; k++) {
+            fprintf(f, "%s\"%s\":[", k ? "," : "", report_head_label(name, k, r->cfg.H));
+            report_jnum(f, p->att[2 * k]);
+            fputc(',', f);
+            report_jnum(f, p->att[2 * k + 1]);
+            fputc(']', f);
+        }
+        fputs("}}", f);
+    }
+    fputs("],\"heads\":{", f);
+    for (int k = 0; k < n; k++) {
+        fprintf(f, "%s\"%s\":{\"split\":", k ? "," : "", report_head_label(name, k, r->cfg.H));
+        report_jnum(f, c->split[k]);
+        fputs(",\"keys\":", f);
+        report_jnum(f, c->keys[k]);
+        fputc('}', f);
+    }
+    fputs("}}", f);
+}
+
 void report_summary_json(FILE *f, const HeadsReport *r)
 {
     const HeadsSummary *s = &r->sum;
@@ -310,6 +354,8 @@ void report_summary_json(FILE *f, const HeadsReport *r)
     report_jnum(f, r->delim_share);
     if (r->rel)
         write_relations_json(f, r);
+    if (r->compromise)
+        write_compromise_json(f, r);
     if (r->prune_order)
         write_prune_json(f, r);
     fprintf(f, "}\n");

@@ -18,6 +18,7 @@
 
 #include "data/tokenizer.h"
 #include "model/config.h"
+#include "analysis/compromise.h"
 #include "analysis/heads.h"
 #include "analysis/pairs.h"
 
@@ -63,6 +64,8 @@ typedef struct {
     int causal_windows;
     int mean_ablate;                    /* silenced heads output their mean, not zero */
     size_t pairs_skipped;
+    const Compromise *compromise; /* how heads divide their weight among the keys of
+                                     rows that carry two relations; NULL: not measured */
     const float *log_alpha;     /* [L*H]: the head gates' log_alpha (model/gates.h), whose
                                    evaluation gate each head's record carries; NULL in a
                                    model without gates */

@@ -720,6 +720,48 @@ static void html_costs(FILE *f, const HeadsReport *r)
           "above the bar and is needed). ablation.csv holds every cell.</p>\n", f);
 }
 
+/* The compromise measure (analysis/compromise.h): one row per pair of relations
+ * that share rows, then each head's split and weight on those keys. */
+static void html_compromise(FILE *f, const HeadsReport *r)
+{
+    const Compromise *c = r->compromise;
+    if (!c || c->npair == 0)
+        return;
+    char a[32], b[32];
+    int H = r->cfg.H, n = r->cfg.L * H;
+    fputs("<h2>Compromise: one head for several keys, or a head for each</h2>\n<p class=\"note\">"
+          "Rows that carry the keys of two relations. A head's weight on the two keys is a "
+          "and b; overlap is the sum over heads of min(a, b) over the sum of max(a, b): 1 when "
+          "the same head holds both keys (it must spread its weight over them), 0 when each "
+          "key has heads of its own.</p>\n<table><tr><th>pair</th><th>rows</th><th>overlap</th>"
+          "<th>best head, first key</th><th>best head, second key</th></tr>\n", f);
+    for (int i = 0; i < c->npair; i++) {
+        const CompromisePair *p = &c->pair[i];
+        fprintf(f, "<tr><td>%s + %s</td><td>%.0f</td><td>%.3f</td>", heads_rel_table[p->q].name,
+                heads_rel_table[p->r].name, p->rows, p->overlap);
+        if (p->best_q >= 0)
+            fprintf(f, "<td>%s (%.2f)</td><td>%s (%.2f)%s</td></tr>\n",
+                    report_head_label(a, p->best_q, H), p->att[2 * p->best_q],
+                    report_head_label(b, p->best_r, H), p->att[2 * p->best_r + 1],
+                    p->best_q == p->best_r ? " one head" : "");
+        else
+            fputs("<td>-</td><td>-</td></tr>\n", f);
+    }
+    fprintf(f, "</table>\n<p class=\"note\">Mean overlap %.3f over %d pairs (pairs with at "
+            "least %d rows).</p>\n<table><tr><th>head</th><th>split</th><th>keys</th></tr>\n",
+            c->overlap, c->npair, COMPROMISE_MIN_ROWS);
+    for (int k = 0; k < n; k++) {
+        if (isnan(c->split[k]) && isnan(c->keys[k]))
+            continue;
+        fprintf(f, "<tr><td>%s</td><td>%.2f</td><td>%.2f</td></tr>\n",
+                report_head_label(a, k, H), c->split[k], c->keys[k]);
+    }
+    fputs("</table>\n<p class=\"note\">split: over the pairs, the sum of min(a, b) over the "
+          "sum of max(a, b), weighted by rows (1: the head divides its weight evenly between "
+          "a pair's keys, 0: it takes one). keys: its mean weight a + b on them. summary.json's "
+          "\"compromise\" holds every head's a and b for every pair.</p>\n", f);
+}
+
 int report_write_index(const char *dir, const HeadsReport *r, char *err, size_t errlen)
 {
     ReportOut o;
@@ -732,6 +774,7 @@ int report_write_index(const char *dir, const HeadsReport *r, char *err, size_t 
     html_prune(o.f, r);
     html_relations(o.f, r);
     html_costs(o.f, r);
+    html_compromise(o.f, r);
     html_table(o.f, r);
     html_grid(o.f, r, 1);
     fprintf(o.f, "</body></html>\n");

@@ -61,6 +61,10 @@ QUICK_INDUCTION = ["--layers", "2", "--embd", "32", "--block", "32", "--batch", 
 # (its planted relations give every head a ground truth) unless --data or --corpus, as
 # every sweep.
 LESSON = {"heads": "1 4 16", "seeds": 3, "arm": "width", "steps": 1000}
+# The default sweep (make ablation) crosses these depths with H: at one layer a head
+# cannot be stood in for by the heads of other layers (docs/ablation.md). --quick,
+# --long and the induction task keep train's one depth.
+DEFAULT_LAYERS = "1 2 4"
 HEADS_EVERY = {"default": 50, "quick": 10}
 SEEDS = {"text": 3, "induction": 5}
 # The most models ./infer --explore puts on one compare page.
@@ -97,6 +101,9 @@ def parse_args(argv):
     add("--out", metavar="DIR", help="default: runs/ablation followed by the settings that "
         "differ from the default sweep's, e.g. runs/ablation-v1024-steps300")
     add("--heads", metavar="LIST", help='head counts (default "1 4 8 16"; quick "1 4")')
+    add("--layers", metavar="LIST", help='depths L crossed with every H, e.g. "1 2 4" '
+        '(default: train\'s, one depth); a run of another depth than train\'s is named '
+        'L<L>-H..-D..-s..')
     add("--seeds", type=int, metavar="N", help="seeds 1..N (default 3, induction 5; quick 2)")
     add("--arm", choices=["width", "headsize", "both"], help="default: both (lesson: width)")
     add("--head-size", type=int, metavar="D", help="D of the head-size arm (default: train's)")
@@ -131,18 +138,35 @@ def parse_args(argv):
         a.seeds = a.seeds or LESSON["seeds"]
         a.arm = a.arm or LESSON["arm"]
         a.steps = a.steps or LESSON["steps"]
+        a.layers = a.layers or LESSON["layers"]
     a.corpus = a.corpus or (None if a.data else "text")
     a.arm = a.arm or "both"
+    if not (a.quick or a.long or a.lesson or a.corpus == "induction"):
+        a.layers = a.layers or DEFAULT_LAYERS
     for k in ("seeds", "head_size", "steps", "jobs", "threads", "vocab"):
         if getattr(a, k) is not None and getattr(a, k) < 1:
             fail("--%s %d: must be at least 1" % (k.replace("_", "-"), getattr(a, k)))
     if a.heads is not None and not a.heads.replace(",", " ").split():
         fail("--heads '%s': expected whole numbers like \"1 4 8 16\"" % a.heads)
+    a.layer_list = parse_layers(a.layers)
     a.gates = parse_gates(a.head_gates)
     a.out = os.path.abspath(a.out or default_out(a))
     check_out(a.out, fresh=not (a.job or a.check or a.report_only))
     a.bin = os.path.abspath(a.bin)
     return a
+
+
+def parse_layers(text):
+    """--layers LIST as the sorted distinct depths (each checked against train's range
+    in make_plan, before any training); None without the flag."""
+    if text is None:
+        return None
+    words = text.replace(",", " ").split()
+    bad = [w for w in words if not w.isdigit() or int(w) < 1]
+    if not words or bad:
+        fail("--layers '%s': %s; expected whole numbers of at least 1 like \"1 2 4\"" % (
+            text, "'%s' is not one" % bad[0] if bad else "empty"))
+    return sorted({int(w) for w in words})
 
 
 def parse_gates(text):
@@ -206,7 +230,9 @@ def default_out(a):
 def print_settings(train, flags):
     r = subprocess.run([train, "--print-settings"] + flags, capture_output=True, text=True)
     if r.returncode:
-        fail("%s --print-settings %s: %s" % (train, " ".join(flags), r.stderr.strip()))
+        # train's own first line says what is wrong (the second points to --help)
+        fail("%s --print-settings %s: %s" % (train, " ".join(flags),
+                                              (r.stderr.strip().splitlines() or ["failed"])[0]))
     return json.loads(r.stdout)
 
 
@@ -251,6 +277,11 @@ def make_plan(a):
     if not heads or heads[0] < 1 or ("width" in arms and any(s["embd"] % H for H in heads)):
         fail("--heads '%s': each H at least 1 and, for the width arm, dividing C=%d"
              % (a.heads, s["embd"]))
+    # Every depth is train's to check (its range, its message), before anything runs.
+    layers = a.layer_list or [s["layers"]]
+    for L in layers:
+        if L != s["layers"]:
+            print_settings(train, flags + data + ["--layers", str(L)])
     blob = cli.read_input(source, "training file") if source else None
     if blob is not None and a.quick:
         blob = blob[:QUICK["slice"]]
@@ -263,6 +294,7 @@ def make_plan(a):
     gates = a.gates or []
     nseeds = a.seeds or (QUICK["seeds"] if a.quick else SEEDS["induction" if induction else "text"])
     return {"version": 2, "fingerprint": fp, "mode": mode, "arms": arms, "heads": heads,
+            "layers": layers,
             "seeds": list(range(1, nseeds + 1)), "train_args": flags,
             "log_args": ["--heads-every", str(HEADS_EVERY.get(mode, 50))] if induction else [],
             "heads_args": (QUICK["heads_args"] if a.quick else []) + (
@@ -281,7 +313,9 @@ def prepare(a, sweep, blob):
         fail("%s holds a sweep with other settings (%s); give another --out or remove it" % (
             a.out, ", ".join("%s: %s here, %s there" % (k, new.get(k), was.get(k))
                              for k in sorted(set(new) | set(was)) if new.get(k) != was.get(k))))
-    for k in ("heads", "seeds", "arms", "gates"):  # a rerun may add to a sweep
+    if old and "layers" not in old:  # a sweep from before --layers: train's depth only
+        old["layers"] = [old["fingerprint"]["layers"]]
+    for k in ("heads", "seeds", "arms", "gates", "layers"):  # a rerun may add to a sweep
         sweep[k] = sorted(set(sweep[k]) | set(old.get(k, []) if old else []))
     if sweep["gates"] and "--prune-curve" not in sweep["heads_args"]:
         sweep["heads_args"].append("--prune-curve")  # the gate report reads it
@@ -334,8 +368,10 @@ def job_train(a, sweep, run, part):
         if os.path.exists(f):
             os.remove(f)
     gate = ["--head-gates", repr(run["gate"])] if run.get("gate") else []
-    return call([train] + sweep["train_args"] + ["--heads", str(run["H"]), "--head-size",
-                str(run["D"]), "--seed", str(run["seed"])] + gate + common, err)
+    # train's own depth gets no flag, so its runs keep the bits they had before --layers.
+    depth = ["--layers", str(run["L"])] if run["L"] != sweep["fingerprint"]["layers"] else []
+    return call([train] + sweep["train_args"] + depth + ["--heads", str(run["H"]),
+                "--head-size", str(run["D"]), "--seed", str(run["seed"])] + gate + common, err)
 
 
 def job_heads(a, sweep, part):
@@ -462,16 +498,16 @@ def sweep_loop(a, sweep, todo):
 
 
 def compare_ckpts(a, sweep):
-    """compare_gates.html's checkpoints: per (H, D), ordered so, the first seed's plain
+    """compare_gates.html's checkpoints: per (L, H, D), ordered so, the first seed's plain
     model and then its gated ones, finished runs only, at most MAX_COMPARE."""
     done = [r for r in rep.all_runs(sweep) if is_done(a, r) and os.path.isfile(
         os.path.join(a.out, "runs", r["name"], "model.ckpt"))]
     first = {}
     for r in done:
-        k = (r["H"], r["D"])
+        k = (r["L"], r["H"], r["D"])
         first[k] = min(first.get(k, r["seed"]), r["seed"])
-    pick = sorted((r for r in done if r["seed"] == first[r["H"], r["D"]]),
-                  key=lambda r: (r["H"], r["D"], r["gate"]))
+    pick = sorted((r for r in done if r["seed"] == first[r["L"], r["H"], r["D"]]),
+                  key=lambda r: (r["L"], r["H"], r["D"], r["gate"]))
     return [os.path.join(a.out, "runs", r["name"], "model.ckpt") for r in pick][:MAX_COMPARE]
 
 

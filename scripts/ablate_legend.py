@@ -12,6 +12,7 @@ import re
 
 # {unit}: the sweep's loss unit (nats per byte, or per token with --vocab).
 COLUMNS = {
+    "L": "layers (the depth)",
     "H": "heads per layer",
     "D": "head size",
     "H·D": "attention width, H times D",
@@ -28,6 +29,9 @@ COLUMNS = {
     "eff. heads": "effective number of distinct heads (docs/heads.md)",
     "removable <1%": "heads whose removal alone raises the loss by under 1%, of L·H",
     "max imp.": "the largest loss rise from silencing one head alone, in {unit}",
+    "overlap": "the compromise measure's mean over relation pairs (docs/heads.md): 1 one "
+               "head holds both keys of a row two relations share, 0 each key has heads of "
+               "its own",
     "formed": "seeds in which an induction head formed, of the seeds judged",
     "phase-change step, median (range)": "the step the induction head formed, over the "
     "seeds that formed one",

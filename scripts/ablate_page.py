@@ -26,6 +26,10 @@ PAGE = "index.html"
 FIGURES = [("val_loss.svg", "Loss against H: bits per byte, mean ± 1 s.d. over seeds, "
             "each seed a faint dot; the left panel's axis starts at zero, the right "
             "panel zooms in and is marked as broken."),
+           ("compromise.svg", "Compromise against H, per arm and depth L: the mean over "
+            "relation pairs of the overlap (1: one head holds both keys of a row that two "
+            "relations share, 0: each key has heads of its own; docs/heads.md), mean ± 1 s.d. "
+            "over seeds."),
            ("relations_%s.svg", "Heads × relations, attention: each head's mean attention "
             "on the relation's key, first seed of each H; outlined above the relation's bar."),
            ("ablation_%s.svg", "Heads × relations, ablation: the share of the relation's "
@@ -148,7 +152,7 @@ def answer(sweep, rows, arms, titles, names, t_margin):
         if not by_h:
             continue
         said = [loss_sentence(by_h, t_margin), relations_sentence(by_h, names),
-                removable_sentence(by_h, sweep["fingerprint"]["layers"])]
+                removable_sentence(by_h, next(iter(by_h.values()))[0]["L"])]
         out.append((titles[arm], [s for s in said if s]))
     return out
 
@@ -174,22 +178,37 @@ dl.legend dt{font-weight:bold;float:left;clear:left;margin-right:.5em}
 dl.legend dd{margin:0 0 .2em 0}"""
 
 
+def html_table(head, body):
+    return "<table><tr>%s</tr>%s</table>" % (
+        "".join("<th>%s</th>" % html.escape(h) for h in head),
+        "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % html.escape(c) for c in b)
+                for b in body))
+
+
 def run_table(rows, unit):
-    """One arm's rows, per H: seeds, bits per byte, val loss in the sweep's unit,
-    removable heads; each cell mean ± s.d."""
+    """One arm's rows at one depth, per H: seeds, bits per byte, val loss in the sweep's
+    unit, removable heads, the compromise's mean overlap, then each relation's
+    minimal-pair accuracy; each cell mean ± s.d."""
     by_h = {}
     for r in rows:
         by_h.setdefault(r["H"], []).append(r)
-    head = ["H", "D", "seeds", "bits per byte", "val loss (%s)" % unit, "removable <1%"]
-    body = [[str(H), str(rs[0]["D"]), str(len(rs)), pm([r["bpb"] for r in rs], 3),
-             pm([r["val_loss"] for r in rs], 4),
-             pm([r.get("removable_heads_1pct") for r in rs], 1)]
+    head = ["L", "H", "D", "seeds", "bits per byte", "val loss (%s)" % unit, "removable <1%",
+            "overlap"]
+    body = [[str(rs[0]["L"]), str(H), str(rs[0]["D"]), str(len(rs)),
+             pm([r["bpb"] for r in rs], 3), pm([r["val_loss"] for r in rs], 4),
+             pm([r.get("removable_heads_1pct") for r in rs], 1),
+             pm([r.get("compromise_overlap") for r in rs], 2)]
             for H, rs in sorted(by_h.items())]
-    return "<table><tr>%s</tr>%s</table>" % ("".join("<th>%s</th>" % html.escape(h) for h in head),
-                                             "".join("<tr>%s</tr>" % "".join(
-                                                 "<td>%s</td>" % html.escape(c) for c in b)
-                                                 for b in body)) + ablate_legend.html(
-                                                     head, unit, html.escape)
+    out = html_table(head, body) + ablate_legend.html(head, unit, html.escape)
+    rels = list(dict.fromkeys(k for r in rows for k, v in r["relations"].items()
+                              if "accuracy" in v))
+    if rels:
+        acc = [[str(rs[0]["L"]), str(H)] + [pm([r["relations"].get(k, {}).get("accuracy")
+                                               for r in rs], 2) for k in rels]
+               for H, rs in sorted(by_h.items())]
+        out += ("<p>Minimal-pair accuracy per relation (chance 0.5; learned: 0.9 or more in "
+                "every seed):</p>" + html_table(["L", "H"] + rels, acc))
+    return out
 
 
 def page(outdir, description, answers, rows, gated, arms, titles, unit, gates_html):
@@ -219,7 +238,7 @@ def page(outdir, description, answers, rows, gated, arms, titles, unit, gates_ht
                 out.append("<p>%s <a href=\"plots/%s\">plots/%s</a></p><div class=\"fig\">"
                            "<img src=\"plots/%s\" alt=\"%s\"></div>" % (
                                e(caption), e(f), e(f), e(f), e(caption)))
-    out.append("<h2>Loss and removable heads per H</h2>")
+    out.append("<h2>Loss, removable heads, compromise and minimal pairs per L and H</h2>")
     for arm in arms:
         mine = [r for r in rows if r["arm"] == arm]
         if mine:
@@ -227,12 +246,13 @@ def page(outdir, description, answers, rows, gated, arms, titles, unit, gates_ht
     out.append(gates_html)
     out.append("<h2>Every run's heads report</h2><ul>")
     seen = set()
-    for r in sorted(rows + list(gated), key=lambda r: (r["H"], r["D"], r.get("gate", 0),
+    for r in sorted(rows + list(gated), key=lambda r: (r["L"], r["H"], r["D"], r.get("gate", 0),
                                                        r["seed"])):
         if r["run"] not in seen:
             seen.add(r["run"])
-            out.append("<li><a href=\"%s\">%s</a>: H = %d, D = %d, seed %d%s, %.3f bits per "
-                       "byte</li>" % (e(r["heads_report"]), e(r["run"]), r["H"], r["D"],
+            out.append("<li><a href=\"%s\">%s</a>: L = %d, H = %d, D = %d, seed %d%s, %.3f "
+                       "bits per byte</li>" % (e(r["heads_report"]), e(r["run"]), r["L"], r["H"],
+                                               r["D"],
                                       r["seed"], ", LAMBDA = %g" % r["gate"] if r.get("gate")
                                       else "", r["bpb"]))
     out.append("</ul><p>Tables and every sentence: <a href=\"ablation.md\">ablation.md</a>; "

@@ -38,9 +38,10 @@ TYPES = ["previous-token", "local", "induction", "first-position", "delimiter", 
          "mixed", "masked"]
 SUMMARY = ["mean_entropy", "mean_distance", "effective_heads", "removable_heads_1pct",
            "max_importance", "base_loss"]
-COLUMNS = ["arm", "run", "H", "D", "C", "attn_width", "params", "seed", "steps", "tokens",
+COLUMNS = ["arm", "run", "L", "H", "D", "C", "attn_width", "params", "seed", "steps", "tokens",
            "val_loss", "ppl", "bpb", "val_tokens", "train_loss", "tok_s", "train_seconds",
-           "wall_seconds", "threads", "heads_mean_entropy", "heads_mean_distance"] + [
+           "wall_seconds", "threads", "heads_mean_entropy", "heads_mean_distance",
+           "compromise_overlap"] + [
            "n_" + t.replace("-", "_") for t in TYPES] + [
            "effective_heads", "removable_heads_1pct", "max_importance", "heads_base_loss",
            "heads_report"]
@@ -102,19 +103,42 @@ def read_heads_csv(path):
     return rows
 
 
+def depths(sweep):
+    """The sweep's depths L: sweep.json's "layers", or train's one depth for a sweep
+    from before --layers."""
+    return sweep.get("layers") or [sweep["fingerprint"]["layers"]]
+
+
+def part_key(sweep, arm, L):
+    """The report's section of an arm at depth L: the arm's name at train's own depth
+    (as before --layers), ARM-L<L> at any other."""
+    return arm if L == sweep["fingerprint"]["layers"] else "%s-L%d" % (arm, L)
+
+
+def parts(sweep):
+    """{section key: title}, for every (arm, L) of the sweep, by arm, then L."""
+    return {part_key(sweep, arm, L): arm_title(arm, sweep["fingerprint"], L)
+            for arm in ARMS if arm in sweep["arms"] for L in depths(sweep)}
+
+
 def runs_of(sweep):
-    """The distinct runs: {name, H, D, seed, arms, cost}, seed by seed, costliest first
-    (so parallel jobs end together). The H in both arms with the same D is one run."""
+    """The distinct runs: {name, L, H, D, seed, arms, cost}, seed by seed, costliest
+    first (so parallel jobs end together). The H in both arms with the same D is one
+    run. A run of train's own depth is H<H>-D<D>-s<seed>, as before --layers; one of
+    another depth has the prefix L<L>-. Its arms are section keys (part_key)."""
     fp, runs = sweep["fingerprint"], {}
     for seed in sweep["seeds"]:
         for arm in [x for x in ARMS if x in sweep["arms"]]:
-            for H in sweep["heads"]:
-                D = fp["embd"] // H if arm == "width" else fp["fixed_head_size"]
-                name = "H%02d-D%03d-s%d" % (H, D, seed)
-                runs.setdefault(name, {"name": name, "H": H, "D": D, "seed": seed, "arms": []})
-                runs[name]["arms"].append(arm)
+            for L in depths(sweep):
+                for H in sweep["heads"]:
+                    D = fp["embd"] // H if arm == "width" else fp["fixed_head_size"]
+                    name = ("" if L == fp["layers"] else "L%d-" % L) + "H%02d-D%03d-s%d" % (
+                        H, D, seed)
+                    runs.setdefault(name, {"name": name, "L": L, "H": H, "D": D, "seed": seed,
+                                           "arms": []})
+                    runs[name]["arms"].append(part_key(sweep, arm, L))
     for r in runs.values():  # multiply-adds per token, for the ETA's ratios only
-        L, C, T, HD = fp["layers"], fp["embd"], fp["block"], r["H"] * r["D"]
+        L, C, T, HD = r["L"], fp["embd"], fp["block"], r["H"] * r["D"]
         r["cost"] = L * (4 * C * HD + 8 * C * C + T * HD) + C * 65
         r["gate"] = 0  # no head gates: the plain run
     return sorted(runs.values(), key=lambda r: (r["seed"], -r["cost"]))
@@ -169,14 +193,14 @@ def phase_of(log):
 def table_rows(sweep, runs, gated=False):
     """One row per arm and run (the shared H=4 run once in each arm), by arm, H, seed;
     with gated, the gate sweep's runs instead of the plain ones."""
-    fp, rows = sweep["fingerprint"], []
+    fp, rows, keys = sweep["fingerprint"], [], list(parts(sweep))
     tokens = fp["steps"] * fp["batch"] * fp["block"] * fp.get("accum", 1)
     for name, run in runs.items():
         if bool(run.get("gate")) != gated:
             continue
         fin, s = run["log"].final, run["summary"]
         train_s = sum(x["ms"] for x in run["log"].steps) / 1000.0
-        row = {"run": name, "H": run["H"], "D": run["D"], "C": fp["embd"],
+        row = {"run": name, "L": run["L"], "H": run["H"], "D": run["D"], "C": fp["embd"],
                "attn_width": run["H"] * run["D"], "params": run["log"].settings["params"],
                "seed": run["seed"], "steps": fp["steps"], "tokens": tokens,
                "val_loss": fin["val_loss"], "ppl": math.exp(fin["val_loss"]),
@@ -189,12 +213,14 @@ def table_rows(sweep, runs, gated=False):
                "plain": run.get("plain"), "prune_curve": s.get("prune_curve")}
         for k in SUMMARY:
             row[k if k in COLUMNS else "heads_" + k] = s.get(k)
+        # the compromise measure's mean overlap (docs/heads.md); none in older reports
+        row["compromise_overlap"] = (s.get("compromise") or {}).get("overlap")
         if is_induction(sweep):
             row.update(phase_of(os.path.join(run["dir"], "run.jsonl")))
         for t, n in (s.get("type_counts") or {}).items():
             row["n_" + t.replace("-", "_")] = n
-        rows += [dict(row, arm=arm) for arm in run["arms"] if arm in sweep["arms"]]
-    return sorted(rows, key=lambda r: (list(ARMS).index(r["arm"]), r["H"], r["seed"]))
+        rows += [dict(row, arm=arm) for arm in run["arms"] if arm in keys]
+    return sorted(rows, key=lambda r: (keys.index(r["arm"]), r["H"], r["seed"]))
 
 
 def write_csv(path, rows):
@@ -219,7 +245,7 @@ def bits_per_byte(fin):
 def tables(by_h, L):
     """The arm's Vaswani-style table and its head-type table."""
     head = ["H", "D", "H·D", "params", "seeds", "val loss", "ppl", "bpb", "tok/s",
-            "norm. entropy", "distance", "eff. heads", "removable <1%", "max imp."]
+            "norm. entropy", "distance", "eff. heads", "removable <1%", "max imp.", "overlap"]
     everyone = [r for rs in by_h.values() for r in rs]
     tcols = ["n_" + t.replace("-", "_") for t in TYPES]
     tcols += sorted({k for r in everyone for k in r if k.startswith("n_")} - set(tcols))
@@ -231,7 +257,8 @@ def tables(by_h, L):
             num(rs[0]["params"]) / 1e6), str(len(rs))] + [pm(col(k), n) for k, n in (
                 ("val_loss", 4), ("ppl", 3), ("bpb", 3), ("tok_s", 0), ("heads_mean_entropy", 2),
                 ("heads_mean_distance", 1), ("effective_heads", 1))] + [
-            rem + (" / %d" % (H * L) if rem != "–" else ""), pm(col("max_importance"), 3)])
+            rem + (" / %d" % (H * L) if rem != "–" else ""), pm(col("max_importance"), 3),
+            pm(col("compromise_overlap"), 2)])
         types.append([str(H)] + [pm([r.get(c, 0) for r in rs], 1) for c in tcols])
     thead = ["H"] + [c[2:].replace("_", "-") for c in tcols]
     return (head, body), (thead, types)
@@ -432,7 +459,7 @@ def findings(arm, by_h, fp):
         if noise:
             out.append("Within seed noise of H=%d: %s; these runs do not separate them, which "
                        "is not evidence that they are equal." % (best, say(noise)))
-    if arm == "headsize":
+    if arm.startswith("headsize"):
         out.append("In this arm the parameter count grows with H (%s), so a gain mixes more "
                    "heads with more attention parameters." % " → ".join(
                        "%.3fM" % (num(by_h[H][0]["params"]) / 1e6) for H in sorted(by_h)))
@@ -442,7 +469,7 @@ def findings(arm, by_h, fp):
     rem = {H: mean_sd([r["removable_heads_1pct"] for r in rs]) for H, rs in by_h.items()}
     if any(s[2] for s in rem.values()):
         out.append("Heads whose removal alone costs under 1%% of the loss (mean over seeds): "
-                   "%s." % ", ".join("H=%d: %.1f of %d" % (H, s[0], H * fp["layers"])
+                   "%s." % ", ".join("H=%d: %.1f of %d" % (H, s[0], H * by_h[H][0]["L"])
                                      for H, s in sorted(rem.items()) if s[2]))
     return out
 
@@ -453,9 +480,9 @@ def describe(sweep):
         fp["data_bytes"])) if fp["data"] else "the built-in induction task (--corpus " \
         "induction, docs/corpus.md" if is_induction(sweep) else "the built-in corpus " \
         "(1,000,000 bytes"
-    return ("Data: %s, last %g held out for validation). L=%d, C=%d, T=%d, B=%d, %d "
+    return ("Data: %s, last %g held out for validation). L=%s, C=%d, T=%d, B=%d, %d "
             "steps (%s tokens per run); fixed head size D=%d in the head-size arm; seeds %s."
-            % (data, fp["val_frac"], fp["layers"], fp["embd"], fp["block"], fp["batch"],
+            % (data, fp["val_frac"], ", ".join(map(str, depths(sweep))), fp["embd"], fp["block"], fp["batch"],
                fp["steps"], "{:,}".format(fp["steps"] * fp["batch"] * fp["block"]),
                fp["fixed_head_size"], ", ".join(map(str, sweep["seeds"]))))
 
@@ -494,9 +521,10 @@ def heads_every(sweep):
     return int(args[args.index("--heads-every") + 1]) if "--heads-every" in args else 0
 
 
-def arm_title(arm, fp):
+def arm_title(arm, fp, L):
+    """An arm's title at depth L, as the sections and figures name it."""
     return ARMS[arm].replace("C fixed", "C = %d" % fp["embd"]).replace(
-        "D fixed", "D = %d" % fp["fixed_head_size"])
+        "D fixed", "D = %d" % fp["fixed_head_size"]) + ", L = %d" % L
 
 
 def write_md(path, sweep, rows, gates=()):
@@ -514,16 +542,16 @@ def write_md(path, sweep, rows, gates=()):
         ratio = [k for k in relations_of(rows) if is_ratio(rows, k)]
         out += [RELATIONS_INTRO % (unit, " and ".join(
             [", ".join(ratio[:-1]), ratio[-1]] if len(ratio) > 1 else ratio) or "none"), ""]
-    said = ablate_legend.Once()
-    for arm in ARMS:
+    said, titles = ablate_legend.Once(), parts(sweep)
+    for arm, title in titles.items():
         by_h = {}
         for r in (r for r in rows if r["arm"] == arm):
             by_h.setdefault(r["H"], []).append(r)
         if not by_h:
             continue
-        t1, t2 = tables(by_h, fp["layers"])
+        t1, t2 = tables(by_h, next(iter(by_h.values()))[0]["L"])
         key = said.md
-        out += ["## Arm: %s" % arm_title(arm, fp), "", md(*t1), ""] + key(t1[0], unit)
+        out += ["## Arm: %s" % title, "", md(*t1), ""] + key(t1[0], unit)
         out += ["Head types (mean count per model over seeds):", "", md(*t2), ""] + key(
             t2[0], unit)
         if is_induction(sweep):
@@ -534,14 +562,18 @@ def write_md(path, sweep, rows, gates=()):
         out += [RELATIONS_TABLE, "", md(*t3), ""] + key(t3[0], unit) + [
             " ".join(relation_findings(by_h)), ""] if t3[1] else []
         out += [" ".join(findings(arm, by_h, fp)), ""]
-    out += ablate_relations.section(rows, relations_of(rows), [a for a in ARMS],
-                                    {a: arm_title(a, fp) for a in ARMS}, unit)
-    out += ablate_gates.md_lines(gates, list(ARMS), {a: arm_title(a, fp) for a in ARMS},
-                                 fp["layers"])
+    out += ablate_relations.section(rows, relations_of(rows), list(titles), titles, unit)
+    out += ablate_gates.md_lines(gates, list(titles), titles, fp["layers"])
     out += ["Plots: plots/val_loss.svg, plots/curves_*.svg%s%s; per-run files: runs/NAME/." % (
         ", plots/repeat.svg" if is_induction(sweep) else "",
         ", plots/relations_*.svg" if relations_of(rows) else ""), ""]
     cli.write_file(path, "\n".join(out))
+
+
+def part_colors(titles):
+    """A colour per section: the arms' own at train's depth, the palette's for others."""
+    return {k: ARM_COLORS.get(k) or PALETTE[(i + 2) % len(PALETTE)]
+            for i, k in enumerate(titles)}
 
 
 def val_loss_plot(rows, sweep):
@@ -551,7 +583,9 @@ def val_loss_plot(rows, sweep):
     so that a small spread does not read as a cliff."""
     svg = Svg(1000, 480, "Bits per byte vs number of heads")
     heads = sorted({r["H"] for r in rows})
-    arms = [a for a in ARMS if any(r["arm"] == a for r in rows)]
+    titles = parts(sweep)
+    colors = part_colors(titles)
+    arms = [a for a in titles if any(r["arm"] == a for r in rows)]
     vals = {(a, H): [num(r["bpb"]) for r in rows if (r["arm"], r["H"]) == (a, H)]
             for a in arms for H in heads}
     st = {k: mean_sd(v) for k, v in vals.items() if v}
@@ -573,7 +607,7 @@ def val_loss_plot(rows, sweep):
                                                           x0 - 7, y0 - 18, x0 + 7, y0 - 23))
             svg.text(x0 + 12, y0 - 12, "axis broken", size=10, fill="#a00")
         for k, arm in enumerate(arms):
-            c, pts = ARM_COLORS[arm], []
+            c, pts = colors[arm], []
             for H in heads:
                 x = math.log2(H) + (k - 0.5) * 0.05
                 for y in vals[arm, H]:
@@ -587,14 +621,52 @@ def val_loss_plot(rows, sweep):
             ax.polyline([x for x, _ in pts], [y for _, y in pts], c, width=2)
     svg.text(20, 24, "Validation bits per byte vs heads per layer (mean ± 1 s.d. over seeds)",
              size=14, weight="bold")
-    legend(svg, 80, 432, [(ARMS[a], ARM_COLORS[a], "line") for a in arms])
+    legend(svg, 80, 432, [(titles[a], colors[a], "line") for a in arms])
+    return svg
+
+
+def compromise_plot(rows, sweep):
+    """The compromise measure's mean overlap against H (log scale), one line per arm
+    and depth: mean ± 1 s.d. over seeds, every seed a faint dot. None without it."""
+    titles = parts(sweep)
+    colors = part_colors(titles)
+    arms = [a for a in titles if any(r["arm"] == a and math.isfinite(num(
+        r.get("compromise_overlap"))) for r in rows)]
+    if not arms:
+        return None
+    heads = sorted({r["H"] for r in rows})
+    svg = Svg(640, 470, "Compromise: mean overlap vs number of heads")
+    ax = Axes(svg, 80, 64, 500, 300, (math.log2(heads[0]) - 0.5, math.log2(heads[-1]) + 0.5),
+              (0.0, 1.0), xlabel="heads per layer H (log scale)", ylabel="mean overlap",
+              xticks=[(math.log2(H), str(H)) for H in heads])
+    for k, arm in enumerate(arms):
+        pts = []
+        for H in heads:
+            v = [y for y in (num(r.get("compromise_overlap")) for r in rows
+                             if (r["arm"], r["H"]) == (arm, H)) if math.isfinite(y)]
+            x = math.log2(H) + (k - (len(arms) - 1) / 2) * 0.04
+            for y in v:
+                ax.point(x, y, colors[arm], r=2.5, opacity=0.35)
+            if v:
+                m, sd, n = mean_sd(v)
+                ax.errorbar(x, m, sd, colors[arm])
+                ax.point(x, m, colors[arm], r=4.5, stroke="#fff", tip="%s H=%d: overlap %.3f "
+                         "(n=%d)" % (titles[arm], H, m, n))
+                pts.append((x, m))
+        ax.polyline([x for x, _ in pts], [y for _, y in pts], colors[arm], width=2)
+    svg.text(20, 24, "Compromise: how much the heads that hold one relation's key also hold "
+             "another's", size=14, weight="bold")
+    svg.text(20, 44, "1: one head spreads its weight over both keys; 0: each key has heads of "
+             "its own (docs/heads.md)", size=11)
+    legend(svg, 80, 400, [(titles[a], colors[a], "line") for a in arms])
     return svg
 
 
 def repeat_plot(rows, runs, sweep):
     """The phase change: the best layer>=1 repeat score against step, one line per run,
     coloured by H, one panel per arm; the formed-head bar dashed."""
-    arms = [a for a in ARMS if any(r["arm"] == a for r in rows)]
+    titles = parts(sweep)
+    arms = [a for a in titles if any(r["arm"] == a for r in rows)]
     heads = sorted({r["H"] for r in rows})
     color = {H: PALETTE[i % len(PALETTE)] for i, H in enumerate(heads)}
     pw, ph, gap = 380, 260, 70
@@ -603,9 +675,8 @@ def repeat_plot(rows, runs, sweep):
     steps = sweep["fingerprint"]["steps"]
     for i, arm in enumerate(arms):
         ax = Axes(svg, 70 + i * (pw + gap), 40, pw, ph, (0, steps), (0, 1),
-                  title={"width": "fixed width C=%d" % sweep["fingerprint"]["embd"],
-                         "headsize": "fixed head size D=%d" % sweep["fingerprint"][
-                             "fixed_head_size"]}[arm], xlabel="step",
+                  title=titles[arm].split(" (")[0] + titles[arm].split(")")[-1],
+                  xlabel="step",
                   ylabel="best layer>=1 repeat score" if i == 0 else "")
         ax.hline(induction_phase.THRESHOLD, label="formed: %.2f" % induction_phase.THRESHOLD)
         for r in (r for r in rows if r["arm"] == arm):
@@ -626,10 +697,14 @@ def write_plots(outdir, sweep, rows, runs):
     os.makedirs(os.path.join(outdir, "plots"), exist_ok=True)
     cli.write_file(os.path.join(outdir, "plots", "val_loss.svg"),
                    val_loss_plot(rows, sweep).render())
+    comp = compromise_plot(rows, sweep)
+    if comp:
+        cli.write_file(os.path.join(outdir, "plots", "compromise.svg"), comp.render())
     if is_induction(sweep):
         cli.write_file(os.path.join(outdir, "plots", "repeat.svg"),
                    repeat_plot(rows, runs, sweep).render())
-    for arm in ARMS:
+    titles = parts(sweep)
+    for arm in titles:
         mine = [r for r in rows if r["arm"] == arm]
         if mine:
             logs = [plot_log.load(os.path.join(runs[r["run"]]["dir"], "run.jsonl")) for r in mine]
@@ -637,13 +712,13 @@ def write_plots(outdir, sweep, rows, runs):
                                             for r in mine])
             cli.write_file(os.path.join(outdir, "plots", "curves_%s.svg" % arm), svg.render())
     ablate_relations.write_plots(os.path.join(outdir, "plots"), rows, relations_of(rows),
-                                 list(ARMS), {a: arm_title(a, sweep["fingerprint"]) for a in ARMS})
+                                 list(titles), titles)
 
 
 def answer(sweep, rows):
     """The short answer's (arm title, sentences), per arm with rows (ablate_page.py)."""
-    return ablate_page.answer(sweep, rows, list(ARMS), {a: arm_title(a, sweep["fingerprint"])
-                                                       for a in ARMS}, relations_of(rows),
+    titles = parts(sweep)
+    return ablate_page.answer(sweep, rows, list(titles), titles, relations_of(rows),
                               beyond_noise)
 
 
@@ -661,11 +736,11 @@ def write_all(outdir):
     write_csv(os.path.join(outdir, "ablation.csv"), rows)
     write_md(os.path.join(outdir, "ablation.md"), sweep, rows, gates)
     write_plots(outdir, sweep, rows, runs)
-    titles = {a: arm_title(a, sweep["fingerprint"]) for a in ARMS}
+    titles = parts(sweep)
     cli.write_file(os.path.join(outdir, ablate_page.PAGE), ablate_page.page(
-        outdir, describe(sweep), answer(sweep, rows), rows, gated, list(ARMS), titles,
+        outdir, describe(sweep), answer(sweep, rows), rows, gated, list(titles), titles,
         loss_unit(sweep["fingerprint"]), ablate_gates.html_part(
-            gates, list(ARMS), titles, sweep["fingerprint"]["layers"])))
+            gates, list(titles), titles, sweep["fingerprint"]["layers"])))
     return len(rows)
 
 
@@ -708,12 +783,13 @@ def check(outdir):
     page = os.path.join(outdir, ablate_page.PAGE)
     if "<h2>Short answer</h2>" not in (read_text(page) if os.path.exists(page) else ""):
         problems.append("%s: no short answer" % ablate_page.PAGE)
-    parts = text.split("\n## Arm: ") if text else []
+    sections = text.split("\n## Arm: ") if text else []
     relations = any(relations_of([dict(relations=r["summary"].get("relations") or {})])
                     for r in runs.values())
     want_h = [str(H) for H in sweep["heads"]]
-    for arm in sweep["arms"]:
-        part = "".join(p for p in parts[1:] if p.startswith(ARMS[arm][:10]))
+    titles = parts(sweep)
+    for arm, title in titles.items():
+        part = "".join(p for p in sections[1:] if p.startswith(title + "\n"))
         n = len(re.findall(r"^\| \d+ \| \d+ \| \d+ \| [\d.]+M \|", part, re.M))
         if n != len(sweep["heads"]):
             problems.append("ablation.md: arm %s: %d rows, expected %d" % (arm, n, len(
@@ -729,16 +805,15 @@ def check(outdir):
     problems += ablate_relations.check(
         outdir, text, relations_of([dict(relations=r["summary"].get("relations") or {})
                                     for r in runs.values()]),
-        [a for a in ARMS if a in sweep["arms"]], sorted(sweep["heads"]), len(want))
+        list(titles), sorted(sweep["heads"]), len(want))
     want_gates = {}
     for r in gate_runs_of(sweep):
         for arm in r["arms"]:
             want_gates.setdefault(arm, []).append((r["H"], r["gate"]))
         if not every.get(r["name"], {}).get("summary"):
             problems.append("run %s: unfinished or no heads/summary.json" % r["name"])
-    problems += ablate_gates.check(outdir, text, want_gates,
-                                   {a: arm_title(a, sweep["fingerprint"]) for a in ARMS})
-    plots = ["val_loss.svg"] + ["curves_%s.svg" % a for a in sweep["arms"]]
+    problems += ablate_gates.check(outdir, text, want_gates, titles)
+    plots = ["val_loss.svg"] + ["curves_%s.svg" % a for a in titles]
     for f in plots + (["repeat.svg"] if is_induction(sweep) else []):
         try:
             ET.parse(os.path.join(outdir, "plots", f))

@@ -26,6 +26,12 @@
 #      gates and prune curve the numbers are the known ones (open heads, the overlap
 #      with the heads the prune curve keeps last, a closed head serving nothing), and
 #      --check notices a missing gate table; index.html links both compare pages.
+#  12. --layers LIST: bad lists are refused (exit 2) before anything is written;
+#      --print-jobs names a run of train's depth as before and one of another depth
+#      L<L>-H..; the sweep trains each depth, the run of train's depth is bit for bit
+#      the run of a sweep without --layers, the report has a section per (arm, L) and an
+#      L column, the compare page is written; a sweep.json from before --layers still
+#      reports, checks and resumes.
 # usage: tests/ablation_check.sh [BIN_DIR] [WORK_DIR]   (defaults: . and build/ablation-check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -357,5 +363,52 @@ EOF2
 ablate --out "$work/gates-known" --check 2>"$work/gcut.err" && fail "--check missed a cut gate table"
 grep -q "'Gated runs per arm, H and LAMBDA:' rows None" "$work/gcut.err" ||
     { cat "$work/gcut.err" >&2; fail "--check did not name the missing gate table"; }
+
+step "12. --layers: depth as an axis"
+for bad in 0 -1 x "" "1 99999"; do
+    set +e
+    ablate --layers "$bad" --out "$work/layers-bad" 2>"$work/lbad.err"
+    rc=$?
+    set -e
+    [ $rc -eq 2 ] && [ "$(wc -l <"$work/lbad.err")" -eq 1 ] && [ ! -e "$work/layers-bad" ] ||
+        { cat "$work/lbad.err" >&2; fail "--layers '$bad' gave exit $rc"; }
+done
+largs=(--heads "1 2" --seeds 1 --arm width --jobs 1 --threads 1)
+ablate "${largs[@]}" --layers "2 1" --print-jobs --out "$work/layers" >"$work/ljobs.txt" \
+    2>/dev/null
+grep -q -- "--job H01-D032-s1 " "$work/ljobs.txt" && grep -q -- "--job L2-H02-D016-s1 " \
+    "$work/ljobs.txt" || { cat "$work/ljobs.txt" >&2; fail "--print-jobs without both depths"; }
+ablate "${largs[@]}" --layers "2 1" --out "$work/layers" 2>"$work/layers.err" ||
+    { cat "$work/layers.err" >&2; fail "the --layers sweep exited $?"; }
+ablate --out "$work/layers" --check || fail "outputs of the --layers sweep"
+ablate "${largs[@]}" --out "$work/nolayers" 2>/dev/null || fail "the sweep without --layers"
+cmp "$work/layers/runs/H01-D032-s1/model.ckpt" "$work/nolayers/runs/H01-D032-s1/model.ckpt" ||
+    fail "a run of train's depth differs from the same run without --layers"
+python3 - "$work/layers" <<'EOF2' || fail "the --layers report"
+import csv, json, sys
+d = sys.argv[1]
+rows = list(csv.DictReader(open(d + "/ablation.csv")))
+assert sorted((r["L"], r["H"]) for r in rows) == [("1", "1"), ("1", "2"), ("2", "1"),
+                                                  ("2", "2")], rows
+s = json.load(open(d + "/runs/L2-H02-D016-s1/heads/summary.json"))
+assert s["layers"] == 2 and s["heads"] == 2, s
+md = open(d + "/ablation.md").read()
+for L in (1, 2):
+    assert "## Arm: fixed width (C = 32, D = C/H), L = %d\n" % L in md, md
+page = open(d + "/index.html").read()
+assert "L = 1" in page and "L = 2" in page
+EOF2
+[ -s "$work/layers/compare.html" ] || fail "no compare page for the --layers sweep"
+python3 - "$work/nolayers/sweep.json" <<'EOF2'
+import json, sys
+s = json.load(open(sys.argv[1]))
+del s["layers"]  # as written before --layers
+json.dump(s, open(sys.argv[1], "w"))
+EOF2
+ablate --out "$work/nolayers" --report-only 2>/dev/null || fail "--report-only on an old sweep"
+ablate --out "$work/nolayers" --check || fail "--check on an old sweep"
+ablate "${largs[@]}" --out "$work/nolayers" 2>"$work/lold.err" || fail "rerun of an old sweep"
+grep -q "2 finished earlier, 0 to do" "$work/lold.err" || { cat "$work/lold.err" >&2;
+    fail "the rerun of an old sweep did not skip its finished runs"; }
 
 step "all checks passed in $(( $(date +%s) - t0 )) s"

@@ -112,7 +112,7 @@ static void sweep_run(const char *dir, const char *name, const char *ckpt, int d
     }
 }
 
-Test(explore_compare, a_sweep_directory_is_the_first_seed_of_each_finished_run_by_h,
+Test(explore_compare, a_sweep_directory_is_the_first_seed_of_each_finished_run_by_l_h_d,
      .timeout = 120)
 {
     TuModel m1, m4;
@@ -128,6 +128,10 @@ Test(explore_compare, a_sweep_directory_is_the_first_seed_of_each_finished_run_b
     sweep_run(sweep, "H02-D008-s1", m1.ckpt, 0);   /* not finished */
     sweep_run(sweep, "H02-D008-s1.partial", m1.ckpt, 0);
     sweep_run(sweep, "H8-D2-s1x", m1.ckpt, 1);     /* not a run's name */
+    sweep_run(sweep, "H99999999999-D8-s1", m1.ckpt, 1); /* a number out of range */
+    sweep_run(sweep, "L0-H04-D004-s1", m1.ckpt, 1);     /* no depth 0 */
+    sweep_run(sweep, "L1-H04-D004-s2", m4.ckpt, 1);     /* --layers: another depth, */
+    sweep_run(sweep, "L1-H04-D004-s1", m4.ckpt, 1);     /* first, by its first seed */
     char *out, page[500];
     snprintf(page, sizeof page, "%s/p.html", dir);
     int rc = tu_run(&out, "%s/infer --ckpt %s --threads 1 --explore %s --text '" TEXT "'", tu_bin(),
@@ -135,9 +139,10 @@ Test(explore_compare, a_sweep_directory_is_the_first_seed_of_each_finished_run_b
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
     char *p = tu_read_text(page);
-    static const char *const want[] = {"H01-D016-s3", "H04-D004-s1", "H04-D016-s1"};
+    static const char *const want[] = {"L1-H04-D004-s1", "H01-D016-s3", "H04-D004-s1",
+                                       "H04-D016-s1"};
     const char *at = p;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         char ckpt[600];
         snprintf(ckpt, sizeof ckpt, "\"ckpt\":\"%s/runs/%s/model.ckpt\"", sweep, want[k]);
         const char *found = strstr(at, ckpt);
@@ -147,7 +152,7 @@ Test(explore_compare, a_sweep_directory_is_the_first_seed_of_each_finished_run_b
     int nckpt = 0;
     for (const char *q = p; (q = strstr(q, "\"ckpt\":")) != NULL; q++)
         nckpt++;
-    cr_assert_eq(nckpt, 3, "%d models on the page, 3 expected", nckpt);
+    cr_assert_eq(nckpt, 4, "%d models on the page, 4 expected", nckpt);
     free(p);
 
     /* A directory without runs/, one without a finished run, and --heads on one. */

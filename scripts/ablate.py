@@ -60,7 +60,7 @@ QUICK_INDUCTION = ["--layers", "2", "--embd", "32", "--block", "32", "--batch", 
 # corpus's recipe's 4,000), on the built-in corpus
 # (its planted relations give every head a ground truth) unless --data or --corpus, as
 # every sweep.
-LESSON = {"heads": "1 4 16", "seeds": 3, "arm": "width", "steps": 1000}
+LESSON = {"heads": "1 4 16", "seeds": 3, "arm": "width", "steps": 2000, "layers": "1 2"}
 # The default sweep (make ablation) crosses these depths with H: at one layer a head
 # cannot be stood in for by the heads of other layers (docs/ablation.md). --quick,
 # --long and the induction task keep train's one depth.

@@ -13,11 +13,13 @@ and ablate_relations.py; this file only words them and lays out the page. Standa
 library only.
 """
 import html
+import math
 import os
 
 import ablate_legend
 import ablate_relations
-from ablate_stats import mean_sd, pm
+from ablate_relations import LEARNED
+from ablate_stats import mean_sd, num, pm
 
 ANSWER = "## Short answer"
 PAGE = "index.html"
@@ -84,6 +86,102 @@ def loss_sentence(by_h, t_margin):
         "H = %d." % (margin, best)
 
 
+def compromise_sentence(by_h, t_margin):
+    """The compromise measure's mean overlap per H (summary.json's "compromise"), and
+    the smallest H against the largest judged against the seed spread; "" when the
+    reports carry none."""
+    heads = sorted(by_h)
+    ov = {H: [num(r.get("compromise_overlap")) for r in by_h[H]] for H in heads}
+    ov = {H: [x for x in v if math.isfinite(x)] for H, v in ov.items()}
+    heads = [H for H in heads if ov[H]]
+    if not heads:
+        return ""
+    s = ("Compromise, the mean overlap over relation pairs that share a row (1: one head "
+         "holds both keys, 0: each key has heads of its own; docs/heads.md) at H = %s: %s."
+         % (hs(heads), ", ".join(pm(ov[H], 2) for H in heads)))
+    if len(heads) < 2:
+        return s
+    lo, hi = heads[0], heads[-1]
+    g = t_margin(ov[lo], ov[hi])
+    if g is None:
+        return s + " With one seed there is no seed spread to judge it by."
+    diff, margin = g
+    if abs(diff) > margin:
+        return s + (" From H = %d to H = %d it %s by %.2f, more than the seed noise (margin "
+                    "%.2f)." % (lo, hi, "falls" if diff > 0 else "rises", abs(diff), margin))
+    return s + " From H = %d to H = %d it does not move beyond the seed noise (%+.2f, margin " \
+        "%.2f)." % (lo, hi, -diff, margin)
+
+
+def learned(rs, name):
+    """Whether every seed's minimal-pair accuracy for `name` is at least LEARNED."""
+    acc = [num(r["relations"].get(name, {}).get("accuracy")) for r in rs]
+    return bool(acc) and all(math.isfinite(a) and a >= LEARNED for a in acc)
+
+
+def accuracy_names(rows):
+    """The relations with minimal pairs in some run, in summary.json's order."""
+    return list(dict.fromkeys(k for r in rows for k, v in r["relations"].items()
+                              if "accuracy" in v))
+
+
+def learned_sentence(by_h):
+    """Per H, the relations learned in every seed (minimal-pair accuracy >= LEARNED),
+    and those learned at no H with their best mean accuracy; "" without minimal pairs."""
+    heads = sorted(by_h)
+    names = accuracy_names([r for rs in by_h.values() for r in rs])
+    if not names:
+        return ""
+    parts = ["H = %d: %s" % (H, ", ".join(k for k in names if learned(by_h[H], k)) or "none")
+             for H in heads]
+    never = []
+    for k in names:
+        if not any(learned(by_h[H], k) for H in heads):
+            best = max(heads, key=lambda H: mean_sd([num(r["relations"].get(k, {}).get(
+                "accuracy")) for r in by_h[H]])[0])
+            never.append("%s (best %s at H = %d)" % (k, pm([r["relations"].get(k, {}).get(
+                "accuracy") for r in by_h[best]], 2), best))
+    return ("Learned (minimal-pair accuracy %.1f or more in every seed): %s." % (
+        LEARNED, "; ".join(parts)) + (" At no H: %s." % "; ".join(never) if never else ""))
+
+
+def depth_sentence(rows, arm_parts, titles):
+    """Across the depths of one arm: the relations learned at some H of a deeper model
+    but at no H of the shallowest, which need that depth; "" with one depth."""
+    by_l = {}
+    for key in arm_parts:
+        mine = [r for r in rows if r["arm"] == key]
+        if mine:
+            by_l[mine[0]["L"]] = mine
+    if len(by_l) < 2:
+        return ""
+    depths = sorted(by_l)
+    names = accuracy_names(rows)
+
+    def at(L, k):
+        by_h = {}
+        for r in by_l[L]:
+            by_h.setdefault(r["H"], []).append(r)
+        return [H for H in sorted(by_h) if learned(by_h[H], k)]
+    need = []
+    for k in names:
+        if at(depths[0], k):
+            continue
+        deeper = [(L, at(L, k)) for L in depths[1:] if at(L, k)]
+        if deeper:
+            L, hs_ = deeper[0]
+            need.append("%s (learned at L = %d with H = %s; at L = %d at no H)" % (
+                k, L, hs(hs_), depths[0]))
+    if need:
+        return "Relations that need more than %d layer%s: %s." % (
+            depths[0], "" if depths[0] == 1 else "s", "; ".join(need))
+    if not any(at(L, k) for L in depths for k in names):
+        return "Across depths: no relation is learned at any depth, so none shows what " \
+            "depth adds."
+    return "Across depths: every relation learned at some depth is learned at L = %d too." % (
+        depths[0])
+
+
 def own_serving(judged, name):
     """One run: does some head serve `name` and no other relation?"""
     return name in ablate_relations.own_heads(judged, list(judged["relations"]))
@@ -142,7 +240,8 @@ def removable_sentence(by_h, layers):
 
 
 def answer(sweep, rows, arms, titles, names, t_margin):
-    """The short answer: per arm with rows, a title and its three sentences."""
+    """The short answer: per arm and depth with rows, a title and its sentences; then,
+    per arm with several depths, what depth adds."""
     out = []
     for arm in arms:
         by_h = {}
@@ -151,9 +250,15 @@ def answer(sweep, rows, arms, titles, names, t_margin):
                 by_h.setdefault(r["H"], []).append(r)
         if not by_h:
             continue
-        said = [loss_sentence(by_h, t_margin), relations_sentence(by_h, names),
+        said = [loss_sentence(by_h, t_margin), learned_sentence(by_h),
+                compromise_sentence(by_h, t_margin), relations_sentence(by_h, names),
                 removable_sentence(by_h, next(iter(by_h.values()))[0]["L"])]
         out.append((titles[arm], [s for s in said if s]))
+    for base in ("width", "headsize"):
+        mine = [a for a in arms if a.split("-")[0] == base]
+        said = depth_sentence(rows, mine, titles)
+        if said:
+            out.append(("%s, across depths" % titles[mine[0]].rsplit(", L =", 1)[0], [said]))
     return out
 
 

@@ -63,6 +63,9 @@ CSV_COLUMNS = ["arm", "run", "H", "D", "seed", "relation", "best_head", "attenti
 # The per-run totals ablation.csv gets when the runs have relations.
 RUN_COLUMNS = ["relations_scored", "relations_served", "relations_distinct_heads",
                "relations_shared_heads"]
+# A relation is learned where its minimal-pair accuracy is at least this in every seed
+# (docs/heads.md, "Minimal pairs"; make check-heads's bar).
+LEARNED = 0.9
 
 
 def bar_of(entry):
@@ -299,7 +302,7 @@ def causal_sentences(g, arm, names):
     paired = [k for k in names if any(math.isfinite(j["relations"][k]["accuracy"])
                                       for js in mine.values() for j in js)]
     for H, js in mine.items():
-        learned = [k for k in paired if all(j["relations"][k]["accuracy"] >= 0.9 for j in js)]
+        learned = [k for k in paired if all(j["relations"][k]["accuracy"] >= LEARNED for j in js)]
         chance = [k for k in paired if mean_sd([j["relations"][k]["accuracy"]
                                                 for j in js])[0] <= 0.6]
         out.append("At H = %d, learned (minimal-pair accuracy >= 0.9 in every seed): %s; "

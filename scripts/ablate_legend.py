@@ -66,6 +66,8 @@ PATTERNS = [
     (r"(.+) attn\. \(uniform ([\d.]+)\)$", "{0}'s best head: mean attention on the key; a "
      "uniform head scores {1}"),
     (r"(.+) attn\.$", "{0}'s best head: mean attention on the key"),
+    (r"(.+) acc\.$", "{0}: minimal-pair accuracy, mean ± s.d. over seeds (chance 0.5; "
+     "learned: 0.9 or more in every seed)"),
     (r"(.+) loss ratio$", "{0}: loss on the repeat over the loss at the first occurrence"),
     (r"(.+) loss$", "{0}: mean loss on the tokens it predicts, in {unit}"),
     (r"([a-z][a-z-]*)$", "heads of the type {0} per model (docs/heads.md, Types)"),

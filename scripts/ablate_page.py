@@ -311,8 +311,9 @@ def run_table(rows, unit):
         acc = [[str(rs[0]["L"]), str(H)] + [pm([r["relations"].get(k, {}).get("accuracy")
                                                for r in rs], 2) for k in rels]
                for H, rs in sorted(by_h.items())]
-        out += ("<p>Minimal-pair accuracy per relation (chance 0.5; learned: 0.9 or more in "
-                "every seed):</p>" + html_table(["L", "H"] + rels, acc))
+        head = ["L", "H"] + ["%s acc." % k for k in rels]
+        out += ("<p>Minimal-pair accuracy per relation:</p>" + html_table(head, acc) +
+                ablate_legend.html(head, unit, html.escape))
     return out
 
 

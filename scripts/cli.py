@@ -19,7 +19,9 @@
 What each script reads, draws or computes is its own.
 """
 import argparse
+import codecs
 import errno
+import hashlib
 import os
 import stat
 import sys
@@ -64,11 +66,62 @@ def _quiet_stdout():
         pass
 
 
+def _escape_bytes(err):
+    """The error handler of standard output and error: a path's undecodable
+    bytes, which Python holds as lone surrogates (U+DC80..U+DCFF), are written
+    as the bytes they stand for, \\xNN, and any other character the stream
+    cannot encode as its backslash escape."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    shown = []
+    for c in err.object[err.start:err.end]:
+        o = ord(c)
+        if 0xDC80 <= o <= 0xDCFF:
+            shown.append("\\x%02x" % (o - 0xDC00))
+        elif o <= 0xFF:
+            shown.append("\\x%02x" % o)
+        elif o <= 0xFFFF:
+            shown.append("\\u%04x" % o)
+        else:
+            shown.append("\\U%08x" % o)
+    return "".join(shown), err.end
+
+
+codecs.register_error("headcount_bytes", _escape_bytes)
+
+
+def shown(text: str) -> str:
+    """text for a message: a path's undecodable bytes as \\xNN (see
+    _escape_bytes), whatever stream or file the message goes to."""
+    return text.encode("utf-8", "headcount_bytes").decode("utf-8")
+
+
+def _open_stdout():
+    """Standard output as the script writes it. When the script was started with
+    it closed, Python has none (sys.stdout is None): descriptor 1 is then held by
+    /dev/null opened read-only, so that no file the script opens later takes its
+    place (and reaches a program it starts as that program's output), and a write
+    to it fails as on a closed descriptor, reported by run() in one line."""
+    if sys.stdout is not None:
+        sys.stdout.reconfigure(errors="headcount_bytes")
+        return
+    try:
+        fd = os.open(os.devnull, os.O_RDONLY)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
+        sys.stdout = open(1, "w", encoding="utf-8", errors="headcount_bytes", closefd=False)
+    except OSError:
+        pass
+
+
 def run(prog: str, main, argv=None) -> None:
     """Runs main(argv) as a program named prog and exits with its status: what
     main returns (None is 0), or that of the Error it raises."""
     status = 0
-    sys.stdout.reconfigure(errors="backslashreplace")  # a path's undecodable bytes
+    _open_stdout()
+    if sys.stderr is not None:
+        sys.stderr.reconfigure(errors="headcount_bytes")
     try:
         status = main(sys.argv[1:] if argv is None else argv) or 0
         sys.stdout.flush()
@@ -91,8 +144,9 @@ def run(prog: str, main, argv=None) -> None:
             status, message = 1, "cannot write standard output: %s" % (e.strerror or e)
     if message is not None:
         _quiet_stdout()
-        sys.stderr.write("%s: error: %s\n" % (prog, message))
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.write("%s: error: %s\n" % (prog, shown(message)))
+            sys.stderr.flush()
     sys.exit(status)
 
 
@@ -210,11 +264,11 @@ class OutputDir:
 
     def write(self, name, text):
         """Writes text (str) as UTF-8 to the file name in the new directory (a
-        path's undecodable bytes, which Python holds as surrogates, as \\udcXX)."""
+        path's undecodable bytes, which Python holds as surrogates, as \\xNN)."""
         assert name in self.own, name
         path = os.path.join(self.tmp, name)
         try:
-            with open(path, "x", encoding="utf-8", errors="backslashreplace") as f:
+            with open(path, "x", encoding="utf-8", errors="headcount_bytes") as f:
                 f.write(text)
                 f.flush()
                 os.fsync(f.fileno())

@@ -120,24 +120,34 @@ static void setup_fresh(Run *r)
     r->ts.best_step = -1;
 }
 
-/* Reads the checkpoint to resume and takes its settings; the data is loaded
- * later (load_resumed_data), once the outputs are known to be safe to write. */
-static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
+/* Reads the checkpoint to resume and takes its settings, with the flags a
+ * resumed run may change; a flag it may not change, a checkpoint that cannot be
+ * resumed, or too few --steps are refused here. */
+static void take_resume(Run *r, const unsigned char *given, Tokenizer *tok)
 {
     Options *o = &r->o;
-    TrainState *ts = &r->ts;
     char err[1500];
     int has_state;
-    if (ckpt_load_trainer(o->resume, &r->tr, tok, ts, &has_state, err, sizeof err))
+    if (ckpt_load_trainer(o->resume, &r->tr, tok, &r->ts, &has_state, err, sizeof err))
         cli_fail("%s", err);
     long steps_done = r->tr.step;
     if (!has_state)
         cli_fail("%s: has no training state (flags 0): it can be evaluated and sampled, not "
                  "resumed", o->resume);
-    train_options_resume(o, given, &r->tr.model.cfg, ts, r->dist.size, o->resume);
+    train_options_resume(o, given, &r->tr.model.cfg, &r->ts, r->dist.size, o->resume);
     if (steps_done >= o->steps)
         cli_usage_error("%s has already trained %ld of %ld steps; give --steps above %ld to "
                         "train further", o->resume, steps_done, o->steps, steps_done);
+}
+
+/* Reads the checkpoint to resume and takes its settings (take_resume); the data
+ * is loaded later (load_resumed_data), once the outputs are known to be safe to
+ * write. */
+static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
+{
+    Options *o = &r->o;
+    take_resume(r, given, tok);
+    long steps_done = r->tr.step;
     if (!o->log)
         fprintf(stderr, "train: note: this resumed run writes no log; pass --log FILE to append "
                 "to the run's log (checkpoints do not record it, so that their bytes depend "
@@ -194,6 +204,19 @@ static void load_resumed_data(Run *r, const unsigned char *given, const Tokenize
     if (given[SETTING_STEPS] && o->steps != ts->steps)
         fprintf(stderr, "train: note: total steps changed from %ld to %ld (the cosine schedule "
                 "stretches to the new end)\n", ts->steps, o->steps);
+}
+
+/* --print-settings with --resume: the settings the resumed run would train
+ * with (the checkpoint's, and the flags it may change), printed only once the
+ * checkpoint, the flags and the data have passed the checks a real resume makes
+ * of them. */
+static void print_resumed_settings(Run *r, const unsigned char *given)
+{
+    Tokenizer tok;
+    memset(&tok, 0, sizeof tok);
+    take_resume(r, given, &tok);
+    load_run_data(r, given, &r->ts);
+    train_options_print(&r->o);
 }
 
 /* The --keep-best path: x.ckpt -> x.best.ckpt, anything else -> anything.best. */
@@ -665,6 +688,8 @@ int main(int argc, char **argv)
     if (r->o.threads)
         omp_set_num_threads((int)r->o.threads);
     run_watch_signals(r);
+    if (given[GIVEN_PRINT_SETTINGS])
+        print_resumed_settings(r, given); /* a fresh run's were printed by the parser */
     if (r->o.dump_val) {
         int rc = run_lead(r) ? dump_val(r, given) : 0;
         dist_finish(&r->dist);

@@ -191,7 +191,7 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
          .help = "zero each head's output with probability P",                                \
          .more = "(per sequence and layer; kept heads scaled by 1/(1-P); training only)")     \
     STEP(HEAD_GATES, head_gates, double, .flag = "head-gates", .type = SET_REAL,             \
-         .lo = 0, .hi = LIMIT_HEAD_GATES_MAX, .resume = RES_KEEP, REAL_SLOT(11),               \
+         .lo = 0, .hi = LIMIT_HEAD_GATES_MAX, .zero_off = 1, .resume = RES_KEEP, REAL_SLOT(11),\
          .in_log = 1, .say = "head gates",                                                     \
          .meta = "LAMBDA", .section = SEC_TRAINING,                                            \
          .help = "learn a hard-concrete gate per head, with LAMBDA x expected L0",            \
@@ -261,8 +261,9 @@ typedef struct {
     const char *const *names; /* the values a NAME or CHOICE accepts, NULL-terminated
                                * (a CHOICE stores the index; its default is def) */
     double lo, hi;          /* the range a flag may give (numbers) */
-    int zero_off;           /* 0 is allowed besides [lo, hi]: the default, meaning off or
-                             * automatic, which no flag gives */
+    int zero_off;           /* 0, the default, means off or automatic: allowed besides
+                             * [lo, hi] (which no flag gives), and never reached by a
+                             * number's underflow (--head-gates 1e-400 is refused) */
     SetResume resume;
     const char *resume_why; /* FRESH: the refusal after "--flag "; KEEP: why the checkpoint's
                              * value holds (NULL: the rule's own reason) */

@@ -266,6 +266,18 @@ Test(scripts_cli, ablate_refuses_bad_heads_and_outputs_up_front)
     snprintf(cmd, sizeof cmd, "scripts/ablate.sh --quick --bin %s --data %s/fifo --out %s/a",
              tu_bin(), d, d);
     expect_error("ablate", 1, "fifo: not a regular file", cmd);
+    /* A LAMBDA train refuses (its range, an underflow to 0) is refused before any
+     * run trains, with train's reason, and no sweep directory is made. */
+    const char *gates[][2] = {{"1000", "expected a number in [0, 100], got '1000'"},
+                              {"0.01 1e-400", "got '1e-400', which is too small"}};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "scripts/ablate.sh --quick --bin %s --steps 5 --head-gates '%s' "
+                 "--out %s/g", tu_bin(), gates[k][0], d);
+        expect_error("ablate", 2, gates[k][1], cmd);
+        char g[400];
+        snprintf(g, sizeof g, "%s/g", d);
+        cr_assert_neq(access(g, F_OK), 0, "--head-gates '%s': %s was made", gates[k][0], g);
+    }
 }
 
 /* 400 bytes of "abab..." pass the sweep's own checks (settings, the byte split)

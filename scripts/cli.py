@@ -150,11 +150,31 @@ def run(prog: str, main, argv=None) -> None:
     sys.exit(status)
 
 
+NAME_MAX = 255  # the longest name (one path component) a file system takes
+
+
+def sibling(path: str, suffix: str, room: int = 0) -> str:
+    """The path of a file beside path named after it: path + suffix, with room
+    bytes more to come (mkdtemp's random letters). When that name would pass
+    NAME_MAX, path's last component is cut (at a character's start) to leave
+    room for "~", 16 hex digits of a hash of the whole component, and the
+    suffix, so a legal name of up to NAME_MAX bytes can always be written."""
+    head, base = os.path.split(path)
+    name, tail = os.fsencode(base), os.fsencode(suffix)
+    if len(name) + len(tail) + room <= NAME_MAX:
+        return path + suffix
+    keep = max(0, NAME_MAX - len(tail) - room - 17)
+    while keep > 0 and keep < len(name) and name[keep] & 0xC0 == 0x80:
+        keep -= 1  # not inside a UTF-8 sequence
+    short = name[:keep] + b"~" + hashlib.sha256(name).hexdigest()[:16].encode() + tail
+    return os.path.join(head, os.fsdecode(short))
+
+
 def write_file(path: str, data) -> None:
-    """Writes data (text or bytes) to path atomically: path.tmp, fsync, rename. A
-    failed write (a full disk) removes path.tmp and is an OSError that names path,
-    so run() reports the file, not standard output."""
-    tmp = path + ".tmp"
+    """Writes data (text or bytes) to path atomically: path.tmp (sibling), fsync,
+    rename. A failed write (a full disk) removes path.tmp and is an OSError that
+    names path, so run() reports the file, not standard output."""
+    tmp = sibling(path, ".tmp")
     try:
         with open(tmp, "wb") as f:
             f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
@@ -255,7 +275,7 @@ class OutputDir:
             self.check()
         parent, base = os.path.split(os.path.abspath(self.path))
         try:
-            self.tmp = tempfile.mkdtemp(prefix=base + ".tmp.", dir=parent)
+            self.tmp = tempfile.mkdtemp(prefix=sibling(base, ".tmp.", 8), dir=parent)
         except OSError as e:
             raise Error("%s %s: cannot create a directory beside it: %s"
                         % (self.flag, self.path, e.strerror)) from None
@@ -292,7 +312,7 @@ class OutputDir:
         """Renames the new directory over a missing or empty one; over our earlier
         output, moves that aside first, then removes it."""
         if self.state == 2:
-            old = tempfile.mkdtemp(prefix=os.path.basename(self.path) + ".old.",
+            old = tempfile.mkdtemp(prefix=sibling(os.path.basename(self.path), ".old.", 8),
                                    dir=os.path.dirname(os.path.abspath(self.path)))
             try:
                 os.rename(self.path, old)

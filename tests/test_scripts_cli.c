@@ -74,6 +74,10 @@ static const char *scratch(const char *name)
     write_text(d, "array.log", "{\"type\":\"step\",\"step\":1,\"loss\":3}\n[1, 2]\n");
     write_text(d, "nostep.log", "{\"type\":\"step\",\"loss\":3}\n");
     write_text(d, "noloss.log", "{\"type\":\"step\",\"step\":4}\n");
+    write_text(d, "negstep.log", "{\"type\":\"step\",\"step\":-1,\"loss\":3}\n");
+    write_text(d, "bigstep.log", "{\"type\":\"step\",\"step\":1e18,\"loss\":3}\n");
+    write_text(d, "hugestep.log", "{\"type\":\"step\",\"step\":1,\"loss\":3}\n"
+               "{\"type\":\"heads\",\"step\":1e308,\"heads\":[]}\n");
     write_text(d, "badhead.log", "{\"type\":\"step\",\"step\":1,\"loss\":3}\n"
                "{\"type\":\"heads\",\"step\":1,\"heads\":[{\"layer\":1,\"repeat\":0.5}]}\n");
     write_text(d, "escaped.log", "{\"type\":\"settings\",\"data\":\"caf\\u00e9.txt\","
@@ -95,6 +99,10 @@ Test(scripts_cli, log_readers_name_the_bad_line_and_never_block_or_trace_back)
         {"array.log", "array.log:2: an array, not a JSON object"},
         {"nostep.log", "nostep.log:1: a step record without a step number"},
         {"noloss.log", "noloss.log:1: a step record without a loss"},
+        {"negstep.log", "negstep.log:1: a step record whose step -1 is not a whole number "
+                        "from 0 to 100000000"},
+        {"bigstep.log", "bigstep.log:1: a step record whose step 1e+18 is not a whole number"},
+        {"hugestep.log", "hugestep.log:2: a heads record whose step 1e+308 is not a whole number"},
         {"badhead.log", "badhead.log:2: a heads record with an entry that has no layer"},
         {"fifo", "fifo: not a regular file (a FIFO, device or socket)"},
         {"missing.log", "missing.log: no such log file"},

@@ -119,7 +119,7 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
                       "the parameters in ",                                                    \
         .in_log = 1, .meta = "HOW", .section = SEC_MODEL,                                      \
         .help = "same: each layer's heads start as copies of its head 0",                     \
-        .more = "(q, k, v rows and projection columns; docs/heads.md)")                       \
+        .more = "(q, k, v, projection; dropout, head dropout or gates break it; docs/heads.md)") \
     RUN(POS_STD, pos_std, double, .flag = "pos-std", .type = SET_REAL, .def = PARAMS_INIT_STD, \
         .lo = 0, .hi = LIMIT_POS_STD_MAX, .resume = RES_FRESH,                                 \
         .resume_why = "sets a fresh run's initial position embedding; a resumed run "          \

@@ -198,7 +198,8 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
          .more = "(open heads) added to the loss; 0 = no gates (docs/heads.md)")              \
     STORED(PRECISION, precision, int, .flag = "precision", .type = SET_CHOICE,                 \
            .names = precision_names, .lo = 0, .hi = PRECISION_COUNT - 1, .resume = RES_KEEP,   \
-           INT_SLOT(15), .say = "precision", .meta = "P", .section = SEC_TRAINING,             \
+           INT_SLOT(15), .in_log = 1, .say = "precision", .meta = "P",                          \
+           .section = SEC_TRAINING,                                                            \
            .help = "the linear layers' products: fp32 or bf16",                               \
            .more = "(bf16: inputs rounded to bfloat16, sums in fp32)", .def_text = "fp32")      \
     STEP(SEED, seed, uint64_t, .flag = "seed", .short_flag = 's', .type = SET_SEED,            \

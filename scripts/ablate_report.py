@@ -80,7 +80,7 @@ def read_sweep(outdir):
     sweep = read_json(path)
 
     def bad(what):
-        return ValueError("%s: %s: not a sweep.json that ablate.sh wrote" % (path, what))
+        return ValueError("%s: %s: not a sweep this script wrote" % (path, what))
 
     def count(v):
         return isinstance(v, int) and not isinstance(v, bool) and v >= 1

@@ -110,7 +110,8 @@ static void expand_sweeps(InferOptions *o)
         }
         int room = INFER_CKPT_MAX - o->ckpt.n - (given.n - k - 1);
         char **at = o->sweep_ckpt + o->nsweep;
-        int n = infer_sweep_ckpts(given.path[k], at, room, err, sizeof err);
+        int n = infer_sweep_ckpts(given.path[k], at, room, INFER_CKPT_MAX - room, err,
+                                  sizeof err);
         if (n < 0)
             cli_fail("%s", err);
         for (int j = 0; j < n; j++)

@@ -120,24 +120,34 @@ static void setup_fresh(Run *r)
     r->ts.best_step = -1;
 }
 
-/* Reads the checkpoint to resume and takes its settings; the data is loaded
- * later (load_resumed_data), once the outputs are known to be safe to write. */
-static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
+/* Reads the checkpoint to resume and takes its settings, with the flags a
+ * resumed run may change; a flag it may not change, a checkpoint that cannot be
+ * resumed, or too few --steps are refused here. */
+static void take_resume(Run *r, const unsigned char *given, Tokenizer *tok)
 {
     Options *o = &r->o;
-    TrainState *ts = &r->ts;
     char err[1500];
     int has_state;
-    if (ckpt_load_trainer(o->resume, &r->tr, tok, ts, &has_state, err, sizeof err))
+    if (ckpt_load_trainer(o->resume, &r->tr, tok, &r->ts, &has_state, err, sizeof err))
         cli_fail("%s", err);
     long steps_done = r->tr.step;
     if (!has_state)
         cli_fail("%s: has no training state (flags 0): it can be evaluated and sampled, not "
                  "resumed", o->resume);
-    train_options_resume(o, given, &r->tr.model.cfg, ts, r->dist.size, o->resume);
+    train_options_resume(o, given, &r->tr.model.cfg, &r->ts, r->dist.size, o->resume);
     if (steps_done >= o->steps)
         cli_usage_error("%s has already trained %ld of %ld steps; give --steps above %ld to "
                         "train further", o->resume, steps_done, o->steps, steps_done);
+}
+
+/* Reads the checkpoint to resume and takes its settings (take_resume); the data
+ * is loaded later (load_resumed_data), once the outputs are known to be safe to
+ * write. */
+static void open_resume(Run *r, const unsigned char *given, Tokenizer *tok)
+{
+    Options *o = &r->o;
+    take_resume(r, given, tok);
+    long steps_done = r->tr.step;
     if (!o->log)
         fprintf(stderr, "train: note: this resumed run writes no log; pass --log FILE to append "
                 "to the run's log (checkpoints do not record it, so that their bytes depend "
@@ -194,6 +204,19 @@ static void load_resumed_data(Run *r, const unsigned char *given, const Tokenize
     if (given[SETTING_STEPS] && o->steps != ts->steps)
         fprintf(stderr, "train: note: total steps changed from %ld to %ld (the cosine schedule "
                 "stretches to the new end)\n", ts->steps, o->steps);
+}
+
+/* --print-settings with --resume: the settings the resumed run would train
+ * with (the checkpoint's, and the flags it may change), printed only once the
+ * checkpoint, the flags and the data have passed the checks a real resume makes
+ * of them. */
+static void print_resumed_settings(Run *r, const unsigned char *given)
+{
+    Tokenizer tok;
+    memset(&tok, 0, sizeof tok);
+    take_resume(r, given, &tok);
+    load_run_data(r, given, &r->ts);
+    train_options_print(&r->o);
 }
 
 /* The --keep-best path: x.ckpt -> x.best.ckpt, anything else -> anything.best. */
@@ -444,24 +467,67 @@ static void check_same_data(const Run *r)
              (unsigned long long)size, (unsigned long long)hash);
 }
 
-/* A resumed run appends to its log; a fresh one writes a temporary beside it,
- * renamed over the log once its first record is written (place_log), so a log
- * that cannot be written leaves an earlier one as it was. */
+/* A log a resumed run appends to must end in a complete line. A run stopped in
+ * the middle of a write (killed, or by a program older than the checked writes)
+ * can leave part of a record after the last newline: that part, and only when
+ * it is the start of one of our records, is cut with a note; anything else
+ * there is refused, so the run never glues its records onto a broken line nor
+ * cuts what is not ours. Returns the log's length, ready to append to. */
+static off_t mend_log_tail(const Run *r, int fd, off_t size)
+{
+    static const char head[] = "{\"type\":\"";
+    char buf[4096];
+    off_t end = size; /* the bytes at [end, size) follow the last newline */
+    while (end > 0) {
+        size_t want = end < (off_t)sizeof buf ? (size_t)end : sizeof buf;
+        ssize_t n = pread(fd, buf, want, end - (off_t)want);
+        if (n != (ssize_t)want)
+            cli_fail("--log %s: cannot read its end: %s", r->o.log,
+                     n < 0 ? strerror(errno) : "the file shrank");
+        size_t k = want;
+        while (k > 0 && buf[k - 1] != '\n')
+            k--;
+        end -= (off_t)(want - k);
+        if (k > 0)
+            break;
+    }
+    if (end == size)
+        return size;
+    size_t tail = (size_t)(size - end), look = tail < sizeof head - 1 ? tail : sizeof head - 1;
+    if (pread(fd, buf, look, end) != (ssize_t)look || memcmp(buf, head, look) != 0)
+        cli_fail("--log %s: does not end in a complete line (%zu bytes after its last "
+                 "newline, not the start of a record), so it is not a log this run can append "
+                 "to; nothing was written", r->o.log, tail);
+    if (ftruncate(fd, end) != 0)
+        cli_fail("--log %s: cannot cut its incomplete last record: %s", r->o.log, strerror(errno));
+    fprintf(stderr, "train: note: --log %s ended in an incomplete record (a run stopped while "
+            "writing it); cut its %zu bytes after the last complete line before appending\n",
+            r->o.log, tail);
+    return end;
+}
+
+/* A resumed run appends to its log (mended first: mend_log_tail); a fresh one
+ * writes a temporary beside it, renamed over the log once its first record is
+ * written (place_log), so a log that cannot be written leaves an earlier one as
+ * it was. */
 static void open_log(Run *r)
 {
     if (!r->o.log || !run_lead(r))
         return;
     int fd;
+    off_t end = 0;
     if (r->o.resume) {
         /* O_NONBLOCK: a FIFO put there since the check must not block the open. */
-        fd = open(r->o.log, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+        fd = open(r->o.log, O_RDWR | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
         struct stat st;
         if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
             close(fd);
             cli_fail("--log %s: not a regular file (a FIFO, device or socket)", r->o.log);
         }
-        if (fd >= 0)
+        if (fd >= 0) {
             fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+            end = mend_log_tail(r, fd, st.st_size);
+        }
     } else {
         char real[4200];
         if (guard_resolve(r->o.log, real, sizeof real))
@@ -470,21 +536,21 @@ static void open_log(Run *r)
         if (fd < 0)
             r->files.log_tmp[0] = '\0';
     }
-    r->files.log = fd >= 0 ? fdopen(fd, r->o.resume ? "a" : "w") : NULL;
-    if (!r->files.log)
+    if (fd < 0)
         cli_fail("--log %s: cannot open for writing: %s", r->o.log,
                  errno == ENOENT ? "directory does not exist" : strerror(errno));
-    setvbuf(r->files.log, NULL, _IOLBF, 0);
+    r->files.log_fd = fd;
+    r->files.log_end = end;
 }
 
-/* A fresh log's first record is written: flush, fsync and rename it into place. */
+/* A fresh log's first record is written: fsync it and rename it into place. */
 static void place_log(Run *r)
 {
-    if (!r->files.log || !r->files.log_tmp[0])
+    if (r->files.log_fd < 0 || !r->files.log_tmp[0])
         return;
     char real[4200];
     int bad = r->files.log_errno;
-    if (!bad && (fflush(r->files.log) != 0 || fsync(fileno(r->files.log)) != 0))
+    if (!bad && fsync(r->files.log_fd) != 0)
         bad = errno ? errno : EIO;
     if (!bad && (guard_resolve(r->o.log, real, sizeof real) || rename(r->files.log_tmp, real) != 0))
         bad = errno ? errno : ENAMETOOLONG;
@@ -553,8 +619,7 @@ static void finish(Run *r, long start, double t0, double train_s)
         fprintf(stderr, "train: %s during the final evaluation; %s is saved and complete "
                 "(step %ld of %ld)\n", r->stop.signal == SIGINT ? "interrupted" : "terminated",
                 r->o.out, r->o.steps, r->o.steps);
-        if (r->files.log)
-            fclose(r->files.log);
+        run_log_close(r, 1);
         run_exit(r, 128 + r->stop.signal);
     }
     double wall = cli_now() - t0;
@@ -579,14 +644,9 @@ static void finish(Run *r, long start, double t0, double train_s)
         run_log(r, ",\"copy_loss_first\":%.6f,\"copy_loss_repeat\":%.6f", copy_first,
                 copy_repeat);
     run_log(r, "}\n");
-    if (r->files.log && !r->files.log_errno && (fflush(r->files.log) != 0 || fsync(fileno(r->files.log)) != 0))
-        r->files.log_errno = errno ? errno : EIO;
-    if (r->files.log && (fclose(r->files.log) != 0 || r->files.log_errno)) {
-        r->files.log = NULL;
+    if (run_log_close(r, 1))
         cli_fail("--log %s: write failed at the end of the run: %s; %s is saved", r->o.log,
-                 strerror(r->files.log_errno ? r->files.log_errno : errno), r->o.out);
-    }
-    r->files.log = NULL;
+                 strerror(r->files.log_errno), r->o.out);
 }
 
 /* Error exits: release the locks, then end every rank (dist_abort). */
@@ -606,7 +666,7 @@ int main(int argc, char **argv)
     Run *r = calloc(1, sizeof *r);
     if (!r)
         cli_fail("out of memory");
-    r->files.lock.fd = r->files.best_lock.fd = r->files.log_lock.fd = -1;
+    r->files.lock.fd = r->files.best_lock.fd = r->files.log_lock.fd = r->files.log_fd = -1;
     r->files.last_saved = r->files.resumed_step = -1;
     if (dist_init(&r->dist, &argc, &argv))
         cli_fail("cannot start MPI");
@@ -628,6 +688,8 @@ int main(int argc, char **argv)
     if (r->o.threads)
         omp_set_num_threads((int)r->o.threads);
     run_watch_signals(r);
+    if (given[GIVEN_PRINT_SETTINGS])
+        print_resumed_settings(r, given); /* a fresh run's were printed by the parser */
     if (r->o.dump_val) {
         int rc = run_lead(r) ? dump_val(r, given) : 0;
         dist_finish(&r->dist);
@@ -655,13 +717,12 @@ int main(int argc, char **argv)
     if (dist_any(&r->dist, r->stop.signal)) {
         int sig = r->stop.signal ? r->stop.signal : SIGINT;
         const char *how = sig == SIGINT ? "interrupted" : "terminated";
-        if (r->files.log)
+        if (r->files.log_fd >= 0)
             fprintf(stderr, "train: %s before the first step; no checkpoint was written, and "
                     "the log %s holds this run's settings record\n", how, r->o.log);
         else
             fprintf(stderr, "train: %s before the first step; nothing was written\n", how);
-        if (r->files.log)
-            fclose(r->files.log);
+        run_log_close(r, 1);
         run_exit(r, 128 + sig);
     }
     double t0 = cli_now();

@@ -43,6 +43,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import ablate_report as rep  # noqa: E402
+import checkpoint  # noqa: E402
 import cli  # noqa: E402
 import runlog  # noqa: E402
 
@@ -236,6 +237,18 @@ def print_settings(train, flags):
     return json.loads(r.stdout)
 
 
+def check_gates(train, flags, text):
+    """Each LAMBDA of --head-gates LIST, as train reads it (its range, and a number
+    that would be 0 only by underflow), before anything trains: a value train
+    refuses would fail every gated run."""
+    for v in sorted(set(text.replace(",", " ").split())):
+        r = subprocess.run([train, "--print-settings", "--head-gates", v] + flags,
+                           capture_output=True, text=True)
+        if r.returncode:
+            lines = r.stderr.strip().splitlines() or ["exit %d" % r.returncode]
+            fail("--head-gates '%s': %s" % (text, lines[0].replace("train: error: ", "train: ")))
+
+
 def long_steps(s):
     """Induction heads form after about 10^5.7 sqrt(B T) tokens (Aoyama, Wilcox & Schneider
     2025); --long gives 10% more, at least 1.5e7, in whole thousands of steps."""
@@ -268,6 +281,8 @@ def make_plan(a):
     if a.head_dropout is not None:
         flags += ["--head-dropout", repr(a.head_dropout)]
     s = print_settings(train, flags + data)
+    if a.head_gates is not None:
+        check_gates(train, flags + data, a.head_gates)
     try:
         given = a.heads if a.heads is not None else "1 4" if a.quick else "1 4 8 16"
         heads = sorted({int(x) for x in given.replace(",", " ").split()})
@@ -307,7 +322,10 @@ def prepare(a, sweep, blob):
     """Writes DIR/sweep.json (refusing other settings), the --quick data slice and
     DIR/val.txt, the bytes ./train holds out (from ./train --dump-val)."""
     path = os.path.join(a.out, "sweep.json")
-    old = rep.read_json(path) if os.path.exists(path) else None
+    try:
+        old = rep.read_sweep(a.out) if os.path.exists(path) else None
+    except ValueError as e:  # a sweep.json that is not ours
+        fail(str(e), 1)
     if old and old["fingerprint"] != sweep["fingerprint"]:
         new, was = sweep["fingerprint"], old["fingerprint"]
         fail("%s holds a sweep with other settings (%s); give another --out or remove it" % (
@@ -348,11 +366,21 @@ def call(cmd, err):
         return subprocess.run(cmd, stdout=f, stderr=f).returncode
 
 
+def sound_ckpt(path):
+    """Whether path is a checkpoint as long as its header says (a truncated one is
+    trained again)."""
+    try:
+        checkpoint.check_size(path)
+        return True
+    except checkpoint.CheckpointError:
+        return False
+
+
 def job_train(a, sweep, run, part):
     ckpt, log, err = (os.path.join(part, x) for x in ("model.ckpt", "run.jsonl", "train.err"))
     final = runlog.read(log).final if os.path.exists(log) else None
     steps = sweep["fingerprint"]["steps"]
-    if os.path.exists(ckpt) and final and final["step"] == steps:
+    if os.path.exists(ckpt) and final and final["step"] == steps and sound_ckpt(ckpt):
         return 0
     data = ["--data", sweep["train_data"]] if sweep["train_data"] else []
     common = ["--out", ckpt, "--log", log] + sweep.get("log_args", []) + data + (
@@ -388,14 +416,20 @@ def job_heads(a, sweep, part):
 
 def run_job(a):
     """--job NAME: one run start to finish; exit 0 done, 130 stopped by a signal."""
-    sweep = rep.read_json(os.path.join(a.out, "sweep.json"))
+    try:
+        sweep = rep.read_sweep(a.out)
+    except ValueError as e:  # a sweep.json that is not ours
+        fail(str(e), 1)
     run = next((r for r in rep.all_runs(sweep) if r["name"] == a.job), None)
     if run is None:
         fail("--job %s: not a run of the sweep in %s" % (a.job, a.out))
     final = os.path.join(a.out, "runs", a.job)
-    if os.path.exists(os.path.join(final, "done.json")):
+    why = rep.unfinished(a.out, run)
+    if why is None:
         return 0
     part = final + ".partial"
+    if os.path.lexists(final):
+        set_aside(final, why)
     os.makedirs(part, exist_ok=True)
     a.stopped = False
 
@@ -413,6 +447,26 @@ def run_job(a):
     return 0
 
 
+def set_aside(final, why):
+    """A run directory that is not a finished run (a damaged done.json or
+    model.ckpt: why) is renamed to NAME.damaged (NAME.damaged.2, ... when taken),
+    kept for a look, and the run is trained again."""
+    for k in range(1, 1000):
+        aside = final + ".damaged" + ("" if k == 1 else ".%d" % k)
+        if not os.path.lexists(aside):
+            break
+    else:
+        fail("%s is not a finished run (%s), and no name is free to set it aside"
+             % (final, why), 1)
+    try:
+        os.rename(final, aside)
+    except OSError as e:
+        fail("%s is not a finished run (%s) and cannot be set aside: %s" % (final, why,
+                                                                            e.strerror), 1)
+    say("%s is not a finished run (%s): set aside as %s, training it again"
+        % (final, why, os.path.basename(aside)))
+
+
 # ---- the sweep: a short loop over job processes ----
 
 def last_step(a, name):
@@ -422,7 +476,7 @@ def last_step(a, name):
 
 
 def is_done(a, r):
-    return os.path.exists(os.path.join(a.out, "runs", r["name"], "done.json"))
+    return rep.unfinished(a.out, r) is None
 
 
 def status_line(a, sweep, queue, procs, t0, work):
@@ -544,7 +598,7 @@ def check_or_report(a):
     try:
         if a.report_only:
             rep.write_all(a.out)  # reads and checks every file of the sweep first
-            write_compare(a, rep.read_json(os.path.join(a.out, "sweep.json")))
+            write_compare(a, rep.read_sweep(a.out))
             say("report: %d rows in %s" % (rep.write_all(a.out), a.out))
             return 0
         problems = rep.check(a.out)

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import stat
 import statistics
 import xml.etree.ElementTree as ET
 
@@ -22,6 +23,7 @@ import ablate_gates
 import ablate_legend
 import ablate_page
 import ablate_relations
+import checkpoint
 import cli
 import induction_phase
 import plot_log
@@ -62,6 +64,46 @@ def read_json(path):
             return json.load(f)
     except ValueError as e:  # JSONDecodeError and UnicodeDecodeError both are
         raise ValueError("%s: not valid JSON text (%s)" % (path, e)) from None
+
+
+# The fingerprint's numbers a report computes with: whole numbers >= 1.
+SWEEP_COUNTS = ("steps", "embd", "layers", "block", "batch", "fixed_head_size")
+
+
+def read_sweep(outdir):
+    """DIR/sweep.json, checked before anything is computed or written from it: the
+    fingerprint's numbers finite (JSON as Python reads it allows NaN and
+    Infinity), its counts whole numbers >= 1, the heads, seeds and depths (layers,
+    absent before --layers) whole numbers >= 1, the gates finite numbers >= 0;
+    ValueError naming the file otherwise."""
+    path = os.path.join(outdir, "sweep.json")
+    sweep = read_json(path)
+
+    def bad(what):
+        return ValueError("%s: %s: not a sweep this script wrote" % (path, what))
+
+    def count(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+    if not isinstance(sweep, dict) or not isinstance(sweep.get("fingerprint"), dict):
+        raise bad("no fingerprint object")
+    fp = sweep["fingerprint"]
+    for k, v in sorted(fp.items()):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise bad('"%s": %s is not a finite number' % (k, v))
+    for k in SWEEP_COUNTS:
+        if not count(fp.get(k)):
+            raise bad('"%s": %s, expected a whole number >= 1' % (k, json.dumps(fp.get(k))))
+    for k in ("heads", "seeds", "layers"):
+        v = sweep.get(k) if k != "layers" or "layers" in sweep else []
+        if not isinstance(v, list) or not all(count(x) for x in v):
+            raise bad('"%s": %s, expected a list of whole numbers >= 1' % (k, json.dumps(v)))
+    gates = sweep.get("gates", [])
+    if not isinstance(gates, list) or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            and x >= 0 for x in gates):
+        raise bad('"gates": %s, expected a list of numbers >= 0' % json.dumps(gates))
+    return sweep
 
 
 def write_json(path, obj):
@@ -157,13 +199,48 @@ def all_runs(sweep):
     return runs_of(sweep) + gate_runs_of(sweep)
 
 
+RUN_KEYS = ("name", "H", "D", "seed", "gate")
+
+
+def unfinished(outdir, run):
+    """Why DIR/runs/NAME is not the finished run `run`, or None when it is: its
+    done.json (written last) is a plain file holding the run's own record, and its
+    model.ckpt a checkpoint as long as its header says (not cut short). Checked
+    without blocking on a FIFO or reading a whole checkpoint, so a rerun and
+    --check can ask it of every run."""
+    d = os.path.join(outdir, "runs", run["name"])
+    done = os.path.join(d, "done.json")
+    try:
+        st = os.stat(done)
+    except FileNotFoundError:
+        return "unfinished (no done.json)"
+    except OSError as e:
+        return "done.json: %s" % e.strerror
+    if not stat.S_ISREG(st.st_mode):
+        return "done.json is not a regular file"
+    try:
+        rec = read_json(done)
+    except ValueError as e:
+        return str(e)
+    except OSError as e:
+        return "done.json: %s" % e.strerror
+    if not isinstance(rec, dict) or any(rec.get(k, 0 if k == "gate" else None) != run[k]
+                                        for k in RUN_KEYS if k in run):
+        return "%s: not this run's record" % done
+    try:
+        checkpoint.check_size(os.path.join(d, "model.ckpt"))
+    except checkpoint.CheckpointError as e:
+        return str(e)
+    return None
+
+
 def load(outdir):
-    """The sweep and its finished runs: {name: {dir, log, summary, heads}}, heads being
-    heads/heads.csv's rows (one dict per head)."""
-    sweep, runs = read_json(os.path.join(outdir, "sweep.json")), {}
+    """The sweep and its finished runs (unfinished): {name: {dir, log, summary,
+    heads}}, heads being heads/heads.csv's rows (one dict per head)."""
+    sweep, runs = read_sweep(outdir), {}
     for r in all_runs(sweep):
         d = os.path.join(outdir, "runs", r["name"])
-        if os.path.exists(os.path.join(d, "done.json")):
+        if unfinished(outdir, r) is None:
             s, h = (os.path.join(d, "heads", f) for f in ("summary.json", "heads.csv"))
             summary = read_json(s) if os.path.exists(s) else {}
             ablate_relations.check_bars(summary, s)
@@ -766,7 +843,7 @@ def check(outdir):
     Changes nothing; returns the problems found."""
     sweep, every = load(outdir)
     runs = {k: r for k, r in every.items() if not r.get("gate")}  # the gated: below
-    problems = ["run %s: unfinished or no heads/summary.json" % r["name"]
+    problems = ["run %s: %s" % (r["name"], unfinished(outdir, r) or "no heads/summary.json")
                 for r in runs_of(sweep) if not runs.get(r["name"], {}).get("summary")]
     path, md = (os.path.join(outdir, f) for f in ("ablation.csv", "ablation.md"))
     rows = read_csv(path) if os.path.exists(path) else []
@@ -811,7 +888,8 @@ def check(outdir):
         for arm in r["arms"]:
             want_gates.setdefault(arm, []).append((r["H"], r["gate"]))
         if not every.get(r["name"], {}).get("summary"):
-            problems.append("run %s: unfinished or no heads/summary.json" % r["name"])
+            problems.append("run %s: %s" % (r["name"], unfinished(outdir, r) or
+                                            "no heads/summary.json"))
     problems += ablate_gates.check(outdir, text, want_gates, titles)
     plots = ["val_loss.svg"] + ["curves_%s.svg" % a for a in titles]
     for f in plots + (["repeat.svg"] if is_induction(sweep) else []):

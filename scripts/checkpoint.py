@@ -355,12 +355,12 @@ def _read_exactly(f, n, path, what):
     return b
 
 
-def read(path) -> Checkpoint:
-    """Reads and validates the checkpoint at path: a Checkpoint, or CheckpointError
-    with the message trainer/ckpt.c gives for the same file."""
-    path = os.fsdecode(path)
+def _open_sized(path):
+    """The open checkpoint at path once what path names, the header and the file's
+    size against the size the header implies have passed trainer/ckpt.c's checks:
+    (file, header bytes, header ints, dimensions, P, M, with_state)."""
     f, size = _open_regular(path)
-    with f:
+    try:
         head = _read_exactly(f, HEADER_BYTES + ALPHABET_BYTES, path, "the header")
         h = struct.unpack_from("<%di" % HEADER_INTS, head, 0)
         d = _check_header(h, path)
@@ -375,6 +375,26 @@ def read(path) -> Checkpoint:
                                     ", merges %d" % M if M else "",
                                     ", with training state" if with_state else "", expect,
                                     "truncated" if size < expect else "trailing bytes"))
+    except BaseException:
+        f.close()
+        raise
+    return f, head, h, d, P, M, with_state
+
+
+def check_size(path) -> None:
+    """read()'s first checks of the checkpoint at path (what path names, the
+    header, the file's size against the size the header implies: a truncated
+    file) without reading the rest, cheap enough to ask of every run of a sweep;
+    CheckpointError with read()'s message."""
+    _open_sized(os.fsdecode(path))[0].close()
+
+
+def read(path) -> Checkpoint:
+    """Reads and validates the checkpoint at path: a Checkpoint, or CheckpointError
+    with the message trainer/ckpt.c gives for the same file."""
+    path = os.fsdecode(path)
+    f, head, h, d, P, M, with_state = _open_sized(path)
+    with f:
         nbytes = d["V"] - M
         alphabet = head[HEADER_BYTES:HEADER_BYTES + nbytes]
         merge_bytes = _read_exactly(f, 4 * M, path, "the merges")

@@ -19,7 +19,9 @@
 What each script reads, draws or computes is its own.
 """
 import argparse
+import codecs
 import errno
+import hashlib
 import os
 import stat
 import sys
@@ -64,11 +66,62 @@ def _quiet_stdout():
         pass
 
 
+def _escape_bytes(err):
+    """The error handler of standard output and error: a path's undecodable
+    bytes, which Python holds as lone surrogates (U+DC80..U+DCFF), are written
+    as the bytes they stand for, \\xNN, and any other character the stream
+    cannot encode as its backslash escape."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    shown = []
+    for c in err.object[err.start:err.end]:
+        o = ord(c)
+        if 0xDC80 <= o <= 0xDCFF:
+            shown.append("\\x%02x" % (o - 0xDC00))
+        elif o <= 0xFF:
+            shown.append("\\x%02x" % o)
+        elif o <= 0xFFFF:
+            shown.append("\\u%04x" % o)
+        else:
+            shown.append("\\U%08x" % o)
+    return "".join(shown), err.end
+
+
+codecs.register_error("headcount_bytes", _escape_bytes)
+
+
+def shown(text: str) -> str:
+    """text for a message: a path's undecodable bytes as \\xNN (see
+    _escape_bytes), whatever stream or file the message goes to."""
+    return text.encode("utf-8", "headcount_bytes").decode("utf-8")
+
+
+def _open_stdout():
+    """Standard output as the script writes it. When the script was started with
+    it closed, Python has none (sys.stdout is None): descriptor 1 is then held by
+    /dev/null opened read-only, so that no file the script opens later takes its
+    place (and reaches a program it starts as that program's output), and a write
+    to it fails as on a closed descriptor, reported by run() in one line."""
+    if sys.stdout is not None:
+        sys.stdout.reconfigure(errors="headcount_bytes")
+        return
+    try:
+        fd = os.open(os.devnull, os.O_RDONLY)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
+        sys.stdout = open(1, "w", encoding="utf-8", errors="headcount_bytes", closefd=False)
+    except OSError:
+        pass
+
+
 def run(prog: str, main, argv=None) -> None:
     """Runs main(argv) as a program named prog and exits with its status: what
     main returns (None is 0), or that of the Error it raises."""
     status = 0
-    sys.stdout.reconfigure(errors="backslashreplace")  # a path's undecodable bytes
+    _open_stdout()
+    if sys.stderr is not None:
+        sys.stderr.reconfigure(errors="headcount_bytes")
     try:
         status = main(sys.argv[1:] if argv is None else argv) or 0
         sys.stdout.flush()
@@ -91,16 +144,37 @@ def run(prog: str, main, argv=None) -> None:
             status, message = 1, "cannot write standard output: %s" % (e.strerror or e)
     if message is not None:
         _quiet_stdout()
-        sys.stderr.write("%s: error: %s\n" % (prog, message))
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.write("%s: error: %s\n" % (prog, shown(message)))
+            sys.stderr.flush()
     sys.exit(status)
 
 
+NAME_MAX = 255  # the longest name (one path component) a file system takes
+
+
+def sibling(path: str, suffix: str, room: int = 0) -> str:
+    """The path of a file beside path named after it: path + suffix, with room
+    bytes more to come (mkdtemp's random letters). When that name would pass
+    NAME_MAX, path's last component is cut (at a character's start) to leave
+    room for "~", 16 hex digits of a hash of the whole component, and the
+    suffix, so a legal name of up to NAME_MAX bytes can always be written."""
+    head, base = os.path.split(path)
+    name, tail = os.fsencode(base), os.fsencode(suffix)
+    if len(name) + len(tail) + room <= NAME_MAX:
+        return path + suffix
+    keep = max(0, NAME_MAX - len(tail) - room - 17)
+    while keep > 0 and keep < len(name) and name[keep] & 0xC0 == 0x80:
+        keep -= 1  # not inside a UTF-8 sequence
+    short = name[:keep] + b"~" + hashlib.sha256(name).hexdigest()[:16].encode() + tail
+    return os.path.join(head, os.fsdecode(short))
+
+
 def write_file(path: str, data) -> None:
-    """Writes data (text or bytes) to path atomically: path.tmp, fsync, rename. A
-    failed write (a full disk) removes path.tmp and is an OSError that names path,
-    so run() reports the file, not standard output."""
-    tmp = path + ".tmp"
+    """Writes data (text or bytes) to path atomically: path.tmp (sibling), fsync,
+    rename. A failed write (a full disk) removes path.tmp and is an OSError that
+    names path, so run() reports the file, not standard output."""
+    tmp = sibling(path, ".tmp")
     try:
         with open(tmp, "wb") as f:
             f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
@@ -201,7 +275,7 @@ class OutputDir:
             self.check()
         parent, base = os.path.split(os.path.abspath(self.path))
         try:
-            self.tmp = tempfile.mkdtemp(prefix=base + ".tmp.", dir=parent)
+            self.tmp = tempfile.mkdtemp(prefix=sibling(base, ".tmp.", 8), dir=parent)
         except OSError as e:
             raise Error("%s %s: cannot create a directory beside it: %s"
                         % (self.flag, self.path, e.strerror)) from None
@@ -210,11 +284,11 @@ class OutputDir:
 
     def write(self, name, text):
         """Writes text (str) as UTF-8 to the file name in the new directory (a
-        path's undecodable bytes, which Python holds as surrogates, as \\udcXX)."""
+        path's undecodable bytes, which Python holds as surrogates, as \\xNN)."""
         assert name in self.own, name
         path = os.path.join(self.tmp, name)
         try:
-            with open(path, "x", encoding="utf-8", errors="backslashreplace") as f:
+            with open(path, "x", encoding="utf-8", errors="headcount_bytes") as f:
                 f.write(text)
                 f.flush()
                 os.fsync(f.fileno())
@@ -238,7 +312,7 @@ class OutputDir:
         """Renames the new directory over a missing or empty one; over our earlier
         output, moves that aside first, then removes it."""
         if self.state == 2:
-            old = tempfile.mkdtemp(prefix=os.path.basename(self.path) + ".old.",
+            old = tempfile.mkdtemp(prefix=sibling(os.path.basename(self.path), ".old.", 8),
                                    dir=os.path.dirname(os.path.abspath(self.path)))
             try:
                 os.rename(self.path, old)

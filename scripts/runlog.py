@@ -23,6 +23,7 @@ kept is the last one.
 """
 import json
 
+import checkpoint
 import cli
 
 
@@ -50,9 +51,13 @@ _METRICS = ("entropy", "prev", "first", "distance", "repeat")
 def _check(rec):
     """What is wrong with a record of a type the scripts read, or None."""
     kind = rec.get("type")
-    if kind in ("step", "eval", "final", "heads") and not (_is_int(rec.get("step"))
-                                                         and rec["step"] >= 0):
-        return "a %s record without a step number" % kind
+    if kind in ("step", "eval", "final", "heads"):
+        step = rec.get("step")
+        if step is None:
+            return "a %s record without a step number" % kind
+        if not (_is_int(step) and 0 <= step <= checkpoint.STEPS_MAX):
+            return "a %s record whose step %s is not a whole number from 0 to %d (train's " \
+                   "most steps)" % (kind, json.dumps(step), checkpoint.STEPS_MAX)
     for key, kinds in (("loss", ("step",)), ("lr", ("step",)),
                        ("val_loss", ("eval", "final")), ("train_loss", ("eval", "final"))):
         if kind in kinds and key in rec and not _is_num(rec[key]):

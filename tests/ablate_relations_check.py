@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,7 @@ import ablate_legend  # noqa: E402
 import ablate_page  # noqa: E402
 import ablate_relations  # noqa: E402
 import ablate_report  # noqa: E402
+import checkpoint  # noqa: E402
 import cli  # noqa: E402
 import svgchart  # noqa: E402
 
@@ -175,6 +177,17 @@ SWEEP_ACCURACY = {  # bracket, foo
 SWEEP_BPB = {(1, 1): 3.6, (1, 2): 3.8, (2, 1): 3.0, (2, 2): 3.1}
 
 
+def fake_ckpt(path, H, D):
+    """A file as long as a checkpoint's header says (V = 8, T = 8, L = 1, C = 4), with
+    zero parameters: what a finished run's model.ckpt must pass (check_size)."""
+    dims = dict(V=8, T=8, L=1, H=H, C=4, D=D, gates=False)
+    h = [0] * checkpoint.HEADER_INTS
+    h[:10] = [checkpoint.MAGIC, checkpoint.VERSION, 8, 8, 1, H, 4, 0, 10, D]
+    head = struct.pack("<%di" % checkpoint.HEADER_INTS, *h) + bytes(range(8)) + bytes(248)
+    with open(path, "wb") as f:
+        f.write(head + bytes(4 * checkpoint.parameter_count(dims)))
+
+
 def fake_sweep(d, causal=False, vocab=0):
     fp = {"embd": 4, "fixed_head_size": 2, "layers": 1, "block": 8, "batch": 2, "steps": 10,
           "data": "fake.txt", "data_slice": False, "data_bytes": 1000, "val_frac": 0.1,
@@ -184,7 +197,9 @@ def fake_sweep(d, causal=False, vocab=0):
     for (H, seed), rows in SWEEP_HEADS.items():
         run = os.path.join(d, "runs", "H%02d-D%03d-s%d" % (H, 4 // H, seed))
         os.makedirs(os.path.join(run, "heads"))
-        write_json(os.path.join(run, "done.json"), {})
+        write_json(os.path.join(run, "done.json"), {"name": os.path.basename(run), "H": H,
+                                                    "D": 4 // H, "seed": seed, "gate": 0})
+        fake_ckpt(os.path.join(run, "model.ckpt"), H, 4 // H)
         with open(os.path.join(run, "run.jsonl"), "w") as f:
             for rec in ({"type": "settings", "params": 100, "threads": 1, "vocab_asked": vocab,
                          "merges": max(0, vocab - 256)},

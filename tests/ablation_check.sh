@@ -31,7 +31,12 @@
 #      L<L>-H..; the sweep trains each depth, the run of train's depth is bit for bit
 #      the run of a sweep without --layers, the report has a section per (arm, L) and an
 #      L column, the compare page is written; a sweep.json from before --layers still
-#      reports, checks and resumes.
+#      reports, checks and resumes;
+#  13. a run whose done.json is junk, a directory or a FIFO, or whose model.ckpt is cut
+#      short, is no finished run: --check names it (exit 1), and a rerun sets it aside
+#      and trains it again;
+#  14. --report-only and --check on a sweep.json whose step count is NaN: one line naming
+#      the file, exit 1, and no file of the sweep rewritten.
 # usage: tests/ablation_check.sh [BIN_DIR] [WORK_DIR]   (defaults: . and build/ablation-check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -410,5 +415,53 @@ ablate --out "$work/nolayers" --check || fail "--check on an old sweep"
 ablate "${largs[@]}" --out "$work/nolayers" 2>"$work/lold.err" || fail "rerun of an old sweep"
 grep -q "2 finished earlier, 0 to do" "$work/lold.err" || { cat "$work/lold.err" >&2;
     fail "the rerun of an old sweep did not skip its finished runs"; }
+
+step "13. --check and a rerun trust no damaged run"
+victim=H01-D032-s1
+for damage in junk directory fifo truncated; do
+    rm -rf "$work/damaged"
+    cp -r "$work/sweep" "$work/damaged"
+    run="$work/damaged/runs/$victim"
+    case $damage in
+        junk) echo x >"$run/done.json" ;;
+        directory) rm "$run/done.json"; mkdir "$run/done.json" ;;
+        fifo) rm "$run/done.json"; mkfifo "$run/done.json" ;;
+        truncated) head -c 5000 "$run/model.ckpt" >"$work/cut.ckpt"
+                   cat "$work/cut.ckpt" >"$run/model.ckpt" ;;
+    esac
+    set +e
+    timeout 60 scripts/ablate.sh --out "$work/damaged" --check 2>"$work/damaged.err"
+    rc=$?
+    set -e
+    [ $rc -eq 1 ] && grep -q "run $victim: " "$work/damaged.err" &&
+        ! grep -q "all outputs present" "$work/damaged.err" ||
+        { cat "$work/damaged.err" >&2; fail "--check vouched for a $damage run (exit $rc)"; }
+    timeout 120 scripts/ablate.sh --quick --bin "$bin" "${data[@]}" --out "$work/damaged" \
+        --threads 1 2>"$work/damaged-rerun.err" ||
+        { cat "$work/damaged-rerun.err" >&2; fail "the rerun after a $damage run exited $?"; }
+    grep -q "5 finished earlier, 1 to do" "$work/damaged-rerun.err" &&
+        grep -q "runs/$victim is not a finished run" "$work/damaged-rerun.err" ||
+        { cat "$work/damaged-rerun.err" >&2; fail "a rerun counted a $damage run finished"; }
+    [ -d "$work/damaged/runs/$victim.damaged" ] || fail "the $damage run was not kept aside"
+    ablate --out "$work/damaged" --check || fail "outputs after retraining a $damage run"
+done
+
+step "14. a sweep.json with a number that is not finite: one line, nothing rewritten"
+rm -rf "$work/nan"
+cp -r "$work/sweep" "$work/nan"
+sed -i 's/"steps": 30,/"steps": NaN,/' "$work/nan/sweep.json"
+grep -q '"steps": NaN' "$work/nan/sweep.json" || fail "no steps to spoil in sweep.json"
+sums_nan() { find "$work/nan" -type f -print0 | sort -z | xargs -0 sha256sum; }
+before=$(sums_nan)
+for mode in --report-only --check; do
+    set +e
+    scripts/ablate.sh --out "$work/nan" $mode 2>"$work/nan.err"
+    rc=$?
+    set -e
+    [ $rc -eq 1 ] && [ "$(wc -l <"$work/nan.err")" -eq 1 ] &&
+        grep -q "^ablate: error: $work/nan/sweep.json: \"steps\": nan is not a finite" \
+            "$work/nan.err" || { cat "$work/nan.err" >&2; fail "$mode on a NaN step count"; }
+done
+[ "$before" = "$(sums_nan)" ] || fail "a file of the sweep was rewritten"
 
 step "all checks passed in $(( $(date +%s) - t0 )) s"

@@ -132,6 +132,10 @@ Test(explore_compare, a_sweep_directory_is_the_first_seed_of_each_finished_run_b
     sweep_run(sweep, "L0-H04-D004-s1", m1.ckpt, 1);     /* no depth 0 */
     sweep_run(sweep, "L1-H04-D004-s2", m4.ckpt, 1);     /* --layers: another depth, */
     sweep_run(sweep, "L1-H04-D004-s1", m4.ckpt, 1);     /* first, by its first seed */
+    /* Nor these: a seed past the range, a sign, a run a rerun set aside. */
+    sweep_run(sweep, "H02-D008-s4294967297", m1.ckpt, 1);
+    sweep_run(sweep, "H+2-D008-s1", m1.ckpt, 1);
+    sweep_run(sweep, "H02-D008-s1.damaged", m1.ckpt, 1);
     char *out, page[500];
     snprintf(page, sizeof page, "%s/p.html", dir);
     int rc = tu_run(&out, "%s/infer --ckpt %s --threads 1 --explore %s --text '" TEXT "'", tu_bin(),
@@ -175,6 +179,20 @@ Test(explore_compare, a_sweep_directory_is_the_first_seed_of_each_finished_run_b
     free(out);
     char q[600];
     snprintf(q, sizeof q, "%s/q.html", dir);
+    cr_assert(!exists(q), "a refused command wrote %s", q);
+
+    /* The sweep's 3 models and 15 more --ckpt are more than a page's 16: the
+     * message names that limit, not the room left for the sweep. */
+    char many[4000] = "";
+    for (int k = 0; k < 15; k++) {
+        size_t used = strlen(many);
+        snprintf(many + used, sizeof many - used, " --ckpt %s", m1.ckpt);
+    }
+    rc = tu_run(&out, "%s/infer --ckpt %s%s --explore %s --text ab", tu_bin(), sweep, many, q);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert(strstr(out, "the compare page shows at most 16 models") &&
+              !strstr(out, "at most 1 models"), "%s", out);
+    free(out);
     cr_assert(!exists(q), "a refused command wrote %s", q);
 }
 

@@ -474,3 +474,28 @@ Test(heads, the_compromise_overlap_is_what_its_heads_attention_gives, .timeout =
     free(out);
     free(corpus);
 }
+
+/* --windows past the windows a short file holds: the windows overlap and the
+ * passes over them grow with --windows, so --heads says so up front and gives a
+ * line as each long pass begins (on a terminal the head count runs in place);
+ * without it, nothing of the kind is printed. */
+Test(heads_cli, more_windows_than_the_file_holds_are_announced_with_a_line_per_pass,
+     .timeout = 60)
+{
+    const char *dir = tu_tmpdir("heads-cli-windows");
+    char ckpt[400], text[400], *out;
+    write_tiny(dir, ckpt, text, sizeof ckpt);
+    int rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --windows 400 --threads 1 "
+                    "</dev/null 2>&1 >/dev/null", tu_bin(), ckpt, text);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "infer: note: --windows 400 is more than the ") &&
+              strstr(out, "so they overlap"), "%s", out);
+    cr_assert(strstr(out, "infer: heads: attention over 400 windows\n") &&
+              strstr(out, "infer: heads: ablating head 4/4 over 400 windows\n"), "%s", out);
+    free(out);
+    rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --threads 1 2>&1 >/dev/null", tu_bin(), ckpt,
+                text);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(!strstr(out, "overlap") && !strstr(out, "infer: heads: "), "%s", out);
+    free(out);
+}

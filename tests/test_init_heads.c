@@ -2,7 +2,7 @@
  * starts as a copy of head 0 while every other parameter keeps its random draw;
  * without dropout or head dropout the heads then stay identical to the last bit
  * through training, at 1 and 2 threads (identical heads get identical
- * gradients), and dropout breaks the symmetry. The command line: random is the
+ * gradients), and dropout, head dropout and head gates break the symmetry. The command line: random is the
  * run without the flag, same trains identical heads, a resumed run refuses it,
  * and an unknown name is one usage-error line. */
 #include <criterion/criterion.h>
@@ -73,15 +73,16 @@ Test(init_heads, same_copies_head_0_and_leaves_every_other_draw)
     model_free(&b);
 }
 
-/* A trainer from --init-heads same trained `steps` steps on random batches. */
-static void train_same(Trainer *t, const Config *cfg, float dropout, float head_dropout,
-                       int threads, int steps)
+/* A trainer from --init-heads same trained `steps` steps on random batches
+ * (with head gates of that LAMBDA when cfg->gates). */
+static void train_same_gated(Trainer *t, const Config *cfg, float dropout, float head_dropout,
+                             float head_gates, int threads, int steps)
 {
     char err[256];
     omp_set_num_threads(threads);
     TrainHyper hp = {.lr = 3e-3f, .min_lr = 3e-4f, .steps = steps, .warmup = 5, .clip = 1.0f,
-                     .dropout = dropout, .head_dropout = head_dropout, .seed = 5, .micro = 1,
-                     .adam = {0.9f, 0.99f, 1e-8f, 0.1f}};
+                     .dropout = dropout, .head_dropout = head_dropout, .head_gates = head_gates,
+                     .seed = 5, .micro = 1, .adam = {0.9f, 0.99f, 1e-8f, 0.1f}};
     cr_assert_eq(trainer_init(t, cfg, 5, err, sizeof err), 0, "%s", err);
     params_same_heads(&t->model.table, t->model.params);
     cr_assert_eq(trainer_prepare(t, &hp, 4, err, sizeof err), 0, "%s", err);
@@ -99,6 +100,12 @@ static void train_same(Trainer *t, const Config *cfg, float dropout, float head_
     }
     free(in);
     free(tg);
+}
+
+static void train_same(Trainer *t, const Config *cfg, float dropout, float head_dropout,
+                       int threads, int steps)
+{
+    train_same_gated(t, cfg, dropout, head_dropout, 0.0f, threads, steps);
 }
 
 /* Sizes past the kernels' tile edges (C = 40, D = 10, T = 37) so that heads fall in
@@ -130,6 +137,25 @@ Test(init_heads, dropout_or_head_dropout_makes_the_heads_differ)
     cr_assert(differing(&t.model, 0) > 0 && differing(&t.model, 1) > 0,
               "head dropout left them same");
     trainer_free(&t);
+}
+
+/* Head gates draw each head's gate from its own noise while training (the
+ * hard-concrete draw), so they too break the symmetry: README and --help say
+ * so. Their log_alpha start equal, so it is the draw, not the start. */
+Test(init_heads, head_gates_make_the_heads_differ)
+{
+    Config cfg = {.V = 29, .T = 16, .L = 2, .H = 4, .C = 16, .D = 4, .gates = 1};
+    Trainer t;
+    train_same_gated(&t, &cfg, 0.0f, 0.0f, 0.05f, 1, 3);
+    cr_assert(differing(&t.model, 0) > 0 && differing(&t.model, 1) > 0, "gates left them same");
+    trainer_free(&t);
+    char *out;
+    int rc = tu_run(&out, "%s/train --help", tu_bin());
+    cr_assert_eq(rc, 0, "%s", out);
+    const char *flag = strstr(out, "--init-heads");
+    cr_assert(flag && strstr(flag, "dropout, head dropout or gates break it"),
+              "--help does not say gates break the symmetry:\n%s", out);
+    free(out);
 }
 
 Test(init_heads, command_line_random_is_the_default_and_same_trains_identical_heads)

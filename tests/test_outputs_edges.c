@@ -370,3 +370,64 @@ Test(edges, a_signal_during_merge_learning_stops_it_and_writes_nothing, .timeout
     cr_assert_eq(tu_find_prefix(e.dir, "out.ckpt", NULL, 0), 0, "a lock or temporary was left");
     cr_assert_eq(tu_find_prefix(e.dir, "run.log", NULL, 0), 0, "a lock or temporary was left");
 }
+
+/* name: n bytes of c followed by ext, n + strlen(ext) = 255 (NAME_MAX). */
+static void long_name(char *buf, size_t len, const char *dir, char c, const char *ext)
+{
+    char name[256];
+    size_t n = 255 - strlen(ext);
+    memset(name, c, n);
+    snprintf(name + n, sizeof name - n, "%s", ext);
+    snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* A legal name of 255 bytes (NAME_MAX) is written, whatever suffix its
+ * temporary or lock takes: the checkpoint and log of ./train, the explorer
+ * page and heads report of ./infer, and plot_log's directory, with nothing
+ * left beside them; one byte more is refused before anything is trained. */
+Test(edges, a_255_byte_output_name_is_written_and_256_refused_up_front, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "edge-name-max");
+    char ck[600], log[600], page[600], rep[600], plots[600], *out;
+    long_name(ck, sizeof ck, e.dir, 'b', ".ckpt");
+    long_name(log, sizeof log, e.dir, 'l', ".log");
+    long_name(page, sizeof page, e.dir, 'e', ".html");
+    long_name(rep, sizeof rep, e.dir, 'r', "");
+    long_name(plots, sizeof plots, e.dir, 'p', "");
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --keep-best --data %s --out %s --log %s",
+                    tu_bin(), e.data, ck, log);
+    cr_assert_eq(rc, 1, "exit %d:\n%s", rc, out); /* ck's .best.ckpt would be 260 bytes */
+    cr_assert(strstr(out, "--keep-best") && strstr(out, "more than the 255"), "%s", out);
+    free(out);
+    rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s --log %s", tu_bin(), e.data,
+                ck, log);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = tu_run(&out, "%s/infer --ckpt %s --explore %s --text 'the cat'", tu_bin(), ck, page);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --report %s", tu_bin(), ck, e.data, rep);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    struct stat st;
+    cr_assert(stat(ck, &st) == 0 && stat(log, &st) == 0 && stat(page, &st) == 0, "not written");
+    cr_assert(stat(rep, &st) == 0 && S_ISDIR(st.st_mode), "no report");
+    if (system("python3 -c '' 2>/dev/null") == 0) {
+        rc = tu_run(&out, "python3 scripts/plot_log.py %s --out %s", log, plots);
+        cr_assert_eq(rc, 0, "%s", out);
+        free(out);
+        cr_assert(stat(plots, &st) == 0 && S_ISDIR(st.st_mode), "no plots");
+    }
+    char listing[64];
+    int n = tu_find_prefix(e.dir, "", listing, sizeof listing);
+    int want = 7 + (stat(plots, &st) == 0); /* ., .., data.txt, ck, log, page, rep (, plots) */
+    cr_assert_eq(n, want, "%d entries beside the outputs, expected %d (a temporary or lock "
+                 "left?)", n, want);
+    char longer[600];
+    snprintf(longer, sizeof longer, "%s/x%s", e.dir, strrchr(ck, '/') + 1);
+    rc = tu_run(&out, "%s/train " TINY " --steps 4 --data %s --out %s", tu_bin(), e.data, longer);
+    expect_error(out, rc, 1, "train", "the file name is 256 bytes, more than the 255");
+    free(out);
+    cr_assert_neq(access(longer, F_OK), 0);
+}

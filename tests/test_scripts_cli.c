@@ -74,6 +74,10 @@ static const char *scratch(const char *name)
     write_text(d, "array.log", "{\"type\":\"step\",\"step\":1,\"loss\":3}\n[1, 2]\n");
     write_text(d, "nostep.log", "{\"type\":\"step\",\"loss\":3}\n");
     write_text(d, "noloss.log", "{\"type\":\"step\",\"step\":4}\n");
+    write_text(d, "negstep.log", "{\"type\":\"step\",\"step\":-1,\"loss\":3}\n");
+    write_text(d, "bigstep.log", "{\"type\":\"step\",\"step\":1e18,\"loss\":3}\n");
+    write_text(d, "hugestep.log", "{\"type\":\"step\",\"step\":1,\"loss\":3}\n"
+               "{\"type\":\"heads\",\"step\":1e308,\"heads\":[]}\n");
     write_text(d, "badhead.log", "{\"type\":\"step\",\"step\":1,\"loss\":3}\n"
                "{\"type\":\"heads\",\"step\":1,\"heads\":[{\"layer\":1,\"repeat\":0.5}]}\n");
     write_text(d, "escaped.log", "{\"type\":\"settings\",\"data\":\"caf\\u00e9.txt\","
@@ -95,6 +99,10 @@ Test(scripts_cli, log_readers_name_the_bad_line_and_never_block_or_trace_back)
         {"array.log", "array.log:2: an array, not a JSON object"},
         {"nostep.log", "nostep.log:1: a step record without a step number"},
         {"noloss.log", "noloss.log:1: a step record without a loss"},
+        {"negstep.log", "negstep.log:1: a step record whose step -1 is not a whole number "
+                        "from 0 to 100000000"},
+        {"bigstep.log", "bigstep.log:1: a step record whose step 1e+18 is not a whole number"},
+        {"hugestep.log", "hugestep.log:2: a heads record whose step 1e+308 is not a whole number"},
         {"badhead.log", "badhead.log:2: a heads record with an entry that has no layer"},
         {"fifo", "fifo: not a regular file (a FIFO, device or socket)"},
         {"missing.log", "missing.log: no such log file"},
@@ -119,13 +127,21 @@ Test(scripts_cli, log_readers_name_the_bad_line_and_never_block_or_trace_back)
     rc = tu_run(&out, "python3 scripts/plot_log.py %s/escaped.log --out %s/plots", d, d);
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
-    /* A log whose own name is not UTF-8: printed and drawn escaped. */
+    /* A log whose own name is not UTF-8: printed and drawn with the byte
+     * escaped as \xe9, never as the surrogate Python holds it in; a message
+     * naming it too. */
     rc = tu_run(&out, "cp %s/escaped.log %s/caf$(printf '\\351').log && python3 "
                 "scripts/induction_phase.py %s/caf*.log && python3 scripts/plot_log.py "
                 "%s/caf*.log --out %s/plots-latin1", d, d, d, d, d);
     cr_assert_eq(rc, 0, "%s", out);
-    cr_assert_not_null(strstr(out, "caf\\udce9.log: formed"), "%s", out);
+    cr_assert_not_null(strstr(out, "caf\\xe9.log: formed"), "%s", out);
+    cr_assert_null(strstr(out, "udc"), "%s", out);
     free(out);
+    for (int p = 0; p < 2; p++) {
+        snprintf(cmd, sizeof cmd, "python3 scripts/%s.py %s/caf$(printf '\\351')-missing.log%s%s%s",
+                 progs[p], d, p ? "" : " --out ", p ? "" : d, p ? "" : "/plots");
+        expect_error(progs[p], 1, "caf\\xe9-missing.log: no such log file", cmd);
+    }
     snprintf(cmd, sizeof cmd, "python3 scripts/induction_phase.py --threshold x %s/good.log", d);
     expect_error("induction_phase", 2, "--threshold: invalid float value", cmd);
 }
@@ -143,6 +159,34 @@ Test(scripts_cli, a_full_standard_output_is_exit_1_with_the_reason)
     /* --help too: argparse's own writer would drop the page and exit 0. */
     expect_error("ablate", 1, "cannot write standard output: No space left",
                  "scripts/ablate.sh --help > /dev/full");
+}
+
+/* Started with standard output closed (`>&-`), Python has no sys.stdout: each
+ * script says it cannot write there in one line, never a traceback, and a
+ * script that writes nothing there (ablate --check on a missing sweep) gives
+ * its own error. */
+Test(scripts_cli, a_closed_standard_output_is_one_line_not_a_traceback)
+{
+    tu_need_python("json");
+    const char *d = scratch("scripts-closed");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "python3 scripts/induction_phase.py %s/good.log >&-", d);
+    expect_error("induction_phase", 1, "cannot write standard output: Bad file descriptor", cmd);
+    snprintf(cmd, sizeof cmd, "python3 scripts/plot_log.py %s/good.log --out %s/p >&-", d, d);
+    expect_error("plot_log", 1, "cannot write standard output: Bad file descriptor", cmd);
+    expect_error("ablate", 1, "cannot write standard output: Bad file descriptor",
+                 "scripts/ablate.sh --help >&-");
+    expect_error("induction_phase", 1, "cannot write standard output: Bad file descriptor",
+                 "python3 scripts/induction_phase.py --help >&-");
+    snprintf(cmd, sizeof cmd, "scripts/ablate.sh --check --out %s/nosweep >&-", d);
+    expect_error("ablate", 1, "sweep.json: missing", cmd);
+    snprintf(cmd, sizeof cmd, "python3 scripts/headcount.py eval %s/missing.ckpt %s/good.log >&-",
+             d, d);
+    char *out;
+    int rc = tu_run(&out, "%s", cmd);
+    cr_assert(rc == 1 && !strstr(out, "Traceback") && strncmp(out, "headcount: error: ", 18) == 0 &&
+              strchr(out, '\n') == out + strlen(out) - 1, "%s: exit %d:\n%s", cmd, rc, out);
+    free(out);
 }
 
 /* cli.write_file on a full disk: one line naming the file, exit 1, and its
@@ -230,6 +274,18 @@ Test(scripts_cli, ablate_refuses_bad_heads_and_outputs_up_front)
     snprintf(cmd, sizeof cmd, "scripts/ablate.sh --quick --bin %s --data %s/fifo --out %s/a",
              tu_bin(), d, d);
     expect_error("ablate", 1, "fifo: not a regular file", cmd);
+    /* A LAMBDA train refuses (its range, an underflow to 0) is refused before any
+     * run trains, with train's reason, and no sweep directory is made. */
+    const char *gates[][2] = {{"1000", "expected a number in [0, 100], got '1000'"},
+                              {"0.01 1e-400", "got '1e-400', which is too small"}};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "scripts/ablate.sh --quick --bin %s --steps 5 --head-gates '%s' "
+                 "--out %s/g", tu_bin(), gates[k][0], d);
+        expect_error("ablate", 2, gates[k][1], cmd);
+        char g[400];
+        snprintf(g, sizeof g, "%s/g", d);
+        cr_assert_neq(access(g, F_OK), 0, "--head-gates '%s': %s was made", gates[k][0], g);
+    }
 }
 
 /* 400 bytes of "abab..." pass the sweep's own checks (settings, the byte split)

@@ -626,10 +626,19 @@ Test(train, bf16_is_kept_in_the_checkpoint_and_a_resume_or_infer_uses_it)
     cr_assert(strstr(out, "--precision fp32 contradicts the checkpoint (bf16)"), "%s", out);
     cr_assert_neq(access(ck2, F_OK), 0);
     free(out);
-    rc = tu_run(&out, "%s/train --resume %s --steps 30 --out %s", tu_bin(), ck, ck2);
+    char log[400];
+    snprintf(log, sizeof log, "%s/bf16.log", e.dir);
+    rc = tu_run(&out, "%s/train --resume %s --steps 30 --out %s --log %s", tu_bin(), ck, ck2,
+                log);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "precision bf16"), "%s", out);
     free(out);
+    /* The log's settings record names it too. */
+    char *text = tu_read_text(log);
+    const char *p = strstr(text, "\"precision\":\"bf16\"");
+    cr_assert(strncmp(text, "{\"type\":\"settings\",", 19) == 0 && p && p < strchr(text, '\n'),
+              "no precision in the settings record:\n%s", text);
+    free(text);
     rc = tu_run(&out, "%s/train " RUN_FLAGS " --precision fp16 --data %s --out %s", tu_bin(),
                 e.data, ck2);
     cr_assert_eq(rc, 2, "%s", out);

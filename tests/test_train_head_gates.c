@@ -121,11 +121,23 @@ Test(train, head_gates_outside_their_range_are_one_usage_error_line)
 {
     Env e;
     env_init(&e, "hg-range");
-    const char *bad[] = {"101", "-0.1", "nan", "inf", "0.2x", "", "abc"};
+    const char *bad[] = {"101", "-0.1", "nan", "inf", "0.2x", "", "abc", "1e-400"};
     char extra[700];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(extra, sizeof extra, "--data %s '--head-gates=%s'", e.data, bad[i]);
         refuse_train(&e, extra, 2, "--head-gates: expected");
+    }
+    /* 1e-400 is 0 only because a double cannot hold it, and 0 means no gates:
+     * refused, where a subnormal (a gate, however weak) and 0 itself are taken. */
+    char *out;
+    int rc = tu_run(&out, "%s/train --head-gates 1e-400 --print-settings", tu_bin());
+    expect_error(out, rc, 2, "train", "got '1e-400', which is too small for a double");
+    free(out);
+    const char *ok[] = {"4.9e-324", "0", "0e-500", "0.0"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        rc = tu_run(&out, "%s/train --head-gates %s --print-settings", tu_bin(), ok[i]);
+        cr_assert_eq(rc, 0, "--head-gates %s: %s", ok[i], out);
+        free(out);
     }
 }
 

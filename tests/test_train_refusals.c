@@ -323,3 +323,43 @@ Test(train, resume_with_contradicting_flags_is_refused)
     cr_assert_eq(rc, 0, "%s", out);
     free(out);
 }
+
+/* --print-settings with --resume tells what the resumed run would use: the
+ * checkpoint's settings (its head gates, its steps done checked against
+ * --steps), and the same refusals a real resume makes; a missing or truncated
+ * checkpoint is one line and exit 1, never the built-in recipe and exit 0. */
+Test(train, print_settings_with_resume_reads_the_checkpoint_and_refuses_as_a_resume_does)
+{
+    Env e;
+    env_init(&e, "train-print-resume");
+    char *out;
+    int rc = tu_run(&out, "%s/train " TINY " --steps 4 --head-gates 0.05 --data %s --out %s",
+                    tu_bin(), e.data, e.out);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = tu_run(&out, "%s/train --print-settings --resume %s --steps 9", tu_bin(), e.out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "\"head_gates\":0.05") && strstr(out, "\"layers\":1,") &&
+              strstr(out, "\"embd\":16,") && strstr(out, "\"steps\":9,"), "%s", out);
+    cr_assert_eq(count_lines(out), 1, "more than the settings:\n%s", out);
+    free(out);
+    rc = tu_run(&out, "%s/train --print-settings --resume %s --steps 9 --head-gates 0.5", tu_bin(),
+                e.out);
+    expect_error(out, rc, 2, "train", "--head-gates 0.5 contradicts the checkpoint (0.05)");
+    free(out);
+    rc = tu_run(&out, "%s/train --print-settings --resume %s", tu_bin(), e.out);
+    expect_error(out, rc, 2, "train", "already trained 4 of 4 steps");
+    free(out);
+    rc = tu_run(&out, "%s/train --print-settings --resume %s/missing.ckpt --steps 9", tu_bin(),
+                e.dir);
+    expect_error(out, rc, 1, "train", "no such checkpoint file");
+    free(out);
+    size_t n;
+    unsigned char *good = tu_read_file(e.out, &n);
+    char half[400];
+    make_file(&e, "half.ckpt", good, n / 2, half, sizeof half);
+    free(good);
+    rc = tu_run(&out, "%s/train --print-settings --resume %s --steps 9", tu_bin(), half);
+    expect_error(out, rc, 1, "train", "truncated");
+    free(out);
+}

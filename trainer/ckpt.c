@@ -14,6 +14,7 @@
 
 #include "util/errbuf.h"
 #include "util/hash.h"
+#include "util/sibling.h"
 #include "trainer/limits.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -201,10 +202,8 @@ static int sync_dir_of(const char *path)
 
 int ckpt_tmp_create(const char *path, char *tmp, size_t tmplen)
 {
-    if ((size_t)snprintf(tmp, tmplen, "%s.tmp.XXXXXX", path) >= tmplen) {
-        errno = ENAMETOOLONG;
+    if (sibling_path(path, ".tmp.XXXXXX", tmp, tmplen))
         return -1;
-    }
     int fd = mkstemp(tmp); /* O_CREAT | O_EXCL: never an existing file or symlink */
     if (fd < 0)
         return -1;
@@ -314,6 +313,12 @@ int ckpt_check_writable(const char *path, char *err, size_t errlen)
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         return err_set(err, errlen, "%s: not a regular file (a FIFO, device or socket); a "
                        "checkpoint replaces its file, so it must be a plain file path", path);
+    /* Its temporary is named to fit (sibling_path); the file's own name must. */
+    const char *slash = strrchr(path, '/');
+    size_t name = strlen(slash ? slash + 1 : path);
+    if (name > SIBLING_NAME_MAX)
+        return err_set(err, errlen, "%s: cannot write there: the file name is %zu bytes, more "
+                       "than the %d a name may have", path, name, SIBLING_NAME_MAX);
     char tmp[4200];
     int fd = ckpt_tmp_create(path, tmp, sizeof tmp);
     if (fd < 0)

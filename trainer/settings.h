@@ -119,7 +119,7 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
                       "the parameters in ",                                                    \
         .in_log = 1, .meta = "HOW", .section = SEC_MODEL,                                      \
         .help = "same: each layer's heads start as copies of its head 0",                     \
-        .more = "(q, k, v rows and projection columns; docs/heads.md)")                       \
+        .more = "(q, k, v, projection; dropout, head dropout or gates break it; docs/heads.md)") \
     RUN(POS_STD, pos_std, double, .flag = "pos-std", .type = SET_REAL, .def = PARAMS_INIT_STD, \
         .lo = 0, .hi = LIMIT_POS_STD_MAX, .resume = RES_FRESH,                                 \
         .resume_why = "sets a fresh run's initial position embedding; a resumed run "          \
@@ -191,14 +191,15 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
          .help = "zero each head's output with probability P",                                \
          .more = "(per sequence and layer; kept heads scaled by 1/(1-P); training only)")     \
     STEP(HEAD_GATES, head_gates, double, .flag = "head-gates", .type = SET_REAL,             \
-         .lo = 0, .hi = LIMIT_HEAD_GATES_MAX, .resume = RES_KEEP, REAL_SLOT(11),               \
+         .lo = 0, .hi = LIMIT_HEAD_GATES_MAX, .zero_off = 1, .resume = RES_KEEP, REAL_SLOT(11),\
          .in_log = 1, .say = "head gates",                                                     \
          .meta = "LAMBDA", .section = SEC_TRAINING,                                            \
          .help = "learn a hard-concrete gate per head, with LAMBDA x expected L0",            \
          .more = "(open heads) added to the loss; 0 = no gates (docs/heads.md)")              \
     STORED(PRECISION, precision, int, .flag = "precision", .type = SET_CHOICE,                 \
            .names = precision_names, .lo = 0, .hi = PRECISION_COUNT - 1, .resume = RES_KEEP,   \
-           INT_SLOT(15), .say = "precision", .meta = "P", .section = SEC_TRAINING,             \
+           INT_SLOT(15), .in_log = 1, .say = "precision", .meta = "P",                          \
+           .section = SEC_TRAINING,                                                            \
            .help = "the linear layers' products: fp32 or bf16",                               \
            .more = "(bf16: inputs rounded to bfloat16, sums in fp32)", .def_text = "fp32")      \
     STEP(SEED, seed, uint64_t, .flag = "seed", .short_flag = 's', .type = SET_SEED,            \
@@ -261,8 +262,9 @@ typedef struct {
     const char *const *names; /* the values a NAME or CHOICE accepts, NULL-terminated
                                * (a CHOICE stores the index; its default is def) */
     double lo, hi;          /* the range a flag may give (numbers) */
-    int zero_off;           /* 0 is allowed besides [lo, hi]: the default, meaning off or
-                             * automatic, which no flag gives */
+    int zero_off;           /* 0, the default, means off or automatic: allowed besides
+                             * [lo, hi] (which no flag gives), and never reached by a
+                             * number's underflow (--head-gates 1e-400 is refused) */
     SetResume resume;
     const char *resume_why; /* FRESH: the refusal after "--flag "; KEEP: why the checkpoint's
                              * value holds (NULL: the rule's own reason) */

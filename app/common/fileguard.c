@@ -16,6 +16,7 @@
 
 #include "trainer/ckpt.h"
 #include "util/errbuf.h"
+#include "util/sibling.h"
 
 #define LOCK_MAGIC "headcount lock\n"
 
@@ -187,7 +188,7 @@ static int lock_path_of(const char *out, char *buf, size_t len)
     char real[PATH_MAX];
     if (guard_resolve(out, real, sizeof real))
         return -1;
-    return (size_t)snprintf(buf, len, "%s.lock", real) >= len ? -1 : 0;
+    return sibling_path(real, ".lock", buf, len);
 }
 
 /* "OUT is being written by another running process (pid N: cmd); ..." from the
@@ -307,6 +308,14 @@ int guard_leftovers(const char *out, char *list, size_t len)
     split_path(out, dir, sizeof dir, &base);
     snprintf(prefix, sizeof prefix, "%s.tmp", base);
     size_t k = strlen(prefix);
+    /* A long name's temporaries are named by sibling_path: NAME~HASH.tmp.XXXXXX. */
+    char cut[PATH_MAX] = "";
+    size_t kc = 0;
+    if (sibling_path(base, ".tmp.XXXXXX", cut, sizeof cut) == 0 &&
+        strncmp(cut, prefix, k) != 0) {
+        kc = strlen(cut) - 7; /* without ".XXXXXX" */
+        cut[kc] = '\0';
+    }
     DIR *d = opendir(dir);
     if (!d)
         return 0;
@@ -316,7 +325,10 @@ int guard_leftovers(const char *out, char *list, size_t len)
         list[0] = '\0';
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, k) != 0 || (e->d_name[k] != '\0' && e->d_name[k] != '.'))
+        int ours = strncmp(e->d_name, prefix, k) == 0 &&
+                   (e->d_name[k] == '\0' || e->d_name[k] == '.');
+        ours |= kc && strncmp(e->d_name, cut, kc) == 0 && e->d_name[kc] == '.';
+        if (!ours)
             continue;
         count++;
         if (used < len) {

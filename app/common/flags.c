@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <getopt.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,14 @@ static int name_index(const Flag *f, const char *arg)
     cli_usage_error("--%s '%s': expected %s", f->flag, arg, list);
 }
 
+/* Whether the number s reads as 0 only because it is too small for a double. */
+static int underflows_to_zero(const char *s)
+{
+    errno = 0;
+    double v = strtod(s, NULL);
+    return v == 0 && errno == ERANGE;
+}
+
 /* One flag's value from its argument, checked against the row's range. */
 static void parse_value(const Flag *f, void *values, const char *arg)
 {
@@ -142,7 +151,14 @@ static void parse_value(const Flag *f, void *values, const char *arg)
                          : cli_long(f->flag, arg, (long)f->lo, (long)f->hi);
         break;
     case FLAG_REAL:
-    case FLAG_F32: *(double *)v = cli_double(f->flag, arg, f->lo, f->hi); break;
+    case FLAG_F32:
+        *(double *)v = cli_double(f->flag, arg, f->lo, f->hi);
+        /* Where 0 means off (--head-gates 0: no gates), a number too small for a
+         * double (1e-400) must not turn the feature off unasked. */
+        if (f->zero_off && *(double *)v == 0 && underflows_to_zero(arg))
+            cli_usage_error("--%s: expected a number in [%g, %g], got '%s', which is too small "
+                            "for a double and would be 0 (off)", f->flag, f->lo, f->hi, arg);
+        break;
     case FLAG_SEED: *(uint64_t *)v = cli_u64(f->flag, arg); break;
     case FLAG_PATH:
     case FLAG_TEXT: *(const char **)v = arg; break;

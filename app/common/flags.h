@@ -57,7 +57,8 @@ typedef struct {
     const char *def_str;    /* default of a PATH, TEXT or NAME (NULL: none) */
     const char *const *names; /* NAME and CHOICE: the accepted values, NULL-terminated */
     double lo, hi;          /* the range a LONG, REAL or F32 takes */
-    int zero_off;           /* a LONG also takes 0, its default, meaning off or automatic */
+    int zero_off;           /* 0, the default, means off or automatic: a LONG takes 0 too, and
+                             * a REAL refuses a number that would be 0 only by underflow */
     int mode;               /* the mode this flag chooses (a bit), 0 for an option */
     int modes;              /* the modes it works in, refused in the others; 0: any */
     const char *why;        /* what a mode refusal adds after "--X needs --MODE ..." */

@@ -43,6 +43,8 @@ typedef struct {
     double delim_share;         /* share of delimiter keys in the scored rows */
     int *probe;                 /* [HEADS_PROBES][2P] */
     const char *probe_rule;     /* which rule of heads_probe_alphabet chose the tokens */
+    int say_passes;             /* --windows past what the file holds: a line as each long
+                                 * pass begins (the passes over nwin windows) */
     int rel_windows;            /* consecutive windows of the relation pass */
     int causal_windows;         /* the first of them, read by every causal pass */
     float *head_mean;           /* --mean-ablate: [n][D] each head's mean output; else NULL */
@@ -430,6 +432,8 @@ static void measure_attention(HeadsMeasures *ms, const HeadsInputs *in, Activati
     HeadSums *sums = xcalloc((size_t)in->n, sizeof *sums);
     PassOptions po = {.head_on = head_on};
     int T = in->T;
+    if (in->say_passes)
+        fprintf(stderr, "infer: heads: attention over %d windows\n", in->nwin);
     for (int w0 = 0; w0 < in->nwin; w0 += in->Bcap) {
         int B = in->nwin - w0 < in->Bcap ? in->nwin - w0 : in->Bcap;
         size_t off = (size_t)w0 * T;
@@ -471,6 +475,9 @@ static void measure_importance(HeadsMeasures *ms, const HeadsInputs *in, Activat
     for (int k = 0; k < in->n; k++) {
         if (ms->st[k].masked)
             continue;
+        if (in->say_passes && !tty)
+            fprintf(stderr, "infer: heads: ablating head %d/%d over %d windows\n", k + 1, in->n,
+                    in->nwin);
         for (int q = 0; q < in->n; q++)
             on[q] = !ms->st[q].masked && q != k;
         ms->st[k].delta_loss = heads_loss(in->m, a, in->in, in->tg, in->nwin, in->T, on) -
@@ -872,6 +879,7 @@ static TokenId *prepare(HeadsInputs *in, HeadsMeasures *ms, HeadsOutputs *out,
     in->T = m->cfg.T < (int)(*nids - 1) ? m->cfg.T : (int)(*nids - 1);
     size_t fit = (*nids - 1) / (size_t)in->T;
     in->nwin = o->windows ? (int)o->windows : fit < DEFAULT_WINDOWS ? (int)fit : DEFAULT_WINDOWS;
+    in->say_passes = (size_t)in->nwin > (fit > 0 ? fit : 1);
     size_t per_window = (size_t)in->n * in->T * in->T * 2;
     size_t bcap = MAX_ATT_FLOATS / per_window;
     in->Bcap = bcap < 1 ? 1 : bcap > 16 ? 16 : (int)bcap;
@@ -938,6 +946,12 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
             "%zu tokens in file), %d probes of 2x%d%s%s\n", o->ckpt.path[0], in.L, in.H, o->heads,
             in.nwin, in.T, (unsigned long long)o->seed, nids, HEADS_PROBES, in.P,
             o->mask ? ", mask " : "", o->mask ? o->mask : "");
+    if (in.say_passes)
+        fprintf(stderr, "infer: note: --windows %d is more than the %zu windows of %d tokens "
+                "%s holds, so they overlap (each token is read about %.0f times) and the "
+                "passes over them take that much longer; each says when it begins\n", in.nwin,
+                (nids - 1) / (size_t)in.T, in.T, o->heads,
+                (double)in.nwin * in.T / (double)(nids - 1));
     Activations a;
     if (acts_init(&a, &m->cfg, in.Bcap, in.T, 0, err, sizeof err))
         cli_fail("%s", err);

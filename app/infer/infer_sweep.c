@@ -72,7 +72,8 @@ static int exists(const char *dir, const char *run, const char *file)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int infer_sweep_ckpts(const char *dir, char **paths, int max, char *err, size_t errlen)
+int infer_sweep_ckpts(const char *dir, char **paths, int max, int others, char *err,
+                      size_t errlen)
 {
     char runs[4200];
     snprintf(runs, sizeof runs, "%s/runs", dir);
@@ -98,8 +99,12 @@ int infer_sweep_ckpts(const char *dir, char **paths, int max, char *err, size_t 
         }
         if (n == INFER_SWEEP_SCAN || n == max) {
             closedir(d);
+            if (n == INFER_SWEEP_SCAN)
+                return err_set(err, errlen, "--ckpt %s: more than %d shapes (depth, head count "
+                               "and head size)", dir, INFER_SWEEP_SCAN);
             return err_set(err, errlen, "--ckpt %s: more than %d shapes (depth, head count and "
-                           "head size); the compare page shows at most %d models", dir, max, max);
+                           "head size)%s; the compare page shows at most %d models", dir, max,
+                           others ? " beside the other --ckpt models" : "", max + others);
         }
         found[n++] = r;
     }

@@ -11,7 +11,10 @@
 /* Fills paths[0..n) with DIR/runs/NAME/model.ckpt of the first seed of every
  * finished (H, D) run of the sweep in dir, ordered by H, then D, each a
  * malloc'd string the caller frees; returns n (1..max), or -1 with the reason
- * in err (no runs/ directory, no finished run, more than max). */
-int infer_sweep_ckpts(const char *dir, char **paths, int max, char *err, size_t errlen);
+ * in err (no runs/ directory, no finished run, more than max). others: the
+ * page's other models, so that max + others is the page's limit, which the
+ * message names. */
+int infer_sweep_ckpts(const char *dir, char **paths, int max, int others, char *err,
+                      size_t errlen);
 
 #endif

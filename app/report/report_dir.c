@@ -21,6 +21,7 @@
 #include "app/report/report_files.h"
 #include "app/report/report_page.h"
 #include "util/errbuf.h"
+#include "util/sibling.h"
 
 /* The names a report writes: a file at the top, a heatmap in heatmaps/. */
 static const char *const TOP_FILES[] = {REPORT_MARKER, "heads.csv", "heads.json",
@@ -211,8 +212,7 @@ static int put_in_place(const char *tmp, const char *dir, int state, char *err, 
     }
 #endif
     char old[4300];
-    snprintf(old, sizeof old, "%s.old.XXXXXX", dir);
-    if (!mkdtemp(old))
+    if (sibling_path(dir, ".old.XXXXXX", old, sizeof old) || !mkdtemp(old))
         return err_set(err, errlen, "cannot move the earlier report in %s aside: %s", dir,
                        strerror(errno));
     if (rename(dir, old) != 0) {
@@ -242,8 +242,7 @@ int report_write(const char *dir, const HeadsReport *r, char *err, size_t errlen
     size_t n = strlen(real);
     while (n > 1 && real[n - 1] == '/')
         real[--n] = '\0';
-    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", real);
-    if (!mkdtemp(tmp))
+    if (sibling_path(real, ".tmp.XXXXXX", tmp, sizeof tmp) || !mkdtemp(tmp))
         return err_set(err, errlen, "cannot create a directory beside %s: %s", real,
                        errno == ENOENT ? "its parent directory does not exist"
                                        : strerror(errno));

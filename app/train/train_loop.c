@@ -102,21 +102,77 @@ void run_exit(Run *r, int code)
     exit(code);
 }
 
-/* One checked write to the log (line-buffered, so each JSON line reaches the
- * file when its newline is written); the first failure is kept in log_errno and
- * the training loop stops on it. */
+/* The record built so far, written with checked writes. A failure (a full disk,
+ * `ulimit -f`) cuts the file back to its last complete record, so the log never
+ * holds part of a line that a resumed run would glue its first record onto; the
+ * first failure is kept in log_errno and the training loop stops on it. */
+static void log_write_record(Run *r)
+{
+    RunFiles *f = &r->files;
+    size_t done = 0;
+    while (done < f->log_len) {
+        ssize_t n = write(f->log_fd, f->log_rec + done, f->log_len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            f->log_errno = n < 0 && errno ? errno : EIO;
+            if (ftruncate(f->log_fd, f->log_end) != 0)
+                fprintf(stderr, "train: warning: --log %s: cutting a partly written record "
+                        "failed too (%s); its last line is incomplete\n", r->o.log,
+                        strerror(errno));
+            f->log_len = 0;
+            return;
+        }
+        done += (size_t)n;
+    }
+    f->log_end += (off_t)f->log_len;
+    f->log_len = 0;
+}
+
 void run_log(Run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void run_log(Run *r, const char *fmt, ...)
 {
-    if (!r->files.log || r->files.log_errno)
+    RunFiles *f = &r->files;
+    if (f->log_fd < 0 || f->log_errno)
         return;
-    va_list ap;
-    va_start(ap, fmt);
-    errno = 0;
-    int rc = vfprintf(r->files.log, fmt, ap);
-    va_end(ap);
-    if (rc < 0 || ferror(r->files.log))
-        r->files.log_errno = errno ? errno : EIO;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(f->log_rec + f->log_len, f->log_cap - f->log_len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            f->log_errno = EINVAL;
+            return;
+        }
+        if ((size_t)n < f->log_cap - f->log_len) {
+            f->log_len += (size_t)n;
+            break;
+        }
+        size_t cap = 2 * (f->log_cap + (size_t)n) + 256;
+        char *grown = realloc(f->log_rec, cap);
+        if (!grown)
+            cli_fail("out of memory for the log");
+        f->log_rec = grown;
+        f->log_cap = cap;
+    }
+    if (f->log_len && f->log_rec[f->log_len - 1] == '\n')
+        log_write_record(r);
+}
+
+int run_log_close(Run *r, int sync)
+{
+    RunFiles *f = &r->files;
+    if (f->log_fd < 0)
+        return 0;
+    if (sync && !f->log_errno && fsync(f->log_fd) != 0)
+        f->log_errno = errno ? errno : EIO;
+    if (close(f->log_fd) != 0 && !f->log_errno)
+        f->log_errno = errno ? errno : EIO;
+    f->log_fd = -1;
+    free(f->log_rec);
+    f->log_rec = NULL;
+    f->log_len = f->log_cap = 0;
+    return f->log_errno ? -1 : 0;
 }
 
 /* Copies the settings of the run into the training state a checkpoint stores. */
@@ -450,8 +506,7 @@ static void stop_on_signal(Run *r, long done)
     fprintf(stderr, "train: %s at step %ld of %ld: saved %s; continue with: %s\n",
             r->stop.signal == SIGINT ? "interrupted" : "terminated", done, r->o.steps, r->o.out,
             cmd);
-    if (r->files.log)
-        fclose(r->files.log);
+    run_log_close(r, 1);
     run_exit(r, 128 + r->stop.signal);
 }
 
@@ -507,7 +562,7 @@ void run_train_loop(Run *r, long start)
     for (long step = start; step < o->steps; step++) {
         double t0 = cli_now(), loss;
         long done = step + 1;
-        int heads_due = r->files.log && o->heads_every &&
+        int heads_due = r->files.log_fd >= 0 && o->heads_every &&
                         (done % o->heads_every == 0 || done == start + 1);
         float *grads = step_gradient(r, &loss, heads_due);
         TrainStep s;

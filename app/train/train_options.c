@@ -179,8 +179,9 @@ static void usage(void)
         flags_print_section(&FLAGS, sec, &d);
         if (sec == SEC_PROGRAM)
             printf("%-24s this help\n%-24s the version\n%-24s print the settings these flags "
-                   "give, as JSON, and exit\n", "  -h, --help", "      --version",
-                   "      --print-settings");
+                   "give, as JSON, and exit\n%-24s (with --resume: the resumed run's, after "
+                   "its checks)\n", "  -h, --help", "      --version", "      --print-settings",
+                   "");
     }
     printf("\nThe defaults above are for --data; each built-in corpus has its own recipe,\n"
            "which any flag given overrides:\n");
@@ -193,7 +194,7 @@ static void usage(void)
 /* --print-settings: what a run with these flags would use, for scripts: one JSON
  * object keyed by the settings' field names (a path not given is null; 0 for
  * head_size and threads means automatic). */
-static void print_settings_json(const Options *o)
+void train_options_print(const Options *o)
 {
     printf("{");
     for (int i = 0; i < NSET; i++) {
@@ -219,6 +220,8 @@ static void print_settings_json(const Options *o)
         }
     }
     printf(",\"version\":\"%s\"}\n", HEADCOUNT_VERSION);
+    cli_close_stdout();
+    exit(0);
 }
 
 /* --heads-every writes its metrics to the log: without --log it is a usage
@@ -311,11 +314,8 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
         cli_usage_error("--min-lr %g is above --lr %g", o->min_lr, o->lr);
     if (!o->resume)
         require_log_for_heads(o);
-    if (given[GIVEN_PRINT_SETTINGS]) {
-        print_settings_json(o);
-        cli_close_stdout();
-        exit(0);
-    }
+    if (given[GIVEN_PRINT_SETTINGS] && !o->resume)
+        train_options_print(o); /* with --resume, train.c prints once the checkpoint is read */
     if (o->data && strlen(o->data) >= CKPT_PATH_MAX)
         cli_usage_error("--data: the path is %zu bytes; a checkpoint records at most %d, so "
                         "the run could not be resumed (use a shorter path)", strlen(o->data),

@@ -36,7 +36,7 @@ enum { GIVEN_PRINT_SETTINGS = SETTING_COUNT, GIVEN_COUNT };
 
 /* Parses argv into o (defaults first, then the built-in corpus' recipe for each
  * setting not given) and marks the flags given; --help, --version and
- * --print-settings print and exit 0, a bad value exits 2. */
+ * --print-settings (without --resume) print and exit 0, a bad value exits 2. */
 void train_options_parse(int argc, char **argv, Options *o, unsigned char given[GIVEN_COUNT]);
 
 /* --resume from checkpoint ckpt (cfg, ts) on `ranks` processes: applies every
@@ -47,6 +47,10 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
  * (given, or kept from the checkpoint) without --log. */
 void train_options_resume(Options *o, const unsigned char *given, const Config *cfg,
                           const TrainState *ts, long ranks, const char *ckpt);
+
+/* --print-settings: the settings o holds as one JSON object on stdout, then
+ * exit 0 (a failed write to stdout is exit 1). */
+void train_options_print(const Options *o) __attribute__((noreturn));
 
 /* The settings marked in_log as JSON members ("batch":12,"steps":2000,...), for
  * the log's settings record. */

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "analysis/heads.h"
 #include "app/train/train_options.h"
@@ -26,8 +27,11 @@ typedef struct {
     char out[4200];         /* --out, a symlink there followed */
     char best[4200];        /* the --keep-best checkpoint, "" without --keep-best */
     GuardLock lock, best_lock, log_lock;
-    FILE *log;
+    int log_fd;             /* the log, -1 without one */
     int log_errno;          /* the first failed write to the log; 0 while all went well */
+    off_t log_end;          /* the log's length after its last complete record */
+    char *log_rec;          /* [log_cap] the record being built, log_len bytes so far */
+    size_t log_len, log_cap;
     char log_tmp[4300];     /* a fresh log's temporary until its first record is in place */
     long last_saved;        /* step of this run's newest checkpoint at --out, -1 when none */
     long resumed_step;      /* the step resumed from, -1 for a fresh run */
@@ -90,8 +94,11 @@ void run_release_at_exit(void);
 int run_lead(const Run *r);
 /* Ends the process after an orderly stop that every rank reached together. */
 void run_exit(Run *r, int code) __attribute__((noreturn));
-/* A checked write to the log (see log_errno). */
+/* Adds text to the log's current record; a record is written once its newline
+ * is added, whole or not at all (see log_errno). */
 void run_log(Run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Closes the log (fsync first when sync): 0, or -1 with log_errno set. */
+int run_log_close(Run *r, int sync);
 /* Saves --out at step done (rank 0), remembering it as the last good checkpoint. */
 int run_save_out(Run *r, long done, char *err, size_t errlen);
 /* Where the last good checkpoint is, as a sentence for messages. */

@@ -57,6 +57,8 @@ static void load_data(Run *r, const char *path, size_t builtin_bytes)
         rc = builtin_corpus(&r->o)->generate(&r->file, builtin_bytes, err, sizeof err);
     if (rc)
         cli_fail("%s", err);
+    if (r->file.note[0])
+        fprintf(stderr, "train: %s\n", r->file.note);
 }
 
 /* Refuses, with the figure, a model and batch that would not fit in the memory

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "data/conllu.h"
 #include "data/induction.h"
 #include "data/synth.h"
 #include "util/errbuf.h"
@@ -30,6 +31,27 @@ CorpusSource corpus_source_of(const char *data_path)
         if (corpus_sources[s].name && strcmp(data_path, corpus_sources[s].name) == 0)
             return (CorpusSource)s;
     return CORPUS_SOURCE_FILE;
+}
+
+/* A CoNLL-U file's bytes are replaced by its sentences' text, one a line
+ * (data/conllu.h), and f->note says what was read. */
+static int conllu_text(TextFile *f, char *err, size_t errlen)
+{
+    Conllu c;
+    if (conllu_parse(&c, f->bytes, f->n, f->name, err, errlen)) {
+        textfile_free(f);
+        return -1;
+    }
+    free(f->bytes);
+    f->bytes = (unsigned char *)c.text;
+    f->n = c.ntext;
+    c.text = NULL;
+    char what[400];
+    conllu_describe(&c, what, sizeof what);
+    snprintf(f->note, sizeof f->note, "%s: CoNLL-U, training on its sentences' text, one a line "
+             "(%zu bytes): %s", f->name, f->n, what);
+    conllu_free(&c);
+    return 0;
 }
 
 int textfile_read(TextFile *f, const char *path, int allow_binary, char *err, size_t errlen)
@@ -79,8 +101,10 @@ int textfile_read(TextFile *f, const char *path, int allow_binary, char *err, si
                            path, nul, first);
         }
     }
-    f->hash = hash_fnv1a(HASH_FNV_INIT, f->bytes, n);
     set_name(f, path);
+    if (conllu_is_path(path) && conllu_text(f, err, errlen))
+        return -1;
+    f->hash = hash_fnv1a(HASH_FNV_INIT, f->bytes, f->n);
     return 0;
 }
 

@@ -9,7 +9,9 @@
  * shapes the tokens and any text encodes. Both parts must hold at least one window of T + 1 tokens (val only
  * when val_frac > 0). Files are refused with a reason when missing, unreadable,
  * a directory, empty, larger than CORPUS_MAX_BYTES, or binary (NUL bytes) unless
- * allow_binary is set. */
+ * allow_binary is set. A file whose name ends in ".conllu" is a treebank: its
+ * bytes are its sentences' text, one a line (data/conllu.h), or a refusal
+ * naming the line that is not CoNLL-U. */
 #ifndef HEADCOUNT_CORPUS_H
 #define HEADCOUNT_CORPUS_H
 
@@ -29,6 +31,8 @@ typedef struct {
     size_t n;
     uint64_t hash;      /* FNV-1a 64 of the bytes */
     char name[512];     /* the path as given, or CORPUS_BUILTIN_NAME */
+    char note[1024];    /* what reading it did beyond reading bytes (a CoNLL-U file's
+                           sentences, data/conllu.h); empty: nothing */
 } TextFile;
 
 /* Where a training text comes from, as a checkpoint records it (its data path):

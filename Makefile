@@ -145,7 +145,8 @@ test-asan:
 	bash scripts/test_asan.sh
 
 # libFuzzer on the checkpoint loader, the C and Python checkpoint readers against
-# each other, then libFuzzer on the byte-pair tokenizer, each for FUZZ_SECONDS
+# each other, then libFuzzer on the byte-pair tokenizer and the CoNLL-U reader, each
+# for FUZZ_SECONDS
 # (clang + libclang-rt-14-dev; python3).
 FUZZ_SECONDS ?= 60
 fuzz:

@@ -350,6 +350,8 @@ static int place_text(Conllu *c, Reader *r, char *err, size_t errlen)
         split_unit(c, r, u, base + pos);
         pos += u->len;
     }
+    for (size_t k; (k = space_len(t + pos, n - pos)) > 0;)
+        pos += k;
     if (pos < n)
         return line_err(err, errlen, r, r->text_line, "# text goes on after the sentence's last "
                         "token: \"%s\"", excerpt(ex, sizeof ex, t + pos, n - pos));

@@ -1,6 +1,7 @@
 #!/bin/sh
-# fuzz.sh: fuzzes the checkpoint reader (fuzz/fuzz_ckpt.c) and then the
-# byte-pair tokenizer (fuzz/fuzz_bpe.c) with libFuzzer, AddressSanitizer and
+# fuzz.sh: fuzzes the checkpoint reader (fuzz/fuzz_ckpt.c), then the
+# byte-pair tokenizer (fuzz/fuzz_bpe.c) and the CoNLL-U reader
+# (fuzz/fuzz_conllu.c) with libFuzzer, AddressSanitizer and
 # UndefinedBehaviorSanitizer, each for FUZZ_SECONDS (default 60).
 #
 # 1. Builds the library sources with clang (CLANG, default clang) and links the
@@ -24,6 +25,10 @@
 # 5. Runs the tokenizer fuzzer on a few hand-made seeds (fuzz/fuzz_bpe.c says
 #    what an input holds); new inputs go to build-fuzz/corpus-bpe, crashes to
 #    build-fuzz/bpe-crash-*.
+# 6. Runs the CoNLL-U reader's fuzzer (fuzz/fuzz_conllu.c) on hand-made seeds
+#    (a sentence with a multiword token, an empty node, no # text, CRLF) and,
+#    where ../shared/data/ud-english-ewt is, the treebank's first 200 lines; new
+#    inputs go to build-fuzz/corpus-conllu, crashes to build-fuzz/conllu-crash-*.
 # Needs Debian's clang and libclang-rt-14-dev (libFuzzer). Exit status: 0 when
 # nothing was found, non-zero otherwise.
 set -eu
@@ -64,7 +69,7 @@ CFLAGS="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O1 -g -fno-omit-fr
 # Everything is rebuilt when the flags changed or any source or header is newer
 # than the last fuzzer binary.
 if [ "$(cat "$OUT/obj/flags" 2>/dev/null)" != "$CLANG $CFLAGS" ] || [ ! -f "$OUT/fuzz_ckpt" ] ||
-    [ ! -f "$OUT/fuzz_bpe" ] ||
+    [ ! -f "$OUT/fuzz_bpe" ] || [ ! -f "$OUT/fuzz_conllu" ] ||
     [ -n "$(find util kernels model data trainer analysis fuzz -name '*.[ch]' -newer "$OUT/fuzz_ckpt")" ]; then
     rm -f "$OUT"/obj/*.o
     echo "$CLANG $CFLAGS" >"$OUT/obj/flags"
@@ -82,6 +87,8 @@ done
 "$CLANG" $CFLAGS -fsanitize=fuzzer fuzz/fuzz_ckpt.c $objs -lm -o "$OUT/fuzz_ckpt"
 # shellcheck disable=SC2086
 "$CLANG" $CFLAGS -fsanitize=fuzzer fuzz/fuzz_bpe.c $objs -lm -o "$OUT/fuzz_bpe"
+# shellcheck disable=SC2086
+"$CLANG" $CFLAGS -fsanitize=fuzzer fuzz/fuzz_conllu.c $objs -lm -o "$OUT/fuzz_conllu"
 
 # Seeds: a few tiny architectures, on text with a 3- and a 9-byte vocabulary.
 make -s BUILD="$OUT/gcc" BIN="$OUT/gcc" "$OUT/gcc/train"
@@ -148,3 +155,22 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     "$OUT/fuzz_bpe" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -malloc_limit_mb=512 \
     -timeout=10 -max_len=8192 -artifact_prefix="$OUT/bpe-" -print_final_stats=1 \
     "$OUT/corpus-bpe" "$OUT/seeds-bpe"
+
+# CoNLL-U seeds: small files by hand, and the real treebank's head where it is.
+mkdir -p "$OUT/corpus-conllu" "$OUT/seeds-conllu"
+printf '# text = I don'"'"'t go.\n1\tI\tI\tPRON\t_\t_\t4\tnsubj\t_\t_\n2-3\tdon'"'"'t\t_\t_\t_\t_\t_\t_\t_\t_\n2\tdo\tdo\tAUX\t_\t_\t4\taux\t_\t_\n3\tn'"'"'t\tnot\tPART\t_\t_\t4\tadvmod\t_\t_\n4\tgo\tgo\tVERB\t_\t_\t0\troot\t_\tSpaceAfter=No\n4.1\tgo\tgo\tVERB\t_\t_\t_\t_\t4:conj\t_\n5\t.\t.\tPUNCT\t_\t_\t4\tpunct\t_\t_\n\n' \
+    >"$OUT/seeds-conllu/mwt"
+printf '1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\tSpaceAfter=No\r\n2\t!\t!\tPUNCT\t_\t_\t1\tpunct\t_\t_\r\n\r\n' \
+    >"$OUT/seeds-conllu/crlf"
+EWT=../shared/data/ud-english-ewt/en_ewt-ud-dev.conllu
+if [ -f "$EWT" ]; then
+    head -n 200 "$EWT" >"$OUT/seeds-conllu/ewt"
+else
+    echo "fuzz.sh: $EWT is absent: the CoNLL-U fuzzer starts from the hand-made seeds only" >&2
+fi
+echo "fuzz.sh: fuzzing the CoNLL-U reader for ${FUZZ_SECONDS}s" >&2
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    "$OUT/fuzz_conllu" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -malloc_limit_mb=512 \
+    -timeout=10 -max_len=65536 -artifact_prefix="$OUT/conllu-" -print_final_stats=1 \
+    "$OUT/corpus-conllu" "$OUT/seeds-conllu"

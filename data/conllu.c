@@ -1,10 +1,12 @@
 /* conllu: the CoNLL-U reader (data/conllu.h says what it accepts and builds). */
 #include "data/conllu.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/errbuf.h"
 
@@ -472,6 +474,39 @@ int conllu_parse(Conllu *c, const unsigned char *bytes, size_t n, const char *na
     free(r.state);
     if (rc)
         conllu_free(c);
+    return rc;
+}
+
+int conllu_read(Conllu *c, const char *path, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return err_set(err, errlen, "%s: %s", path, errno == ENOENT ? "no such file"
+                                                                    : strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return err_set(err, errlen, "%s: not a regular file", path);
+    if ((unsigned long long)st.st_size > (1ull << 30))
+        return err_set(err, errlen, "%s: %lld bytes, more than the 1 GiB limit", path,
+                       (long long)st.st_size);
+    size_t n = (size_t)st.st_size;
+    unsigned char *b = malloc(n ? n : 1);
+    if (!b)
+        return err_set(err, errlen, "%s: out of memory for %zu bytes", path, n);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        free(b);
+        return err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    }
+    size_t got = fread(b, 1, n, fp);
+    int bad = ferror(fp) || got != n;
+    fclose(fp);
+    if (bad) {
+        free(b);
+        return err_set(err, errlen, "%s: read %zu of %zu bytes", path, got, n);
+    }
+    int rc = conllu_parse(c, b, n, path, err, errlen);
+    free(b);
     return rc;
 }
 

@@ -64,6 +64,9 @@ int conllu_is_path(const char *path);
  * one-line message (nothing to free). */
 int conllu_parse(Conllu *c, const unsigned char *bytes, size_t n, const char *name, char *err,
                  size_t errlen);
+/* Reads the file at path and parses it: conllu_parse's result, or -1 with a
+ * message (missing, unreadable, not a regular file, over 1 GiB, not CoNLL-U). */
+int conllu_read(Conllu *c, const char *path, char *err, size_t errlen);
 void conllu_free(Conllu *c);
 
 /* One line for a reader: "2001 sentences, 25150 words (4 multiword tokens, ...)". */

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "app/common/flags.h"
+#include "analysis/deps.h"
+#include "data/conllu.h"
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "model/gpt.h"
@@ -156,6 +158,19 @@ int infer_eval(const InferOptions *o, const Model *m, const Tokenizer *tok);
 int infer_sample(const InferOptions *o, const Model *m, const Tokenizer *tok);
 /* The heads report; returns the process exit status. */
 int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok);
+
+/* --heads on a CoNLL-U file (infer_deps.c): the heads against its gold
+ * dependency trees. infer_deps_measure exits with the message on bad input;
+ * infer_deps_print prints the table (nothing when not measured). */
+typedef struct {
+    Conllu c;
+    DepsData d;
+    DepsResult res;
+    int done;
+} DepsRun;
+void infer_deps_measure(DepsRun *run, const InferOptions *o, const Model *m, const Tokenizer *tok);
+void infer_deps_print(const DepsRun *run, const char *path, int H);
+void infer_deps_free(DepsRun *run);
 /* The --heads tables' columns, one line each (name, legend), after indent: what
  * --help lists; each table prints its own under it. */
 void infer_heads_legend(FILE *f, const char *indent);

@@ -962,20 +962,26 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
         measure_head_means(&in, &a, ids);
     measure_causal(&ms, &out, &in, &a, ids, o->head_on);
     derive_outputs(&out, &ms, &in);
+    DepsRun deps = {0}; /* a CoNLL-U file: heads against its gold trees too */
+    if (conllu_is_path(o->heads))
+        infer_deps_measure(&deps, o, m, tok);
     if (!o->json) {
         print_table(&in, &ms, &out);
         print_relations(&in, &ms, &out);
         print_compromise(&in, &out);
+        infer_deps_print(&deps, o->heads, in.H);
     }
     if (o->prune_curve)
         prune_curve(&out, &ms, &in, &a, !o->json);
     HeadsReport r = fill_report(o, &in, &ms, &out);
+    r.deps = deps.done ? &deps.res : NULL;
     if (o->json)
         report_summary_json(stdout, &r);
     if (o->report)
         write_report(o, &r);
     acts_free(&a);
     analysis_free(&in, &ms, &out);
+    infer_deps_free(&deps);
     free(ids);
     return 0;
 }

@@ -322,6 +322,74 @@ static void write_compromise_json(FILE *f, const HeadsReport *r)
     fputs("}}", f);
 }
 
+/* An array of the n heads' values. */
+static void write_head_values(FILE *f, const double *v, int n)
+{
+    fputc('[', f);
+    for (int k = 0; k < n; k++) {
+        fputs(k ? "," : "", f);
+        report_jnum(f, v[k]);
+    }
+    fputc(']', f);
+}
+
+/* One relation in one direction of a CoNLL-U file's gold dependencies. */
+static void write_dep_score(FILE *f, const DepsScore *sc, int n, int H)
+{
+    fprintf(f, "{\"pairs\":%zu,\"best_head\":", sc->pairs);
+    if (sc->best >= 0)
+        fprintf(f, "\"L%dH%d\",\"accuracy\":", sc->best / H, sc->best % H);
+    else
+        fputs("null,\"accuracy\":", f);
+    report_jnum(f, sc->best >= 0 ? sc->acc[sc->best] : 0.0);
+    fputs(",\"attention\":", f);
+    report_jnum(f, sc->best >= 0 ? sc->attn[sc->best] : 0.0);
+    fprintf(f, ",\"offset\":%d,\"offset_accuracy\":", sc->offset);
+    report_jnum(f, sc->offset_acc);
+    fputs(",\"se\":", f);
+    report_jnum(f, sc->se);
+    fprintf(f, ",\"beats_offset\":%s,\"ablation_pairs\":%zu,\"ablation_tokens\":%zu,"
+            "\"loss\":", sc->beats ? "true" : "false", sc->loss_pairs, sc->loss_tokens);
+    report_jnum(f, sc->loss);
+    fputs(",\"cost\":", f);
+    report_jnum(f, sc->best >= 0 ? sc->cost[sc->best] : 0.0);
+    fprintf(f, ",\"serves\":%s,\"head_accuracy\":", deps_serves(sc, sc->best) ? "true"
+                                                                                 : "false");
+    write_head_values(f, sc->acc, n);
+    fputs(",\"head_attention\":", f);
+    write_head_values(f, sc->attn, n);
+    fputs(",\"head_cost\":", f);
+    write_head_values(f, sc->cost, n);
+    fputc('}', f);
+}
+
+/* "dependencies": the counts, then per relation (file order, "all" last) and
+ * direction the scores (docs/heads.md, "Gold dependencies"). */
+static void write_deps_json(FILE *f, const DepsResult *d, int H)
+{
+    fprintf(f, ",\"dependencies\":{\"sentences\":%zu,\"scored_sentences\":%zu,"
+            "\"over_context\":%zu,\"context\":%d,\"pairs\":%zu,\"roots\":%zu,"
+            "\"pairs_over_context\":%zu,\"pairs_without_token\":%zu,\"ablation_sentences\":%zu,"
+            "\"ablation_tokens\":%zu,\"bar\":", d->sentences, d->scored, d->over_context, d->T,
+            d->pairs, d->roots, d->pairs_over_context, d->pairs_no_token, d->causal_sentences,
+            d->causal_tokens);
+    report_jnum(f, HEADS_REL_BAR);
+    fputs(",\"needed\":", f);
+    report_jnum(f, HEADS_NEEDED_SHARE);
+    fputs(",\"relations\":{", f);
+    for (size_t r = 0; r < d->nrel; r++) {
+        fputs(r ? "," : "", f);
+        json_fput_string(f, deps_rel_name(d, r));
+        fputs(":{", f);
+        for (int dir = 0; dir < DEPS_DIRS; dir++) {
+            fprintf(f, "%s\"%s\":", dir ? "," : "", deps_dir_names[dir]);
+            write_dep_score(f, &d->score[r * DEPS_DIRS + dir], d->n, H);
+        }
+        fputc('}', f);
+    }
+    fputs("}}", f);
+}
+
 void report_summary_json(FILE *f, const HeadsReport *r)
 {
     const HeadsSummary *s = &r->sum;
@@ -358,6 +426,8 @@ void report_summary_json(FILE *f, const HeadsReport *r)
         write_compromise_json(f, r);
     if (r->prune_order)
         write_prune_json(f, r);
+    if (r->deps)
+        write_deps_json(f, r->deps, r->cfg.H);
     fprintf(f, "}\n");
 }
 

@@ -19,6 +19,7 @@
 #include "data/tokenizer.h"
 #include "model/config.h"
 #include "analysis/compromise.h"
+#include "analysis/deps.h"
 #include "analysis/heads.h"
 #include "analysis/pairs.h"
 
@@ -69,6 +70,8 @@ typedef struct {
     const float *log_alpha;     /* [L*H]: the head gates' log_alpha (model/gates.h), whose
                                    evaluation gate each head's record carries; NULL in a
                                    model without gates */
+    const DepsResult *deps;     /* a CoNLL-U file's gold dependencies (analysis/deps.h);
+                                   NULL for any other file */
 } HeadsReport;
 
 /* The file that marks a directory as a report of ours, and its text. A report

@@ -1,0 +1,274 @@
+/* Gold-dependency scoring tests (analysis/deps): known-answer alignments (a
+ * byte-level text, a word split into several byte-pair pieces, a word left
+ * without a token of its own inside a merged multiword token, a sentence over
+ * the context), known-answer scores on a model whose attention is uniform (all
+ * parameters zero: every row spreads its weight evenly, so the word of most
+ * tokens wins), and ./infer --heads FILE.conllu end to end: its table, its
+ * JSON, the same bits for 1 and 2 threads, and the treebank's dev set where
+ * ../shared/data/ud-english-ewt is. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analysis/deps.h"
+#include "data/conllu.h"
+#include "data/tokenizer.h"
+#include "model/gpt.h"
+#include "tests/progutil.h"
+#include "tests/testutil.h"
+
+#define EWT_DEV "../shared/data/ud-english-ewt/en_ewt-ud-dev.conllu"
+
+#define W(id, form, head, rel) id "\t" form "\t_\tX\t_\t_\t" head "\t" rel "\t_\t_\n"
+
+/* "x yy z" (x <- yy, the root; z -> x), then "ww v" (v -> ww, the root). */
+static const char *TWO =
+    "# text = x yy z\n" W("1", "x", "2", "a") W("2", "yy", "0", "root") W("3", "z", "1", "b")
+    "\n# text = ww v\n" W("1", "ww", "0", "root") W("2", "v", "1", "b") "\n";
+
+static void parse(Conllu *c, const char *s)
+{
+    char err[1500] = "";
+    cr_assert_eq(conllu_parse(c, (const unsigned char *)s, strlen(s), "t.conllu", err, sizeof err),
+                 0, "%s", err);
+}
+
+static void prepare(DepsData *d, const Conllu *c, const Tokenizer *tok, int T)
+{
+    char err[1500] = "";
+    cr_assert_eq(deps_prepare(d, c, tok, T, "t.conllu", err, sizeof err), 0, "%s", err);
+}
+
+static void byte_tokenizer(Tokenizer *tok, const Conllu *c)
+{
+    char err[300];
+    cr_assert_eq(tok_build(tok, (const unsigned char *)c->text, c->ntext, err, sizeof err), 0);
+}
+
+static void expect_tokens(const DepsData *d, size_t word, int first, int last)
+{
+    cr_assert_eq(d->tok0[word], first, "word %zu: first token %d, expected %d", word,
+                 d->tok0[word], first);
+    cr_assert_eq(d->tok1[word], last, "word %zu: last token %d, expected %d", word,
+                 d->tok1[word], last);
+}
+
+Test(deps, bytes_align_with_the_space_before_a_word_its_own_and_the_newline_no_words)
+{
+    Conllu c;
+    Tokenizer tok;
+    DepsData d;
+    parse(&c, TWO);
+    byte_tokenizer(&tok, &c);
+    prepare(&d, &c, &tok, 16);
+    cr_assert_eq(d.win0[0], 0);
+    cr_assert_eq(d.wlen[0], 6, "x yy z: 6 bytes, no newline before the first sentence");
+    cr_assert_eq(d.win0[1], 6, "the second window starts at the newline before it");
+    cr_assert_eq(d.wlen[1], 5);
+    expect_tokens(&d, 0, 0, 0);
+    expect_tokens(&d, 1, 1, 3); /* " yy" */
+    expect_tokens(&d, 2, 4, 5); /* " z" */
+    expect_tokens(&d, 3, 1, 2); /* "ww" after the newline at 0 */
+    expect_tokens(&d, 4, 3, 4);
+    cr_assert_eq(d.npair, 3);
+    cr_assert_eq(d.roots, 2);
+    cr_assert_eq(d.pair[0].dir, DEPS_TO_DEP, "x's head yy comes later: head -> dependent");
+    cr_assert_eq(d.pair[0].query, 1);
+    cr_assert_eq(d.pair[0].key, 0);
+    cr_assert_eq(d.pair[1].dir, DEPS_TO_HEAD);
+    cr_assert_eq(d.pair[1].query, 2);
+    cr_assert_eq(d.pair[1].key, 0);
+    deps_free(&d);
+    /* A context of 5 tokens holds the second window only. */
+    prepare(&d, &c, &tok, 5);
+    cr_assert_eq(d.wlen[0], 0);
+    cr_assert_eq(d.over_context, 1);
+    cr_assert_eq(d.pairs_over_context, 2);
+    cr_assert_eq(d.npair, 1);
+    deps_free(&d);
+    tok_free(&tok);
+    conllu_free(&c);
+}
+
+/* The 256 byte values and these merges, in order. */
+static void bpe_tokenizer(Tokenizer *tok, const char *const *pairs, int n)
+{
+    unsigned char bytes[256];
+    for (int i = 0; i < 256; i++)
+        bytes[i] = (unsigned char)i;
+    BpeMerge m[16];
+    for (int i = 0; i < n; i++) {
+        /* "ab" joins two bytes; "#k+c" joins merge k's token and byte c. */
+        if (pairs[i][0] == '#')
+            m[i] = (BpeMerge){(TokenId)(256 + pairs[i][1] - '0'), (TokenId)(unsigned char)pairs[i][3]};
+        else
+            m[i] = (BpeMerge){(TokenId)(unsigned char)pairs[i][0],
+                              (TokenId)(unsigned char)pairs[i][1]};
+    }
+    char err[300];
+    cr_assert_eq(tok_from_parts(tok, bytes, 256, m, n, err, sizeof err), 0, "%s", err);
+}
+
+Test(deps, a_word_split_into_byte_pair_pieces_keeps_them_all_and_a_word_inside_a_token_has_none)
+{
+    Conllu c;
+    Tokenizer tok;
+    DepsData d;
+    /* "the cats cannot go": cannot is can + not, and the merges make it one token. */
+    parse(&c, "# text = the cats cannot go\n" W("1", "the", "2", "det") W("2", "cats", "5", "nsubj")
+              "3-4\tcannot\t_\t_\t_\t_\t_\t_\t_\t_\n" W("3", "can", "5", "aux")
+              W("4", "not", "5", "advmod") W("5", "go", "0", "root"));
+    /* merges: 256 " c", 257 " ca", 258 "ts", 259 " can", 260 " cann", 261 " canno",
+     * 262 " cannot" */
+    const char *merges[] = {" c", "#0+a", "ts", "#1+n", "#3+n", "#4+o", "#5+t"};
+    bpe_tokenizer(&tok, merges, 7);
+    prepare(&d, &c, &tok, 64);
+    /* tokens: t h e | " ca" "ts" | " cannot" | " " g o (no merge makes " g") */
+    cr_assert_eq(d.wlen[0], 9, "got %u tokens", d.wlen[0]);
+    expect_tokens(&d, 0, 0, 2);
+    expect_tokens(&d, 1, 3, 4);  /* cats: two pieces */
+    expect_tokens(&d, 2, 5, 5);  /* can holds " cannot" */
+    expect_tokens(&d, 3, -1, -1); /* not: no token starts in it */
+    expect_tokens(&d, 4, 6, 8);
+    cr_assert_eq(d.pairs_no_token, 1, "not -> go has a word without a token");
+    cr_assert_eq(d.npair, 3);
+    deps_free(&d);
+    tok_free(&tok);
+    conllu_free(&c);
+}
+
+Test(deps, a_uniform_model_scores_the_word_of_most_tokens_and_costs_nothing)
+{
+    Conllu c;
+    Tokenizer tok;
+    DepsData d;
+    parse(&c, TWO);
+    byte_tokenizer(&tok, &c);
+    prepare(&d, &c, &tok, 16);
+    Config cfg = {.V = tok.V, .T = 16, .L = 1, .H = 2, .C = 8, .D = 4};
+    Model m;
+    char err[1500] = "";
+    cr_assert_eq(model_init(&m, &cfg, err, sizeof err), 0, "%s", err);
+    unsigned char eligible[2] = {1, 1};
+    DepsResult r;
+    cr_assert_eq(deps_measure(&r, &d, &m, NULL, eligible, 1000, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(r.nrel, 4, "a, root, b and all");
+    cr_assert_str_eq(deps_rel_name(&r, 3), "all");
+    const DepsScore *b = &r.score[2 * DEPS_DIRS + DEPS_TO_HEAD];
+    /* z -> x: from z's last byte (row 5) x has 1/6, yy 3/6: wrong; v -> ww: the only
+     * earlier word: right. */
+    cr_assert_eq(b->pairs, 2);
+    for (int k = 0; k < 2; k++) {
+        cr_assert_float_eq(b->acc[k], 0.5, 1e-12);
+        cr_assert_float_eq(b->attn[k], (1.0 / 6 + 2.0 / 5) / 2, 1e-6);
+        cr_assert_float_eq(b->cost[k], 0.0, 1e-12);
+    }
+    cr_assert_eq(b->best, 0, "ties go to the lower head");
+    cr_assert_eq(b->offset, 1, "offsets 2 and 1 tie; the nearer k wins");
+    cr_assert_float_eq(b->offset_acc, 0.5, 1e-12);
+    cr_assert_float_eq(b->se, 0.0, 1e-12, "the head and the offset agree on every pair");
+    cr_assert_eq(b->beats, 0);
+    cr_assert_eq(b->loss_tokens, 4);
+    cr_assert_float_eq(b->loss, log((double)tok.V), 1e-5, "zero logits: ln V per token");
+    const DepsScore *a = &r.score[0 * DEPS_DIRS + DEPS_TO_DEP];
+    cr_assert_eq(a->pairs, 1);
+    cr_assert_float_eq(a->acc[1], 1.0, 1e-12);
+    cr_assert_float_eq(a->attn[1], 0.25, 1e-6);
+    cr_assert_eq(r.score[0 * DEPS_DIRS + DEPS_TO_HEAD].pairs, 0);
+    const DepsScore *all = &r.score[3 * DEPS_DIRS + DEPS_TO_HEAD];
+    cr_assert_eq(all->pairs, 2);
+    cr_assert_eq(deps_serves(b, 0), 0);
+    deps_result_free(&r);
+    model_free(&m);
+    deps_free(&d);
+    tok_free(&tok);
+    conllu_free(&c);
+}
+
+/* A small treebank: the sentence pattern repeated with other words. */
+static size_t small_treebank(char *buf, size_t cap)
+{
+    const char *nouns[] = {"cat", "dog", "bird", "fox"}, *verbs[] = {"sat", "ran", "slept"};
+    size_t n = 0;
+    for (int i = 0; i < 60; i++) {
+        const char *no = nouns[i % 4], *ve = verbs[i % 3];
+        n += (size_t)snprintf(buf + n, cap - n,
+                              "# text = The %s %s.\n" W("1", "The", "2", "det")
+                              "2\t%s\t_\tX\t_\t_\t3\tnsubj\t_\t_\n"
+                              "3\t%s\t_\tX\t_\t_\t0\troot\t_\tSpaceAfter=No\n"
+                              W("4", ".", "3", "punct") "\n", no, ve, no, ve);
+        cr_assert_lt(n, cap);
+    }
+    return n;
+}
+
+Test(deps, infer_heads_on_a_conllu_file_prints_and_writes_the_dependencies)
+{
+    Env e;
+    env_init(&e, "deps_cli");
+    static char tb[16384];
+    size_t n = small_treebank(tb, sizeof tb);
+    char data[600];
+    make_file(&e, "t.conllu", tb, n, data, sizeof data);
+    char *out = NULL;
+    int rc = tu_run(&out, "OMP_NUM_THREADS=1 %s/train --data %s --steps 20 --batch 4 --block 16 "
+                    "--layers 1 --embd 16 --heads 2 --eval-iters 1 --out %s/m.ckpt 2>&1",
+                    tu_bin(), data, e.dir);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = tu_run(&out, "OMP_NUM_THREADS=1 %s/infer --ckpt %s/m.ckpt --heads %s 2>/dev/null",
+                tu_bin(), e.dir, data);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "gold dependencies of"), "%s", out);
+    cr_assert(strstr(out, "60 sentences, 60 scored (0 longer than the context of 16 tokens); "
+                          "180 dependencies scored, 60 roots"), "%s", out);
+    cr_assert(strstr(out, "\n  nsubj "), "%s", out);
+    free(out);
+    char *one = NULL, *two = NULL;
+    rc = tu_run(&one, "OMP_NUM_THREADS=1 %s/infer --ckpt %s/m.ckpt --heads %s --json 2>/dev/null",
+                tu_bin(), e.dir, data);
+    cr_assert_eq(rc, 0, "%s", one);
+    cr_assert(strstr(one, "\"dependencies\":{\"sentences\":60,\"scored_sentences\":60,"), "%s",
+              one);
+    cr_assert(strstr(one, "\"nsubj\":{\"dependent->head\":{\"pairs\":0,"), "%s", one);
+    cr_assert(strstr(one, "\"head->dependent\":{\"pairs\":60,\"best_head\":\"L0H"), "%s", one);
+    cr_assert(strstr(one, "\"all\":{"), "%s", one);
+    rc = tu_run(&two, "OMP_NUM_THREADS=2 %s/infer --ckpt %s/m.ckpt --heads %s --json 2>/dev/null",
+                tu_bin(), e.dir, data);
+    cr_assert_eq(rc, 0);
+    cr_assert_str_eq(one, two, "1 and 2 threads differ");
+    free(one);
+    free(two);
+    /* A bad line: the one message, exit 1. */
+    const char *bad = "# text = a b\n" W("1", "a", "2", "x") W("2", "b", "1", "y");
+    make_file(&e, "bad.conllu", bad, strlen(bad), data, sizeof data);
+    rc = tu_run(&out, "%s/infer --ckpt %s/m.ckpt --heads %s 2>&1", tu_bin(), e.dir, data);
+    expect_error(out, rc, 1, "infer", "bad.conllu:2: the tree has a cycle through word 1");
+    free(out);
+}
+
+Test(deps, the_treebank_dev_set_scores_end_to_end)
+{
+    struct stat st;
+    if (stat(EWT_DEV, &st) != 0)
+        cr_skip_test("%s is absent (the UD English Web Treebank; its README says where to get "
+                     "it)", EWT_DEV);
+    Env e;
+    env_init(&e, "deps_ewt");
+    char *out = NULL;
+    int rc = tu_run(&out, "OMP_NUM_THREADS=1 %s/train --data %s --vocab 300 --steps 2 --batch 2 "
+                    "--block 64 --layers 1 --embd 8 --heads 2 --eval-iters 1 --out %s/m.ckpt "
+                    "2>&1", tu_bin(), EWT_DEV, e.dir);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = tu_run(&out, "OMP_NUM_THREADS=1 %s/infer --ckpt %s/m.ckpt --heads %s --json "
+                "--windows 4 2>/dev/null", tu_bin(), e.dir, EWT_DEV);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "\"dependencies\":{\"sentences\":2001,"), "%.300s", out);
+    cr_assert(strstr(out, "\"compound:prt\":{"), "subtypes are kept");
+    cr_assert(strstr(out, "\"nmod:poss\":{"), "subtypes are kept");
+    free(out);
+}

@@ -47,7 +47,8 @@ typedef enum {
               "ppl, bpb (bits per byte), tokens, bytes")                                       \
     X(HEADS, heads, const char *, .flag = "heads", .type = FLAG_PATH, .meta = "FILE",          \
       .mode = MODE_HEADS, .section = FSEC_MODES,                                               \
-      .help = "measure what every attention head does on FILE")                                \
+      .help = "measure what every attention head does on FILE; on\n"                          \
+              "FILE.conllu also against its gold dependency trees")                           \
     X(EXPLORE, explore, const char *, .flag = "explore", .type = FLAG_PATH,                    \
       .meta = "OUT.html", .mode = MODE_EXPLORE, .section = FSEC_MODES,                         \
       .help = "write an interactive page of every head's attention on\n"                       \

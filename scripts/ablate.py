@@ -95,6 +95,9 @@ def parse_args(argv):
                    "docs/ablation.md explains it and every flag.")
     add = p.add_argument
     add("--data", metavar="FILE", help="training text (default: none, the built-in corpus)")
+    add("--heads-file", metavar="FILE", help="the file every model's ./infer --heads reads "
+        "(default: the held-out split of the training text, val.txt); a treebank's dev "
+        "split (.conllu) scores the heads against its gold dependencies too")
     add("--corpus", choices=["text", "induction"], help="a built-in corpus instead of a file: "
         "text (docs/corpus.md) or the induction task with its own recipe (default: text "
         "when no --data)")
@@ -220,6 +223,8 @@ def default_out(a):
         if a.quick or a.long or a.lesson else [])
     if a.data:
         parts.append("data-" + os.path.splitext(os.path.basename(a.data))[0])
+    if a.heads_file:
+        parts.append("heads-" + os.path.splitext(os.path.basename(a.heads_file))[0])
     parts += ["v%d" % a.vocab] if a.vocab else []
     parts += ["steps%d" % a.steps] if a.steps and not (
         a.lesson and a.steps == LESSON["steps"]) else []
@@ -298,12 +303,20 @@ def make_plan(a):
         if L != s["layers"]:
             print_settings(train, flags + data + ["--layers", str(L)])
     blob = cli.read_input(source, "training file") if source else None
+    conllu = bool(source) and source.endswith(".conllu")
     if blob is not None and a.quick:
         blob = blob[:QUICK["slice"]]
+        if conllu:  # whole sentences: a CoNLL-U sentence ends at a blank line
+            cut = blob.rfind(b"\n\n")
+            blob = blob[:cut + 2] if cut >= 0 else blob
+    heads_file = os.path.abspath(a.heads_file) if a.heads_file else None
+    heads_sha = hashlib.sha256(cli.read_input(heads_file, "--heads-file")).hexdigest() \
+        if heads_file else None
     fp = {k: v for k, v in s.items() if k not in PER_RUN}
     fp.update(data=source, data_bytes=len(blob) if source else None,
               data_sha256=hashlib.sha256(blob).hexdigest() if source else None,
               data_slice=QUICK["slice"] if a.quick and source else None,
+              heads_file=heads_file, heads_file_sha256=heads_sha,
               fixed_head_size=a.head_size or s["embd"] // s["heads"])
     mode = "quick" if a.quick else "long" if a.long else "lesson" if a.lesson else "default"
     gates = a.gates or []
@@ -314,8 +327,9 @@ def make_plan(a):
             "log_args": ["--heads-every", str(HEADS_EVERY.get(mode, 50))] if induction else [],
             "heads_args": (QUICK["heads_args"] if a.quick else []) + (
                 ["--prune-curve"] if gates else []), "gates": gates,
-            "train_data": (os.path.join(a.out, "data.txt") if a.quick else source)
-            if source else None, "val_file": "val.txt"}, blob
+            "train_data": (os.path.join(a.out, "data.conllu" if conllu else "data.txt")
+                           if a.quick else source) if source else None,
+            "val_file": heads_file or "val.txt"}, blob
 
 
 def prepare(a, sweep, blob):

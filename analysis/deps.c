@@ -308,7 +308,23 @@ static int alloc_scores(DepsResult *res)
     return 0;
 }
 
-/* Accuracy, attention, the baseline, the best head and its standard error. */
+/* 1 when the earlier word of most tokens (ties: the first) is pair p's key. */
+static int uniform_right(const DepsData *d, const DepsPair *pr)
+{
+    size_t w0 = d->c->sent[pr->sent].word0;
+    int32_t most = 0;
+    uint32_t arg = 0;
+    for (uint32_t j = 0; j < pr->query; j++) {
+        int32_t n = d->tok0[w0 + j] < 0 ? 0 : d->tok1[w0 + j] - d->tok0[w0 + j] + 1;
+        if (n > most) {
+            most = n;
+            arg = j;
+        }
+    }
+    return arg == pr->key;
+}
+
+/* Accuracy, attention, the baselines, the best head and its standard error. */
 static void finish_scores(DepsResult *res, const DepsData *d, const Pass *ps,
                           const unsigned char *eligible)
 {
@@ -316,11 +332,13 @@ static void finish_scores(DepsResult *res, const DepsData *d, const Pass *ps,
     for (size_t p = 0; p < d->npair; p++) {
         const DepsPair *pr = &d->pair[p];
         uint32_t dist = pr->query - pr->key;
+        int uni = uniform_right(d, pr);
         size_t idx[2] = {(size_t)pr->rel * DEPS_DIRS + pr->dir,
                          (res->nrel - 1) * DEPS_DIRS + pr->dir};
         for (int i = 0; i < 2; i++) {
             DepsScore *sc = &res->score[idx[i]];
             sc->pairs++;
+            sc->uniform_acc += uni;
             for (int k = 0; k < res->n; k++) {
                 sc->acc[k] += ps->right[p * (size_t)res->n + k];
                 sc->attn[k] += ps->attn[p * (size_t)res->n + k];
@@ -333,6 +351,7 @@ static void finish_scores(DepsResult *res, const DepsData *d, const Pass *ps,
         DepsScore *sc = &res->score[i];
         if (!sc->pairs)
             continue;
+        sc->uniform_acc /= (double)sc->pairs;
         for (int k = 0; k < res->n; k++) {
             sc->acc[k] /= (double)sc->pairs;
             sc->attn[k] /= (double)sc->pairs;

@@ -23,7 +23,8 @@
  *   - a pair is right when the earlier word of most attention (ties: the first)
  *     is the key; accuracy = the share of pairs right.
  * The offset baseline predicts the word k back, for the k in 1..DEPS_MAX_OFFSET
- * right most often. The best head is the eligible head of highest accuracy
+ * right most often; a uniform head (every earlier token the same weight) picks
+ * the earlier word of most tokens, so its accuracy is reported beside. The best head is the eligible head of highest accuracy
  * (ties: the lower index); it beats the baseline when its accuracy exceeds
  * the baseline's by more than the standard error of the paired difference,
  * sd(right_head - right_offset) / sqrt(pairs).
@@ -91,6 +92,8 @@ typedef struct {
     int best;            /* the best eligible head; -1: none (no pairs or no eligible head) */
     int offset;          /* the baseline's k (0: no pairs) */
     double offset_acc;
+    double uniform_acc;  /* what a head spreading its weight evenly scores: the earlier
+                            word of most tokens (ties: the first) is the key */
     double se;           /* of the paired difference best - offset (0 under 2 pairs) */
     int beats;           /* acc[best] - offset_acc > se */
     size_t loss_pairs, loss_tokens; /* in the causal sentences */

@@ -171,6 +171,11 @@ Test(deps, a_uniform_model_scores_the_word_of_most_tokens_and_costs_nothing)
     cr_assert_float_eq(b->offset_acc, 0.5, 1e-12);
     cr_assert_float_eq(b->se, 0.0, 1e-12, "the head and the offset agree on every pair");
     cr_assert_eq(b->beats, 0);
+    for (size_t i = 0; i < r.nrel * DEPS_DIRS; i++)
+        for (int k = 0; k < 2 && r.score[i].pairs; k++)
+            cr_assert_float_eq(r.score[i].acc[k], r.score[i].uniform_acc, 1e-12,
+                               "a uniform head scores the uniform baseline (%s)",
+                               deps_rel_name(&r, i / DEPS_DIRS));
     cr_assert_eq(b->loss_tokens, 4);
     cr_assert_float_eq(b->loss, log((double)tok.V), 1e-5, "zero logits: ln V per token");
     const DepsScore *a = &r.score[0 * DEPS_DIRS + DEPS_TO_DEP];

@@ -79,10 +79,10 @@ static void print_row(const DepsResult *res, const DepsScore *sc, const char *na
     }
     double acc = sc->best >= 0 ? sc->acc[sc->best] : 0.0;
     double attn = sc->best >= 0 ? sc->attn[sc->best] : 0.0;
-    printf("  %-16s %7zu  %-6s %5.3f  %5.3f  %3d  %5.3f  %+6.3f  %5.3f  %-5s  %6zu  %-6s %-7s "
-           "%s\n", name, sc->pairs, best, acc, attn, sc->offset, sc->offset_acc,
-           acc - sc->offset_acc, sc->se, sc->beats ? "yes" : "no", sc->loss_pairs, loss, cost,
-           deps_serves(sc, sc->best) ? "yes" : "no");
+    printf("  %-16s %7zu  %-6s %5.3f  %5.3f  %3d  %5.3f  %+6.3f  %5.3f  %-5s  %5.3f  %6zu  %-6s "
+           "%-7s %s\n", name, sc->pairs, best, acc, attn, sc->offset, sc->offset_acc,
+           acc - sc->offset_acc, sc->se, sc->beats ? "yes" : "no", sc->uniform_acc,
+           sc->loss_pairs, loss, cost, deps_serves(sc, sc->best) ? "yes" : "no");
 }
 
 void infer_deps_print(const DepsRun *run, const char *path, int H)
@@ -102,9 +102,9 @@ void infer_deps_print(const DepsRun *run, const char *path, int H)
     for (int dir = 0; dir < DEPS_DIRS; dir++) {
         printf("\n%s (the %s comes later and looks back)\n", deps_dir_names[dir],
                dir == DEPS_TO_HEAD ? "dependent" : "head word");
-        printf("  %-16s %7s  %-6s %5s  %5s  %3s  %5s  %6s  %5s  %-5s  %6s  %-6s %-7s %s\n",
+        printf("  %-16s %7s  %-6s %5s  %5s  %3s  %5s  %6s  %5s  %-5s  %5s  %6s  %-6s %-7s %s\n",
                "relation", "pairs", "best", "acc", "attn", "k", "k acc", "margin", "se", "beats",
-               "a.pairs", "loss", "cost", "serves");
+               "unif", "a.pairs", "loss", "cost", "serves");
         size_t *ord = row_order(res, dir);
         for (size_t i = 0; i < res->nrel && ord[i] != (size_t)-1; i++)
             print_row(res, &res->score[ord[i] * DEPS_DIRS + dir], deps_rel_name(res, ord[i]), H);
@@ -112,7 +112,7 @@ void infer_deps_print(const DepsRun *run, const char *path, int H)
     }
     printf("  (acc: the best head's accuracy, attn: its mean weight on the partner word; k, k acc: "
            "the offset baseline; margin: acc - k acc; beats: margin > se, the standard error of "
-           "the paired difference; a.pairs: pairs in the ablation sentences; loss: mean loss on "
+           "the paired difference; unif: a uniform head's accuracy (the earlier word of most tokens); a.pairs: pairs in the ablation sentences; loss: mean loss on "
            "the later words' tokens; cost: its relative rise with the best head silenced; serves: "
            "attn > %.2f and cost >= %.2f)\n", HEADS_REL_BAR, HEADS_NEEDED_SHARE);
 }

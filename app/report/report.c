@@ -346,6 +346,8 @@ static void write_dep_score(FILE *f, const DepsScore *sc, int n, int H)
     report_jnum(f, sc->best >= 0 ? sc->attn[sc->best] : 0.0);
     fprintf(f, ",\"offset\":%d,\"offset_accuracy\":", sc->offset);
     report_jnum(f, sc->offset_acc);
+    fputs(",\"uniform_accuracy\":", f);
+    report_jnum(f, sc->uniform_acc);
     fputs(",\"se\":", f);
     report_jnum(f, sc->se);
     fprintf(f, ",\"beats_offset\":%s,\"ablation_pairs\":%zu,\"ablation_tokens\":%zu,"

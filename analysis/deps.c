@@ -324,7 +324,7 @@ static int uniform_right(const DepsData *d, const DepsPair *pr)
     return arg == pr->key;
 }
 
-/* Accuracy, attention, the baselines, the best head and its standard error. */
+/* Accuracy, attention, the baselines and the best head. */
 static void finish_scores(DepsResult *res, const DepsData *d, const Pass *ps,
                           const unsigned char *eligible)
 {
@@ -367,7 +367,12 @@ static void finish_scores(DepsResult *res, const DepsData *d, const Pass *ps,
         sc->offset_acc = (double)most / (double)sc->pairs;
     }
     free(hist);
-    /* The paired differences of the best head and the baseline. */
+}
+
+/* The standard error of the paired differences right_best - right_offset, and
+ * whether the best head's margin exceeds it. */
+static void finish_margins(DepsResult *res, const DepsData *d, const Pass *ps)
+{
     double *s1 = calloc(res->nrel * DEPS_DIRS, sizeof(double));
     double *s2 = calloc(res->nrel * DEPS_DIRS, sizeof(double));
     for (size_t p = 0; s1 && s2 && p < d->npair; p++) {
@@ -475,6 +480,7 @@ int deps_measure(DepsResult *res, const DepsData *d, const Model *m, const unsig
     }
     acts_free(&ps.a);
     finish_scores(res, d, &ps, eligible);
+    finish_margins(res, d, &ps);
     finish_costs(res, d, &ps, ncausal, eligible);
     rc = 0;
 done:

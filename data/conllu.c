@@ -167,6 +167,86 @@ static int text_comment(const unsigned char *p, size_t len, const unsigned char 
     return 1;
 }
 
+/* An empty node's line (ID N.M, the N-th word's): checked and counted. */
+static int empty_node(Conllu *c, Reader *r, const unsigned char *id, size_t len,
+                      const unsigned char *dot, char *err, size_t errlen)
+{
+    char ex[200];
+    long a = parse_num(id, (size_t)(dot - id), CONLLU_MAX_WORDS);
+    long b = parse_num(dot + 1, len - (size_t)(dot - id) - 1, CONLLU_MAX_WORDS);
+    if (a < 0 || b < 1)
+        return line_err(err, errlen, r, r->line, "ID \"%s\" is not an empty node's N.M",
+                        excerpt(ex, sizeof ex, id, len));
+    if ((size_t)a != r->nw)
+        return line_err(err, errlen, r, r->line, "empty node %s follows word %zu; it must "
+                        "follow word %ld", excerpt(ex, sizeof ex, id, len), r->nw, a);
+    c->empty++;
+    return 0;
+}
+
+/* A multiword token's line (ID N-M): the surface unit of words N..M to come. */
+static int multiword(Conllu *c, Reader *r, const unsigned char *const *f, const size_t *fl,
+                     const unsigned char *dash, char *err, size_t errlen)
+{
+    char ex[200];
+    uint32_t next = (uint32_t)r->nw + 1;
+    long a = parse_num(f[0], (size_t)(dash - f[0]), CONLLU_MAX_WORDS);
+    long b = parse_num(dash + 1, fl[0] - (size_t)(dash - f[0]) - 1, CONLLU_MAX_WORDS);
+    if (a < 1 || b < 1)
+        return line_err(err, errlen, r, r->line, "ID \"%s\" is not a multiword token's N-M",
+                        excerpt(ex, sizeof ex, f[0], fl[0]));
+    if (r->mwt_end)
+        return line_err(err, errlen, r, r->line, "multiword token %ld-%ld starts inside "
+                        "the one ending at word %u", a, b, r->mwt_end);
+    if ((uint32_t)a != next || b <= a)
+        return line_err(err, errlen, r, r->line, "multiword token %ld-%ld: expected %u-M "
+                        "with M > %u (the next word is %u)", a, b, next, next, next);
+    if (grow((void **)&r->u, &r->capu, r->nu + 1, sizeof *r->u))
+        return err_set(err, errlen, "%s: out of memory", r->name);
+    r->u[r->nu++] = (Unit){f[1], fl[1], (uint32_t)a - 1, (uint32_t)b - 1, (uint32_t)r->line,
+                           !has_space_after_no(f[9], fl[9])};
+    r->mwt_end = (uint32_t)b;
+    c->multiword++;
+    return 0;
+}
+
+/* A word's line (an integer ID): its form, HEAD and DEPREL, and its own unit
+ * unless a multiword token holds it. */
+static int word(Conllu *c, Reader *r, const unsigned char *const *f, const size_t *fl, char *err,
+                size_t errlen)
+{
+    char ex[200];
+    uint32_t next = (uint32_t)r->nw + 1;
+    long w = parse_num(f[0], fl[0], CONLLU_MAX_WORDS);
+    if (w < 1)
+        return line_err(err, errlen, r, r->line, "ID \"%s\" is not a word number (1 to %d), "
+                        "N-M or N.M", excerpt(ex, sizeof ex, f[0], fl[0]), CONLLU_MAX_WORDS);
+    if ((uint32_t)w != next)
+        return line_err(err, errlen, r, r->line, "word %ld where word %u was expected (IDs "
+                        "count 1, 2, 3... in each sentence)", w, next);
+    long head = parse_num(f[6], fl[6], CONLLU_MAX_WORDS);
+    if (head < 0)
+        return line_err(err, errlen, r, r->line, "HEAD \"%s\" is not a word number (0 for the "
+                        "root)", excerpt(ex, sizeof ex, f[6], fl[6]));
+    if (fl[7] > REL_MAX || (fl[7] == 1 && f[7][0] == '_'))
+        return line_err(err, errlen, r, r->line, "DEPREL \"%s\" is not a relation",
+                        excerpt(ex, sizeof ex, f[7], fl[7]));
+    long rel = rel_index(c, f[7], fl[7]);
+    if (rel < 0 || grow((void **)&r->w, &r->capw, r->nw + 1, sizeof *r->w))
+        return err_set(err, errlen, "%s: out of memory", r->name);
+    r->w[r->nw++] = (Pending){f[1], fl[1], (uint32_t)head, (uint32_t)rel, (uint32_t)r->line};
+    if (r->mwt_end) {
+        if ((uint32_t)w == r->mwt_end)
+            r->mwt_end = 0;
+        return 0;
+    }
+    if (grow((void **)&r->u, &r->capu, r->nu + 1, sizeof *r->u))
+        return err_set(err, errlen, "%s: out of memory", r->name);
+    r->u[r->nu++] = (Unit){f[1], fl[1], (uint32_t)w - 1, (uint32_t)w - 1, (uint32_t)r->line,
+                           !has_space_after_no(f[9], fl[9])};
+    return 0;
+}
+
 /* One token line's ten fields. */
 static int token_line(Conllu *c, Reader *r, const unsigned char *p, size_t len, char *err,
                       size_t errlen)
@@ -192,68 +272,12 @@ static int token_line(Conllu *c, Reader *r, const unsigned char *p, size_t len, 
             return line_err(err, errlen, r, r->line, "field %zu is empty (CoNLL-U writes _ for "
                             "a missing value): \"%s\"", j + 1, excerpt(ex, sizeof ex, p, len));
     r->tokens = 1;
-    const unsigned char *id = f[0], *dash = memchr(id, '-', fl[0]), *dot = memchr(id, '.', fl[0]);
-    uint32_t next = (uint32_t)r->nw + 1;
-    if (dot) {
-        long a = parse_num(id, (size_t)(dot - id), CONLLU_MAX_WORDS);
-        long b = parse_num(dot + 1, fl[0] - (size_t)(dot - id) - 1, CONLLU_MAX_WORDS);
-        if (a < 0 || b < 1)
-            return line_err(err, errlen, r, r->line, "ID \"%s\" is not an empty node's N.M",
-                            excerpt(ex, sizeof ex, id, fl[0]));
-        if ((size_t)a != r->nw)
-            return line_err(err, errlen, r, r->line, "empty node %s follows word %zu; it must "
-                            "follow word %ld", excerpt(ex, sizeof ex, id, fl[0]), r->nw, a);
-        c->empty++;
-        return 0;
-    }
-    if (dash) {
-        long a = parse_num(id, (size_t)(dash - id), CONLLU_MAX_WORDS);
-        long b = parse_num(dash + 1, fl[0] - (size_t)(dash - id) - 1, CONLLU_MAX_WORDS);
-        if (a < 1 || b < 1)
-            return line_err(err, errlen, r, r->line, "ID \"%s\" is not a multiword token's N-M",
-                            excerpt(ex, sizeof ex, id, fl[0]));
-        if (r->mwt_end)
-            return line_err(err, errlen, r, r->line, "multiword token %ld-%ld starts inside "
-                            "the one ending at word %u", a, b, r->mwt_end);
-        if ((uint32_t)a != next || b <= a)
-            return line_err(err, errlen, r, r->line, "multiword token %ld-%ld: expected %u-M "
-                            "with M > %u (the next word is %u)", a, b, next, next, next);
-        if (grow((void **)&r->u, &r->capu, r->nu + 1, sizeof *r->u))
-            return err_set(err, errlen, "%s: out of memory", r->name);
-        r->u[r->nu++] = (Unit){f[1], fl[1], (uint32_t)a - 1, (uint32_t)b - 1, (uint32_t)r->line,
-                               !has_space_after_no(f[9], fl[9])};
-        r->mwt_end = (uint32_t)b;
-        c->multiword++;
-        return 0;
-    }
-    long w = parse_num(id, fl[0], CONLLU_MAX_WORDS);
-    if (w < 1)
-        return line_err(err, errlen, r, r->line, "ID \"%s\" is not a word number (1 to %d), "
-                        "N-M or N.M", excerpt(ex, sizeof ex, id, fl[0]), CONLLU_MAX_WORDS);
-    if ((uint32_t)w != next)
-        return line_err(err, errlen, r, r->line, "word %ld where word %u was expected (IDs "
-                        "count 1, 2, 3... in each sentence)", w, next);
-    long head = parse_num(f[6], fl[6], CONLLU_MAX_WORDS);
-    if (head < 0)
-        return line_err(err, errlen, r, r->line, "HEAD \"%s\" is not a word number (0 for the "
-                        "root)", excerpt(ex, sizeof ex, f[6], fl[6]));
-    if (fl[7] > REL_MAX || (fl[7] == 1 && f[7][0] == '_'))
-        return line_err(err, errlen, r, r->line, "DEPREL \"%s\" is not a relation",
-                        excerpt(ex, sizeof ex, f[7], fl[7]));
-    long rel = rel_index(c, f[7], fl[7]);
-    if (rel < 0 || grow((void **)&r->w, &r->capw, r->nw + 1, sizeof *r->w))
-        return err_set(err, errlen, "%s: out of memory", r->name);
-    r->w[r->nw++] = (Pending){f[1], fl[1], (uint32_t)head, (uint32_t)rel, (uint32_t)r->line};
-    if (r->mwt_end) {
-        if ((uint32_t)w == r->mwt_end)
-            r->mwt_end = 0;
-        return 0;
-    }
-    if (grow((void **)&r->u, &r->capu, r->nu + 1, sizeof *r->u))
-        return err_set(err, errlen, "%s: out of memory", r->name);
-    r->u[r->nu++] = (Unit){f[1], fl[1], (uint32_t)w - 1, (uint32_t)w - 1, (uint32_t)r->line,
-                           !has_space_after_no(f[9], fl[9])};
-    return 0;
+    const unsigned char *dash = memchr(f[0], '-', fl[0]), *dot = memchr(f[0], '.', fl[0]);
+    if (dot)
+        return empty_node(c, r, f[0], fl[0], dot, err, errlen);
+    if (dash)
+        return multiword(c, r, f, fl, dash, err, errlen);
+    return word(c, r, f, fl, err, errlen);
 }
 
 /* Every HEAD names a word of the sentence, and following heads from any word

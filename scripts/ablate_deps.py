@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""ablate_deps: a treebank sweep's heads against gold dependencies, per H.
+"""ablate_deps: a treebank sweep's heads against gold dependencies, per L and H.
 
 Usage: scripts/ablate_deps.py DIR [--min-pairs N]
 
 DIR is a head-count sweep (scripts/ablate.sh) whose heads analysis read a CoNLL-U
 file (--heads-file FILE.conllu), so each finished run's heads/summary.json holds
 "dependencies" (docs/heads.md, "Gold dependencies"). Prints markdown: per model
-shape (H, D) the val loss, then one row per relation and direction with at least
+shape (L, H, D) the val loss, then one row per relation and direction with at least
 --min-pairs pairs (default 100; "all" always): pairs, the best head's accuracy,
 the offset baseline's and a uniform head's, the best head's margin over the
 baseline, in how many seeds it beats the baseline by more than its standard error,
@@ -55,13 +55,14 @@ def main(argv):
         raise cli.Error("%s: no finished run" % a.dir)
     shapes = {}
     for r in runs.values():
-        shapes.setdefault((r["H"], r["D"]), []).append(r)
-    for (H, D), rs in sorted(shapes.items()):
+        shapes.setdefault((r.get("L", sweep["fingerprint"]["layers"]), r["H"], r["D"]),
+                          []).append(r)
+    for (L, H, D), rs in sorted(shapes.items()):
         rs.sort(key=lambda r: r["seed"])
         deps = [deps_of(r, r["dir"]) for r in rs]
         vals = [r["log"].final.get("val_loss") for r in rs if r["log"] and r["log"].final]
-        print("\n**H = %d, D = %d** (seeds %s; val loss %s; %s of %s sentences scored)\n" % (
-            H, D, ",".join(str(r["seed"]) for r in rs), spread(vals, 3),
+        print("\n**L = %d, H = %d, D = %d** (seeds %s; val loss %s; %s of %s sentences "
+              "scored)\n" % (L, H, D, ",".join(str(r["seed"]) for r in rs), spread(vals, 3),
             deps[0]["scored_sentences"], deps[0]["sentences"]))
         print("| relation | direction | pairs | best head acc | offset acc | uniform acc | "
               "margin | beats offset | serves | cost |")

@@ -66,8 +66,7 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
 #define TRAIN_SETTINGS(RUN, STORED, STEP)                                                      \
     RUN(DATA, data, const char *, .flag = "data", .short_flag = 'd', .type = SET_PATH,         \
         .resume = RES_CHANGE, .derived = 1, .meta = "FILE", .section = SEC_FILES,              \
-        .help = "text file to train on (FILE.conllu: a treebank's\n"                          \
-                "sentences, one a line)", .def_text = "built-in corpus")                      \
+        .help = "text (or .conllu treebank) to train on", .def_text = "built-in corpus")       \
     RUN(CORPUS, corpus, const char *, .flag = "corpus", .type = SET_NAME, .def_str = "text",   \
         NAMES("text", "induction"), .resume = RES_KEEP, .derived = 1,                          \
         .resume_why = "a resumed run continues on the text it trained on, or on a --data FILE", \

@@ -247,6 +247,22 @@ Test(deps, infer_heads_on_a_conllu_file_prints_and_writes_the_dependencies)
     cr_assert_str_eq(one, two, "1 and 2 threads differ");
     free(one);
     free(two);
+    /* --report: summary.json holds the same object, index.html the table. */
+    rc = tu_run(&out, "OMP_NUM_THREADS=1 %s/infer --ckpt %s/m.ckpt --heads %s --report %s/rep "
+                "--json 2>/dev/null >/dev/null", tu_bin(), e.dir, data, e.dir);
+    cr_assert_eq(rc, 0);
+    free(out);
+    char path[700];
+    snprintf(path, sizeof path, "%s/rep/summary.json", e.dir);
+    char *summary = tu_read_text(path);
+    cr_assert(summary && strstr(summary, "\"dependencies\":{\"sentences\":60,"), "%s", path);
+    free(summary);
+    snprintf(path, sizeof path, "%s/rep/index.html", e.dir);
+    char *page = tu_read_text(path);
+    cr_assert(page && strstr(page, "<h2>Gold dependencies</h2>"), "%s", path);
+    cr_assert(strstr(page, "<th>all<br>dep&rarr;head</th><th>all<br>head&rarr;dep</th></tr>"),
+              "%s: the all columns, and no relation under 100 pairs", path);
+    free(page);
     /* A bad line: the one message, exit 1. */
     const char *bad = "# text = a b\n" W("1", "a", "2", "x") W("2", "b", "1", "y");
     make_file(&e, "bad.conllu", bad, strlen(bad), data, sizeof data);

@@ -762,6 +762,63 @@ static void html_compromise(FILE *f, const HeadsReport *r)
           "\"compromise\" holds every head's a and b for every pair.</p>\n", f);
 }
 
+/* A CoNLL-U file's gold dependencies (analysis/deps.h): heads x relations, each
+ * cell a head's accuracy, for every relation and direction with at least
+ * DEPS_PAGE_MIN_PAIRS pairs ("all" first), under the offset and uniform baselines. */
+#define DEPS_PAGE_MIN_PAIRS 100
+static void html_deps(FILE *f, const HeadsReport *r)
+{
+    const DepsResult *d = r->deps;
+    if (!d)
+        return;
+    char name[32];
+    int H = r->cfg.H, n = r->cfg.L * H;
+    size_t ncol = 0, *col = malloc(d->nrel * DEPS_DIRS * sizeof *col);
+    if (!col)
+        return;
+    for (size_t j = 0; j < d->nrel * DEPS_DIRS; j++) { /* "all", the last relation, first */
+        size_t i = (j + (d->nrel - 1) * DEPS_DIRS) % (d->nrel * DEPS_DIRS);
+        if (d->score[i].pairs >= DEPS_PAGE_MIN_PAIRS || (j < DEPS_DIRS && d->score[i].pairs))
+            col[ncol++] = i;
+    }
+    fprintf(f, "<h2>Gold dependencies</h2>\n<p class=\"note\">%zu of %zu sentences scored "
+            "(%zu longer than the context), %zu dependencies. A cell is a head's accuracy: the "
+            "share of pairs whose most-attended earlier word, from the later word's last "
+            "token, is the gold partner (docs/heads.md, \"Gold dependencies\"). Bold: the "
+            "relation's best head, when it beats the offset baseline by more than its "
+            "standard error; relations with %d pairs or more.</p>\n<table><tr><th>head</th>",
+            d->scored, d->sentences, d->over_context, d->pairs, DEPS_PAGE_MIN_PAIRS);
+    for (size_t c = 0; c < ncol; c++) {
+        fputs("<th>", f);
+        xml_text(f, deps_rel_name(d, col[c] / DEPS_DIRS));
+        fprintf(f, "<br>%s</th>", col[c] % DEPS_DIRS == DEPS_TO_HEAD ? "dep&rarr;head"
+                                                                     : "head&rarr;dep");
+    }
+    fputs("</tr>\n<tr><td>pairs</td>", f);
+    for (size_t c = 0; c < ncol; c++)
+        fprintf(f, "<td>%zu</td>", d->score[col[c]].pairs);
+    fputs("</tr>\n<tr><td>offset (k)</td>", f);
+    for (size_t c = 0; c < ncol; c++)
+        fprintf(f, "<td>%.2f (%d)</td>", d->score[col[c]].offset_acc, d->score[col[c]].offset);
+    fputs("</tr>\n<tr><td>uniform</td>", f);
+    for (size_t c = 0; c < ncol; c++)
+        fprintf(f, "<td>%.2f</td>", d->score[col[c]].uniform_acc);
+    fputs("</tr>\n", f);
+    for (int k = 0; k < n; k++) {
+        fprintf(f, "<tr><td>%s</td>", report_head_label(name, k, H));
+        for (size_t c = 0; c < ncol; c++) {
+            const DepsScore *sc = &d->score[col[c]];
+            int bold = sc->best == k && sc->beats;
+            fprintf(f, "<td style=\"background:rgba(40,90,200,%.2f)\">%s%.2f%s</td>",
+                    0.75 * sc->acc[k], bold ? "<b>" : "", sc->acc[k], bold ? "</b>" : "");
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n<p class=\"note\">summary.json's \"dependencies\" holds every "
+          "relation, each head's accuracy, attention and ablation cost.</p>\n", f);
+    free(col);
+}
+
 int report_write_index(const char *dir, const HeadsReport *r, char *err, size_t errlen)
 {
     ReportOut o;
@@ -775,6 +832,7 @@ int report_write_index(const char *dir, const HeadsReport *r, char *err, size_t 
     html_relations(o.f, r);
     html_costs(o.f, r);
     html_compromise(o.f, r);
+    html_deps(o.f, r);
     html_table(o.f, r);
     html_grid(o.f, r, 1);
     fprintf(o.f, "</body></html>\n");

@@ -89,11 +89,11 @@ int main(int argc, char **argv)
             double c0 = clock_fn();
             matmul_forward(out, in, W, b, N, IC, OC);
             double c1 = clock_fn();
-            bf16_forward(out, NULL, in, W, b, N, IC, OC);
+            bf16_forward(out, NULL, in, W, b, N, IC, OC, BF16_AUTO);
             double c2 = clock_fn();
             matmul_backward(din, dW, NULL, out, in, W, N, IC, OC);
             double c3 = clock_fn();
-            bf16_backward(din, dW, NULL, out, in, W, NULL, N, IC, OC);
+            bf16_backward(din, dW, NULL, out, in, W, NULL, N, IC, OC, BF16_AUTO);
             double c4 = clock_fn();
             if (r < 0)
                 continue;

@@ -52,6 +52,22 @@ static inline int bf16_emulated(Bf16Path path)
     return path == BF16_EMULATED || !BF16_NATIVE;
 }
 
+/* 1 where the emulation runs most products on the float32 kernels (this build's float32
+ * chains are fused multiply-adds: kernels/bf16_emul.h), 0 where it computes every step
+ * as bf16_fma does. */
+int bf16_emulation_fast(void);
+
+/* What the emulation costs against fp32, as docs/matmul.md ("bf16") measured it, for
+ * the note the programs print where it runs (app/common/cli.h) and their --help. */
+#define BF16_EMULATION_COST "a training step about 1.3x an fp32 one (AMD EPYC Zen 3, AVX2)"
+#define BF16_EMULATION_STEPWISE_COST                                                           \
+    "a training step about 30x an fp32 one (step by step: this build's float32 products "     \
+    "are not fused multiply-adds)"
+/* --precision's lines of --help under its first (train, infer). */
+#define BF16_HELP                                                                              \
+    "(bf16: inputs rounded to bfloat16, sums in fp32; where the CPU has no AVX512-BF16\n"      \
+    "they are emulated: the same bits, " BF16_EMULATION_COST ")"
+
 /* The product's weights are packed in panels of this many output columns. */
 enum { BF16_PANEL = 32 };
 

@@ -244,6 +244,11 @@ static int few(size_t exceptions, int M, int N)
     return exceptions * EXCEPTION_SHARE <= (size_t)M * N;
 }
 
+int bf16_emulation_fast(void)
+{
+    return MATMUL_FMA;
+}
+
 int bf16_emul_forward(float *out, float *dgelu, const float *in, const float *W,
                       const float *bias, int N, int IC, int OC)
 {

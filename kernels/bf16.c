@@ -423,8 +423,11 @@ static void forward(int emulate, float *out, float *dgelu, const float *in, cons
 void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32_t *wp,
                          const float *bias, int N, int IC, int OC, Bf16Path path)
 {
+    int emulate = bf16_emulated(path);
+    if (emulate && !dgelu && bf16_emul_forward_packed(out, in, wp, bias, N, IC, OC))
+        return;
     uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
-    forward(bf16_emulated(path), out, dgelu, in, NULL, NULL, wp, xr, bias, N, IC, OC);
+    forward(emulate, out, dgelu, in, NULL, NULL, wp, xr, bias, N, IC, OC);
 }
 
 void bf16_forward(float *out, float *dgelu, const float *in, const float *W, const float *bias,

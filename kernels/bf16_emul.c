@@ -341,3 +341,80 @@ int bf16_emul_backward(float *din, float *dW, const float *dout, const float *in
         done |= BF16_EMUL_DW;
     return done;
 }
+
+typedef unsigned short v16u __attribute__((vector_size(32)));
+
+/* One row against panel wp (P pairs of BF16_PANEL columns, bf16.h): out[j] = chain of
+ * ar (the row's P pairs) with column j, for j < n, then + bias[j]. The chains run as
+ * fused multiply-adds, 8 columns a vector, while the panel's smallest exponent is
+ * taken (per 16-bit half, keys as key_of); if that and the row's, ea, fail the test,
+ * the panel is recomputed with bf16_fma's steps. */
+static void row_panel(float *out, const uint32_t *ar, int ea, const uint32_t *wp, int P, int n,
+                      const float *bias)
+{
+    v8f acc[BF16_PANEL / 8] = { 0 };
+    v16u kmin = ~(v16u){ 0 };
+    const v8i hi = (v8i){ 0 } + (int)0xffff0000u;
+    for (int p = 0; p < P; p++) {
+        uint32_t a = ar[p];
+        v8f ah = v8_set1(float_of(a & 0xffff0000u)), al = v8_set1(float_of(a << 16));
+        for (int v = 0; v < BF16_PANEL / 8; v++) {
+            v8i w;
+            memcpy(&w, wp + (size_t)BF16_PANEL * p + 8 * v, sizeof w);
+            acc[v] = v8_fma(ah, (v8f)(w & hi), acc[v]);    /* the odd element first */
+            acc[v] = v8_fma(al, (v8f)(w << 16), acc[v]);
+            v16u k = ((v16u)w & 0x7fff) - 1, less = (v16u)(k < kmin);
+            kmin = (k & less) | (kmin & ~less);
+        }
+    }
+    uint32_t km = UINT32_MAX;
+    for (int t = 0; t < 16; t++)
+        km = kmin[t] != 0xffff && kmin[t] < km ? kmin[t] : km;
+    float s[BF16_PANEL];
+    memcpy(s, acc, sizeof s);
+    if (ea + exp_of_key(km) < E_SAFE_SUM)
+        for (int j = 0; j < n; j++) {
+            float x = 0.0f;
+            for (int p = 0; p < P; p++) {
+                uint32_t w = wp[(size_t)BF16_PANEL * p + j];
+                x = bf16_fma(x, (Bf16)(ar[p] >> 16), (Bf16)(w >> 16));
+                x = bf16_fma(x, (Bf16)ar[p], (Bf16)w);
+            }
+            s[j] = x;
+        }
+    for (int j = 0; j < n; j++)
+        out[j] = bias ? s[j] + bias[j] : s[j];
+}
+
+int bf16_emul_forward_packed(float *out, const float *in, const uint32_t *wp, const float *bias,
+                             int N, int IC, int OC)
+{
+    if (!MATMUL_FMA || N <= 0 || IC <= 0 || OC <= 0)
+        return 0;
+    int P = bf16_pairs(IC), nq = (OC + BF16_PANEL - 1) / BF16_PANEL;
+    uint32_t *ar = (uint32_t *)slot(SLOT_A, (size_t)P);
+    for (int i = 0; i < N; i++) {
+        const float *row = in + (size_t)i * IC;
+        uint32_t kmin = UINT32_MAX;
+        for (int p = 0; p < P; p++) {
+            uint32_t u0, u1 = 0;
+            memcpy(&u0, row + 2 * p, sizeof u0);
+            if (2 * p + 1 < IC)
+                memcpy(&u1, row + 2 * p + 1, sizeof u1);
+            uint32_t r0 = bf16_round_bits(u0), r1 = bf16_round_bits(u1);
+            ar[p] = r0 | r1 << 16;
+            uint32_t k0 = key_of(r0), k1 = key_of(r1);
+            kmin = k0 < kmin ? k0 : kmin;
+            kmin = k1 < kmin ? k1 : kmin;
+        }
+        int ea = exp_of_key(kmin);
+        float *o = out + (size_t)i * OC;
+        #pragma omp parallel for schedule(static) if (2.0 * IC * OC >= 1 << 20)
+        for (int q = 0; q < nq; q++) {
+            int j0 = q * BF16_PANEL, n = OC - j0 < BF16_PANEL ? OC - j0 : BF16_PANEL;
+            row_panel(o + j0, ar, ea, wp + (size_t)q * P * BF16_PANEL, P, n,
+                      bias ? bias + j0 : NULL);
+        }
+    }
+    return 1;
+}

@@ -24,9 +24,18 @@
 #ifndef HEADCOUNT_BF16_EMUL_H
 #define HEADCOUNT_BF16_EMUL_H
 
+#include <stdint.h>
+
 /* bf16_forward's product, emulated: 1 done, 0 declined (nothing written). */
 int bf16_emul_forward(float *out, float *dgelu, const float *in, const float *W,
                       const float *bias, int N, int IC, int OC);
+
+/* bf16_forward_packed's product without the GELU, emulated on the packed panels one row
+ * at a time (the sampler's steps): 1 done, 0 declined (dgelu asked for, or MATMUL_FMA
+ * is 0). The exponent test is per row and panel; a panel that fails it is recomputed
+ * with bf16_fma's steps. */
+int bf16_emul_forward_packed(float *out, const float *in, const uint32_t *wp, const float *bias,
+                             int N, int IC, int OC);
 
 /* What bf16_emul_backward did: din, dW (each only when asked for). */
 enum { BF16_EMUL_DIN = 1, BF16_EMUL_DW = 2 };

@@ -508,6 +508,13 @@ Test(bf16, emulation_flushes_at_its_exponent_bounds)
         cr_assert_eq(bits(out[0][0]), 0u, "exponents 70 + 71: %a, expected +0", out[0][0]);
         cr_assert(out[0][1] == 0x1p-126f, "exponents 70 + 72: %a, expected 2^-126", out[0][1]);
         cr_assert(out[1][2] == 1.5f * 0.25f - 0.75f * 1.25f);
+        uint32_t wp[BF16_PANEL];            /* the sampler's packed path, row by row */
+        float row[OC];
+        bf16_pack_weights(wp, &W[0][0], OC, 2);
+        for (int n = 0; n < N; n++) {
+            bf16_forward_packed(row, NULL, in[n], wp, NULL, 1, 2, OC, (Bf16Path)path);
+            assert_same_bits(row, out[n], OC, "packed");
+        }
         /* dW[o][i] += dout[0][o] in[0][i] + dout[1][o] in[1][i] (odd first) */
         float dout[2][OC], x[2][N], dW[OC][N];
         for (int o = 0; o < OC; o++)
@@ -604,15 +611,27 @@ Test(bf16, emulated_layer_equals_the_step_chain_near_the_bound_and_on_any_bits)
                     any_bits(&rng, in, (size_t)N * IC, kind == 2);
                     any_bits(&rng, W, (size_t)OC * IC, kind == 2);
                 }
-                bf16_forward(out, NULL, in, W, bias, N, IC, OC, (Bf16Path)path);
-                for (int n = 0; n < N; n++)
-                    for (int o = 0; o < OC; o++) {
-                        float want = chain_of(0.0f, in + (size_t)n * IC, 1, W + (size_t)o * IC, 1,
-                                              IC) + bias[o];
-                        cr_assert(same(out[(size_t)n * OC + o], want), "forward N=%d IC=%d OC=%d "
-                                  "kind %d path %d: out[%d][%d] = %a, chain %a", N, IC, OC, kind,
-                                  path, n, o, out[(size_t)n * OC + o], want);
-                    }
+                uint32_t *wp = malloc(bf16_packed_size(OC, IC) * 4);
+                cr_assert(wp);
+                bf16_pack_weights(wp, W, OC, IC);
+                for (int packed = 0; packed < 2; packed++) {
+                    if (packed)                 /* the sampler's path, row by row */
+                        for (int n = 0; n < N; n++)
+                            bf16_forward_packed(out + (size_t)n * OC, NULL, in + (size_t)n * IC,
+                                                wp, bias, 1, IC, OC, (Bf16Path)path);
+                    else
+                        bf16_forward(out, NULL, in, W, bias, N, IC, OC, (Bf16Path)path);
+                    for (int n = 0; n < N; n++)
+                        for (int o = 0; o < OC; o++) {
+                            float want = chain_of(0.0f, in + (size_t)n * IC, 1, W + (size_t)o * IC,
+                                                  1, IC) + bias[o];
+                            cr_assert(same(out[(size_t)n * OC + o], want), "forward N=%d IC=%d "
+                                      "OC=%d kind %d path %d packed %d: out[%d][%d] = %a, chain "
+                                      "%a", N, IC, OC, kind, path, packed, n, o,
+                                      out[(size_t)n * OC + o], want);
+                        }
+                }
+                free(wp);
                 /* din: dout's rows (twins over o) against W's columns */
                 if (kind == 0) {
                     near_the_bound(&rng, dout, N, OC, (size_t)OC, 1, 64, 1, 56, 1);

@@ -59,13 +59,13 @@ int bf16_emulation_fast(void);
 
 /* What the emulation costs against fp32, as docs/matmul.md ("bf16") measured it, for
  * the note the programs print where it runs (app/common/cli.h) and their --help. */
-#define BF16_EMULATION_COST "a training step about 1.3x an fp32 one (AMD EPYC Zen 3, AVX2)"
+#define BF16_EMULATION_COST "a training step about 1.2-1.6x an fp32 one on an AMD EPYC Zen 3"
 #define BF16_EMULATION_STEPWISE_COST                                                           \
     "a training step about 30x an fp32 one (step by step: this build's float32 products "     \
     "are not fused multiply-adds)"
 /* --precision's lines of --help under its first (train, infer). */
 #define BF16_HELP                                                                              \
-    "(bf16: inputs rounded to bfloat16, sums in fp32; where the CPU has no AVX512-BF16\n"      \
+    "(bf16: inputs rounded to bfloat16, sums in fp32. Where the CPU has no AVX512-BF16\n"      \
     "they are emulated: the same bits, " BF16_EMULATION_COST ")"
 
 /* The product's weights are packed in panels of this many output columns. */

@@ -2,7 +2,10 @@
  * step and the rounding against the CPU's own instructions (builds with AVX512_BF16),
  * the tiled kernel against a chain of bf16_fma steps bit for bit on random and edge
  * inputs, the layer against a double reference within a bound derived from bf16's
- * unit roundoff, the GELU epilogue against gelu_forward, and thread counts. */
+ * unit roundoff, the GELU epilogue against gelu_forward, and thread counts; then the
+ * emulation on the float32 kernels (kernels/bf16_emul.h) at its exponent bounds with
+ * known answers, and against the step chain around them and on any float bits, on
+ * both paths where the build has the instruction. */
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
 #include "model/layers.h"

@@ -286,6 +286,8 @@ int main(int argc, char **argv)
     const TrainState *state[INFER_CKPT_MAX];
     const char *trained_on[INFER_CKPT_MAX];
     char err[1500];
+    Bf16Path bf16_path = cli_bf16_path();
+    int bf16 = 0;
     for (int k = 0; k < n; k++) {
         long steps;
         int has_state;
@@ -297,7 +299,11 @@ int main(int argc, char **argv)
         state[k] = has_state ? &ts[k] : NULL;
         if (o.precision)
             m[k].precision = precision_flag(o.precision);
+        m[k].bf16_path = bf16_path;
+        bf16 |= m[k].precision == PRECISION_BF16;
     }
+    if (bf16)
+        cli_say_bf16(bf16_path);
     check_outputs(&o, trained_on);
     if (o.mask)
         o.head_on = parse_mask(o.mask, &m[0].cfg);

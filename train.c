@@ -687,6 +687,7 @@ int main(int argc, char **argv)
     }
     unsigned char given[GIVEN_COUNT] = {0};
     train_options_parse(argc, argv, &r->o, given);
+    Bf16Path bf16_path = cli_bf16_path();
     if (r->o.threads)
         omp_set_num_threads((int)r->o.threads);
     run_watch_signals(r);
@@ -715,6 +716,9 @@ int main(int argc, char **argv)
     open_log(r);
     long start = r->tr.step;
     run_print_settings(r);
+    r->tr.model.bf16_path = bf16_path;
+    if (r->tr.model.precision == PRECISION_BF16 && run_lead(r))
+        cli_say_bf16(bf16_path);
     place_log(r);
     if (dist_any(&r->dist, r->stop.signal)) {
         int sig = r->stop.signal ? r->stop.signal : SIGINT;

@@ -125,7 +125,7 @@ static void row_forward(const Sampler *s, float *out, const float *in, int l, in
     int IC, OC;
     part_dims(m, which, &IC, &OC);
     if (m->precision == PRECISION_BF16)
-        bf16_forward_packed(out, NULL, in, (const uint32_t *)p, bias, 1, IC, OC);
+        bf16_forward_packed(out, NULL, in, (const uint32_t *)p, bias, 1, IC, OC, m->bf16_path);
     else
         matmul_forward_t(out, in, p, bias, 1, IC, OC);
 }

@@ -5,7 +5,10 @@
  * Build (from the repository root, after `make`, which builds the library):
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
  *       bench/bench_bf16.c build/libheadcount.a -lm -o build/bench_bf16
- * Run: build/bench_bf16 [--rows N] [--reps R] [--threads T]
+ * Run: build/bench_bf16 [--rows N] [--reps R] [--threads T] [--say]
+ * It first says which code runs the bf16 products (--say: only that): the instruction,
+ * or the emulation (HEADCOUNT_BF16=emulate picks it where the build has the
+ * instruction).
  *
  * Time is the calling thread's CPU time at --threads 1 (the default; on a loaded
  * host it moves less than wall time), wall time otherwise. "fwd" counts 2*N*IC*OC
@@ -13,6 +16,7 @@
  * one warm-up. It only reports: nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
+#include "bench/bench_bf16_path.h"
 #include "bench/bench_clock.h"
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
@@ -65,11 +69,16 @@ int main(int argc, char **argv)
             reps = (int)arg_long("--reps", argv[++i], 1, 1000);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads = (int)arg_long("--threads", argv[++i], 1, 1024);
-        else {
-            fprintf(stderr, "usage: bench_bf16 [--rows N] [--reps R] [--threads T]\n");
+        else if (!strcmp(argv[i], "--say")) {
+            bench_bf16_say(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "usage: bench_bf16 [--rows N] [--reps R] [--threads T] [--say]\n");
             return 2;
         }
     }
+    Bf16Path path = bench_bf16_path();
+    bench_bf16_say(stdout);
     omp_set_num_threads(threads);
     double (*clock_fn)(void) = threads == 1 ? thread_cpu : bench_now;
     static const struct { const char *name; int IC, OC; } shapes[] = {
@@ -89,11 +98,11 @@ int main(int argc, char **argv)
             double c0 = clock_fn();
             matmul_forward(out, in, W, b, N, IC, OC);
             double c1 = clock_fn();
-            bf16_forward(out, NULL, in, W, b, N, IC, OC);
+            bf16_forward(out, NULL, in, W, b, N, IC, OC, path);
             double c2 = clock_fn();
             matmul_backward(din, dW, NULL, out, in, W, N, IC, OC);
             double c3 = clock_fn();
-            bf16_backward(din, dW, NULL, out, in, W, NULL, N, IC, OC);
+            bf16_backward(din, dW, NULL, out, in, W, NULL, N, IC, OC, path);
             double c4 = clock_fn();
             if (r < 0)
                 continue;

@@ -4,7 +4,8 @@
  * (trainer_step: forward, backward, clipping, AdamW) on random tokens (V = 65 as tiny
  * Shakespeare's bytes, or --vocab V; speed does not depend on the text), each in a child
  * process so its peak memory can be read, in the precision --precision names (fp32, the
- * default, or bf16: the model's Precision). Prints a table and, with --csv FILE,
+ * default, or bf16: the model's Precision; HEADCOUNT_BF16=emulate runs the bf16 products'
+ * emulation where the build has the instruction). Prints a table and, with --csv FILE,
  * writes one CSV row per (configuration, threads).
  *
  * Model FLOPs per token (docs/bench.md): 6 N + 6 L A (T + 1), with N the weights
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_bf16_path.h"
 #include "bench/bench_clock.h"
 #include "model/gpt.h"
 #include "trainer/trainer.h"
@@ -66,6 +68,7 @@ static int run_config(const BenchConfig *bc, int V, int threads, Precision preci
         return -1;
     }
     t.model.precision = precision;
+    t.model.bf16_path = bench_bf16_path();
     size_t N = (size_t)bc->B * bc->T;
     int *tok = malloc(N * sizeof(int)), *tgt = malloc(N * sizeof(int));
     Rng rng;

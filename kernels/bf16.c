@@ -1,13 +1,15 @@
 /* bf16: see bf16.h. The rounding, the one-step reference (bf16_fma), the register
- * tile (native: VDPBF16PS on AVX-512 registers; emulated: bf16_fma on an array of
- * accumulators) and the OpenMP layer on top. Each output is one chain over the pairs
- * of k in order, computed by one call of one tile whatever the split, so the thread
- * count changes no bit; the GELU epilogue is vmath.h's, lane by lane as in matmul.c. */
+ * tile (native: VDPBF16PS on AVX-512 registers; emulated step by step: bf16_fma on an
+ * array of accumulators) and the OpenMP layer on top, which hands the emulated
+ * products to kernels/bf16_emul.c first. Each output is one chain over the pairs of k
+ * in order, computed by one call of one tile whatever the split, so the thread count
+ * changes no bit; the GELU epilogue is vmath.h's, lane by lane as in matmul.c. */
 #include "kernels/bf16.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "kernels/bf16_emul.h"
 #include "kernels/matmul.h"
 #include "kernels/vmath.h"
 #include "util/scratch.h"
@@ -32,16 +34,9 @@ static float float_of(uint32_t u)
     return x;
 }
 
-/* Branch-free, so that the loops below vectorise. */
 static inline uint32_t round_bits(uint32_t u)
 {
-    uint32_t zero = (u >> 16) & 0x8000u;         /* zero or denormal: signed zero */
-    uint32_t nan = (u >> 16) | 0x0040u;          /* NaN: truncated, made quiet */
-    uint32_t near = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* nearest, ties to even (a
-                                                  * carry goes into the exponent; past the
-                                                  * largest value it gives infinity) */
-    uint32_t r = (u & 0x7f800000u) == 0 ? zero : near;
-    return (u & 0x7fffffffu) > 0x7f800000u ? nan : r;
+    return bf16_round_bits(u);
 }
 
 Bf16 bf16_from_float(float x)
@@ -271,8 +266,9 @@ ALWAYS_INLINE void tile_native(int R, int p0, int p1, const uint32_t *a, size_t 
         }
 }
 
-static void tile_rows(int R, int p0, int p1, const uint32_t *a, size_t lda, const uint32_t *wp,
-                      float *c, size_t ldc, int n, int load_c, int last, const Bf16Epilogue *e)
+static void tile_rows_native(int R, int p0, int p1, const uint32_t *a, size_t lda,
+                             const uint32_t *wp, float *c, size_t ldc, int n, int load_c, int last,
+                             const Bf16Epilogue *e)
 {
     switch (R) {
     case 6: tile_native(6, p0, p1, a, lda, wp, c, ldc, n, load_c, last, e); break;
@@ -284,17 +280,19 @@ static void tile_rows(int R, int p0, int p1, const uint32_t *a, size_t lda, cons
     }
 }
 
-#else
+#endif
 
-/* The emulation: the same chains with bf16_fma's steps, on R x 32 accumulators; the
+/* The emulation step by step: the same chains with bf16_fma's steps, on R x 32
+ * accumulators (an old value loaded from c is DAZ'd, as the instruction reads it); the
  * epilogue runs vmath's 8-lane functions, whose lanes equal the 16-lane ones. */
-static void tile_rows(int R, int p0, int p1, const uint32_t *a, size_t lda, const uint32_t *wp,
-                      float *c, size_t ldc, int n, int load_c, int last, const Bf16Epilogue *e)
+static void tile_emulated(int R, int p0, int p1, const uint32_t *a, size_t lda,
+                          const uint32_t *wp, float *c, size_t ldc, int n, int load_c, int last,
+                          const Bf16Epilogue *e)
 {
     float acc[6][BF16_PANEL];
     for (int r = 0; r < R; r++)
         for (int j = 0; j < BF16_PANEL; j++)
-            acc[r][j] = load_c && j < n ? c[r * ldc + j] : 0.0f;
+            acc[r][j] = load_c && j < n ? daz(c[r * ldc + j]) : 0.0f;
     for (int p = p0; p < p1; p++) {
         float b0[BF16_PANEL], b1[BF16_PANEL];
         for (int j = 0; j < BF16_PANEL; j++) {
@@ -329,10 +327,21 @@ static void tile_rows(int R, int p0, int p1, const uint32_t *a, size_t lda, cons
     }
 }
 
+static void tile_rows(int emulate, int R, int p0, int p1, const uint32_t *a, size_t lda,
+                      const uint32_t *wp, float *c, size_t ldc, int n, int load_c, int last,
+                      const Bf16Epilogue *e)
+{
+#if BF16_NATIVE
+    if (!emulate) {
+        tile_rows_native(R, p0, p1, a, lda, wp, c, ldc, n, load_c, last, e);
+        return;
+    }
 #endif
+    tile_emulated(R, p0, p1, a, lda, wp, c, ldc, n, load_c, last, e);
+}
 
-void bf16_kernel_nt(int M, int n, int P, const uint32_t *ar, size_t lda, const uint32_t *wp,
-                    float *out, size_t ldc, const Bf16Epilogue *e)
+static void kernel_nt(int emulate, int M, int n, int P, const uint32_t *ar, size_t lda,
+                      const uint32_t *wp, float *out, size_t ldc, const Bf16Epilogue *e)
 {
     int p0 = 0;
     do {                                         /* P = 0 (K = 0): one empty block */
@@ -341,11 +350,17 @@ void bf16_kernel_nt(int M, int n, int P, const uint32_t *ar, size_t lda, const u
             size_t at = (size_t)i * ldc;
             Bf16Epilogue ei = { e->accumulate, e->bias, e->scale ? e->scale + at : NULL,
                                 e->dgelu ? e->dgelu + at : NULL };
-            tile_rows(M - i < 6 ? M - i : 6, p0, p1, ar + (size_t)i * lda, lda, wp, out + at,
-                      ldc, n, p0 > 0 || e->accumulate, p1 == P, &ei);
+            tile_rows(emulate, M - i < 6 ? M - i : 6, p0, p1, ar + (size_t)i * lda, lda, wp,
+                      out + at, ldc, n, p0 > 0 || e->accumulate, p1 == P, &ei);
         }
         p0 = p1;
     } while (p0 < P);
+}
+
+void bf16_kernel_nt(int M, int n, int P, const uint32_t *ar, size_t lda, const uint32_t *wp,
+                    float *out, size_t ldc, const Bf16Epilogue *e, Bf16Path path)
+{
+    kernel_nt(bf16_emulated(path), M, n, P, ar, lda, wp, out, ldc, e);
 }
 
 /* Tiles of a product: ROWS rows x up to PANELS panels; each tile keeps its block of
@@ -355,8 +370,8 @@ enum { ROWS = 96, PANELS = 8 };
 /* out[M][ncols] (rows ldc apart) = the chains of ar's M rows (lda pairs apart) with
  * the ncols columns of the packed panels wp (P pairs each), finished by e (whose
  * pointers are at out[0][0]): independent tiles, shared among the region's threads. */
-static void tiles_for(float *out, size_t ldc, const uint32_t *ar, size_t lda, const uint32_t *wp,
-                      int M, int ncols, int P, const Bf16Epilogue *e)
+static void tiles_for(int emulate, float *out, size_t ldc, const uint32_t *ar, size_t lda,
+                      const uint32_t *wp, int M, int ncols, int P, const Bf16Epilogue *e)
 {
     int nq = (ncols + BF16_PANEL - 1) / BF16_PANEL;
     int nrb = (M + ROWS - 1) / ROWS, ncb = (nq + PANELS - 1) / PANELS;
@@ -369,8 +384,8 @@ static void tiles_for(float *out, size_t ldc, const uint32_t *ar, size_t lda, co
             size_t at = (size_t)i0 * ldc + j0;
             Bf16Epilogue et = { e->accumulate, e->bias ? e->bias + j0 : NULL,
                                 e->scale ? e->scale + at : NULL, e->dgelu ? e->dgelu + at : NULL };
-            bf16_kernel_nt(m, n, P, ar + (size_t)i0 * lda, lda, wp + (size_t)q * P * BF16_PANEL,
-                           out + at, ldc, &et);
+            kernel_nt(emulate, m, n, P, ar + (size_t)i0 * lda, lda,
+                      wp + (size_t)q * P * BF16_PANEL, out + at, ldc, &et);
         }
     }
 }
@@ -389,8 +404,9 @@ static uint32_t *slot_words(int slot, size_t n)
 
 /* The forward in one region: W packed into pack (when W is not NULL; then wp is
  * pack), in rounded into xr, then the product with wp. */
-static void forward(float *out, float *dgelu, const float *in, const float *W, uint32_t *pack,
-                    const uint32_t *wp, uint32_t *xr, const float *bias, int N, int IC, int OC)
+static void forward(int emulate, float *out, float *dgelu, const float *in, const float *W,
+                    uint32_t *pack, const uint32_t *wp, uint32_t *xr, const float *bias, int N,
+                    int IC, int OC)
 {
     int P = bf16_pairs(IC);
     Bf16Epilogue e = { 0, bias, NULL, dgelu };
@@ -400,28 +416,42 @@ static void forward(float *out, float *dgelu, const float *in, const float *W, u
             pack_weights_for(pack, W, OC, IC);
         round_rows_for(xr, in, N, IC);
         #pragma omp barrier
-        tiles_for(out, (size_t)OC, xr, (size_t)P, wp, N, OC, P, &e);
+        tiles_for(emulate, out, (size_t)OC, xr, (size_t)P, wp, N, OC, P, &e);
     }
 }
 
 void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32_t *wp,
-                         const float *bias, int N, int IC, int OC)
+                         const float *bias, int N, int IC, int OC, Bf16Path path)
 {
+    int emulate = bf16_emulated(path);
+    if (emulate && !dgelu && bf16_emul_forward_packed(out, in, wp, bias, N, IC, OC))
+        return;
     uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
-    forward(out, dgelu, in, NULL, NULL, wp, xr, bias, N, IC, OC);
+    forward(emulate, out, dgelu, in, NULL, NULL, wp, xr, bias, N, IC, OC);
 }
 
 void bf16_forward(float *out, float *dgelu, const float *in, const float *W, const float *bias,
-                  int N, int IC, int OC)
+                  int N, int IC, int OC, Bf16Path path)
 {
+    int emulate = bf16_emulated(path);
+    if (emulate && bf16_emul_forward(out, dgelu, in, W, bias, N, IC, OC))
+        return;
     uint32_t *wp = slot_words(SLOT_PANELS, bf16_packed_size(OC, IC));
     uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
-    forward(out, dgelu, in, W, wp, wp, xr, bias, N, IC, OC);
+    forward(emulate, out, dgelu, in, W, wp, wp, xr, bias, N, IC, OC);
 }
 
 void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
-                   const float *W, const float *dgelu, int N, int IC, int OC)
+                   const float *W, const float *dgelu, int N, int IC, int OC, Bf16Path path)
 {
+    int emulate = bf16_emulated(path);
+    if (emulate) {                /* what the float32 kernels took is done */
+        int done = bf16_emul_backward(din, dW, dout, in, W, dgelu, N, IC, OC);
+        if (done & BF16_EMUL_DIN)
+            din = NULL;
+        if (done & BF16_EMUL_DW)
+            dW = NULL;
+    }
     /* din[n][ic] = chain over o of dout[n][o] W[o][ic]: dout's rows in pairs of o, W's
      * columns packed with pairs of o. dW[o][ic] += chain over n of dout[n][o]
      * in[n][ic]: dout's columns in pairs of n, in's columns packed with pairs of n. */
@@ -437,21 +467,23 @@ void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const
     }
     Bf16Epilogue ein = { 0, NULL, dgelu, NULL }, ew = { 1, NULL, NULL, NULL };
     double flops = 2.0 * N * IC * OC * ((din != NULL) + (dW != NULL));
-    #pragma omp parallel if (flops >= PARALLEL_MIN_FLOPS)
-    {
-        if (din) {
-            round_rows_for(dr, dout, N, OC);
-            pack_cols_for(wt, W, OC, IC);
+    if (din || dW) {
+        #pragma omp parallel if (flops >= PARALLEL_MIN_FLOPS)
+        {
+            if (din) {
+                round_rows_for(dr, dout, N, OC);
+                pack_cols_for(wt, W, OC, IC);
+            }
+            if (dW) {
+                round_cols_for(dt, dout, N, OC);
+                pack_cols_for(xp, in, N, IC);
+            }
+            #pragma omp barrier
+            if (dW)             /* the larger tiles first; din's even out the end */
+                tiles_for(emulate, dW, (size_t)IC, dt, (size_t)Pn, xp, OC, IC, Pn, &ew);
+            if (din)
+                tiles_for(emulate, din, (size_t)IC, dr, (size_t)Po, wt, N, IC, Po, &ein);
         }
-        if (dW) {
-            round_cols_for(dt, dout, N, OC);
-            pack_cols_for(xp, in, N, IC);
-        }
-        #pragma omp barrier
-        if (dW)                 /* the larger tiles first; din's even out the end */
-            tiles_for(dW, (size_t)IC, dt, (size_t)Pn, xp, OC, IC, Pn, &ew);
-        if (din)
-            tiles_for(din, (size_t)IC, dr, (size_t)Po, wt, N, IC, Po, &ein);
     }
     if (dbias)
         matmul_backward(NULL, NULL, dbias, dout, in, W, N, IC, OC);

@@ -20,7 +20,11 @@
  *     fma alone gets wrong (an exact sum just below 2^-126 that fma rounds up to
  *     2^-126 but the instruction flushes) is recomputed scaled by 2^24.
  *   - NaN results are NaN in every build, but their payload bits are not promised.
- * docs/matmul.md ("bf16") has the tests behind these statements. */
+ * docs/matmul.md ("bf16") has the tests behind these statements.
+ *
+ * The emulation runs most products on the float32 kernels (kernels/bf16_emul.h says
+ * when that is exact); the rest, and builds whose float32 products are not fused
+ * multiply-adds, step by step as bf16_fma does. */
 #ifndef HEADCOUNT_BF16_H
 #define HEADCOUNT_BF16_H
 
@@ -36,10 +40,50 @@ typedef uint16_t Bf16;
 #define BF16_NATIVE 0
 #endif
 
+/* Which code computes the chains; both give the same bits. BF16_AUTO: the instruction
+ * where the build targets it (BF16_NATIVE), else the emulation. BF16_EMULATED: the
+ * emulation in every build, so that a CPU with the instruction can test and time what
+ * a CPU without it runs (HEADCOUNT_BF16=emulate, README). */
+typedef enum { BF16_AUTO, BF16_EMULATED } Bf16Path;
+
+/* Whether `path` runs the emulation in this build. */
+static inline int bf16_emulated(Bf16Path path)
+{
+    return path == BF16_EMULATED || !BF16_NATIVE;
+}
+
+/* 1 where the emulation runs most products on the float32 kernels (this build's float32
+ * chains are fused multiply-adds: kernels/bf16_emul.h), 0 where it computes every step
+ * as bf16_fma does. */
+int bf16_emulation_fast(void);
+
+/* What the emulation costs against fp32, as docs/matmul.md ("bf16") measured it, for
+ * the note the programs print where it runs (app/common/cli.h) and their --help. */
+#define BF16_EMULATION_COST "a training step about 1.2-1.6x an fp32 one on an AMD EPYC Zen 3"
+#define BF16_EMULATION_STEPWISE_COST                                                           \
+    "a training step about 30x an fp32 one (step by step: this build's float32 products "     \
+    "are not fused multiply-adds)"
+/* --precision's lines of --help under its first (train, infer). */
+#define BF16_HELP                                                                              \
+    "(bf16: inputs rounded to bfloat16, sums in fp32. Where the CPU has no AVX512-BF16\n"      \
+    "they are emulated: the same bits, " BF16_EMULATION_COST ")"
+
 /* The product's weights are packed in panels of this many output columns. */
 enum { BF16_PANEL = 32 };
 
 Bf16 bf16_from_float(float x);
+
+/* bf16_from_float on a float's bits, branch-free so that loops over it vectorise. */
+static inline uint32_t bf16_round_bits(uint32_t u)
+{
+    uint32_t zero = (u >> 16) & 0x8000u;         /* zero or denormal: signed zero */
+    uint32_t nan = (u >> 16) | 0x0040u;          /* NaN: truncated, made quiet */
+    uint32_t near = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* nearest, ties to even (a
+                                                  * carry goes into the exponent; past the
+                                                  * largest value it gives infinity) */
+    uint32_t r = (u & 0x7f800000u) == 0 ? zero : near;
+    return (u & 0x7fffffffu) > 0x7f800000u ? nan : r;
+}
 float bf16_to_float(Bf16 h);
 
 /* One step of the chain: acc + a * b as VDPBF16PS computes it (see above). */
@@ -85,9 +129,9 @@ void bf16_round_cols(uint32_t *xr, const float *X, int R, int Cc);
 
 /* One thread's share of a product: for rows i < M and columns j < n (n <= BF16_PANEL)
  * of panel wp (P pairs each), x = chain(ar[i], wp[., j]), finished by e. ar's rows are
- * lda pairs apart. */
+ * lda pairs apart. The emulated path here is the step-by-step one. */
 void bf16_kernel_nt(int M, int n, int P, const uint32_t *ar, size_t lda, const uint32_t *wp,
-                    float *out, size_t ldc, const Bf16Epilogue *e);
+                    float *out, size_t ldc, const Bf16Epilogue *e, Bf16Path path);
 
 /* The linear layer on OpenMP, as matmul_forward (matmul.h) with its products in bf16:
  * out[N][OC] = bf16 chain(in[n], W[o]) + bias[o], bias may be NULL. Rounds in and W
@@ -95,11 +139,11 @@ void bf16_kernel_nt(int M, int n, int P, const uint32_t *ar, size_t lda, const u
  * matmul_forward_gelu (out = gelu, dgelu = gelu'). Any thread count gives the same
  * bits. */
 void bf16_forward(float *out, float *dgelu, const float *in, const float *W, const float *bias,
-                  int N, int IC, int OC);
+                  int N, int IC, int OC, Bf16Path path);
 
 /* bf16_forward with W already packed by bf16_pack_weights (the sampler packs once). */
 void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32_t *wp,
-                         const float *bias, int N, int IC, int OC);
+                         const float *bias, int N, int IC, int OC, Bf16Path path);
 
 /* The linear layer's gradients with the products in bf16, as matmul_backward
  * (matmul.h) computes them in fp32: dout, in and W rounded to bf16, then
@@ -110,6 +154,6 @@ void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32
  *   dbias[OC] += sum_n dout[n][o] in fp32, matmul_backward's.
  * Any of din, dW, dbias may be NULL. Any thread count gives the same bits. */
 void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
-                   const float *W, const float *dgelu, int N, int IC, int OC);
+                   const float *W, const float *dgelu, int N, int IC, int OC, Bf16Path path);
 
 #endif

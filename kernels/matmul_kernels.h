@@ -8,6 +8,7 @@
 #ifndef HEADCOUNT_MATMUL_KERNELS_H
 #define HEADCOUNT_MATMUL_KERNELS_H
 
+#include <math.h>
 #include <stddef.h>
 
 /* The register tile's path: AVX-512 when the compiler targets it (16-float vectors,
@@ -20,6 +21,16 @@ enum { MATMUL_PANEL = 32 };
 #else
 #define MATMUL_AVX512 0
 enum { MATMUL_PANEL = 16 };
+#endif
+
+/* 1 where every step of a chain is a fused multiply-add: the vector tiles, or the
+ * portable code where the target has a fast fmaf (matmul.c's MADD); 0 where it is a
+ * multiply and an add. The bf16 emulation runs on these kernels only where it is 1
+ * (kernels/bf16_emul.h). */
+#if (defined(__AVX2__) && defined(__FMA__)) || defined(FP_FAST_FMAF)
+#define MATMUL_FMA 1
+#else
+#define MATMUL_FMA 0
 #endif
 
 /* The weight gradient's (tn's) output tiles are at most this many columns wide: each

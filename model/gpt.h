@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/bf16.h"
 #include "model/config.h"
 #include "model/params.h"
 
@@ -25,6 +26,8 @@ typedef struct {
     float *params;   /* table.total floats */
     Weights w;
     Precision precision; /* of the linear layers' products; model_init: fp32 */
+    Bf16Path bf16_path;  /* which code runs bf16 products (the same bits either way; not
+                          * stored); model_init: BF16_AUTO */
 } Model;
 
 /* Allocates parameters (zeroed) for a validated config. */

@@ -63,11 +63,6 @@ if [ -z "${OMP_WAIT_POLICY:-}" ] && [ -z "${GOMP_SPINCOUNT:-}" ]; then
 fi
 policy="OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset} GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-unset}"
 
-echo "== machine"
-grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
-echo "cores: $(nproc)"
-echo "OpenMP waiting (ours and PyTorch): $policy"
-
 blas_flags=""
 if [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || \
    ls /usr/include/*/openblas*/cblas.h >/dev/null 2>&1; then
@@ -77,6 +72,13 @@ gcc $cflags bench/bench_matmul.c build/libheadcount.a -lm $blas_flags -o build/b
     2>/dev/null || gcc $cflags bench/bench_matmul.c build/libheadcount.a -lm -o build/bench_matmul
 gcc $cflags bench/bench_train.c build/libheadcount.a -lm -o build/bench_train
 gcc $cflags bench/bench_bf16.c build/libheadcount.a -lm -o build/bench_bf16
+
+echo "== machine"
+grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
+echo "cores: $(nproc)"
+echo "OpenMP waiting (ours and PyTorch): $policy"
+# Which code runs --precision bf16 here, and what the emulation costs (kernels/bf16.h).
+./build/bench_bf16 --say
 
 echo
 echo "== matrix multiply (GFLOP/s; OpenBLAS rows when libopenblas-dev is installed)"

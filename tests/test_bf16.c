@@ -2,7 +2,10 @@
  * step and the rounding against the CPU's own instructions (builds with AVX512_BF16),
  * the tiled kernel against a chain of bf16_fma steps bit for bit on random and edge
  * inputs, the layer against a double reference within a bound derived from bf16's
- * unit roundoff, the GELU epilogue against gelu_forward, and thread counts. */
+ * unit roundoff, the GELU epilogue against gelu_forward, and thread counts; then the
+ * emulation on the float32 kernels (kernels/bf16_emul.h) at its exponent bounds with
+ * known answers, and against the step chain around them and on any float bits, on
+ * both paths where the build has the instruction. */
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
 #include "model/layers.h"
@@ -212,7 +215,7 @@ Test(bf16, kernel_equals_the_step_chain_bit_for_bit_on_random_and_edge_inputs)
                 int n = OC - q * BF16_PANEL < BF16_PANEL ? OC - q * BF16_PANEL : BF16_PANEL;
                 Bf16Epilogue e = { 0, bias + q * BF16_PANEL, NULL, NULL };
                 bf16_kernel_nt(M, n, P, a, (size_t)P, w + (size_t)q * P * BF16_PANEL,
-                               out + q * BF16_PANEL, (size_t)OC, &e);
+                               out + q * BF16_PANEL, (size_t)OC, &e, BF16_AUTO);
             }
             for (int i = 0; i < M; i++)
                 for (int o = 0; o < OC; o++) {
@@ -261,7 +264,7 @@ Test(bf16, layer_is_within_the_bf16_bound_of_the_exact_product)
         float *bias = random_floats(&rng, (size_t)OC, 0.1f);
         float *out = malloc((size_t)N * OC * sizeof(float));
         cr_assert(out);
-        bf16_forward(out, NULL, in, W, bias, N, IC, OC);
+        bf16_forward(out, NULL, in, W, bias, N, IC, OC, BF16_AUTO);
         double gamma = IC * u32 / (1.0 - IC * u32);
         for (int n = 0; n < N; n++)
             for (int o = 0; o < OC; o++) {
@@ -317,8 +320,8 @@ Test(bf16, gelu_layer_equals_plain_layer_then_gelu_forward)
         float *pre = malloc(no * 4), *act = malloc(no * 4), *dg = malloc(no * 4);
         float *want = malloc(no * 4), *dwant = malloc(no * 4), *ones = malloc(no * 4);
         cr_assert(pre && act && dg && want && dwant && ones);
-        bf16_forward(pre, NULL, in, W, bias, N, IC, OC);
-        bf16_forward(act, dg, in, W, bias, N, IC, OC);
+        bf16_forward(pre, NULL, in, W, bias, N, IC, OC, BF16_AUTO);
+        bf16_forward(act, dg, in, W, bias, N, IC, OC, BF16_AUTO);
         gelu_forward(want, pre, no);
         for (size_t i = 0; i < no; i++) {
             ones[i] = 1.0f;
@@ -346,16 +349,16 @@ Test(bf16, thread_counts_and_prepacked_weights_give_the_same_bits)
         uint32_t *wp = malloc(bf16_packed_size(OC, IC) * 4);
         cr_assert(ref && got && wp);
         omp_set_num_threads(1);
-        bf16_forward(ref, NULL, in, W, bias, N, IC, OC);
+        bf16_forward(ref, NULL, in, W, bias, N, IC, OC, BF16_AUTO);
         for (int threads = 2; threads <= 3; threads++) {
             omp_set_num_threads(threads);
-            bf16_forward(got, NULL, in, W, bias, N, IC, OC);
+            bf16_forward(got, NULL, in, W, bias, N, IC, OC, BF16_AUTO);
             assert_same_bits(got, ref, no, "threads");
         }
         bf16_pack_weights(wp, W, OC, IC);
         for (int n = 0; n < N; n++)              /* one row at a time, as the sampler */
             bf16_forward_packed(got + (size_t)n * OC, NULL, in + (size_t)n * IC, wp, bias, 1,
-                                IC, OC);
+                                IC, OC, BF16_AUTO);
         assert_same_bits(got, ref, no, "prepacked, row by row");
         free(in), free(W), free(bias), free(ref), free(got), free(wp);
     }
@@ -396,8 +399,8 @@ Test(bf16, backward_is_the_documented_chains_bit_for_bit)
         float *db = calloc((size_t)OC, 4), *db32 = calloc((size_t)OC, 4);
         cr_assert(din && dins && dW && db && db32);
         memcpy(dW, dW0, (size_t)OC * IC * 4);
-        bf16_backward(din, dW, db, dout, in, W, NULL, N, IC, OC);
-        bf16_backward(dins, NULL, NULL, dout, in, W, dg, N, IC, OC);
+        bf16_backward(din, dW, db, dout, in, W, NULL, N, IC, OC, BF16_AUTO);
+        bf16_backward(dins, NULL, NULL, dout, in, W, dg, N, IC, OC, BF16_AUTO);
         matmul_backward(NULL, NULL, db32, dout, in, W, N, IC, OC);
         for (int n = 0; n < N; n++)
             for (int i = 0; i < IC; i++) {
@@ -438,7 +441,7 @@ Test(bf16, backward_is_within_the_bf16_bound_and_thread_counts_agree)
             din[t] = malloc((size_t)N * IC * 4);
             dW[t] = calloc((size_t)OC * IC, 4);
             cr_assert(din[t] && dW[t]);
-            bf16_backward(din[t], dW[t], NULL, dout, in, W, NULL, N, IC, OC);
+            bf16_backward(din[t], dW[t], NULL, dout, in, W, NULL, N, IC, OC, BF16_AUTO);
         }
         omp_set_num_threads(2);
         for (int t = 1; t < 3; t++) {
@@ -471,4 +474,199 @@ Test(bf16, backward_is_within_the_bf16_bound_and_thread_counts_agree)
             free(din[t]), free(dW[t]);
         free(in), free(W), free(dout);
     }
+}
+
+/* A bf16 value as a float: biased exponent e (1..254), random sign and fraction. */
+static float bf16_valued(Rng *rng, int e)
+{
+    uint32_t r = (uint32_t)rng_u64(rng);
+    return from_bits((r & 0x80000000u) | (uint32_t)e << 23 | (r & 0x7fu) << 16);
+}
+
+static float scaled(float m, int e)
+{
+    return ldexpf(m, e - 127);
+}
+
+/* The emulation's bounds (kernels/bf16_emul.h) at their edges, through the layer:
+ * 2^(ea-127) (1 + 2^-7)^2 - 2^(ea-127) (1 + 2^-6) 2^(eb-127) is one unit of the
+ * products, 2^(ea+eb-268): with ea + eb = 141 that is 2^-127, a denormal that fma keeps
+ * and the instruction flushes to +0; with 142 it is 2^-126, kept by both. Likewise an
+ * old dW of 2^-104 + 2^-127 (biased exponent 23) minus a product of 2^-104 leaves
+ * 2^-127: flushed. The other rows and columns are ordinary, so the float32 kernels do
+ * take the product and these outputs are their exceptions. */
+Test(bf16, emulation_flushes_at_its_exponent_bounds)
+{
+    enum { N = 12, OC = 12 };
+    for (int path = BF16_AUTO; path <= BF16_EMULATED; path++) {
+        float in[N][2], W[OC][2], out[N][OC];
+        for (int n = 0; n < N; n++)
+            in[n][0] = 1.5f, in[n][1] = -0.75f;
+        for (int o = 0; o < OC; o++)
+            W[o][0] = 0.25f, W[o][1] = 1.25f;
+        in[0][0] = scaled(1.0f, 70), in[0][1] = scaled(1.0f + 0x1p-7f, 70);
+        W[0][0] = scaled(-1.0f - 0x1p-6f, 71), W[0][1] = scaled(1.0f + 0x1p-7f, 71);
+        W[1][0] = scaled(-1.0f - 0x1p-6f, 72), W[1][1] = scaled(1.0f + 0x1p-7f, 72);
+        bf16_forward(&out[0][0], NULL, &in[0][0], &W[0][0], NULL, N, 2, OC, (Bf16Path)path);
+        cr_assert_eq(bits(out[0][0]), 0u, "exponents 70 + 71: %a, expected +0", out[0][0]);
+        cr_assert(out[0][1] == 0x1p-126f, "exponents 70 + 72: %a, expected 2^-126", out[0][1]);
+        cr_assert(out[1][2] == 1.5f * 0.25f - 0.75f * 1.25f);
+        uint32_t wp[BF16_PANEL];            /* the sampler's packed path, row by row */
+        float row[OC];
+        bf16_pack_weights(wp, &W[0][0], OC, 2);
+        for (int n = 0; n < N; n++) {
+            bf16_forward_packed(row, NULL, in[n], wp, NULL, 1, 2, OC, (Bf16Path)path);
+            assert_same_bits(row, out[n], OC, "packed");
+        }
+        /* dW[o][i] += dout[0][o] in[0][i] + dout[1][o] in[1][i] (odd first) */
+        float dout[2][OC], x[2][N], dW[OC][N];
+        for (int o = 0; o < OC; o++)
+            dout[0][o] = 0.5f, dout[1][o] = 0.0f;
+        for (int i = 0; i < N; i++)
+            x[0][i] = -0.25f, x[1][i] = 3.0f;
+        for (int o = 0; o < OC; o++)
+            for (int i = 0; i < N; i++)
+                dW[o][i] = 1.0f;
+        dout[0][0] = 0x1p-52f, x[0][0] = -0x1p-52f, x[0][1] = -0x1p-52f;
+        dW[0][0] = 0x1p-104f + 0x1p-127f;      /* exponent 23: from it, the step */
+        dW[0][1] = 0x1p-103f + 0x1p-126f;      /* exponent 24: the float32 kernels' */
+        bf16_backward(NULL, &dW[0][0], NULL, &dout[0][0], &x[0][0], NULL, NULL, 2, N, OC,
+                      (Bf16Path)path);
+        cr_assert_eq(bits(dW[0][0]), 0u, "old exponent 23: %a, expected +0", dW[0][0]);
+        cr_assert(dW[0][1] == 0x1p-103f - 0x1p-104f + 0x1p-126f, "old exponent 24: %a",
+                  dW[0][1]);
+        cr_assert(dW[1][2] == 1.0f - 0.125f);
+    }
+}
+
+/* Operands around the emulation's exponent test (kernels/bf16_emul.h: an output runs
+ * on the float32 kernels when its operands' smallest biased exponents sum to >= 142).
+ * Line r of v (elements v[r * rs + k * ks], k < K) has exponent e0 + r % spread, or
+ * low + r % 8 on every ninth line; a twin line's pairs have two equal elements, another
+ * line's odd element is its even one negated and moved by one bf16 step. Twin lines
+ * against the others make each pair's two products nearly cancel, to about
+ * 2^(ex + ey - 261): the chains of the ordinary lines (exponents summing to 142..147)
+ * wander close to 2^-126 on the float32 kernels, and those of the ninth lines (down to
+ * 134) through tiny values, as exceptions. */
+static void near_the_bound(Rng *rng, float *v, int lines, int K, size_t rs, size_t ks, int e0,
+                           int spread, int low, int twin)
+{
+    for (int r = 0; r < lines; r++)
+        for (int k = 0; k < K; k++) {
+            float *at = v + (size_t)r * rs + (size_t)k * ks;
+            if (k % 2 == 0)
+                *at = bf16_valued(rng, r % 9 == 4 ? low + r % 8 : e0 + r % spread);
+            else if (twin)
+                *at = at[-(long)ks];
+            else
+                *at = from_bits((bits(at[-(long)ks]) ^ 0x80000000u) +
+                                (rng_below(rng, 2) ? 0x10000u : 0xffff0000u));
+        }
+}
+
+/* Any float bits (NaN, infinities, denormals), or ordinary values with one in 64 of
+ * them any bits. */
+static void any_bits(Rng *rng, float *v, size_t n, int sprinkled)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = sprinkled && rng_below(rng, 64) ? (float)rng_normal(rng)
+                                              : from_bits((uint32_t)rng_u64(rng));
+}
+
+/* Old dW values: zero, denormal, small normals (below 2^-103, which the float32 kernels
+ * cannot start a chain from) and ordinary ones. */
+static void mixed_old_values(Rng *rng, float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        switch (rng_below(rng, 16)) {
+        case 0: v[i] = from_bits((uint32_t)rng_u64(rng) & 0x807fffffu); break;
+        case 1: v[i] = bf16_valued(rng, 1 + (int)rng_below(rng, 30)) * 1.001f; break;
+        case 2: v[i] = rng_below(rng, 2) ? 0.0f : -0.0f; break;
+        default: v[i] = (float)rng_normal(rng) * 0x1p-100f; break;
+        }
+}
+
+static const int bound_shapes[][3] = { { 37, 60, 33 }, { 13, 7, 70 }, { 96, 128, 64 } };
+
+/* The emulated layer (both paths in a build with the instruction) against the step
+ * chain on the operands above (kind 0), on any float bits (1: mostly exceptions, so
+ * the step-by-step tiles) and on ordinary values sprinkled with any bits (2). */
+Test(bf16, emulated_layer_equals_the_step_chain_near_the_bound_and_on_any_bits)
+{
+    Rng rng;
+    rng_init(&rng, 40, 9);
+    for (size_t s = 0; s < sizeof bound_shapes / sizeof bound_shapes[0]; s++)
+        for (int kind = 0; kind < 3; kind++)
+            for (int path = BF16_AUTO; path <= BF16_EMULATED; path++) {
+                int N = bound_shapes[s][0], IC = bound_shapes[s][1], OC = bound_shapes[s][2];
+                float *in = malloc((size_t)N * IC * 4), *W = malloc((size_t)OC * IC * 4);
+                float *dout = malloc((size_t)N * OC * 4), *out = malloc((size_t)N * OC * 4);
+                float *din = malloc((size_t)N * IC * 4), *dW0 = malloc((size_t)OC * IC * 4);
+                float *dW = malloc((size_t)OC * IC * 4), *bias = malloc((size_t)OC * 4);
+                cr_assert(in && W && dout && out && din && dW0 && dW && bias);
+                for (int o = 0; o < OC; o++)
+                    bias[o] = (float)rng_normal(&rng) * 0x1p-120f;
+                /* forward: in's rows (twins) against W's rows */
+                if (kind == 0) {
+                    near_the_bound(&rng, in, N, IC, (size_t)IC, 1, 64, 1, 56, 1);
+                    near_the_bound(&rng, W, OC, IC, (size_t)IC, 1, 78, 6, 70, 0);
+                } else {
+                    any_bits(&rng, in, (size_t)N * IC, kind == 2);
+                    any_bits(&rng, W, (size_t)OC * IC, kind == 2);
+                }
+                uint32_t *wp = malloc(bf16_packed_size(OC, IC) * 4);
+                cr_assert(wp);
+                bf16_pack_weights(wp, W, OC, IC);
+                for (int packed = 0; packed < 2; packed++) {
+                    if (packed)                 /* the sampler's path, row by row */
+                        for (int n = 0; n < N; n++)
+                            bf16_forward_packed(out + (size_t)n * OC, NULL, in + (size_t)n * IC,
+                                                wp, bias, 1, IC, OC, (Bf16Path)path);
+                    else
+                        bf16_forward(out, NULL, in, W, bias, N, IC, OC, (Bf16Path)path);
+                    for (int n = 0; n < N; n++)
+                        for (int o = 0; o < OC; o++) {
+                            float want = chain_of(0.0f, in + (size_t)n * IC, 1, W + (size_t)o * IC,
+                                                  1, IC) + bias[o];
+                            cr_assert(same(out[(size_t)n * OC + o], want), "forward N=%d IC=%d "
+                                      "OC=%d kind %d path %d packed %d: out[%d][%d] = %a, chain "
+                                      "%a", N, IC, OC, kind, path, packed, n, o,
+                                      out[(size_t)n * OC + o], want);
+                        }
+                }
+                free(wp);
+                /* din: dout's rows (twins over o) against W's columns */
+                if (kind == 0) {
+                    near_the_bound(&rng, dout, N, OC, (size_t)OC, 1, 64, 1, 56, 1);
+                    near_the_bound(&rng, W, IC, OC, 1, (size_t)IC, 78, 6, 70, 0);
+                } else {
+                    any_bits(&rng, dout, (size_t)N * OC, kind == 2);
+                }
+                bf16_backward(din, NULL, NULL, dout, in, W, NULL, N, IC, OC, (Bf16Path)path);
+                for (int n = 0; n < N; n++)
+                    for (int i = 0; i < IC; i++) {
+                        float want = chain_of(0.0f, dout + (size_t)n * OC, 1, W + i, (size_t)IC, OC);
+                        cr_assert(same(din[(size_t)n * IC + i], want), "din N=%d IC=%d OC=%d kind "
+                                  "%d path %d: din[%d][%d] = %a, chain %a", N, IC, OC, kind, path,
+                                  n, i, din[(size_t)n * IC + i], want);
+                    }
+                /* dW: dout's columns (twins over n) against in's, from mixed old values */
+                if (kind == 0) {
+                    near_the_bound(&rng, dout, OC, N, 1, (size_t)OC, 64, 1, 56, 1);
+                    near_the_bound(&rng, in, IC, N, 1, (size_t)IC, 78, 6, 70, 0);
+                }
+                mixed_old_values(&rng, dW0, (size_t)OC * IC);
+                memcpy(dW, dW0, (size_t)OC * IC * 4);
+                bf16_backward(NULL, dW, NULL, dout, in, W, NULL, N, IC, OC, (Bf16Path)path);
+                for (int o = 0; o < OC; o++)
+                    for (int i = 0; i < IC; i++) {
+                        size_t at = (size_t)o * IC + i;
+                        float want = chain_of(dW0[at], dout + o, (size_t)OC, in + i, (size_t)IC, N);
+                        cr_assert(same(dW[at], want), "dW N=%d IC=%d OC=%d kind %d path %d: "
+                                  "dW[%d][%d] = %a from %a, chain %a", N, IC, OC, kind, path, o,
+                                  i, dW[at], dW0[at], want);
+                    }
+                free(in), free(W), free(dout), free(out), free(din), free(dW0), free(dW),
+                    free(bias);
+            }
 }

@@ -598,7 +598,9 @@ Test(train, infer_heads_json_is_the_summary_with_the_prune_curve, .timeout = 60)
 
 /* --precision bf16 is kept in the checkpoint: a resume continues in bf16 and refuses
  * --precision fp32, ./infer samples with it (the same text as --precision bf16, not
- * as fp32), and a name outside fp32|bf16 is a usage error. */
+ * as fp32), and a name outside fp32|bf16 is a usage error. Where the products are
+ * emulated (no AVX512-BF16 in the build, or HEADCOUNT_BF16=emulate), a fresh run, a
+ * resumed one and ./infer say so in one line; fp32 says nothing. */
 Test(train, bf16_is_kept_in_the_checkpoint_and_a_resume_or_infer_uses_it)
 {
     Env e;
@@ -606,10 +608,14 @@ Test(train, bf16_is_kept_in_the_checkpoint_and_a_resume_or_infer_uses_it)
     char ck[400], ck2[400], *out;
     snprintf(ck, sizeof ck, "%s/bf16.ckpt", e.dir);
     snprintf(ck2, sizeof ck2, "%s/bf16-more.ckpt", e.dir);
-    int rc = tu_run(&out, "%s/train " RUN_FLAGS " --precision bf16 --data %s --out %s", tu_bin(),
-                    e.data, ck);
+    static const char note[] = "note: bf16 products are emulated (";
+    static const char same_bits[] = "): the same bits as the instruction, a training step about";
+    int rc = tu_run(&out, "env -u HEADCOUNT_BF16 %s/train " RUN_FLAGS " --precision bf16 "
+                    "--data %s --out %s", tu_bin(), e.data, ck);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "precision bf16"), "%s", out);
+    cr_assert_eq(strstr(out, note) != NULL, !BF16_NATIVE, "the note where it is emulated, "
+                 "and only there: %s", out);
     free(out);
     Model m;
     Tokenizer tok;
@@ -628,10 +634,19 @@ Test(train, bf16_is_kept_in_the_checkpoint_and_a_resume_or_infer_uses_it)
     free(out);
     char log[400];
     snprintf(log, sizeof log, "%s/bf16.log", e.dir);
-    rc = tu_run(&out, "%s/train --resume %s --steps 30 --out %s --log %s", tu_bin(), ck, ck2,
-                log);
+    rc = tu_run(&out, "HEADCOUNT_BF16=emulate %s/train --resume %s --steps 30 --out %s --log %s",
+                tu_bin(), ck, ck2, log);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "precision bf16"), "%s", out);
+    char *line = strstr(out, note);
+    cr_assert(line && strstr(line, same_bits) && strstr(line, "docs/matmul.md"), "%s", out);
+    cr_assert(line > out && line[-1] == ' ' && strncmp(line - 7, "train: ", 7) == 0, "%s", out);
+    cr_assert(!strstr(line + 1, note), "one line only: %s", out);
+    free(out);
+    rc = tu_run(&out, "HEADCOUNT_BF16=fast %s/train --resume %s --steps 30 --out %s", tu_bin(), ck,
+                ck2);
+    cr_assert_eq(rc, 2, "%s", out);
+    cr_assert(strstr(out, "HEADCOUNT_BF16='fast': expected 'emulate' or nothing"), "%s", out);
     free(out);
     /* The log's settings record names it too. */
     char *text = tu_read_text(log);
@@ -649,9 +664,11 @@ Test(train, bf16_is_kept_in_the_checkpoint_and_a_resume_or_infer_uses_it)
     char *loss[3];
     const char *how[3] = {"", "--precision bf16", "--precision fp32"};
     for (int k = 0; k < 3; k++) {
-        rc = tu_run(&loss[k], "%s/infer --ckpt %s --eval %s --json %s", tu_bin(), ck, e.data,
-                    how[k]);
+        rc = tu_run(&loss[k], "HEADCOUNT_BF16=emulate %s/infer --ckpt %s --eval %s --json %s",
+                    tu_bin(), ck, e.data, how[k]);
         cr_assert_eq(rc, 0, "%s", loss[k]);
+        cr_assert_eq(strstr(loss[k], "infer: note: bf16 products are emulated (") != NULL, k < 2,
+                     "%s: %s", how[k], loss[k]);
     }
     cr_assert_str_eq(loss[0], loss[1], "infer did not evaluate in the checkpoint's bf16");
     cr_assert_str_neq(loss[0], loss[2], "--precision fp32 changed nothing: %s", loss[0]);

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/bf16.h"
 #include "model/config.h"
 #include "model/params.h"
 #include "trainer/limits.h"
@@ -201,7 +202,7 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } SetS
            INT_SLOT(15), .in_log = 1, .say = "precision", .meta = "P",                          \
            .section = SEC_TRAINING,                                                            \
            .help = "the linear layers' products: fp32 or bf16",                               \
-           .more = "(bf16: inputs rounded to bfloat16, sums in fp32)", .def_text = "fp32")      \
+           .more = BF16_HELP, .def_text = "fp32")                                              \
     STEP(SEED, seed, uint64_t, .flag = "seed", .short_flag = 's', .type = SET_SEED,            \
          .def = 1337, .resume = RES_KEEP, INT_SLOT(7), .in_log = 1, .say = "seed",             \
          .meta = "N", .section = SEC_TRAINING, .help = "seed for init, batches and dropout")  \

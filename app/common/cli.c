@@ -171,6 +171,40 @@ double cli_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+Bf16Path cli_bf16_path(void)
+{
+    const char *v = getenv("HEADCOUNT_BF16");
+    if (!v || !*v)
+        return BF16_AUTO;
+    if (strcmp(v, "emulate") != 0)
+        cli_usage_error("HEADCOUNT_BF16='%s': expected 'emulate' or nothing", v);
+    return BF16_EMULATED;
+}
+
+/* Whether this CPU has AVX512-BF16 (whatever the build targets). */
+static int cpu_has_bf16(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
+}
+
+void cli_say_bf16(Bf16Path path)
+{
+    if (!bf16_emulated(path))
+        return;
+    const char *why = BF16_NATIVE ? "HEADCOUNT_BF16=emulate"
+                      : cpu_has_bf16() ? "this build does not target this CPU's AVX512-BF16: "
+                                         "build with ARCH=-march=native"
+                                       : "this CPU has no AVX512-BF16";
+    fprintf(stderr, "%s: note: bf16 products are emulated (%s): the same bits as the "
+            "instruction, %s (docs/matmul.md)\n", cli_prog, why,
+            bf16_emulation_fast() ? BF16_EMULATION_COST : BF16_EMULATION_STEPWISE_COST);
+}
+
 void cli_bounded_spin_openmp(char **argv)
 {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kernels/bf16.h"
+
 /* The version both programs print with --version ("infer (headcount) 0.2.0"). */
 #define HEADCOUNT_VERSION "0.2.0"
 
@@ -73,6 +75,15 @@ int cli_next_option(int argc, char **argv, const char *shortopts, const struct o
  * returns only when nothing needed doing or exec failed. Results are identical
  * either way. Call first thing in main. */
 void cli_bounded_spin_openmp(char **argv);
+
+/* The bf16 path the environment asks for: HEADCOUNT_BF16 unset or empty: BF16_AUTO;
+ * "emulate": BF16_EMULATED (kernels/bf16.h); anything else is a usage error. */
+Bf16Path cli_bf16_path(void);
+
+/* Where bf16 products on `path` are emulated, one line on stderr at a run's start:
+ * "PROG: note: bf16 products are emulated (why): the same bits as the instruction,
+ * what it costs". Prints nothing where the instruction runs them. */
+void cli_say_bf16(Bf16Path path);
 
 /* Seconds as "1m21s", "2h03m", "45s", "0.8s". */
 void cli_duration(double seconds, char *buf, int len);

@@ -262,8 +262,11 @@ static void print_row(const Flag *f, const void *values)
         printf(" %s\n", def);
     else if (!own_line)
         printf("\n");
-    if (f->more)
-        printf("%-24s %s\n", "", f->more);
+    for (const char *m = f->more; m && *m;) {      /* a line each, under the help */
+        size_t len = strcspn(m, "\n");
+        printf("%-24s %.*s\n", "", (int)len, m);
+        m += len + (m[len] == '\n');
+    }
 }
 
 void flags_print_section(const FlagTable *t, int section, const void *values)

@@ -71,7 +71,7 @@ typedef struct {
     int section;            /* the --help group the program prints it under */
     const char *help;       /* --help text; a line break continues it on the next line,
                              * and one at its end puts the default on a line of its own */
-    const char *more;       /* a line of --help after the default, or NULL */
+    const char *more;       /* lines of --help after the default ('\n' between), or NULL */
 } Flag;
 
 /* A program's flags. --help (-h) and --version are the engine's: it calls usage,

@@ -15,6 +15,7 @@
 #include "analysis/deps.h"
 #include "data/conllu.h"
 #include "data/corpus.h"
+#include "kernels/bf16.h"
 #include "data/tokenizer.h"
 #include "model/gpt.h"
 #include "trainer/ckpt.h"
@@ -120,7 +121,7 @@ typedef enum {
       .help = "silence these heads (layer.head, 0-based) in every mode")                       \
     X(PRECISION, precision, const char *, .flag = "precision", .type = FLAG_NAME,               \
       .names = precision_names, .meta = "P", .section = FSEC_SHARED,                           \
-      .help = "the linear layers' products: fp32 or bf16",                                     \
+      .help = "the linear layers' products: fp32 or bf16", .more = BF16_HELP,                  \
       .def_text = "the checkpoint's")                                                          \
     X(THREADS, threads, long, .flag = "threads", .short_flag = 'j', .type = FLAG_LONG,         \
       .lo = 1, .hi = 1024, .zero_off = 1, .meta = "N", .section = FSEC_SHARED,                 \

@@ -1,0 +1,48 @@
+/* bf16_emul: the bf16 chains of kernels/bf16.h on the float32 kernels (matmul.h), for
+ * the emulated path; internal to kernels/bf16.c.
+ *
+ * Why that can be exact. A step of the chain is fma(a, b, acc) rounded to nearest
+ * even, except that tiny results are flushed and denormal inputs read as zero
+ * (bf16_fma). A bf16 value with biased exponent E is an integer multiple of
+ * 2^(E - 134); so where every nonzero a and b of an output's chain have biased
+ * exponents Ea + Eb >= 142, each product a*b is a multiple of 2^-126, and where the
+ * chain starts from 0 or from a float of biased exponent >= 24 (also a multiple of
+ * 2^-126), every exact partial sum is one too. A float rounding of a multiple of
+ * 2^-126 is again one (it is exact, or its spacing is coarser), so every step's result
+ * is 0 or at least 2^-126 in magnitude: no step is tiny, no input denormal, and each
+ * step is exactly fma. The float32 kernels compute one fma chain over k in order
+ * (matmul.h) where MATMUL_FMA is 1; given the rounded operands with each pair's two
+ * elements swapped (the odd one first, as the instruction takes them) and the padding
+ * zero of an odd length kept, their chain is the bf16 chain, bit for bit, and their
+ * bias and GELU epilogues are the bf16 tile's (vmath.h, added after the chain).
+ *
+ * The minimum exponent is taken per row of one operand and per column of the other,
+ * so an output whose pair of them fails the test (or whose old dW fails it) is an
+ * exception: it is recomputed afterwards with bf16_fma's steps. When exceptions are
+ * many, or MATMUL_FMA is 0, these functions decline and bf16.c runs its step-by-step
+ * tiles instead. Both ways give the same bits, so the choice is only about speed. */
+#ifndef HEADCOUNT_BF16_EMUL_H
+#define HEADCOUNT_BF16_EMUL_H
+
+#include <stdint.h>
+
+/* bf16_forward's product, emulated: 1 done, 0 declined (nothing written). */
+int bf16_emul_forward(float *out, float *dgelu, const float *in, const float *W,
+                      const float *bias, int N, int IC, int OC);
+
+/* bf16_forward_packed's product without the GELU, emulated on the packed panels one row
+ * at a time (the sampler's steps): 1 done, 0 declined (dgelu asked for, or MATMUL_FMA
+ * is 0). The exponent test is per row and panel; a panel that fails it is recomputed
+ * with bf16_fma's steps. */
+int bf16_emul_forward_packed(float *out, const float *in, const uint32_t *wp, const float *bias,
+                             int N, int IC, int OC);
+
+/* What bf16_emul_backward did: din, dW (each only when asked for). */
+enum { BF16_EMUL_DIN = 1, BF16_EMUL_DW = 2 };
+
+/* bf16_backward's din and dW products, emulated (dbias is left to the caller); returns
+ * the BF16_EMUL_ bits of those done, the others untouched. */
+int bf16_emul_backward(float *din, float *dW, const float *dout, const float *in,
+                       const float *W, const float *dgelu, int N, int IC, int OC);
+
+#endif

@@ -172,14 +172,24 @@ def depth_sentence(rows, arm_parts, titles):
             L, hs_ = deeper[0]
             need.append("%s (learned at L = %d with H = %s; at L = %d at no H)" % (
                 k, L, hs(hs_), depths[0]))
-    if need:
-        return "Relations that need more than %d layer%s: %s." % (
-            depths[0], "" if depths[0] == 1 else "s", "; ".join(need))
-    if not any(at(L, k) for L in depths for k in names):
-        return "Across depths: no relation is learned at any depth, so none shows what " \
-            "depth adds."
-    return "Across depths: every relation learned at some depth is learned at L = %d too." % (
-        depths[0])
+    def best(L, k):  # the best mean accuracy over H at depth L, as "0.74 ± 0.04 at H = 16"
+        by_h = {}
+        for r in by_l[L]:
+            by_h.setdefault(r["H"], []).append(r)
+        acc = {H: [r["relations"].get(k, {}).get("accuracy") for r in rs]
+               for H, rs in by_h.items()}
+        top = max(sorted(acc), key=lambda H: mean_sd([num(x) for x in acc[H]])[0])
+        return "%s at H = %d" % (pm(acc[top], 2), top)
+    never = ["%s (best %s)" % (k, ", ".join("L = %d: %s" % (L, best(L, k)) for L in depths))
+             for k in names if not any(at(L, k) for L in depths)]
+    out = ("Relations that need more than %d layer%s: %s." % (
+        depths[0], "" if depths[0] == 1 else "s", "; ".join(need)) if need else
+        "Across depths: every relation learned at some depth is learned at L = %d too." %
+        depths[0] if any(at(L, k) for L in depths for k in names) else
+        "Across depths: no relation is learned at any depth.")
+    if never:
+        out += " Learned at no depth and no H of this sweep: %s." % "; ".join(never)
+    return out
 
 
 def own_serving(judged, name):

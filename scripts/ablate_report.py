@@ -735,7 +735,7 @@ def compromise_plot(rows, sweep):
              "another's", size=14, weight="bold")
     svg.text(20, 44, "1: one head spreads its weight over both keys; 0: each key has heads of "
              "its own (docs/heads.md)", size=11)
-    legend(svg, 80, 400, [(titles[a], colors[a], "line") for a in arms])
+    legend(svg, 80, 414, [(titles[a], colors[a], "line") for a in arms])
     return svg
 
 

@@ -40,6 +40,18 @@ static void json_value(const char *json, const char *key, char *buf, size_t len)
     buf[n] = '\0';
 }
 
+/* Numbers as a person types them: the fewest digits that read back exactly. */
+Test(train_options, print_settings_writes_numbers_with_their_fewest_digits)
+{
+    char *json = settings_of("--data data.txt --lr 3e-4");
+    cr_assert(strstr(json, "\"wd\":0.1,"), "%s", json);
+    cr_assert(strstr(json, "\"beta2\":0.99,"), "%s", json);
+    cr_assert(strstr(json, "\"lr\":0.0003,"), "%s", json);
+    cr_assert(strstr(json, "\"eps\":1e-08,"), "%s", json);
+    cr_assert_null(strstr(json, "0000000000"), "%s", json);
+    free(json);
+}
+
 static const Setting *setting_of_flag(const char *word)
 {
     const char *name = word + strspn(word, "-");

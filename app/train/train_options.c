@@ -203,7 +203,7 @@ static void print_settings_json(const Options *o)
         switch (s->type) {
         case SET_LONG: printf("%ld", *(const long *)v); break;
         case SET_REAL:
-        case SET_F32: printf("%.17g", *(const double *)v); break;
+        case SET_F32: json_fput_shortest(stdout, *(const double *)v); break;
         case SET_SEED: printf("%llu", (unsigned long long)*(const uint64_t *)v); break;
         case SET_PATH:
         case SET_NAME: {

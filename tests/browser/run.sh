@@ -28,6 +28,11 @@ text="The old mouse went twice. The boys still shout early. The old mouse went t
 "$bin/infer" --ckpt "$work/small.ckpt" --threads 1 --explore "$work/small.html" \
     --explore-json "$work/small.json" --text "$text" 2>"$work/small.err"
 
+# README's sentence on the same model: its chips name the pairs in words.
+"$bin/infer" --ckpt "$work/small.ckpt" --threads 1 --explore "$work/readme.html" \
+    --explore-json "$work/readme.json" \
+    --text "The cat sat on the mat. Apple released a new phone because it is tasty." 2>"$work/readme.err"
+
 # A model with learned head gates whose heads serve a planted relation, on whole
 # lines of the built-in corpus (so its sentences are understood): six lines of the
 # validation split, the first six from line 2 on where a head serves one; and one
@@ -83,6 +88,7 @@ done
 
 node tests/browser/test_explore.mjs "$work/small.html" "$work/small.json" "$work/big.html"
 node tests/browser/test_explore.mjs "$work/bpe.html" "$work/bpe.json"
+node tests/browser/test_explore.mjs "$work/readme.html" "$work/readme.json" --readme
 node tests/browser/test_explore.mjs "$work/served.html" "$work/served.json" --served
 node tests/browser/test_explore.mjs "$work/closed.html" "$work/closed.json" --closed
 node tests/browser/test_compare.mjs "$work/compare.html" "${weights[@]}"

@@ -52,6 +52,24 @@ Test(train_options, print_settings_writes_numbers_with_their_fewest_digits)
     free(json);
 }
 
+/* HEADCOUNT_TEST_STEPS, the README walk's cap (tests/readme_check.sh): a run takes at
+ * most that many steps and says so; a bad value is a usage error. */
+Test(train_options, the_test_step_cap_caps_steps_and_says_so)
+{
+    char *out;
+    int rc = tu_run(&out, "HEADCOUNT_TEST_STEPS=7 %s/train --steps 500 --print-settings", tu_bin());
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "\"steps\":7,"), "%s", out);
+    cr_assert(strstr(out, "HEADCOUNT_TEST_STEPS=7: 7 steps, not 500"), "%s", out);
+    free(out);
+    rc = tu_run(&out, "HEADCOUNT_TEST_STEPS=900 %s/train --steps 500 --print-settings", tu_bin());
+    cr_assert(rc == 0 && strstr(out, "\"steps\":500,") && !strstr(out, "note"), "%s", out);
+    free(out);
+    rc = tu_run(&out, "HEADCOUNT_TEST_STEPS=x %s/train --print-settings", tu_bin());
+    cr_assert(rc == 2 && strstr(out, "HEADCOUNT_TEST_STEPS: expected"), "%s", out);
+    free(out);
+}
+
 static const Setting *setting_of_flag(const char *word)
 {
     const char *name = word + strspn(word, "-");

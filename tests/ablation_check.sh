@@ -238,6 +238,10 @@ svg = ET.parse(d + "/plots/relations_width.svg").getroot()
 labels = {t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")}
 assert {"L0H0", "L0H3"} <= labels and set(rels) <= labels, labels
 assert int(svg.get("width")) <= 1300, svg.get("width")
+# The caption's lines (size 11, from x = 20) fit the picture at about 6.2 px a character.
+for t in svg.iter("{http://www.w3.org/2000/svg}text"):
+    if t.get("font-size") == "11" and float(t.get("x")) == 20:
+        assert 20 + 6.2 * len(t.text) <= int(svg.get("width")), (t.text, svg.get("width"))
 assert all(t.get("transform") is None for t in svg.iter("{http://www.w3.org/2000/svg}text")
            if t.text in rels), "rotated relation names"
 # A --quick sweep gives no short answer: it warns that it only checks the pipeline.

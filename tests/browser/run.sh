@@ -6,7 +6,8 @@
 # tests/browser/test_explore.mjs on them in headless Chromium (node 18 or later
 # and Debian's chromium; no npm packages); then a compare page of four tiny
 # models with 1, 4, 8 and 16 heads and the byte-pair one on one text, checked by
-# tests/browser/test_compare.mjs against each model's own --explore-json.
+# tests/browser/test_compare.mjs against each model's own --explore-json; and a
+# heads report's page, which must fit the window (tests/browser/test_report.mjs).
 #   tests/browser/run.sh [BIN_DIR] [WORK_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -49,6 +50,10 @@ for first in $(seq 2 40); do
         break
     fi
 done
+# The heads report of that model on the built-in corpus's text (every relation's
+# column): its page must fit the window.
+"$bin/infer" --ckpt "$work/served.ckpt" --threads 1 --heads "$work/val.txt" --windows 2 \
+    --report "$work/report" >/dev/null 2>"$work/report.err"
 "$bin/train" --warmup 100 --pos-std 0.02 --pos-decay on --steps 600 -L 2 -H 4 -C 32 -T 64 \
     --eval-every 0 --eval-iters 2 \
     --threads 1 --head-gates 0.005 --out "$work/closed.ckpt" >>"$work/train.log" 2>&1
@@ -92,3 +97,4 @@ node tests/browser/test_explore.mjs "$work/readme.html" "$work/readme.json" --re
 node tests/browser/test_explore.mjs "$work/served.html" "$work/served.json" --served
 node tests/browser/test_explore.mjs "$work/closed.html" "$work/closed.json" --closed
 node tests/browser/test_compare.mjs "$work/compare.html" "${weights[@]}"
+node tests/browser/test_report.mjs "$work/report/index.html"

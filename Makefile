@@ -35,7 +35,7 @@ REPORT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/report/*.c)) \
 INFER_OBJ  := $(BUILD)/infer.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/infer/*.c)) \
               $(REPORT_OBJ) $(COMMON_OBJ)
 
-.PHONY: all test criterion clean bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi
+.PHONY: all test criterion clean bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi test-readme
 all: $(BIN)/train $(BIN)/infer
 
 # Every object remembers the compiler and flags it was built with: a change of ARCH, OPT,
@@ -172,6 +172,12 @@ check-heads: $(BIN)/train $(BIN)/infer
 # hover, layer switch and head toggle checked against ./infer --explore-json.
 test-browser: $(BIN)/train $(BIN)/infer
 	bash tests/browser/run.sh $(BIN) $(BUILD)/test-browser
+
+# The README walk (tests/readme_check.sh): every command block of README.md, in order,
+# as written, in a clean export of the tree, with training capped at a few steps and
+# tiny Shakespeare from ../shared for the download (about two minutes on 2 cores).
+test-readme:
+	bash tests/readme_check.sh $(BUILD)/test-readme
 
 # ./train over MPI ranks against one process (tests/mpi_check.sh; skips without Open MPI).
 test-mpi: $(BIN)/train

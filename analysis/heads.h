@@ -107,6 +107,11 @@ typedef struct {
     /* One sentence for a reader: which token is the query (the row whose next
      * token the relation predicts) and which is the key. */
     const char *about;
+    /* How a reader names one pair in words (the explorer's chips): 0 by its query
+     * and key ("sat → cat", "it → Apple"), 1 by its key and the word the key
+     * decides, the query's next ("on → mat", "The → cat"), for the relations whose
+     * query is only the token before that word. */
+    int named_by_key;
 } HeadsRelRow;
 
 /* One row per relation, indexed by HeadsRelKind (heads_relations.c). */

@@ -579,6 +579,21 @@ def compare_ckpts(a, sweep):
     return [os.path.join(a.out, "runs", r["name"], "model.ckpt") for r in pick][:MAX_COMPARE]
 
 
+# The compare pages' text: the validation text from its first whole line (the split
+# falls at a byte, often inside a word).
+COMPARE_TEXT = "compare_text.txt"
+
+
+def from_a_line_start(data):
+    """data from the byte after its first newline, where one ends a line in the first
+    4 kB and text follows it; else from after the first space; else all of it."""
+    for sep in (b"\n", b" "):
+        at = data.find(sep, 0, 4096)
+        if at >= 0 and data[at + 1:].strip():
+            return data[at + 1:]
+    return data
+
+
 def write_compare(a, sweep):
     """index.html's compare pages (ablate_page.COMPARE), by ./infer --explore on the
     start of the validation text: compare.html from the sweep directory (the first
@@ -592,10 +607,12 @@ def write_compare(a, sweep):
     pages = [("compare.html", [a.out])]
     if sweep.get("gates"):
         pages.append(("compare_gates.html", compare_ckpts(a, sweep)))
+    text = os.path.join(a.out, COMPARE_TEXT)
+    cli.write_file(text, from_a_line_start(cli.read_input(val)))
     for name, ckpts in pages:
         path = os.path.join(a.out, name)
         cmd = [os.path.join(a.bin, "infer")] + [x for c in ckpts for x in ("--ckpt", c)] + [
-            "--explore", path + ".tmp", "--text-file", val, "--threads", str(a.threads or 1)]
+            "--explore", path + ".tmp", "--text-file", text, "--threads", str(a.threads or 1)]
         if os.path.exists(path + ".tmp"):
             os.remove(path + ".tmp")
         r = subprocess.run(cmd, capture_output=True, text=True)

@@ -22,6 +22,15 @@ from ablate_relations import LEARNED
 from ablate_stats import mean_sd, num, pm
 
 ANSWER = "## Short answer"
+# A --quick sweep's runs are tens of steps of tiny models: they check that the pipeline
+# runs end to end and learn next to nothing, so its page and ablation.md say so in
+# place of a short answer.
+QUICK_ANSWER = "## No short answer: a pipeline check"
+QUICK_WARNING = ("--quick trains tiny models for tens of steps to check that the pipeline "
+                 "runs end to end; models that short learn next to nothing, so what they "
+                 "measured answers nothing. For an answer: scripts/ablate.sh --lesson (about "
+                 "15 minutes on 2 cores) or a sweep without a preset.")
+QUICK_MEASURED = "What the runs measured, to check the pipeline (not an answer):"
 PAGE = "index.html"
 # What the figures on the page show, in the order they appear; a file that the sweep
 # did not write (no relations, no ablation per relation) is left out.
@@ -272,9 +281,11 @@ def answer(sweep, rows, arms, titles, names, t_margin):
     return out
 
 
-def answer_md(answers):
-    """The short answer as markdown lines (ablation.md's first screen)."""
-    out = [ANSWER, ""]
+def answer_md(answers, quick=False):
+    """The short answer as markdown lines (ablation.md's first screen); a --quick
+    sweep's warning in its place."""
+    out = [ANSWER, ""] if not quick else [QUICK_ANSWER, "", QUICK_WARNING, "", QUICK_MEASURED,
+                                          ""]
     for title, said in answers:
         out += ["**%s**" % title, ""] + ["- %s" % s for s in said] + [""]
     if not answers:
@@ -289,6 +300,7 @@ color:#222;line-height:1.45}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:2px 8px;
 text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
 .answer{background:#f7f9fc;border-left:4px solid #1f77b4;padding:.3em 1em}
+.answer.quick{background:#fff8e6;border-left-color:#e6a100}
 dl.legend dt{font-weight:bold;float:left;clear:left;margin-right:.5em}
 dl.legend dd{margin:0 0 .2em 0}"""
 
@@ -327,16 +339,22 @@ def run_table(rows, unit):
     return out
 
 
-def page(outdir, description, answers, rows, gated, arms, titles, unit, gates_html):
-    """index.html's text: the short answer, the compare pages that exist in outdir,
+def page(outdir, description, answers, rows, gated, arms, titles, unit, gates_html,
+         quick=False):
+    """index.html's text: the short answer (for a --quick sweep, the warning that it
+    only checks the pipeline, then what its runs measured), the compare pages that exist in outdir,
     the figures that exist in outdir/plots, a table per arm, the gate sweep's section
     (gates_html, "" without one), the links to every run's heads report (gated: the
     gate sweep's rows) and to the other outputs."""
     e = html.escape
     out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
            "<title>Head-count ablation</title><style>%s</style></head><body>" % CSS,
-           "<h1>Head-count ablation</h1>", "<p>%s</p>" % e(description),
-           "<section class=\"answer\"><h2>Short answer</h2>"]
+           "<h1>Head-count ablation</h1>", "<p>%s</p>" % e(description)]
+    if quick:
+        out.append("<section class=\"answer quick\"><h2>%s</h2><p><b>%s</b></p><p>%s</p>" % (
+            e(QUICK_ANSWER[3:]), e(QUICK_WARNING), e(QUICK_MEASURED)))
+    else:
+        out.append("<section class=\"answer\"><h2>Short answer</h2>")
     for title, said in answers:
         out.append("<h3>%s</h3><ul>%s</ul>" % (e(title), "".join("<li>%s</li>" % e(s)
                                                                  for s in said)))

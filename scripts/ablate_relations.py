@@ -35,6 +35,7 @@ import csv
 import math
 import os
 import re
+import textwrap
 import xml.etree.ElementTree as ET
 from collections import Counter
 
@@ -497,8 +498,19 @@ def matrix_plot(rows, names, arm, title, causal=False):
         right = max(right, x + w)
         x += w + gap
     top, scale_h = 40 + head_room, 200
-    height = y + row_h + 90
     width = int(min(max(right + SCALE_ROOM, 780), MAX_WIDTH))
+    lines = ["Cell: the head's mean attention on the relation's key (heads.csv), in the first "
+             "seed's model of each H.", "Outlined: above the relation's bar. Grey: no "
+             "per-head score."]
+    if causal:
+        lines = ["Cell: the share of the relation's logit difference (of its loss, without "
+                 "minimal pairs) that silencing the head alone takes away (heads.csv cost_*).",
+                 "Outlined: the head serves the relation (attends above the bar and is "
+                 "needed). Colours clip at 0 and 1."]
+    # The caption wrapped to the picture's width (about 6 px a character at size 11),
+    # so no line runs past the edge.
+    lines = [w for line in lines for w in textwrap.wrap(line, int((width - 40) / 6.2))]
+    height = y + row_h + 50 + 18 * len(lines)
     what = "cost of silencing" if causal else "attention"
     svg = Svg(width, int(height), "Heads x relations (%s): %s" % (what, title))
     svg.text(20, 24, "Heads × relations, %s: %s" % (what, title), size=14, weight="bold")
@@ -514,16 +526,8 @@ def matrix_plot(rows, names, arm, title, causal=False):
                 marks=marks, show_values=True,
                 title="H = %d (D = %d), seed %d" % (H, first["D"], first["seed"]))
     colour_scale(svg, width - SCALE_ROOM + 40, top, 16, scale_h, 0.0, 1.0, label=what)
-    lines = ["Cell: the head's mean attention on the relation's key (heads.csv), in the first "
-             "seed's model of each H.", "Outlined: above the relation's bar. Grey: no "
-             "per-head score."]
-    if causal:
-        lines = ["Cell: the share of the relation's logit difference (of its loss, without "
-                 "minimal pairs) that silencing the head alone takes away (heads.csv cost_*).",
-                 "Outlined: the head serves the relation (attends above the bar and is "
-                 "needed). Colours clip at 0 and 1."]
     for k, line in enumerate(lines):
-        svg.text(20, height - 40 + 18 * k, line, size=11, fill="#444")
+        svg.text(20, height - 18 * len(lines) + 18 * k, line, size=11, fill="#444")
     return svg
 
 

@@ -11,6 +11,7 @@ the sweep is ablate.py's job; the chart primitives are svgchart.py's and the
 learning curves plot_log.py's. Standard library only.
 """
 import csv
+import html
 import json
 import math
 import os
@@ -610,7 +611,8 @@ def write_md(path, sweep, rows, gates=()):
         "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b])
     fp = sweep["fingerprint"]
     unit = loss_unit(fp)
-    out = ["# Head-count ablation", ""] + ablate_page.answer_md(answer(sweep, rows)) + [
+    out = ["# Head-count ablation", ""] + ablate_page.answer_md(answer(sweep, rows),
+                                                                 sweep.get("mode") == "quick") + [
         "Figures and every run's heads report: index.html.", "", describe(sweep), "",
         INTRO % (unit, unit.split()[-1], unit), ""]
     if is_induction(sweep):
@@ -817,7 +819,8 @@ def write_all(outdir):
     cli.write_file(os.path.join(outdir, ablate_page.PAGE), ablate_page.page(
         outdir, describe(sweep), answer(sweep, rows), rows, gated, list(titles), titles,
         loss_unit(sweep["fingerprint"]), ablate_gates.html_part(
-            gates, list(titles), titles, sweep["fingerprint"]["layers"])))
+            gates, list(titles), titles, sweep["fingerprint"]["layers"]),
+        quick=sweep.get("mode") == "quick"))
     return len(rows)
 
 
@@ -855,11 +858,15 @@ def check(outdir):
                                                           "heads_mean_entropy")
                  if not math.isfinite(num(r.get(c)))]
     text = read_text(md) if os.path.exists(md) else ""
-    if text and ablate_page.ANSWER not in "\n".join(text.split("\n")[:3]):
-        problems.append("ablation.md: does not open with '%s'" % ablate_page.ANSWER)
+    quick = sweep.get("mode") == "quick"
+    opening = ablate_page.QUICK_ANSWER if quick else ablate_page.ANSWER
+    if text and opening not in "\n".join(text.split("\n")[:3]):
+        problems.append("ablation.md: does not open with '%s'" % opening)
     page = os.path.join(outdir, ablate_page.PAGE)
-    if "<h2>Short answer</h2>" not in (read_text(page) if os.path.exists(page) else ""):
-        problems.append("%s: no short answer" % ablate_page.PAGE)
+    if "<h2>%s</h2>" % html.escape(opening[3:]) not in (
+            read_text(page) if os.path.exists(page) else ""):
+        problems.append("%s: no %s" % (ablate_page.PAGE, "pipeline-check warning" if quick
+                                       else "short answer"))
     sections = text.split("\n## Arm: ") if text else []
     relations = any(relations_of([dict(relations=r["summary"].get("relations") or {})])
                     for r in runs.values())

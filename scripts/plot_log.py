@@ -41,6 +41,7 @@ QUICK = [("prev", "previous-token attention (prev)", "max"),
          ("entropy", "entropy (normalised, 1 = uniform)", "min"),
          ("distance", "mean attention distance (positions)", "min")]
 FILES = ("loss.svg", "lr.svg", "heads.svg", "jsd.svg", "relations.svg", "index.html")
+HEAD_FILES = ("heads.svg", "jsd.svg", "relations.svg")
 MARKER = ".headcount-plots"
 
 
@@ -293,6 +294,10 @@ def index_html(runs, labels, files):
     out.append("</ul>\n")
     for name in files:
         out.append("<img src=\"%s\" alt=\"%s\">\n" % (name, name))
+    if not any(name in HEAD_FILES for name in files):
+        out.append("<p id=\"no-heads\">No head charts: the log%s no head records. Train with "
+                   "<code>--heads-every N</code> for every head's metrics and the planted "
+                   "relations against step.</p>\n" % (" has" if len(runs) == 1 else "s have"))
     out.append("</body></html>\n")
     return "".join(out)
 
@@ -320,10 +325,15 @@ def main(argv):
             ap.error("--labels has %d names for %d logs" % (len(given), len(runs)))
         labels = given
     files = []
+    # The head charts only where a log has head records (--heads-every): else the
+    # page says how to get them, rather than showing empty charts.
+    heads = any(run["heads"] for run in runs)
     with out:
         for name, draw in (("loss.svg", loss_plot), ("lr.svg", lr_plot),
                            ("heads.svg", heads_plot), ("jsd.svg", jsd_plot),
                            ("relations.svg", relations_plot)):
+            if name in HEAD_FILES and not heads:
+                continue
             out.write(name, draw(runs, labels).render())
             files.append(name)
         out.write("index.html", index_html(runs, labels, files))

@@ -184,8 +184,9 @@ Test(explore_relations, relations_sentences_and_roles_on_the_corpus_own_lines, .
     int planted_pairs_seen = 0;
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         json_string(about, heads_rel_table[q].about);
-        snprintf(want, sizeof want, "\"%s\":{\"planted\":%s,\"about\":%s,\"query_key\":",
-                 heads_rel_table[q].name, q >= HEADS_REL_TEXT ? "true" : "false", about);
+        snprintf(want, sizeof want, "\"%s\":{\"planted\":%s,\"about\":%s,\"named\":\"%s\","
+                 "\"query_key\":", heads_rel_table[q].name, q >= HEADS_REL_TEXT ? "true" : "false",
+                 about, heads_rel_table[q].named_by_key ? "key-next" : "query-key");
         const char *p = strstr(rels, want);
         cr_assert_not_null(p, "no %s", want);
         p += strlen(want);

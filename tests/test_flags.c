@@ -8,8 +8,11 @@
 #include <criterion/criterion.h>
 #include <getopt.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "app/common/cli.h"
 #include "app/common/flags.h"
 
 typedef struct {
@@ -53,6 +56,35 @@ static void no_usage(void)
 static const FlagTable T = {.rows = ROWS, .n = NROWS, .extra = EXTRA, .usage = no_usage,
                             .version = "test 1", .default_mode = MODE_A};
 
+/* A test of a usage error: the message goes to a memory stream, not to the
+ * terminal of whoever runs `make test`, and the exit hook checks that it names
+ * want before it exits 2 (any other exit code fails the test's .exit_code). */
+static char *error_text;
+static size_t error_len;
+static FILE *error_stream;
+static const char *error_want;
+
+static void exit_checking_the_message(int code)
+{
+    fflush(error_stream);
+    if (code != 2 || !error_text || !strstr(error_text, error_want) ||
+        !strstr(error_text, "error: ")) {
+        fprintf(stderr, "flags: exit %d with \"%s\", expected a usage error naming %s\n", code,
+                error_text ? error_text : "", error_want);
+        exit(1);
+    }
+    exit(2);
+}
+
+static void expect_usage_error(const char *want)
+{
+    error_stream = open_memstream(&error_text, &error_len);
+    cr_assert_not_null(error_stream);
+    error_want = want;
+    cli_set_error_stream(error_stream);
+    cli_set_exit(exit_checking_the_message);
+}
+
 /* Parses the NULL-terminated arguments after a program name. */
 static void parse(Vals *v, unsigned char *given, const char *const *args)
 {
@@ -90,6 +122,7 @@ Test(flags, parsing_fills_values_and_given_and_leaves_the_rest_at_defaults)
 
 Test(flags, a_value_past_its_range_is_a_usage_error, .exit_code = 2)
 {
+    expect_usage_error("--n");
     Vals v;
     unsigned char given[NROWS + 1];
     const char *args[] = {"--n", "11", NULL};
@@ -98,6 +131,7 @@ Test(flags, a_value_past_its_range_is_a_usage_error, .exit_code = 2)
 
 Test(flags, an_empty_path_is_a_usage_error, .exit_code = 2)
 {
+    expect_usage_error("--path");
     Vals v;
     unsigned char given[NROWS + 1];
     const char *args[] = {"--path", "", NULL};
@@ -106,6 +140,7 @@ Test(flags, an_empty_path_is_a_usage_error, .exit_code = 2)
 
 Test(flags, a_name_outside_the_list_is_a_usage_error, .exit_code = 2)
 {
+    expect_usage_error("pink");
     Vals v;
     unsigned char given[NROWS + 1];
     const char *args[] = {"--name", "pink", NULL};
@@ -126,6 +161,7 @@ Test(flags, the_mode_is_the_mode_flag_given_or_the_default)
 
 Test(flags, a_flag_outside_its_modes_is_a_usage_error, .exit_code = 2)
 {
+    expect_usage_error("--on");
     Vals v;
     unsigned char given[NROWS + 1];
     const char *args[] = {"--on", NULL};
@@ -135,6 +171,7 @@ Test(flags, a_flag_outside_its_modes_is_a_usage_error, .exit_code = 2)
 
 Test(flags, a_repeated_flag_outside_its_many_modes_is_a_usage_error, .exit_code = 2)
 {
+    expect_usage_error("--many");
     Vals v;
     unsigned char given[NROWS + 1];
     const char *args[] = {"--many", "a", "--many", "b", NULL};
@@ -166,6 +203,7 @@ Test(flags, resume_takes_agree_and_change_values_and_turns_either_on)
 
 Test(flags, resume_refuses_a_flag_that_contradicts_the_checkpoint, .exit_code = 2)
 {
+    expect_usage_error("--n");
     Vals v, have;
     unsigned char given[NROWS + 1];
     const char *args[] = {"--n", "3", NULL};
@@ -177,6 +215,7 @@ Test(flags, resume_refuses_a_flag_that_contradicts_the_checkpoint, .exit_code = 
 
 Test(flags, resume_refuses_a_fresh_only_flag, .exit_code = 2)
 {
+    expect_usage_error("--name");
     Vals v, have;
     unsigned char given[NROWS + 1];
     const char *args[] = {"--name", "red", NULL};

@@ -184,6 +184,21 @@ Test(heads, infer_heads_writes_a_complete_report, .timeout = 60)
     assert_starts(path, "<!DOCTYPE html>", "heatmaps/probe_L0_H0.svg");
     expect_page_legends(path, "<h2>Metrics</h2>");
     expect_page_legends(path, "<h2>Relations</h2>");
+    /* Not the built-in corpus: the Metrics table and its legend list the relations
+     * any text has, not the planted ones. */
+    char *page = tu_read_text(path);
+    const char *metrics = strstr(page, "<h2>Metrics</h2>");
+    cr_assert_not_null(metrics);
+    cr_assert_not_null(strstr(metrics, "<th>copy</th>"), "%s", path);
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        if (heads_rel_table[q].planted) {
+            char th[80], dt[80];
+            snprintf(th, sizeof th, "<th>%s</th>", heads_rel_table[q].name);
+            snprintf(dt, sizeof dt, "<dt>%s</dt>", heads_rel_table[q].name);
+            cr_assert_null(strstr(metrics, th), "%s: the Metrics table has %s", path, th);
+            cr_assert_null(strstr(metrics, dt), "%s: the legend lists %s", path, dt);
+        }
+    free(page);
 }
 
 /* Runs the ./train command cmd, which must succeed, and returns its log at path
@@ -338,6 +353,14 @@ Test(heads, infer_recognises_a_piece_of_the_built_in_corpus, .timeout = 60)
             char *page = tu_read_text(path);
             cr_assert_not_null(strstr(page, " minimal-pair contrasts are left out: their key "
                                       "is not before"), "%s", path);
+            /* The needed head's number is the share of the margin it takes away,
+             * which can pass 1: the column says so. */
+            cr_assert_not_null(strstr(page, "<th>needed head (share lost)</th>"), "%s", path);
+            cr_assert_not_null(strstr(page, "above 1 the margin turns over"), "%s", path);
+            cr_assert_null(strstr(page, "needed head (cost)"), "%s", path);
+            /* The built-in corpus: its planted relations have Metrics columns. */
+            cr_assert_not_null(strstr(strstr(page, "<h2>Metrics</h2>"), "<th>agreement</th>"),
+                               "%s", path);
             free(page);
         }
         free(out);

@@ -85,3 +85,31 @@ Test(json, numbers_have_their_digits_and_no_nan_or_infinity)
     expect_number(INFINITY, 10, "null");
     expect_number(-INFINITY, 6, "null");
 }
+
+/* The fewest digits that read back as the same double: what a person typed. */
+static void expect_shortest(double v, const char *want)
+{
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&mem, &len);
+    cr_assert_not_null(f);
+    json_fput_shortest(f, v);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_str_eq(mem, want, "%.17g gave %s, want %s", v, mem, want);
+    if (isfinite(v))
+        cr_assert_eq(strtod(mem, NULL), v, "%s does not read back as %.17g", mem, v);
+    free(mem);
+}
+
+Test(json, shortest_numbers_read_back_exactly_with_the_fewest_digits)
+{
+    expect_shortest(0.1, "0.1");
+    expect_shortest(1e-8, "1e-08");
+    expect_shortest(0.99, "0.99");
+    expect_shortest(5e-3, "0.005");
+    expect_shortest(1.0 / 3.0, "0.3333333333333333");
+    expect_shortest(0.1 + 0.2, "0.30000000000000004");
+    expect_shortest(-2.5, "-2.5");
+    expect_shortest(0, "0");
+    expect_shortest(NAN, "null");
+}

@@ -122,6 +122,42 @@ Test(plot, several_logs_give_one_line_each_and_relations_their_panels)
     free(rel);
 }
 
+/* A log without head records (no --heads-every): the loss and learning rate, no
+ * empty head charts, and the page says how to get them. Run as README runs it,
+ * scripts/plot_log.py itself (it is executable). */
+Test(plot, a_log_without_head_records_draws_no_head_charts)
+{
+    tu_need_python("json");
+    const char *d = tu_tmpdir("plot-noheads");
+    cr_assert_not_null(d);
+    char dir[300], log[400], *out;
+    snprintf(dir, sizeof dir, "%s", d);
+    snprintf(log, sizeof log, "%s/run.log", dir);
+    FILE *f = fopen(log, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"type\":\"settings\",\"layers\":1,\"heads\":2,\"embd\":16}\n");
+    for (int s = 1; s <= 3; s++)
+        fprintf(f, "{\"type\":\"step\",\"step\":%d,\"loss\":%g,\"lr\":0.001}\n", s, 3.0 - s * 0.1);
+    cr_assert_eq(fclose(f), 0);
+    int rc = tu_run(&out, "scripts/plot_log.py %s --out %s/plots", log, dir);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/plots");
+    char *index = read_text(dir, "index.html"), *loss = read_text(dir, "loss.svg");
+    cr_assert_not_null(index);
+    cr_assert_not_null(loss, "no loss.svg");
+    for (const char *const *n = (const char *const[]){"heads.svg", "jsd.svg", "relations.svg",
+                                                       NULL}; *n; n++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/%s", dir, *n);
+        cr_assert_neq(access(path, F_OK), 0, "%s drawn without head records", *n);
+        cr_assert_null(strstr(index, *n), "index.html shows %s", *n);
+    }
+    cr_assert_not_null(strstr(index, "--heads-every N"), "index.html:\n%s", index);
+    free(index);
+    free(loss);
+}
+
 Test(plot, a_broken_log_is_refused_with_its_line)
 {
     tu_need_python("json");

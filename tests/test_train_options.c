@@ -40,6 +40,36 @@ static void json_value(const char *json, const char *key, char *buf, size_t len)
     buf[n] = '\0';
 }
 
+/* Numbers as a person types them: the fewest digits that read back exactly. */
+Test(train_options, print_settings_writes_numbers_with_their_fewest_digits)
+{
+    char *json = settings_of("--data data.txt --lr 3e-4");
+    cr_assert(strstr(json, "\"wd\":0.1,"), "%s", json);
+    cr_assert(strstr(json, "\"beta2\":0.99,"), "%s", json);
+    cr_assert(strstr(json, "\"lr\":0.0003,"), "%s", json);
+    cr_assert(strstr(json, "\"eps\":1e-08,"), "%s", json);
+    cr_assert_null(strstr(json, "0000000000"), "%s", json);
+    free(json);
+}
+
+/* HEADCOUNT_TEST_STEPS, the README walk's cap (tests/readme_check.sh): a run takes at
+ * most that many steps and says so; a bad value is a usage error. */
+Test(train_options, the_test_step_cap_caps_steps_and_says_so)
+{
+    char *out;
+    int rc = tu_run(&out, "HEADCOUNT_TEST_STEPS=7 %s/train --steps 500 --print-settings", tu_bin());
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "\"steps\":7,"), "%s", out);
+    cr_assert(strstr(out, "HEADCOUNT_TEST_STEPS=7: 7 steps, not 500"), "%s", out);
+    free(out);
+    rc = tu_run(&out, "HEADCOUNT_TEST_STEPS=900 %s/train --steps 500 --print-settings", tu_bin());
+    cr_assert(rc == 0 && strstr(out, "\"steps\":500,") && !strstr(out, "note"), "%s", out);
+    free(out);
+    rc = tu_run(&out, "HEADCOUNT_TEST_STEPS=x %s/train --print-settings", tu_bin());
+    cr_assert(rc == 2 && strstr(out, "HEADCOUNT_TEST_STEPS: expected"), "%s", out);
+    free(out);
+}
+
 static const Setting *setting_of_flag(const char *word)
 {
     const char *name = word + strspn(word, "-");

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A code point from U+0080 up, not overlong, not a surrogate, at most
@@ -88,4 +89,19 @@ void json_fput_number(FILE *f, double v, int digits)
         fprintf(f, "%.*g", digits, v);
     else
         fputs("null", f);
+}
+
+void json_fput_shortest(FILE *f, double v)
+{
+    if (!isfinite(v)) {
+        fputs("null", f);
+        return;
+    }
+    char buf[32];
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, f);
 }

@@ -27,6 +27,11 @@ void json_fput_string(FILE *f, const char *s);
  * not finite (JSON has no NaN or infinity). */
 void json_fput_number(FILE *f, double v, int digits);
 
+/* v with the fewest significant digits (1 to 17) that read back as exactly v
+ * (0.1, not 0.10000000000000001), or null when v is not finite: for settings a
+ * person types and a script reads back. */
+void json_fput_shortest(FILE *f, double v);
+
 /* The length of the well-formed UTF-8 character of two to four bytes at p (NUL-
  * terminated), else 0: the rule above, for writers of other text formats (the
  * report's HTML writes such a byte as &#xXX;, the same reading). */

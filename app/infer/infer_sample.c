@@ -174,13 +174,11 @@ int infer_sample(const InferOptions *o, const Model *m, const Tokenizer *tok)
 
     double t0 = cli_now(), ttft = -1.0;
     long slides = 0;
-    int tty = isatty(fileno(stdout));
     Kept keep = {0};
     for (long k = 0; k < o->samples; k++) {
         if (o->samples > 1) {
             char head[64];
-            int len = snprintf(head, sizeof head, "%s" SAMPLE_HEADER, k > 0 && !tty ? "\n" : "",
-                               k + 1);
+            int len = snprintf(head, sizeof head, SAMPLE_HEADER, k + 1);
             emit(head, (size_t)len);
         }
         emit(prompt, plen);
@@ -189,8 +187,7 @@ int infer_sample(const InferOptions *o, const Model *m, const Tokenizer *tok)
             kept_add(kp, prompt, plen);
         generate(&s, ctx, nctx, o->tokens, &st, &rng, scratch, tok, t0, &ttft, kp);
         slides += s.slides;
-        if (tty)
-            emit("\n", 1);
+        emit("\n", 1);   /* a sample ends its line, on a terminal or in a file */
     }
     double secs = cli_now() - t0;
     long total = o->tokens * o->samples;

@@ -194,6 +194,7 @@ static void write_relations(FILE *f, const Explore *e)
                 heads_rel_table[q].planted ? "true" : "false");
         sep = ",";
         json_fput_string(f, heads_rel_table[q].about);
+        fprintf(f, ",\"named\":\"%s\"", heads_rel_table[q].named_by_key ? "key-next" : "query-key");
         fputs(",\"query_key\":", f);
         if (q == HEADS_REL_RARE) {
             fputs("null", f);

@@ -246,7 +246,10 @@ static void html_head(FILE *f, const HeadsReport *r)
             "{text-align:left}\n.legend span{margin-right:10px;font-size:12px}"
             ".note{font-size:12px;color:#555;max-width:1000px}\n"
             "dl.cols{font-size:12px;max-width:1000px}dl.cols dt{font-weight:bold;float:left;"
-            "clear:left;margin-right:.6em}dl.cols dd{margin:0 0 2px 0}\n</style></head><body>\n",
+            "clear:left;margin-right:.6em}dl.cols dd{margin:0 0 2px 0}\n"
+            "table.metrics{font-size:11px}table.metrics td{padding:2px 3px}"
+            "table.metrics th{padding:4px 2px;writing-mode:vertical-rl;transform:rotate(180deg);"
+            "text-align:left;vertical-align:bottom;max-height:11em}\n</style></head><body>\n",
             r->cfg.H, r->cfg.H);
     fprintf(f, "<h1>What the attention heads do</h1>\n<div class=\"meta\">checkpoint <code>");
     xml_text(f, r->ckpt);
@@ -341,17 +344,29 @@ static const char *const RELATION_COLUMNS[][2] = {
     {"accuracy", "minimal pairs: share where the right token's logit beats the wrong one's"},
     {"logit diff", "minimal pairs: the mean margin"},
     {"pairs", "minimal pairs scored"},
-    {"needed head (cost)", "the head whose silencing alone costs the relation most, and that share"},
+    {"needed head (share lost)", "the head whose silencing alone costs the relation most, and "
+     "the share of the relation's logit difference (of its loss, without pairs) it takes away: "
+     "1 takes the whole margin; above 1 the margin turns over and the wrong token wins"},
     {"needed set (share)", "heads silenced together, largest cost first, until the share is gone"},
     {"attended by", "the heads above the bar"},
     {"served by", "the heads above the bar that are also needed"},
 };
 
+/* Field i of the Metrics table is shown: every metric, and a relation's column
+ * where the relation can have keys on the analysed text (a planted one only on the
+ * built-in corpus's text; heads.csv keeps every column). */
+static int metric_shown(const HeadsReport *r, size_t i)
+{
+    return i < REPORT_NMETRICS || r->builtin || !heads_rel_table[i - REPORT_NMETRICS].planted;
+}
+
 static void html_table(FILE *f, const HeadsReport *r)
 {
     int H = r->cfg.H, n = r->cfg.L * H;
-    fprintf(f, "<h2>Metrics</h2>\n<table><tr><th>head</th><th>type</th>");
+    fprintf(f, "<h2>Metrics</h2>\n<table class=\"metrics\"><tr><th>head</th><th>type</th>");
     for (size_t i = 0; i < REPORT_NFIELDS; i++) {
+        if (!metric_shown(r, i))
+            continue;
         ReportField fi = report_field_at(i);
         fprintf(f, "<th>%s</th>", fi.offset == offsetof(HeadStats, entropy)
                 ? "entropy (normalised, 0&ndash;1)" : fi.name);
@@ -365,8 +380,10 @@ static void html_table(FILE *f, const HeadsReport *r)
         fprintf(f, "<tr><td>L%dH%d</td><td><span class=\"tag\" style=\"--c:%s\">%s</span></td>",
                 k / H, k % H, TYPE_COLOURS[s->type], heads_type_names[s->type]);
         for (size_t i = 0; i < REPORT_NFIELDS; i++) {
+            if (!metric_shown(r, i))
+                continue;
             ReportField fi = report_field_at(i);
-            fprintf(f, "<td>%.3f</td>", report_field(s, &fi));
+            fprintf(f, "<td>%.2f</td>", report_field(s, &fi));
         }
         char serves[HEADS_REL_COUNT * 32];
         report_serves(serves, sizeof serves, s, ", ");
@@ -382,6 +399,8 @@ static void html_table(FILE *f, const HeadsReport *r)
     }
     fputs("</table>\n<dl class=\"cols\">", f);
     for (size_t i = 0; i < REPORT_NFIELDS; i++) {
+        if (!metric_shown(r, i))
+            continue;
         ReportField fi = report_field_at(i);
         fprintf(f, "<dt>%s</dt><dd>", fi.name);
         xml_text(f, fi.legend);
@@ -592,7 +611,7 @@ static void html_relations(FILE *f, const HeadsReport *r)
     fprintf(f, "<h2>Relations</h2>\n<table><tr><th>relation</th><th>best head</th>"
             "<th>attention</th><th>uniform</th><th>loss</th><th>rows</th><th>loss ratio</th>"
             "<th>bar</th><th>accuracy</th><th>logit diff</th><th>pairs</th>"
-            "<th>needed head (cost)</th><th>needed set (share)</th><th>attended by</th>"
+            "<th>needed head (share lost)</th><th>needed set (share)</th><th>attended by</th>"
             "<th>served by</th></tr>\n");
     for (int q = 0; q < HEADS_REL_COUNT; q++) {
         const HeadsRelation *x = &r->rel[q];
@@ -715,8 +734,9 @@ static void html_costs(FILE *f, const HeadsReport *r)
         fputs("</tr>\n", f);
     }
     fputs("</table>\n<p class=\"note\">Each cell: the share of the relation's logit difference "
-          "(of its loss, without pairs) that silencing that head alone takes away; negative: "
-          "the relation does better without it. Bold: the head serves the relation (attends "
+          "(of its loss, without pairs) that silencing that head alone takes away; above 1: "
+          "the margin turns over, the wrong token wins without it; negative: the relation does "
+          "better without it. Bold: the head serves the relation (attends "
           "above the bar and is needed). ablation.csv holds every cell.</p>\n", f);
 }
 

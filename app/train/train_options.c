@@ -204,7 +204,7 @@ void train_options_print(const Options *o)
         switch (s->type) {
         case SET_LONG: printf("%ld", *(const long *)v); break;
         case SET_REAL:
-        case SET_F32: printf("%.17g", *(const double *)v); break;
+        case SET_F32: json_fput_shortest(stdout, *(const double *)v); break;
         case SET_SEED: printf("%llu", (unsigned long long)*(const uint64_t *)v); break;
         case SET_PATH:
         case SET_NAME: {
@@ -301,6 +301,26 @@ int train_is_induction(const Options *o)
     return strcmp(o->corpus, "induction") == 0;
 }
 
+/* HEADCOUNT_TEST_STEPS=N, for tests only (tests/readme_check.sh runs README's
+ * commands as written, in minutes): a run takes at most N steps, and says so on
+ * stderr. Not a setting: nothing records it but the steps the run took. */
+static void cap_steps_for_tests(Options *o)
+{
+    const char *cap = getenv("HEADCOUNT_TEST_STEPS");
+    if (!cap || !*cap)
+        return;
+    char *end;
+    long n = strtol(cap, &end, 10);
+    if (*end || n < 1)
+        cli_usage_error("HEADCOUNT_TEST_STEPS: expected a whole number of steps >= 1, got '%s'",
+                        cap);
+    if (o->steps > n) {
+        fprintf(stderr, "train: note: HEADCOUNT_TEST_STEPS=%ld: %ld steps, not %ld (a test "
+                "setting)\n", n, n, o->steps);
+        o->steps = n;
+    }
+}
+
 void train_options_parse(int argc, char **argv, Options *o, unsigned char given[GIVEN_COUNT])
 {
     flags_parse(train_flags(), argc, argv, o, given);
@@ -314,6 +334,7 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
         cli_usage_error("--min-lr %g is above --lr %g", o->min_lr, o->lr);
     if (!o->resume)
         require_log_for_heads(o);
+    cap_steps_for_tests(o);
     if (given[GIVEN_PRINT_SETTINGS] && !o->resume)
         train_options_print(o); /* with --resume, train.c prints once the checkpoint is read */
     if (o->data && strlen(o->data) >= CKPT_PATH_MAX)

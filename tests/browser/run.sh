@@ -6,7 +6,8 @@
 # tests/browser/test_explore.mjs on them in headless Chromium (node 18 or later
 # and Debian's chromium; no npm packages); then a compare page of four tiny
 # models with 1, 4, 8 and 16 heads and the byte-pair one on one text, checked by
-# tests/browser/test_compare.mjs against each model's own --explore-json.
+# tests/browser/test_compare.mjs against each model's own --explore-json; and a
+# heads report's page, which must fit the window (tests/browser/test_report.mjs).
 #   tests/browser/run.sh [BIN_DIR] [WORK_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,6 +29,11 @@ text="The old mouse went twice. The boys still shout early. The old mouse went t
 "$bin/infer" --ckpt "$work/small.ckpt" --threads 1 --explore "$work/small.html" \
     --explore-json "$work/small.json" --text "$text" 2>"$work/small.err"
 
+# README's sentence on the same model: its chips name the pairs in words.
+"$bin/infer" --ckpt "$work/small.ckpt" --threads 1 --explore "$work/readme.html" \
+    --explore-json "$work/readme.json" \
+    --text "The cat sat on the mat. Apple released a new phone because it is tasty." 2>"$work/readme.err"
+
 # A model with learned head gates whose heads serve a planted relation, on whole
 # lines of the built-in corpus (so its sentences are understood): six lines of the
 # validation split, the first six from line 2 on where a head serves one; and one
@@ -44,6 +50,10 @@ for first in $(seq 2 40); do
         break
     fi
 done
+# The heads report of that model on the built-in corpus's text (every relation's
+# column): its page must fit the window.
+"$bin/infer" --ckpt "$work/served.ckpt" --threads 1 --heads "$work/val.txt" --windows 2 \
+    --report "$work/report" >/dev/null 2>"$work/report.err"
 "$bin/train" --warmup 100 --pos-std 0.02 --pos-decay on --steps 600 -L 2 -H 4 -C 32 -T 64 \
     --eval-every 0 --eval-iters 2 \
     --threads 1 --head-gates 0.005 --out "$work/closed.ckpt" >>"$work/train.log" 2>&1
@@ -83,6 +93,8 @@ done
 
 node tests/browser/test_explore.mjs "$work/small.html" "$work/small.json" "$work/big.html"
 node tests/browser/test_explore.mjs "$work/bpe.html" "$work/bpe.json"
+node tests/browser/test_explore.mjs "$work/readme.html" "$work/readme.json" --readme
 node tests/browser/test_explore.mjs "$work/served.html" "$work/served.json" --served
 node tests/browser/test_explore.mjs "$work/closed.html" "$work/closed.json" --closed
 node tests/browser/test_compare.mjs "$work/compare.html" "${weights[@]}"
+node tests/browser/test_report.mjs "$work/report/index.html"

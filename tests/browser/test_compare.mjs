@@ -156,6 +156,22 @@ async function main() {
       const title = await b.eval(`document.querySelector('.model[data-m="${m}"] h2').textContent`);
       check(title.includes(`H ${Js[m].H}`), `model ${m}: titled '${title}', its H is ${Js[m].H}`);
     }
+    // Before any hover the page has a query: the last byte every model sees, so no
+    // chip is an empty box.
+    const seen0 = Math.min(...Js.map((J) => spans(J).b1[J.T - 1]));
+    await checkQuery(b, Js, seen0 - 1, "before any hover");
+    // Every chip shows its whole text (none cut off, 16 heads included), and the
+    // query line names each model so that two of one shape differ.
+    const look = await b.eval(`(() => ({cut: [...document.querySelectorAll(".chip")].filter((c) =>
+        c.scrollWidth > c.clientWidth + 1 || c.getBoundingClientRect().right >
+        c.closest(".model").getBoundingClientRect().right + 1).map((c) => c.textContent),
+      empty: [...document.querySelectorAll(".chip")].filter((c) => !c.textContent.includes("\u2192")).length,
+      line: document.getElementById("query").textContent}))()`);
+    check(look.cut.length === 0, `chips cut off: ${JSON.stringify(look.cut.slice(0, 5))}`);
+    check(look.empty === 0, `${look.empty} chips show no key before a hover`);
+    const names = (look.line.split("; ")[1] || "").split(" \u00b7 ").map((x) => x.split(": ")[0]);
+    check(names.length === Js.length && new Set(names).size === Js.length,
+          `the query line does not tell the models apart: '${look.line}'`);
     // Hover along the first model's text, then in each other model: every model follows.
     const T0 = Js[0].T;
     for (const i of [T0 - 1, Math.floor(T0 / 2), 1]) {

@@ -137,7 +137,9 @@ async function testWithWeights(b, file, jsonFile, want) {
   }
   await checkRelationView(b, J);
   await checkRelationsSection(b, J);
+  await checkRelationLine(b, J);
   await checkSentences(b, J);
+  if (want.readme) await checkReadmeSentence(b, J);
   await checkGates(b, J);
   await checkThumbnail(b, J);
   await checkExamples(b, J);
@@ -230,8 +232,7 @@ async function checkRelationsSection(b, J) {
     check(row.cells.includes(r.about) && r.about.startsWith("Query: "), `${n}: sentence '${r.about}' not shown`);
     const serving = J.heads.filter((h) => h.serves.includes(n)).map((h) => h.id);
     check(JSON.stringify(r.serves) === JSON.stringify(serving), `${n}: served by ${r.serves}, heads say ${serving}`);
-    check(row.cells[row.cells.length - 1] === (serving.length ? serving.join(", ") : "-"),
-          `${n}: the table's served-by cell reads '${row.cells[row.cells.length - 1]}'`);
+    checkServedText(J, n, row.cells[row.cells.length - 1], `${n}: the table's served-by cell`);
     if (r.query_key) {
       const want = J.relation_keys[n].map((v, i) => (v.length ? [i, v[0]] : null)).filter((x) => x);
       check(JSON.stringify(r.query_key) === JSON.stringify(want), `${n}: query_key ${JSON.stringify(r.query_key)}`);
@@ -244,6 +245,86 @@ async function checkRelationsSection(b, J) {
   }
 }
 
+// The line above the text, for each relation picked: its sentence and who serves it.
+async function checkRelationLine(b, J) {
+  for (const n of Object.keys(J.relations)) {
+    const about = await b.eval(`(() => { const s = document.getElementById("relation"); s.value = ${JSON.stringify(n)};
+      s.dispatchEvent(new Event("change")); return document.getElementById("relabout").textContent; })()`);
+    check(about.startsWith(`${n}. ${J.relations[n].about} `), `${n}: the line reads '${about}'`);
+    checkServedText(J, n, about.slice(`${n}. ${J.relations[n].about} `.length).replace(/\.$/, ""),
+                    `${n}: the line above the text`);
+  }
+  await b.eval(`(() => { const s = document.getElementById("relation"); s.value = "";
+    s.dispatchEvent(new Event("change")); })()`);
+}
+
+// README's sentence ("The cat sat on the mat. Apple released a new phone because it
+// is tasty."): its chips name the pairs as README does.
+async function checkReadmeSentence(b, J) {
+  const chips = await b.eval(`[...document.querySelectorAll("#sentences .chip")].map((c) => c.textContent)`);
+  for (const want of ["subject-verb: sat \u2192 cat", "place: on \u2192 mat", "pronoun: it \u2192 Apple"])
+    check(chips.includes(want), `README's sentence: no chip '${want}' among ${JSON.stringify(chips)}`);
+}
+
+// Who serves relation n, as the page says it (the relations table, the line above
+// the text): the serving heads; else never a bare "no head" beside a head that
+// attends above the bar: such a head is named with its attention, and why it does
+// not serve (not needed, or needed not measurable on rows that are not scored).
+function checkServedText(J, n, text, label) {
+  const r = J.relations[n];
+  if (r.serves.length) {
+    check(text === "Served here by " + r.serves.join(", "), `${label} reads '${text}', serves ${r.serves}`);
+    return;
+  }
+  let best = -1, bw = 0;
+  for (let k = 0; k < J.L * J.H && r.query_key && r.query_key.length; k++) {
+    let w = 0;
+    for (const [i, j] of r.query_key) w += J.attention[Math.floor(k / J.H)][k % J.H][i][j];
+    w /= r.query_key.length;
+    if (best < 0 || w > bw) { best = k; bw = w; }
+  }
+  if (best >= 0 && Math.abs(bw - r.bar) <= 0.002) return;   // at the bar: the page's rounding decides
+  if (best < 0 || bw < r.bar) {
+    check(text.startsWith("Served here by no head"), `${label} reads '${text}' (no head above the bar)`);
+    return;
+  }
+  const id = J.heads[best].id;
+  check(text.startsWith("Not served: " + id + " attends " + bw.toFixed(2)) ||
+        text.startsWith("Not served: " + id + " attends " + (bw - 0.002).toFixed(2)) ||
+        text.startsWith("Not served: " + id + " attends " + (bw + 0.002).toFixed(2)),
+        `${label} reads '${text}': ${id} attends ${bw.toFixed(3)}, above the bar ${r.bar}`);
+  const rows = r.query_key.length;
+  if (!(r.pairs > 0) && !(r.rows > 0))
+    check(text.includes(`needed not measurable on ${rows} row${rows === 1 ? "" : "s"}`),
+          `${label} reads '${text}': its rows are not scored and it has no pairs`);
+  else
+    check(text.includes("is not needed"), `${label} reads '${text}'`);
+}
+
+// A pair in words (docs/explorer.md): each token stands for the word it is part of
+// in the window's bytes; "key-next" relations are named by the key and the word
+// after the query.
+function pairWords(J, rel, q, k) {
+  const bytes = [], start = [];
+  for (let t = 0; t < J.T; t++) {
+    start.push(bytes.length);
+    bytes.push(...(Array.isArray(J.tokens[t]) ? J.tokens[t] : [J.tokens[t]]));
+  }
+  start.push(bytes.length);
+  const letter = (c) => /[A-Za-z0-9']/.test(String.fromCharCode(c)) || c >= 128;
+  const word = (t) => {
+    let a = start[t], z = start[t + 1];
+    while (a < z && !letter(bytes[a])) a++;
+    while (z > a && !letter(bytes[z - 1])) z--;
+    if (a === z) return J.pieces[t];
+    while (a > 0 && letter(bytes[a - 1])) a--;
+    while (z < bytes.length && letter(bytes[z])) z++;
+    return Buffer.from(bytes.slice(a, z)).toString("utf8");
+  };
+  return J.relations[rel].named === "key-next" && q + 1 < J.T ? `${word(k)} \u2192 ${word(q + 1)}`
+    : `${word(q)} \u2192 ${word(k)}`;
+}
+
 // The sentences: understood ones marked over their tokens and listed with their
 // planted relations as chips; a chip picks its relation and pins its query.
 async function checkSentences(b, J) {
@@ -253,7 +334,11 @@ async function checkSentences(b, J) {
   for (const x of J.sentences) for (let t = x.first; t < x.end; t++) want[t] = x.understood ? "u" : "n";
   check(JSON.stringify(marks) === JSON.stringify(want), `sentence marks ${marks.join("")}, want ${want.join("")}`);
   const items = await b.eval(`[...document.querySelectorAll("#sentences li[data-sentence]")].map((li) =>
-    ({u: li.dataset.understood, chips: [...li.querySelectorAll(".chip")].map((c) => [c.dataset.rel, +c.dataset.q, +c.dataset.k])}))`);
+    ({u: li.dataset.understood, chips: [...li.querySelectorAll(".chip")].map((c) => [c.dataset.rel, +c.dataset.q, +c.dataset.k]),
+      text: [...li.querySelectorAll(".chip")].map((c) => c.textContent),
+      cut: [...li.querySelectorAll(".chip")].filter((c) => c.scrollWidth > c.clientWidth + 1 ||
+        c.getBoundingClientRect().right > document.getElementById("sentences").getBoundingClientRect().right + 1)
+        .map((c) => c.textContent)}))`);
   check(items.length === J.sentences.length, `${items.length} sentences listed, ${J.sentences.length} in the JSON`);
   let chips = 0;
   J.sentences.forEach((x, n) => {
@@ -263,6 +348,10 @@ async function checkSentences(b, J) {
         if (r.planted) for (const [q, k] of r.query_key) if (q >= x.first && q < x.end) wantChips.push([rel, q, k]);
     const got = items[n] || { chips: [] };
     check(JSON.stringify(got.chips) === JSON.stringify(wantChips), `sentence ${n}: chips ${JSON.stringify(got.chips)}, want ${JSON.stringify(wantChips)}`);
+    // Each chip names its pair in words, whole on the page.
+    const words = wantChips.map(([rel, q, k]) => `${rel}: ${pairWords(J, rel, q, k)}`);
+    check(JSON.stringify(got.text || []) === JSON.stringify(words), `sentence ${n}: chips read ${JSON.stringify(got.text)}, want ${JSON.stringify(words)}`);
+    check(!(got.cut || []).length, `sentence ${n}: chips cut off: ${JSON.stringify(got.cut)}`);
     chips += wantChips.length;
   });
   if (!chips) return;
@@ -369,7 +458,8 @@ async function testLoadOnly(b, file) {
 
 async function main() {
   const args = process.argv.slice(2);
-  const want = { served: args.includes("--served"), closed: args.includes("--closed") };
+  const want = { served: args.includes("--served"), closed: args.includes("--closed"),
+                 readme: args.includes("--readme") };
   const [page, json, ...more] = args.filter((a) => !a.startsWith("--"));
   if (!page || !json) {
     console.error("usage: node tests/browser/test_explore.mjs PAGE.html WEIGHTS.json [PAGE2.html ...]");

@@ -1,4 +1,4 @@
-/* ./train's options (app/train/train_options) against README's settings table:
+/* ./train's options (app/train/train_options) against docs/settings.md's table:
  * every value the table shows, for --data and for each built-in corpus'
  * recipe, is the one `./train --print-settings` prints for that run; every
  * setting a recipe changes is in the table; and every recipe value is one its
@@ -78,7 +78,7 @@ static const Setting *setting_of_flag(const char *word)
         if (name[1] ? strcmp(s->flag, name) == 0 : s->short_flag == name[0])
             return s;
     }
-    cr_assert_fail("README's settings table names %s, which ./train does not have", word);
+    cr_assert_fail("docs/settings.md's table names %s, which ./train does not have", word);
     return NULL;
 }
 
@@ -102,7 +102,7 @@ static void expect_same(const char *word, const char *json, const Setting *s, co
     else {
         char *end;
         double v = strtod(word, &end);
-        cr_assert(end != word && *end == '\0', "README's settings table: '%s' (for --%s) is not "
+        cr_assert(end != word && *end == '\0', "docs/settings.md's table: '%s' (for --%s) is not "
                   "a value this test reads", word, s->flag);
         cr_assert_eq(strtod(json, NULL), v, "README shows --%s %s for `./train %s`; "
                      "--print-settings says %s", s->flag, word, run, json);
@@ -160,10 +160,10 @@ static int cell_flags(const char *cell, const Setting **out, int max)
 
 Test(train_options, readme_settings_table_shows_what_each_run_uses)
 {
-    char *readme = tu_read_text("README.md");
-    cr_assert_not_null(readme, "README.md (the tests run from the repository root)");
+    char *readme = tu_read_text("docs/settings.md");
+    cr_assert_not_null(readme, "docs/settings.md (the tests run from the repository root)");
     const char *at = strstr(readme, "| flag | `--data FILE` |");
-    cr_assert_not_null(at, "README has no settings table with a `--data FILE` column");
+    cr_assert_not_null(at, "docs/settings.md has no settings table with a `--data FILE` column");
     char *json[NRUNS];
     for (int r = 0; r < NRUNS; r++)
         json[r] = settings_of(RUNS[r]);
@@ -202,7 +202,7 @@ Test(train_options, readme_settings_table_shows_what_each_run_uses)
             json_value(json[r], st->key, recipe, sizeof recipe);
             if (strcmp(plain, recipe) == 0 || st->type == SET_PATH || st->type == SET_NAME)
                 continue;
-            cr_assert(shown[i], "`./train %s` sets --%s %s, which README's settings table "
+            cr_assert(shown[i], "`./train %s` sets --%s %s, which docs/settings.md's table "
                       "does not show", RUNS[r], st->flag, recipe);
             char *out;
             int rc = tu_run(&out, "%s/train %s --%s %s --print-settings", tu_bin(), RUNS[r],

@@ -34,7 +34,7 @@ static const char *const SECTIONS[SEC_COUNT] = {
  * embedding's scale (0.1) and is not decayed, with which a word-level model's
  * layer-0 heads become previous-token heads in 4 of 5 seeds (docs/heads.md,
  * "What was tried"; with either change alone they do not). The induction task:
- * the recipe of docs/corpus.md ("The induction task"). README's settings table
+ * the recipe of docs/corpus.md ("The induction task"). docs/settings.md's table
  * shows them; a test holds it to them. */
 const Recipe train_recipes[] = {
     {"text", SETTING_VOCAB, 1536},

@@ -412,21 +412,30 @@ static double rel_number(const char *json, const char *rel, const char *within, 
     return strtod(p + strlen(want), NULL);
 }
 
-/* The ablation matrix of --heads holds, cell by cell, what a separate run
- * with that one head masked reports as the relation's own scores. */
-Test(heads, the_ablation_matrix_is_what_masking_each_head_reports, .timeout = 120)
+/* An untrained tiny model (save_tiny_for) of the built-in corpus's 6,000 bytes from byte
+ * 900,000, and those bytes as a text, in a fresh directory named for `name`: ckpt and
+ * text receive their paths (room for 400 bytes each). */
+static void tiny_on_piece(const char *name, char *ckpt, char *text)
 {
-    const char *dir = tu_tmpdir("heads-ablation");
+    const char *dir = tu_tmpdir(name);
     cr_assert_not_null(dir);
-    char ckpt[400], text[400], cmd[2048], *base, *masked;
     size_t N = SYNTH_DEFAULT_BYTES, at = 900000, n = 6000;
     char *corpus = malloc(N);
     cr_assert_not_null(corpus);
     synth_generate(corpus, N, CORPUS_BUILTIN_SEED);
-    snprintf(ckpt, sizeof ckpt, "%s/tiny.ckpt", dir);
-    snprintf(text, sizeof text, "%s/piece.txt", dir);
+    snprintf(ckpt, 400, "%s/tiny.ckpt", dir);
+    snprintf(text, 400, "%s/piece.txt", dir);
     save_tiny_for(ckpt, (const unsigned char *)corpus + at, n);
     cr_assert_eq(tu_write_file(text, corpus + at, n), 0);
+    free(corpus);
+}
+
+/* The ablation matrix of --heads holds, cell by cell, what a separate run
+ * with that one head masked reports as the relation's own scores. */
+Test(heads, the_ablation_matrix_is_what_masking_each_head_reports, .timeout = 120)
+{
+    char ckpt[400], text[400], cmd[2048], *base, *masked;
+    tiny_on_piece("heads-ablation", ckpt, text);
     snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s --heads %s --json -j 1", tu_bin(), ckpt, text);
     cr_assert_eq(tu_run(&base, "%s", cmd), 0, "%s", base);
     static const char *const rels[] = {"agreement", "bracket", "determiner", "coreference"};
@@ -452,7 +461,6 @@ Test(heads, the_ablation_matrix_is_what_masking_each_head_reports, .timeout = 12
         free(masked);
     }
     free(base);
-    free(corpus);
 }
 
 /* --heads --json's compromise: every pair's overlap is its heads' sum of min(a, b)
@@ -460,17 +468,8 @@ Test(heads, the_ablation_matrix_is_what_masking_each_head_reports, .timeout = 12
  * attention there (the formula itself: test_compromise.c). */
 Test(heads, the_compromise_overlap_is_what_its_heads_attention_gives, .timeout = 120)
 {
-    const char *dir = tu_tmpdir("heads-compromise");
-    cr_assert_not_null(dir);
     char ckpt[400], text[400], *out;
-    size_t N = SYNTH_DEFAULT_BYTES, at = 900000, n = 6000;
-    char *corpus = malloc(N);
-    cr_assert_not_null(corpus);
-    synth_generate(corpus, N, CORPUS_BUILTIN_SEED);
-    snprintf(ckpt, sizeof ckpt, "%s/tiny.ckpt", dir);
-    snprintf(text, sizeof text, "%s/piece.txt", dir);
-    save_tiny_for(ckpt, (const unsigned char *)corpus + at, n);
-    cr_assert_eq(tu_write_file(text, corpus + at, n), 0);
+    tiny_on_piece("heads-compromise", ckpt, text);
     cr_assert_eq(tu_run(&out, "%s/infer --ckpt %s --heads %s --json -j 1", tu_bin(), ckpt, text),
                  0, "%s", out);
     const char *p = strstr(out, "\"compromise\":{\"min_rows\":20,\"overlap\":");
@@ -495,7 +494,6 @@ Test(heads, the_compromise_overlap_is_what_its_heads_attention_gives, .timeout =
     cr_assert_not_null(p);
     cr_assert_not_null(strstr(p, "\"L0H1\":[null,null]"), "%.300s", p);
     free(out);
-    free(corpus);
 }
 
 /* --windows past the windows a short file holds: the windows overlap and the

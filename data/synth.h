@@ -28,21 +28,36 @@
 /* The default size of the built-in corpus, in bytes. */
 #define SYNTH_DEFAULT_BYTES 1000000
 
-/* Share of each sentence kind, in percent of sentences (they sum to 100). Copy
- * sentences are the largest share because copying a made-up name needs an
- * induction circuit, which at 13 % had not formed well enough by the recipe's
- * 4,000 steps (docs/heads.md, "What was tried"). */
-enum {
-    SYNTH_PERCENT_PLAIN = 2,    /* past-tense sentences: local spelling and word order */
-    SYNTH_PERCENT_AGREE = 18,   /* present tense: the verb agrees with a distant subject */
-    SYNTH_PERCENT_BRACKET = 5,  /* a ( ... ) or "..." span, sometimes one nested in the other */
-    SYNTH_PERCENT_COPY = 30,    /* a made-up name introduced and repeated in the line */
-    SYNTH_PERCENT_COREF = 15,   /* an animal, a thing, "it", a property, then one of them again */
-    SYNTH_PERCENT_SOUND = 6,    /* a sound: one random syllable said 4-10 times ("kokoko") */
-    SYNTH_PERCENT_SCENE = 13,   /* "The tired cat slept on the warm mat.", "The cat sat down." */
-    SYNTH_PERCENT_PRONOUN = 9,  /* "Apple released a new phone because it is tasty." */
-    SYNTH_PERCENT_CHANT = 2     /* two random syllables said in turn as words ("ko la ko la") */
-};
+/* The sentence kinds, one row each: X(KIND, share), the share in percent of
+ * sentences (they sum to 100). Copy sentences are the largest share because
+ * copying a made-up name needs an induction circuit, which at 13 % had not
+ * formed well enough by the recipe's 4,000 steps (docs/heads.md, "What was
+ * tried"). The generator draws a kind by these shares; tests/test_synth.c reads
+ * a line's kind from its text and checks them. */
+#define SYNTH_LINE_KINDS(X)                                                                        \
+    X(PLAIN, 2)    /* past-tense sentences: local spelling and word order */                       \
+    X(AGREE, 18)   /* present tense: the verb agrees with a distant subject */                     \
+    X(BRACKET, 5)  /* a ( ... ) or "..." span, sometimes one nested in the other */                \
+    X(COPY, 30)    /* a made-up name introduced and repeated in the line */                        \
+    X(COREF, 15)   /* an animal, a thing, "it", a property, then one of them again */              \
+    X(SOUND, 6)    /* a sound: one random syllable said 4-10 times ("kokoko") */                   \
+    X(SCENE, 13)   /* "The tired cat slept on the warm mat.", "The cat sat down." */               \
+    X(PRONOUN, 9)  /* "Apple released a new phone because it is tasty." */                         \
+    X(CHANT, 2)    /* two random syllables said in turn as words ("ko la ko la") */
+
+/* SYNTH_LINE_<KIND>, one per row of SYNTH_LINE_KINDS; SYNTH_LINE_COUNT counts them. */
+#define SYNTH_LINE_OF_ROW(KIND, PERCENT) SYNTH_LINE_##KIND,
+typedef enum {
+    SYNTH_LINE_KINDS(SYNTH_LINE_OF_ROW)
+    SYNTH_LINE_COUNT
+} SynthLineKind;
+#undef SYNTH_LINE_OF_ROW
+/* SYNTH_PERCENT_<KIND>, each row's share. */
+#define SYNTH_PERCENT_OF_ROW(KIND, PERCENT) SYNTH_PERCENT_##KIND = PERCENT,
+enum { SYNTH_LINE_KINDS(SYNTH_PERCENT_OF_ROW) };
+#undef SYNTH_PERCENT_OF_ROW
+/* The shares in kind order, for an array: {SYNTH_LINE_KINDS(SYNTH_LINE_SHARE)}. */
+#define SYNTH_LINE_SHARE(KIND, PERCENT) SYNTH_PERCENT_##KIND,
 
 /* Percent of lines that hold a second sentence after the first, on the same
  * line after a space, as in a paragraph: after a scene, SYNTH_FOLLOW_PERCENT of

@@ -45,6 +45,9 @@ INANIMATE_FILES = {
     "noun.plant": "plant", "noun.substance": "substance", "noun.location": "location",
 }
 ANIMATE_EVIDENCE_FILES = {"noun.feeling", "noun.motive"}
+# person.n.01 and animal.n.01: an animate noun's sense must descend from one of
+# them, since noun.animal also files parts and products of animals ("wing", "egg").
+ANIMATE_ROOTS = {"person": 7846, "animal": 15388}
 
 # Generic verb frames (wninput(5WN)): which say the verb stands alone after its
 # subject, which take a direct object, and which a that-clause.
@@ -275,6 +278,19 @@ class WordNet:
             out.append((syn, self.sense_cnt.get((lemma, pos, lexfile, lexid), 0)))
         return out
 
+    def descends(self, off: int, root: int) -> bool:
+        """Whether noun synset off is root or below it (hypernyms, instance ones too)."""
+        seen, todo = set(), [off]
+        while todo:
+            o = todo.pop()
+            if o == root:
+                return True
+            if o in seen:
+                continue
+            seen.add(o)
+            todo += [t for sym, t, pos in self.data["noun"][o].ptrs if sym in ("@", "@i")]
+        return False
+
     def is_plural(self, lemma: str) -> bool:
         """Whether lemma is the plural of another noun ("parts", "ways", "data")."""
         if any(b != lemma for b in self.plural_of.get(lemma, [])):
@@ -448,7 +464,10 @@ def noun_row(wn: WordNet, freq: Freq, lemma: str) -> Optional[Tuple[str, str, st
         return None
     first = senses[0][0].lexname
     if first in ANIMATE_FILES:
-        tags = ["animate", ANIMATE_FILES[first]]
+        kind = ANIMATE_FILES[first]
+        if not wn.descends(wn.index["noun"][lemma][0], ANIMATE_ROOTS[kind]):
+            return None
+        tags = ["animate", kind]
     elif first in INANIMATE_FILES:
         # A thing only if no common sense is a person or an animal ("star", "cook").
         if any(s.lexname in ANIMATE_FILES for s in common_senses(senses)):

@@ -157,13 +157,13 @@ def read_lines(path: str) -> List[str]:
 
 
 class Synset:
-    __slots__ = ("lexname", "words", "ptrs", "frames", "marker", "gloss")
+    __slots__ = ("lexname", "words", "ptrs", "frames", "gloss")
 
     def __init__(self, lexname, words, ptrs, frames, gloss):
         self.lexname = lexname
         self.words = words        # [(word as written, lex_id, adjective marker or "")]
         self.ptrs = ptrs          # [(symbol, offset, pos)]
-        self.frames = frames      # [(frame number, word number, 0 = all)]
+        self.frames = frames      # [(frame number, word number or 0 for all)]
         self.gloss = gloss
 
 
@@ -672,7 +672,11 @@ def main() -> None:
         fail(f"--floor {a.floor}: must be at least 1", 2)
     if not os.path.isfile(os.path.join(a.wordnet, "data.noun")):
         fail(f"{a.wordnet}: no data.noun; apt-get install -y wordnet-base", 1)
-    rows = derive(WordNet(a.wordnet), Freq(), a.floor)
+    try:
+        wn = WordNet(a.wordnet)
+    except (ValueError, IndexError, KeyError) as e:
+        fail(f"{a.wordnet}: not the WordNet 3.0 database files ({type(e).__name__}: {e})")
+    rows = derive(wn, Freq(), a.floor)
     write_table(a.out, rows)
     counts = {}
     for r in rows:

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "kernels/vmath.h"
 #include "model/config.h"
 
 /* Below this many multiply-adds a layer's routing runs in the calling thread. */
@@ -31,12 +32,8 @@ double route_scores_forward(float *prob, float *on, float *weight, const float *
         float *w_n = weight + (size_t)n * H;
         double s[CONFIG_MAX_HEADS], e[CONFIG_MAX_HEADS], mx = -INFINITY;
         for (int h = 0; h < H; h++) {
-            const float *W_h = W + (size_t)h * C;
-            double acc = b[h];
-            for (int c = 0; c < C; c++)
-                acc += (double)W_h[c] * x_n[c];
-            s[h] = acc;
-            mx = acc > mx ? acc : mx;
+            s[h] = (double)b[h] + vmath_dot(W + (size_t)h * C, x_n, C);
+            mx = s[h] > mx ? s[h] : mx;
         }
         /* exp(s - max): the top score's term is exactly 1, so with K = 1 the
          * chosen weight is 1 / 1. */
@@ -127,9 +124,9 @@ void route_backward(float *dout, float *dscore, const float *in, const float *pr
     }
 }
 
-/* In the forward pass this was s = W x + b per token. dx and db sum over the
- * heads and the tokens in order in one thread each; dW's row h is one thread's,
- * summed over the tokens in order. */
+/* In the forward pass this was s = W x + b per token. A token's dx is one
+ * thread's, summed over the heads in order; dW's row h and db[h] are one
+ * thread's, summed over the tokens in order. */
 void route_scores_backward(float *dx, float *dW, float *db, const float *dscore, const float *x,
                            const float *W, int N, int C, int H)
 {
@@ -138,11 +135,11 @@ void route_scores_backward(float *dx, float *dW, float *db, const float *dscore,
     for (int n = 0; n < N; n++) {
         const float *ds_n = dscore + (size_t)n * H;
         float *dx_n = dx + (size_t)n * C;
-        for (int c = 0; c < C; c++) {
-            double acc = 0.0;
-            for (int h = 0; h < H; h++)
-                acc += (double)ds_n[h] * W[(size_t)h * C + c];
-            dx_n[c] += (float)acc;
+        for (int h = 0; h < H; h++) {
+            const float *W_h = W + (size_t)h * C;
+            float g = ds_n[h];
+            for (int c = 0; c < C; c++)
+                dx_n[c] += g * W_h[c];
         }
     }
     #pragma omp parallel for schedule(static) if (par)

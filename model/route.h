@@ -22,9 +22,9 @@
  * the loss is 1 when the heads are used evenly and H at worst. A model's balance
  * loss is the sum over its layers; its coefficient is the caller's.
  *
- * The scores, softmaxes and weights are float32 in every precision, each
- * computed in double in one thread in a fixed order and rounded once, so thread
- * count and instruction set do not change their bits. This file holds the maths
+ * The scores are float32 in every precision (vmath_dot's fixed order), the
+ * softmaxes and weights computed from them in double in one thread and rounded
+ * once, so thread count and instruction set do not change their bits. This file holds the maths
  * only: where the router sits in the model is gpt.c's. */
 #ifndef HEADCOUNT_ROUTE_H
 #define HEADCOUNT_ROUTE_H

@@ -167,7 +167,8 @@ int main(int argc, char **argv)
             int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
             fprintf(help ? stdout : stderr,
                     "usage: bench_train [--configs BABY,MID:4,...] [--threads 1,2] [--vocab V]\n"
-                    "       [--route K] [--precision fp32|bf16] [--csv FILE] [--no-header] [--list]\n"
+                    "       [--route K] [--precision fp32|bf16] [--csv FILE] [--no-header]\n"
+                    "       [--list]\n"
                     "  --configs: NAME (every H) or NAME:H entries\n"
                     "  --csv: rows appended; the header only to a new file\n"
                     "  --vocab: the vocabulary size (default 65, a byte vocabulary; a\n"

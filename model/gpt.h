@@ -130,7 +130,8 @@ typedef struct {
 /* Forward over tokens[B][T] (B, T within the capacities). With targets it
  * returns the mean loss (and fills a->losses); without, it fills logits and
  * probs and returns 0. A routed model's balance loss is not in the returned
- * value: it goes to a->balance_loss. opt may be NULL (no dropout, no head dropout, all heads). */
+ * value: it goes to a->balance_loss. opt may be NULL (no dropout, no head
+ * dropout, all heads). */
 double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
                    int B, int T, const PassOptions *opt);
 /* Adds d(mean loss + route_balance balance_loss)/d(params) into g (laid out by

@@ -236,7 +236,8 @@ Test(route, layer_one_and_two_threads_give_identical_bits)
     for (int k = 0; k < 2; k++) {
         omp_set_num_threads(k + 1);
         float *din = malloc(NA * sizeof(float)), *ds = malloc(NH * sizeof(float));
-        float *dx = calloc((size_t)N * C, sizeof(float)), *dW = calloc((size_t)H * C, sizeof(float));
+        float *dx = calloc((size_t)N * C, sizeof(float));
+        float *dW = calloc((size_t)H * C, sizeof(float));
         float *db = calloc(H, sizeof(float));
         layer_obj(&c);
         memcpy(din, c.R, NA * sizeof(float));

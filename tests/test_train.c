@@ -27,7 +27,7 @@
 
 /* Value-taking flags; every one must show its default in --help. */
 static const char *const VALUE_FLAGS[] = {
-    "--data", "--out", "--log", "--resume", "--save-every", "--layers", "--heads", "--embd",
+    "--data", "--out", "--log", "--resume", "--save-every", "--layers", "--n-heads", "--embd",
     "--head-size", "--block", "--vocab", "--batch", "--steps", "--lr", "--min-lr", "--warmup", "--wd",
     "--clip", "--dropout", "--seed", "--val-frac", "--eval-every", "--eval-iters", "--threads",
     "--head-dropout", "--progress-every", "--pos-std", "--pos-decay",
@@ -81,7 +81,7 @@ Test(train, help_lists_every_flag_with_the_default_in_use)
                 e.data, e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     char *log = tu_read_text(e.log);
-    const char *pairs[][2] = {{"--layers", "layers"}, {"--heads", "heads"}, {"--embd", "embd"},
+    const char *pairs[][2] = {{"--layers", "layers"}, {"--n-heads", "heads"}, {"--embd", "embd"},
                               {"--block", "block"}, {"--batch", "batch"}, {"--lr", "lr"},
                               {"--min-lr", "min_lr"}, {"--warmup", "warmup"}, {"--wd", "wd"},
                               {"--clip", "clip"}, {"--dropout", "dropout"}, {"--seed", "seed"},

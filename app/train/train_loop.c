@@ -180,7 +180,7 @@ static void sync_state(Run *r, long step)
 {
     TrainState *ts = &r->ts;
     const Options *o = &r->o;
-    settings_store(o, ts); /* every STORED and STEP setting */
+    train_options_store(o, ts);
     ts->step = step;
     ts->adam_m = r->tr.adam_m;
     ts->adam_v = r->tr.adam_v;

@@ -28,7 +28,8 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } Trai
 /* Shorthands for a row's named fields. ARCH: a model dimension, which a resumed
  * run takes from the checkpoint's header; KEEP: a setting it takes from the
  * checkpoint's training state. A flag that contradicts either is a usage error. */
-#define ARCH .resume = FLAG_RESUME_AGREE, .resume_why = "the architecture comes from the checkpoint"
+#define ARCH                                                                                   \
+    .resume = FLAG_RESUME_AGREE, .resume_why = "the architecture comes from the checkpoint"
 #define KEEP                                                                                   \
     .resume = FLAG_RESUME_AGREE,                                                                  \
     .resume_why = "an exact resume continues the run as it was set up"

@@ -577,9 +577,10 @@ void run_train_loop(Run *r, long start)
         char gates[64] = "";
         if (r->tr.model.cfg.gates)
             snprintf(gates, sizeof gates, ",\"gate_penalty\":%.6f", s.gate_penalty);
-        run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f%s,\"lr\":%.6e,"
-                   "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, gates, lr,
-                   norm, dt * 1e3, tokens / dt);
+        if (done % o->log_every == 0 || done == o->steps)
+            run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f%s,\"lr\":%.6e,"
+                       "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, gates,
+                       lr, norm, dt * 1e3, tokens / dt);
         if (heads_due)
             log_heads(r, done);
         if (o->progress_every > 0 &&

@@ -58,6 +58,10 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } Trai
     X(LOG, log, const char *, .flag = "log", .type = FLAG_PATH, .meta = "FILE",                   \
       .section = SEC_FILES, .help = "JSON lines: settings, each step, each eval, summary",        \
       .more = "(appended to on --resume)", .def_text = "none")                                    \
+    X(LOG_EVERY, log_every, long, .flag = "log-every", .type = FLAG_LONG, .def = 1, .lo = 1,      \
+      .hi = LIMIT_STEPS_MAX, .meta = "N", .section = SEC_FILES,                                   \
+      .help = "write a step record to --log every N steps",                                      \
+      .more = "(and at the last step; evaluations and head metrics as before)")                 \
     X(RESUME, resume, const char *, .flag = "resume", .type = FLAG_PATH, .meta = "CKPT",          \
       .section = SEC_FILES, .help = "continue a run exactly from its checkpoint",                 \
       .more = "and into it, unless --out names another file", .def_text = "start fresh")          \

@@ -394,7 +394,7 @@ static int dump_val(Run *r, const unsigned char *given)
 }
 
 /* --heads-every on the built-in corpus also logs its planted relations: the
- * train split's, found by planted_find, and room for one batch's keys. */
+ * train split's, found by planted_find, and where a batch's windows start. */
 static void alloc_planted(Run *r)
 {
     char err[300];
@@ -405,15 +405,8 @@ static void alloc_planted(Run *r)
         cli_fail("%s", err);
     if (!r->loop.planted.builtin)
         return;
-    size_t bt = (size_t)r->o.batch * r->o.block;
     r->loop.heads_starts = malloc((size_t)r->o.batch * sizeof *r->loop.heads_starts);
-    int ok = r->loop.heads_starts != NULL;
-    for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++) {
-        r->loop.planted_key[q] = malloc(bt * sizeof(int));
-        r->loop.planted_first[q] = malloc(bt * sizeof(int));
-        ok = ok && r->loop.planted_key[q] && r->loop.planted_first[q];
-    }
-    if (!ok)
+    if (!r->loop.heads_starts)
         cli_fail("out of memory for the planted relations");
 }
 
@@ -434,12 +427,10 @@ static void alloc_buffers(Run *r)
     if (!r->loop.inputs || !r->loop.targets)
         cli_fail("out of memory for batches");
     if (r->o.heads_every) {
-        r->loop.head_metrics = malloc((size_t)r->tr.model.cfg.L * r->tr.model.cfg.H * HEADS_QUICK_COUNT *
-                                 sizeof(float));
         r->loop.token_counts = malloc((size_t)r->tr.model.cfg.V * sizeof *r->loop.token_counts);
-        size_t n = (size_t)r->tr.model.cfg.L * r->tr.model.cfg.H;
-        r->loop.heads_jsd = malloc(n * n * sizeof(double));
-        if (!r->loop.head_metrics || !r->loop.token_counts || !r->loop.heads_jsd)
+        if (!r->loop.token_counts ||
+            heads_measure_init(&r->loop.heads, r->tr.model.cfg.L, r->tr.model.cfg.H, 0, 0, err,
+                               sizeof err))
             cli_fail("out of memory for head metrics");
         heads_token_counts(r->loop.token_counts, r->corpus.ids, r->corpus.ntrain, r->tr.model.cfg.V);
         alloc_planted(r);
@@ -740,15 +731,10 @@ int main(int argc, char **argv)
     free(r->loop.mb_in);
     free(r->loop.mb_tg);
     free(r->loop.acc);
-    free(r->loop.head_metrics);
-    free(r->loop.heads_jsd);
+    heads_measure_free(&r->loop.heads);
     free(r->loop.token_counts);
     planted_free(&r->loop.planted);
     free(r->loop.heads_starts);
-    for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++) {
-        free(r->loop.planted_key[q]);
-        free(r->loop.planted_first[q]);
-    }
     trainer_free(&r->tr);
     corpus_free(&r->corpus);
     textfile_free(&r->file);

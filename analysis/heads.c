@@ -85,7 +85,7 @@ static void add_window_rows(HeadSums *s, const float *att, const unsigned char *
 {
     for (int i = heads_skip(T); i < T; i++) {
         const float *row = att + (size_t)i * T;
-        double ent = 0.0, mx = 0.0, dist = 0.0, dl = 0.0;
+        double ent = 0.0, mx = 0.0, dist = 0.0, dl = 0.0, loc = 0.0;
         for (int j = 0; j <= i; j++) {
             double p = row[j];
             if (p > 0.0)
@@ -95,6 +95,8 @@ static void add_window_rows(HeadSums *s, const float *att, const unsigned char *
             dist += p * (double)(i - j);
             if (delim && delim[j])
                 dl += p;
+            if (j >= i - 3)
+                loc += p;
         }
         s->entropy += ent / log((double)(i + 1));
         s->confidence += mx;
@@ -103,6 +105,7 @@ static void add_window_rows(HeadSums *s, const float *att, const unsigned char *
         s->self += row[i];
         s->first += row[0];
         s->delim += dl;
+        s->local3 += loc;
         s->rows += 1.0;
         if (match && match[i] >= 0) {
             s->repeat += row[match[i]];

@@ -39,6 +39,8 @@
       "mean weight on the first token of the window", 3, 3)                                       \
     X(delim, rows, "mean weight on whitespace and punctuation keys", " delim", " %5.2f", 0,       \
       "mean weight on whitespace and punctuation keys", 6, 0)                                     \
+    X(local3, rows, "mean weight on the token itself and the 3 before it", "  loc3", " %5.2f", 0, \
+      "mean weight on the token itself and the 3 before it", 0, 0)                               \
     X(repeat, repeat_rows,                                                                        \
       "mean weight on the token after the last earlier occurrence of the two tokens ending at "   \
       "the row", NULL, NULL, 0, NULL, 7, 5)                                                       \

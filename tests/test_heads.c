@@ -119,6 +119,27 @@ Test(heads, uniform_rows_have_normalised_entropy_one)
     free(f.buf);
 }
 
+Test(heads, local3_is_the_weight_on_the_token_and_the_three_before)
+{
+    /* Rows 4..15 (skip = 16/4). A previous-token head keeps all its weight within
+     * three tokens, a first-position head none of it (its key is 4 or more back);
+     * a uniform head puts 4 of its i + 1 equal weights there. */
+    int pats[] = {PAT_PREV, PAT_SINK, PAT_UNIFORM};
+    FakeActs f;
+    fake_init(&f, 1, 3, 1, T16, pats, 0);
+    HeadSums sums[3] = {{0}};
+    HeadStats st[3];
+    heads_add_rows(sums, &f.a, NULL, NULL, 1, T16);
+    heads_finish(st, sums, 3);
+    double want = 0.0;
+    for (int i = 4; i < T16; i++)
+        want += 4.0 / (i + 1);
+    cr_assert_float_eq(st[0].local3, 1.0, 1e-12);
+    cr_assert_float_eq(st[1].local3, 0.0, 1e-12);
+    cr_assert_float_eq(st[2].local3, want / 12, 1e-6, "local3 %.9f", st[2].local3);
+    free(f.buf);
+}
+
 Test(heads, first_position_sink_scores_one)
 {
     int pats[] = {PAT_SINK};

@@ -69,20 +69,37 @@ void bf16_weight_part(Bf16Weight *c, int part, int *o0, int *o1)
 }
 
 /* FLOATS: row o swapped into fwd, into row o ^ 1 of bwd, its keys into row_exp[o] and
- * the block's column minima ck. */
-static void row_floats(Bf16Weight *c, const float *w, int o, uint32_t *ck)
+ * the block's column minima ck; a pair of k at a time (a loop that vectorises, as
+ * bf16_emul.c's roundings). */
+static void row_floats(Bf16Weight *c, const float *restrict w, int o, uint32_t *restrict ck)
 {
     int IC = c->IC, K2 = 2 * bf16_pairs(IC);
-    uint32_t *f = c->fwd + (size_t)o * K2, *b = c->bwd + (size_t)(o ^ 1) * IC;
+    uint32_t *restrict f = c->fwd + (size_t)o * K2;
+    uint32_t *restrict b = c->bwd + (size_t)(o ^ 1) * IC;
     uint32_t kmin = UINT32_MAX;
-    for (int i = 0; i < IC; i++) {
+    for (int p = 0; p < IC / 2; p++) {
+        uint32_t u0, u1;
+        memcpy(&u0, w + 2 * p, sizeof u0);
+        memcpy(&u1, w + 2 * p + 1, sizeof u1);
+        uint32_t h0 = bf16_round_bits(u0), h1 = bf16_round_bits(u1);
+        f[2 * p] = h1 << 16;
+        f[2 * p + 1] = h0 << 16;
+        b[2 * p] = h0 << 16;
+        b[2 * p + 1] = h1 << 16;
+        uint32_t k0 = bf16_emul_key(h0), k1 = bf16_emul_key(h1);
+        kmin = k0 < kmin ? k0 : kmin;
+        kmin = k1 < kmin ? k1 : kmin;
+        ck[2 * p] = k0 < ck[2 * p] ? k0 : ck[2 * p];
+        ck[2 * p + 1] = k1 < ck[2 * p + 1] ? k1 : ck[2 * p + 1];
+    }
+    if (IC % 2) {                       /* the last k, after the padding +0 */
         uint32_t u;
-        memcpy(&u, w + i, sizeof u);
-        uint32_t r = bf16_round_bits(u), k = bf16_emul_key(r);
-        f[i ^ 1] = r << 16;
-        b[i] = r << 16;
+        memcpy(&u, w + IC - 1, sizeof u);
+        uint32_t h = bf16_round_bits(u), k = bf16_emul_key(h);
+        f[IC] = h << 16;
+        b[IC - 1] = h << 16;
         kmin = k < kmin ? k : kmin;
-        ck[i] = k < ck[i] ? k : ck[i];
+        ck[IC - 1] = k < ck[IC - 1] ? k : ck[IC - 1];
     }
     c->row_exp[o] = bf16_emul_exp(kmin);
 }

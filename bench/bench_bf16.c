@@ -5,7 +5,8 @@
  * Build (from the repository root, after `make`, which builds the library):
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
  *       bench/bench_bf16.c build/libheadcount.a -lm -o build/bench_bf16
- * Run: build/bench_bf16 [--rows N] [--reps R] [--threads T] [--say]
+ * Run: build/bench_bf16 [--rows N] [--reps R] [--threads T] [--passes-reps R]
+ *                        [--only-passes] [--say]
  * It first says which code runs the bf16 products (--say: only that): the instruction,
  * or the emulation (HEADCOUNT_BF16=emulate picks it where the build has the
  * instruction).
@@ -13,7 +14,10 @@
  * Time is the calling thread's CPU time at --threads 1 (the default; on a loaded
  * host it moves less than wall time), wall time otherwise. "fwd" counts 2*N*IC*OC
  * flops, "bwd" (din and dW) 4*N*IC*OC; each figure is the median of R calls after
- * one warm-up. It only reports: nothing here asserts on a time. */
+ * one warm-up. A second table times W's roundings (kernels/bf16_weight.h): in the
+ * layers, in AdamW's update and as a pass of their own (weight_passes, median of
+ * --passes-reps calls, default 31; --only-passes prints only it). It only reports:
+ * nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"

@@ -218,10 +218,10 @@ static void expect_same(const float *got, const float *want, size_t n, const cha
 static void layer_case(Rng *rng, int N, int IC, int OC, int rare, Bf16CopyKind kind,
                        Bf16Path path)
 {
-    float *in = values(rng, (size_t)N * IC, 1.0f, rare), *W = values(rng, (size_t)OC * IC, 0.05f, rare);
-    float *bias = values(rng, (size_t)OC, 0.1f, 0), *dout = values(rng, (size_t)N * OC, 0.01f, rare);
-    float *dg = values(rng, (size_t)N * IC, 1.0f, 0), *dW0 = values(rng, (size_t)OC * IC, 0.01f, 0);
     size_t no = (size_t)N * OC, ni = (size_t)N * IC, nw = (size_t)OC * IC;
+    float *in = values(rng, ni, 1.0f, rare), *W = values(rng, nw, 0.05f, rare);
+    float *bias = values(rng, (size_t)OC, 0.1f, 0), *dout = values(rng, no, 0.01f, rare);
+    float *dg = values(rng, ni, 1.0f, 0), *dW0 = values(rng, nw, 0.01f, 0);
     float *out[2], *gd[2], *din[2], *dW[2];
     for (int r = 0; r < 2; r++) {
         out[r] = malloc(no * 4), gd[r] = malloc(no * 4), din[r] = malloc(ni * 4);

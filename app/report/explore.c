@@ -375,6 +375,10 @@ int explore_write_html(FILE *f, const Explore *e, char *err, size_t errlen)
     fputs("const DATA = ", f);
     write_data(f, e);
     fputs(";", f);
+    if (e->gold) {
+        fputc('\n', f);
+        fputs(explore_gold, f);
+    }
     fputs(mark + strlen(DATA_MARKER), f);
     return 0;
 }

@@ -103,6 +103,11 @@ typedef struct {
  * DATA object, then the rest. Defined in the generated explore_page.c. */
 extern const char explore_page[];
 
+/* The gold-dependency view (explore_gold.js), written after the DATA object
+ * only when Explore.gold is set, so that other pages stay as they were.
+ * Defined in the generated explore_gold.c. */
+extern const char explore_gold[];
+
 /* Writes the page to f (the caller checks the writes and commits the file);
  * -1 only when the built-in page is broken. */
 int explore_write_html(FILE *f, const Explore *e, char *err, size_t errlen);

@@ -87,7 +87,9 @@ window.addEventListener("load", function goldView() {
     const layer = document.getElementById("layer");
     layer.value = String(Math.floor(headIndex(p.best_head) / H));
     layer.dispatchEvent(new Event("change"));
-    toks[p.query].dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    /* A click on a token pins it, or unpins it when it is pinned already. */
+    if (!toks[p.query].classList.contains("pinned"))
+      toks[p.query].dispatchEvent(new MouseEvent("click", { bubbles: true }));
     const order = p.attention.map((a, k) => [a, k]).sort((x, y) => y[0] - x[0] || x[1] - y[1]);
     detail.textContent = p.relation + " (" + p.direction + "), " + p.dependent + " \u2192 " +
       p.head + ": every head's attention on the key: " +

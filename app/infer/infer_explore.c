@@ -16,6 +16,7 @@
 #include "app/report/explore.h"
 #include "app/common/fileguard.h"
 #include "app/infer/infer_modes.h"
+#include "app/infer/infer_gold.h"
 #include "analysis/planted.h"
 #include "app/infer/rare_counts.h"
 #include "analysis/heads_measure.h"
@@ -271,5 +272,22 @@ int infer_compare(const InferOptions *o, const Model *m, const Tokenizer *tok,
     for (int k = 0; k < n; k++)
         explore_model_free(&x[k]);
     free(x);
+    return 0;
+}
+
+int infer_explore_tree(const InferOptions *o, const Model *m, const Tokenizer *tok)
+{
+    GoldTree g;
+    gold_tree_read(&g, o->text_file, o->sentence, tok, m->cfg.T);
+    char source[4200];
+    snprintf(source, sizeof source, "%s, sentence %ld", o->text_file, o->sentence);
+    ExploreModel x;
+    explore_model_init(&x, o, o->ckpt.path[0], m, tok, g.bytes, g.nbytes, source, 0, "");
+    gold_tree_attach(&g, &x.e);
+    write_outputs(o, &x.e);
+    fprintf(stderr, "infer: explorer for %s (%d token(s), %zu gold dependencies) written to %s\n",
+            source, x.e.T, g.g.npair, o->explore);
+    explore_model_free(&x);
+    gold_tree_free(&g);
     return 0;
 }

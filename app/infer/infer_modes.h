@@ -113,6 +113,11 @@ typedef enum {
     X(TEXT_FILE, text_file, const char *, .flag = "text-file", .type = FLAG_PATH,              \
       .meta = "FILE", .modes = MODE_EXPLORE, .section = FSEC_EXPLORER,                         \
       .help = "read it from FILE ('-': standard input)")                                       \
+    X(SENTENCE, sentence, long, .flag = "sentence", .type = FLAG_LONG, .def = 1, .lo = 1,      \
+      .hi = 100000000, .show_def = 1, .meta = "N", .modes = MODE_EXPLORE,                      \
+      .section = FSEC_EXPLORER,                                                                \
+      .help = "with a CoNLL-U --text-file (.conllu): its sentence to explore,\n"                \
+              "1 the first; its gold dependencies are marked (docs/explorer.md)")              \
     X(EXPLORE_JSON, explore_json, const char *, .flag = "explore-json", .type = FLAG_PATH,     \
       .meta = "F", .modes = MODE_EXPLORE, .section = FSEC_EXPLORER,                            \
       .help = "also write the attention weights at full precision")                            \
@@ -194,6 +199,10 @@ void infer_heads_legend(FILE *f, const char *indent);
  * of it, or the last when from_end (a sample). source names the text. */
 int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
                   const unsigned char *bytes, size_t nbytes, const char *source, int from_end);
+/* The explorer page of one sentence of the CoNLL-U file o->text_file (the
+ * o->sentence'th) with its gold dependencies marked (infer_explore.c,
+ * infer_gold.c); a bad tree or a sentence over the context fails (exit 1). */
+int infer_explore_tree(const InferOptions *o, const Model *m, const Tokenizer *tok);
 /* The compare page: the first block of the text through each of the o->ckpt.n
  * models m[k] (tokenised by tok[k], trained as state[k] says, NULL for none). */
 int infer_compare(const InferOptions *o, const Model *m, const Tokenizer *tok,

@@ -244,7 +244,8 @@ done:
  * and at every relation's rows into route. */
 static int relation_pass(HeadSums *sums, RelationSums *rsums, PairSums *ps, CompromiseSums *cs,
                          RouteSums *route, const HeadsMeasured *r, const HeadsMeasureIn *in,
-                         Activations *a, int nwin, const unsigned char *head_on, char *err, size_t errlen)
+                         Activations *a, int nwin, const unsigned char *head_on, char *err,
+                         size_t errlen)
 {
     int T = in->text_T, Bcap = (int)a->B, rc = 0;
     size_t NB = (size_t)Bcap * T;

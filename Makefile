@@ -124,7 +124,9 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/common/fileguard.o $(BUILD)/app/com
              $(BUILD)/app/common/cli.o $(BUILD)/app/train/dist.o $(BUILD)/app/train/train_options.o \
              $(BUILD)/app/infer/rare_counts.o $(BUILD)/app/report/report.o \
              $(BUILD)/app/report/report_page.o $(BUILD)/app/report/report_files.o \
-             $(BUILD)/app/report/report_dir.o $(BUILD)/libheadcount.a
+             $(BUILD)/app/report/report_dir.o $(BUILD)/app/report/report_route.o \
+             $(BUILD)/app/report/explore.o $(BUILD)/app/report/explore_page.o \
+             $(BUILD)/app/report/compare_page.o $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root (first the include-direction check of

@@ -185,7 +185,7 @@ static void explore_model_init(ExploreModel *x, const InferOptions *o, const cha
     int Tl = nids - 1 < (size_t)T ? (int)(nids - 1) : T;
     HeadsMeasureIn hm = {
         .what = HEADS_ROWS | HEADS_PROBE | HEADS_WINDOW_RELATIONS |
-                (nids >= 2 ? HEADS_IMPORTANCE | HEADS_CAUSAL : 0) | HEADS_DERIVE,
+                (nids >= 2 ? HEADS_IMPORTANCE | HEADS_CAUSAL : 0) | HEADS_DERIVE | HEADS_ROUTING,
         .m = m, .tok = tok, .head_on = o->head_on, .w = &x->w, .probe_batch = 1,
         .ids = shown, .nids = nids, .at = base, .text_T = Tl, .causal_windows = 1,
         .loss_text = 1, .unmeasured_nan = 1, .planted = &x->rk.planted,
@@ -205,6 +205,7 @@ static void explore_model_init(ExploreModel *x, const InferOptions *o, const cha
     for (int q = 0; q < HEADS_REL_COUNT; q++)
         x->hm.rel[q].loss = e->causal ? x->hm.base.rel_loss[q] : NAN;
     e->rel = x->hm.rel;
+    e->routed = x->hm.route.K > 0 ? x->hm.route_text : NULL;
     if (e->scored_rows < 32)
         fprintf(stderr, "infer: note: %sthe head scores rest on %d query row(s) of this text; "
                 "they are rough below a few dozen (the probe scores are not affected)\n", who,

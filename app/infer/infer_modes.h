@@ -13,6 +13,7 @@
 
 #include "app/common/flags.h"
 #include "analysis/deps.h"
+#include "analysis/heads_route.h"
 #include "data/conllu.h"
 #include "data/corpus.h"
 #include "kernels/bf16.h"
@@ -192,6 +193,9 @@ typedef struct {
 void infer_deps_measure(DepsRun *run, const InferOptions *o, const Model *m, const Tokenizer *tok);
 void infer_deps_print(const DepsRun *run, const char *path, int H);
 void infer_deps_free(DepsRun *run);
+/* --heads' routing section for a routed model (infer_route.c); nothing when
+ * g->K is 0. planted: the planted relations were measured. */
+void infer_route_print(const HeadsRouting *g, int planted);
 /* The --heads tables' columns, one line each (name, legend), after indent: what
  * --help lists; each table prints its own under it. */
 void infer_heads_legend(FILE *f, const char *indent);

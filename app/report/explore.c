@@ -323,6 +323,31 @@ static const char *const EXAMPLES[] = {
 };
 
 /* The DATA object: settings, tokens, quantised attention, head scores. */
+/* A routed model's choices: "routed":[L][T][the heads token t's router chose],
+ * with a newline; nothing for a plain model. */
+static void write_routed(FILE *f, const Explore *e)
+{
+    if (!e->routed)
+        return;
+    int L = e->cfg.L, H = e->cfg.H, T = e->T;
+    fputs("\"routed\":[", f);
+    for (int l = 0; l < L; l++) {
+        fputs(l ? ",\n[" : "\n[", f);
+        for (int t = 0; t < T; t++) {
+            fputs(t ? ",[" : "[", f);
+            const char *sep = "";
+            for (int h = 0; h < H; h++)
+                if (e->routed[((size_t)l * T + t) * H + h]) {
+                    fprintf(f, "%s%d", sep, h);
+                    sep = ",";
+                }
+            fputc(']', f);
+        }
+        fputc(']', f);
+    }
+    fputs("],\n", f);
+}
+
 static void write_data(FILE *f, const Explore *e)
 {
     int L = e->cfg.L, H = e->cfg.H, T = e->T;
@@ -362,6 +387,7 @@ static void write_data(FILE *f, const Explore *e)
         json_fput_string(f, EXAMPLES[k]);
     }
     fputs("],\n", f);
+    write_routed(f, e);
     write_heads(f, e);
     fputs("}", f);
 }
@@ -414,6 +440,7 @@ void explore_write_json(FILE *f, const Explore *e)
     write_relations(f, e);
     write_clearest_and_sentences(f, e);
     write_gold(f, e);
+    write_routed(f, e);
     write_heads(f, e);
     fputs(",\n\"attention\":[", f);
     for (int l = 0; l < L; l++) {

@@ -97,6 +97,9 @@ typedef struct {
     const float *log_alpha;       /* [L*H]: the head gates' log_alpha (model/gates.h), whose
                                      evaluation gate each head carries; NULL without gates */
     const ExploreGold *gold;      /* the sentence's gold dependencies; NULL: not a treebank */
+    const unsigned char *routed;  /* [L][T][H]: a routed model's choices, 1 where token t's
+                                     router chose head h; NULL for a plain model (written
+                                     as "routed" only when set) */
 } Explore;
 
 /* The page (explore_page.html), split at its data marker: prefix, then the
@@ -126,10 +129,10 @@ int explore_write_compare(FILE *f, const Explore *const *es, int n, char *err, s
 #define EXPLORE_LABEL_MAX 1024
 
 /* Writes {L, H, T, "tokens", "ids", "pieces", "heads", "builtin_corpus",
- * "relation_keys", "attention":[L][H][T][i+1] floats}, and "gold" on a
- * treebank sentence (docs/explorer.md) to f: tokens[t] is token t's byte for a byte-level
- * vocabulary, the array of its bytes for a byte-pair one; pieces[t] its label
- * (tok_label). */
+ * "relation_keys", a routed model's "routed", "attention":[L][H][T][i+1] floats},
+ * and "gold" on a treebank sentence (docs/explorer.md) to f: tokens[t] is token
+ * t's byte for a byte-level vocabulary, the array of its bytes for a byte-pair
+ * one; pieces[t] its label (tok_label). */
 void explore_write_json(FILE *f, const Explore *e);
 
 #endif

@@ -126,7 +126,8 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/common/fileguard.o $(BUILD)/app/com
              $(BUILD)/app/report/report_page.o $(BUILD)/app/report/report_files.o \
              $(BUILD)/app/report/report_dir.o $(BUILD)/app/report/report_route.o \
              $(BUILD)/app/report/explore.o $(BUILD)/app/report/explore_page.o \
-             $(BUILD)/app/report/compare_page.o $(BUILD)/libheadcount.a
+             $(BUILD)/app/report/compare_page.o $(BUILD)/app/report/explore_gold.o \
+             $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root (first the include-direction check of

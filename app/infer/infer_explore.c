@@ -15,7 +15,7 @@
 #include "app/common/cli.h"
 #include "app/report/explore.h"
 #include "app/common/fileguard.h"
-#include "app/infer/infer.h"
+#include "app/infer/infer_modes.h"
 #include "analysis/planted.h"
 #include "app/infer/rare_counts.h"
 #include "analysis/heads.h"

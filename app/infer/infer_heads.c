@@ -10,7 +10,7 @@
 
 #include "app/common/cli.h"
 #include "data/corpus.h"
-#include "app/infer/infer.h"
+#include "app/infer/infer_modes.h"
 #include "analysis/compromise.h"
 #include "analysis/heads.h"
 #include "app/common/fileguard.h"

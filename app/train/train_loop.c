@@ -180,7 +180,7 @@ static void sync_state(Run *r, long step)
 {
     TrainState *ts = &r->ts;
     const Options *o = &r->o;
-    settings_store(o, ts); /* every STORED and STEP setting */
+    train_options_store(o, ts);
     ts->step = step;
     ts->adam_m = r->tr.adam_m;
     ts->adam_v = r->tr.adam_v;
@@ -577,9 +577,10 @@ void run_train_loop(Run *r, long start)
         char gates[64] = "";
         if (r->tr.model.cfg.gates)
             snprintf(gates, sizeof gates, ",\"gate_penalty\":%.6f", s.gate_penalty);
-        run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f%s,\"lr\":%.6e,"
-                   "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, gates, lr,
-                   norm, dt * 1e3, tokens / dt);
+        if (done % o->log_every == 0 || done == o->steps)
+            run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f%s,\"lr\":%.6e,"
+                       "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, gates,
+                       lr, norm, dt * 1e3, tokens / dt);
         if (heads_due)
             log_heads(r, done);
         if (o->progress_every > 0 &&

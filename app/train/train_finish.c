@@ -107,15 +107,10 @@ void run_free(Run *r, Tokenizer *tok)
     free(r->loop.mb_in);
     free(r->loop.mb_tg);
     free(r->loop.acc);
-    free(r->loop.head_metrics);
-    free(r->loop.heads_jsd);
+    heads_measure_free(&r->loop.heads);
     free(r->loop.token_counts);
     planted_free(&r->loop.planted);
     free(r->loop.heads_starts);
-    for (int q = HEADS_REL_TEXT; q < HEADS_REL_COUNT; q++) {
-        free(r->loop.planted_key[q]);
-        free(r->loop.planted_first[q]);
-    }
     trainer_free(&r->tr);
     corpus_free(&r->corpus);
     textfile_free(&r->file);

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "analysis/heads.h"
+#include "analysis/heads_measure.h"
 #include "app/train/train_options.h"
 #include "data/corpus.h"
 #include "app/train/dist.h"
@@ -54,14 +54,11 @@ typedef struct {
     long micro;             /* micro-batches per step, all ranks together: accum x size */
     float *acc;             /* [P] the step's summed gradient when micro > 1 */
     int *mb_in, *mb_tg;     /* [B*T] batches of other ranks' micro-batches, drawn and dropped */
-    float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
-    double *heads_jsd;      /* [L*H][L*H] for --heads-every: mean JSD of each pair of heads */
+    HeadsMeasured heads;    /* --heads-every: the step's head metrics, mean JSD of each pair
+                             * of heads, relations and their minimal pairs (planted ones) */
     uint64_t *token_counts; /* [V]: each token's count in the train split, for --heads-every */
-    HeadsRelation heads_rel[HEADS_REL_COUNT]; /* --heads-every: the step's relations */
-    PairScore heads_pairs[PAIRS_SETS];        /* and their minimal pairs (planted relations) */
     Planted planted;        /* --heads-every on the built-in corpus: its relations in the train split */
     size_t *heads_starts;   /* [B] where the measured batch's windows start, with planted relations */
-    int *planted_key[HEADS_REL_COUNT], *planted_first[HEADS_REL_COUNT]; /* [B*T] per planted q */
     char heads_err[300];    /* why this step's head metrics failed; "" when they did not */
 } RunLoop;
 

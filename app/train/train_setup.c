@@ -309,7 +309,7 @@ int run_dump_val(Run *r, const unsigned char *given)
 }
 
 /* --heads-every on the built-in corpus also logs its planted relations: the
- * train split's, found by planted_find, and room for one batch's keys. */
+ * train split's, found by planted_find, and where a batch's windows start. */
 static void alloc_planted(Run *r)
 {
     char err[300];
@@ -320,15 +320,8 @@ static void alloc_planted(Run *r)
         cli_fail("%s", err);
     if (!r->loop.planted.builtin)
         return;
-    size_t bt = (size_t)r->o.batch * r->o.block;
     r->loop.heads_starts = malloc((size_t)r->o.batch * sizeof *r->loop.heads_starts);
-    int ok = r->loop.heads_starts != NULL;
-    for (int q = HEADS_REL_TEXT; q < HEADS_REL_COUNT; q++) {
-        r->loop.planted_key[q] = malloc(bt * sizeof(int));
-        r->loop.planted_first[q] = malloc(bt * sizeof(int));
-        ok = ok && r->loop.planted_key[q] && r->loop.planted_first[q];
-    }
-    if (!ok)
+    if (!r->loop.heads_starts)
         cli_fail("out of memory for the planted relations");
 }
 
@@ -349,12 +342,10 @@ void run_alloc_buffers(Run *r)
     if (!r->loop.inputs || !r->loop.targets)
         cli_fail("out of memory for batches");
     if (r->o.heads_every) {
-        r->loop.head_metrics = malloc((size_t)r->tr.model.cfg.L * r->tr.model.cfg.H * HEADS_QUICK_COUNT *
-                                 sizeof(float));
         r->loop.token_counts = malloc((size_t)r->tr.model.cfg.V * sizeof *r->loop.token_counts);
-        size_t n = (size_t)r->tr.model.cfg.L * r->tr.model.cfg.H;
-        r->loop.heads_jsd = malloc(n * n * sizeof(double));
-        if (!r->loop.head_metrics || !r->loop.token_counts || !r->loop.heads_jsd)
+        if (!r->loop.token_counts ||
+            heads_measure_init(&r->loop.heads, r->tr.model.cfg.L, r->tr.model.cfg.H, 0, 0, err,
+                               sizeof err))
             cli_fail("out of memory for head metrics");
         heads_token_counts(r->loop.token_counts, r->corpus.ids, r->corpus.ntrain, r->tr.model.cfg.V);
         alloc_planted(r);

@@ -123,7 +123,8 @@ Test(headcount_py, loss_equals_infer_eval_with_head_routing)
     char *b;
     int rc = tu_run(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount; "
                     "m = headcount.load('%s'); m.cfg.route_k = 0; "
-                    "print('eval loss %%.6f' %% headcount.evaluate(m, open('%s', 'rb').read())[0])\"",
+                    "print('eval loss %%.6f' %% "
+                    "headcount.evaluate(m, open('%s', 'rb').read())[0])\"",
                     e.ckpt, e.data);
     cr_assert_eq(rc, 0, "%s", b);
     char *a;

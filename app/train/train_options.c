@@ -372,6 +372,14 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
     if (o->head_routing && o->head_gates > 0)
         cli_usage_error("--head-routing %ld and --head-gates %g both choose which heads a token "
                         "uses; give one", o->head_routing, o->head_gates);
+    /* The model's rules (config_validate) on a fresh run's flags before any work, so
+     * that --head-routing above --n-heads stops here; the vocabulary is known only
+     * once the text is read (1 stands in: the real one is checked then, as is a
+     * head count that does not divide the width). */
+    Config early = train_options_config(o, 1);
+    char why[200];
+    if (!o->resume && early.D && config_validate(&early, why, sizeof why))
+        cli_usage_error("%s", why);
     if (!o->resume)
         require_log_for_heads(o);
     cap_steps_for_tests(o);

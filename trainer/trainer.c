@@ -116,7 +116,8 @@ double trainer_micro(Trainer *t, const int *inputs, const int *targets, long i)
     PassOptions po = {.dropout = t->hp.dropout,
                       .dropout_key = rng_hash(t->hp.seed, RNG_STREAM_DROPOUT, n),
                       .head_dropout = t->hp.head_dropout,
-                      .gate_noise = 1};
+                      .gate_noise = 1,
+                      .route_balance = t->hp.route_balance};
     double loss = gpt_forward(&t->model, &t->acts, inputs, targets, B, T, &po);
     grads_zero(&t->grads);
     gpt_backward(&t->model, &t->grads, &t->acts, inputs, targets, B, T, &po);

@@ -30,6 +30,7 @@
 typedef struct TrainHyper {
     long steps, warmup;
     float lr, min_lr, clip, dropout, head_dropout, head_gates;
+    float route_balance; /* the routers' balance loss coefficient (0 without routing) */
     uint64_t seed;
     long micro;         /* micro-batches per step in all (accumulation x ranks), >= 1 */
     AdamW adam;         /* the optimizer's settings: beta1, beta2, eps, weight decay */

@@ -94,3 +94,64 @@ Test(train, print_settings_shows_head_routing)
     cr_assert(strstr(out, "\"routing_balance\":0.01"), "%s", out);
     free(out);
 }
+
+/* ./infer --heads --json on a model trained with --head-routing: the "routing"
+ * object names K, and each layer's heads' shares (the share of the layer's tokens
+ * whose router chose the head) add up to K, since every token picks K heads; with
+ * K = 1 the one chosen head's route weight is exactly 1. A plain model has no
+ * "routing" key. */
+static void expect_routing_json(const Env *e, int layers, int heads, int k)
+{
+    char *out;
+    int rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --json --windows 4 --threads 1 "
+                    "2>/dev/null", tu_bin(), e->out, e->data);
+    cr_assert_eq(rc, 0, "%s", out);
+    const char *r = strstr(out, "\"routing\":{\"k\":");
+    cr_assert_not_null(r, "no routing object: %.300s", out);
+    cr_assert_eq(atoi(r + strlen("\"routing\":{\"k\":")), k);
+    for (int l = 0; l < layers; l++) {
+        double sum = 0;
+        for (int h = 0; h < heads; h++) {
+            char key[64];
+            snprintf(key, sizeof key, "\"L%dH%d\":{\"share\":", l, h);
+            const char *p = strstr(r, key);
+            cr_assert_not_null(p, "%s missing", key);
+            double share, weight;
+            int got = sscanf(p + strlen(key), "%lf,\"weight\":%lf", &share, &weight);
+            cr_assert_eq(got, 2, "%.80s", p);
+            cr_assert(share >= 0 && share <= 1, "%s share %g", key, share);
+            if (k == 1 && share > 0)
+                cr_assert(weight == 1.0, "%s: K = 1 weight %.9g, expected exactly 1", key, weight);
+            sum += share;
+        }
+        /* shares are printed to 6 places */
+        cr_assert(sum > k - 1e-5 * heads && sum < k + 1e-5 * heads,
+                  "layer %d: shares add to %.7f, not %d", l, sum, k);
+    }
+    free(out);
+}
+
+Test(train, a_routed_models_heads_json_reports_shares_that_add_up_to_k)
+{
+    Env e;
+    env_init(&e, "route-heads");
+    char *out;
+    for (int k = 1; k <= 2; k++) {
+        int rc = tu_run(&out, "%s/train --data %s --out %s " TINY " --layers 2 --heads 4 "
+                        "--head-routing %d --steps 6 --eval-every 0 --save-every 0 "
+                        "--progress-every 0",
+                        tu_bin(), e.data, e.out, k);
+        cr_assert_eq(rc, 0, "%s", out);
+        free(out);
+        expect_routing_json(&e, 2, 4, k);
+    }
+    int rc = tu_run(&out, "%s/train --data %s --out %s " TINY " --steps 3 --eval-every 0 "
+                    "--save-every 0 --progress-every 0", tu_bin(), e.data, e.out);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = tu_run(&out, "%s/infer --ckpt %s --heads %s --json --windows 4 --threads 1 2>/dev/null",
+                tu_bin(), e.out, e.data);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_null(strstr(out, "\"routing\""), "a plain model reports routing");
+    free(out);
+}

@@ -210,7 +210,8 @@ def table_keys(md, arm_title):
     part = md.split(SECTION, 1)[1] if SECTION in md else ""
     if "**%s**" % arm_title not in part:
         return None
-    part = part.split("**%s**" % arm_title, 1)[1].split(TABLE, 1)
+    # the arm's own part: up to the next arm's title
+    part = part.split("**%s**" % arm_title, 1)[1].split("\n**", 1)[0].split(TABLE, 1)
     if len(part) < 2:
         return None
     rows = []

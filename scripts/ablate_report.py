@@ -307,7 +307,8 @@ def table_rows(sweep, runs, part="plain"):
                "threads": run["log"].settings.get("threads"), "relations": s.get(
                    "relations") or {}, "head_rows": run["heads"],
                "heads_report": "runs/%s/heads/index.html" % name, "gate": run.get("gate", 0),
-               "route": run.get("route", 0), "plain": run.get("plain"), "prune_curve": s.get("prune_curve")}
+               "route": run.get("route", 0), "plain": run.get("plain"),
+               "prune_curve": s.get("prune_curve")}
         for k in SUMMARY:
             row[k if k in COLUMNS else "heads_" + k] = s.get(k)
         # the compromise measure's mean overlap (docs/heads.md); none in older reports

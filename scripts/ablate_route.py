@@ -98,15 +98,16 @@ def table(g, arm, names):
 
 
 def difference(cs, which):
-    """The routed minus the plain model's bits per byte over the seeds where both
-    finished, in words; "" where there is no such seed."""
+    """The routed minus the plain model's bits per byte, the mean of the per-seed
+    differences over the seeds where both finished, in words, or that there is no such
+    seed."""
     d = [c["routed"]["bpb"] - c[which]["bpb"] for c in cs if c[which]]
+    H = cs[0]["K"] if which == "plain_k" else cs[0]["H"]
     if not d:
-        return ""
+        return "plain H = %d has no finished run of these seeds in the sweep" % H
     m, sd, n = mean_sd(d)
-    return "%+.3f bits per byte against plain H = %d (%s%s)" % (
-        m, cs[0]["K"] if which == "plain_k" else cs[0]["H"],
-        "s.d. %.3f over %d seeds" % (sd, n) if n > 1 else "one seed",
+    return "routed − plain H = %d is %+.3f bits per byte (%s%s)" % (
+        H, m, "s.d. %.3f over %d seeds" % (sd, n) if n > 1 else "one seed",
         ", every seed worse" if n > 1 and min(d) > 0 else ", every seed better"
         if n > 1 and max(d) < 0 else "")
 
@@ -118,9 +119,8 @@ def sentences(g, arm):
     for (a, H, K), cs in g.items():
         if a != arm:
             continue
-        said = [s for s in (difference(cs, "plain_k"), difference(cs, "plain_h")) if s]
-        out.append("H = %d, K = %d: routed at %s." % (H, K, "; ".join(said)) if said else
-                   "H = %d, K = %d: no plain run to compare with has finished." % (H, K))
+        out.append("H = %d, K = %d: %s; %s." % (
+            H, K, difference(cs, "plain_k"), difference(cs, "plain_h")))
     return out
 
 

@@ -567,7 +567,8 @@ p = sys.argv[1]
 text = open(p).read()  # read before open(p, "w") empties the file
 open(p, "w").write(text.replace("Routed and plain runs per arm, H and K:", "(cut)", 1))
 EOF2
-ablate --out "$work/route-cut" --check 2>"$work/rcut.err" && fail "--check missed a cut routing table"
+ablate --out "$work/route-cut" --check 2>"$work/rcut.err" &&
+    fail "--check missed a cut routing table"
 grep -q "'Routed and plain runs per arm, H and K:' rows None" "$work/rcut.err" ||
     { cat "$work/rcut.err" >&2; fail "--check did not name the missing routing table"; }
 # An interrupted routed run resumes; its H = 1 twin is not in this sweep, so that row
@@ -592,7 +593,8 @@ if [ $rc -eq 130 ] && [ -e "$work/rintr/runs/H02-D016-s1-r1.partial/model.ckpt" 
     grep -q '"resume":true' "$work/rintr/runs/H02-D016-s1-r1/run.jsonl" ||
         fail "the second sweep did not resume the routed run"
 else
-    step "   (the routed run was not interrupted with a checkpoint: exit $rc; resume not exercised)"
+    step "   (the routed run was not interrupted with a checkpoint: exit $rc; resume not" \
+        "exercised)"
 fi
 ablate "${rargs[@]}" --check || fail "outputs of the resumed routing sweep"
 grep -q "^| 2 | 1 | plain H = 1 | – | 0 | – |" "$work/rintr/ablation.md" ||

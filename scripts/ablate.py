@@ -13,6 +13,10 @@ the sweep's directory names the settings that change a run (default_out).
 --head-gates LIST adds a gate sweep: every (H, D, seed) is trained once more per
 LAMBDA > 0 with train's --head-gates LAMBDA (run name H..-D..-s..-gLAMBDA); LAMBDA = 0
 is the plain run, the one the gated runs are compared with (ablate_gates.py).
+--head-routing LIST adds a routing sweep: every (H, D, seed) with H > K is trained
+once more per K with train's --head-routing K (run name H..-D..-s..-rK), and compared
+with the plain runs of H = K and of its own H (ablate_route.py); K >= H would route
+every head, the plain run, so it is not trained. A sweep has gates or routes, not both.
 
 The training text is the file --data names, or else one of train's built-in
 corpora, --corpus text (the default) or induction: the script reads no file it was
@@ -121,6 +125,9 @@ def parse_args(argv):
     add("--head-gates", metavar="LIST", help='gate sweep: train\'s --head-gates values, '
         'e.g. "0.01,0.05"; each (H, D, seed) is trained once more per LAMBDA > 0 and compared '
         'with its plain run (LAMBDA = 0; docs/ablation.md, "Gate sweep")')
+    add("--head-routing", metavar="LIST", help='routing sweep: train\'s --head-routing values, '
+        'e.g. "1 2"; each (H, D, seed) with H > K is trained once more per K and compared with '
+        'the plain runs of H = K and of its H (docs/ablation.md, "Routing sweep")')
     add("--jobs", type=int, metavar="N", help="runs at once (default: the cores)")
     add("--threads", type=int, metavar="N", help="threads per run (default: cores / jobs)")
     add("--quick", action="store_true", help="tiny models, 30 steps, H 1 4, 2 seeds, 100 kB")
@@ -155,6 +162,10 @@ def parse_args(argv):
         fail("--heads '%s': expected whole numbers like \"1 4 8 16\"" % a.heads)
     a.layer_list = parse_layers(a.layers)
     a.gates = parse_gates(a.head_gates)
+    a.routes = parse_routes(a.head_routing)
+    if a.gates is not None and a.routes is not None:
+        fail("--head-routing and --head-gates both choose which heads a token uses (train "
+             "refuses the pair); give one per sweep")
     a.out = os.path.abspath(a.out or default_out(a))
     check_out(a.out, fresh=not (a.job or a.check or a.report_only))
     a.bin = os.path.abspath(a.bin)
@@ -186,6 +197,20 @@ def parse_gates(text):
     if not vals or not all(math.isfinite(v) and v >= 0 for v in vals):
         fail("--head-gates '%s': expected numbers >= 0 like \"0.01,0.05\"" % text)
     return sorted({v for v in vals if v > 0})
+
+
+def parse_routes(text):
+    """--head-routing LIST as the sorted distinct K (train checks each in make_plan);
+    None without the flag. K = 0 is train's "every head", the plain run every sweep
+    has, so it is refused rather than read as nothing."""
+    if text is None:
+        return None
+    words = text.replace(",", " ").split()
+    bad = [w for w in words if not w.lstrip("+-").isdigit() or int(w) < 1]
+    if not words or bad:
+        fail("--head-routing '%s': %s; expected whole numbers K >= 1 like \"1 2\"" % (
+            text, "'%s' is not one" % bad[0] if bad else "empty"))
+    return sorted({int(w) for w in words})
 
 
 def check_out(out, fresh):
@@ -255,6 +280,17 @@ def check_gates(train, flags, text):
             fail("--head-gates '%s': %s" % (text, lines[0].replace("train: error: ", "train: ")))
 
 
+def check_routes(train, flags, routes):
+    """Each K of --head-routing LIST, as train reads it (its range), before anything
+    trains; asked with --heads K, where routing K heads of K is allowed."""
+    for K in routes:
+        r = subprocess.run([train, "--print-settings", "--head-routing", str(K), "--heads",
+                            str(K)] + flags, capture_output=True, text=True)
+        if r.returncode:
+            lines = r.stderr.strip().splitlines() or ["exit %d" % r.returncode]
+            fail("--head-routing %d: %s" % (K, lines[0].replace("train: error: ", "train: ")))
+
+
 def long_steps(s):
     """Induction heads form after about 10^5.7 sqrt(B T) tokens (Aoyama, Wilcox & Schneider
     2025); --long gives 10% more, at least 1.5e7, in whole thousands of steps."""
@@ -289,6 +325,8 @@ def make_plan(a):
     s = print_settings(train, flags + data)
     if a.head_gates is not None:
         check_gates(train, flags + data, a.head_gates)
+    if a.routes:
+        check_routes(train, flags + data, a.routes)
     try:
         given = a.heads if a.heads is not None else "1 4" if a.quick else "1 4 8 16"
         heads = sorted({int(x) for x in given.replace(",", " ").split()})
@@ -320,14 +358,14 @@ def make_plan(a):
               heads_file=heads_file, heads_file_sha256=heads_sha,
               fixed_head_size=a.head_size or s["embd"] // s["heads"])
     mode = "quick" if a.quick else "long" if a.long else "lesson" if a.lesson else "default"
-    gates = a.gates or []
+    gates, routes = a.gates or [], a.routes or []
     nseeds = a.seeds or (QUICK["seeds"] if a.quick else SEEDS["induction" if induction else "text"])
     return {"version": 2, "fingerprint": fp, "mode": mode, "arms": arms, "heads": heads,
             "layers": layers,
             "seeds": list(range(1, nseeds + 1)), "train_args": flags,
             "log_args": ["--heads-every", str(HEADS_EVERY.get(mode, 50))] if induction else [],
             "heads_args": (QUICK["heads_args"] if a.quick else []) + (
-                ["--prune-curve"] if gates else []), "gates": gates,
+                ["--prune-curve"] if gates else []), "gates": gates, "routes": routes,
             "train_data": (os.path.join(a.out, "data.conllu" if conllu else "data.txt")
                            if a.quick else source) if source else None,
             "val_file": heads_file or "val.txt"}, blob
@@ -348,8 +386,13 @@ def prepare(a, sweep, blob):
                              for k in sorted(set(new) | set(was)) if new.get(k) != was.get(k))))
     if old and "layers" not in old:  # a sweep from before --layers: train's depth only
         old["layers"] = [old["fingerprint"]["layers"]]
-    for k in ("heads", "seeds", "arms", "gates", "layers"):  # a rerun may add to a sweep
+    for k in ("heads", "seeds", "arms", "gates", "layers", "routes"):  # a rerun may add
         sweep[k] = sorted(set(sweep[k]) | set(old.get(k, []) if old else []))
+    if sweep["gates"] and sweep["routes"]:
+        fail("%s holds a %s sweep; --%s would add the other kind of twin to it (train "
+             "refuses the pair in one run); give another --out" % (
+                 a.out, "gate" if (old or {}).get("gates") else "routing",
+                 "head-routing" if (old or {}).get("gates") else "head-gates"))
     if sweep["gates"] and "--prune-curve" not in sweep["heads_args"]:
         sweep["heads_args"].append("--prune-curve")  # the gate report reads it
     os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
@@ -410,11 +453,13 @@ def job_train(a, sweep, run, part):
     for f in (ckpt, log):
         if os.path.exists(f):
             os.remove(f)
-    gate = ["--head-gates", repr(run["gate"])] if run.get("gate") else []
+    # a gated or routed run: the plain run's command and its one flag more
+    twin = ["--head-gates", repr(run["gate"])] if run.get("gate") else [
+        "--head-routing", str(run["route"])] if run.get("route") else []
     # train's own depth gets no flag, so its runs keep the bits they had before --layers.
     depth = ["--layers", str(run["L"])] if run["L"] != sweep["fingerprint"]["layers"] else []
     return call([train] + sweep["train_args"] + depth + ["--heads", str(run["H"]),
-                "--head-size", str(run["D"]), "--seed", str(run["seed"])] + gate + common, err)
+                "--head-size", str(run["D"]), "--seed", str(run["seed"])] + twin + common, err)
 
 
 def job_heads(a, sweep, part):
@@ -569,8 +614,8 @@ def sweep_loop(a, sweep, todo):
 def compare_ckpts(a, sweep):
     """compare_gates.html's checkpoints: per (L, H, D), ordered so, the first seed's plain
     model and then its gated ones, finished runs only, at most MAX_COMPARE."""
-    done = [r for r in rep.all_runs(sweep) if is_done(a, r) and os.path.isfile(
-        os.path.join(a.out, "runs", r["name"], "model.ckpt"))]
+    done = [r for r in rep.runs_of(sweep) + rep.gate_runs_of(sweep) if is_done(a, r) and
+            os.path.isfile(os.path.join(a.out, "runs", r["name"], "model.ckpt"))]
     first = {}
     for r in done:
         k = (r["L"], r["H"], r["D"])

@@ -5,8 +5,8 @@ COLUMNS maps a column's header, as the tables print it, to its legend; a header
 that names a relation or a head type ("previous-token attn. (uniform 0.056)",
 "previous-token", "copy loss ratio") is matched by PATTERNS. legend(head, unit)
 gives a table's lines; a header with no legend is a bug of the report, and raises
-KeyError so the report cannot be written without one. The gate table's own legend
-is ablate_gates.LEGEND. Standard library only.
+KeyError so the report cannot be written without one (the routing table's too).
+The gate table's own legend is ablate_gates.LEGEND. Standard library only.
 """
 import re
 
@@ -60,6 +60,10 @@ COLUMNS = {
     "seeds attending": "seeds in which some head attends above the bar",
     "seeds needing a head": "seeds in which some head is needed",
     "seeds served": "seeds in which some head attends and is needed",
+    "K": "train's --head-routing: the heads of each layer a token is routed to",
+    "model": "routed: the run trained with --head-routing K; plain H = K: the plain run "
+    "with as many heads per token (the arm's head size); plain H = H: the routed run's "
+    "twin, every head on every token; each over the seeds whose routed run finished",
 }
 # Headers that name a relation or a head type.
 PATTERNS = [

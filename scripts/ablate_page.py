@@ -339,13 +339,13 @@ def run_table(rows, unit):
     return out
 
 
-def page(outdir, description, answers, rows, gated, arms, titles, unit, gates_html,
+def page(outdir, description, answers, rows, twins, arms, titles, unit, twins_html,
          quick=False):
     """index.html's text: the short answer (for a --quick sweep, the warning that it
     only checks the pipeline, then what its runs measured), the compare pages that exist in outdir,
-    the figures that exist in outdir/plots, a table per arm, the gate sweep's section
-    (gates_html, "" without one), the links to every run's heads report (gated: the
-    gate sweep's rows) and to the other outputs."""
+    the figures that exist in outdir/plots, a table per arm, the gate and routing sweeps'
+    sections (twins_html, "" without them), the links to every run's heads report
+    (twins: the gated and routed runs' rows) and to the other outputs."""
     e = html.escape
     out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
            "<title>Head-count ablation</title><style>%s</style></head><body>" % CSS,
@@ -377,18 +377,18 @@ def page(outdir, description, answers, rows, gated, arms, titles, unit, gates_ht
         mine = [r for r in rows if r["arm"] == arm]
         if mine:
             out.append("<h3>%s</h3>%s" % (e(titles[arm]), run_table(mine, unit)))
-    out.append(gates_html)
+    out.append(twins_html)
     out.append("<h2>Every run's heads report</h2><ul>")
     seen = set()
-    for r in sorted(rows + list(gated), key=lambda r: (r["L"], r["H"], r["D"], r.get("gate", 0),
-                                                       r["seed"])):
+    for r in sorted(rows + list(twins), key=lambda r: (r["L"], r["H"], r["D"], r.get("gate", 0),
+                                                       r.get("route", 0), r["seed"])):
         if r["run"] not in seen:
             seen.add(r["run"])
+            twin = ", LAMBDA = %g" % r["gate"] if r.get("gate") else ", K = %d" % r["route"] \
+                if r.get("route") else ""
             out.append("<li><a href=\"%s\">%s</a>: L = %d, H = %d, D = %d, seed %d%s, %.3f "
                        "bits per byte</li>" % (e(r["heads_report"]), e(r["run"]), r["L"], r["H"],
-                                               r["D"],
-                                      r["seed"], ", LAMBDA = %g" % r["gate"] if r.get("gate")
-                                      else "", r["bpb"]))
+                                               r["D"], r["seed"], twin, r["bpb"]))
     out.append("</ul><p>Tables and every sentence: <a href=\"ablation.md\">ablation.md</a>; "
                "numbers: <a href=\"ablation.csv\">ablation.csv</a>%s.</p></body></html>" % (
                    ", <a href=\"relations.csv\">relations.csv</a>" if os.path.exists(

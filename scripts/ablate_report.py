@@ -24,6 +24,7 @@ import ablate_gates
 import ablate_legend
 import ablate_page
 import ablate_relations
+import ablate_route
 import checkpoint
 import cli
 import induction_phase
@@ -75,8 +76,9 @@ def read_sweep(outdir):
     """DIR/sweep.json, checked before anything is computed or written from it: the
     fingerprint's numbers finite (JSON as Python reads it allows NaN and
     Infinity), its counts whole numbers >= 1, the heads, seeds and depths (layers,
-    absent before --layers) whole numbers >= 1, the gates finite numbers >= 0;
-    ValueError naming the file otherwise."""
+    absent before --layers) whole numbers >= 1, the gates finite numbers >= 0, the
+    routes (K of --head-routing, absent before it) whole numbers >= 1; ValueError
+    naming the file otherwise."""
     path = os.path.join(outdir, "sweep.json")
     sweep = read_json(path)
 
@@ -95,8 +97,8 @@ def read_sweep(outdir):
     for k in SWEEP_COUNTS:
         if not count(fp.get(k)):
             raise bad('"%s": %s, expected a whole number >= 1' % (k, json.dumps(fp.get(k))))
-    for k in ("heads", "seeds", "layers"):
-        v = sweep.get(k) if k != "layers" or "layers" in sweep else []
+    for k in ("heads", "seeds", "layers", "routes"):
+        v = sweep.get(k) if k in ("heads", "seeds") or k in sweep else []
         if not isinstance(v, list) or not all(count(x) for x in v):
             raise bad('"%s": %s, expected a list of whole numbers >= 1' % (k, json.dumps(v)))
     gates = sweep.get("gates", [])
@@ -183,7 +185,7 @@ def runs_of(sweep):
     for r in runs.values():  # multiply-adds per token, for the ETA's ratios only
         L, C, T, HD = r["L"], fp["embd"], fp["block"], r["H"] * r["D"]
         r["cost"] = L * (4 * C * HD + 8 * C * C + T * HD) + C * 65
-        r["gate"] = 0  # no head gates: the plain run
+        r["gate"], r["route"] = 0, 0  # no head gates, no routing: the plain run
     return sorted(runs.values(), key=lambda r: (r["seed"], -r["cost"]))
 
 
@@ -195,12 +197,29 @@ def gate_runs_of(sweep):
             for lam in sweep.get("gates", []) for r in runs_of(sweep)]
 
 
+def route_runs_of(sweep):
+    """The routing sweep's runs (sweep.json "routes", the K of --head-routing): each run
+    of runs_of with K < H once more per K, named NAME-rK, with "route": K and "plain":
+    NAME, the run of the same H it is compared with (ablate_route.py also compares it
+    with the plain run of H = K). K >= H routes every head: the plain run itself."""
+    return [dict(r, name="%s-r%d" % (r["name"], K), route=K, plain=r["name"])
+            for K in sweep.get("routes", []) for r in runs_of(sweep) if K < r["H"]]
+
+
 def all_runs(sweep):
-    """Every run a sweep trains: the plain ones, then the gated ones."""
-    return runs_of(sweep) + gate_runs_of(sweep)
+    """Every run a sweep trains: the plain ones, then the gated ones, then the routed
+    ones."""
+    return runs_of(sweep) + gate_runs_of(sweep) + route_runs_of(sweep)
 
 
-RUN_KEYS = ("name", "H", "D", "seed", "gate")
+def kind(run):
+    """A run's part of the sweep: "gated", "routed" or "plain"."""
+    return "gated" if run.get("gate") else "routed" if run.get("route") else "plain"
+
+
+# A done.json's keys that must be the run's; gate and route are 0 where absent (a
+# done.json written before the flag).
+RUN_KEYS = ("name", "H", "D", "seed", "gate", "route")
 
 
 def unfinished(outdir, run):
@@ -225,8 +244,8 @@ def unfinished(outdir, run):
         return str(e)
     except OSError as e:
         return "done.json: %s" % e.strerror
-    if not isinstance(rec, dict) or any(rec.get(k, 0 if k == "gate" else None) != run[k]
-                                        for k in RUN_KEYS if k in run):
+    if not isinstance(rec, dict) or any(rec.get(k, 0 if k in ("gate", "route") else None)
+                                        != run[k] for k in RUN_KEYS if k in run):
         return "%s: not this run's record" % done
     try:
         checkpoint.check_size(os.path.join(d, "model.ckpt"))
@@ -268,13 +287,13 @@ def phase_of(log):
             "copy_loss_ratio": r.get("copy_loss_ratio")}
 
 
-def table_rows(sweep, runs, gated=False):
-    """One row per arm and run (the shared H=4 run once in each arm), by arm, H, seed;
-    with gated, the gate sweep's runs instead of the plain ones."""
+def table_rows(sweep, runs, part="plain"):
+    """One row per arm and run (the shared H=4 run once in each arm), by arm, H, seed,
+    of the runs of one part of the sweep (kind): "plain", "gated" or "routed"."""
     fp, rows, keys = sweep["fingerprint"], [], list(parts(sweep))
     tokens = fp["steps"] * fp["batch"] * fp["block"] * fp.get("accum", 1)
     for name, run in runs.items():
-        if bool(run.get("gate")) != gated:
+        if kind(run) != part:
             continue
         fin, s = run["log"].final, run["summary"]
         train_s = sum(x["ms"] for x in run["log"].steps) / 1000.0
@@ -288,7 +307,8 @@ def table_rows(sweep, runs, gated=False):
                "threads": run["log"].settings.get("threads"), "relations": s.get(
                    "relations") or {}, "head_rows": run["heads"],
                "heads_report": "runs/%s/heads/index.html" % name, "gate": run.get("gate", 0),
-               "plain": run.get("plain"), "prune_curve": s.get("prune_curve")}
+               "route": run.get("route", 0), "plain": run.get("plain"),
+               "prune_curve": s.get("prune_curve")}
         for k in SUMMARY:
             row[k if k in COLUMNS else "heads_" + k] = s.get(k)
         # the compromise measure's mean overlap (docs/heads.md); none in older reports
@@ -605,7 +625,7 @@ def arm_title(arm, fp, L):
         "D fixed", "D = %d" % fp["fixed_head_size"]) + ", L = %d" % L
 
 
-def write_md(path, sweep, rows, gates=()):
+def write_md(path, sweep, rows, gates=(), routes=()):
     """ablation.md: per arm its tables and the sentences generated from them."""
     md = lambda h, b: "\n".join(["| " + " | ".join(h) + " |", "|" + "|".join(  # noqa: E731
         "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b])
@@ -643,6 +663,8 @@ def write_md(path, sweep, rows, gates=()):
         out += [" ".join(findings(arm, by_h, fp)), ""]
     out += ablate_relations.section(rows, relations_of(rows), list(titles), titles, unit)
     out += ablate_gates.md_lines(gates, list(titles), titles, fp["layers"])
+    out += ablate_route.md_lines(routes, sweep.get("routes", []), sweep["heads"], list(titles),
+                                 titles, unit)
     out += ["Plots: plots/val_loss.svg, plots/curves_*.svg%s%s; per-run files: runs/NAME/." % (
         ", plots/repeat.svg" if is_induction(sweep) else "",
         ", plots/relations_*.svg" if relations_of(rows) else ""), ""]
@@ -804,7 +826,8 @@ def answer(sweep, rows):
 def write_all(outdir):
     sweep, runs = load(outdir)
     rows = table_rows(sweep, runs)
-    gated = table_rows(sweep, runs, gated=True)
+    gated = table_rows(sweep, runs, "gated")
+    routed = table_rows(sweep, runs, "routed")
     names = relations_of(rows)
     if names:
         ablate_relations.annotate(rows, names)
@@ -812,14 +835,19 @@ def write_all(outdir):
     gates = ablate_gates.compare_all(gated, rows, names)
     if sweep.get("gates"):
         ablate_gates.write_csv(os.path.join(outdir, ablate_gates.CSV), gates)
+    routes = ablate_route.compare_all(routed, rows)
+    if sweep.get("routes"):
+        ablate_route.write_csv(os.path.join(outdir, ablate_route.CSV), routes)
     write_csv(os.path.join(outdir, "ablation.csv"), rows)
-    write_md(os.path.join(outdir, "ablation.md"), sweep, rows, gates)
+    write_md(os.path.join(outdir, "ablation.md"), sweep, rows, gates, routes)
     write_plots(outdir, sweep, rows, runs)
-    titles = parts(sweep)
+    titles, unit = parts(sweep), loss_unit(sweep["fingerprint"])
     cli.write_file(os.path.join(outdir, ablate_page.PAGE), ablate_page.page(
-        outdir, describe(sweep), answer(sweep, rows), rows, gated, list(titles), titles,
-        loss_unit(sweep["fingerprint"]), ablate_gates.html_part(
-            gates, list(titles), titles, sweep["fingerprint"]["layers"]),
+        outdir, describe(sweep), answer(sweep, rows), rows, gated + routed, list(titles),
+        titles, unit, ablate_gates.html_part(
+            gates, list(titles), titles, sweep["fingerprint"]["layers"]) + "\n" +
+        ablate_route.html_part(routes, sweep.get("routes", []), sweep["heads"], list(titles),
+                               titles, unit),
         quick=sweep.get("mode") == "quick"))
     return len(rows)
 
@@ -842,10 +870,11 @@ def check(outdir):
     for each with finite numbers, ablation.md and index.html opening with the short
     answer, one md table row per arm and H, the relations section
     when there are relations (ablate_relations.check), with gated runs each of them
-    finished and the gate section (ablate_gates.check), plots that parse as XML.
+    finished and the gate section (ablate_gates.check), with routes each routed run
+    finished and the routing section (ablate_route.check), plots that parse as XML.
     Changes nothing; returns the problems found."""
     sweep, every = load(outdir)
-    runs = {k: r for k, r in every.items() if not r.get("gate")}  # the gated: below
+    runs = {k: r for k, r in every.items() if kind(r) == "plain"}  # gated, routed: below
     problems = ["run %s: %s" % (r["name"], unfinished(outdir, r) or "no heads/summary.json")
                 for r in runs_of(sweep) if not runs.get(r["name"], {}).get("summary")]
     path, md = (os.path.join(outdir, f) for f in ("ablation.csv", "ablation.md"))
@@ -898,6 +927,14 @@ def check(outdir):
             problems.append("run %s: %s" % (r["name"], unfinished(outdir, r) or
                                             "no heads/summary.json"))
     problems += ablate_gates.check(outdir, text, want_gates, titles)
+    want_routes = {}
+    for r in route_runs_of(sweep):
+        for arm in r["arms"]:
+            want_routes.setdefault(arm, []).append((r["H"], r["route"]))
+        if not every.get(r["name"], {}).get("summary"):
+            problems.append("run %s: %s" % (r["name"], unfinished(outdir, r) or
+                                            "no heads/summary.json"))
+    problems += ablate_route.check(outdir, text, sweep.get("routes", []), want_routes, titles)
     plots = ["val_loss.svg"] + ["curves_%s.svg" % a for a in titles]
     for f in plots + (["repeat.svg"] if is_induction(sweep) else []):
         try:

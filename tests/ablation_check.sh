@@ -39,6 +39,14 @@
 #      and trains it again;
 #  14. --report-only and --check on a sweep.json whose step count is NaN: one line naming
 #      the file, exit 1, and no file of the sweep rewritten.
+#  15. --head-routing LIST: 0, a negative, a non-number, an empty list and the pair with
+#      --head-gates are refused (one line, exit 2, nothing written); --print-jobs lists a
+#      NAME-r1 job for each run with H > 1 and none for H = 1; the sweep trains them with
+#      train's --head-routing 1 (its plain runs bit for bit those of a sweep without the
+#      flag), a rerun skips them all, and the routing section of ablation.md, index.html
+#      and routing.csv compare each with the plain runs of H = 1 and of its H (their
+#      numbers from ablation.csv) and say once that K >= H is not trained; --check
+#      notices a missing routing table; an interrupted routed run resumes.
 # usage: tests/ablation_check.sh [BIN_DIR] [WORK_DIR]   (defaults: . and build/ablation-check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -212,7 +220,8 @@ cp -r "$work/ind" "$work/ind-cut"
 python3 - "$work/ind-cut/ablation.md" <<'EOF'
 import sys
 p = sys.argv[1]
-open(p, "w").write(open(p).read().replace("Induction heads per H:", "(cut)", 1))
+text = open(p).read()  # read before open(p, "w") empties the file
+open(p, "w").write(text.replace("Induction heads per H:", "(cut)", 1))
 EOF
 ablate --out "$work/ind-cut" --check 2>"$work/cut.err" && fail "--check missed a cut induction table"
 grep -q "Induction heads per H:' rows for H None" "$work/cut.err" ||
@@ -381,10 +390,11 @@ EOF2
 python3 - "$work/gates-known/ablation.md" <<'EOF2'
 import sys
 p = sys.argv[1]
-open(p, "w").write(open(p).read().replace("Gated runs per arm, H and LAMBDA:", "(cut)", 1))
+text = open(p).read()  # read before open(p, "w") empties the file
+open(p, "w").write(text.replace("Gated runs per arm, H and LAMBDA:", "(cut)", 1))
 EOF2
 ablate --out "$work/gates-known" --check 2>"$work/gcut.err" && fail "--check missed a cut gate table"
-grep -q "'Gated runs per arm, H and LAMBDA:' rows None" "$work/gcut.err" ||
+grep -q "'Gated runs per arm, H and LAMBDA:' rows \[\]" "$work/gcut.err" ||
     { cat "$work/gcut.err" >&2; fail "--check did not name the missing gate table"; }
 
 step "12. --layers: depth as an axis"
@@ -481,5 +491,113 @@ for mode in --report-only --check; do
             "$work/nan.err" || { cat "$work/nan.err" >&2; fail "$mode on a NaN step count"; }
 done
 [ "$before" = "$(sums_nan)" ] || fail "a file of the sweep was rewritten"
+
+step "15. --head-routing: the routing sweep"
+for bad in 0 -1 x "" "1 0"; do
+    set +e
+    ablate --head-routing "$bad" --out "$work/badroute" 2>"$work/badroute.err"
+    rc=$?
+    set -e
+    [ $rc -eq 2 ] && [ "$(wc -l <"$work/badroute.err")" -eq 1 ] &&
+        grep -q "^ablate: error: --head-routing '$bad': " "$work/badroute.err" &&
+        [ ! -e "$work/badroute" ] ||
+        { cat "$work/badroute.err" >&2; fail "--head-routing '$bad' gave exit $rc"; }
+done
+set +e
+ablate --head-routing 1 --head-gates 0.5 --out "$work/badroute" 2>"$work/badroute.err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && [ "$(wc -l <"$work/badroute.err")" -eq 1 ] &&
+    grep -q "^ablate: error: --head-routing and --head-gates" "$work/badroute.err" &&
+    [ ! -e "$work/badroute" ] ||
+    { cat "$work/badroute.err" >&2; fail "--head-routing with --head-gates gave exit $rc"; }
+rargs=(--corpus text --head-routing 1 --threads 1 --out "$work/route")
+ablate "${rargs[@]}" --print-jobs >"$work/rjobs.txt" 2>/dev/null ||
+    fail "--print-jobs of a routing sweep exited $?"
+[ "$(wc -l <"$work/rjobs.txt")" -eq 8 ] && [ "$(grep -c -- "-r1 " "$work/rjobs.txt")" -eq 2 ] &&
+    grep -q -- "--job H04-D008-s1-r1 " "$work/rjobs.txt" &&
+    grep -q -- "--job H04-D008-s2-r1 " "$work/rjobs.txt" ||
+    { cat "$work/rjobs.txt" >&2; fail "--print-jobs: not the 6 plain and 2 routed jobs"; }
+ablate "${rargs[@]}" 2>"$work/route.err" || { cat "$work/route.err" >&2;
+    fail "the routing sweep exited $?"; }
+ablate --out "$work/route" --check || fail "outputs of the routing sweep"
+ablate "${rargs[@]}" 2>"$work/route2.err" || fail "rerun of the routing sweep"
+grep -q "8 finished earlier, 0 to do" "$work/route2.err" || { cat "$work/route2.err" >&2;
+    fail "the rerun of the routing sweep did not skip its finished runs"; }
+cmp "$work/route/runs/H04-D008-s1/model.ckpt" "$work/gates/runs/H04-D008-s1/model.ckpt" ||
+    fail "a plain run of the routing sweep differs from the same run without --head-routing"
+python3 - "$work/route" <<'EOF2' || fail "the routing sweep's report"
+import csv, json, sys
+d = sys.argv[1]
+log = [json.loads(x) for x in open(d + "/runs/H04-D008-s1-r1/run.jsonl")]
+assert log[0]["head_routing"] == 1, log[0]
+assert json.load(open(d + "/runs/H04-D008-s1-r1/heads/summary.json"))["routing"]["k"] == 1
+assert json.load(open(d + "/sweep.json"))["routes"] == [1]
+plain = {(r["arm"], r["H"], r["seed"]): r for r in csv.DictReader(open(d + "/ablation.csv"))}
+assert len(plain) == 8, plain  # the routed runs are no rows of their own
+rows = list(csv.DictReader(open(d + "/routing.csv")))
+assert sorted((r["arm"], r["run"]) for r in rows) == [
+    (a, "H04-D008-s%d-r1" % s) for a in ("headsize", "width") for s in (1, 2)], rows
+for r in rows:
+    k, h = plain[r["arm"], "1", r["seed"]], plain[r["arm"], "4", r["seed"]]
+    assert (r["plain_k"], r["plain_h"]) == (k["run"], h["run"]), r
+    assert (r["plain_k_bpb"], r["plain_h_bpb"]) == (k["bpb"], h["bpb"]), r
+    assert r["plain_h_overlap"] == h["compromise_overlap"], r
+    assert r["K"] == "1" and r["bpb"] != "" and r["overlap"] != "", r
+md = open(d + "/ablation.md").read()
+part = md.split("## Routing sweep: K of the H heads per token\n", 1)[1]
+assert part.count("Not trained, as K ≥ H routes every head and is the plain run: "
+                  "K = 1 at H = 1.") == 1, part
+for arm, dk in (("fixed width (C = 32", 32), ("fixed head size (D = 8", 8)):
+    t = part.split("**" + arm, 1)[1].split("Routed and plain runs per arm, H and K:\n\n",
+                                          1)[1].split("\n\n")[0].split("\n")
+    assert "| subject-verb acc. |" in t[0] and t[0].endswith("| overlap |"), t[0]
+    cells = [[c.strip() for c in x.strip("|").split("|")] for x in t[2:]]
+    assert [c[:5] for c in cells] == [["4", "1", "routed", "8", "2"],
+                                      ["4", "1", "plain H = 1", str(dk), "2"],
+                                      ["4", "1", "plain H = 4", "8", "2"]], cells
+page = open(d + "/index.html").read()
+assert "<h2>Routing sweep: K of the H heads per token</h2>" in page
+assert 'href="runs/H04-D008-s1-r1/heads/index.html"' in page and ", K = 1, " in page
+EOF2
+cp -r "$work/route" "$work/route-cut"
+python3 - "$work/route-cut/ablation.md" <<'EOF2'
+import sys
+p = sys.argv[1]
+text = open(p).read()  # read before open(p, "w") empties the file
+open(p, "w").write(text.replace("Routed and plain runs per arm, H and K:", "(cut)", 1))
+EOF2
+ablate --out "$work/route-cut" --check 2>"$work/rcut.err" &&
+    fail "--check missed a cut routing table"
+grep -q "'Routed and plain runs per arm, H and K:' rows None" "$work/rcut.err" ||
+    { cat "$work/rcut.err" >&2; fail "--check did not name the missing routing table"; }
+# An interrupted routed run resumes; its H = 1 twin is not in this sweep, so that row
+# of the table is empty.
+rargs=("${data[@]}" --steps 2000 --heads 2 --seeds 1 --arm width --head-routing 1 --jobs 2
+       --threads 1 --out "$work/rintr")
+scripts/ablate.sh --quick --bin "$bin" "${rargs[@]}" 2>"$work/rintr1.err" &
+pid=$!
+for _ in $(seq 100); do
+    grep -qs '"type":"step"' "$work"/rintr/runs/H02-D016-s1-r1.partial/run.jsonl && break
+    sleep 0.1
+done
+sleep 0.5
+kill -INT $pid 2>/dev/null || true
+set +e
+wait $pid
+rc=$?
+set -e
+if [ $rc -eq 130 ] && [ -e "$work/rintr/runs/H02-D016-s1-r1.partial/model.ckpt" ]; then
+    ablate "${rargs[@]}" 2>"$work/rintr2.err" || { cat "$work/rintr2.err" >&2;
+        fail "the resumed routing sweep exited $?"; }
+    grep -q '"resume":true' "$work/rintr/runs/H02-D016-s1-r1/run.jsonl" ||
+        fail "the second sweep did not resume the routed run"
+else
+    step "   (the routed run was not interrupted with a checkpoint: exit $rc; resume not" \
+        "exercised)"
+fi
+ablate "${rargs[@]}" --check || fail "outputs of the resumed routing sweep"
+grep -q "^| 2 | 1 | plain H = 1 | – | 0 | – |" "$work/rintr/ablation.md" ||
+    fail "the routing table's row of a plain H = 1 the sweep does not have"
 
 step "all checks passed in $(( $(date +%s) - t0 )) s"

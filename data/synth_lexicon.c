@@ -57,6 +57,10 @@ const WordPair VERBS_TRANS[] = {
 };
 
 const WordPair COPULA = {"is", "are"};
+/* The negated copula and "do" of agreement lines: "The dog isn't calm.", "The
+ * dogs don't run." */
+const WordPair COPULA_NOT = {"isn't", "aren't"};
+const WordPair DO_NOT = {"doesn't", "don't"};
 
 const char *const PAST_INTRANS[] = {
     "slept", "ran", "sang", "waited", "walked", "swam", "laughed", "smiled", "rested",
@@ -85,6 +89,8 @@ const char *const DETS_SG[] = {"a", "this", "every", "one", "each"};
 const char *const DETS_PL[] = {"these", "those", "some", "many", "two", "three", "all",
                                "2", "3", "5", "12"};
 static const char *const DETS_OTHER[] = {"the", "an"};
+/* Possessive determiners: like "the", they say nothing of the noun's number. */
+const char *const DETS_POSS[] = {"my", "his", "her", "our", "their", "your"};
 
 /* Prepositions of place can follow any noun; those of path only follow a verb. */
 const char *const PREPS_PLACE[] = {
@@ -127,6 +133,8 @@ const char *const COREF_CONJS[] = {"because", "and", "but"};
 const SceneAnimal SCENE_ANIMALS[] = {
     {{"cat", "cats"}, "on"},     {{"dog", "dogs"}, "by"},       {{"bird", "birds"}, "in"},
     {{"mouse", "mice"}, "under"}, {{"fox", "foxes"}, "near"},  {{"owl", "owls"}, "behind"},
+    {{"child", "children"}, "in"}, {{"boy", "boys"}, "on"},    {{"girl", "girls"}, "by"},
+    {{"rabbit", "rabbits"}, "under"}, {{"duck", "ducks"}, "near"}, {{"horse", "horses"}, "behind"},
 };
 const SceneMood SCENE_MOODS[] = {
     {"tired", {"slept", "rested", "yawned"}},
@@ -142,27 +150,37 @@ const SceneVerb SCENE_VERBS[] = {
     {"purred", "away"},
 };
 const ScenePlace SCENE_PLACES[] = {
-    {"on", {"mat", "rug", "sofa", "roof"}},  {"by", {"door", "fire", "gate", "stove"}},
-    {"in", {"nest", "box", "basket", "tree"}}, {"under", {"bed", "table", "bench", "stairs"}},
-    {"near", {"pond", "wall", "fence", "well"}}, {"behind", {"shed", "barn", "hedge", "curtain"}},
+    {"on", {"mat", "rug", "sofa", "roof", "grass", "step"}},
+    {"by", {"door", "fire", "gate", "stove", "window", "road"}},
+    {"in", {"nest", "box", "basket", "tree", "park", "garden"}},
+    {"under", {"bed", "table", "bench", "stairs", "bridge", "chair"}},
+    {"near", {"pond", "wall", "fence", "well", "river", "lake"}},
+    {"behind", {"shed", "barn", "hedge", "curtain", "house", "hill"}},
 };
 const char *const SCENE_ADVS[] = {"slowly", "quietly"};
 
 /* Pronoun lines (synth.c, gen_pronoun), the documents' "Apple released a new
  * phone because it is tasty.": "it" is the line's subject, and what follows
- * "it" says the subject's class. */
+ * "it" says the subject's class; or, after a person, who is never "it" ("My
+ * sister bought a red car because it was cheap."), the object's class. */
 const PronounClass PRONOUN_CLASSES[] = {
-    {{"apple", "pear", "cake", "bread", "cheese", "plum"}, {" is", "'s"},
-     {"tasty", "ripe", "sweet", "fresh", "sour"}},
-    {{"phone", "radio", "clock", "camera", "laptop", "kettle"}, {" was", " was"},
-     {"broken", "loud", "charged", "faulty", "slow"}},
-    {{"cat", "dog", "bird", "horse", "goat", "duck"}, {" seemed", " seemed"},
-     {"hungry", "sleepy", "scared", "sick", "bored"}},
+    {{"apple", "pear", "cake", "bread", "cheese", "plum", "soup"}, {" is", "'s"},
+     {"tasty", "ripe", "sweet", "fresh", "sour", "salty"}},
+    {{"phone", "radio", "clock", "camera", "laptop", "kettle", "car"}, {" was", " was"},
+     {"broken", "loud", "charged", "faulty", "slow", "cheap"}},
+    {{"cat", "dog", "bird", "horse", "goat", "duck", "pony"}, {" seemed", " seemed"},
+     {"hungry", "sleepy", "scared", "sick", "bored", "lonely"}},
 };
 const char *const PRONOUN_VERBS[] = {"released", "bought", "sold", "found", "dropped", "liked",
                                      "made"};
-const char *const PRONOUN_OBJECT_ADJS[] = {"new", "old", "small", "big", "cheap"};
+const char *const PRONOUN_OBJECT_ADJS[] = {"new", "old", "small", "big", "cheap",
+                                           "red", "blue", "green", "black", "white"};
 const char *const PRONOUN_CONJS[] = {"because", "so", "and"};
+/* The people who may own a pronoun line's object, and their determiners. */
+const char *const PRONOUN_PEOPLE[] = {"sister", "brother", "mother", "father", "friend",
+                                      "teacher", "uncle", "aunt", "neighbour", "cousin"};
+const char *const PRONOUN_PERSON_DETS[] = {"my", "the", "a", "his", "her", "our", "their",
+                                           "your"};
 
 static const char *const COREF_WORDS[] = {"it", "because"};
 static const char *const COREF_PAST[] = {"was", "lay", "seemed"};
@@ -205,6 +223,11 @@ unsigned synth_word_classes(const char *word, size_t len)
     c |= pair_classes(VERBS_TRANS, COUNT(VERBS_TRANS), SYNTH_VERB_SG, SYNTH_VERB_PL,
                       word, len);
     c |= pair_classes(&COPULA, 1, SYNTH_VERB_SG, SYNTH_VERB_PL, word, len);
+    c |= pair_classes(&COPULA_NOT, 1, SYNTH_VERB_SG, SYNTH_VERB_PL, word, len);
+    c |= pair_classes(&DO_NOT, 1, SYNTH_VERB_SG, SYNTH_VERB_PL, word, len);
+    c |= list_classes(DETS_POSS, COUNT(DETS_POSS), SYNTH_DET, word, len);
+    c |= list_classes(PRONOUN_PEOPLE, COUNT(PRONOUN_PEOPLE), SYNTH_NOUN_SG, word, len);
+    c |= list_classes(PRONOUN_OBJECT_ADJS, COUNT(PRONOUN_OBJECT_ADJS), SYNTH_ADJ, word, len);
     c |= list_classes(PAST_INTRANS, COUNT(PAST_INTRANS), SYNTH_VERB_PAST, word, len);
     c |= list_classes(PAST_TRANS, COUNT(PAST_TRANS), SYNTH_VERB_PAST, word, len);
     c |= list_classes(PAST_SPEECH, COUNT(PAST_SPEECH), SYNTH_VERB_PAST, word, len);

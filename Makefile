@@ -35,7 +35,7 @@ REPORT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/report/*.c)) \
 INFER_OBJ  := $(BUILD)/infer.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/infer/*.c)) \
               $(REPORT_OBJ) $(COMMON_OBJ)
 
-.PHONY: all test criterion clean bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi test-readme
+.PHONY: all test criterion clean lexicon lexicon-deps bench bench-deps bench-tok test-tl tl-deps ablation ablation-check test-asan fuzz check-heads test-browser test-mpi test-readme
 all: $(BIN)/train $(BIN)/infer
 
 # Every object remembers the compiler and flags it was built with: a change of ARCH, OPT,
@@ -63,7 +63,32 @@ $(PAGES): $(BUILD)/app/report/%.c: app/report/%.html
 $(PAGES:.c=.o): %.o: %.c $(BUILD)/flags.txt
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/libheadcount.a: $(LIB_OBJ)
+# The word table (data/lexicon.h; docs/corpus.md, "Where the words come from"):
+# lexicon_gen checks the table LEXICON names and writes it as C, which the library
+# links. A missing or damaged table stops the build with one line from lexicon_gen.
+# The chosen path is remembered, so naming another table rebuilds; a missing one
+# always runs lexicon_gen, which says so.
+LEXICON ?= data/lexicon.tsv
+$(BUILD)/lexicon_gen: scripts/lexicon/lexicon_gen.c data/lexicon.h $(BUILD)/flags.txt
+	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
+$(BUILD)/gen/lexicon_path.txt: FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(LEXICON)' | cmp -s - $@ || printf '%s\n' '$(LEXICON)' > $@
+$(BUILD)/gen/lexicon_table.c: $(BUILD)/lexicon_gen $(BUILD)/gen/lexicon_path.txt \
+                              $(if $(wildcard $(LEXICON)),$(LEXICON),FORCE)
+	$(BUILD)/lexicon_gen '$(LEXICON)' $@
+$(BUILD)/gen/lexicon_table.o: $(BUILD)/gen/lexicon_table.c data/lexicon.h $(BUILD)/flags.txt
+	$(CC) $(CFLAGS) -c $< -o $@
+# Deriving the table anew (never part of the build): WordNet from Debian's
+# wordnet-base, the frequencies from wordfreq in a venv (pinned).
+LEXICON_VENV ?= .venv-lexicon
+lexicon-deps:
+	python3 -m venv $(LEXICON_VENV)
+	$(LEXICON_VENV)/bin/pip install $(VENV_PIP_ARGS) wordfreq==3.1.1
+lexicon:
+	$(LEXICON_VENV)/bin/python scripts/lexicon/derive.py --out data/lexicon.tsv
+
+$(BUILD)/libheadcount.a: $(LIB_OBJ) $(BUILD)/gen/lexicon_table.o
 	$(AR) rcs $@ $^
 
 $(BIN)/train: $(TRAIN_OBJ) $(BUILD)/libheadcount.a
@@ -98,6 +123,7 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/common/fileguard.o $(BUILD)/app/com
 # train byte-identical checkpoints (it says plainly when it skips).
 test: $(BUILD)/run_tests $(BIN)/train $(BIN)/infer
 	bash tests/layers_check.sh
+	bash tests/lexicon_check.sh $(BUILD)/lexicon-check
 	bash tests/need_criterion_check.sh $(BUILD)/need-criterion-check
 	HEADCOUNT_BIN=$(BIN) OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$(BUILD)/run_tests --jobs 2
 	CC="$(CC)" ARCH="$(ARCH)" OMP_NUM_THREADS=2 bash tests/arch_check.sh $(BIN) $(BUILD)/arch-check

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "data/synth_lexicon.h"
+#include "data/synth_words.h"
 #include "util/rng.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -31,6 +32,7 @@ enum { PARSE_DEPTH = 96 };
 
 typedef struct {
     Rng *rng;            /* generating: the stream; NULL when parsing */
+    const SynthWords *words; /* the lexicon's words by role */
     const char *target;  /* parsing: the sentence, ending in '\n' */
     size_t target_len;
     int ante, ante_plural; /* parsing: the scene animal of the sentence before (below) */
@@ -148,6 +150,19 @@ static int target_word_is(const Src *s, size_t pos, const char *w)
     return target_word_len(s, pos + n - 1) == 1; /* the word ends with w */
 }
 
+/* Whether byte i of the sentence is in a word: a letter or digit, or an
+ * apostrophe or hyphen between two ("cat's", "well-fed"). */
+static int word_byte(const Src *s, size_t i)
+{
+    if (i >= s->target_len)
+        return 0;
+    if (target_word_len(s, i) > 0)
+        return 1;
+    char c = s->target[i];
+    return (c == '\'' || c == '-') && i > 0 && target_word_len(s, i - 1) > 0 &&
+           target_word_len(s, i + 1) > 0;
+}
+
 /* Explaining: an attempt stopped at byte pos, where the grammar wanted a word
  * of list[0..n) for the role `role` (its first three words are named with it)
  * or the word want (list NULL). The furthest such place is kept, measured by
@@ -160,23 +175,27 @@ static void src_note(Src *s, size_t pos, const char *role, const char *const *li
     if (!y)
         return;
     size_t p = pos < s->target_len ? pos : s->target_len - 1, at = p;
-    while (at > 0 && target_word_len(s, at - 1) > 0 && target_word_len(s, at) > 0)
+    while (at > 0 && word_byte(s, at - 1) && word_byte(s, at))
         at--;
     if (at + 1 < s->far)
         return;
     if (at + 1 > s->far) {
         s->far = at + 1;
         y->at = at;
-        y->len = target_word_len(s, at);
+        y->len = 0;
+        while (word_byte(s, at + y->len))
+            y->len++;
         if (y->len == 0 && s->target[at] != '\n')
             y->len = 1;
         y->kind = s->kind;
         y->role[0] = '\0';
+        y->nrole = 0;
         y->nwant = 0;
     }
     if (role && list) {
-        if (strstr(y->role, role))
+        if (strstr(y->role, role) || y->nrole == 3)
             return;
+        y->nrole++;
         size_t used = strlen(y->role);
         used += (size_t)snprintf(y->role + used, sizeof y->role - used, "%s%s (",
                                  used ? " or " : "", role);
@@ -187,7 +206,7 @@ static void src_note(Src *s, size_t pos, const char *role, const char *const *li
             snprintf(y->role + used, sizeof y->role - used, "%s)", n > 3 ? " ..." : "");
         return;
     }
-    if (!want || !want[0] || y->nwant == SYNTH_WHY_WANTS)
+    if (!want || !want[0] || want[0] == ' ' || y->nwant == SYNTH_WHY_WANTS)
         return;
     for (size_t k = 0; k < y->nwant; k++)
         if (strcmp(y->want[k], want) == 0)
@@ -283,10 +302,7 @@ static const struct {
     const char *const *list;
     const char *role;
 } ROLES[] = {
-    {ADJS, "an adjective"},
-    {PAST_TRANS, "a past-tense verb that takes an object"},
-    {PAST_INTRANS, "a past-tense verb"},
-    {PAST_SPEECH, "a verb of saying"},
+    {ADJS_HYPHEN, "an adjective"},
     {SOUND_VERBS, "a verb of sound"},
     {PREPS_PLACE, "a preposition"},
     {ADVS_MID, "an adverb (often, never ...)"},
@@ -328,6 +344,55 @@ static size_t pick_index(Src *r, const char *const *list, size_t n, size_t pos)
 }
 
 #define PICK_AT(r, a, pos) ((a)[pick_index((r), (a), COUNT(a), (pos))])
+
+/* What a word of each of the lexicon's pools is (synth_words.h). */
+static const char *const POOL_ROLES[WORDS_POOLS] = {
+    [WORDS_ANIMATE] = "a noun for someone",
+    [WORDS_NOUN] = "a noun",
+    [WORDS_ADJ] = "an adjective",
+    [WORDS_ADJ_PRED] = "an adjective",
+    [WORDS_INTRANS] = "a verb with no object",
+    [WORDS_TRANS] = "a verb with an object",
+    [WORDS_SPEECH] = "a verb of saying",
+};
+
+/* A word of the lexicon's pool p, whose form `form` will be written at pos:
+ * drawn by frequency generating; parsing, the one the sentence holds there
+ * (no choice: a form names one word), or the attempt fails. */
+static const LexEntry *pick_word(Src *r, WordsPool p, int form, size_t pos)
+{
+    if (r->rng)
+        return words_draw(r->words, p, draw(r, r->words->total[p]));
+    const LexEntry *e = words_find(r->words, p, form, r->target + pos, target_word_len(r, pos));
+    if (!e) {
+        const char *want[3];
+        for (int k = 0; k < 3; k++)
+            want[k] = words_form(words_nth(r->words, p, (size_t)k), form);
+        src_note(r, pos, POOL_ROLES[p], want, 3, NULL);
+        src_fail(r);
+    }
+    return e;
+}
+
+/* An adjective before a noun, to be written at pos: one in SYNTH_HYPHEN_ONE_IN
+ * has a hyphen (ADJS_HYPHEN), the others are the lexicon's, by frequency.
+ * Parsing, a hyphen in the sentence's word there decides. */
+enum { SYNTH_HYPHEN_ONE_IN = 40 };
+static const char *pick_adj(Src *r, size_t pos)
+{
+    int hyphen = r->rng ? chance(r, 1, SYNTH_HYPHEN_ONE_IN)
+                        : memchr(r->target + pos, '-', target_word_len(r, pos)) != NULL;
+    return hyphen ? PICK_AT(r, ADJS_HYPHEN, pos)
+                  : words_form(pick_word(r, WORDS_ADJ, FORM_WORD, pos), FORM_WORD);
+}
+
+/* A word of pool p written where the line stands, in form `form`. */
+static const char *put_word(Line *l, Src *r, WordsPool p, int form)
+{
+    const char *w = words_form(pick_word(r, p, form, next_word_pos(l)), form);
+    line_word(l, w);
+    return w;
+}
 
 /* Appends a word drawn from a list. */
 #define PUT_PICK(l, r, a) line_word((l), PICK_AT((r), (a), next_word_pos(l)))
@@ -373,6 +438,12 @@ static void line_close(Line *l, char c, size_t opener)
 }
 
 /* ---- Phrases ---------------------------------------------------------------- */
+
+/* Whether w[0..len) is a word of the corpus (hand lists or lexicon). */
+static int is_word(const Src *r, const char *w, size_t len)
+{
+    return words_classes(r->words, w, len) != 0;
+}
 
 static int is_vowel(char c)
 {
@@ -452,29 +523,14 @@ static const char *pick_det(Src *r, int form, int plural, size_t pos)
                               : pick_number_det(r, plural, pos);
 }
 
-/* A noun's forms, drawn from the animate nouns, or from them and the things,
- * for a noun of the given number to be written at pos (parsing, the sentence's
- * word there decides the draw). */
-static const WordPair *pick_noun(Src *r, int animate, int plural, size_t pos)
+/* A noun's forms, drawn from the lexicon's nouns for someone, or from all its
+ * nouns, for a noun of the given number to be written at pos (parsing, the
+ * sentence's word there decides the draw). */
+static WordPair pick_noun(Src *r, int animate, int plural, size_t pos)
 {
-    size_t n = animate ? COUNT(ANIMATE) : COUNT(ANIMATE) + COUNT(THINGS), v = 0;
-    if (r->rng)
-        v = (size_t)draw(r, n);
-    else {
-        while (v < n) {
-            const WordPair *p = v < COUNT(ANIMATE) ? &ANIMATE[v] : &THINGS[v - COUNT(ANIMATE)];
-            if (target_word_is(r, pos, plural ? p->pl : p->sg))
-                break;
-            v++;
-        }
-        if (v == n) {
-            const char *want[3] = {ANIMATE[0].sg, ANIMATE[1].pl, ANIMATE[2].sg};
-            src_note(r, pos, animate ? "a noun for someone (dog, girl ...)" : "a noun", want, 3,
-                     NULL);
-        }
-        v = (size_t)draw_as(r, n, v);
-    }
-    return v < COUNT(ANIMATE) ? &ANIMATE[v] : &THINGS[v - COUNT(ANIMATE)];
+    const LexEntry *e =
+        pick_word(r, animate ? WORDS_ANIMATE : WORDS_NOUN, plural ? FORM_1 : FORM_WORD, pos);
+    return (WordPair){e->word, e->form1};
 }
 
 /* Plants the determiner relation of a noun whose forms are *pair, written at
@@ -504,8 +560,8 @@ static size_t put_np(Line *l, Src *r, int plural, int animate)
     const char *det = "the";
     if (form == DET_OWNER) {
         size_t the_end = line_word(l, "the") + 2;
-        const WordPair *owner = pick_noun(r, 1, 0, next_word_pos(l));
-        plant_det(l, DET_THE, the_end, owner, 0, line_word(l, owner->sg));
+        WordPair owner = pick_noun(r, 1, 0, next_word_pos(l));
+        plant_det(l, DET_THE, the_end, &owner, 0, line_word(l, owner.sg));
         line_char(l, '\'');
         line_char(l, 's');
     } else {
@@ -514,9 +570,11 @@ static size_t put_np(Line *l, Src *r, int plural, int animate)
     /* Parsing: where the word after the determiner starts. */
     size_t p1 = r->rng ? 0 : form == DET_OWNER ? next_word_pos(l) : p0 + target_word_len(r, p0) + 1;
     size_t nadj = draw_weighted(r, NADJ_SHARES, 3);
-    const char *adj0 = nadj ? PICK_AT(r, ADJS, p1) : NULL;
-    const WordPair *pair = adj0 ? NULL : pick_noun(r, animate, plural, p1);
-    const char *next = adj0 ? adj0 : plural ? pair->pl : pair->sg;
+    const char *adj0 = nadj ? pick_adj(r, p1) : NULL;
+    WordPair pair = {NULL, NULL};
+    if (!adj0)
+        pair = pick_noun(r, animate, plural, p1);
+    const char *next = adj0 ? adj0 : plural ? pair.pl : pair.sg;
     if (strcmp(det, "a") == 0 && is_vowel(next[0]))
         det = "an";
     size_t det_end = form == DET_OWNER ? 0 : line_word(l, det) + strlen(det) - 1;
@@ -525,16 +583,16 @@ static size_t put_np(Line *l, Src *r, int plural, int animate)
         if (nadj == 2) {
             const char *adj1;
             do
-                adj1 = PICK_AT(r, ADJS, next_word_pos(l));
+                adj1 = pick_adj(r, next_word_pos(l));
             while (adj1 == adj0 && redraw(r));
             line_word(l, adj1);
         }
         pair = pick_noun(r, animate, plural, next_word_pos(l));
     }
-    const char *noun = plural ? pair->pl : pair->sg;
+    const char *noun = plural ? pair.pl : pair.sg;
     size_t start = line_word(l, noun);
     if (form != DET_OWNER)
-        plant_det(l, form, det_end, pair, plural, start);
+        plant_det(l, form, det_end, &pair, plural, start);
     return start + strlen(noun) - 1;
 }
 
@@ -565,6 +623,14 @@ static void put_verb_pp(Line *l, Src *r)
     put_np_any(l, r);
 }
 
+/* A verb of pool p, {third person singular, plural} present, whose form for
+ * a subject of the given number will be written next. */
+static WordPair pick_present(Line *l, Src *r, WordsPool p, int plural)
+{
+    const LexEntry *e = pick_word(r, p, plural ? FORM_WORD : FORM_1, next_word_pos(l));
+    return (WordPair){e->form1, e->word};
+}
+
 /* Appends the present-tense form agreeing with the subject whose noun ends at
  * subject_end, and plants the agreement relation at the first byte where the
  * singular and plural forms part. */
@@ -584,14 +650,14 @@ static void gen_plain(Line *l, Src *r)
     switch (draw(r, 4)) {
     case 0:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_np_any(l, r);
         if (draw(r, 2))
             put_verb_pp(l, r);
         break;
     case 1:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         if (draw(r, 2))
             put_verb_pp(l, r);
         if (draw(r, 2))
@@ -601,11 +667,11 @@ static void gen_plain(Line *l, Src *r)
         put_pp(l, r);
         line_char(l, ',');
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         break;
     default:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         /* Two clauses joined by a comma and a conjunction, or by a semicolon. */
         if (chance(r, 2, 3)) {
             line_char(l, ',');
@@ -614,7 +680,7 @@ static void gen_plain(Line *l, Src *r)
             line_char(l, ';');
         }
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_np_any(l, r);
         break;
     }
@@ -639,7 +705,8 @@ static void gen_agree(Line *l, Src *r)
         put_pp(l, r);
     } else if (middle == 4) {
         line_word(l, "that");
-        put_verb(l, &PICK(r, VERBS_TRANS), plural, subject);
+        WordPair verb = pick_present(l, r, WORDS_TRANS, plural);
+        put_verb(l, &verb, plural, subject);
         put_np_any(l, r);
     }
     /* In twentieths: intransitive 8, transitive 7, "is" and an adjective 5; an
@@ -648,12 +715,12 @@ static void gen_agree(Line *l, Src *r)
     size_t predicate = draw_weighted(r, predicate_shares, 3);
     if (predicate == 0) {
         /* One in five: "doesn't" or "don't", which agree, and the bare verb. */
-        const WordPair *verb = &PICK(r, VERBS_INTRANS);
         if (chance(r, 1, 5)) {
             put_verb(l, &DO_NOT, plural, subject);
-            line_word(l, verb->pl);
+            put_word(l, r, WORDS_INTRANS, FORM_WORD);
         } else {
-            put_verb(l, verb, plural, subject);
+            WordPair verb = pick_present(l, r, WORDS_INTRANS, plural);
+            put_verb(l, &verb, plural, subject);
         }
         size_t tail = draw_weighted(r, tail_shares, 3);
         if (tail == 0)
@@ -661,11 +728,12 @@ static void gen_agree(Line *l, Src *r)
         else if (tail == 1)
             PUT_PICK(l, r, ADVS_END);
     } else if (predicate == 1) {
-        put_verb(l, &PICK(r, VERBS_TRANS), plural, subject);
+        WordPair verb = pick_present(l, r, WORDS_TRANS, plural);
+        put_verb(l, &verb, plural, subject);
         put_np_any(l, r);
     } else {
         put_verb(l, chance(r, 1, 4) ? &COPULA_NOT : &COPULA, plural, subject);
-        PUT_PICK(l, r, ADJS);
+        put_word(l, r, WORDS_ADJ_PRED, FORM_WORD);
     }
 }
 
@@ -680,11 +748,11 @@ static void put_inner(Line *l, Src *r)
         break;
     case 1:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         break;
     default:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_np_any(l, r);
         break;
     }
@@ -693,7 +761,7 @@ static void put_inner(Line *l, Src *r)
 /* A speaker and a quoted clause, with a parenthesis inside the quote when nest is set. */
 static void put_quote(Line *l, Src *r, int nest)
 {
-    PUT_PICK(l, r, PAST_SPEECH);
+    put_word(l, r, WORDS_SPEECH, FORM_2);
     if (chance(r, 1, 4))
         line_char(l, ':');
     size_t q = line_open(l, '"');
@@ -702,7 +770,7 @@ static void put_quote(Line *l, Src *r, int nest)
         size_t p = line_open(l, '(');
         put_inner(l, r);
         line_close(l, ')', p);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
     } else {
         put_inner(l, r);
     }
@@ -727,7 +795,7 @@ static void gen_bracket(Line *l, Src *r)
             put_inner(l, r);
         }
         line_close(l, ')', p);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         if (draw(r, 2))
             PUT_PICK(l, r, ADVS_END);
     } else {
@@ -779,7 +847,7 @@ static void new_name(Line *l, Src *r, Name *nm)
             vowel = !vowel;
         }
         nm->text[len] = '\0';
-        if (nm->text[0] == nm->avoid || synth_word_classes(nm->text, len) != 0) {
+        if (nm->text[0] == nm->avoid || is_word(r, nm->text, len)) {
             redraw(r);
             continue;
         }
@@ -812,17 +880,17 @@ static void copy_intro(Line *l, Src *r, Name *a, Name *b)
     switch (draw(r, 5)) {
     case 0:
         put_name(l, r, a);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_np_any(l, r);
         break;
     case 1:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_name(l, r, a);
         break;
     case 2:
         put_name(l, r, a);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         put_verb_pp(l, r);
         break;
     case 3:
@@ -830,11 +898,11 @@ static void copy_intro(Line *l, Src *r, Name *a, Name *b)
         line_word(l, "and");
         b->avoid = (char)(a->text[0] - 'A' + 'a');
         put_name(l, r, b);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         break;
     default:
         put_name(l, r, a);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         b->avoid = (char)(a->text[0] - 'A' + 'a');
         put_name(l, r, b);
         break;
@@ -848,23 +916,23 @@ static void copy_repeat(Line *l, Src *r, Name *a, Name *b)
     switch (draw(r, 4)) {
     case 0:
         put_name(l, r, x);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         if (draw(r, 2))
             PUT_PICK(l, r, ADVS_END);
         break;
     case 1:
         put_name(l, r, x);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_np_any(l, r);
         break;
     case 2:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_name(l, r, x);
         break;
     default:
         put_name(l, r, x);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         if (b->placed)
             put_name(l, r, x == a ? b : a);
         else
@@ -994,7 +1062,7 @@ static void put_chant(Line *l, Src *r)
         line_char(l, vowels[draw(r, sizeof vowels - 1)]);
         memcpy(syl[k], l->text + at[k], 2);
         syl[k][2] = '\0';
-        if (synth_word_classes(syl[k], 2) != 0 || (k == 1 && strcmp(syl[0], syl[1]) == 0)) {
+        if (is_word(r, syl[k], 2) || (k == 1 && strcmp(syl[0], syl[1]) == 0)) {
             redraw(r);
             l->bad = 1;
             return;
@@ -1048,7 +1116,7 @@ static void put_scene_place(Line *l, Src *r, size_t prep_index)
     size_t prep = line_word(l, pl->prep);
     line_word(l, "the");
     if (chance(r, 1, 3))
-        PUT_PICK(l, r, ADJS);
+        line_word(l, pick_adj(r, next_word_pos(l)));
     const char *place = pl->places[draw(r, SCENE_PLACE_NOUNS)];
     size_t at = line_word(l, place);
     size_t pick = at - l->start; /* a stand-in for a draw (see gen_coref) */
@@ -1339,11 +1407,12 @@ typedef struct {
     size_t pos, len, nbytes;
 } Walk;
 
-static void walk_init(Walk *w, uint64_t seed, size_t nbytes)
+static void walk_init(Walk *w, uint64_t seed, size_t nbytes, const SynthWords *words)
 {
     rng_init(&w->rng, seed, RNG_STREAM_CORPUS);
     memset(&w->src, 0, sizeof w->src);
     w->src.rng = &w->rng;
+    w->src.words = words;
     w->pos = w->len = 0;
     w->nbytes = nbytes;
 }
@@ -1362,8 +1431,10 @@ static int walk_next(Walk *w)
 size_t synth_generate_relations(char *buf, size_t nbytes, uint64_t seed,
                                 SynthRelation *rels, size_t cap)
 {
+    SynthWords words;
+    synth_words_init(&words);
     Walk w;
-    walk_init(&w, seed, nbytes);
+    walk_init(&w, seed, nbytes, &words);
     size_t total = 0;
     while (walk_next(&w)) {
         memcpy(buf + w.pos, w.line.text, w.len);
@@ -1408,8 +1479,10 @@ int synth_locate(size_t *at, const char *text, size_t n, size_t nbytes, uint64_t
     if (!nl || n > nbytes)
         return 0;
     size_t head = (size_t)(nl - text) + 1; /* the text's bytes up to its first newline */
+    SynthWords words;
+    synth_words_init(&words);
     Walk w;
-    walk_init(&w, seed, nbytes);
+    walk_init(&w, seed, nbytes, &words);
     while (walk_next(&w)) {
         /* Only a whole line ends in a newline, so the text's first one is the
          * end of a line, and the bytes before it are that line's last. */
@@ -1431,8 +1504,10 @@ int synth_locate(size_t *at, const char *text, size_t n, size_t nbytes, uint64_t
 
 size_t synth_relations_in(SynthRelation *rels, size_t cap, size_t at, size_t n, uint64_t seed)
 {
+    SynthWords words;
+    synth_words_init(&words);
     Walk w;
-    walk_init(&w, seed, at + n);
+    walk_init(&w, seed, at + n, &words);
     size_t total = 0;
     while (walk_next(&w)) {
         if (w.pos + w.line.len <= at)
@@ -1464,8 +1539,8 @@ enum { PARSE_MAX_ATTEMPTS = 2000000 };
  * grammar writes it. A sentence that several lines of the grammar read the
  * same (a scene that is also a plain line) takes the one that plants the most
  * relations, the first such in the order of the choices. */
-static int parse_line(Line *l, Src *src, const char *s, size_t n, int ante, int ante_plural,
-                      SynthWhy *why)
+static int parse_line(Line *l, Src *src, const SynthWords *words, const char *s, size_t n,
+                      int ante, int ante_plural, SynthWhy *why)
 {
     Line got;
     /* Both live across setjmp, so volatile: a longjmp must not lose them. */
@@ -1473,6 +1548,7 @@ static int parse_line(Line *l, Src *src, const char *s, size_t n, int ante, int 
     volatile long attempt;
     memset(src, 0, sizeof *src);
     src->why = why;
+    src->words = words;
     src->target = s;
     src->target_len = n;
     src->ante = ante;
@@ -1520,6 +1596,8 @@ size_t synth_parse(const char *text, size_t n, SynthSentence *sent, size_t sent_
     Src src;
     Line line;
     char buf[LINE_CAP];
+    SynthWords words;
+    synth_words_init(&words);
     /* The scene animal of the sentence before, on the same line (-1: none). */
     int ante = -1, ante_plural = 0;
     for (size_t i = 0; i < n;) {
@@ -1534,7 +1612,7 @@ size_t synth_parse(const char *text, size_t n, SynthSentence *sent, size_t sent_
         if (len + 1 < LINE_CAP) {
             memcpy(buf, text + i, len);
             buf[len] = '\n';
-            understood = parse_line(&line, &src, buf, len + 1, ante, ante_plural, NULL);
+            understood = parse_line(&line, &src, &words, buf, len + 1, ante, ante_plural, NULL);
         }
         ante = understood ? line.scene : -1;
         ante_plural = understood ? line.scene_plural : 0;
@@ -1566,13 +1644,14 @@ static const char *const KIND_NAMES[KIND_COUNT] = {
 
 /* A sentence of the given kind, the first the generator writes from a fixed
  * seed: the example of a pattern. */
-static void example_sentence(LineKind kind, char *out, size_t cap)
+static void example_sentence(LineKind kind, const SynthWords *words, char *out, size_t cap)
 {
     Rng rng;
     rng_init(&rng, 1, RNG_STREAM_CORPUS);
     Src src;
     memset(&src, 0, sizeof src);
     src.rng = &rng;
+    src.words = words;
     Line line;
     line.src = &src;
     line_reset(&line);
@@ -1595,14 +1674,16 @@ int synth_why(const char *sentence, size_t n, SynthWhy *why)
     buf[n] = '\n';
     Src src;
     Line line;
-    if (parse_line(&line, &src, buf, n + 1, -1, 0, why)) {
+    SynthWords words;
+    synth_words_init(&words);
+    if (parse_line(&line, &src, &words, buf, n + 1, -1, 0, why)) {
         memset(why, 0, sizeof *why);
         why->kind = -1;
         return 1;
     }
     if (why->kind >= 0 && why->kind < KIND_COUNT) {
         snprintf(why->pattern, sizeof why->pattern, "%s", KIND_NAMES[why->kind]);
-        example_sentence((LineKind)why->kind, why->example, sizeof why->example);
+        example_sentence((LineKind)why->kind, &words, why->example, sizeof why->example);
     }
     return 0;
 }
@@ -1621,9 +1702,11 @@ size_t synth_why_text(const SynthWhy *why, const char *sentence, char *buf, size
     for (size_t i = 0; i < wl; i++)
         word[i] = fold(sentence[why->at + i]);
     word[wl] = '\0';
+    /* An owner ("cat's") is known when its noun is. */
+    size_t stem = wl > 2 && word[wl - 2] == '\'' && word[wl - 1] == 's' ? wl - 2 : wl;
     if (wl == 0)
         SAY("the sentence stops too soon");
-    else if (synth_word_classes(word, wl) == 0 && wl > 1)
+    else if (synth_word_classes(word, stem) == 0 && wl > 1)
         SAY("`%.*s`: not a word the corpus knows", (int)why->len, sentence + why->at);
     else
         SAY("`%.*s`: the corpus does not put it here", (int)why->len, sentence + why->at);

@@ -220,6 +220,7 @@ typedef struct {
     char role[256]; /* the lexicon's lists that fit there, each with its first
                      * words: "a past-tense verb (`slept`, `ran`, `sang` ...)",
                      * joined by " or "; "" if none */
+    size_t nrole;   /* the lists named in role, at most 3 */
     char want[SYNTH_WHY_WANTS][SYNTH_ALT_CAP]; /* other words the grammar could write there */
     size_t nwant;
     int kind;                     /* the nearest pattern's line kind; -1: none */

@@ -7,19 +7,23 @@
 #ifndef HEADCOUNT_SYNTH_LEXICON_H
 #define HEADCOUNT_SYNTH_LEXICON_H
 
+#include <stddef.h>
+
+#include "data/lexicon.h"
+
 typedef struct {
     const char *sg;
     const char *pl;
 } WordPair;
 
-extern const WordPair ANIMATE[31];
-extern const WordPair THINGS[47];
-extern const WordPair VERBS_INTRANS[20];
-extern const WordPair VERBS_TRANS[23];
-extern const char *const PAST_INTRANS[20];
-extern const char *const PAST_TRANS[24];
-extern const char *const PAST_SPEECH[4];
-extern const char *const ADJS[44];
+/* The hand-written nouns, verbs and adjectives, as lexicon entries
+ * (synth_lexicon.c): HAND_CLASS_START[k] .. [k + 1] are the nouns (k = 0,
+ * tagged animate or inanimate), the verbs (1: intrans, trans, speech) and the
+ * adjectives (2). */
+enum { HAND_CLASSES = 3, HAND_FREQ = 50000 };
+extern const LexEntry HAND_ENTRIES[];
+extern const size_t HAND_CLASS_START[HAND_CLASSES + 1];
+extern const char *const ADJS_HYPHEN[4];
 extern const char *const DETS_SG[5];
 extern const char *const DETS_PL[11];
 extern const char *const PREPS_PLACE[15];
@@ -87,5 +91,13 @@ extern const char *const PRONOUN_OBJECT_ADJS[10];
 extern const char *const PRONOUN_CONJS[3];
 extern const char *const PRONOUN_PEOPLE[10];
 extern const char *const PRONOUN_PERSON_DETS[8];
+
+/* The SYNTH_* classes of the lowercase word[0..len) among the hand-written
+ * lists above (synth_word_classes adds the lexicon's words), or 0. */
+unsigned synth_hand_classes(const char *word, size_t len);
+
+/* Calls fn once for every word of the hand-written lists and each of its
+ * classes (a word in two lists is met twice). */
+void synth_hand_each(void (*fn)(const char *word, unsigned cls, void *ctx), void *ctx);
 
 #endif

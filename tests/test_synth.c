@@ -10,6 +10,7 @@
 
 #include "data/synth.h"
 #include "data/synth_lexicon.h"
+#include "data/synth_words.h"
 
 enum {
     KIND_PLAIN,
@@ -43,6 +44,19 @@ static int is_upper(char c)
     return c >= 'A' && c <= 'Z';
 }
 
+/* The corpus's words, made once for the whole test process: the lookups are
+ * many (every word of a megabyte), and synth_word_classes makes them anew on
+ * every call. */
+static const SynthWords *words(void)
+{
+    static SynthWords w;
+    static int made;
+    if (!made)
+        synth_words_init(&w);
+    made = 1;
+    return &w;
+}
+
 /* Lexicon classes of a word as written, with a capital first letter lowered
  * and an "'s" ending ("it's") dropped. */
 static unsigned classes_of(const char *w, size_t len)
@@ -55,7 +69,7 @@ static unsigned classes_of(const char *w, size_t len)
     memcpy(low, w, len);
     if (is_upper(low[0]))
         low[0] = (char)(low[0] - 'A' + 'a');
-    return synth_word_classes(low, len);
+    return words_classes(words(), low, len);
 }
 
 /* A byte inside a word: a letter, a digit, or a hyphen or apostrophe between
@@ -1159,7 +1173,7 @@ static unsigned alt_classes(const char *w)
     char low[SYNTH_ALT_CAP];
     snprintf(low, sizeof low, "%s", w);
     low[0] = (char)(low[0] | 0x20);
-    return synth_word_classes(low, strlen(low));
+    return words_classes(words(), low, strlen(low));
 }
 
 /* Every relation but names carries its minimal pair: the form is the text's,

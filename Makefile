@@ -70,7 +70,7 @@ $(PAGES:.c=.o): %.o: %.c $(BUILD)/flags.txt
 # always runs lexicon_gen, which says so.
 LEXICON ?= data/lexicon.tsv
 $(BUILD)/lexicon_gen: scripts/lexicon/lexicon_gen.c data/lexicon.h $(BUILD)/flags.txt
-	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS)
 $(BUILD)/gen/lexicon_path.txt: FORCE
 	@mkdir -p $(dir $@)
 	@printf '%s\n' '$(LEXICON)' | cmp -s - $@ || printf '%s\n' '$(LEXICON)' > $@

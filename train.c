@@ -408,7 +408,7 @@ static void alloc_planted(Run *r)
     size_t bt = (size_t)r->o.batch * r->o.block;
     r->loop.heads_starts = malloc((size_t)r->o.batch * sizeof *r->loop.heads_starts);
     int ok = r->loop.heads_starts != NULL;
-    for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++) {
+    for (int q = HEADS_REL_TEXT; q < HEADS_REL_COUNT; q++) {
         r->loop.planted_key[q] = malloc(bt * sizeof(int));
         r->loop.planted_first[q] = malloc(bt * sizeof(int));
         ok = ok && r->loop.planted_key[q] && r->loop.planted_first[q];
@@ -745,7 +745,7 @@ int main(int argc, char **argv)
     free(r->loop.token_counts);
     planted_free(&r->loop.planted);
     free(r->loop.heads_starts);
-    for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++) {
+    for (int q = HEADS_REL_TEXT; q < HEADS_REL_COUNT; q++) {
         free(r->loop.planted_key[q]);
         free(r->loop.planted_first[q]);
     }

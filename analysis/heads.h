@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "data/synth.h"
+#include "data/synth_relations.h"
 #include "data/tokenizer.h"
 #include "model/gpt.h"
 #include "util/rng.h"
@@ -45,26 +46,23 @@
 /* Relations (docs/heads.md, "Relations"): for query row i of a window, the key
  * a head that has learnt the relation attends to (for rare, a set of keys).
  * HeadsRelKind is a relation's index in heads_rel_table, which says everything
- * else about it; the text relations come first, the planted ones after. */
+ * else about it; the text relations come first, then the planted ones, one per
+ * PLANTED row of SYNTH_RELATIONS (data/synth_relations.h) in its order. */
+#define HEADS_KIND_OF_PLANTED(KIND, ...) HEADS_REL_##KIND,
+#define HEADS_KIND_OF_TEXT(KIND)
 typedef enum {
     HEADS_REL_PREV,
     HEADS_REL_BRACKET,
     HEADS_REL_COPY,
     HEADS_REL_RARE,
-    HEADS_REL_AGREE,
-    HEADS_REL_NAMES,
-    HEADS_REL_DET,
-    HEADS_REL_COREF,
-    HEADS_REL_SUBJECT,
-    HEADS_REL_MOOD,
-    HEADS_REL_MODIFIER,
-    HEADS_REL_PLACE,
-    HEADS_REL_PRONOUN,
+    SYNTH_RELATIONS(HEADS_KIND_OF_PLANTED, HEADS_KIND_OF_TEXT)
     HEADS_REL_COUNT
 } HeadsRelKind;
+#undef HEADS_KIND_OF_PLANTED
+#undef HEADS_KIND_OF_TEXT
 /* The relations found in any text are those before the first planted one
  * (test_heads checks each row's .planted against this). */
-#define HEADS_REL_TEXT HEADS_REL_AGREE
+#define HEADS_REL_TEXT (HEADS_REL_RARE + 1)
 /* Tokens of context a copy row's earlier occurrence must share (docs/heads.md). */
 #define HEADS_COPY_CONTEXT 3
 /* A probe alphabet smaller than this falls back to the next rule (heads_probe_alphabet). */
@@ -114,7 +112,8 @@ typedef struct {
     int named_by_key;
 } HeadsRelRow;
 
-/* One row per relation, indexed by HeadsRelKind (heads_relations.c). */
+/* One row per relation, indexed by HeadsRelKind (heads_relations.c; a planted
+ * relation's fields are its row of SYNTH_RELATIONS, data/synth_relations.h). */
 extern const HeadsRelRow heads_rel_table[HEADS_REL_COUNT];
 
 /* The relation a planted SynthRelKind is measured as (the row whose synth it is),
@@ -438,7 +437,7 @@ int heads_quick(float *out, const Activations *a, const int *tokens, int B, int 
  * batch tokens[B][T] after a forward, into rel[HEADS_REL_TEXT]; the rare
  * relation's counts are train_counts[V] (the training text's, heads_token_counts),
  * or the batch's own when train_counts is NULL. With planted_key (the planted
- * relations' keys of the batch, planted_key[q][B*T] for q >= HEADS_REL_AGREE,
+ * relations' keys of the batch, planted_key[q][B*T] for q >= HEADS_REL_TEXT,
  * -1 where a row has none) the planted relations too, into rel[HEADS_REL_COUNT].
  * -1 when out of memory. */
 int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,

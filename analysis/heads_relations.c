@@ -12,55 +12,35 @@
 
 #include "util/errbuf.h"
 
-/* One row per relation: name, bar, planted, how its keys are found, the planted
- * kind behind its pairs, repeat, its pairs' wrong token where the reports name
- * it, the sentence for a reader, and how a reader names a pair (by key and next word:
- * 1). */
+/* One row per relation, by its fields' names (heads.h, HeadsRelRow). The text
+ * relations' rows are here; the planted ones' come from their rows of
+ * SYNTH_RELATIONS (data/synth_relations.h), which give what differs between
+ * them; what every planted relation shares is filled in here. */
+#define PLANTED_ROW(KIND, ...)                                                          \
+    [HEADS_REL_##KIND] = {.bar = HEADS_REL_BAR, .planted = 1, .key = HEADS_KEY_PLANTED, \
+                          .synth = SYNTH_REL_##KIND, __VA_ARGS__},
+#define NO_ROW(KIND)
 const HeadsRelRow heads_rel_table[HEADS_REL_COUNT] = {
-    [HEADS_REL_PREV] = {"previous-token", HEADS_PREV_MIN, 0, HEADS_KEY_PREV, -1, 0, NULL,
-        "Query: any token. Key: the token just before it."},
-    [HEADS_REL_BRACKET] = {"bracket", HEADS_REL_BAR, 0, HEADS_KEY_BRACKET, SYNTH_REL_BRACKET, 0,
-        NULL, "Query: the token just before a closing bracket or quote. Key: the token holding "
-        "the opening bracket or quote it closes."},
-    [HEADS_REL_COPY] = {"copy", HEADS_REL_BAR, 0, HEADS_KEY_COPY, -1, 1, NULL,
-        "Query: a token that ends three tokens seen earlier in the text. Key: the token that "
-        "followed them there, which comes next again."},
-    [HEADS_REL_RARE] = {"rare", HEADS_REL_BAR, 0, HEADS_KEY_RARE, -1, 0, NULL,
-        "Query: any token. Keys: the earlier tokens (two or more back) of the text's rarest "
-        "kind, by the training text's counts."},
-    [HEADS_REL_AGREE] = {"agreement", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_AGREE, 0,
-        NULL, "Query: the verb, just before the part that says singular or plural (run|s). "
-        "Key: the end of its subject noun, which decides it.", 1},
-    [HEADS_REL_NAMES] = {"names", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_NAMES, 1,
-        "the most likely other token", "Query: a piece of a made-up name used again. Key: the "
-        "piece that followed it at the name's first use, which comes next again."},
-    [HEADS_REL_DET] = {"determiner", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_DET, 0, NULL,
-        "Query: the token before the part of a noun that its determiner decides: the "
-        "number (dog|s), or, where \"the\" names the animal of the scene before again (The "
-        "cat sat on the mat. The tired| cat slept ...), the noun itself. Key: the determiner "
-        "(The, a, these, two...); only one that says the number, or such a \"the\", has a "
-        "minimal pair.", 1},
-    [HEADS_REL_COREF] = {"coreference", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_COREF, 0,
-        "the line's other noun", "Query: the token before the noun named again after \"so "
-        "the\" (the re-mention form). Key: that noun where it was first named, the one the "
-        "property after \"it\" fits.", 1},
-    [HEADS_REL_SUBJECT] = {"subject-verb", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_SUBJECT,
-        0, NULL, "Query: a scene's verb (sat). Key: its subject (cat), whose own preposition "
-        "(on) comes next."},
-    [HEADS_REL_MOOD] = {"adjective-verb", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_MOOD, 0,
-        NULL, "Query: the subject noun (cat). Key: the mood before it (tired), which picks the "
-        "verb that comes next (slept).", 1},
-    [HEADS_REL_MODIFIER] = {"verb-modifier", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED,
-        SYNTH_REL_MODIFIER, 0, NULL, "Query: the token before a scene's particle, an adverb "
-        "after the verb (sat slowly). Key: that verb, whose own particle (down) comes next; "
-        "right after its verb (sat down) the verb itself predicts it, and no head is needed.", 1},
-    [HEADS_REL_PLACE] = {"place", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_PLACE, 0, NULL,
-        "Query: the token before a place (the, warm). Key: the preposition (on), which says "
-        "which places can come (mat, rug...).", 1},
-    [HEADS_REL_PRONOUN] = {"pronoun", HEADS_REL_BAR, 1, HEADS_KEY_PLANTED, SYNTH_REL_PRONOUN, 0,
-        NULL, "Query: \"it\". Key: its antecedent, the line's subject (Apple), whose class says "
-        "the word after \"it\" (is tasty, was broken)."},
+    [HEADS_REL_PREV] = {
+        .name = "previous-token", .bar = HEADS_PREV_MIN, .key = HEADS_KEY_PREV, .synth = -1,
+        .about = "Query: any token. Key: the token just before it."},
+    [HEADS_REL_BRACKET] = {
+        .name = "bracket", .bar = HEADS_REL_BAR, .key = HEADS_KEY_BRACKET,
+        .synth = SYNTH_REL_BRACKET,
+        .about = "Query: the token just before a closing bracket or quote. Key: the token "
+                 "holding the opening bracket or quote it closes."},
+    [HEADS_REL_COPY] = {
+        .name = "copy", .bar = HEADS_REL_BAR, .key = HEADS_KEY_COPY, .synth = -1, .repeat = 1,
+        .about = "Query: a token that ends three tokens seen earlier in the text. Key: the "
+                 "token that followed them there, which comes next again."},
+    [HEADS_REL_RARE] = {
+        .name = "rare", .bar = HEADS_REL_BAR, .key = HEADS_KEY_RARE, .synth = -1,
+        .about = "Query: any token. Keys: the earlier tokens (two or more back) of the text's "
+                 "rarest kind, by the training text's counts."},
+    SYNTH_RELATIONS(PLANTED_ROW, NO_ROW)
 };
+#undef PLANTED_ROW
+#undef NO_ROW
 
 int heads_rel_of_synth(int synth_kind)
 {

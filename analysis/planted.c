@@ -176,7 +176,7 @@ void planted_keys(int *const *key, int *const *first, const Planted *p, size_t l
                   size_t *next)
 {
     size_t NT = (size_t)B * T;
-    for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++)
+    for (int q = HEADS_REL_TEXT; q < HEADS_REL_COUNT; q++)
         for (size_t i = 0; i < NT; i++)
             key[q][i] = first[q][i] = -1;
     size_t hi = lo + NT;
@@ -203,7 +203,7 @@ void planted_keys_at(int *const *key, int *const *first, const Planted *p, const
     int *kb[HEADS_REL_COUNT] = {NULL}, *fb[HEADS_REL_COUNT] = {NULL};
     for (int b = 0; b < B; b++) {
         size_t off = (size_t)b * T;
-        for (int q = HEADS_REL_AGREE; q < HEADS_REL_COUNT; q++) {
+        for (int q = HEADS_REL_TEXT; q < HEADS_REL_COUNT; q++) {
             kb[q] = key[q] + off;
             fb[q] = first[q] + off;
         }

@@ -6,12 +6,17 @@
  * process so its peak memory can be read, in the precision --precision names (fp32, the
  * default, or bf16: the model's Precision; HEADCOUNT_BF16=emulate runs the bf16 products'
  * emulation where the build has the instruction). Prints a table and, with --csv FILE,
- * writes one CSV row per (configuration, threads).
+ * writes one CSV row per (configuration, threads). With --route K every model is a
+ * mixture of heads (Config.route_k, model/route.h): each token's top K heads of
+ * every layer, the configuration's name suffixed "/K<k>".
  *
  * Model FLOPs per token (docs/bench.md): 6 N + 6 L A (T + 1), with N the weights
  * that take part in matrix products (qkv, proj, fc, fcproj and the tied output
  * layer) and A = H D; the second term is causal attention (each query scores
  * (T + 1) / 2 keys on average, forward QK^T and AV, backward twice the forward).
+ * A routed model adds its routers' 6 L H C; its attention is counted in full, as
+ * every head still attends at every position (the route weights zero the heads a
+ * token did not choose after the attention).
  * This is not a test: it asserts nothing about time. */
 #include <math.h>
 #include <omp.h>
@@ -47,15 +52,17 @@ double bench_flops_per_token(const Config *c)
 {
     double A = (double)c->H * c->D, C = c->C;
     double n_mm = (double)c->L * (3 * A * C + A * C + 8 * C * C) + (double)c->V * C;
-    return 6.0 * n_mm + 6.0 * c->L * A * (c->T + 1);
+    double router = c->route_k ? 6.0 * c->L * c->H * C : 0.0;
+    return 6.0 * n_mm + 6.0 * c->L * A * (c->T + 1) + router;
 }
 
 /* Runs one configuration in this process; writes "median min max" ms to out. */
-static int run_config(const BenchConfig *bc, int V, int threads, Precision precision,
-                      double out[3])
+static int run_config(const BenchConfig *bc, int V, int route_k, int threads,
+                      Precision precision, double out[3])
 {
     omp_set_num_threads(threads);
-    Config cfg = {.V = V, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C, .D = bc->C / bc->H};
+    Config cfg = {.V = V, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C, .D = bc->C / bc->H,
+                  .route_k = route_k};
     char err[256];
     int total = bc->warmup + bc->steps;
     TrainHyper hp = {.lr = 1e-3f, .min_lr = 1e-4f, .warmup = 2, .steps = total, .clip = 1.0f,
@@ -111,7 +118,7 @@ static int wanted(const char *list, const char *name, int H)
 int main(int argc, char **argv)
 {
     const char *csv_path = NULL, *only = NULL, *threads_list = "1,2";
-    int header = 1, V = 65;
+    int header = 1, V = 65, route_k = 0;
     Precision precision = PRECISION_FP32;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--csv") && i + 1 < argc)
@@ -138,6 +145,15 @@ int main(int argc, char **argv)
             }
             precision = (Precision)k;
         }
+        else if (!strcmp(argv[i], "--route") && i + 1 < argc) {
+            char *end;
+            long k = strtol(argv[++i], &end, 10);
+            if (*end || k < 0 || k > CONFIG_MAX_HEADS) {
+                fprintf(stderr, "bench: --route %s: expected 0..%d\n", argv[i], CONFIG_MAX_HEADS);
+                return 2;
+            }
+            route_k = (int)k;
+        }
         else if (!strcmp(argv[i], "--vocab") && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
@@ -150,12 +166,15 @@ int main(int argc, char **argv)
         else {
             int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
             fprintf(help ? stdout : stderr,
-                    "usage: bench_train [--configs BABY,MID:4,...] [--threads 1,2] "
-                    "[--vocab V] [--precision fp32|bf16] [--csv FILE] [--no-header] [--list]\n"
+                    "usage: bench_train [--configs BABY,MID:4,...] [--threads 1,2] [--vocab V]\n"
+                    "       [--route K] [--precision fp32|bf16] [--csv FILE] [--no-header]\n"
+                    "       [--list]\n"
                     "  --configs: NAME (every H) or NAME:H entries\n"
                     "  --csv: rows appended; the header only to a new file\n"
                     "  --vocab: the vocabulary size (default 65, a byte vocabulary; a\n"
                     "           byte-pair one makes the output layer and softmax larger)\n"
+                    "  --route: each token uses its top K heads per layer (mixture of heads;\n"
+                    "           default 0, every head); a configuration with H < K is skipped\n"
                     "  --list: print the NAME:H entries and exit\n");
             return help ? 0 : 2;
         }
@@ -171,13 +190,16 @@ int main(int argc, char **argv)
             fprintf(csv, "config,L,C,T,B,H,D,threads,ms_median,ms_min,ms_max,tokens_per_s,"
                          "gflops,params,peak_mb\n");
     }
+    int width = route_k ? 8 : 5; /* "BABY/K16" */
     if (header)
-        printf("%-5s %2s %4s %4s %3s %3s %3s | %8s %8s %8s | %9s %7s %8s\n", "cfg", "L", "C",
+        printf("%-*s %2s %4s %4s %3s %3s %3s | %8s %8s %8s | %9s %7s %8s\n", width, "cfg", "L", "C",
                "T", "B", "H", "thr", "ms(med)", "min", "max", "tok/s", "GFLOP/s", "peak MB");
     for (size_t k = 0; k < sizeof CONFIGS / sizeof CONFIGS[0]; k++) {
         const BenchConfig *bc = &CONFIGS[k];
-        if (!wanted(only, bc->name, bc->H))
+        if (!wanted(only, bc->name, bc->H) || route_k > bc->H)
             continue;
+        char name[16];
+        snprintf(name, sizeof name, route_k ? "%s/K%d" : "%s", bc->name, route_k);
         char tl[64];
         snprintf(tl, sizeof tl, "%s", threads_list);
         for (char *tok = strtok(tl, ","); tok; tok = strtok(NULL, ",")) {
@@ -191,7 +213,7 @@ int main(int argc, char **argv)
             if (pid == 0) {
                 double r[3];
                 close(fd[0]);
-                int rc = run_config(bc, V, threads, precision, r);
+                int rc = run_config(bc, V, route_k, threads, precision, r);
                 if (rc == 0 && write(fd[1], r, sizeof r) != (ssize_t)sizeof r)
                     rc = 1;
                 _exit(rc ? 1 : 0);
@@ -204,21 +226,21 @@ int main(int argc, char **argv)
             struct rusage ru;
             wait4(pid, &status, 0, &ru);
             if (got != (ssize_t)sizeof r || !WIFEXITED(status) || WEXITSTATUS(status)) {
-                fprintf(stderr, "bench: %s H=%d failed\n", bc->name, bc->H);
+                fprintf(stderr, "bench: %s H=%d failed\n", name, bc->H);
                 continue;
             }
             Config cfg = {.V = V, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C,
-                          .D = bc->C / bc->H};
+                          .D = bc->C / bc->H, .route_k = route_k};
             double tokens = (double)bc->B * bc->T, tps = tokens / (r[0] / 1e3);
             double gflops = bench_flops_per_token(&cfg) * tps / 1e9;
             double peak_mb = (double)ru.ru_maxrss / 1024.0;
-            printf("%-5s %2d %4d %4d %3d %3d %3d | %8.1f %8.1f %8.1f | %9.0f %7.1f %8.1f\n",
-                   bc->name, bc->L, bc->C, bc->T, bc->B, bc->H, threads, r[0], r[1], r[2], tps,
+            printf("%-*s %2d %4d %4d %3d %3d %3d | %8.1f %8.1f %8.1f | %9.0f %7.1f %8.1f\n",
+                   width, name, bc->L, bc->C, bc->T, bc->B, bc->H, threads, r[0], r[1], r[2], tps,
                    gflops, peak_mb);
             fflush(stdout);
             if (csv)
                 fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.1f,%.2f,%zu,%.1f\n",
-                        bc->name, bc->L, bc->C, bc->T, bc->B, bc->H, cfg.D, threads, r[0], r[1],
+                        name, bc->L, bc->C, bc->T, bc->B, bc->H, cfg.D, threads, r[0], r[1],
                         r[2], tps, gflops, config_param_count(&cfg), peak_mb);
         }
     }

@@ -1,4 +1,4 @@
-/* induction: the induction-task generator (see induction.h and docs/corpus.md).
+/* induction: the induction-task generator (see induction.h and docs/induction.md).
  *
  * Lines are drawn one at a time from one Rng stream and copied into the caller's
  * buffer until it is full; a line never depends on how many bytes were asked

@@ -6,7 +6,7 @@
  * letter and attends to the letter after it: an induction head. A share of lines
  * can instead be a period-2 pattern ("zyzyzyzy\n"), which rewards a head that
  * looks one byte back (the previous-token head an induction head is built on).
- * docs/corpus.md gives the format, the recipe that trains on it and the numbers
+ * docs/induction.md gives the format, the recipe that trains on it and the numbers
  * behind it. This file generates bytes and, per byte, where its earlier copy is;
  * tokenising, batching and loss are left to data/corpus, data/batch and model/. */
 #ifndef HEADCOUNT_INDUCTION_H
@@ -34,7 +34,7 @@ typedef struct {
     int period2_min, period2_max; /* letters in a period-2 line, uniform in [min, max] */
 } InductionSpec;
 
-/* The spec of the built-in corpus (docs/corpus.md says why these numbers). */
+/* The spec of the built-in corpus (docs/induction.md says why these numbers). */
 InductionSpec induction_default_spec(void);
 
 /* 0 if spec is usable, else -1 and a message naming the field and its range. */

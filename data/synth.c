@@ -1316,43 +1316,29 @@ static void gen_pronoun(Line *l, Src *r)
 
 /* ---- Driver ----------------------------------------------------------------- */
 
-typedef enum {
-    KIND_PLAIN,
-    KIND_AGREE,
-    KIND_BRACKET,
-    KIND_COPY,
-    KIND_COREF,
-    KIND_SOUND,
-    KIND_SCENE,
-    KIND_PRONOUN,
-    KIND_CHANT,
-    KIND_COUNT
-} LineKind;
+static const unsigned KIND_SHARES[SYNTH_LINE_COUNT] = {SYNTH_LINE_KINDS(SYNTH_LINE_SHARE)};
 
-static const unsigned KIND_SHARES[KIND_COUNT] = {
-    SYNTH_PERCENT_PLAIN, SYNTH_PERCENT_AGREE, SYNTH_PERCENT_BRACKET, SYNTH_PERCENT_COPY,
-    SYNTH_PERCENT_COREF, SYNTH_PERCENT_SOUND, SYNTH_PERCENT_SCENE,  SYNTH_PERCENT_PRONOUN,
-    SYNTH_PERCENT_CHANT,
-};
-
-static void (*const GEN[KIND_COUNT])(Line *, Src *) = {
-    gen_plain, gen_agree, gen_bracket, gen_copy, gen_coref, gen_sound, gen_scene, gen_pronoun,
-    gen_chant,
+static void (*const GEN[SYNTH_LINE_COUNT])(Line *, Src *) = {
+    [SYNTH_LINE_PLAIN] = gen_plain,     [SYNTH_LINE_AGREE] = gen_agree,
+    [SYNTH_LINE_BRACKET] = gen_bracket, [SYNTH_LINE_COPY] = gen_copy,
+    [SYNTH_LINE_COREF] = gen_coref,     [SYNTH_LINE_SOUND] = gen_sound,
+    [SYNTH_LINE_SCENE] = gen_scene,     [SYNTH_LINE_PRONOUN] = gen_pronoun,
+    [SYNTH_LINE_CHANT] = gen_chant,
 };
 
 /* Draws a sentence kind by its share (or takes `kind`, unless it is
- * KIND_COUNT), then draws sentences of that kind until
+ * SYNTH_LINE_COUNT), then draws sentences of that kind until
  * one keeps every limit, written after what the line holds already (after a
  * space: line_word spaces a word that does not start the line); ends it with
  * its mark and capitalises its first letter. Parsing, a sentence is drawn once
  * and the limits do not apply: a sentence the grammar writes is understood
  * however long it is. */
-static void sentence_generate(Line *l, Src *r, LineKind kind)
+static void sentence_generate(Line *l, Src *r, SynthLineKind kind)
 {
-    if (kind == KIND_COUNT)
-        kind = (LineKind)draw_weighted(r, KIND_SHARES, KIND_COUNT);
+    if (kind == SYNTH_LINE_COUNT)
+        kind = (SynthLineKind)draw_weighted(r, KIND_SHARES, SYNTH_LINE_COUNT);
     r->kind = (int)kind;
-    size_t max_len = kind == KIND_AGREE ? SYNTH_AGREE_MAX_LINE : SYNTH_OTHER_MAX_LINE;
+    size_t max_len = kind == SYNTH_LINE_AGREE ? SYNTH_AGREE_MAX_LINE : SYNTH_OTHER_MAX_LINE;
     size_t mark = l->len, nrel = l->nrel, first = mark + (mark > 0);
     int ante = l->scene, ante_plural = l->scene_plural;
     l->start = first;
@@ -1389,11 +1375,11 @@ static void line_generate(Line *l, Src *r)
         l->scene = r->ante;
         l->scene_plural = r->ante_plural;
     }
-    sentence_generate(l, r, KIND_COUNT);
+    sentence_generate(l, r, SYNTH_LINE_COUNT);
     if (r->rng && l->scene >= 0 && chance(r, SYNTH_FOLLOW_PERCENT, 100))
-        sentence_generate(l, r, KIND_SCENE);
+        sentence_generate(l, r, SYNTH_LINE_SCENE);
     else if (r->rng && chance(r, SYNTH_JOIN_PERCENT, 100))
-        sentence_generate(l, r, KIND_COUNT);
+        sentence_generate(l, r, SYNTH_LINE_COUNT);
     line_char(l, '\n');
 }
 
@@ -1638,13 +1624,18 @@ size_t synth_parse(const char *text, size_t n, SynthSentence *sent, size_t sent_
 
 /* ---- Why a sentence is not understood ------------------------------------- */
 
-static const char *const KIND_NAMES[KIND_COUNT] = {
-    "plain", "agreement", "bracket", "copy", "coreference", "sound", "scene", "pronoun", "chant",
+/* Each kind's name in docs/corpus.md's sections. */
+static const char *const KIND_NAMES[SYNTH_LINE_COUNT] = {
+    [SYNTH_LINE_PLAIN] = "plain",     [SYNTH_LINE_AGREE] = "agreement",
+    [SYNTH_LINE_BRACKET] = "bracket", [SYNTH_LINE_COPY] = "copy",
+    [SYNTH_LINE_COREF] = "coreference", [SYNTH_LINE_SOUND] = "sound",
+    [SYNTH_LINE_SCENE] = "scene",     [SYNTH_LINE_PRONOUN] = "pronoun",
+    [SYNTH_LINE_CHANT] = "chant",
 };
 
 /* A sentence of the given kind, the first the generator writes from a fixed
  * seed: the example of a pattern. */
-static void example_sentence(LineKind kind, const SynthWords *words, char *out, size_t cap)
+static void example_sentence(SynthLineKind kind, const SynthWords *words, char *out, size_t cap)
 {
     Rng rng;
     rng_init(&rng, 1, RNG_STREAM_CORPUS);
@@ -1681,9 +1672,9 @@ int synth_why(const char *sentence, size_t n, SynthWhy *why)
         why->kind = -1;
         return 1;
     }
-    if (why->kind >= 0 && why->kind < KIND_COUNT) {
+    if (why->kind >= 0 && why->kind < SYNTH_LINE_COUNT) {
         snprintf(why->pattern, sizeof why->pattern, "%s", KIND_NAMES[why->kind]);
-        example_sentence((LineKind)why->kind, &words, why->example, sizeof why->example);
+        example_sentence((SynthLineKind)why->kind, &words, why->example, sizeof why->example);
     }
     return 0;
 }

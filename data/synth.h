@@ -23,24 +23,41 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/synth_relations.h"
+
 /* The default size of the built-in corpus, in bytes. */
 #define SYNTH_DEFAULT_BYTES 1000000
 
-/* Share of each sentence kind, in percent of sentences (they sum to 100). Copy
- * sentences are the largest share because copying a made-up name needs an
- * induction circuit, which at 13 % had not formed well enough by the recipe's
- * 4,000 steps (docs/heads.md, "What was tried"). */
-enum {
-    SYNTH_PERCENT_PLAIN = 2,    /* past-tense sentences: local spelling and word order */
-    SYNTH_PERCENT_AGREE = 18,   /* present tense: the verb agrees with a distant subject */
-    SYNTH_PERCENT_BRACKET = 5,  /* a ( ... ) or "..." span, sometimes one nested in the other */
-    SYNTH_PERCENT_COPY = 30,    /* a made-up name introduced and repeated in the line */
-    SYNTH_PERCENT_COREF = 15,   /* an animal, a thing, "it", a property, then one of them again */
-    SYNTH_PERCENT_SOUND = 6,    /* a sound: one random syllable said 4-10 times ("kokoko") */
-    SYNTH_PERCENT_SCENE = 13,   /* "The tired cat slept on the warm mat.", "The cat sat down." */
-    SYNTH_PERCENT_PRONOUN = 9,  /* "Apple released a new phone because it is tasty." */
-    SYNTH_PERCENT_CHANT = 2     /* two random syllables said in turn as words ("ko la ko la") */
-};
+/* The sentence kinds, one row each: X(KIND, share), the share in percent of
+ * sentences (they sum to 100). Copy sentences are the largest share because
+ * copying a made-up name needs an induction circuit, which at 13 % had not
+ * formed well enough by the recipe's 4,000 steps (docs/heads.md, "What was
+ * tried"). The generator draws a kind by these shares; tests/test_synth.c reads
+ * a line's kind from its text and checks them. */
+#define SYNTH_LINE_KINDS(X)                                                                        \
+    X(PLAIN, 2)    /* past-tense sentences: local spelling and word order */                       \
+    X(AGREE, 18)   /* present tense: the verb agrees with a distant subject */                     \
+    X(BRACKET, 5)  /* a ( ... ) or "..." span, sometimes one nested in the other */                \
+    X(COPY, 30)    /* a made-up name introduced and repeated in the line */                        \
+    X(COREF, 15)   /* an animal, a thing, "it", a property, then one of them again */              \
+    X(SOUND, 6)    /* a sound: one random syllable said 4-10 times ("kokoko") */                   \
+    X(SCENE, 13)   /* "The tired cat slept on the warm mat.", "The cat sat down." */               \
+    X(PRONOUN, 9)  /* "Apple released a new phone because it is tasty." */                         \
+    X(CHANT, 2)    /* two random syllables said in turn as words ("ko la ko la") */
+
+/* SYNTH_LINE_<KIND>, one per row of SYNTH_LINE_KINDS; SYNTH_LINE_COUNT counts them. */
+#define SYNTH_LINE_OF_ROW(KIND, PERCENT) SYNTH_LINE_##KIND,
+typedef enum {
+    SYNTH_LINE_KINDS(SYNTH_LINE_OF_ROW)
+    SYNTH_LINE_COUNT
+} SynthLineKind;
+#undef SYNTH_LINE_OF_ROW
+/* SYNTH_PERCENT_<KIND>, each row's share. */
+#define SYNTH_PERCENT_OF_ROW(KIND, PERCENT) SYNTH_PERCENT_##KIND = PERCENT,
+enum { SYNTH_LINE_KINDS(SYNTH_PERCENT_OF_ROW) };
+#undef SYNTH_PERCENT_OF_ROW
+/* The shares in kind order, for an array: {SYNTH_LINE_KINDS(SYNTH_LINE_SHARE)}. */
+#define SYNTH_LINE_SHARE(KIND, PERCENT) SYNTH_PERCENT_##KIND,
 
 /* Percent of lines that hold a second sentence after the first, on the same
  * line after a space, as in a paragraph: after a scene, SYNTH_FOLLOW_PERCENT of
@@ -74,63 +91,17 @@ enum {
  * a shorter nbytes gives a prefix of a longer one. */
 void synth_generate(char *buf, size_t nbytes, uint64_t seed);
 
-/* The planted relations, for probing heads. A relation says: the model, reading
- * the byte at `query` and predicting the byte at query + 1, needs the byte at
- * `key` (key < query), and a head that has learnt the relation attends there.
- *   SYNTH_REL_AGREE:   query is the last byte the singular and plural verb forms
- *                      share (the 'n' of run/runs, the space before is/are),
- *                      key is the last byte of the subject noun.
- *   SYNTH_REL_BRACKET: query is the byte before a closing ')' or '"', key is the
- *                      byte that opened it.
- *   SYNTH_REL_NAMES:   query is a letter of a repeated name (all but its last),
- *                      key is the byte after that letter in the name's first
- *                      occurrence, so text[key - 1] == text[query] and
- *                      text[key] == text[query + 1] (an induction head's target).
- *   SYNTH_REL_DET:     query is the last byte a noun's singular and plural forms
- *                      share (the 'g' of dog/dogs, the 'm' of mouse/mice), key is
- *                      the last byte of its determiner (every determiner, "the"
- *                      included; only one that says the number, a, these, two...,
- *                      has a minimal pair), in every line kind but coreference and
- *                      pronoun lines; but where "the" names the scene animal of the
- *                      sentence before again ("A cat sat down. The tired cat
- *                      slept on the mat."),
- *                      "the" decides the noun itself: query is the space before
- *                      the noun, and the minimal pair is another animal.
- *   SYNTH_REL_COREF:   query is the space before the noun a coreference line
- *                      names again ("so the| dog"), key is the first byte of the
- *                      same noun where it was first named, the one of the two
- *                      nouns that the property after "it" fits; text[key - 1] ==
- *                      text[query] (a space) and text[key] == text[query + 1].
- * The scene and pronoun lines' relations (docs/corpus.md, "The documents'
- * sentences"):
- *   SYNTH_REL_SUBJECT:  query is the last byte of a scene's verb ("sat"), key the
- *                       last byte of its subject ("cat"); the preposition after
- *                       the verb is the subject animal's own.
- *   SYNTH_REL_MOOD:     query is the last byte of the subject noun, key the last
- *                       byte of the mood adjective before it ("tired"); the verb
- *                       that follows is one of the mood's ("slept").
- *   SYNTH_REL_MODIFIER: query is the space before the particle that ends a
- *                       scene's verb phrase ("sat| down", "sat slowly| down"),
- *                       key the verb's last byte; the particle is the verb's own.
- *   SYNTH_REL_PLACE:    query is the space before a scene's place ("mat"), key
- *                       the last byte of its preposition ("on"); the place is one
- *                       of the preposition's.
- *   SYNTH_REL_PRONOUN:  query is the last byte of "it" in a pronoun line, key the
- *                       last byte of its antecedent, the line's subject; the
- *                       word after "it" says the antecedent's class. */
+/* The planted relations, for probing heads, one SYNTH_REL_<KIND> per row of
+ * SYNTH_RELATIONS (data/synth_relations.h, which says where each one's query
+ * and key lie), in its order; SYNTH_REL_KINDS counts them. */
+#define SYNTH_KIND_OF_PLANTED(KIND, ...) SYNTH_REL_##KIND,
+#define SYNTH_KIND_OF_TEXT(KIND) SYNTH_REL_##KIND,
 typedef enum {
-    SYNTH_REL_AGREE,
-    SYNTH_REL_BRACKET,
-    SYNTH_REL_NAMES,
-    SYNTH_REL_DET,
-    SYNTH_REL_COREF,
-    SYNTH_REL_SUBJECT,
-    SYNTH_REL_MOOD,
-    SYNTH_REL_MODIFIER,
-    SYNTH_REL_PLACE,
-    SYNTH_REL_PRONOUN,
+    SYNTH_RELATIONS(SYNTH_KIND_OF_PLANTED, SYNTH_KIND_OF_TEXT)
     SYNTH_REL_KINDS
 } SynthRelKind;
+#undef SYNTH_KIND_OF_PLANTED
+#undef SYNTH_KIND_OF_TEXT
 
 /* Each relation but names carries its minimal pair (docs/heads.md, "Minimal
  * pairs"): the text's own form at bytes [form, form + form_len) and what the

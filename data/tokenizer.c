@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/errbuf.h"
+#include "util/utf8.h"
 
 void tok_free(Tokenizer *tok)
 {
@@ -291,26 +292,6 @@ void tok_describe(const Tokenizer *tok, char *buf, size_t len)
     }
 }
 
-/* The length of the well-formed UTF-8 character at p[0..n) of a code point
- * from U+00A0 up (not a surrogate, not overlong, at most U+10FFFF), else 0. */
-static size_t utf8_char(const unsigned char *p, size_t n, uint32_t *cp)
-{
-    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-    if (len == 0 || len > n || p[0] > 0xf4)
-        return 0;
-    uint32_t c = p[0] & (0x7f >> len);
-    for (size_t k = 1; k < len; k++) {
-        if ((p[k] & 0xc0) != 0x80)
-            return 0;
-        c = c << 6 | (p[k] & 0x3f);
-    }
-    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c < least[len] || c < 0xa0 || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-        return 0;
-    *cp = c;
-    return len;
-}
-
 size_t tok_label_bytes(const unsigned char *p, size_t n, char *buf, size_t len)
 {
     size_t at = 0, kept = 0;   /* the label's length so far; how much of it is in buf */
@@ -329,7 +310,9 @@ size_t tok_label_bytes(const unsigned char *p, size_t n, char *buf, size_t len)
             w = (size_t)snprintf(piece, sizeof piece, "\\\\");
         else if (p[i] > 0x20 && p[i] < 0x7f)
             w = (size_t)snprintf(piece, sizeof piece, "%c", p[i]);
-        else if (u && cp != 0x2423 && cp != 0x21b5 && cp != 0x21e5) {
+        /* A character from U+00A0 up: the C1 controls (U+0080 to U+009F), which
+         * JSON keeps, are escaped here like the C0 ones. */
+        else if (u && cp >= 0xa0 && cp != 0x2423 && cp != 0x21b5 && cp != 0x21e5) {
             memcpy(piece, p + i, u);
             w = used = u;
         } else

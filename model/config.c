@@ -26,7 +26,8 @@ static uint64_t param_count_u64(const Config *c)
                          + 4 * C * C + 4 * C   /* fc */
                          + C * 4 * C + C;      /* fcproj */
     uint64_t gates = c->gates ? (uint64_t)c->L * (uint64_t)c->H : 0;
-    return V * C + T * C + (uint64_t)c->L * per_layer + 2 * C + gates;
+    uint64_t router = c->route_k ? (uint64_t)c->L * (uint64_t)c->H * (C + 1) : 0;
+    return V * C + T * C + (uint64_t)c->L * per_layer + 2 * C + gates + router;
 }
 
 int config_validate(const Config *c, char *err, size_t errlen)
@@ -37,7 +38,8 @@ int config_validate(const Config *c, char *err, size_t errlen)
         check_range("heads H", c->H, 1, CONFIG_MAX_HEADS, err, errlen) ||
         check_range("embedding width C", c->C, 1, CONFIG_MAX_EMBD, err, errlen) ||
         check_range("head size D", c->D, 1, CONFIG_MAX_HEAD_SIZE, err, errlen) ||
-        check_range("head gates", c->gates, 0, 1, err, errlen))
+        check_range("head gates", c->gates, 0, 1, err, errlen) ||
+        check_range("routed heads K", c->route_k, 0, c->H, err, errlen))
         return -1;
     if ((uint64_t)c->H * (uint64_t)c->D > CONFIG_MAX_EMBD * 2ULL)
         return err_set(err, errlen, "attention width H*D = %d*%d exceeds %d", c->H, c->D,

@@ -6,7 +6,10 @@
  * (attention width is H*D, which need not equal C). The limits keep every size
  * computation far from overflow, so a checkpoint header that passes
  * config_validate can be trusted for sizes. gates says whether the model has
- * learned head gates (model/gates.h): one more parameter per layer and head. */
+ * learned head gates (model/gates.h): one more parameter per layer and head.
+ * route_k > 0 routes each token to K of the H heads of every layer (mixture of
+ * heads, model/route.h), through a router of H (C + 1) parameters per layer;
+ * 0 is plain attention, every head for every token. */
 #ifndef HEADCOUNT_CONFIG_H
 #define HEADCOUNT_CONFIG_H
 
@@ -24,6 +27,7 @@
 typedef struct {
     int V, T, L, H, C, D;
     int gates;  /* 0 or 1: the model has a log_alpha per layer and head */
+    int route_k; /* 0 (off) or K in [1, H]: heads each token uses per layer */
 } Config;
 
 /* 0 if every dimension is in range and the parameter count fits; else -1 with a message. */

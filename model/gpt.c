@@ -8,6 +8,7 @@
 
 #include "model/attention.h"
 #include "model/gates.h"
+#include "model/route.h"
 #include "util/bigbuf.h"
 #include "util/errbuf.h"
 #include "model/layers.h"
@@ -65,13 +66,14 @@ typedef struct {
     size_t n;
 } ActsPart;
 
-#define ACTS_MAX_PARTS 34 /* the entries of acts_parts' list */
+#define ACTS_MAX_PARTS 39 /* the entries of acts_parts' list */
 
 static size_t acts_parts(ActsPart parts[ACTS_MAX_PARTS], Activations *a, const Config *cfg, int B, int T,
                          int with_dropout)
 {
     size_t N = (size_t)B * T, C = cfg->C, A = (size_t)cfg->H * cfg->D, V = cfg->V;
     size_t L = cfg->L, H = cfg->H, TT = (size_t)B * H * T * T, G = cfg->gates ? 1 : 0;
+    size_t R = cfg->route_k ? 1 : 0;
     ActsPart list[] = {
         {&a->encoded, N * C},
         {&a->ln1, L * N * C}, {&a->ln1_mean, L * N}, {&a->ln1_rstd, L * N},
@@ -87,6 +89,9 @@ static size_t acts_parts(ActsPart parts[ACTS_MAX_PARTS], Activations *a, const C
         {&a->dqkv, N * 3 * A}, {&a->datty, N * A}, {&a->datt, TT},
         {&a->dfch, N * 4 * C}, {&a->dlogits, N * V},
         {&a->atty_open, G * L * N * A}, {&a->gate, G * L * B * H}, {&a->dgate, G * L * B * H},
+        {&a->atty_heads, R * L * N * A}, {&a->route_prob, R * L * N * H},
+        {&a->route_on, R * L * N * H}, {&a->route_weight, R * L * N * H},
+        {&a->droute, R * N * H},
     };
     size_t n = sizeof list / sizeof list[0];
     assert(n <= ACTS_MAX_PARTS);
@@ -235,6 +240,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
     int N = B * T;
     size_t NC = a->N * a->C, TT = (size_t)a->B * a->H * a->T * a->T;
     float p = opt->dropout;
+    double balance = 0.0;
 
     encoder_forward(a->encoded, tokens, w->wte, w->wpe, B, T, C);
     const float *res = a->encoded;
@@ -243,8 +249,11 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         float *ln1 = a->ln1 + l * NC, *qkv = a->qkv + l * a->N * 3 * a->A;
         float *atty = a->atty + l * a->N * a->A, *att = a->att + l * TT;
         float *attd = a->attd ? a->attd + l * TT : NULL;
-        /* with gates the heads write atty_open, and the gate copies it into atty */
-        float *heads = c->gates ? a->atty_open + l * a->N * a->A : atty;
+        /* with gates the gate reads atty_open and writes atty; with routing the heads
+         * write atty_heads and the route weights copy it into the gate's input */
+        float *open = c->gates ? a->atty_open + l * a->N * a->A : atty;
+        float *heads = c->route_k ? a->atty_heads + l * a->N * a->A : open;
+        size_t rt = (size_t)l * a->N * a->H; /* this layer's routing, (N, H) */
         float *attproj = a->attproj + l * NC, *res2 = a->res2 + l * NC;
         float *ln2 = a->ln2 + l * NC, *fch_dgelu = a->fch_dgelu + l * NC * 4;
         float *fch_gelu = a->fch_gelu + l * NC * 4, *fcproj = a->fcproj + l * NC;
@@ -257,12 +266,19 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         silence_heads(heads, opt, l, (size_t)N, H, D, 1);
         head_dropout_forward(heads, B, T, H, D, opt->head_dropout,
                              site_key(opt, l, SITE_HEAD));
+        if (c->route_k) {
+            balance += route_scores_forward(a->route_prob + rt, a->route_on + rt,
+                                            a->route_weight + rt, ln1,
+                                            w->router_w + (size_t)l * H * C,
+                                            w->router_b + (size_t)l * H, N, C, H, c->route_k);
+            route_forward(open, heads, a->route_on + rt, a->route_weight + rt, N, H, D);
+        }
         if (c->gates) {
             size_t at = (size_t)l * a->B * a->H;
             float *gate = a->gate + at;
             gates_draw(gate, a->dgate + at, w->log_alpha + (size_t)l * H, B, H, opt->gate_noise,
                        site_key(opt, l, SITE_GATE));
-            gates_forward(atty, heads, gate, B, T, H, D);
+            gates_forward(atty, open, gate, B, T, H, D);
         }
         linear_forward(m, attproj, NULL, atty, lw->projw, lw->projb, N, A, C);
         if (p > 0.0f) {
@@ -286,6 +302,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, res, w->lnfw, w->lnfb, N, C);
     linear_forward(m, a->logits, NULL, a->lnf, w->wte, NULL, N, C, V);
+    a->balance_loss = balance;
     return crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
 }
 
@@ -322,6 +339,7 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
         float *res2 = a->res2 + l * NC, *ln2 = a->ln2 + l * NC;
         float *fch_dgelu = a->fch_dgelu + l * NC * 4, *fch_gelu = a->fch_gelu + l * NC * 4;
         float *branch = a->dres;
+        size_t rt = (size_t)l * a->N * a->H; /* this layer's routing, (N, H) */
 
         /* res3 = res2 + dropout(fcproj(gelu(fc(ln2(res2))))) */
         if (p > 0.0f) {
@@ -335,9 +353,10 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
         layernorm_backward(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
                            a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C);
 
-        /* res2 = res + dropout(proj(z * m * attn(qkv(ln1(res))))), m the head-dropout
-         * mask and z the gate (1 without gates); atty holds proj's input, atty_open
-         * m * attn; dattn = m * z * datty */
+        /* res2 = res + dropout(proj(z * g * m * attn(qkv(ln1(res))))), m the
+         * head-dropout mask, g the route weight (1 without routing; g from
+         * router(ln1(res))) and z the gate (1 without gates); atty holds proj's
+         * input, atty_open g * m * attn, atty_heads m * attn; dattn = m * g * z * datty */
         branch = a->dres;
         if (p > 0.0f) {
             memset(a->dbranch, 0, nc * sizeof(float));
@@ -352,10 +371,18 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             gates_backward(a->datty, g->log_alpha + (size_t)l * H, a->atty_open + l * a->N * a->A,
                            a->gate + (size_t)l * a->B * a->H, a->dgate + (size_t)l * a->B * a->H,
                            B, T, H, D);
+        if (c->route_k)
+            route_backward(a->datty, a->droute, a->atty_heads + l * a->N * a->A,
+                           a->route_prob + rt, a->route_on + rt, a->route_weight + rt, N, H, D,
+                           c->route_k, opt->route_balance);
         head_dropout_backward(a->datty, B, T, H, D, opt->head_dropout,
                               site_key(opt, l, SITE_HEAD));
         attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);
         linear_backward(m, a->dln, lg->qkvw, lg->qkvb, a->dqkv, ln1, lw->qkvw, NULL, N, C, 3 * A);
+        if (c->route_k)
+            route_scores_backward(a->dln, g->router_w + (size_t)l * H * C,
+                                  g->router_b + (size_t)l * H, a->droute, ln1,
+                                  w->router_w + (size_t)l * H * C, N, C, H);
         layernorm_backward(a->dres, lg->ln1w, lg->ln1b, a->dln, res, lw->ln1w,
                            a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, N, C);
     }

@@ -7,7 +7,11 @@
  * head dropout (optional, training) zeroes whole heads' outputs per sequence.
  * A head mask can silence heads (their outputs are zeroed) for ablations.
  * A model with head gates (Config.gates, model/gates.h) multiplies each head's
- * output by its gate, after the mask and head dropout, before the projection. */
+ * output by its gate, after the mask and head dropout, before the projection.
+ * A routed model (Config.route_k = K > 0, model/route.h) gives each token K of
+ * each layer's heads, chosen by a router on ln1's output: the heads' outputs are
+ * multiplied by their route weights (0 for the heads not chosen) after the mask
+ * and head dropout, before the gates. */
 #ifndef HEADCOUNT_GPT_H
 #define HEADCOUNT_GPT_H
 
@@ -64,6 +68,14 @@ typedef struct {
                                         gate; else NULL */
     float *gate, *dgate;             /* (L, B, H), (L, B, H): with head gates, each head's
                                         gate and dgate/dlog_alpha; else NULL */
+    float *atty_heads;               /* (L, N, A): with routing, the heads' outputs before
+                                        their route weights; else NULL */
+    float *route_prob, *route_on, *route_weight; /* (L, N, H) each: with routing, the
+                                        router's softmax over all heads, 1 for a chosen
+                                        head (else 0), the chosen heads' weights (else
+                                        0) (model/route.h); else NULL */
+    double balance_loss;             /* with routing, the forward's balance loss summed
+                                        over the layers (unscaled); else 0 */
     float *att, *attd;               /* (L, B, H, T, T): softmaxed weights; after dropout */
     float *attproj;                  /* (L, N, C): proj(atty) */
     float *res2;                     /* (L, N, C): residual after the attention branch */
@@ -79,6 +91,7 @@ typedef struct {
      * of atty (N, A), of the attention weights (B, H, T, T), of fc's output (N, 4C),
      * of the logits (N, V) */
     float *dres, *dbranch, *dln, *dqkv, *datty, *datt, *dfch, *dlogits;
+    float *droute;                   /* (N, H): with routing, d/dscore of a layer's router */
     float *buf;                      /* the one allocation the arrays above point into */
 } Activations;
 
@@ -100,7 +113,9 @@ size_t acts_floats(const Config *cfg, int B, int T, int with_dropout);
  * a silenced head's output is that vector at every position (mean ablation)
  * instead of zero. In a model with head gates, gate_noise = 1 draws each
  * (sequence, layer, head)'s gate from the key (training); 0 uses the
- * deterministic evaluation gate. */
+ * deterministic evaluation gate. In a routed model route_balance is the
+ * coefficient of the balance loss: gpt_backward differentiates the mean loss
+ * plus route_balance times Activations.balance_loss. */
 typedef struct {
     float dropout;
     uint64_t dropout_key;
@@ -109,15 +124,18 @@ typedef struct {
     const unsigned char *head_on;
     double *head_grad;
     const float *head_mean;
+    float route_balance;
 } PassOptions;
 
 /* Forward over tokens[B][T] (B, T within the capacities). With targets it
  * returns the mean loss (and fills a->losses); without, it fills logits and
- * probs and returns 0. opt may be NULL (no dropout, no head dropout, all heads). */
+ * probs and returns 0. A routed model's balance loss is not in the returned
+ * value: it goes to a->balance_loss. opt may be NULL (no dropout, no head
+ * dropout, all heads). */
 double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
                    int B, int T, const PassOptions *opt);
-/* Adds d(mean loss)/d(params) into g (laid out by m's table); needs the forward
- * just run with the same arguments. */
+/* Adds d(mean loss + route_balance balance_loss)/d(params) into g (laid out by
+ * m's table); needs the forward just run with the same arguments. */
 void gpt_backward(const Model *m, Grads *g, Activations *a, const int *tokens,
                   const int *targets, int B, int T, const PassOptions *opt);
 

@@ -57,6 +57,13 @@ void params_table_init(ParamTable *t, const Config *c)
      * it had before gates existed. */
     if (c->gates)
         add(t, P_GATES, -1, "gates.log_alpha", c->L, c->H, INIT_GATE, 0)->lr_scale = GATE_LR_SCALE;
+    /* After the gates for the same reason: a model without routing keeps its table,
+     * and a routed one draws every other tensor's initial values as the plain
+     * model does, its router's after them. */
+    if (c->route_k) {
+        add(t, P_ROUTER_W, -1, "router.w", c->L * c->H, C, INIT_NORMAL, 1);
+        add(t, P_ROUTER_B, -1, "router.b", c->L, c->H, INIT_ZERO, 0);
+    }
 }
 
 static float **slot(Weights *w, const ParamSpec *s)
@@ -80,6 +87,8 @@ static float **slot(Weights *w, const ParamSpec *s)
     case P_LNFW: return &w->lnfw;
     case P_LNFB: return &w->lnfb;
     case P_GATES: return &w->log_alpha;
+    case P_ROUTER_W: return &w->router_w;
+    case P_ROUTER_B: return &w->router_b;
     }
     return NULL;
 }

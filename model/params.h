@@ -18,7 +18,8 @@ typedef enum {
     P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_PROJW, P_PROJB,
     P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPROJW, P_FCPROJB,
     P_LNFW, P_LNFB,
-    P_GATES
+    P_GATES,
+    P_ROUTER_W, P_ROUTER_B
 } ParamKind;
 
 typedef enum {
@@ -41,7 +42,7 @@ typedef struct {
     float lr_scale;     /* AdamW steps this tensor at lr_scale x the learning rate */
 } ParamSpec;
 
-#define PARAMS_MAX_TENSORS (5 + 12 * CONFIG_MAX_LAYERS)
+#define PARAMS_MAX_TENSORS (7 + 12 * CONFIG_MAX_LAYERS)
 
 typedef struct {
     Config cfg;
@@ -70,6 +71,9 @@ typedef struct {
     float *lnfw, *lnfb;        /* (C), (C): final LayerNorm */
     float *log_alpha;          /* (L, H): the head gates' log_alpha (model/gates.h); NULL
                                   in a model without gates (Config.gates = 0) */
+    float *router_w;           /* (L, H, C): each layer's router, scores = W ln1(x) + b
+                                  (model/route.h); NULL without routing (Config.route_k = 0) */
+    float *router_b;           /* (L, H): the routers' biases; NULL without routing */
 } Weights;
 
 /* The standard deviation of the embeddings' and matrices' initial values (the two

@@ -556,7 +556,7 @@ def describe(sweep):
     fp = sweep["fingerprint"]
     data = "%s (%s%s bytes" % (fp["data"], "first " if fp["data_slice"] else "", "{:,}".format(
         fp["data_bytes"])) if fp["data"] else "the built-in induction task (--corpus " \
-        "induction, docs/corpus.md" if is_induction(sweep) else "the built-in corpus " \
+        "induction, docs/induction.md" if is_induction(sweep) else "the built-in corpus " \
         "(1,000,000 bytes"
     return ("Data: %s, last %g held out for validation). L=%s, C=%d, T=%d, B=%d, %d "
             "steps (%s tokens per run); fixed head size D=%d in the head-size arm; seeds %s."
@@ -568,7 +568,7 @@ def describe(sweep):
 INDUCTION_INTRO = ("Induction heads: a run formed one when the best repeat score of any "
                    "layer>=1 head (--heads-every %d) reaches %.2f and stays there for three "
                    "logged steps (the phase change: the first of them) and at the end "
-                   "(scripts/induction_phase.py, docs/corpus.md). Phase-change steps are over "
+                   "(scripts/induction_phase.py, docs/induction.md). Phase-change steps are over "
                    "the seeds that formed a head; the copy loss ratio (loss on repeated letters "
                    "/ loss on first occurrences, train's final line) and the final best repeat "
                    "score over all seeds; val loss mean ± s.d.")

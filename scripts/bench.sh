@@ -5,7 +5,8 @@
 # /usr/bin/python3, and PyTorch 2.x from the venv `make bench-deps` makes, each when
 # present, in fp32 and in bf16), OpenBLAS sgemm when libopenblas-dev is, sampling
 # speed with and without the KV cache, and the byte-pair tokenizer against Hugging
-# Face's (scripts/bench_tok.sh). Prints tables; writes CSVs to $BENCH_OUT (default
+# Face's (scripts/bench_tok.sh), and mixture-of-heads steps against plain ones
+# (route.csv). Prints tables; writes CSVs to $BENCH_OUT (default
 # build/bench). Not a test: nothing here asserts a time.
 #   BENCH_CONFIGS=BABY,MID,NANO  BENCH_THREADS=1,2  BENCH_TORCH=auto|0  BENCH_ROUNDS=1
 #   BENCH_TORCH1=auto|0: 0 leaves out Debian's PyTorch 1.13 only
@@ -158,6 +159,18 @@ for v in 65 1024 4096; do
     echo "V = $v"
     ./build/bench_train --configs BABY:4 --threads "$threads" --vocab "$v"
 done
+echo
+echo "== mixture of heads (model/route.h): BABY with each token's top K of H heads"
+echo "   (cfg BABY/K<k>, route.csv) next to the plain model of H heads and of K heads"
+rm -f "$out/route.csv"
+for hk in 8:1 16:4; do
+    h=${hk%%:*} k=${hk##*:}
+    ./build/bench_train --configs "BABY:$h" --threads "$threads" --route "$k" \
+        --csv "$out/route.csv"
+    ./build/bench_train --configs "BABY:$h,BABY:$k" --threads "$threads" --no-header \
+        --csv "$out/route.csv"
+done
+
 echo
 echo "== sampling (BABY H=4 checkpoint, 2000 bytes)"
 ck="$out/sample.ckpt"

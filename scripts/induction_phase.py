@@ -6,7 +6,7 @@ Usage: scripts/induction_phase.py [--threshold X] [--json] LOG.jsonl...
 A run must have been trained with --heads-every N (the log's "heads" lines carry,
 per head, the in-text "repeat" score: the mean attention from a byte to the byte
 after the previous occurrence of the same two bytes, what an induction head does).
-The criterion (docs/corpus.md, "When has an induction head formed?"):
+The criterion (docs/induction.md, "When has an induction head formed?"):
 
   best(step)   = the highest repeat score of any head outside layer 0 at that step
                  (an induction head needs an earlier layer to shift keys by one byte)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/hash.h"
 #include "tests/testutil.h"
 
 const Config TINY = {.V = 5, .T = 4, .L = 1, .H = 2, .C = 4, .D = 3};
@@ -100,4 +101,16 @@ unsigned char *slurp(const char *path, size_t *n)
     unsigned char *b = tu_read_file(path, n);
     cr_assert_not_null(b, "cannot read %s", path);
     return b;
+}
+
+void put_i32(unsigned char *b, size_t at, int32_t v) { memcpy(b + at, &v, 4); }
+void put_u16(unsigned char *b, size_t at, uint16_t v) { memcpy(b + at, &v, 2); }
+void put_i64(unsigned char *b, size_t at, int64_t v) { memcpy(b + at, &v, 8); }
+void put_f64(unsigned char *b, size_t at, double v) { memcpy(b + at, &v, 8); }
+void put_f32(unsigned char *b, size_t at, float v) { memcpy(b + at, &v, 4); }
+
+void reseal(unsigned char *b, size_t n)
+{
+    uint64_t h = hash_fnv1a(HASH_FNV_INIT, b, n - 8);
+    memcpy(b + n - 8, &h, 8);
 }

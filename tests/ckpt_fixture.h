@@ -1,11 +1,12 @@
 /* ckpt_fixture: what the checkpoint tests (test_ckpt.c, test_ckpt_damage.c)
  * share: the format's byte offsets as docs/checkpoint.md documents them, a tiny
- * model with a full training state saved in a scratch directory, and reading and
- * overwriting a file's bytes. */
+ * model with a full training state saved in a scratch directory, and reading,
+ * overwriting and resealing a file's bytes. */
 #ifndef HEADCOUNT_CKPT_FIXTURE_H
 #define HEADCOUNT_CKPT_FIXTURE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "trainer/ckpt.h"
 
@@ -49,5 +50,14 @@ void fix_save(Fix *f, const char *path, int with_state);
 void put_bytes(const char *path, const unsigned char *b, size_t n);
 /* The whole file (malloc'd); the test fails when it cannot be read. */
 unsigned char *slurp(const char *path, size_t *n);
+/* v's bytes at b + at, as the format stores them (little-endian). */
+void put_i32(unsigned char *b, size_t at, int32_t v);
+void put_u16(unsigned char *b, size_t at, uint16_t v);
+void put_i64(unsigned char *b, size_t at, int64_t v);
+void put_f64(unsigned char *b, size_t at, double v);
+void put_f32(unsigned char *b, size_t at, float v);
+/* Recomputes the trailing FNV-1a checksum of a file of n bytes with training
+ * state, so that a damaged file reaches the check after the checksum's. */
+void reseal(unsigned char *b, size_t n);
 
 #endif

@@ -247,3 +247,81 @@ char *log_without_timings(const char *path)
     free(text);
     return res;
 }
+
+void train_two_by_four(const Env *e, const char *ckpt, const char *log, const char *extra)
+{
+    char *out;
+    int rc = tu_run(&out, "%s/train " TWO_BY_FOUR " --data %s --out %s --log %s %s", tu_bin(),
+                    e->data, ckpt, log, extra);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+}
+
+void expect_option_threads(const Env *e, const char *on, const char *zero, const char *record,
+                           char ck[4][400], char lg[4][400])
+{
+    char extra[4][300];
+    snprintf(extra[0], sizeof extra[0], "%s --threads 1", on);
+    snprintf(extra[1], sizeof extra[1], "%s --threads 2", on);
+    snprintf(extra[2], sizeof extra[2], "%s --threads 1", zero);
+    snprintf(extra[3], sizeof extra[3], "--threads 2");
+    for (int i = 0; i < 4; i++) {
+        snprintf(ck[i], 400, "%s/r%d.ckpt", e->dir, i);
+        snprintf(lg[i], 400, "%s/r%d.log", e->dir, i);
+        train_two_by_four(e, ck[i], lg[i], extra[i]);
+    }
+    cr_assert(same_files(ck[0], ck[1]), "%s: 1 and 2 threads differ", on);
+    char *a = log_without_timings(lg[0]), *b = log_without_timings(lg[1]);
+    cr_assert_str_eq(a, b, "%s: the logs of 1 and 2 threads differ", on);
+    free(a);
+    free(b);
+    cr_assert(same_files(ck[2], ck[3]), "%s differs from no flag", zero);
+    char *log = tu_read_text(lg[0]);
+    cr_assert(strstr(log, record), "no %s in %s", record, log);
+    free(log);
+}
+
+void expect_option_resumes(const Env *e, const char *flags, const char *refused, Model *m,
+                           Tokenizer *tok, TrainState *ts)
+{
+    char needle[200], path[400], err[2000];
+    snprintf(needle, sizeof needle, "%s contradicts the checkpoint", refused);
+    expect_resume_matches(e, flags, refused, needle);
+    snprintf(path, sizeof path, "%s/part.ckpt", e->dir);
+    int has;
+    cr_assert_eq(ckpt_load(path, m, tok, NULL, ts, &has, err, sizeof err), 0, "%s", err);
+    cr_assert(has, "%s has no training state", path);
+}
+
+void refuse_values(const Env *e, const char *flag, const char *const *bad, size_t n,
+                   const char *needle)
+{
+    char extra[700];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(extra, sizeof extra, "--data %s '%s=%s'", e->data, flag, bad[i]);
+        refuse_train(e, extra, 2, needle);
+    }
+}
+
+void expect_eval_matches_train(const Env *e, const char *extra, char *val, size_t len)
+{
+    train_two_by_four(e, e->out, e->log, extra);
+    char *out;
+    snprintf(val, len, "%s/val.txt", e->dir);
+    int rc = tu_run(&out, "%s/train --data %s --dump-val %s", tu_bin(), e->data, val);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    char *log = tu_read_text(e->log);
+    const char *fin = strstr(log, "{\"type\":\"final\"");
+    const char *jv = fin ? strstr(fin, "\"val_loss\":") : NULL;
+    cr_assert_not_null(jv, "%s", log);
+    char want[32];
+    snprintf(want, sizeof want, "%.*s", (int)strcspn(jv + 11, ",}"), jv + 11);
+    free(log);
+    rc = tu_run(&out, "%s/infer --ckpt %s --eval %s", tu_bin(), e->out, val);
+    cr_assert_eq(rc, 0, "%s", out);
+    char got[32] = "";
+    cr_assert_eq(sscanf(out, "eval loss %31s", got), 1, "%s", out);
+    cr_assert_str_eq(got, want, "infer --eval %s, train's final val loss %s", got, want);
+    free(out);
+}

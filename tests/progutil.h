@@ -1,12 +1,15 @@
 /* progutil: helpers for the command-line tests of ./train and ./infer: a scratch
- * directory with a small generated data file, the one-error-line contract, and a
- * trainer started in the background for signal and lock tests. Programs are run
- * with tu_run (testutil.h). */
+ * directory with a small generated data file, the one-error-line contract, the
+ * checks every training option with a value gets (thread counts, resume, range,
+ * evaluation), and a trainer started in the background for signal and lock
+ * tests. Programs are run with tu_run (testutil.h). */
 #ifndef HEADCOUNT_PROGUTIL_H
 #define HEADCOUNT_PROGUTIL_H
 
 #include <stddef.h>
 #include <sys/types.h>
+
+#include "trainer/ckpt.h"
 
 /* A model small enough that every run takes a fraction of a second. */
 #define TINY "--layers 1 --embd 16 --heads 2 --block 16 --batch 4 --eval-iters 2 --threads 1"
@@ -60,6 +63,39 @@ int same_files(const char *a, const char *b);
  * lines, the seconds of the final line), which alone may differ between thread
  * counts; the caller frees it. */
 char *log_without_timings(const char *path);
+
+/* The tests of a training option that takes a value (--head-dropout P,
+ * --head-gates LAMBDA) share these. A run of them is TWO_BY_FOUR: 2 layers of 4
+ * heads, C = 16, 12 steps with an evaluation every 6. */
+#define TWO_BY_FOUR "--layers 2 --embd 16 --heads 4 --block 16 --batch 4 --eval-iters 2 " \
+                    "--steps 12 --eval-every 6 --warmup 4"
+
+/* train TWO_BY_FOUR extra on e->data into ckpt and log must succeed. */
+void train_two_by_four(const Env *e, const char *ckpt, const char *log, const char *extra);
+
+/* Four TWO_BY_FOUR runs into ck[i] and lg[i] (e->dir/r<i>.ckpt and .log): `on`
+ * with 1 thread and with 2, `zero` (the option given 0) with 1, and no option
+ * with 2. The thread counts must give the same checkpoint and the same log
+ * (timings aside), `zero` the checkpoint of no option, and the first log's
+ * settings record must hold `record`. The caller checks the rest on the files. */
+void expect_option_threads(const Env *e, const char *on, const char *zero, const char *record,
+                           char ck[4][400], char lg[4][400]);
+
+/* expect_resume_matches(e, flags, refused, "<refused> contradicts the
+ * checkpoint"), then the part run's checkpoint (e->dir/part.ckpt) loaded into
+ * m, tok and ts, which must hold a training state; the caller frees m and tok. */
+void expect_option_resumes(const Env *e, const char *flags, const char *refused, Model *m,
+                           Tokenizer *tok, TrainState *ts);
+
+/* train --data e->data '--<flag>=<bad[i]>' must fail for each of the n values
+ * with a usage error holding needle, training and writing nothing. */
+void refuse_values(const Env *e, const char *flag, const char *const *bad, size_t n,
+                   const char *needle);
+
+/* A TWO_BY_FOUR run with extra (into e->out and e->log), its validation split
+ * dumped to val (len bytes: e->dir/val.txt), and ./infer --eval on the split must
+ * print the run's own final val loss, to the digit. */
+void expect_eval_matches_train(const Env *e, const char *extra, char *val, size_t len);
 
 /* Starts a very long TINY train on e->data into e->out and e->log in the
  * background, stderr and stdout in errpath; returns its pid once it has printed

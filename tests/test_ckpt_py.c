@@ -20,7 +20,6 @@
 
 #include "trainer/ckpt.h"
 #include "trainer/settings.h"
-#include "util/hash.h"
 #include "tests/ckpt_fixture.h"
 #include "tests/testutil.h"
 
@@ -108,18 +107,6 @@ static void compare_readers(Corpus *c, int *accepted)
     free(paths);
     free(out);
     *accepted = ok;
-}
-
-static void put_i32(unsigned char *b, size_t at, int32_t v) { memcpy(b + at, &v, 4); }
-static void put_u16(unsigned char *b, size_t at, uint16_t v) { memcpy(b + at, &v, 2); }
-static void put_i64(unsigned char *b, size_t at, int64_t v) { memcpy(b + at, &v, 8); }
-static void put_f64(unsigned char *b, size_t at, double v) { memcpy(b + at, &v, 8); }
-static void put_f32(unsigned char *b, size_t at, float v) { memcpy(b + at, &v, 4); }
-
-static void reseal(unsigned char *b, size_t n)
-{
-    uint64_t h = hash_fnv1a(HASH_FNV_INIT, b, n - 8);
-    memcpy(b + n - 8, &h, 8);
 }
 
 /* One fixture saved (format 1 or 2, with or without state) and its damages. */

@@ -12,18 +12,6 @@
 #include "data/synth_lexicon.h"
 #include "data/synth_words.h"
 
-enum {
-    KIND_PLAIN,
-    KIND_AGREE,
-    KIND_BRACKET,
-    KIND_COPY,
-    KIND_COREF,
-    KIND_SOUND,
-    KIND_SCENE,
-    KIND_PRONOUN,
-    KIND_CHANT,
-    KINDS
-};
 
 static char *generate(size_t n, uint64_t seed)
 {
@@ -207,27 +195,27 @@ static int classify(const char *line, size_t len)
     Words w;
     split_words(line, len, &w);
     if (is_chant(line, &w))
-        return KIND_CHANT;
+        return SYNTH_LINE_CHANT;
     for (size_t i = 0; i < w.n; i++)
         if (is_sound(line + w.start[i], w.len[i]))
-            return KIND_SOUND;
+            return SYNTH_LINE_SOUND;
     if (memchr(line, '(', len) || memchr(line, '"', len))
-        return KIND_BRACKET;
+        return SYNTH_LINE_BRACKET;
     for (size_t i = 0; i < w.n; i++)
         if ((w.len[i] == 2 && memcmp(line + w.start[i], "it", 2) == 0) ||
             (w.len[i] == 4 && memcmp(line + w.start[i], "it's", 4) == 0))
-            return memchr(line, ',', len) ? KIND_COREF : KIND_PRONOUN;
+            return memchr(line, ',', len) ? SYNTH_LINE_COREF : SYNTH_LINE_PRONOUN;
     if (is_scene(line, len, &w))
-        return KIND_SCENE;
+        return SYNTH_LINE_SCENE;
     int present = 0;
     for (size_t i = 0; i < w.n; i++) {
         unsigned c = classes_of(line + w.start[i], w.len[i]);
         if (c == 0)
-            return KIND_COPY;
+            return SYNTH_LINE_COPY;
         if (c & (SYNTH_VERB_SG | SYNTH_VERB_PL))
             present = 1;
     }
-    return present ? KIND_AGREE : KIND_PLAIN;
+    return present ? SYNTH_LINE_AGREE : SYNTH_LINE_PLAIN;
 }
 
 /* Calls fn on each complete sentence of text: a line (without its '\n') or,
@@ -347,7 +335,7 @@ Test(synth, a_quarter_of_lines_run_on_into_a_second_sentence)
     size_t lines[2] = {0}, joined[2] = {0}, marks = 0, start = 0, first_end = 0;
     for (size_t i = 0; i < SYNTH_DEFAULT_BYTES; i++) {
         if (t[i] == '\n') {
-            int scene = classify(t + start, (marks ? first_end : i) - start) == KIND_SCENE;
+            int scene = classify(t + start, (marks ? first_end : i) - start) == SYNTH_LINE_SCENE;
             lines[scene]++;
             joined[scene] += marks > 0;
             cr_assert_leq(marks, 1u, "three sentences on one line before byte %zu", i);
@@ -398,7 +386,7 @@ Test(synth, byte_vocabulary_is_small_but_covers_the_alphabet)
 
 typedef struct {
     const char *text;      /* the corpus each_line walks */
-    size_t count[KINDS];   /* sentences of each kind but the scenes that follow a scene */
+    size_t count[SYNTH_LINE_COUNT]; /* sentences of each kind but the scenes that follow one */
     size_t lines;          /* those sentences */
     size_t scene_first;    /* scenes that start a line */
     size_t follow;         /* scenes right after a scene on the same line */
@@ -410,13 +398,13 @@ static void count_kind(const char *line, size_t len, void *ctx)
     KindCount *k = ctx;
     int kind = classify(line, len);
     int second = line > k->text && line[-1] == ' ';
-    if (kind == KIND_SCENE && second && k->prev == KIND_SCENE) {
+    if (kind == SYNTH_LINE_SCENE && second && k->prev == SYNTH_LINE_SCENE) {
         k->follow++;
     } else {
         k->count[kind]++;
         k->lines++;
     }
-    k->scene_first += kind == KIND_SCENE && !second;
+    k->scene_first += kind == SYNTH_LINE_SCENE && !second;
     k->prev = kind;
     Words w;
     split_words(line, len, &w);
@@ -425,11 +413,12 @@ static void count_kind(const char *line, size_t len, void *ctx)
         cr_assert(!((c & (SYNTH_NOUN_SG | SYNTH_NOUN_PL)) &&
                     (c & (SYNTH_VERB_SG | SYNTH_VERB_PL))),
                   "%.*s is both noun and present verb", (int)w.len[i], line + w.start[i]);
-        if (kind != KIND_COPY && !(kind == KIND_SOUND && is_sound(line + w.start[i], w.len[i])) &&
-            !(kind == KIND_CHANT && w.len[i] == 2))
+        if (kind != SYNTH_LINE_COPY &&
+            !(kind == SYNTH_LINE_SOUND && is_sound(line + w.start[i], w.len[i])) &&
+            !(kind == SYNTH_LINE_CHANT && w.len[i] == 2))
             cr_assert_neq(c, 0u, "%.*s is not in the lexicon", (int)w.len[i], line + w.start[i]);
         /* Pronoun lines say "it is" of food. */
-        if (kind != KIND_AGREE && kind != KIND_PRONOUN)
+        if (kind != SYNTH_LINE_AGREE && kind != SYNTH_LINE_PRONOUN)
             cr_assert_eq(c & (SYNTH_VERB_SG | SYNTH_VERB_PL), 0u,
                          "present verb outside an agreement line: %.*s", (int)len, line);
     }
@@ -440,15 +429,13 @@ Test(synth, line_kinds_occur_in_their_documented_shares)
     char *t = generate(SYNTH_DEFAULT_BYTES, 1);
     KindCount k = {.text = t};
     each_line(t, SYNTH_DEFAULT_BYTES, count_kind, &k);
-    const int share[KINDS] = {SYNTH_PERCENT_PLAIN, SYNTH_PERCENT_AGREE, SYNTH_PERCENT_BRACKET,
-                              SYNTH_PERCENT_COPY,  SYNTH_PERCENT_COREF, SYNTH_PERCENT_SOUND,
-                              SYNTH_PERCENT_SCENE, SYNTH_PERCENT_PRONOUN, SYNTH_PERCENT_CHANT};
+    const int share[SYNTH_LINE_COUNT] = {SYNTH_LINE_KINDS(SYNTH_LINE_SHARE)};
     int sum = 0;
-    for (int i = 0; i < KINDS; i++)
+    for (int i = 0; i < SYNTH_LINE_COUNT; i++)
         sum += share[i];
     cr_assert_eq(sum, 100);
     cr_assert_gt(k.lines, 15000u);
-    for (int i = 0; i < KINDS; i++) {
+    for (int i = 0; i < SYNTH_LINE_COUNT; i++) {
         double got = 100.0 * (double)k.count[i] / (double)k.lines;
         /* ~20k lines: one standard deviation of a share is under 0.35 points. */
         cr_assert(got > share[i] - 2.0 && got < share[i] + 2.0,
@@ -517,7 +504,7 @@ typedef struct {
 
 static void check_copy(const char *line, size_t len, void *ctx)
 {
-    if (classify(line, len) != KIND_COPY)
+    if (classify(line, len) != SYNTH_LINE_COPY)
         return;
     CopyCount *cc = ctx;
     Words w;
@@ -560,7 +547,7 @@ typedef struct {
 /* Every non-lexicon word of a sound line is a sound; counts the syllables. */
 static void check_sound(const char *line, size_t len, void *ctx)
 {
-    if (classify(line, len) != KIND_SOUND)
+    if (classify(line, len) != SYNTH_LINE_SOUND)
         return;
     SoundCount *sc = ctx;
     Words w;
@@ -625,7 +612,7 @@ typedef struct {
 
 static void check_agree(const char *line, size_t len, void *ctx)
 {
-    if (classify(line, len) != KIND_AGREE)
+    if (classify(line, len) != SYNTH_LINE_AGREE)
         return;
     AgreeCount *a = ctx;
     Words w;
@@ -1016,7 +1003,7 @@ static void check_coref(const char *line, size_t len, void *ctx)
     static const char *const thing_props[] = {"broken", "cracked", "dusty", "shiny", "cheap"};
     static const char *const animals[] = {"dog", "cat", "bird", "horse", "cow",
                                           "fox", "mouse", "duck", "goat", "pig"};
-    if (classify(line, len) != KIND_COREF)
+    if (classify(line, len) != SYNTH_LINE_COREF)
         return;
     CorefCount *c = ctx;
     Words w;

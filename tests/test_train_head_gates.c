@@ -18,39 +18,14 @@
 #include "tests/progutil.h"
 #include "tests/testutil.h"
 
-#define HG_FLAGS "--layers 2 --embd 16 --heads 4 --block 16 --batch 4 --eval-iters 2 " \
-                 "--steps 12 --eval-every 6 --warmup 4"
-
-static void train_ok(const Env *e, const char *ckpt, const char *log, const char *extra)
-{
-    char *out;
-    int rc = tu_run(&out, "%s/train " HG_FLAGS " --data %s --out %s --log %s %s", tu_bin(), e->data,
-                    ckpt, log, extra);
-    cr_assert_eq(rc, 0, "%s", out);
-    free(out);
-}
-
 Test(train, head_gates_give_identical_checkpoints_for_one_and_two_threads)
 {
     Env e;
     env_init(&e, "hg-threads");
     char ck[4][400], lg[4][400];
-    const char *extra[4] = {"--head-gates 0.01 --dropout 0.1 --threads 1",
-                            "--head-gates 0.01 --dropout 0.1 --threads 2",
-                            "--head-gates 0 --threads 1", "--threads 2"};
-    for (int i = 0; i < 4; i++) {
-        snprintf(ck[i], sizeof ck[i], "%s/r%d.ckpt", e.dir, i);
-        snprintf(lg[i], sizeof lg[i], "%s/r%d.log", e.dir, i);
-        train_ok(&e, ck[i], lg[i], extra[i]);
-    }
-    cr_assert(same_files(ck[0], ck[1]), "--head-gates 0.01: 1 and 2 threads differ");
-    char *a = log_without_timings(lg[0]), *b = log_without_timings(lg[1]);
-    cr_assert_str_eq(a, b, "--head-gates 0.01: the logs of 1 and 2 threads differ");
-    free(a);
-    free(b);
-    cr_assert(same_files(ck[2], ck[3]), "--head-gates 0 differs from no flag");
+    expect_option_threads(&e, "--head-gates 0.01 --dropout 0.1", "--head-gates 0",
+                          "\"head_gates\":0.01,", ck, lg);
     char *log = tu_read_text(lg[0]), *plain = tu_read_text(lg[2]);
-    cr_assert(strstr(log, "\"head_gates\":0.01,"), "%s", log);
     cr_assert(strstr(log, "\"gate_penalty\":") && strstr(log, "\"open_heads\":"), "%s", log);
     cr_assert(!strstr(plain, "\"gate_penalty\":") && !strstr(plain, "\"open_heads\":"), "%s",
               plain);
@@ -82,7 +57,7 @@ Test(train, head_gates_penalty_is_logged_apart_from_the_loss)
 {
     Env e;
     env_init(&e, "hg-log");
-    train_ok(&e, e.out, e.log, "--head-gates 0.5 --threads 1");
+    train_two_by_four(&e, e.out, e.log, "--head-gates 0.5 --threads 1");
     char *log = tu_read_text(e.log);
     int steps = 0;
     for (char *line = strstr(log, "{\"type\":\"step\""); line;
@@ -102,17 +77,12 @@ Test(train, head_gates_are_kept_in_the_checkpoint_and_resume_bit_identically)
 {
     Env e;
     env_init(&e, "hg-resume");
-    expect_resume_matches(&e, TINY " --heads 4 --head-gates 0.02 --warmup 100 --eval-every 0",
-                          "--head-gates 0.1", "--head-gates 0.1 contradicts the checkpoint");
-    char path[400], err[2000];
-    snprintf(path, sizeof path, "%s/part.ckpt", e.dir);
     Model m;
     Tokenizer tok;
     TrainState ts;
-    int has;
-    cr_assert_eq(ckpt_load(path, &m, &tok, NULL, &ts, &has, err, sizeof err), 0, "%s", err);
-    cr_assert(has && ts.head_gates == 0.02 && m.cfg.gates, "stored head_gates %g",
-              ts.head_gates);
+    expect_option_resumes(&e, TINY " --heads 4 --head-gates 0.02 --warmup 100 --eval-every 0",
+                          "--head-gates 0.1", &m, &tok, &ts);
+    cr_assert(ts.head_gates == 0.02 && m.cfg.gates, "stored head_gates %g", ts.head_gates);
     model_free(&m);
     tok_free(&tok);
 }
@@ -122,11 +92,7 @@ Test(train, head_gates_outside_their_range_are_one_usage_error_line)
     Env e;
     env_init(&e, "hg-range");
     const char *bad[] = {"101", "-0.1", "nan", "inf", "0.2x", "", "abc", "1e-400"};
-    char extra[700];
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(extra, sizeof extra, "--data %s '--head-gates=%s'", e.data, bad[i]);
-        refuse_train(&e, extra, 2, "--head-gates: expected");
-    }
+    refuse_values(&e, "--head-gates", bad, sizeof bad / sizeof bad[0], "--head-gates: expected");
     /* 1e-400 is 0 only because a double cannot hold it, and 0 means no gates:
      * refused, where a subnormal (a gate, however weak) and 0 itself are taken. */
     char *out;
@@ -147,25 +113,8 @@ Test(train, evaluation_uses_the_deterministic_gates)
 {
     Env e;
     env_init(&e, "hg-eval");
-    train_ok(&e, e.out, e.log, "--head-gates 0.05 --threads 1");
-    char *out, val[400];
-    snprintf(val, sizeof val, "%s/val.txt", e.dir);
-    int rc = tu_run(&out, "%s/train --data %s --dump-val %s", tu_bin(), e.data, val);
-    cr_assert_eq(rc, 0, "%s", out);
-    free(out);
-    char *log = tu_read_text(e.log);
-    const char *fin = strstr(log, "{\"type\":\"final\"");
-    const char *jv = fin ? strstr(fin, "\"val_loss\":") : NULL;
-    cr_assert_not_null(jv, "%s", log);
-    char want[32];
-    snprintf(want, sizeof want, "%.*s", (int)strcspn(jv + 11, ",}"), jv + 11);
-    free(log);
-    rc = tu_run(&out, "%s/infer --ckpt %s --eval %s", tu_bin(), e.out, val);
-    cr_assert_eq(rc, 0, "%s", out);
-    char got[32] = "";
-    cr_assert_eq(sscanf(out, "eval loss %31s", got), 1, "%s", out);
-    cr_assert_str_eq(got, want, "infer --eval %s, train's final val loss %s", got, want);
-    free(out);
+    char val[400];
+    expect_eval_matches_train(&e, "--head-gates 0.05 --threads 1", val, sizeof val);
 }
 
 /* Writes src's model to dst with every gate open (log_alpha 3: gate exactly 1)
@@ -192,7 +141,7 @@ Test(train, infer_applies_the_gates_and_marks_closed_heads)
 {
     Env e;
     env_init(&e, "hg-infer");
-    train_ok(&e, e.out, e.log, "--head-gates 0.01 --threads 1");
+    train_two_by_four(&e, e.out, e.log, "--head-gates 0.01 --threads 1");
     char closed[400], open[400], json[400], page[400];
     snprintf(closed, sizeof closed, "%s/closed.ckpt", e.dir);
     snprintf(open, sizeof open, "%s/open.ckpt", e.dir);
@@ -261,7 +210,7 @@ Test(train, infer_heads_never_names_a_closed_head)
 {
     Env e;
     env_init(&e, "hg-best");
-    train_ok(&e, e.out, e.log, "--head-gates 0.01 --threads 1");
+    train_two_by_four(&e, e.out, e.log, "--head-gates 0.01 --threads 1");
     char open[400], closed[400], rep[400], path[500], best[32];
     snprintf(open, sizeof open, "%s/open.ckpt", e.dir);
     snprintf(closed, sizeof closed, "%s/closed.ckpt", e.dir);

@@ -1,5 +1,6 @@
 /* json: JSON strings (see json.h). */
 #include "util/json.h"
+#include "util/utf8.h"
 
 #include <stdint.h>
 #include <math.h>
@@ -7,23 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A code point from U+0080 up, not overlong, not a surrogate, at most
- * U+10FFFF. p is NUL-terminated, so a cut sequence stops at its NUL. */
+/* p is NUL-terminated: a sequence cut by the NUL is cut at the string's end. */
 size_t json_utf8_len(const unsigned char *p)
 {
-    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-    if (len == 0 || p[0] > 0xf4)
-        return 0;
-    uint32_t c = p[0] & (0x7f >> len);
-    for (size_t k = 1; k < len; k++) {
-        if ((p[k] & 0xc0) != 0x80)
-            return 0;
-        c = c << 6 | (p[k] & 0x3f);
-    }
-    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c < least[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-        return 0;
-    return len;
+    return utf8_char(p, strnlen((const char *)p, 4), NULL);
 }
 
 /* The JSON text for the character at p, in piece (at most 6 bytes, no NUL);

@@ -60,7 +60,7 @@ typedef struct {
     PairScore heads_pairs[PAIRS_SETS];        /* and their minimal pairs (planted relations) */
     Planted planted;        /* --heads-every on the built-in corpus: its relations in the train split */
     size_t *heads_starts;   /* [B] where the measured batch's windows start, with planted relations */
-    int *planted_key[HEADS_REL_COUNT], *planted_first[HEADS_REL_COUNT]; /* [B*T] for q >= AGREE */
+    int *planted_key[HEADS_REL_COUNT], *planted_first[HEADS_REL_COUNT]; /* [B*T] per planted q */
     char heads_err[300];    /* why this step's head metrics failed; "" when they did not */
 } RunLoop;
 

@@ -374,7 +374,8 @@ NAME_TAGS = 10        # tagged uses that make a name's homograph a common word
 # Given names that WordNet knows only as common words ("to harry", "a bob"): by hand.
 GIVEN_NAMES = {"harry", "victor", "bob", "pat", "ray", "rob", "jimmy", "jack", "sue",
                "frank", "don", "bill", "pete", "bud", "chuck", "nick", "sally", "jerry",
-               "gill", "dick", "tommy", "bobby", "billy", "peter", "willy", "reed", "ted"}
+               "gill", "dick", "tommy", "bobby", "billy", "peter", "willy", "reed", "ted",
+               "mike"}
 PAST_IN_USE = 100     # uses per 10^9 words for a candidate past to count as a word
 # Verbs whose past is the base, which WordNet's exception list leaves out (its
 # morphy finds them without one); by hand.

@@ -362,7 +362,7 @@ static const char *const POOL_ROLES[WORDS_POOLS] = {
 static const LexEntry *pick_word(Src *r, WordsPool p, int form, size_t pos)
 {
     if (r->rng)
-        return words_draw(r->words, p, draw(r, r->words->total[p]));
+        return words_draw_drawn(r->words, p, draw(r, r->words->drawn[p]));
     const LexEntry *e = words_find(r->words, p, form, r->target + pos, target_word_len(r, pos));
     if (!e) {
         const char *want[3];

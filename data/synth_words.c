@@ -139,10 +139,14 @@ void synth_words_init(SynthWords *w)
 {
     memset(w, 0, sizeof *w);
     synth_hand_each(add_hand, w);
+    static const size_t drawn[WORDS_POOLS] = WORDS_DRAWN;
     const unsigned open = SYNTH_NOUN_SG | SYNTH_NOUN_PL | SYNTH_VERB_SG | SYNTH_VERB_PL |
                           SYNTH_VERB_PAST | SYNTH_ADJ;
     size_t n = lex_open() + HAND_CLASS_START[HAND_CLASSES];
     for (size_t i = 0; i < n && i < WORDS_MAX_ENTRIES; i++) {
+        if (i == lex_open())
+            for (int k = 0; k < WORDS_POOLS; k++)
+                w->tail[k] = w->n[k];
         LexClass c = entry_class(i);
         const LexEntry *e = entry_at(i);
         unsigned p = entry_pools(c, e);
@@ -172,6 +176,15 @@ void synth_words_init(SynthWords *w)
                 w->lex[k] = (uint32_t)(i + 1) | ((uint32_t)f << 16);
         }
     }
+    /* The lexicon's words come first in each pool, most frequent first; the
+     * hand entries (and the lexicon's words that join a hand entry's role)
+     * after them, from w->tail[k]. */
+    for (int k = 0; k < WORDS_POOLS; k++) {
+        size_t m = drawn[k] < w->tail[k] ? drawn[k] : w->tail[k];
+        uint64_t before = w->tail[k] ? w->cum[k][w->tail[k] - 1] : 0;
+        w->head[k] = m ? w->cum[k][m - 1] : 0;
+        w->drawn[k] = w->head[k] + (w->total[k] - before);
+    }
 }
 
 const LexEntry *words_draw(const SynthWords *w, WordsPool p, uint64_t x)
@@ -186,6 +199,13 @@ const LexEntry *words_draw(const SynthWords *w, WordsPool p, uint64_t x)
             lo = mid + 1;
     }
     return entry_at(w->entry[p][lo]);
+}
+
+const LexEntry *words_draw_drawn(const SynthWords *w, WordsPool p, uint64_t x)
+{
+    if (x >= w->head[p])
+        x += (w->tail[p] ? w->cum[p][w->tail[p] - 1] : 0) - w->head[p];
+    return words_draw(w, p, x);
 }
 
 const LexEntry *words_nth(const SynthWords *w, WordsPool p, size_t k)

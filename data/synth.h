@@ -116,13 +116,15 @@ typedef enum {
  *                proximity?), alt[1] another noun of the antecedent's class
  *                that is not in the line (is the referent retrieved, or only
  *                its class?);
- *   subject-verb: another animal's preposition (only where a place follows
- *                the verb);
+ *   subject-verb: another of the scenes' prepositions (only where a place
+ *                follows the verb);
  *   mood:        a verb of another mood;
  *   modifier:    another verb's particle;
  *   place:       a place of another preposition;
- *   pronoun:     the word the object's class takes after "it";
- *   determiner:  none after any other "the", which says no number;
+ *   pronoun:     the word the object's class takes after "it" (after a
+ *                person, whom "it" never is: another class's word);
+ *   determiner:  none after any other "the", a possessive (my, his ...) or an
+ *                owner ("the cat's"), which say no number;
  *   names:       none ("" in both): the name's continuation is scored against
  *                the model's most likely other token.
  * An unused alt is "". */

@@ -110,7 +110,7 @@ $(TEST_OBJ) $(BUILD)/run_tests: | criterion
 # The tests link the library and the rooms' parts they call directly (the rest they
 # run as ./train and ./infer).
 $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/common/fileguard.o $(BUILD)/app/common/flags.o \
-             $(BUILD)/app/common/cli.o $(BUILD)/app/train/dist.o \
+             $(BUILD)/app/common/cli.o $(BUILD)/app/train/dist.o $(BUILD)/app/train/train_options.o \
              $(BUILD)/app/infer/rare_counts.o $(BUILD)/app/report/report.o \
              $(BUILD)/app/report/report_page.o $(BUILD)/app/report/report_files.o \
              $(BUILD)/app/report/report_dir.o $(BUILD)/libheadcount.a

@@ -5,6 +5,7 @@
 #include "analysis/heads.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +16,23 @@ const char *const heads_type_names[HEAD_TYPES] = {
     "broad", "mixed", "masked",
 };
 
-const char *const heads_quick_names[HEADS_QUICK_COUNT] = {
-    "entropy", "prev", "first", "distance", "repeat",
-};
+#define HEADS_METRIC_ROW(field, per, legend, col, fmt, pct, col_legend, explore, log)            \
+    {#field, offsetof(HeadStats, field), legend, col, fmt, pct, col_legend, explore, log},
+const HeadsMetricRow heads_metric_table[HEADS_METRIC_COUNT] = {HEADS_METRICS(HEADS_METRIC_ROW)};
+#undef HEADS_METRIC_ROW
+
+double heads_metric(const HeadStats *s, int m)
+{
+    return *(const double *)((const char *)s + heads_metric_table[m].offset);
+}
+
+int heads_metric_at(size_t which, int place)
+{
+    for (int m = 0; m < HEADS_METRIC_COUNT; m++)
+        if (*(const int *)((const char *)&heads_metric_table[m] + which) == place)
+            return m;
+    return -1;
+}
 
 int heads_skip(int T)
 {
@@ -70,7 +85,7 @@ static void add_window_rows(HeadSums *s, const float *att, const unsigned char *
 {
     for (int i = heads_skip(T); i < T; i++) {
         const float *row = att + (size_t)i * T;
-        double ent = 0.0, mx = 0.0, dist = 0.0, dl = 0.0;
+        double ent = 0.0, mx = 0.0, dist = 0.0, dl = 0.0, loc = 0.0;
         for (int j = 0; j <= i; j++) {
             double p = row[j];
             if (p > 0.0)
@@ -80,6 +95,8 @@ static void add_window_rows(HeadSums *s, const float *att, const unsigned char *
             dist += p * (double)(i - j);
             if (delim && delim[j])
                 dl += p;
+            if (j >= i - 3)
+                loc += p;
         }
         s->entropy += ent / log((double)(i + 1));
         s->confidence += mx;
@@ -88,6 +105,7 @@ static void add_window_rows(HeadSums *s, const float *att, const unsigned char *
         s->self += row[i];
         s->first += row[0];
         s->delim += dl;
+        s->local3 += loc;
         s->rows += 1.0;
         if (match && match[i] >= 0) {
             s->repeat += row[match[i]];
@@ -164,20 +182,17 @@ static double ratio(double num, double den)
     return den > 0.0 ? num / den : 0.0;
 }
 
+/* Each metric's division in heads_finish, by its row's `per`. */
+#define HEADS_FINISH_rows(f) st[k].f = ratio(s[k].f, s[k].rows);
+#define HEADS_FINISH_repeat_rows(f) st[k].f = ratio(s[k].f, s[k].repeat_rows);
+#define HEADS_FINISH_probe_rows(f) st[k].f = ratio(s[k].f, s[k].probe_rows);
+#define HEADS_FINISH_none(f)
+#define HEADS_FINISH(field, per, ...) HEADS_FINISH_##per(field)
+
 void heads_finish(HeadStats *st, const HeadSums *s, int n)
 {
     for (int k = 0; k < n; k++) {
-        double r = s[k].rows;
-        st[k].entropy = ratio(s[k].entropy, r);
-        st[k].confidence = ratio(s[k].confidence, r);
-        st[k].distance = ratio(s[k].distance, r);
-        st[k].prev = ratio(s[k].prev, r);
-        st[k].self = ratio(s[k].self, r);
-        st[k].first = ratio(s[k].first, r);
-        st[k].delim = ratio(s[k].delim, r);
-        st[k].repeat = ratio(s[k].repeat, s[k].repeat_rows);
-        st[k].induction = ratio(s[k].induction, s[k].probe_rows);
-        st[k].duplicate = ratio(s[k].duplicate, s[k].probe_rows);
+        HEADS_METRICS(HEADS_FINISH)
         for (int q = 0; q < HEADS_REL_COUNT; q++)
             st[k].rel[q] = ratio(s[k].rel[q], s[k].rel_rows[q]);
     }
@@ -447,34 +462,4 @@ void heads_summarise(HeadsSummary *s, const HeadStats *st, const double *jsd, in
     s->mean_distance = ratio(s->mean_distance, s->active);
     s->jsd_within = ratio(s->jsd_within, within);
     s->jsd_between = ratio(s->jsd_between, between);
-}
-
-int heads_quick(float *out, const Activations *a, const int *tokens, int B, int T,
-                char *err, size_t errlen)
-{
-    int n = (int)(a->L * a->H);
-    int *match = malloc((size_t)B * T * sizeof(int));
-    HeadSums *sums = calloc((size_t)n, sizeof *sums);
-    HeadStats *st = calloc((size_t)n, sizeof *st);
-    if (!match || !sums || !st) {
-        free(match);
-        free(sums);
-        free(st);
-        return err_set(err, errlen, "out of memory for head metrics");
-    }
-    heads_repeat_targets(match, tokens, B, T);
-    heads_add_rows(sums, a, NULL, match, B, T);
-    heads_finish(st, sums, n);
-    for (int k = 0; k < n; k++) {
-        float *o = out + (size_t)k * HEADS_QUICK_COUNT;
-        o[HEADS_QUICK_ENTROPY] = (float)st[k].entropy;
-        o[HEADS_QUICK_PREV] = (float)st[k].prev;
-        o[HEADS_QUICK_FIRST] = (float)st[k].first;
-        o[HEADS_QUICK_DISTANCE] = (float)st[k].distance;
-        o[HEADS_QUICK_REPEAT] = (float)st[k].repeat;
-    }
-    free(match);
-    free(sums);
-    free(st);
-    return 0;
 }

@@ -23,6 +23,7 @@
 #include "data/synth.h"
 #include "data/synth_relations.h"
 #include "data/tokenizer.h"
+#include "analysis/heads_metrics.h"
 #include "model/gpt.h"
 #include "util/rng.h"
 
@@ -139,24 +140,12 @@ typedef enum {
 extern const char *const heads_type_names[HEAD_TYPES];
 
 /* Everything measured about one head. Row means are over text windows, probe
- * scores over the repeated random probes. */
+ * scores over the repeated random probes. The metrics (entropy ... jsd_nearest,
+ * each a double) are HEADS_METRICS' rows (analysis/heads_metrics.h, which says
+ * what each one is); the rest follows. */
 typedef struct {
-    double entropy;        /* mean H(A[i,:]) / ln(i + 1), in [0, 1] */
-    double confidence;     /* mean max_j A[i][j] */
-    double distance;       /* mean sum_j A[i][j] (i - j), in positions */
-    double prev;           /* mean A[i][i-1] */
-    double self;           /* mean A[i][i] */
-    double first;          /* mean A[i][0] */
-    double delim;          /* mean attention mass on whitespace/punctuation keys */
-    double repeat;         /* mean A[i][j+1], j the last earlier match of tokens i-1, i */
-    double induction;      /* probe: attention to the token after the earlier copy */
-    double duplicate;      /* probe: attention to the earlier copy itself */
+    HEADS_METRICS(HEADS_METRIC_FIELD)
     double rel[HEADS_REL_COUNT]; /* mean attention on each relation's key (0: no rows) */
-    double delta_loss;     /* loss with this head silenced minus the base loss */
-    double grad;           /* |sum_w dL_w/dxi| / windows (Michel et al., abs at the end) */
-    double grad_window;    /* sum_w |dL_w/dxi| / windows (abs per window) */
-    double jsd_layer;      /* mean JSD to the other heads of its layer (nats) */
-    double jsd_nearest;    /* smallest JSD to any other head */
     int nearest;           /* that head, as l*H + h; -1 when there is none */
     int masked;            /* silenced by the caller's head mask */
     int closed;            /* its learned gate is 0 (model/gates.h): the model itself
@@ -167,11 +156,12 @@ typedef struct {
     HeadType type;
 } HeadStats;
 
-/* Sums of row statistics for one head, over any number of windows. */
+/* Sums of row statistics for one head, over any number of windows: one per
+ * metric (those heads_finish does not divide stay 0) and the counts they are
+ * divided by. */
 typedef struct {
-    double entropy, confidence, distance, prev, self, first, delim, rows;
-    double repeat, repeat_rows;
-    double induction, duplicate, probe_rows;
+    HEADS_METRICS(HEADS_METRIC_FIELD)
+    double rows, repeat_rows, probe_rows;
     double rel[HEADS_REL_COUNT], rel_rows[HEADS_REL_COUNT];
 } HeadSums;
 
@@ -417,31 +407,24 @@ typedef struct {
 void heads_summarise(HeadsSummary *s, const HeadStats *st, const double *jsd, int L, int H,
                      double base_loss);
 
-/* The cheap per-head numbers ./train --heads-every logs, from activations
- * after a forward over tokens[B][T]. out[(l*H + h) * HEADS_QUICK_COUNT + k]. */
-enum {
-    HEADS_QUICK_ENTROPY,
-    HEADS_QUICK_PREV,
-    HEADS_QUICK_FIRST,
-    HEADS_QUICK_DISTANCE,
-    HEADS_QUICK_REPEAT,
-    HEADS_QUICK_COUNT
-};
-/* "entropy", "prev", "first", "distance", "repeat": JSON keys. */
-extern const char *const heads_quick_names[HEADS_QUICK_COUNT];
-/* -1 when out of memory (scratch of B*T ints). */
-int heads_quick(float *out, const Activations *a, const int *tokens, int B, int T,
-                char *err, size_t errlen);
+/* Metric m of head s (HEADS_M_...). */
+double heads_metric(const HeadStats *s, int m);
 
-/* The four text relations (previous-token, bracket, copy, rare; no loss) of the
- * batch tokens[B][T] after a forward, into rel[HEADS_REL_TEXT]; the rare
- * relation's counts are train_counts[V] (the training text's, heads_token_counts),
- * or the batch's own when train_counts is NULL. With planted_key (the planted
- * relations' keys of the batch, planted_key[q][B*T] for q >= HEADS_REL_TEXT,
- * -1 where a row has none) the planted relations too, into rel[HEADS_REL_COUNT].
- * -1 when out of memory. */
-int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
-                          const Tokenizer *tok, const uint64_t *train_counts,
-                          int *const *planted_key, int B, int T, char *err, size_t errlen);
+/* One row of HEADS_METRICS (analysis/heads_metrics.h), for the programs that list
+ * the metrics: its field's name and offset in HeadStats, and the row's words. */
+typedef struct {
+    const char *name;
+    size_t offset;          /* of the double in HeadStats */
+    const char *legend, *col, *fmt;
+    int pct;
+    const char *col_legend;
+    int explore, log;
+} HeadsMetricRow;
+extern const HeadsMetricRow heads_metric_table[HEADS_METRIC_COUNT];
+
+/* The metric at place `place` (1 first) of a listing whose places the rows give
+ * in .explore or .log (which: offsetof(HeadsMetricRow, explore) or
+ * offsetof(HeadsMetricRow, log)); -1 past the last. */
+int heads_metric_at(size_t which, int place);
 
 #endif

@@ -1,8 +1,8 @@
 /* heads_relations: the relations of analysis/heads (heads.h, "Relations"): the
  * keys of the previous-token, bracket, copy and rare relations in windows of tokens,
  * every head's attention on them with the uniform baseline and the loss, the
- * best head, the probe alphabet drawn from copied letters, and the per-batch
- * version ./train logs. Split from heads.c, which keeps the pattern
+ * best head and the probe alphabet drawn from copied letters (heads_measure.c
+ * runs them in order for the programs). Split from heads.c, which keeps the pattern
  * statistics; docs/heads.md gives the definitions. */
 #include "analysis/heads.h"
 #include "analysis/pairs.h"
@@ -443,51 +443,4 @@ int heads_probe_alphabet(int *alpha, int *rule, const int *tokens, const int *co
         for (; n < V; n++)
             alpha[n] = n;
     return n;
-}
-
-int heads_quick_relations(HeadsRelation *rel, const Activations *a, const int *tokens,
-                          const Tokenizer *tok, const uint64_t *train_counts,
-                          int *const *planted_key, int B, int T, char *err, size_t errlen)
-{
-    int n = (int)(a->L * a->H);
-    size_t NT = (size_t)B * T;
-    int *key = malloc(NT * sizeof(int)), *first = malloc(NT * sizeof(int));
-    HeadSums *sums = calloc((size_t)n, sizeof *sums);
-    HeadStats *st = calloc((size_t)n, sizeof *st);
-    uint64_t *own = train_counts ? NULL : calloc((size_t)tok->V, sizeof *own);
-    const uint64_t *counts = train_counts ? train_counts : own;
-    RelationSums rs[HEADS_REL_COUNT];
-    int nrel = planted_key ? HEADS_REL_COUNT : HEADS_REL_TEXT;
-    int rc = 0;
-    if (!key || !first || !sums || !st || !counts) {
-        rc = err_set(err, errlen, "out of memory for relation metrics");
-        goto done;
-    }
-    memset(rs, 0, sizeof rs);
-    for (int q = 0; q < HEADS_REL_TEXT; q++) {
-        if (heads_keys_find(key, first, q, tokens, tok, B, T)) {
-            heads_add_relation(sums, &rs[q], q, a, key, NULL, NULL, B, T);
-            continue;
-        }
-        if (own)
-            for (size_t t = 0; t < NT; t++)
-                if (tokens[t] >= 0 && tokens[t] < tok->V)
-                    own[tokens[t]]++;
-        if (heads_add_rare(sums, &rs[q], a, tokens, NULL, counts, NULL, B, T)) {
-            rc = err_set(err, errlen, "out of memory for relation metrics");
-            goto done;
-        }
-    }
-    for (int q = HEADS_REL_TEXT; q < nrel; q++)
-        heads_add_relation(sums, &rs[q], q, a, planted_key[q], NULL, NULL, B, T);
-    heads_finish(st, sums, n);
-    for (int q = 0; q < nrel; q++)
-        heads_relation_finish(&rel[q], st, &rs[q], q, n);
-done:
-    free(key);
-    free(first);
-    free(sums);
-    free(st);
-    free(own);
-    return rc;
 }

@@ -51,6 +51,11 @@ int config_validate(const Config *c, char *err, size_t errlen)
     return 0;
 }
 
+int config_head_size(int C, int H)
+{
+    return C % H == 0 ? C / H : 0;
+}
+
 size_t config_param_count(const Config *c)
 {
     return (size_t)param_count_u64(c);

@@ -33,6 +33,10 @@ typedef struct {
 /* 0 if every dimension is in range and the parameter count fits; else -1 with a message. */
 int config_validate(const Config *cfg, char *err, size_t errlen);
 
+/* The head size of C channels over H heads when none is given: C / H, or 0 when
+ * H does not divide C (H >= 1). */
+int config_head_size(int C, int H);
+
 /* Number of float parameters (valid only for a validated config). */
 size_t config_param_count(const Config *cfg);
 

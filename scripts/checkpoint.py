@@ -47,8 +47,8 @@ POSITION_SLOTS = (("step", 0, 0, STEPS_MAX), ("batch_rng", 8, INT64_MIN, INT64_M
                   ("best_step", 12, -1, STEPS_MAX), ("accum", 13, 0, 4096))
 BEST_VAL_SLOT = 9
 
-# The stored settings in trainer/settings.h's order (the order the C reader checks
-# them): key, "int" or "real" array, slot, and the range a value must lie in (the
+# The stored settings in trainer/ckpt.c's order (CKPT_STATE_SETTINGS, the order
+# the C reader checks them): key, "int" or "real" array, slot, and the range a value must lie in (the
 # flag's, with 0 where the flag's 0 means off). seed takes any value and is not
 # listed. tests/test_ckpt_py.c compares this table with the C one.
 STORED_SETTINGS = (

@@ -5,7 +5,9 @@
 # (common/): the two programs' rooms never include each other. The entry points
 # train.c and infer.c include their own room and what lies below it, and define
 # nothing but main and static functions, so no call runs from a room up into a
-# main. Prints every breach, and exits 1 if there is one.
+# main. Head measurement lives in analysis/ alone: app/ and the mains call
+# heads_measure, never the passes' per-row functions. Prints every breach, and
+# exits 1 if there is one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # folder (or entry point): the folders it may include from, besides itself
@@ -60,6 +62,27 @@ for f in app/*.[ch]; do
     echo "layers_check: $f lies in app/ itself; put it in the room of the program that uses it"
     bad=1
 done
+# No head is measured in app/ or the mains: analysis/heads_measure.c runs the
+# one pipeline (docs/architecture.md). Outside analysis/ no code (comments aside)
+# may name the sums the passes fill or call a function that reads attention
+# weights or turns sums into head numbers; the programs call heads_measure and
+# read what it fills. Finding a relation's keys in tokens (heads_keys_*,
+# heads_rare_*, planted_keys*) is no measurement and stays allowed.
+sums='HeadSums|RelationSums|PairSums|CompromiseSums'
+passes='heads_add_[a-z_]+|heads_finish|heads_relation_finish|heads_loss|heads_gate_grad'
+passes+='|heads_jsd|heads_effective|heads_redundancy|heads_classify|heads_summarise|heads_att'
+passes+='|heads_repeat_targets|heads_delim_share|heads_probe_build|heads_probe_alphabet'
+passes+='|pairs_add[a-z_]*|pairs_finish|pairs_cost|compromise_add|compromise_finish'
+passes+='|compromise_sums_[a-z]+'
+for f in app/*/*.[ch] train.c infer.c; do
+    [ -e "$f" ] || continue
+    while IFS=: read -r line text; do
+        echo "layers_check: $f:$line measures heads (${text%%[[:space:](]*}): head analysis belongs in" \
+             "analysis/; call heads_measure (analysis/heads_measure.h) and read its results"
+        bad=1
+    done < <(perl -0pe 's{/\*.*?\*/}{$&=~s/[^\n]//gr}gse; s{//[^\n]*}{}g' "$f" |
+             grep -n -o -E "\b($sums)\b|\b($passes)[[:space:]]*\(" || true)
+done
 # An entry point defines main and static functions only: a function declared in
 # a room and defined in a main would be a call from the room up into it.
 for f in train.c infer.c; do
@@ -72,6 +95,7 @@ for f in train.c infer.c; do
 done
 if [ "$bad" = 0 ]; then
     echo "layers_check: ok: every include points to its own folder, one below, or (in app/) a" \
-         "room it may use; the mains define nothing others call"
+         "room it may use; no head is measured outside analysis/; the mains define nothing" \
+         "others call"
 fi
 exit "$bad"

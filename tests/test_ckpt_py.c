@@ -7,7 +7,7 @@
  * moments, every slot of the training state behind a valid checksum), crafted
  * headers that claim huge models, repeated merges, merges whose pieces grow past
  * TOK_PIECES_MAX, and paths that are missing, a directory, a FIFO or a device.
- * Also: the Python reader's table of stored settings is trainer/settings.h's.
+ * Also: the Python reader's table of stored settings is trainer/ckpt.c's.
  * Skipped where python3 is missing. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "trainer/ckpt.h"
-#include "trainer/settings.h"
 #include "tests/ckpt_fixture.h"
 #include "tests/testutil.h"
 
@@ -309,18 +308,18 @@ Test(ckpt_py, both_readers_accept_and_refuse_the_same_files_with_the_same_messag
 }
 
 /* scripts/checkpoint.py lists the stored settings' slots and ranges itself
- * (STORED_SETTINGS): they must be trainer/settings.h's, row for row. */
+ * (STORED_SETTINGS): they must be trainer/ckpt.c's (ckpt_settings), row for row. */
 Test(ckpt_py, the_python_table_of_stored_settings_is_the_c_one)
 {
     tu_need_python("struct");
     char want[4000] = "";
-    for (int k = 0; k < SETTING_COUNT; k++) {
-        const Setting *s = &settings_table[k];
-        if (s->slot_kind == SLOT_NONE || s->type == SET_SEED)
+    for (int k = 0; k < ckpt_setting_count; k++) {
+        const CkptSetting *s = &ckpt_settings[k];
+        if (s->lo > s->hi) /* the seed: any value */
             continue;
         size_t at = strlen(want);
         snprintf(want + at, sizeof want - at, "%s %s %d %g %g\n", s->key,
-                 s->slot_kind == SLOT_INT ? "int" : "real", s->slot, settings_min(s), s->hi);
+                 s->real ? "real" : "int", s->slot, s->lo, s->hi);
     }
     char *out;
     int rc = tu_run(&out, "python3 -c \"import sys; sys.path.insert(0, 'scripts'); "

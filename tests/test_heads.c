@@ -6,12 +6,14 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "data/tokenizer.h"
 #include "analysis/heads.h"
+#include "analysis/heads_measure.h"
 #include "analysis/pairs.h"
 #include "tests/testutil.h"
 
@@ -114,6 +116,27 @@ Test(heads, uniform_rows_have_normalised_entropy_one)
     cr_assert_float_eq(s.distance, dist / 12, 1e-5);
     cr_assert_float_eq(s.first, first / 12, 1e-6);
     cr_assert_eq(heads_classify(&s, 0.2), HEAD_BROAD);
+    free(f.buf);
+}
+
+Test(heads, local3_is_the_weight_on_the_token_and_the_three_before)
+{
+    /* Rows 4..15 (skip = 16/4). A previous-token head keeps all its weight within
+     * three tokens, a first-position head none of it (its key is 4 or more back);
+     * a uniform head puts 4 of its i + 1 equal weights there. */
+    int pats[] = {PAT_PREV, PAT_SINK, PAT_UNIFORM};
+    FakeActs f;
+    fake_init(&f, 1, 3, 1, T16, pats, 0);
+    HeadSums sums[3] = {{0}};
+    HeadStats st[3];
+    heads_add_rows(sums, &f.a, NULL, NULL, 1, T16);
+    heads_finish(st, sums, 3);
+    double want = 0.0;
+    for (int i = 4; i < T16; i++)
+        want += 4.0 / (i + 1);
+    cr_assert_float_eq(st[0].local3, 1.0, 1e-12);
+    cr_assert_float_eq(st[1].local3, 0.0, 1e-12);
+    cr_assert_float_eq(st[2].local3, want / 12, 1e-6, "local3 %.9f", st[2].local3);
     free(f.buf);
 }
 
@@ -636,6 +659,21 @@ Test(heads, probe_alphabet_is_copied_letters_then_letters_never_newline)
     tok_free(&tok);
 }
 
+/* What ./train --heads-every measures (app/train/train_loop.c): the rows and the
+ * text relations of B windows whose forward already filled f, with the rare
+ * relation ranked by the windows' own counts. */
+static void measure_batch(HeadsMeasured *hm, FakeActs *f, const int *tokens, const Tokenizer *tok,
+                          int B, int T)
+{
+    HeadsWindows w;
+    cr_assert_eq(heads_windows_batch(&w, tokens, B, T, NULL, 0), 0);
+    cr_assert_eq(heads_measure_init(hm, (int)f->a.L, (int)f->a.H, 0, 0, NULL, 0), 0);
+    HeadsMeasureIn in = {.what = HEADS_ROWS | HEADS_WINDOW_RELATIONS, .tok = tok, .w = &w,
+                         .filled = 1, .window_relations = HEADS_REL_TEXT};
+    cr_assert_eq(heads_measure(hm, &in, &f->a, NULL, 0), 0);
+    heads_windows_free(&w);
+}
+
 Test(heads, quick_relations_match_the_full_measurement)
 {
     /* Two windows, a previous-token head and a uniform head: the logged numbers are
@@ -649,8 +687,9 @@ Test(heads, quick_relations_match_the_full_measurement)
     int pats[] = {PAT_PREV, PAT_UNIFORM};
     FakeActs f;
     fake_init(&f, 1, 2, 2, T, pats, 0);
-    HeadsRelation rel[HEADS_REL_TEXT];
-    cr_assert_eq(heads_quick_relations(rel, &f.a, tokens, &tok, NULL, NULL, 2, T, NULL, 0), 0);
+    HeadsMeasured hm;
+    measure_batch(&hm, &f, tokens, &tok, 2, T);
+    const HeadsRelation *rel = hm.rel;
     cr_assert_eq(rel[HEADS_REL_PREV].best, 0);
     cr_assert_float_eq(rel[HEADS_REL_PREV].attention, 1.0, 1e-12);
     cr_assert_eq(rel[HEADS_REL_BRACKET].best, 1, "the uniform head beats attention 0");
@@ -665,6 +704,7 @@ Test(heads, quick_relations_match_the_full_measurement)
     cr_assert_float_eq(rel[HEADS_REL_RARE].rows, 2.0 * (T - 4), 1e-12);
     cr_assert_eq(rel[HEADS_REL_RARE].best, 1);
     cr_assert_float_eq(rel[HEADS_REL_RARE].attention, rel[HEADS_REL_RARE].uniform, 1e-6);
+    heads_measure_free(&hm);
     tok_free(&tok);
     free(f.buf);
 }
@@ -677,13 +717,24 @@ Test(heads, quick_metrics_for_training_logs)
     int tokens[T16];
     for (int t = 0; t < T16; t++)
         tokens[t] = t % 5;
-    float out[2 * HEADS_QUICK_COUNT];
-    cr_assert_eq(heads_quick(out, &f.a, tokens, 1, T16, NULL, 0), 0);
-    cr_assert_float_eq(out[HEADS_QUICK_PREV], 1.0f, 1e-6);
-    cr_assert_float_eq(out[HEADS_QUICK_DISTANCE], 1.0f, 1e-6);
-    cr_assert_float_eq(out[HEADS_QUICK_COUNT + HEADS_QUICK_FIRST], 1.0f, 1e-6);
-    cr_assert_float_eq(out[HEADS_QUICK_COUNT + HEADS_QUICK_ENTROPY], 0.0f, 1e-6);
-    cr_assert_str_eq(heads_quick_names[HEADS_QUICK_REPEAT], "repeat");
+    Tokenizer tok;
+    all_bytes(&tok);
+    HeadsMeasured hm;
+    measure_batch(&hm, &f, tokens, &tok, 1, T16);
+    cr_assert_float_eq(hm.st[0].prev, 1.0, 1e-6);
+    cr_assert_float_eq(hm.st[0].distance, 1.0, 1e-6);
+    cr_assert_float_eq(hm.st[1].first, 1.0, 1e-6);
+    cr_assert_float_eq(hm.st[1].entropy, 0.0, 1e-6);
+    /* The log's keys, in their rows' order. */
+    const char *logged[] = {"entropy", "prev", "first", "distance", "repeat"};
+    for (int place = 1; place <= 5; place++) {
+        int m = heads_metric_at(offsetof(HeadsMetricRow, log), place);
+        cr_assert(m >= 0);
+        cr_assert_str_eq(heads_metric_table[m].name, logged[place - 1]);
+    }
+    cr_assert_eq(heads_metric_at(offsetof(HeadsMetricRow, log), 6), -1);
+    heads_measure_free(&hm);
+    tok_free(&tok);
     free(f.buf);
 }
 
@@ -971,13 +1022,15 @@ Test(heads, quick_relations_read_byte_pair_tokens)
     int pats[] = {PAT_PREV, PAT_UNIFORM};
     FakeActs f;
     fake_init(&f, 1, 2, 1, T, pats, 0);
-    HeadsRelation rel[HEADS_REL_TEXT];
-    cr_assert_eq(heads_quick_relations(rel, &f.a, ids, &bpe, NULL, NULL, 1, T, NULL, 0), 0);
+    HeadsMeasured hm;
+    measure_batch(&hm, &f, ids, &bpe, 1, T);
+    const HeadsRelation *rel = hm.rel;
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].rows, 1.0, 1e-12);
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].uniform, 1.0 / 11, 1e-12);
     cr_assert_eq(rel[HEADS_REL_BRACKET].best, 0, "from row 10 the previous-token head looks at "
                  "9, the opener's token");
     cr_assert_float_eq(rel[HEADS_REL_BRACKET].attention, 1.0, 1e-12);
+    heads_measure_free(&hm);
     tok_free(&bpe);
     free(f.buf);
 }

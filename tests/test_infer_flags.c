@@ -1,4 +1,4 @@
-/* ./infer's flag table (INFER_FLAGS in app/infer/infer.h) against the program built
+/* ./infer's flag table (INFER_FLAGS in app/infer/infer_modes.h) against the program built
  * from it: every declared flag is in --help, a number past its range is one
  * usage error naming the flag, and a flag that needs a mode is refused without
  * it, naming the mode flag. The sampling, heads and explorer tests cover what
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/infer/infer.h"
+#include "app/infer/infer_modes.h"
 #include "tests/progutil.h"
 #include "tests/testutil.h"
 

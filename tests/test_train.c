@@ -27,7 +27,7 @@
 
 /* Value-taking flags; every one must show its default in --help. */
 static const char *const VALUE_FLAGS[] = {
-    "--data", "--out", "--log", "--resume", "--save-every", "--layers", "--heads", "--embd",
+    "--data", "--out", "--log", "--resume", "--save-every", "--layers", "--n-heads", "--embd",
     "--head-size", "--block", "--vocab", "--batch", "--steps", "--lr", "--min-lr", "--warmup", "--wd",
     "--clip", "--dropout", "--seed", "--val-frac", "--eval-every", "--eval-iters", "--threads",
     "--head-dropout", "--progress-every", "--pos-std", "--pos-decay",
@@ -81,7 +81,7 @@ Test(train, help_lists_every_flag_with_the_default_in_use)
                 e.data, e.out, e.log);
     cr_assert_eq(rc, 0, "%s", out);
     char *log = tu_read_text(e.log);
-    const char *pairs[][2] = {{"--layers", "layers"}, {"--heads", "heads"}, {"--embd", "embd"},
+    const char *pairs[][2] = {{"--layers", "layers"}, {"--n-heads", "heads"}, {"--embd", "embd"},
                               {"--block", "block"}, {"--batch", "batch"}, {"--lr", "lr"},
                               {"--min-lr", "min_lr"}, {"--warmup", "warmup"}, {"--wd", "wd"},
                               {"--clip", "clip"}, {"--dropout", "dropout"}, {"--seed", "seed"},
@@ -700,4 +700,52 @@ Test(train, progress_every_zero_prints_no_progress_line_and_trains_the_same)
     cr_assert(strstr(out, "eval step 3"), "the evaluation line stays: %s", out);
     free(out);
     expect_same_files(e.out, quiet_ckpt);
+}
+
+/* --log-every N writes a step record every N steps and at the last, and changes
+ * nothing else: the same records at those steps, the same evaluations and the
+ * same checkpoint. */
+Test(train, log_every_thins_the_step_records_and_trains_the_same)
+{
+    Env e;
+    env_init(&e, "train-log-every");
+    char *out, ckpt[400], log[400];
+    int rc = tu_run(&out, "%s/train " TINY " --steps 7 --eval-every 3 --data %s --out %s --log %s",
+                    tu_bin(), e.data, e.out, e.log);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    snprintf(ckpt, sizeof ckpt, "%s/thin.ckpt", e.dir);
+    snprintf(log, sizeof log, "%s/thin.log", e.dir);
+    rc = tu_run(&out, "%s/train " TINY " --steps 7 --eval-every 3 --data %s --out %s --log %s "
+                "--log-every 3", tu_bin(), e.data, ckpt, log);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    /* The records of every step, less their timings, kept at steps 3, 6 and 7. */
+    char *every = log_lines(e.log, "step", 0, ",\"ms\""), *thin = log_lines(log, "step", 0,
+                                                                               ",\"ms\"");
+    cr_assert_eq(count_lines(every), 7, "%s", every);
+    char *want = calloc(strlen(every) + 1, 1);
+    size_t len = 0;
+    for (char *line = every; *line;) {
+        size_t n = strcspn(line, "\n") + 1;
+        long step = (long)json_number(line, "step");
+        if (step % 3 == 0 || step == 7) {
+            memcpy(want + len, line, n);
+            len += n;
+        }
+        line += n;
+    }
+    cr_assert_str_eq(thin, want, "--log-every 3 wrote other step records");
+    free(want);
+    free(every);
+    free(thin);
+    char *evals = log_lines(e.log, "eval", 0, NULL), *thin_evals = log_lines(log, "eval", 0, NULL);
+    cr_assert_eq(count_lines(evals), 3, "%s", evals);
+    cr_assert_str_eq(thin_evals, evals, "the evaluations changed with --log-every");
+    free(evals);
+    free(thin_evals);
+    expect_same_files(e.out, ckpt);
+    rc = tu_run(&out, "%s/train --log-every 0 --print-settings", tu_bin());
+    cr_assert(rc == 2 && strstr(out, "--log-every"), "%s", out);
+    free(out);
 }

@@ -10,10 +10,12 @@
 #include <string.h>
 
 #include "tests/testutil.h"
-#include "trainer/settings.h"
+#include "app/train/train_options.h"
 
 /* The runs the table's value columns stand for, in its order (--print-settings
  * reads no file, so data.txt need not exist). */
+static const Flag ROWS[OPT_COUNT] = {TRAIN_FLAGS(TRAIN_FLAG_ROW)};
+
 static const char *const RUNS[] = {"--data data.txt", "", "--corpus induction"};
 enum { NRUNS = 3, NCELLS = 5, CELL_MAX = 300 };
 
@@ -70,12 +72,13 @@ Test(train_options, the_test_step_cap_caps_steps_and_says_so)
     free(out);
 }
 
-static const Setting *setting_of_flag(const char *word)
+static const Flag *setting_of_flag(const char *word)
 {
     const char *name = word + strspn(word, "-");
-    for (int i = 0; i < SETTING_COUNT; i++) {
-        const Setting *s = &settings_table[i];
-        if (name[1] ? strcmp(s->flag, name) == 0 : s->short_flag == name[0])
+    for (int i = 0; i < OPT_COUNT; i++) {
+        const Flag *s = &ROWS[i];
+        if (name[1] ? strcmp(s->flag, name) == 0 || (s->alias && strcmp(s->alias, name) == 0)
+                    : s->short_flag == name[0])
             return s;
     }
     cr_assert_fail("docs/settings.md's table names %s, which ./train does not have", word);
@@ -85,7 +88,7 @@ static const Setting *setting_of_flag(const char *word)
 /* Whether README's word for a value says what --print-settings printed: a
  * number, a `name`, FILE (the path --data gave), none, off, bytes (vocab 0) or
  * C/H (head size 0: the width over the heads). */
-static void expect_same(const char *word, const char *json, const Setting *s, const char *run)
+static void expect_same(const char *word, const char *json, const Flag *s, const char *run)
 {
     char want[CELL_MAX];
     size_t n = strlen(word);
@@ -139,7 +142,7 @@ static int split_cells(const char *line, char cells[][CELL_MAX], int max)
 
 /* The flags of a flag cell ("`-L, -H, --head-size`", "`--log FILE`, `--keep-best`",
  * "`-d, --data FILE`"): their settings, in order. */
-static int cell_flags(const char *cell, const Setting **out, int max)
+static int cell_flags(const char *cell, const Flag **out, int max)
 {
     char buf[CELL_MAX];
     size_t k = 0;
@@ -151,7 +154,7 @@ static int cell_flags(const char *cell, const Setting **out, int max)
     for (char *item = strtok(buf, ","); item && n < max; item = strtok(NULL, ",")) {
         item += strspn(item, " ");
         item[strcspn(item, " ")] = '\0';
-        const Setting *st = setting_of_flag(item);
+        const Flag *st = setting_of_flag(item);
         if (!n || out[n - 1] != st) /* "-d, --data": one flag, short and long */
             out[n++] = st;
     }
@@ -167,12 +170,12 @@ Test(train_options, readme_settings_table_shows_what_each_run_uses)
     char *json[NRUNS];
     for (int r = 0; r < NRUNS; r++)
         json[r] = settings_of(RUNS[r]);
-    int shown[SETTING_COUNT] = {0}, checked = 0;
+    int shown[OPT_COUNT] = {0}, checked = 0;
     at = strchr(at, '\n') + 1;   /* the header's separator line */
     for (at = strchr(at, '\n') + 1; *at == '|'; at = strchr(at, '\n') + 1) {
         char cells[NCELLS + 1][CELL_MAX];
         cr_assert_eq(split_cells(at, cells, NCELLS + 1), NCELLS, "%.80s", at);
-        const Setting *s[8];
+        const Flag *s[8];
         int nflags = cell_flags(cells[0], s, 8);
         for (int r = 0; r < NRUNS; r++) {
             /* A blank recipe cell: as with --data. */
@@ -185,7 +188,7 @@ Test(train_options, readme_settings_table_shows_what_each_run_uses)
                 char got[CELL_MAX];
                 json_value(json[r], s[k]->key, got, sizeof got);
                 expect_same(w, got, s[k], RUNS[r]);
-                shown[s[k] - settings_table] = 1;
+                shown[s[k] - ROWS] = 1;
                 checked++;
             }
             cr_assert_eq(k, nflags, "%s: %d values for %d flags", cells[0], k, nflags);
@@ -195,12 +198,12 @@ Test(train_options, readme_settings_table_shows_what_each_run_uses)
     /* Every setting a recipe changes is in the table, and its value is one the
      * flag accepts. */
     for (int r = 1; r < NRUNS; r++)
-        for (int i = 0; i < SETTING_COUNT; i++) {
-            const Setting *st = &settings_table[i];
+        for (int i = 0; i < OPT_COUNT; i++) {
+            const Flag *st = &ROWS[i];
             char plain[CELL_MAX], recipe[CELL_MAX];
             json_value(json[0], st->key, plain, sizeof plain);
             json_value(json[r], st->key, recipe, sizeof recipe);
-            if (strcmp(plain, recipe) == 0 || st->type == SET_PATH || st->type == SET_NAME)
+            if (strcmp(plain, recipe) == 0 || st->type == FLAG_PATH || st->type == FLAG_NAME)
                 continue;
             cr_assert(shown[i], "`./train %s` sets --%s %s, which docs/settings.md's table "
                       "does not show", RUNS[r], st->flag, recipe);

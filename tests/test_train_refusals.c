@@ -71,7 +71,7 @@ Test(train, heads_not_dividing_embd_is_a_usage_error)
     env_init(&e, "train-heads");
     char flags[600];
     snprintf(flags, sizeof flags, "--data %s --heads 3", e.data);
-    refuse_train(&e, flags, 2, "--heads 3 does not divide --embd 16");
+    refuse_train(&e, flags, 2, "--n-heads 3 does not divide --embd 16");
     char *out;
     int rc = tu_run(&out, "%s/train " TINY " --steps 2 --data %s --heads 3 --head-size 5 --out %s",
                     tu_bin(), e.data, e.out);
@@ -83,7 +83,7 @@ Test(train, heads_not_dividing_embd_is_a_usage_error)
  * 0 is valid where it names the default or off (head-size: embd / heads;
  * threads: all cores). */
 static const struct { const char *flag; long lo; const char *above; } INT_FLAGS[] = {
-    {"layers", 1, "65"}, {"heads", 1, "257"}, {"embd", 1, "8193"}, {"head-size", 0, "4097"},
+    {"layers", 1, "65"}, {"n-heads", 1, "257"}, {"embd", 1, "8193"}, {"head-size", 0, "4097"},
     {"block", 1, "4097"}, {"batch", 1, "65537"}, {"steps", 1, "100000001"},
     {"warmup", 0, "100000001"}, {"eval-every", 0, "100000001"}, {"eval-iters", 1, "100001"},
     {"save-every", 0, "100000001"}, {"threads", 0, "1025"},

@@ -25,13 +25,36 @@
 #define STATE_INTS 32
 #define STATE_DOUBLES 32
 
-/* The training state's two arrays (docs/checkpoint.md): the settings take the
- * slots their rows in trainer/settings.h name; the run's position takes the slots
- * below, with the range a reader accepts. Writing, reading and checking are
- * generated from these two lists and the settings table. Slots nobody uses are
- * written as zero and ignored. Two fields are coded: accum is stored as 0 when it
- * is 1 (files from before the field hold 0), and best_val as 0 while there is no
- * best (best_step -1). */
+/* The training state's two arrays (docs/checkpoint.md): the stored settings
+ * take the slots of CKPT_STATE_SETTINGS, each with the range a reader accepts
+ * (the values ./train's flags can give: trainer/limits.h); the run's position
+ * takes the slots below. Writing, reading and checking are generated from these
+ * lists. Slots nobody uses are written as zero and ignored. Two fields are
+ * coded: accum is stored as 0 when it is 1 (files from before the field hold 0),
+ * and best_val as 0 while there is no best (best_step -1). */
+#define CKPT_STATE_SETTINGS(INT, REAL, SEED)                                               \
+    INT(6, save_every, 0, LIMIT_STEPS_MAX)                                                \
+    INT(11, allow_binary, 0, 1)                                                           \
+    INT(14, vocab, 0, LIMIT_VOCAB_MAX)                                                    \
+    INT(2, batch, 1, LIMIT_BATCH_MAX)                                                     \
+    INT(1, steps, 1, LIMIT_STEPS_MAX)                                                     \
+    REAL(0, lr, LIMIT_LR_MIN, LIMIT_LR_MAX)                                               \
+    REAL(1, min_lr, 0, LIMIT_LR_MAX)                                                      \
+    INT(3, warmup, 0, LIMIT_STEPS_MAX)                                                    \
+    REAL(2, wd, 0, LIMIT_LR_MAX)                                                          \
+    INT(16, pos_decay, 0, 1)                                                              \
+    REAL(6, beta1, 0, LIMIT_BETA_MAX)                                                     \
+    REAL(7, beta2, 0, LIMIT_BETA_MAX)                                                     \
+    REAL(8, eps, LIMIT_EPS_MIN, 1)                                                        \
+    REAL(3, clip, 0, LIMIT_CLIP_MAX)                                                      \
+    REAL(4, dropout, 0, LIMIT_DROPOUT_MAX)                                                \
+    REAL(10, head_dropout, 0, LIMIT_DROPOUT_MAX)                                          \
+    REAL(11, head_gates, 0, LIMIT_HEAD_GATES_MAX)                                         \
+    INT(15, precision, 0, PRECISION_COUNT - 1)                                            \
+    SEED(7, seed)                                                                         \
+    REAL(5, val_frac, 0, LIMIT_VAL_FRAC_MAX)                                              \
+    INT(4, eval_every, 0, LIMIT_STEPS_MAX)                                                \
+    INT(5, eval_iters, 1, LIMIT_EVAL_ITERS_MAX)
 #define STATE_INT_SLOTS(X)                                                                 \
     X(0, step, 0, LIMIT_STEPS_MAX)                                                        \
     X(8, batch_rng, INT64_MIN, INT64_MAX)                                                 \
@@ -41,6 +64,13 @@
     X(13, accum, 0, LIMIT_ACCUM_MAX)
 #define STATE_DOUBLE_SLOTS(X)                                                              \
     X(9, best_val, -HUGE_VAL, HUGE_VAL)
+
+#define TABLE_INT(i, f, lo, hi) {#f, 0, i, lo, hi},
+#define TABLE_REAL(i, f, lo, hi) {#f, 1, i, lo, hi},
+#define TABLE_SEED(i, f) {#f, 0, i, 1, 0},
+const CkptSetting ckpt_settings[] = {CKPT_STATE_SETTINGS(TABLE_INT, TABLE_REAL, TABLE_SEED)};
+const int ckpt_setting_count = (int)(sizeof ckpt_settings / sizeof ckpt_settings[0]);
+#define NONE(...)
 
 #define SLOT_ENUM(i, f, lo, hi) SLOT_##f = i,
 enum { STATE_INT_SLOTS(SLOT_ENUM) };
@@ -65,21 +95,16 @@ int ckpt_state_slots_check(char *err, size_t errlen)
 #define OWN_DOUBLE(i, f, lo, hi) reals[i] = #f;
     STATE_INT_SLOTS(OWN_INT)
     STATE_DOUBLE_SLOTS(OWN_DOUBLE)
-    for (int k = 0; k < SETTING_COUNT; k++) {
-        const Setting *s = &settings_table[k];
-        if (s->stored != (s->slot_kind != SLOT_NONE))
-            return err_set(err, errlen, "%s: %s", s->key, s->stored ? "stored without a slot"
-                                                                    : "a slot but not stored");
-        if (!s->stored)
-            continue;
-        int real = s->slot_kind == SLOT_REAL, n = real ? STATE_DOUBLES : STATE_INTS;
-        const char **used = real ? reals : ints;
+    for (int k = 0; k < ckpt_setting_count; k++) {
+        const CkptSetting *s = &ckpt_settings[k];
+        int n = s->real ? STATE_DOUBLES : STATE_INTS;
+        const char **used = s->real ? reals : ints;
         if (s->slot < 0 || s->slot >= n)
             return err_set(err, errlen, "%s: slot %d outside the %d of its array", s->key,
                            s->slot, n);
         if (used[s->slot])
             return err_set(err, errlen, "%s: %s slot %d is %s's too", s->key,
-                           real ? "double" : "int", s->slot, used[s->slot]);
+                           s->real ? "double" : "int", s->slot, used[s->slot]);
         used[s->slot] = s->key;
     }
     return 0;
@@ -142,17 +167,6 @@ static int check_finite(const ParamTable *t, const float *x, const char *path, c
     return 0;
 }
 
-/* A stored integer setting's value (long, int or uint64_t) as its int64 slot. */
-static int64_t stored_int(const Setting *s, const char *p)
-{
-    switch (s->type) {
-    case SET_SEED: return (int64_t)*(const uint64_t *)p;
-    case SET_SWITCH:
-    case SET_CHOICE: return *(const int *)p;
-    default: return *(const long *)p;
-    }
-}
-
 static void put_state(Writer *w, const TrainState *ts, size_t P)
 {
     int64_t iv[STATE_INTS] = {0};
@@ -162,14 +176,8 @@ static void put_state(Writer *w, const TrainState *ts, size_t P)
 #define PUT_DOUBLE(i, f, lo, hi) dv[i] = ts->f;
     STATE_INT_SLOTS(PUT_INT)
     STATE_DOUBLE_SLOTS(PUT_DOUBLE)
-    for (int k = 0; k < SETTING_COUNT; k++) {
-        const Setting *s = &settings_table[k];
-        const char *p = (const char *)ts + s->state_at;
-        if (s->slot_kind == SLOT_INT)
-            iv[s->slot] = stored_int(s, p);
-        else if (s->slot_kind == SLOT_REAL)
-            dv[s->slot] = *(const double *)p;
-    }
+#define PUT_SEED(i, f) iv[i] = (int64_t)ts->f;
+    CKPT_STATE_SETTINGS(PUT_INT, PUT_DOUBLE, PUT_SEED)
     iv[SLOT_accum] = ts->accum > 1 ? ts->accum : 0;
     dv[SLOT_best_val] = ts->best_step >= 0 ? ts->best_val : 0.0;
     snprintf(path, sizeof path, "%s", ts->data_path);
@@ -345,7 +353,7 @@ static int get(Reader *r, void *p, size_t n)
 }
 
 /* The stored settings must be values ./train's flags could have produced (the
- * ranges of trainer/settings.h), so whatever the checksum lets through is still
+ * ranges of CKPT_STATE_SETTINGS, which are ./train's), so whatever the checksum lets through is still
  * sane. */
 static int check_settings(const int64_t *iv, const double *dv, char *why, size_t len)
 {
@@ -363,23 +371,23 @@ static int check_settings(const int64_t *iv, const double *dv, char *why, size_t
         if (!(dv[reals[k].i] >= reals[k].lo && dv[reals[k].i] <= reals[k].hi))
             return err_set(why, len, "%s %g outside [%g, %g]", reals[k].name, dv[reals[k].i],
                            reals[k].lo, reals[k].hi);
-    for (int k = 0; k < SETTING_COUNT; k++) {
-        const Setting *s = &settings_table[k];
-        double lo = settings_min(s);
-        if (s->slot_kind == SLOT_INT && s->type != SET_SEED &&
-            (iv[s->slot] < (int64_t)lo || iv[s->slot] > (int64_t)s->hi))
-            return err_set(why, len, "%s %lld outside [%lld, %lld]", s->key,
-                           (long long)iv[s->slot], (long long)lo, (long long)s->hi);
-        if (s->slot_kind == SLOT_REAL && !(dv[s->slot] >= lo && dv[s->slot] <= s->hi))
-            return err_set(why, len, "%s %g outside [%g, %g]", s->key, dv[s->slot], lo, s->hi);
-    }
-    const int steps = settings_table[SETTING_STEPS].slot, lr = settings_table[SETTING_LR].slot,
-              min_lr = settings_table[SETTING_MIN_LR].slot;
-    if (iv[SLOT_step] > iv[steps])
+#define CHECK_INT(i, f, lo, hi)                                                           \
+    if (iv[i] < (int64_t)(lo) || iv[i] > (int64_t)(hi))                                   \
+        return err_set(why, len, "%s %lld outside [%lld, %lld]", #f, (long long)iv[i],      \
+                       (long long)(lo), (long long)(hi));
+#define CHECK_REAL(i, f, lo, hi)                                                          \
+    if (!(dv[i] >= (lo) && dv[i] <= (hi)))                                                \
+        return err_set(why, len, "%s %g outside [%g, %g]", #f, dv[i], (double)(lo),         \
+                       (double)(hi));
+    CKPT_STATE_SETTINGS(CHECK_INT, CHECK_REAL, NONE)
+#define SLOT_OF(i, f, ...) SLOT_##f = i,
+    enum { CKPT_STATE_SETTINGS(SLOT_OF, NONE, NONE) };
+    enum { CKPT_STATE_SETTINGS(NONE, SLOT_OF, NONE) };
+    if (iv[SLOT_step] > iv[SLOT_steps])
         return err_set(why, len, "step %lld beyond the run's %lld steps",
-                       (long long)iv[SLOT_step], (long long)iv[steps]);
-    if (dv[min_lr] > dv[lr])
-        return err_set(why, len, "min_lr %g above lr %g", dv[min_lr], dv[lr]);
+                       (long long)iv[SLOT_step], (long long)iv[SLOT_steps]);
+    if (dv[SLOT_min_lr] > dv[SLOT_lr])
+        return err_set(why, len, "min_lr %g above lr %g", dv[SLOT_min_lr], dv[SLOT_lr]);
     if (iv[SLOT_best_step] > iv[SLOT_step])
         return err_set(why, len, "best_step %lld after step %lld", (long long)iv[SLOT_best_step],
                        (long long)iv[SLOT_step]);
@@ -429,18 +437,8 @@ static int load_state(Reader *r, const char *path, const Model *m, TrainState *t
 #define GET_DOUBLE(i, f, lo, hi) ts->f = dv[i];
     STATE_INT_SLOTS(GET_INT)
     STATE_DOUBLE_SLOTS(GET_DOUBLE)
-    for (int k = 0; k < SETTING_COUNT; k++) {
-        const Setting *s = &settings_table[k];
-        char *p = (char *)ts + s->state_at;
-        if (s->slot_kind == SLOT_REAL)
-            *(double *)p = dv[s->slot];
-        else if (s->slot_kind == SLOT_INT && s->type == SET_SEED)
-            *(uint64_t *)p = (uint64_t)iv[s->slot];
-        else if (s->slot_kind == SLOT_INT && (s->type == SET_SWITCH || s->type == SET_CHOICE))
-            *(int *)p = (int)iv[s->slot];
-        else if (s->slot_kind == SLOT_INT)
-            *(long *)p = (long)iv[s->slot];
-    }
+#define GET_SEED(i, f) ts->f = (uint64_t)iv[i];
+    CKPT_STATE_SETTINGS(GET_INT, GET_DOUBLE, GET_SEED)
     ts->accum = iv[SLOT_accum] > 1 ? (long)iv[SLOT_accum] : 1;
     char why[160];
     if (check_settings(iv, dv, why, sizeof why))

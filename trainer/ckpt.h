@@ -29,12 +29,18 @@
 #define CKPT_FLAG_GATES 2        /* the model has head gates: gates.log_alpha follows lnf.b */
 #define CKPT_PATH_MAX 512
 
-/* Everything an exact resume needs besides the parameters: one field per STORED
- * or STEP setting (trainer/settings.h), in the slot its row names, then the
- * position of the run. */
+/* Everything an exact resume needs besides the parameters: the settings a
+ * resumed run keeps or continues from (./train's flags of the same names say
+ * what each one does; their slots and the ranges a reader accepts are
+ * CKPT_STATE_SETTINGS in ckpt.c), then the position of the run. beta1, beta2
+ * and eps hold the float32 the optimizer uses, widened. */
+typedef struct TrainState TrainState;
 struct TrainState {
-#define TRAIN_STATE_FIELD(ID, field, ctype, ...) ctype field;
-    TRAIN_SETTINGS(SETTINGS_SKIP, TRAIN_STATE_FIELD, TRAIN_STATE_FIELD)
+    long save_every, vocab, batch, steps, warmup, eval_every, eval_iters;
+    double lr, min_lr, wd, beta1, beta2, eps, clip, dropout, head_dropout, head_gates;
+    double val_frac;
+    int allow_binary, pos_decay, precision; /* switches and a Precision */
+    uint64_t seed;
     long step;              /* steps completed (also header field 8) */
     uint64_t batch_rng;     /* the batch sampler's Rng state */
     uint64_t data_size, data_hash;
@@ -47,9 +53,22 @@ struct TrainState {
     const float *adam_m, *adam_v;
 };
 
-/* 0 when every stored setting of trainer/settings.h has a slot of its own in
- * the training state's arrays, none shared with another setting or with the
- * run's position; else -1 with the first clash. */
+/* A stored setting as the training state's arrays hold it (docs/checkpoint.md):
+ * its name (the TrainState field), which array (int64 or double), its slot, and
+ * the range a reader accepts (a seed takes any value: lo > hi). */
+typedef struct {
+    const char *key;
+    int real;
+    int slot;
+    double lo, hi;
+} CkptSetting;
+
+extern const CkptSetting ckpt_settings[];
+extern const int ckpt_setting_count;
+
+/* 0 when every stored setting has a slot of its own in the training state's
+ * arrays, none shared with another setting or with the run's position; else -1
+ * with the first clash. */
 int ckpt_state_slots_check(char *err, size_t errlen);
 
 /* Writes m and tok (and ts, when not NULL) to path atomically. Refuses

@@ -21,24 +21,19 @@
 #include "data/batch.h"
 #include "model/gpt.h"
 #include "trainer/adamw.h"
-#include "trainer/settings.h"
 
-/* A STEP setting's type in TrainHyper: the float the step computes in for a
- * double, the value's own type otherwise. */
-#define TRAIN_HYPER_TYPE_double float
-#define TRAIN_HYPER_TYPE_long long
-#define TRAIN_HYPER_TYPE_uint64_t uint64_t
-
-/* What a step does besides the maths of the model: one field per STEP setting
- * of trainer/settings.h, named as its row (whose help says what it does; the
- * seed keys the dropout masks as rng_hash(seed, RNG_STREAM_DROPOUT, micro-batch)),
- * then the rest. */
-struct TrainHyper {
-#define TRAIN_HYPER_FIELD(ID, field, ctype, ...) TRAIN_HYPER_TYPE_##ctype field;
-    TRAIN_SETTINGS(SETTINGS_SKIP, SETTINGS_SKIP, TRAIN_HYPER_FIELD)
+/* What a step does besides the maths of the model: the settings of the
+ * schedule, the regularisers and the optimizer (./train's flags of the same
+ * names say what each does; the seed keys the dropout masks as
+ * rng_hash(seed, RNG_STREAM_DROPOUT, micro-batch)), in the precision the step
+ * computes in. */
+typedef struct TrainHyper {
+    long steps, warmup;
+    float lr, min_lr, clip, dropout, head_dropout, head_gates;
+    uint64_t seed;
     long micro;         /* micro-batches per step in all (accumulation x ranks), >= 1 */
-    AdamW adam;         /* the optimizer's settings: the rows marked ADAM */
-};
+    AdamW adam;         /* the optimizer's settings: beta1, beta2, eps, weight decay */
+} TrainHyper;
 
 typedef struct {
     Model model;

@@ -177,7 +177,7 @@ static void parse_value(const Flag *f, void *values, const char *arg)
 
 void flags_parse(const FlagTable *t, int argc, char **argv, void *values, unsigned char *given)
 {
-    static struct option longs[FLAGS_MAX + 3];
+    static struct option longs[2 * FLAGS_MAX + 3];
     static CliShort shorts[FLAGS_MAX + 1];
     static char shortopts[3 * FLAGS_MAX + 4];
     int nextra = 0;
@@ -192,6 +192,8 @@ void flags_parse(const FlagTable *t, int argc, char **argv, void *values, unsign
         const Flag *f = &t->rows[i];
         int arg = f->type == FLAG_SWITCH ? no_argument : required_argument;
         longs[nl++] = (struct option){f->flag, arg, 0, ID_FIRST + i};
+        if (f->alias)
+            longs[nl++] = (struct option){f->alias, arg, 0, ID_FIRST + i};
         if (f->short_flag) {
             shorts[nshorts++] = (CliShort){f->short_flag, ID_FIRST + i};
             shortopts[k++] = f->short_flag;
@@ -267,6 +269,8 @@ static void print_row(const Flag *f, const void *values)
         printf("%-24s %.*s\n", "", (int)len, m);
         m += len + (m[len] == '\n');
     }
+    if (f->alias)
+        printf("%-24s (--%s, its old name, still works)\n", "", f->alias);
 }
 
 void flags_print_section(const FlagTable *t, int section, const void *values)

@@ -3,10 +3,9 @@
  * rows come the getopt_long parser with its range checks, the record of which
  * flags were given, the refusal of an empty path, the --help lines, the check
  * that a flag suits the chosen mode, and what --resume does with each flag.
- * ./train's rows are made from TRAIN_SETTINGS (trainer/settings.h, the
- * checkpoint's declaration of every setting) by app/train/train_options.c;
- * ./infer's from INFER_FLAGS (app/infer/infer.h). What the flags mean, and the
- * rules that tie two flags together, stay with the programs. */
+ * ./train's rows are TRAIN_FLAGS (app/train/train_options.h), ./infer's
+ * INFER_FLAGS (app/infer/infer_modes.h). What the flags mean, and the rules that
+ * tie two flags together, stay with the programs. */
 #ifndef HEADCOUNT_FLAGS_H
 #define HEADCOUNT_FLAGS_H
 
@@ -50,7 +49,10 @@ typedef struct {
 /* A row: one flag. A field the row leaves out is 0 (NULL, none). */
 typedef struct {
     const char *flag;       /* long flag, without "--" */
+    const char *alias;      /* an older long name the parser also takes, or NULL; --help
+                             * names it on a line of its own under the row's */
     char short_flag;        /* or 0 */
+    const char *key;        /* the value's name in JSON (./train's --print-settings, log) */
     FlagType type;
     size_t at;              /* offset of the value in the program's struct of values */
     double def;             /* default of a number, switch or CHOICE */
@@ -72,6 +74,8 @@ typedef struct {
     const char *help;       /* --help text; a line break continues it on the next line,
                              * and one at its end puts the default on a line of its own */
     const char *more;       /* lines of --help after the default ('\n' between), or NULL */
+    int in_log;             /* ./train: a key of the log's settings record */
+    const char *say;        /* ./train: its name in the start-up settings line, or NULL */
 } Flag;
 
 /* A program's flags. --help (-h) and --version are the engine's: it calls usage,

@@ -11,7 +11,7 @@
 #include "analysis/heads.h"
 #include "analysis/pairs.h"
 #include "app/common/cli.h"
-#include "app/infer/infer.h"
+#include "app/infer/infer_modes.h"
 #include "model/gates.h"
 
 /* The ablation passes read the first sentences holding up to this many tokens. */

@@ -2,7 +2,7 @@
  * predicting each token from the ones before it (windows of the block size, as
  * model/evaluate's eval_sequence walks them), its perplexity and the bits per
  * byte of the text the predicted tokens stand for. */
-#include "app/infer/infer.h"
+#include "app/infer/infer_modes.h"
 
 #include <math.h>
 #include <stdio.h>

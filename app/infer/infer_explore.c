@@ -15,10 +15,10 @@
 #include "app/common/cli.h"
 #include "app/report/explore.h"
 #include "app/common/fileguard.h"
-#include "app/infer/infer.h"
+#include "app/infer/infer_modes.h"
 #include "analysis/planted.h"
 #include "app/infer/rare_counts.h"
-#include "analysis/heads.h"
+#include "analysis/heads_measure.h"
 
 static void *xcalloc(size_t n, size_t size)
 {
@@ -83,124 +83,6 @@ static void relation_keys_free(RelationKeys *rk)
     planted_free(&rk->planted);
 }
 
-/* Row statistics, relation scores (on rk's keys; their head-independent sums
- * into rs[HEADS_REL_COUNT]) and JSD over the one text window, with its
- * attention kept in att[n][T][T]; the probe scores over HEADS_PROBES probes,
- * one at a time. */
-static void score_heads(HeadStats *st, RelationSums *rs, double *jsd, float *att,
-                        double *delim_share, const Model *m, Activations *a, const int *in,
-                        const Tokenizer *tok, const RelationKeys *rk, int T, uint64_t seed,
-                        const unsigned char *head_on)
-{
-    char err[512];
-    int L = m->cfg.L, H = m->cfg.H, n = L * H;
-    HeadSums *sums = xcalloc((size_t)n, sizeof *sums);
-    unsigned char *delim = xcalloc((size_t)T, 1);
-    int *match = xcalloc((size_t)T, sizeof(int));
-    for (int t = 0; t < T; t++)
-        delim[t] = (unsigned char)heads_token_is_delim(tok, in[t]);
-    heads_repeat_targets(match, in, 1, T);
-    PassOptions po = {.head_on = head_on};
-    gpt_forward(m, a, in, NULL, 1, T, &po);
-    for (int k = 0; k < n; k++)
-        memcpy(att + (size_t)k * T * T, heads_att(a, k / H, 0, k % H, T),
-               (size_t)T * T * sizeof(float));
-    heads_add_rows(sums, a, delim, match, 1, T);
-    memset(rs, 0, HEADS_REL_COUNT * sizeof *rs);
-    for (int q = 0; q < HEADS_REL_COUNT; q++)
-        if (q != HEADS_REL_RARE)
-            heads_add_relation(sums, &rs[q], q, a, rk->key[q], rk->first[q], NULL, 1, T);
-    if (heads_add_rare(sums, &rs[HEADS_REL_RARE], a, in, NULL, rk->counts, NULL, 1, T))
-        cli_fail("out of memory for the rare relation");
-    if (heads_add_jsd(jsd, a, 1, T, err, sizeof err))
-        cli_fail("%s", err);
-    double rows;
-    *delim_share = heads_delim_share(delim, T, &rows);
-    *delim_share = rows > 0 ? *delim_share / rows : NAN;
-    for (size_t i = 0; i < (size_t)n * n; i++)
-        jsd[i] = sums[0].rows > 0 ? jsd[i] / sums[0].rows : 0.0;
-
-    /* The probes draw from the same alphabet as --heads (heads_probe_alphabet):
-     * word tokens this text shows being copied first, never the newline. */
-    int *copy_key = xcalloc((size_t)T, sizeof(int)), *copy_first = xcalloc((size_t)T, sizeof(int));
-    heads_keys_copy(copy_key, copy_first, in, 1, T);
-    int *alpha = xcalloc((size_t)tok->V, sizeof(int)), *pool = xcalloc((size_t)tok->V, sizeof(int));
-    int rule, na = heads_probe_alphabet(alpha, &rule, in, copy_key, 1, T, tok);
-    free(copy_key);
-    free(copy_first);
-    int P = m->cfg.T / 2 < na ? m->cfg.T / 2 : na;
-    int *probe = xcalloc((size_t)2 * (P > 0 ? P : 1), sizeof(int));
-    Rng rng;
-    rng_init(&rng, rng_hash(seed, RNG_STREAM_HEADS, 1), RNG_STREAM_HEADS);
-    for (int p = 0; p < HEADS_PROBES && P >= 1; p++) {
-        heads_probe_build(probe, m->cfg.T, alpha, na, pool, &rng);
-        gpt_forward(m, a, probe, NULL, 1, 2 * P, &po);
-        heads_add_probe(sums, a, 1, P);
-    }
-    heads_finish(st, sums, n);
-    free(alpha);
-    free(pool);
-    free(probe);
-    free(match);
-    free(delim);
-    free(sums);
-}
-
-/* The causal scores of the window in[0..Tl) (text token base on) just run
- * through a: its minimal pairs and every relation's loss on its tokens. */
-static void window_causal(CausalScore *cs, const Activations *a, const RelationKeys *rk,
-                          const int *in, size_t base, int Tl, int n)
-{
-    HeadSums *sums = xcalloc((size_t)n, sizeof *sums);
-    RelationSums rs[HEADS_REL_COUNT] = {{0}};
-    PairSums ps[PAIRS_SETS] = {{0}};
-    for (int q = 0; q < HEADS_REL_COUNT; q++)
-        if (q != HEADS_REL_RARE)
-            heads_add_relation(sums, &rs[q], q, a, rk->key[q], rk->first[q], a->losses, 1, Tl);
-    if (heads_add_rare(sums, &rs[HEADS_REL_RARE], a, in, in + 1, rk->counts, a->losses, 1, Tl))
-        cli_fail("out of memory for the rare relation");
-    size_t next = 0;
-    pairs_add(ps, a, rk->planted.pair, rk->planted.npair, base, 1, Tl, &next);
-    for (int q = 0; q < PAIRS_SETS; q++)
-        pairs_finish(&cs->pair[q], &ps[q]);
-    for (int q = 0; q < HEADS_REL_COUNT; q++)
-        cs->rel_loss[q] = rs[q].loss_rows > 0 ? rs[q].loss / rs[q].loss_rows : 0.0;
-    free(sums);
-}
-
-/* The loss on the text, how much it rises when each head alone is off, and
- * each head's cost to every relation on this text (analysis/pairs.h); the
- * scores with every head on into *cbase. */
-static double score_importance(HeadStats *st, CausalScore *cbase, const Model *m,
-                               Activations *a, const int *in, size_t nids,
-                               const unsigned char *head_on, const RelationKeys *rk,
-                               size_t base_tok)
-{
-    int n = m->cfg.L * m->cfg.H;
-    int Tl = nids - 1 < (size_t)m->cfg.T ? (int)(nids - 1) : m->cfg.T;
-    unsigned char *on = xcalloc((size_t)n, 1);
-    for (int k = 0; k < n; k++)
-        st[k].masked = head_on && !head_on[k];
-    double base = heads_loss(m, a, in, in + 1, 1, Tl, head_on);
-    CausalScore cx;
-    window_causal(cbase, a, rk, in, base_tok, Tl, n);
-    for (int k = 0; k < n; k++) {
-        st[k].delta_loss = NAN;
-        if (st[k].masked)
-            continue;
-        for (int q = 0; q < n; q++)
-            on[q] = !st[q].masked && q != k;
-        st[k].delta_loss = heads_loss(m, a, in, in + 1, 1, Tl, on) - base;
-        window_causal(&cx, a, rk, in, base_tok, Tl, n);
-        st[k].costed = 1;
-        for (int q = 0; q < HEADS_REL_COUNT; q++)
-            st[k].cost[q] = pairs_cost(&cbase->pair[q], &cx.pair[q], cbase->rel_loss[q],
-                                       cx.rel_loss[q]);
-    }
-    free(on);
-    return base;
-}
-
 /* The page and the weights, each written whole to its temporary; both are
  * renamed into place only when both are complete, so a failure leaves the
  * previous files as they were. Signals wait until the files are in place. */
@@ -240,10 +122,8 @@ fail:
 typedef struct {
     Explore e;
     RelationKeys rk;
-    HeadStats *st;    /* [L*H] */
-    HeadsRelation rel[HEADS_REL_COUNT];
-    CausalScore causal;
-    float *att;       /* [L*H][T][T] */
+    HeadsWindows w;   /* the window and the probes */
+    HeadsMeasured hm; /* its heads: st, att_text [L*H][T][T], rel, base (the causal scores) */
     int *in;          /* [nids] the shown tokens and, when there is one, the next */
     TokenId *all;     /* [nt] the whole text's tokens */
 } ExploreModel;
@@ -280,54 +160,62 @@ static void explore_model_init(ExploreModel *x, const InferOptions *o, const cha
         fprintf(stderr, "infer: note: %s%s is %zu tokens; the explorer shows its %s %d (the "
                 "block size)\n", who, source, nt, from_end ? "last" : "first", T);
 
-    int L = m->cfg.L, H = m->cfg.H, n = L * H;
+    int L = m->cfg.L, H = m->cfg.H;
     Activations a;
-    if (acts_init(&a, &m->cfg, 1, m->cfg.T, 0, err, sizeof err))
+    if (acts_init(&a, &m->cfg, 1, m->cfg.T, 0, err, sizeof err) ||
+        heads_measure_init(&x->hm, L, H, T, 0, err, sizeof err))
         cli_fail("%s%s", who, err);
-    HeadStats *st = x->st = xcalloc((size_t)n, sizeof *st);
-    double *jsd = xcalloc((size_t)n * n, sizeof(double));
-    x->att = xcalloc((size_t)n * T * T, sizeof(float));
     Explore *e = &x->e;
     *e = (Explore){.ckpt = ckpt, .source = source, .cfg = m->cfg, .T = T, .ids = in,
                    .tok = tok, .text_bytes = nbytes, .text_tokens = nt, .from_end = from_end,
-                   .att = x->att, .st = st, .loss = NAN,
+                   .att = x->hm.att_text, .st = x->hm.st, .loss = NAN,
                    .log_alpha = m->w.log_alpha};
     size_t base = from_end ? nt - (size_t)T : 0;
     find_relation_keys(&x->rk, e, o, all, nt, base);
     e->sentence = x->rk.planted.sentence;
     e->nsentence = x->rk.planted.nsentence;
     e->base = base;
-    RelationSums rs[HEADS_REL_COUNT];
-    score_heads(st, rs, jsd, x->att, &e->delim_share, m, &a, in, tok, &x->rk, T, o->seed,
-                o->head_on);
+    /* The window's statistics, relations (on rk's keys) and JSD; the probes, one
+     * at a time; then, on the window with its targets (one token shorter when
+     * the text has no token after it), the loss with each head silenced and each
+     * head's cost to every relation (analysis/pairs.h). */
+    if (heads_windows_one(&x->w, in, T, m->cfg.T, tok, o->seed, err, sizeof err))
+        cli_fail("%s%s", who, err);
+    int Tl = nids - 1 < (size_t)T ? (int)(nids - 1) : T;
+    HeadsMeasureIn hm = {
+        .what = HEADS_ROWS | HEADS_PROBE | HEADS_WINDOW_RELATIONS |
+                (nids >= 2 ? HEADS_IMPORTANCE | HEADS_CAUSAL : 0) | HEADS_DERIVE,
+        .m = m, .tok = tok, .head_on = o->head_on, .w = &x->w, .probe_batch = 1,
+        .ids = shown, .nids = nids, .at = base, .text_T = Tl, .causal_windows = 1,
+        .loss_text = 1, .unmeasured_nan = 1, .planted = &x->rk.planted,
+        .counts = x->rk.counts, .key = x->rk.key, .first = x->rk.first,
+        .window_relations = HEADS_REL_COUNT,
+    };
+    if (heads_measure(&x->hm, &hm, &a, err, sizeof err))
+        cli_fail("%s%s", who, err);
+    e->delim_share = x->w.delim_share;
     e->scored_rows = T - heads_skip(T);
     if (nids >= 2) {
-        e->loss = score_importance(st, &x->causal, m, &a, in, nids, o->head_on, &x->rk, base);
-        e->causal = &x->causal;
+        e->loss = x->hm.base_loss;
+        e->causal = &x->hm.base;
     }
-    heads_redundancy(st, jsd, L, H);
-    for (int k = 0; k < n; k++)
-        st[k].type = heads_classify(&st[k], e->delim_share);
-    for (int q = 0; q < HEADS_REL_COUNT; q++) {
-        heads_relation_finish(&x->rel[q], st, &rs[q], q, n);
-        /* The loss on the relation's tokens comes from the causal pass, which
-         * runs the window with its targets. */
-        x->rel[q].loss = e->causal ? x->causal.rel_loss[q] : NAN;
-    }
-    e->rel = x->rel;
+    /* The loss on a relation's tokens comes from the causal pass, which runs the
+     * window with its targets. */
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        x->hm.rel[q].loss = e->causal ? x->hm.base.rel_loss[q] : NAN;
+    e->rel = x->hm.rel;
     if (e->scored_rows < 32)
         fprintf(stderr, "infer: note: %sthe head scores rest on %d query row(s) of this text; "
                 "they are rough below a few dozen (the probe scores are not affected)\n", who,
                 e->scored_rows);
     acts_free(&a);
-    free(jsd);
 }
 
 static void explore_model_free(ExploreModel *x)
 {
     relation_keys_free(&x->rk);
-    free(x->att);
-    free(x->st);
+    heads_windows_free(&x->w);
+    heads_measure_free(&x->hm);
     free(x->in);
     free(x->all);
 }

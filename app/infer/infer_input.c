@@ -1,6 +1,6 @@
 /* infer_input: the texts ./infer reads from a file or standard input ("-"),
- * for --prompt-file and --text-file (see infer.h). */
-#include "app/infer/infer.h"
+ * for --prompt-file and --text-file (see infer_modes.h). */
+#include "app/infer/infer_modes.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -18,7 +18,7 @@
 
 #include "app/common/cli.h"
 #include "data/corpus.h"
-#include "app/infer/infer.h"
+#include "app/infer/infer_modes.h"
 #include "util/rng.h"
 #include "analysis/sample.h"
 

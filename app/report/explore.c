@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,25 +16,6 @@
 
 /* Where explore_page.html wants the data: `const DATA = {...};` replaces it. */
 #define DATA_MARKER "/*@DATA@*/"
-
-/* The per-head scores the page shows, in its table's order. */
-typedef struct {
-    const char *name;
-    size_t offset;   /* of a double in HeadStats */
-} Score;
-
-static const Score SCORES[] = {
-    {"entropy", offsetof(HeadStats, entropy)},
-    {"prev", offsetof(HeadStats, prev)},
-    {"first", offsetof(HeadStats, first)},
-    {"self", offsetof(HeadStats, self)},
-    {"distance", offsetof(HeadStats, distance)},
-    {"delim", offsetof(HeadStats, delim)},
-    {"repeat", offsetof(HeadStats, repeat)},
-    {"induction", offsetof(HeadStats, induction)},
-    {"duplicate", offsetof(HeadStats, duplicate)},
-    {"delta_loss", offsetof(HeadStats, delta_loss)},
-};
 
 /* Base64 (RFC 4648, padded) of bytes streamed in through b64_put. */
 typedef struct {
@@ -122,9 +104,11 @@ static void write_heads(FILE *f, const Explore *e)
         head_id(id, k, e->cfg.H);
         fprintf(f, "%s{\"id\":\"%s\",\"layer\":%d,\"head\":%d,\"type\":\"%s\"", k ? ",\n" : "\n",
                 id, k / e->cfg.H, k % e->cfg.H, heads_type_names[s->type]);
-        for (size_t q = 0; q < sizeof SCORES / sizeof SCORES[0]; q++) {
-            fprintf(f, ",\"%s\":", SCORES[q].name);
-            report_jnum(f, *(const double *)((const char *)s + SCORES[q].offset));
+        /* The metrics whose rows give them a place among the page's scores. */
+        for (int m, place = 1;
+             (m = heads_metric_at(offsetof(HeadsMetricRow, explore), place)) >= 0; place++) {
+            fprintf(f, ",\"%s\":", heads_metric_table[m].name);
+            report_jnum(f, heads_metric(s, m));
         }
         fputs(",\"role\":", f);
         json_fput_string(f, heads_role(s));

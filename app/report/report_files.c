@@ -15,47 +15,14 @@
 #include "util/errbuf.h"
 #include "util/json.h"
 
-/* The per-head metrics, in order; the relations' columns follow them
- * (report_field_at). */
-static const ReportField METRICS[] = {
-    {"entropy", offsetof(HeadStats, entropy),
-     "mean normalised entropy of a row: 0 = one key, 1 = uniform"},
-    {"confidence", offsetof(HeadStats, confidence),
-     "mean largest weight of a row"},
-    {"distance", offsetof(HeadStats, distance),
-     "mean distance to the attended tokens, in positions"},
-    {"prev", offsetof(HeadStats, prev),
-     "mean weight on the previous token"},
-    {"self", offsetof(HeadStats, self),
-     "mean weight on the token itself"},
-    {"first", offsetof(HeadStats, first),
-     "mean weight on the first token of the window"},
-    {"delim", offsetof(HeadStats, delim),
-     "mean weight on whitespace and punctuation keys"},
-    {"repeat", offsetof(HeadStats, repeat),
-     "mean weight on the token after the last earlier occurrence of the two tokens ending at the row"},
-    {"induction", offsetof(HeadStats, induction),
-     "probes: weight on the token after the earlier copy"},
-    {"duplicate", offsetof(HeadStats, duplicate),
-     "probes: weight on the earlier copy itself"},
-    {"delta_loss", offsetof(HeadStats, delta_loss),
-     "loss rise when this head alone is silenced"},
-    {"grad", offsetof(HeadStats, grad),
-     "gate gradient |dL/dgate| (Michel et al. 2019): the sum over windows, then abs"},
-    {"grad_window", offsetof(HeadStats, grad_window),
-     "the same with abs per window, then the mean"},
-    {"jsd_layer", offsetof(HeadStats, jsd_layer),
-     "mean Jensen-Shannon divergence to the other heads of its layer (nats)"},
-    {"jsd_nearest", offsetof(HeadStats, jsd_nearest),
-     "smallest Jensen-Shannon divergence to any other head (nats)"},
-};
-_Static_assert(sizeof METRICS / sizeof METRICS[0] == REPORT_NMETRICS,
-               "REPORT_NMETRICS counts the rows of METRICS");
-
 ReportField report_field_at(size_t i)
 {
-    if (i < REPORT_NMETRICS)
-        return METRICS[i];
+    if (i < REPORT_NMETRICS) {
+        const HeadsMetricRow *m = &heads_metric_table[i];
+        ReportField f = {m->name, m->offset, ""};
+        snprintf(f.legend, sizeof f.legend, "%s", m->legend);
+        return f;
+    }
     size_t q = i - REPORT_NMETRICS;
     ReportField f = {heads_rel_table[q].name, offsetof(HeadStats, rel) + q * sizeof(double),
                      ""};

@@ -26,16 +26,16 @@ int report_out_open(ReportOut *o, const char *dir, const char *name, char *err,
 int report_out_close(ReportOut *o, char *err, size_t errlen);
 
 /* The per-head numbers written to heads.csv, heads.json and the page's table,
- * in order: REPORT_NMETRICS metrics (entropy ... jsd_nearest), then each
- * relation's mean attention on its key (HeadStats.rel), named after the
- * relation (heads_rel_table). */
+ * in order: the REPORT_NMETRICS metrics of HEADS_METRICS
+ * (analysis/heads_metrics.h), then each relation's mean attention on its key
+ * (HeadStats.rel), named after the relation (heads_rel_table). */
 typedef struct {
     const char *name;
     size_t offset;   /* of a double in HeadStats */
     char legend[128]; /* one line for the page's legend under the table */
 } ReportField;
 
-#define REPORT_NMETRICS 15
+#define REPORT_NMETRICS HEADS_METRIC_COUNT
 #define REPORT_NFIELDS (REPORT_NMETRICS + HEADS_REL_COUNT)
 /* Field i < REPORT_NFIELDS. */
 ReportField report_field_at(size_t i);

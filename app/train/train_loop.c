@@ -10,6 +10,7 @@
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 #include <unistd.h>
 
 #include "app/common/cli.h"
-#include "analysis/heads.h"
+#include "analysis/heads_measure.h"
 #include "data/batch.h"
 #include "model/evaluate.h"
 #include "model/gates.h"
@@ -180,7 +181,7 @@ static void sync_state(Run *r, long step)
 {
     TrainState *ts = &r->ts;
     const Options *o = &r->o;
-    settings_store(o, ts); /* every STORED and STEP setting */
+    train_options_store(o, ts);
     ts->step = step;
     ts->adam_m = r->tr.adam_m;
     ts->adam_v = r->tr.adam_v;
@@ -377,32 +378,22 @@ static void progress(Run *r, long done, double loss, float lr, double step_s, do
 static void measure_heads(Run *r)
 {
     const Config *c = &r->tr.model.cfg;
-    char *err = r->loop.heads_err;
-    size_t len = sizeof r->loop.heads_err;
-    err[0] = '\0';
-    if (heads_quick(r->loop.head_metrics, &r->tr.acts, r->loop.inputs, (int)r->o.batch, c->T, err, len))
-        return;
     RunLoop *lp = &r->loop;
-    size_t n = (size_t)c->L * c->H;
-    double rows = (double)r->o.batch * (c->T - heads_skip(c->T));
-    memset(lp->heads_jsd, 0, n * n * sizeof(double));
-    if (heads_add_jsd(lp->heads_jsd, &r->tr.acts, (int)r->o.batch, c->T, err, len))
+    char *err = lp->heads_err;
+    size_t len = sizeof lp->heads_err;
+    err[0] = '\0';
+    HeadsWindows w;
+    if (heads_windows_batch(&w, lp->inputs, (int)r->o.batch, c->T, err, len))
         return;
-    for (size_t i = 0; i < n * n; i++)
-        lp->heads_jsd[i] /= rows;
     int with_planted = lp->heads_starts != NULL;
-    if (with_planted)
-        planted_keys_at(lp->planted_key, lp->planted_first, &lp->planted, lp->heads_starts,
-                        (int)r->o.batch, c->T);
-    heads_quick_relations(lp->heads_rel, &r->tr.acts, lp->inputs, &r->corpus.tok, lp->token_counts,
-                          with_planted ? lp->planted_key : NULL, (int)r->o.batch, c->T, err, len);
-    if (!with_planted)
-        return;
-    PairSums ps[PAIRS_SETS] = {{0}};
-    pairs_add_at(ps, &r->tr.acts, lp->planted.pair, lp->planted.npair, lp->heads_starts,
-                 (int)r->o.batch, c->T);
-    for (int q = 0; q < PAIRS_SETS; q++)
-        pairs_finish(&lp->heads_pairs[q], &ps[q]);
+    HeadsMeasureIn in = {
+        .what = HEADS_ROWS | HEADS_WINDOW_RELATIONS, .m = &r->tr.model, .tok = &r->corpus.tok,
+        .w = &w, .filled = 1, .counts = lp->token_counts,
+        .planted = with_planted ? &lp->planted : NULL, .starts = lp->heads_starts,
+        .window_relations = with_planted ? HEADS_REL_COUNT : HEADS_REL_TEXT,
+    };
+    heads_measure(&lp->heads, &in, &r->tr.acts, err, len);
+    heads_windows_free(&w);
 }
 
 /* Before the batch measure_heads will read is drawn: where its windows start,
@@ -418,7 +409,8 @@ static void peek_heads_batch(Run *r, size_t ntrain)
 static void log_heads(Run *r, long done)
 {
     const Config *c = &r->tr.model.cfg;
-    const HeadsRelation *rel = r->loop.heads_rel;
+    const HeadsMeasured *hm = &r->loop.heads;
+    const HeadsRelation *rel = hm->rel;
     char name[32];
     if (r->loop.heads_err[0]) {
         fprintf(stderr, "train: warning: head metrics skipped at step %ld: %s\n", done,
@@ -428,10 +420,13 @@ static void log_heads(Run *r, long done)
     run_log(r, "{\"type\":\"heads\",\"step\":%ld,\"heads\":[", done);
     for (int l = 0; l < c->L; l++)
         for (int h = 0; h < c->H; h++) {
-            const float *m = r->loop.head_metrics + ((size_t)l * c->H + h) * HEADS_QUICK_COUNT;
+            const HeadStats *s = &hm->st[l * c->H + h];
             run_log(r, "%s{\"layer\":%d,\"head\":%d", l + h ? "," : "", l, h);
-            for (int k = 0; k < HEADS_QUICK_COUNT; k++)
-                run_log(r, ",\"%s\":%.5f", heads_quick_names[k], m[k]);
+            /* The metrics whose rows give them a place in this log, as floats. */
+            for (int k, place = 1; (k = heads_metric_at(offsetof(HeadsMetricRow, log), place)) >= 0;
+                 place++)
+                run_log(r, ",\"%s\":%.5f", heads_metric_table[k].name,
+                        (double)(float)heads_metric(s, k));
             run_log(r, "}");
         }
     /* Each layer's mean JSD over its pairs of heads (docs/heads.md): 0 when every
@@ -442,7 +437,7 @@ static void log_heads(Run *r, long done)
         size_t n = (size_t)c->L * c->H;
         for (int p = 0; p < c->H; p++)
             for (int q = p + 1; q < c->H; q++)
-                s += r->loop.heads_jsd[((size_t)l * c->H + p) * n + (size_t)l * c->H + q];
+                s += hm->jsd[((size_t)l * c->H + p) * n + (size_t)l * c->H + q];
         double pairs = (double)c->H * (c->H - 1) / 2;
         run_log(r, "%s%.6f", l ? "," : "", pairs > 0 ? s / pairs : 0.0);
     }
@@ -452,7 +447,7 @@ static void log_heads(Run *r, long done)
      * that relation. On the built-in corpus, a relation with minimal pairs in the
      * batch adds their accuracy, logit difference and count (coreference its
      * same-class contrast too, as class_*). */
-    const PairScore *ps = r->loop.heads_pairs;
+    const PairScore *ps = hm->pairs;
     run_log(r, "],\"relations\":{");
     for (int q = 0; q < (r->loop.heads_starts ? HEADS_REL_COUNT : HEADS_REL_TEXT); q++) {
         snprintf(name, sizeof name, "\"L%dH%d\"", rel[q].best / c->H, rel[q].best % c->H);
@@ -577,9 +572,10 @@ void run_train_loop(Run *r, long start)
         char gates[64] = "";
         if (r->tr.model.cfg.gates)
             snprintf(gates, sizeof gates, ",\"gate_penalty\":%.6f", s.gate_penalty);
-        run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f%s,\"lr\":%.6e,"
-                   "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, gates, lr,
-                   norm, dt * 1e3, tokens / dt);
+        if (done % o->log_every == 0 || done == o->steps)
+            run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f%s,\"lr\":%.6e,"
+                       "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, gates,
+                       lr, norm, dt * 1e3, tokens / dt);
         if (heads_due)
             log_heads(r, done);
         if (o->progress_every > 0 &&

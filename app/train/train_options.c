@@ -1,6 +1,6 @@
-/* train_options: flags, help and parsing for ./train over the settings table (see
- * train_options.h and trainer/settings.h), through the flag engine
- * (app/common/flags.h). */
+/* train_options: flags, help and parsing for ./train over its rows (TRAIN_FLAGS,
+ * train_options.h), through the flag engine (app/common/flags.h), and the
+ * copies of the values into what a checkpoint, the model and a step hold. */
 #include "app/train/train_options.h"
 
 #include <stddef.h>
@@ -9,11 +9,10 @@
 #include <string.h>
 
 #include "app/common/cli.h"
-#include "app/common/flags.h"
 #include "data/corpus.h"
 #include "util/json.h"
 
-enum { NSET = SETTING_COUNT };
+enum { NSET = OPT_COUNT };
 
 static const char *const SECTIONS[SEC_COUNT] = {
     [SEC_FILES] = "data and output", [SEC_MODEL] = "model", [SEC_TRAINING] = "training",
@@ -37,22 +36,22 @@ static const char *const SECTIONS[SEC_COUNT] = {
  * the recipe of docs/corpus.md ("The induction task"). docs/settings.md's table
  * shows them; a test holds it to them. */
 const Recipe train_recipes[] = {
-    {"text", SETTING_VOCAB, 1536},
-    {"text", SETTING_STEPS, 4000},
-    {"text", SETTING_LR, 5e-3},
-    {"text", SETTING_MIN_LR, 5e-4},
-    {"text", SETTING_WARMUP, 800},
-    {"text", SETTING_POS_STD, 0.1},
-    {"text", SETTING_POS_DECAY, 1},
-    {"induction", SETTING_LAYERS, 2},
-    {"induction", SETTING_HEADS, 4},
-    {"induction", SETTING_EMBD, 64},
-    {"induction", SETTING_BLOCK, 64},
-    {"induction", SETTING_BATCH, 32},
-    {"induction", SETTING_STEPS, 3000},
-    {"induction", SETTING_LR, 5e-3},
-    {"induction", SETTING_MIN_LR, 5e-4},
-    {"induction", SETTING_WARMUP, 200},
+    {"text", OPT_VOCAB, 1536},
+    {"text", OPT_STEPS, 4000},
+    {"text", OPT_LR, 5e-3},
+    {"text", OPT_MIN_LR, 5e-4},
+    {"text", OPT_WARMUP, 800},
+    {"text", OPT_POS_STD, 0.1},
+    {"text", OPT_POS_DECAY, 1},
+    {"induction", OPT_LAYERS, 2},
+    {"induction", OPT_HEADS, 4},
+    {"induction", OPT_EMBD, 64},
+    {"induction", OPT_BLOCK, 64},
+    {"induction", OPT_BATCH, 32},
+    {"induction", OPT_STEPS, 3000},
+    {"induction", OPT_LR, 5e-3},
+    {"induction", OPT_MIN_LR, 5e-4},
+    {"induction", OPT_WARMUP, 200},
 };
 const int train_recipe_count = (int)(sizeof train_recipes / sizeof train_recipes[0]);
 
@@ -60,63 +59,12 @@ static void usage(void);
 
 static const char *const EXTRA[] = {"print-settings", NULL};
 
-/* The flag engine's rows, made once from settings_table (train_flags). */
-static Flag ROWS[NSET];
+static const Flag ROWS[NSET] = {TRAIN_FLAGS(TRAIN_FLAG_ROW)};
 static const FlagTable FLAGS = {.rows = ROWS, .n = NSET, .extra = EXTRA, .usage = usage,
                                 .version = "train (headcount) " HEADCOUNT_VERSION};
 
-static FlagType flag_type(SetType t)
+const FlagTable *train_flags(void)
 {
-    switch (t) {
-    case SET_LONG: return FLAG_LONG;
-    case SET_REAL: return FLAG_REAL;
-    case SET_F32: return FLAG_F32;
-    case SET_SEED: return FLAG_SEED;
-    case SET_PATH: return FLAG_PATH;
-    case SET_NAME: return FLAG_NAME;
-    case SET_SWITCH: return FLAG_SWITCH;
-    case SET_CHOICE: return FLAG_CHOICE;
-    }
-    return FLAG_LONG;
-}
-
-/* The engine's resume rule of a setting, with why it holds. */
-static FlagResume flag_resume(const Setting *s, const char **why)
-{
-    *why = s->resume_why;
-    switch (s->resume) {
-    case RES_RUN: return FLAG_RESUME_RUN;
-    case RES_ARCH:
-        if (!*why)
-            *why = "the architecture comes from the checkpoint";
-        return FLAG_RESUME_AGREE;
-    case RES_KEEP:
-        if (!*why)
-            *why = "an exact resume continues the run as it was set up";
-        return FLAG_RESUME_AGREE;
-    case RES_CHANGE: return FLAG_RESUME_CHANGE;
-    case RES_FRESH: return FLAG_RESUME_FRESH;
-    case RES_EITHER: return FLAG_RESUME_EITHER;
-    }
-    return FLAG_RESUME_RUN;
-}
-
-/* The flag table: each setting's row as the engine reads it; every default is
- * shown in --help. */
-static const FlagTable *train_flags(void)
-{
-    if (ROWS[0].flag)
-        return &FLAGS;
-    for (int i = 0; i < NSET; i++) {
-        const Setting *s = &settings_table[i];
-        Flag *f = &ROWS[i];
-        *f = (Flag){.flag = s->flag, .short_flag = s->short_flag, .type = flag_type(s->type),
-                    .at = s->at, .def = s->def, .def_str = s->def_str, .names = s->names,
-                    .lo = s->lo, .hi = s->hi, .zero_off = s->zero_off, .show_def = 1,
-                    .def_text = s->def_text, .meta = s->meta, .section = (int)s->section,
-                    .help = s->help, .more = s->more};
-        f->resume = flag_resume(s, &f->resume_why);
-    }
     return &FLAGS;
 }
 
@@ -126,7 +74,7 @@ static const char *recipe_name(const Options *o, const unsigned char *given)
 {
     if (train_is_induction(o))
         return "induction";
-    return given[SETTING_DATA] ? NULL : "text";
+    return given[OPT_DATA] ? NULL : "text";
 }
 
 /* Gives o the values of corpus' recipe for each setting not given. */
@@ -134,15 +82,15 @@ static void apply_recipe(Options *o, const char *corpus, const unsigned char *gi
 {
     for (int k = 0; corpus && k < train_recipe_count; k++) {
         const Recipe *r = &train_recipes[k];
-        if (strcmp(r->corpus, corpus) != 0 || given[r->setting])
+        if (strcmp(r->corpus, corpus) != 0 || given[r->flag])
             continue;
-        const Setting *s = &settings_table[r->setting];
-        if (s->type == SET_LONG)
-            *(long *)((char *)o + s->at) = (long)r->value;
-        else if (s->type == SET_CHOICE)
-            *(int *)((char *)o + s->at) = (int)r->value;
+        const Flag *f = &ROWS[r->flag];
+        if (f->type == FLAG_LONG)
+            *(long *)((char *)o + f->at) = (long)r->value;
+        else if (f->type == FLAG_CHOICE)
+            *(int *)((char *)o + f->at) = (int)r->value;
         else
-            *(double *)((char *)o + s->at) = r->value;
+            *(double *)((char *)o + f->at) = r->value;
     }
 }
 
@@ -198,16 +146,17 @@ void train_options_print(const Options *o)
 {
     printf("{");
     for (int i = 0; i < NSET; i++) {
-        const Setting *s = &settings_table[i];
-        const void *v = (const char *)o + s->at;
-        printf("%s\"%s\":", i ? "," : "", s->key);
-        switch (s->type) {
-        case SET_LONG: printf("%ld", *(const long *)v); break;
-        case SET_REAL:
-        case SET_F32: json_fput_shortest(stdout, *(const double *)v); break;
-        case SET_SEED: printf("%llu", (unsigned long long)*(const uint64_t *)v); break;
-        case SET_PATH:
-        case SET_NAME: {
+        const Flag *f = &ROWS[i];
+        const void *v = (const char *)o + f->at;
+        printf("%s\"%s\":", i ? "," : "", f->key);
+        switch (f->type) {
+        case FLAG_LONG: printf("%ld", *(const long *)v); break;
+        case FLAG_REAL:
+        case FLAG_F32: json_fput_shortest(stdout, *(const double *)v); break;
+        case FLAG_SEED: printf("%llu", (unsigned long long)*(const uint64_t *)v); break;
+        case FLAG_PATH:
+        case FLAG_TEXT:
+        case FLAG_NAME: {
             const char *str = *(const char *const *)v;
             if (str)
                 json_fput_string(stdout, str);
@@ -215,8 +164,9 @@ void train_options_print(const Options *o)
                 printf("null");
             break;
         }
-        case SET_SWITCH: printf("%s", *(const int *)v ? "true" : "false"); break;
-        case SET_CHOICE: printf("\"%s\"", s->names[*(const int *)v]); break;
+        case FLAG_SWITCH: printf("%s", *(const int *)v ? "true" : "false"); break;
+        case FLAG_CHOICE: printf("\"%s\"", f->names[*(const int *)v]); break;
+        case FLAG_PATHS: break; /* ./train has none */
         }
     }
     printf(",\"version\":\"%s\"}\n", HEADCOUNT_VERSION);
@@ -237,19 +187,40 @@ static void require_log_for_heads(const Options *o)
 void train_options_resume(Options *o, const unsigned char *given, const Config *cfg,
                           const TrainState *ts, long ranks, const char *ckpt)
 {
+    /* What the checkpoint holds: its dimensions and its training state. */
     Options have = *o;
-    for (int i = 0; i < NSET; i++) {
-        const Setting *s = &settings_table[i];
-        if (s->resume == RES_ARCH)
-            *(long *)((char *)&have + s->at) = *(const int *)((const char *)cfg + s->cfg_at);
-        else
-            settings_load_one(ts, s, &have);
-    }
-    /* The derived rows: the text, which a --corpus cannot choose when the run
-     * trained on a file; the micro-batches a step, shared among the ranks; and
-     * the checkpoint, which the run continues into. */
+    have.layers = cfg->L;
+    have.heads = cfg->H;
+    have.embd = cfg->C;
+    have.head_size = cfg->D;
+    have.block = cfg->T;
+    have.save_every = ts->save_every;
+    have.allow_binary = ts->allow_binary;
+    have.vocab = ts->vocab;
+    have.batch = ts->batch;
+    have.steps = ts->steps;
+    have.lr = ts->lr;
+    have.min_lr = ts->min_lr;
+    have.warmup = ts->warmup;
+    have.wd = ts->wd;
+    have.pos_decay = ts->pos_decay;
+    have.beta1 = ts->beta1;
+    have.beta2 = ts->beta2;
+    have.eps = ts->eps;
+    have.clip = ts->clip;
+    have.dropout = ts->dropout;
+    have.head_dropout = ts->head_dropout;
+    have.head_gates = ts->head_gates;
+    have.precision = ts->precision;
+    have.seed = ts->seed;
+    have.val_frac = ts->val_frac;
+    have.eval_every = ts->eval_every;
+    have.eval_iters = ts->eval_iters;
+    /* What the checkpoint implies: the text, which a --corpus cannot choose when
+     * the run trained on a file; the micro-batches a step, shared among the
+     * ranks; and the checkpoint, which the run continues into. */
     CorpusSource source = corpus_source_of(ts->data_path);
-    if (given[SETTING_CORPUS] && source == CORPUS_SOURCE_FILE)
+    if (given[OPT_CORPUS] && source == CORPUS_SOURCE_FILE)
         cli_usage_error("--corpus %s contradicts the checkpoint, which trained on %s (pass "
                         "--data FILE to continue on another file)", o->corpus, ts->data_path);
     have.data = source == CORPUS_SOURCE_FILE ? ts->data_path : NULL;
@@ -260,7 +231,7 @@ void train_options_resume(Options *o, const unsigned char *given, const Config *
                         ranks, ts->accum);
     have.accum = ts->accum / ranks;
     have.out = ckpt;
-    flags_resume(train_flags(), o, &have, given, ckpt);
+    flags_resume(&FLAGS, o, &have, given, ckpt);
     require_log_for_heads(o);
 }
 
@@ -269,15 +240,15 @@ void train_options_record(const Options *o, char *buf, size_t len)
     size_t k = 0;
     buf[0] = '\0';
     for (int i = 0; i < NSET && k < len; i++) {
-        const Setting *s = &settings_table[i];
-        if (!s->in_log)
+        const Flag *f = &ROWS[i];
+        if (!f->in_log)
             continue;
         char v[64], quoted[6 * sizeof v + 3]; /* every byte \u00XX at worst, quotes, NUL */
-        flags_format(&train_flags()->rows[i], o, v, sizeof v);
-        int named = s->type == SET_NAME || s->type == SET_CHOICE;
+        flags_format(f, o, v, sizeof v);
+        int named = f->type == FLAG_NAME || f->type == FLAG_CHOICE;
         if (named)
             json_string(quoted, v);
-        k += (size_t)snprintf(buf + k, len - k, "%s\"%s\":%s", k ? "," : "", s->key,
+        k += (size_t)snprintf(buf + k, len - k, "%s\"%s\":%s", k ? "," : "", f->key,
                               named ? quoted : v);
     }
 }
@@ -287,13 +258,70 @@ void train_options_say(const Options *o, char *buf, size_t len)
     size_t k = 0;
     buf[0] = '\0';
     for (int i = 0; i < NSET && k < len; i++) {
-        const Setting *s = &settings_table[i];
-        if (!s->say)
+        const Flag *f = &ROWS[i];
+        if (!f->say)
             continue;
         char v[64];
-        flags_format(&train_flags()->rows[i], o, v, sizeof v);
-        k += (size_t)snprintf(buf + k, len - k, ", %s %s", s->say, v);
+        flags_format(f, o, v, sizeof v);
+        k += (size_t)snprintf(buf + k, len - k, ", %s %s", f->say, v);
     }
+}
+
+void train_options_store(const Options *o, TrainState *ts)
+{
+    ts->save_every = o->save_every;
+    ts->allow_binary = o->allow_binary;
+    ts->vocab = o->vocab;
+    ts->batch = o->batch;
+    ts->steps = o->steps;
+    ts->lr = o->lr;
+    ts->min_lr = o->min_lr;
+    ts->warmup = o->warmup;
+    ts->wd = o->wd;
+    ts->pos_decay = o->pos_decay;
+    ts->beta1 = (double)(float)o->beta1;
+    ts->beta2 = (double)(float)o->beta2;
+    ts->eps = (double)(float)o->eps;
+    ts->clip = o->clip;
+    ts->dropout = o->dropout;
+    ts->head_dropout = o->head_dropout;
+    ts->head_gates = o->head_gates;
+    ts->precision = o->precision;
+    ts->seed = o->seed;
+    ts->val_frac = o->val_frac;
+    ts->eval_every = o->eval_every;
+    ts->eval_iters = o->eval_iters;
+}
+
+Config train_options_config(const Options *o, int V)
+{
+    Config cfg = {.V = V};
+    cfg.L = (int)o->layers;
+    cfg.H = (int)o->heads;
+    cfg.C = (int)o->embd;
+    cfg.D = o->head_size ? (int)o->head_size : config_head_size(cfg.C, cfg.H);
+    cfg.T = (int)o->block;
+    cfg.gates = o->head_gates > 0;
+    return cfg;
+}
+
+TrainHyper train_options_hyper(const Options *o)
+{
+    TrainHyper hp = {0};
+    hp.steps = o->steps;
+    hp.warmup = o->warmup;
+    hp.lr = (float)o->lr;
+    hp.min_lr = (float)o->min_lr;
+    hp.clip = (float)o->clip;
+    hp.dropout = (float)o->dropout;
+    hp.head_dropout = (float)o->head_dropout;
+    hp.head_gates = (float)o->head_gates;
+    hp.seed = o->seed;
+    hp.adam.beta1 = (float)o->beta1;
+    hp.adam.beta2 = (float)o->beta2;
+    hp.adam.eps = (float)o->eps;
+    hp.adam.weight_decay = (float)o->wd;
+    return hp;
 }
 
 int train_is_induction(const Options *o)
@@ -324,10 +352,10 @@ static void cap_steps_for_tests(Options *o)
 void train_options_parse(int argc, char **argv, Options *o, unsigned char given[GIVEN_COUNT])
 {
     flags_parse(train_flags(), argc, argv, o, given);
-    if (given[SETTING_DATA] && given[SETTING_CORPUS])
+    if (given[OPT_DATA] && given[OPT_CORPUS])
         cli_usage_error("--data and --corpus both choose the training text; give one");
     apply_recipe(o, recipe_name(o, given), given);
-    if (given[SETTING_VAL_FRAC] && o->val_frac == 0)
+    if (given[OPT_VAL_FRAC] && o->val_frac == 0)
         cli_usage_error("--val-frac 0 holds nothing out, so there would be no val loss to "
                         "measure; give a fraction above 0 (e.g. 0.01)");
     if (o->min_lr > o->lr)

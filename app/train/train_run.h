@@ -1,9 +1,10 @@
 /* train_run: the state of one ./train run (Run, by concept: its settings, data
  * and trainer, its files and locks (RunFiles), how it is asked to stop (RunStop)
- * and the loop's memory (RunLoop)) and the functions app/train/train_loop.c gives
- * train.c: signals, the training loop with its evaluations, logging and saves,
- * and the orderly ways a run stops. Setting a run up (data, model, resume,
- * output checks) and finishing it are in train.c. */
+ * and the loop's memory (RunLoop)) and the steps train.c's main takes with it:
+ * setting it up (train_setup.c: data, model fresh or resumed, buffers,
+ * --dump-val), its files (train_files.c: output checks, locks, the log), the
+ * loop with its evaluations, logging, saves and orderly stops (train_loop.c),
+ * and its end (train_finish.c). */
 #ifndef HEADCOUNT_TRAIN_RUN_H
 #define HEADCOUNT_TRAIN_RUN_H
 
@@ -12,7 +13,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "analysis/heads.h"
+#include "analysis/heads_measure.h"
 #include "app/train/train_options.h"
 #include "data/corpus.h"
 #include "app/train/dist.h"
@@ -53,14 +54,11 @@ typedef struct {
     long micro;             /* micro-batches per step, all ranks together: accum x size */
     float *acc;             /* [P] the step's summed gradient when micro > 1 */
     int *mb_in, *mb_tg;     /* [B*T] batches of other ranks' micro-batches, drawn and dropped */
-    float *head_metrics;    /* [L*H*HEADS_QUICK_COUNT] for --heads-every */
-    double *heads_jsd;      /* [L*H][L*H] for --heads-every: mean JSD of each pair of heads */
+    HeadsMeasured heads;    /* --heads-every: the step's head metrics, mean JSD of each pair
+                             * of heads, relations and their minimal pairs (planted ones) */
     uint64_t *token_counts; /* [V]: each token's count in the train split, for --heads-every */
-    HeadsRelation heads_rel[HEADS_REL_COUNT]; /* --heads-every: the step's relations */
-    PairScore heads_pairs[PAIRS_SETS];        /* and their minimal pairs (planted relations) */
     Planted planted;        /* --heads-every on the built-in corpus: its relations in the train split */
     size_t *heads_starts;   /* [B] where the measured batch's windows start, with planted relations */
-    int *planted_key[HEADS_REL_COUNT], *planted_first[HEADS_REL_COUNT]; /* [B*T] per planted q */
     char heads_err[300];    /* why this step's head metrics failed; "" when they did not */
 } RunLoop;
 
@@ -110,5 +108,46 @@ double run_estimate(Run *r, const TokenId *ids, size_t len, double *bpb);
 void run_print_settings(Run *r);
 /* Steps start .. steps - 1, with evaluations, periodic saves and stops. */
 void run_train_loop(Run *r, long start);
+
+/* train_setup.c. A fresh run: its data (the --data file or the built-in corpus,
+ * encoded and split), its model (config_validate, a memory check) and trainer. */
+void run_setup_fresh(Run *r);
+/* Reads the checkpoint to resume and takes its settings (train_options_resume);
+ * the data is loaded later (run_load_resumed_data), once the outputs are known
+ * to be safe to write. */
+void run_open_resume(Run *r, const unsigned char *given, Tokenizer *tok);
+/* A resumed run's data (the checkpoint's, unchanged, or --data's), encoded with
+ * the checkpoint's tokenizer tok. */
+void run_load_resumed_data(Run *r, const unsigned char *given, const Tokenizer *tok);
+/* --print-settings with --resume: the resumed run's settings, once the
+ * checkpoint, the flags and the data have passed a real resume's checks; exits. */
+void run_print_resumed_settings(Run *r, const unsigned char *given) __attribute__((noreturn));
+/* The trainer's step settings and activations, the batches, and the buffers of
+ * --heads-every and of summed micro-batches. */
+void run_alloc_buffers(Run *r);
+/* Every rank must train on the same bytes; a rank that does not is an error. */
+void run_check_same_data(const Run *r);
+/* --dump-val: writes the validation split and returns the exit status. */
+int run_dump_val(Run *r, const unsigned char *given);
+/* Error exits: releases the locks, then ends every rank (dist_abort). */
+void run_abort(int code) __attribute__((noreturn));
+
+/* train_files.c. Before anything is written: every output checked against
+ * every input, the checkpoints and the log locked, leftovers reported. */
+void run_claim_outputs(Run *r);
+/* With --keep-best, names the best checkpoint (files.best) after --out:
+ * x.ckpt -> x.best.ckpt, anything else -> anything.best. */
+void run_name_best(Run *r);
+/* Opens the log: a resumed run's mended and appended to, a fresh run's a
+ * temporary beside it until run_place_log. */
+void run_open_log(Run *r);
+/* A fresh log's first record is written: fsync it and rename it into place. */
+void run_place_log(Run *r);
+
+/* train_finish.c. After the last step (from step start, trained in train_s of
+ * the t0-started run): the final save, evaluation and summary. */
+void run_finish(Run *r, long start, double t0, double train_s);
+/* Frees what the run holds, tok (the resumed checkpoint's tokenizer) included. */
+void run_free(Run *r, Tokenizer *tok);
 
 #endif

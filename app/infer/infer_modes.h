@@ -1,11 +1,11 @@
-/* infer.h: the options of ./infer and its modes, shared by infer.c (flags,
+/* infer_modes: the options of ./infer and its modes, shared by infer.c (flags,
  * checkpoint loading) and the mode drivers of this folder: infer_sample.c (text
  * generation), infer_eval.c (--eval), infer_heads.c (attention-head analysis)
  * and infer_explore.c (the attention explorer page), with infer_input.c reading
  * their texts. Drivers print and return an exit status; the maths
  * lives in model/. */
-#ifndef HEADCOUNT_INFER_H
-#define HEADCOUNT_INFER_H
+#ifndef HEADCOUNT_INFER_MODES_H
+#define HEADCOUNT_INFER_MODES_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -146,6 +146,20 @@ static inline size_t infer_trained_corpus_bytes(const TrainState *ts)
     return ts && corpus_source_of(ts->data_path) == CORPUS_SOURCE_TEXT ? (size_t)ts->data_size
                                                                         : 0;
 }
+
+/* Parses argv into o (infer_options.c): the flags, --ckpt's sweep directories
+ * expanded for --explore, every rule between flags checked; --help and
+ * --version print and exit 0, a usage error exits 2. */
+void infer_options_parse(int argc, char **argv, InferOptions *o);
+/* The Precision a --precision name (one of precision_names) stands for. */
+Precision infer_precision(const char *name);
+/* --mask "L.H,L.H" for a model of config c: head_on[L*H] with the listed heads
+ * 0 (malloc'd); a bad list is a usage error. */
+unsigned char *infer_parse_mask(const char *spec, const Config *c);
+/* No output may be an input or another output, the training data named by
+ * each checkpoint included (trained_on[k], NULL for none), and --report DIR is
+ * checked as a whole (infer_outputs.c); a clash is a usage error. */
+void infer_check_outputs(const InferOptions *o, const char *const *trained_on);
 
 /* Reads path into f, or standard input when path is "-"; fails (exit 1) with a
  * message naming flag on error (infer_input.c). */

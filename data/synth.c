@@ -5,7 +5,9 @@
  * caller's buffer until it is full. Because a line never depends on how many bytes
  * were asked for, a shorter request is always a prefix of a longer one. A line
  * that breaks a length or distance limit is drawn again from the same stream, so
- * the output stays a pure function of the seed. The words are data/synth_lexicon.c's.
+ * the output stays a pure function of the seed. The words are the lexicon's
+ * (data/synth_words.c: nouns, verbs and adjectives by role and frequency) and
+ * data/synth_lexicon.c's (closed classes, and the roles that carry a relation).
  * This file knows nothing of tokens, batches or files. */
 #include "data/synth.h"
 

@@ -1,6 +1,7 @@
 /* synth: the built-in training corpus, generated rather than downloaded.
  *
- * Writes a deterministic, printable-ASCII, English-like text from a small lexicon,
+ * Writes a deterministic, printable-ASCII, English-like text from the lexicon
+ * (data/lexicon.h: WordNet 3.0 words, drawn by frequency) and hand lists,
  * one sentence per line, with ordinary typography (it's, 2 cats, '?', '!', ':',
  * ';', well-fed), in which relations that attention heads are known to learn are
  * planted on purpose: local spelling and word order, a determiner and its noun,

@@ -31,7 +31,8 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/testutil.o $(BUILD)/test
 COMMON_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/common/*.c))
 TRAIN_OBJ  := $(BUILD)/train.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/train/*.c)) $(COMMON_OBJ)
 REPORT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/report/*.c)) \
-              $(BUILD)/app/report/explore_page.o $(BUILD)/app/report/compare_page.o
+              $(BUILD)/app/report/explore_page.o $(BUILD)/app/report/compare_page.o \
+              $(BUILD)/app/report/explore_gold.o
 INFER_OBJ  := $(BUILD)/infer.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard app/infer/*.c)) \
               $(REPORT_OBJ) $(COMMON_OBJ)
 
@@ -57,6 +58,16 @@ $(PAGES): $(BUILD)/app/report/%.c: app/report/%.html
 	@mkdir -p $(dir $@)
 	{ echo '/* Generated from $< by the Makefile; do not edit. */'; \
 	  echo 'const char $*[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@.tmp && mv $@.tmp $@
+
+# The gold-dependency view (explore_gold.js), which the explorer page carries
+# only for a treebank sentence, quoted the same way.
+PAGES += $(BUILD)/app/report/explore_gold.c
+$(BUILD)/app/report/explore_gold.c: app/report/explore_gold.js
+	@mkdir -p $(dir $@)
+	{ echo '/* Generated from $< by the Makefile; do not edit. */'; \
+	  echo 'const char explore_gold[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@.tmp && mv $@.tmp $@
 
@@ -113,7 +124,10 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/app/common/fileguard.o $(BUILD)/app/com
              $(BUILD)/app/common/cli.o $(BUILD)/app/train/dist.o $(BUILD)/app/train/train_options.o \
              $(BUILD)/app/infer/rare_counts.o $(BUILD)/app/report/report.o \
              $(BUILD)/app/report/report_page.o $(BUILD)/app/report/report_files.o \
-             $(BUILD)/app/report/report_dir.o $(BUILD)/libheadcount.a
+             $(BUILD)/app/report/report_dir.o $(BUILD)/app/report/report_route.o \
+             $(BUILD)/app/report/explore.o $(BUILD)/app/report/explore_page.o \
+             $(BUILD)/app/report/compare_page.o $(BUILD)/app/report/explore_gold.o \
+             $(BUILD)/libheadcount.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # The suite runs from the repository root (first the include-direction check of

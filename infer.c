@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "app/common/cli.h"
+#include "data/conllu.h"
 #include "data/corpus.h"
 #include "trainer/ckpt.h"
 
@@ -22,6 +23,8 @@
 static int run_explore_text(const InferOptions *o, const Model *m, const Tokenizer *tok,
                             const TrainState *const *state)
 {
+    if (o->text_file && conllu_is_path(o->text_file))
+        return infer_explore_tree(o, m, tok);
     TextFile f = {.bytes = NULL};
     const unsigned char *bytes = (const unsigned char *)o->text;
     size_t nbytes = o->text ? strlen(o->text) : 0;

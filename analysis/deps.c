@@ -158,12 +158,9 @@ typedef struct {
     double *loss;         /* [n + 1][causal pairs]: loss sums on the query word, base then each head */
 } Pass;
 
-/* Pair p's attention in one head's matrix A (rows of Tb): on the key word, and
- * whether the key is the earlier word of most attention. */
-static void score_pair(Pass *ps, size_t p, int k, const float *A, int Tb)
+double deps_pair_attention(const DepsData *d, const DepsPair *pr, const float *A, int Tb,
+                           int *right)
 {
-    const DepsData *d = ps->d;
-    const DepsPair *pr = &d->pair[p];
     size_t w0 = d->c->sent[pr->sent].word0;
     const float *row = A + (size_t)d->tok1[w0 + pr->query] * Tb;
     double best = -1.0, on_key = 0.0;
@@ -181,8 +178,18 @@ static void score_pair(Pass *ps, size_t p, int k, const float *A, int Tb)
         if (j == pr->key)
             on_key = s;
     }
-    ps->attn[p * (size_t)ps->n + k] = (float)on_key;
-    ps->right[p * (size_t)ps->n + k] = arg == pr->key;
+    if (right)
+        *right = arg == pr->key;
+    return on_key;
+}
+
+/* Pair p's attention in one head's matrix A (rows of Tb), and whether it is right. */
+static void score_pair(Pass *ps, size_t p, int k, const float *A, int Tb)
+{
+    int right;
+    ps->attn[p * (size_t)ps->n + k] = (float)deps_pair_attention(ps->d, &ps->d->pair[p], A, Tb,
+                                                                 &right);
+    ps->right[p * (size_t)ps->n + k] = (unsigned char)right;
 }
 
 /* One batch: the sentences order[0..B), padded at their end to the longest

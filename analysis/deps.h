@@ -84,6 +84,14 @@ int deps_prepare(DepsData *d, const Conllu *c, const Tokenizer *tok, int T, cons
                  char *err, size_t errlen);
 void deps_free(DepsData *d);
 
+/* Pair pr's attention in one head's attention matrix A (rows of Tb, the
+ * sentence's window from token 0): the query word's last token's weights
+ * summed over the key word's tokens; *right (when not NULL) = 1 when the key is
+ * the earlier word of most attention (ties: the first). What --heads scores
+ * and the explorer's gold relations show. */
+double deps_pair_attention(const DepsData *d, const DepsPair *pr, const float *A, int Tb,
+                           int *right);
+
 /* One relation in one direction. */
 typedef struct {
     size_t pairs;

@@ -289,6 +289,10 @@ void heads_rare_min(uint64_t *minc, const int *tokens, const uint64_t *counts, i
 int heads_rare_keys(unsigned char *in_set, const int *x, int i, int T, const uint64_t *counts,
                     uint64_t minc_i);
 
+/* The first row the rare relation scores: max(2, heads_skip(T)) (a key set
+ * needs i >= 2). */
+int heads_rare_first_row(int T);
+
 /* Adds the rare relation over B windows tokens[B][T]: into sums[k].rel[HEADS_REL_RARE]
  * every head's attention mass on R(i) for the scored rows i >= max(2, heads_skip(T)),
  * and into *rs the rows, the uniform baseline |R(i)| / (i + 1) and, when

@@ -44,8 +44,10 @@ int heads_measure_init(HeadsMeasured *r, int L, int H, int keep_text_T, int keep
         r->att_text = zalloc((size_t)n * keep_text_T * keep_text_T, sizeof(float));
     if (keep_probe_T)
         r->att_probe = zalloc((size_t)n * keep_probe_T * keep_probe_T, sizeof(float));
+    r->keep_T = keep_text_T;
     if (!r->st || !r->jsd || !r->ablated || !r->layer_eff || (keep_text_T && !r->att_text) ||
-        (keep_probe_T && !r->att_probe)) {
+        (keep_probe_T && !r->att_probe) || heads_routing_init(&r->route, L, H) ||
+        route_sums_init(&r->route_sums, n)) {
         heads_measure_free(r);
         return oom(err, errlen, "the head measures");
     }
@@ -65,7 +67,39 @@ void heads_measure_free(HeadsMeasured *r)
     free(r->prune_loss);
     compromise_sums_free(&r->csums);
     compromise_free(&r->compromise);
+    heads_routing_free(&r->route);
+    route_sums_free(&r->route_sums);
+    free(r->route_text);
     memset(r, 0, sizeof *r);
+}
+
+/* 1 when the routing stage sums over these passes: it was asked for and the
+ * model routes (its forward fills the route arrays). */
+static int routing(const HeadsMeasureIn *in, const Activations *a)
+{
+    return (in->what & HEADS_ROUTING) && a->route_on;
+}
+
+/* K of the routed model: the model's, or (activations a training step filled,
+ * no model given) the heads chosen at layer 0's first position. */
+static int route_k(const HeadsMeasureIn *in, const Activations *a)
+{
+    if (in->m)
+        return in->m->cfg.route_k;
+    int K = 0;
+    for (size_t h = 0; h < a->H; h++)
+        K += a->route_on[h] != 0.0f;
+    return K;
+}
+
+/* Copies window 0's choices (batch row 0) into dst[L][T][H]. */
+static void keep_route(unsigned char *dst, const Activations *a, int L, int H, int T)
+{
+    for (int l = 0; l < L; l++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++)
+                dst[((size_t)l * T + t) * H + h] =
+                    a->route_on[(size_t)l * a->N * H + (size_t)t * H + h] != 0.0f;
 }
 
 /* ---- the stages ---- */
@@ -80,8 +114,9 @@ static void keep_heatmaps(float *dst, const Activations *a, int n, int H, int T)
 
 /* The relations on B scored windows tokens[B][T] just run through a (keys given
  * for one window, else found by each relation's rule and, with in->starts, the
- * planted ones at those starts), with their minimal pairs into ps; no loss. */
-static int window_relations(HeadSums *sums, RelationSums *rs, PairSums *ps,
+ * planted ones at those starts), with their minimal pairs into ps and, when
+ * route is not NULL, the routers' choices at their rows; no loss. */
+static int window_relations(HeadSums *sums, RelationSums *rs, PairSums *ps, RouteSums *route,
                             const HeadsMeasureIn *in, const Activations *a, const int *tokens,
                             int w0, int B, int T, char *err, size_t errlen)
 {
@@ -114,11 +149,17 @@ static int window_relations(HeadSums *sums, RelationSums *rs, PairSums *ps,
                 rc = oom(err, errlen, "relation metrics");
                 goto done;
             }
+            if (route)
+                heads_add_route_relation(route, q, a, NULL, B, T);
         } else if (in->key) {
             heads_add_relation(sums, &rs[q], q, a, in->key[q], in->first[q], NULL, B, T);
+            if (route)
+                heads_add_route_relation(route, q, a, in->key[q], B, T);
         } else if (q >= HEADS_REL_TEXT || heads_keys_find(key[q], first[q], q, tokens, in->tok, B,
                                                           T)) {
             heads_add_relation(sums, &rs[q], q, a, key[q], NULL, NULL, B, T);
+            if (route)
+                heads_add_route_relation(route, q, a, key[q], B, T);
         }
     }
     if (with_planted)
@@ -145,6 +186,8 @@ static int measure_attention(HeadsMeasured *r, const HeadsMeasureIn *in, Activat
     if (!sums)
         return oom(err, errlen, "head metrics");
     PassOptions po = {.head_on = in->head_on};
+    /* The routing is summed here only when no relation pass follows. */
+    RouteSums *route = routing(in, a) && !(in->what & HEADS_RELATIONS) ? &r->route_sums : NULL;
     if (in->what & HEADS_ROWS) {
         say(in, HEADS_EV_ATTENTION, 0, w->nwin);
         for (int w0 = 0; w0 < w->nwin; w0 += Bcap) {
@@ -153,8 +196,11 @@ static int measure_attention(HeadsMeasured *r, const HeadsMeasureIn *in, Activat
             if (!in->filled)
                 gpt_forward(in->m, a, w->in + off, NULL, B, T, &po);
             heads_add_rows(sums, a, w->delim ? w->delim + off : NULL, w->match + off, B, T);
+            if (route)
+                heads_add_route(route, a, B, T);
             if ((in->what & HEADS_WINDOW_RELATIONS) &&
-                window_relations(sums, r->rsums, ps, in, a, w->in + off, w0, B, T, err, errlen)) {
+                window_relations(sums, r->rsums, ps, route, in, a, w->in + off, w0, B, T, err,
+                                 errlen)) {
                 rc = -1;
                 goto done;
             }
@@ -164,6 +210,8 @@ static int measure_attention(HeadsMeasured *r, const HeadsMeasureIn *in, Activat
             }
             if (w0 == 0 && r->att_text)
                 keep_heatmaps(r->att_text, a, r->n, r->H, T);
+            if (w0 == 0 && r->route_text && T == r->keep_T)
+                keep_route(r->route_text, a, r->L, r->H, T);
         }
         double rows = sums[0].rows;
         for (size_t i = 0; i < (size_t)r->n * r->n; i++)
@@ -191,11 +239,13 @@ done:
 /* One pass over nwin consecutive windows of the text with the heads in head_on
  * active: every relation's keys, the heads' attention on them into sums (may be
  * NULL: a scratch is used), the rows and loss into rsums, the minimal pairs'
- * scores into ps and, when cs is not NULL, the rows that carry two relations'
- * keys into cs. */
+ * scores into ps, when cs is not NULL the rows that carry two relations' keys
+ * into cs and, when route is not NULL, the routers' choices at every position
+ * and at every relation's rows into route. */
 static int relation_pass(HeadSums *sums, RelationSums *rsums, PairSums *ps, CompromiseSums *cs,
-                         const HeadsMeasured *r, const HeadsMeasureIn *in, Activations *a,
-                         int nwin, const unsigned char *head_on, char *err, size_t errlen)
+                         RouteSums *route, const HeadsMeasured *r, const HeadsMeasureIn *in,
+                         Activations *a, int nwin, const unsigned char *head_on, char *err,
+                         size_t errlen)
 {
     int T = in->text_T, Bcap = (int)a->B, rc = 0;
     size_t NB = (size_t)Bcap * T;
@@ -237,9 +287,15 @@ static int relation_pass(HeadSums *sums, RelationSums *rsums, PairSums *ps, Comp
         }
         if (cs)
             compromise_add(cs, a, k_use, B, T);
-        for (int q = 0; q < HEADS_REL_COUNT; q++)
-            if (heads_rel_table[q].key != HEADS_KEY_RARE)
+        if (route)
+            heads_add_route(route, a, B, T);
+        for (int q = 0; q < HEADS_REL_COUNT; q++) {
+            int rare = heads_rel_table[q].key == HEADS_KEY_RARE;
+            if (!rare)
                 heads_add_relation(sums, &rsums[q], q, a, k_use[q], f_use[q], a->losses, B, T);
+            if (route)
+                heads_add_route_relation(route, q, a, rare ? NULL : k_use[q], B, T);
+        }
         if (heads_add_rare(sums, &rsums[HEADS_REL_RARE], a, x, tg, in->counts, a->losses, B, T)) {
             rc = oom(err, errlen, "the rare relation");
             goto done;
@@ -270,7 +326,8 @@ static int measure_relations(HeadsMeasured *r, const HeadsMeasureIn *in, Activat
     compromise_sums_free(&r->csums);
     int rc = !sums || !st || compromise_sums_init(&r->csums, r->n)
                  ? oom(err, errlen, "the relation pass")
-                 : relation_pass(sums, r->rsums, ps, &r->csums, r, in, a, in->rel_windows,
+                 : relation_pass(sums, r->rsums, ps, &r->csums,
+                                 routing(in, a) ? &r->route_sums : NULL, r, in, a, in->rel_windows,
                                  in->head_on, err, errlen);
     if (rc == 0) {
         heads_finish(st, sums, r->n);
@@ -389,7 +446,8 @@ static int causal_score(CausalScore *cs, const HeadsMeasured *r, const HeadsMeas
 {
     RelationSums rs[HEADS_REL_COUNT] = {{0}};
     PairSums ps[PAIRS_SETS] = {{0}};
-    if (relation_pass(NULL, rs, ps, NULL, r, in, a, in->causal_windows, head_on, err, errlen))
+    if (relation_pass(NULL, rs, ps, NULL, NULL, r, in, a, in->causal_windows, head_on, err,
+                      errlen))
         return -1;
     for (int s = 0; s < PAIRS_SETS; s++)
         pairs_finish(&cs->pair[s], &ps[s]);
@@ -583,6 +641,13 @@ static void measured_clear(HeadsMeasured *r)
         r->needed_head[q] = -1;
     r->base_loss = 0.0;
     r->nprune = 0;
+    RouteSums *rs = &r->route_sums;
+    rs->tokens = 0.0;
+    memset(rs->chosen, 0, (size_t)r->n * sizeof *rs->chosen);
+    memset(rs->weight, 0, (size_t)r->n * sizeof *rs->weight);
+    memset(rs->rows, 0, sizeof rs->rows);
+    memset(rs->rel_chosen, 0, (size_t)HEADS_REL_COUNT * r->n * sizeof *rs->rel_chosen);
+    r->route.K = 0;
 }
 
 int heads_measure(HeadsMeasured *r, const HeadsMeasureIn *in, Activations *a, char *err,
@@ -590,6 +655,11 @@ int heads_measure(HeadsMeasured *r, const HeadsMeasureIn *in, Activations *a, ch
 {
     unsigned what = in->what;
     measured_clear(r);
+    if (routing(in, a) && r->keep_T && !r->route_text) {
+        r->route_text = zalloc((size_t)r->L * r->keep_T * r->H, 1);
+        if (!r->route_text)
+            return oom(err, errlen, "the routing");
+    }
     if ((what & (HEADS_ROWS | HEADS_PROBE)) && measure_attention(r, in, a, err, errlen))
         return -1;
     if ((what & HEADS_RELATIONS) && measure_relations(r, in, a, err, errlen))
@@ -611,6 +681,9 @@ int heads_measure(HeadsMeasured *r, const HeadsMeasureIn *in, Activations *a, ch
         if ((what & HEADS_RELATIONS) && compromise_finish(&r->compromise, &r->csums, r->st))
             return oom(err, errlen, "the compromise measure");
     }
+    if (routing(in, a))
+        heads_route_finish(&r->route, &r->route_sums, r->st, route_k(in, a),
+                           (what & HEADS_CAUSAL) != 0);
     if ((what & HEADS_PRUNE) && prune_curve(r, in, a, err, errlen))
         return -1;
     return 0;

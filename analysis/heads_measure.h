@@ -6,7 +6,8 @@
  * causal passes (minimal pairs and relation losses with each head silenced, the
  * needed heads and sets), then the derived numbers (redundancy, types,
  * effective heads, each relation's best head, the summary) and the prune
- * curve. The stages call the per-row functions of heads.h, pairs.h and
+ * curve, and on a routed model what its routers send where. The stages
+ * call the per-row functions of heads.h, heads_route.h, pairs.h and
  * compromise.h; the programs call only this. Choosing the windows and probes
  * (heads_windows_*) is here too. Nothing here prints or exits: progress goes to
  * the caller's callback, errors to its buffer. */
@@ -18,6 +19,7 @@
 
 #include "analysis/compromise.h"
 #include "analysis/heads.h"
+#include "analysis/heads_route.h"
 #include "analysis/pairs.h"
 #include "analysis/planted.h"
 
@@ -62,6 +64,9 @@ enum {
     HEADS_NEEDED = 1 << 8,      /* each relation's needed head and needed set */
     HEADS_DERIVE = 1 << 9,      /* redundancy, types, effective heads, best heads, summary */
     HEADS_PRUNE = 1 << 10,      /* the prune curve */
+    HEADS_ROUTING = 1 << 11,    /* a routed model: what its routers send where, summed in
+                                 * the relation pass (HEADS_RELATIONS) or else on the
+                                 * scored windows, finished after the causal passes */
 };
 
 /* Progress the passes report, for the caller to show: EV_ATTENTION as the
@@ -138,6 +143,12 @@ typedef struct {
     int *prune_order;           /* HEADS_PRUNE: [n] */
     double *prune_loss;         /* [n + 1] */
     int nprune;
+    /* HEADS_ROUTING on a routed model (route.K > 0; else K = 0): the routing, its
+     * sums, and window 0's choices [L][T][H] (1: routed) when the heatmaps are kept */
+    HeadsRouting route;
+    RouteSums route_sums;
+    unsigned char *route_text;
+    int keep_T;
 } HeadsMeasured;
 
 /* Sizes r for a model of L layers and H heads; keep_text, keep_probe: room for

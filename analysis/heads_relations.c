@@ -268,8 +268,7 @@ int heads_rare_keys(unsigned char *in_set, const int *x, int i, int T, const uin
     return n;
 }
 
-/* The first row the rare relation scores: a key set needs i >= 2. */
-static int rare_first_row(int T)
+int heads_rare_first_row(int T)
 {
     int skip = heads_skip(T);
     return skip > 2 ? skip : 2;
@@ -279,7 +278,7 @@ int heads_add_rare(HeadSums *sums, RelationSums *rs, const Activations *a, const
                     const int *targets, const uint64_t *counts, const float *losses, int B,
                     int T)
 {
-    int H = (int)a->H, n = (int)a->L * H, first = rare_first_row(T);
+    int H = (int)a->H, n = (int)a->L * H, first = heads_rare_first_row(T);
     uint64_t *minc = malloc((size_t)B * T * sizeof *minc);
     if (!minc)
         return -1;

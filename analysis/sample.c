@@ -14,6 +14,7 @@
 #include "model/gates.h"
 #include "util/errbuf.h"
 #include "model/layers.h"
+#include "model/route.h"
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
 
@@ -85,6 +86,8 @@ int sampler_init(Sampler *s, const Model *m, const unsigned char *head_on, int u
         {&s->wt, use_cache ? L * wt_layer_size(m) + part_size(m, 4) : 0},
         {&s->x, C}, {&s->ln, C}, {&s->branch, C}, {&s->qkv, 3 * A}, {&s->atty, A},
         {&s->scores, H * T}, {&s->fch, 4 * C}, {&s->fch_gelu, 4 * C}, {&s->logits, V},
+        {&s->route_prob, c->route_k ? H : 0}, {&s->route_on, c->route_k ? H : 0},
+        {&s->route_weight, c->route_k ? H : 0},
     };
     size_t nparts = sizeof parts / sizeof parts[0], total = 0;
     for (size_t i = 0; i < nparts; i++)
@@ -170,8 +173,10 @@ const float *sampler_start(Sampler *s, const int *ids, int n)
 }
 
 /* Attention of the query in s->qkv over positions 0..t of layer l's cache
- * (position t already stored), into s->atty, times the head's evaluation gate in a
- * model with gates; silenced heads output zeros.
+ * (position t already stored), into s->atty; in a routed model times the head's
+ * route weight (0 for a head the router did not choose: s->route_on, route_weight),
+ * then in a model with gates times the head's evaluation gate, the products in
+ * gpt_forward's order; silenced heads output zeros.
  * Heads are independent, one thread each; below ~64k multiply-adds a parallel
  * region costs more than it saves, so small ones run on the calling thread. */
 static void attend_cached(Sampler *s, int l, int t)
@@ -192,6 +197,11 @@ static void attend_cached(Sampler *s, int l, int t)
         matmul_nt(1, n, D, s->qkv + (size_t)h * D, 3 * A, k, 2 * A, sc, s->T, 0);
         attention_softmax_row(sc, n, scale);
         matmul_nn(1, D, n, sc, s->T, v, 2 * A, y, A, 0);
+        if (c->route_k) {
+            float g = s->route_weight[h];
+            for (int d = 0; d < D; d++)
+                y[d] = s->route_on[h] != 0.0f ? g * y[d] : 0.0f;
+        }
         if (s->m->w.log_alpha) {
             float z = gate_eval(s->m->w.log_alpha[l * H + h], NULL);
             for (int d = 0; d < D; d++)
@@ -214,6 +224,10 @@ static const float *step_cached(Sampler *s, int token)
         layernorm_forward(s->ln, &mean, &rstd, s->x, lw->ln1w, lw->ln1b, 1, C);
         row_forward(s, s->qkv, s->ln, l, 0, lw->qkvb);
         memcpy(s->kv + ((size_t)l * s->T + t) * 2 * A, s->qkv + A, 2 * (size_t)A * sizeof(float));
+        if (c->route_k) /* this token's heads and weights, from ln1's output */
+            route_scores_forward(s->route_prob, s->route_on, s->route_weight, s->ln,
+                                 w->router_w + (size_t)l * c->H * C, w->router_b + (size_t)l * c->H,
+                                 1, C, c->H, c->route_k);
         attend_cached(s, l, t);
         row_forward(s, s->branch, s->atty, l, 1, lw->projb);
         residual_forward(s->x, s->x, s->branch, (size_t)C);

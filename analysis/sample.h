@@ -44,6 +44,8 @@ typedef struct {
     float *x, *ln, *branch;       /* [C]: residual stream, layernorm out, branch out */
     float *qkv, *atty;            /* [3A], [A] */
     float *scores;                /* [H][T]: one attention row per head */
+    float *route_prob, *route_on, *route_weight; /* [H] each, in a routed model: the
+                                   * router's outputs for the token in a layer */
     float *fch, *fch_gelu;        /* [4C] */
     float *logits;                /* [V]: what the last call returned */
 } Sampler;

@@ -5,7 +5,8 @@
  * Build (from the repository root, after `make`, which builds the library):
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
  *       bench/bench_bf16.c build/libheadcount.a -lm -o build/bench_bf16
- * Run: build/bench_bf16 [--rows N] [--reps R] [--threads T] [--say]
+ * Run: build/bench_bf16 [--rows N] [--reps R] [--threads T] [--passes-reps R]
+ *                        [--only-passes] [--say]
  * It first says which code runs the bf16 products (--say: only that): the instruction,
  * or the emulation (HEADCOUNT_BF16=emulate picks it where the build has the
  * instruction).
@@ -13,13 +14,18 @@
  * Time is the calling thread's CPU time at --threads 1 (the default; on a loaded
  * host it moves less than wall time), wall time otherwise. "fwd" counts 2*N*IC*OC
  * flops, "bwd" (din and dW) 4*N*IC*OC; each figure is the median of R calls after
- * one warm-up. It only reports: nothing here asserts on a time. */
+ * one warm-up. A second table times W's roundings (kernels/bf16_weight.h): in the
+ * layers, in AdamW's update and as a pass of their own (weight_passes, median of
+ * --passes-reps calls, default 31; --only-passes prints only it). It only reports:
+ * nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"
 #include "bench/bench_clock.h"
 #include "kernels/bf16.h"
+#include "kernels/bf16_weight.h"
 #include "kernels/matmul.h"
+#include "trainer/adamw.h"
 
 #include <omp.h>
 #include <stdio.h>
@@ -59,21 +65,104 @@ static long arg_long(const char *flag, const char *v, long lo, long hi)
     return x;
 }
 
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof(double), bench_cmp_double);
+    return t[n / 2];
+}
+
+/* The weights' rounding passes at NANO's shapes, ms (median of reps): what a layer
+ * spends rounding W on each call (its time on 6 rows minus the same call reading W's
+ * copies, kernels/bf16_weight.h), forward and backward (din only); AdamW's update of W
+ * alone, the same writing the copies (adamw_update_bf16), and the copies written by a
+ * pass of their own. A training step calls each layer forward and backward once and
+ * updates once, so the copies save (fwd W + bwd W) - (AdamW with copies - AdamW). */
+static void weight_passes(int reps, Bf16Path path, double (*clock_fn)(void))
+{
+    static const struct { const char *name; int IC, OC; } shapes[] = {
+        {"NANO qkv", 384, 1152}, {"NANO proj", 384, 384}, {"NANO fc", 384, 1536},
+        {"NANO fcproj", 1536, 384}, {"NANO logits", 384, 1536},
+    };
+    enum { ROWS = 6, CASES = 7 };
+    printf("\nW's roundings (%s copies), ms, median of %d; a layer's on %d rows\n",
+           bf16_copy_kind(path) == BF16_COPY_FLOATS ? "float" : "panel", reps, ROWS);
+    printf("%-12s %11s | %7s %7s | %7s %7s %7s | %7s\n", "layer", "IC -> OC", "fwd W",
+           "bwd W", "AdamW", "+copies", "copies", "saved");
+    static ParamTable table;
+    AdamW opt = {0.9f, 0.95f, 1e-8f, 0.1f};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int IC = shapes[s].IC, OC = shapes[s].OC;
+        size_t nw = (size_t)OC * IC;
+        float *in = filled((size_t)ROWS * IC, 2.0f, 1), *W = filled(nw, 0.1f, 2);
+        float *out = filled((size_t)ROWS * OC, 0.01f, 4), *din = filled((size_t)ROWS * IC, 0, 5);
+        float *g = filled(nw, 0.01f, 7), *m = filled(nw, 0.001f, 8), *v = filled(nw, 0, 9);
+        table.n = 1, table.total = nw;
+        table.spec[0] = (ParamSpec){.kind = P_QKVW, .rows = OC, .cols = IC, .count = nw,
+                                    .decay = 1, .lr_scale = 1.0f};
+        Bf16WeightSet set = {1, bf16_copy_kind(path), calloc(1, sizeof(Bf16Weight))};
+        if (!set.w || bf16_weight_init(&set.w[0], W, OC, IC, set.kind)) {
+            fputs("bench_bf16: out of memory\n", stderr);
+            exit(1);
+        }
+        bf16_weight_write(&set.w[0]);
+        const Bf16Weight *c = &set.w[0];
+        double *t = malloc((size_t)CASES * reps * sizeof(double));
+        for (int r = -1; r < reps; r++) {
+            double c0 = clock_fn();
+            bf16_forward(out, NULL, in, W, NULL, ROWS, IC, OC, path);
+            double c1 = clock_fn();
+            bf16_forward_with(out, NULL, in, W, c, NULL, ROWS, IC, OC, path);
+            double c2 = clock_fn();
+            bf16_backward(din, NULL, NULL, out, in, W, NULL, ROWS, IC, OC, path);
+            double c3 = clock_fn();
+            bf16_backward_with(din, NULL, NULL, out, in, W, c, NULL, ROWS, IC, OC, path);
+            double c4 = clock_fn();
+            adamw_update(W, g, m, v, &table, &opt, 1e-4f, 1);
+            double c5 = clock_fn();
+            adamw_update_bf16(W, g, m, v, &table, &opt, 1e-4f, 1, &set);
+            double c6 = clock_fn();
+            bf16_weight_write(&set.w[0]);
+            double c7 = clock_fn();
+            if (r < 0)
+                continue;
+            double d[CASES] = {c1 - c0, c2 - c1, c3 - c2, c4 - c3, c5 - c4, c6 - c5, c7 - c6};
+            for (int k = 0; k < CASES; k++)
+                t[(size_t)k * reps + r] = d[k];
+        }
+        double med[CASES];
+        for (int k = 0; k < CASES; k++)
+            med[k] = 1e3 * median(t + (size_t)k * reps, reps);
+        double fw = med[0] - med[1], bw = med[2] - med[3], extra = med[5] - med[4];
+        char dims[32];
+        snprintf(dims, sizeof dims, "%d -> %d", IC, OC);
+        printf("%-12s %11s | %7.3f %7.3f | %7.3f %7.3f %7.3f | %7.3f\n", shapes[s].name, dims,
+               fw, bw, med[4], med[5], med[6], fw + bw - extra);
+        fflush(stdout);
+        bf16_weights_free(&set);
+        free(in), free(W), free(out), free(din), free(g), free(m), free(v), free(t);
+    }
+}
+
 int main(int argc, char **argv)
 {
-    int N = 4096, reps = 7, threads = 1;
+    int N = 4096, reps = 7, threads = 1, passes_reps = 31, only_passes = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rows") && i + 1 < argc)
             N = (int)arg_long("--rows", argv[++i], 1, 1 << 16);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = (int)arg_long("--reps", argv[++i], 1, 1000);
+        else if (!strcmp(argv[i], "--passes-reps") && i + 1 < argc)
+            passes_reps = (int)arg_long("--passes-reps", argv[++i], 1, 10000);
+        else if (!strcmp(argv[i], "--only-passes"))
+            only_passes = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads = (int)arg_long("--threads", argv[++i], 1, 1024);
         else if (!strcmp(argv[i], "--say")) {
             bench_bf16_say(stdout);
             return 0;
         } else {
-            fprintf(stderr, "usage: bench_bf16 [--rows N] [--reps R] [--threads T] [--say]\n");
+            fprintf(stderr, "usage: bench_bf16 [--rows N] [--reps R] [--threads T] "
+                            "[--passes-reps R] [--only-passes] [--say]\n");
             return 2;
         }
     }
@@ -85,43 +174,46 @@ int main(int argc, char **argv)
         {"NANO qkv", 384, 1152}, {"NANO proj", 384, 384}, {"NANO fc", 384, 1536},
         {"NANO fcproj", 1536, 384}, {"MID qkv", 256, 768}, {"MID fc", 256, 1024},
     };
-    printf("%d rows, %d thread(s), GFLOP/s (median of %d)\n", N, threads, reps);
-    printf("%-12s %11s | %8s %8s %6s | %8s %8s %6s\n", "layer", "IC -> OC", "fwd fp32",
-           "fwd bf16", "ratio", "bwd fp32", "bwd bf16", "ratio");
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int IC = shapes[s].IC, OC = shapes[s].OC;
-        float *in = filled((size_t)N * IC, 2.0f, 1), *W = filled((size_t)OC * IC, 0.1f, 2);
-        float *b = filled((size_t)OC, 0.1f, 3), *out = filled((size_t)N * OC, 0.01f, 4);
-        float *din = filled((size_t)N * IC, 0, 5), *dW = filled((size_t)OC * IC, 0, 6);
-        double *t = malloc(4 * (size_t)reps * sizeof(double));
-        for (int r = -1; r < reps; r++) {
-            double c0 = clock_fn();
-            matmul_forward(out, in, W, b, N, IC, OC);
-            double c1 = clock_fn();
-            bf16_forward(out, NULL, in, W, b, N, IC, OC, path);
-            double c2 = clock_fn();
-            matmul_backward(din, dW, NULL, out, in, W, N, IC, OC);
-            double c3 = clock_fn();
-            bf16_backward(din, dW, NULL, out, in, W, NULL, N, IC, OC, path);
-            double c4 = clock_fn();
-            if (r < 0)
-                continue;
-            t[r] = c1 - c0, t[reps + r] = c2 - c1, t[2 * reps + r] = c3 - c2;
-            t[3 * reps + r] = c4 - c3;
+    if (!only_passes) {
+        printf("%d rows, %d thread(s), GFLOP/s (median of %d)\n", N, threads, reps);
+        printf("%-12s %11s | %8s %8s %6s | %8s %8s %6s\n", "layer", "IC -> OC", "fwd fp32",
+               "fwd bf16", "ratio", "bwd fp32", "bwd bf16", "ratio");
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int IC = shapes[s].IC, OC = shapes[s].OC;
+            float *in = filled((size_t)N * IC, 2.0f, 1), *W = filled((size_t)OC * IC, 0.1f, 2);
+            float *b = filled((size_t)OC, 0.1f, 3), *out = filled((size_t)N * OC, 0.01f, 4);
+            float *din = filled((size_t)N * IC, 0, 5), *dW = filled((size_t)OC * IC, 0, 6);
+            double *t = malloc(4 * (size_t)reps * sizeof(double));
+            for (int r = -1; r < reps; r++) {
+                double c0 = clock_fn();
+                matmul_forward(out, in, W, b, N, IC, OC);
+                double c1 = clock_fn();
+                bf16_forward(out, NULL, in, W, b, N, IC, OC, path);
+                double c2 = clock_fn();
+                matmul_backward(din, dW, NULL, out, in, W, N, IC, OC);
+                double c3 = clock_fn();
+                bf16_backward(din, dW, NULL, out, in, W, NULL, N, IC, OC, path);
+                double c4 = clock_fn();
+                if (r < 0)
+                    continue;
+                t[r] = c1 - c0, t[reps + r] = c2 - c1, t[2 * reps + r] = c3 - c2;
+                t[3 * reps + r] = c4 - c3;
+            }
+            double med[4];
+            for (int k = 0; k < 4; k++) {
+                qsort(t + (size_t)k * reps, (size_t)reps, sizeof(double), bench_cmp_double);
+                med[k] = t[(size_t)k * reps + reps / 2];
+            }
+            double f = 2.0 * N * IC * OC / 1e9;
+            char dims[32];
+            snprintf(dims, sizeof dims, "%d -> %d", IC, OC);
+            printf("%-12s %11s | %8.1f %8.1f %5.2fx | %8.1f %8.1f %5.2fx\n", shapes[s].name, dims,
+                   f / med[0], f / med[1], med[0] / med[1], 2 * f / med[2], 2 * f / med[3],
+                   med[2] / med[3]);
+            fflush(stdout);
+            free(in), free(W), free(b), free(out), free(din), free(dW), free(t);
         }
-        double med[4];
-        for (int k = 0; k < 4; k++) {
-            qsort(t + (size_t)k * reps, (size_t)reps, sizeof(double), bench_cmp_double);
-            med[k] = t[(size_t)k * reps + reps / 2];
-        }
-        double f = 2.0 * N * IC * OC / 1e9;
-        char dims[32];
-        snprintf(dims, sizeof dims, "%d -> %d", IC, OC);
-        printf("%-12s %11s | %8.1f %8.1f %5.2fx | %8.1f %8.1f %5.2fx\n", shapes[s].name, dims,
-               f / med[0], f / med[1], med[0] / med[1], 2 * f / med[2], 2 * f / med[3],
-               med[2] / med[3]);
-        fflush(stdout);
-        free(in), free(W), free(b), free(out), free(din), free(dW), free(t);
     }
+    weight_passes(passes_reps, path, clock_fn);
     return 0;
 }

@@ -17,6 +17,8 @@
  * A routed model adds its routers' 6 L H C; its attention is counted in full, as
  * every head still attends at every position (the route weights zero the heads a
  * token did not choose after the attention).
+ * Steps are timed in wall time, or with --cpu in the process's CPU time (docs/bench.md,
+ * "bf16 where it is emulated", compares bf16 builds that way on a loaded host).
  * This is not a test: it asserts nothing about time. */
 #include <math.h>
 #include <omp.h>
@@ -57,9 +59,18 @@ double bench_flops_per_token(const Config *c)
 }
 
 /* Runs one configuration in this process; writes "median min max" ms to out. */
-static int run_config(const BenchConfig *bc, int V, int route_k, int threads,
-                      Precision precision, double out[3])
+/* The process's CPU time in seconds (all its threads). */
+static double process_cpu(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int run_config(const BenchConfig *bc, int V, int route_k, int threads,
+                      Precision precision, int cpu, double out[3])
+{
+    double (*clock_fn)(void) = cpu ? process_cpu : bench_now;
     omp_set_num_threads(threads);
     Config cfg = {.V = V, .T = bc->T, .L = bc->L, .H = bc->H, .C = bc->C, .D = bc->C / bc->H,
                   .route_k = route_k};
@@ -86,9 +97,9 @@ static int run_config(const BenchConfig *bc, int V, int route_k, int threads,
             tok[i] = (int)rng_below(&rng, (uint64_t)V);
             tgt[i] = (int)rng_below(&rng, (uint64_t)V);
         }
-        double t0 = bench_now();
+        double t0 = clock_fn();
         trainer_step(&t, tok, tgt, NULL);
-        double t1 = bench_now();
+        double t1 = clock_fn();
         if (s >= bc->warmup)
             ms[s - bc->warmup] = (t1 - t0) * 1e3;
     }
@@ -118,7 +129,7 @@ static int wanted(const char *list, const char *name, int H)
 int main(int argc, char **argv)
 {
     const char *csv_path = NULL, *only = NULL, *threads_list = "1,2";
-    int header = 1, V = 65, route_k = 0;
+    int header = 1, V = 65, route_k = 0, cpu = 0;
     Precision precision = PRECISION_FP32;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--csv") && i + 1 < argc)
@@ -154,6 +165,8 @@ int main(int argc, char **argv)
             }
             route_k = (int)k;
         }
+        else if (!strcmp(argv[i], "--cpu"))
+            cpu = 1;
         else if (!strcmp(argv[i], "--vocab") && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
@@ -167,9 +180,11 @@ int main(int argc, char **argv)
             int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
             fprintf(help ? stdout : stderr,
                     "usage: bench_train [--configs BABY,MID:4,...] [--threads 1,2] [--vocab V]\n"
-                    "       [--route K] [--precision fp32|bf16] [--csv FILE] [--no-header]\n"
+                    "       [--route K] [--precision fp32|bf16] [--cpu] [--csv FILE] [--no-header]\n"
                     "       [--list]\n"
                     "  --configs: NAME (every H) or NAME:H entries\n"
+                    "  --cpu: time steps in the process's CPU time (all threads), not wall\n"
+                    "         time (on a loaded host it moves less; tok/s then per CPU-second)\n"
                     "  --csv: rows appended; the header only to a new file\n"
                     "  --vocab: the vocabulary size (default 65, a byte vocabulary; a\n"
                     "           byte-pair one makes the output layer and softmax larger)\n"
@@ -213,7 +228,7 @@ int main(int argc, char **argv)
             if (pid == 0) {
                 double r[3];
                 close(fd[0]);
-                int rc = run_config(bc, V, route_k, threads, precision, r);
+                int rc = run_config(bc, V, route_k, threads, precision, cpu, r);
                 if (rc == 0 && write(fd[1], r, sizeof r) != (ssize_t)sizeof r)
                     rc = 1;
                 _exit(rc ? 1 : 0);

@@ -6,6 +6,7 @@
  * changes no bit; the GELU epilogue is vmath.h's, lane by lane as in matmul.c. */
 #include "kernels/bf16.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -430,23 +431,49 @@ void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32
     forward(emulate, out, dgelu, in, NULL, NULL, wp, xr, bias, N, IC, OC);
 }
 
+/* wc, when it holds the panels. */
+static const Bf16Weight *panels_of(const Bf16Weight *wc)
+{
+    return wc && wc->kind == BF16_COPY_PANELS ? wc : NULL;
+}
+
+void bf16_forward_with(float *out, float *dgelu, const float *in, const float *W,
+                       const Bf16Weight *wc, const float *bias, int N, int IC, int OC,
+                       Bf16Path path)
+{
+    assert(!wc || (wc->W == W && wc->OC == OC && wc->IC == IC));
+    int emulate = bf16_emulated(path);
+    if (emulate && bf16_emul_forward(out, dgelu, in, W, wc, bias, N, IC, OC))
+        return;
+    uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
+    if (panels_of(wc)) {
+        forward(emulate, out, dgelu, in, NULL, NULL, wc->fwd, xr, bias, N, IC, OC);
+        return;
+    }
+    uint32_t *wp = slot_words(SLOT_PANELS, bf16_packed_size(OC, IC));
+    forward(emulate, out, dgelu, in, W, wp, wp, xr, bias, N, IC, OC);
+}
+
 void bf16_forward(float *out, float *dgelu, const float *in, const float *W, const float *bias,
                   int N, int IC, int OC, Bf16Path path)
 {
-    int emulate = bf16_emulated(path);
-    if (emulate && bf16_emul_forward(out, dgelu, in, W, bias, N, IC, OC))
-        return;
-    uint32_t *wp = slot_words(SLOT_PANELS, bf16_packed_size(OC, IC));
-    uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
-    forward(emulate, out, dgelu, in, W, wp, wp, xr, bias, N, IC, OC);
+    bf16_forward_with(out, dgelu, in, W, NULL, bias, N, IC, OC, path);
 }
 
 void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
                    const float *W, const float *dgelu, int N, int IC, int OC, Bf16Path path)
 {
+    bf16_backward_with(din, dW, dbias, dout, in, W, NULL, dgelu, N, IC, OC, path);
+}
+
+void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
+                        const float *in, const float *W, const Bf16Weight *wc,
+                        const float *dgelu, int N, int IC, int OC, Bf16Path path)
+{
+    assert(!wc || (wc->W == W && wc->OC == OC && wc->IC == IC));
     int emulate = bf16_emulated(path);
     if (emulate) {                /* what the float32 kernels took is done */
-        int done = bf16_emul_backward(din, dW, dout, in, W, dgelu, N, IC, OC);
+        int done = bf16_emul_backward(din, dW, dout, in, W, wc, dgelu, N, IC, OC);
         if (done & BF16_EMUL_DIN)
             din = NULL;
         if (done & BF16_EMUL_DW)
@@ -457,9 +484,13 @@ void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const
      * in[n][ic]: dout's columns in pairs of n, in's columns packed with pairs of n. */
     int Po = bf16_pairs(OC), Pn = bf16_pairs(N);
     uint32_t *dr = NULL, *wt = NULL, *dt = NULL, *xp = NULL;
+    const uint32_t *wtp = NULL;          /* W's column panels: from wc, or packed into wt */
     if (din) {
         dr = slot_words(SLOT_ROWS, (size_t)N * Po);
-        wt = slot_words(SLOT_PANELS, bf16_packed_size(IC, OC));
+        if (panels_of(wc))
+            wtp = wc->bwd;
+        else
+            wtp = wt = slot_words(SLOT_PANELS, bf16_packed_size(IC, OC));
     }
     if (dW) {
         dt = slot_words(SLOT_ROWS_T, (size_t)OC * Pn);
@@ -472,7 +503,8 @@ void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const
         {
             if (din) {
                 round_rows_for(dr, dout, N, OC);
-                pack_cols_for(wt, W, OC, IC);
+                if (wt)
+                    pack_cols_for(wt, W, OC, IC);
             }
             if (dW) {
                 round_cols_for(dt, dout, N, OC);
@@ -482,7 +514,7 @@ void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const
             if (dW)             /* the larger tiles first; din's even out the end */
                 tiles_for(emulate, dW, (size_t)IC, dt, (size_t)Pn, xp, OC, IC, Pn, &ew);
             if (din)
-                tiles_for(emulate, din, (size_t)IC, dr, (size_t)Po, wt, N, IC, Po, &ein);
+                tiles_for(emulate, din, (size_t)IC, dr, (size_t)Po, wtp, N, IC, Po, &ein);
         }
     }
     if (dbias)

@@ -156,4 +156,15 @@ void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32
 void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
                    const float *W, const float *dgelu, int N, int IC, int OC, Bf16Path path);
 
+/* The two above reading W's bf16 copies wc (kernels/bf16_weight.h: written beside W,
+ * where W is updated) instead of rounding W; wc NULL, or of a kind the code that runs
+ * does not read, rounds W as they do. The same bits either way. */
+struct Bf16Weight;
+void bf16_forward_with(float *out, float *dgelu, const float *in, const float *W,
+                       const struct Bf16Weight *wc, const float *bias, int N, int IC, int OC,
+                       Bf16Path path);
+void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
+                        const float *in, const float *W, const struct Bf16Weight *wc,
+                        const float *dgelu, int N, int IC, int OC, Bf16Path path);
+
 #endif

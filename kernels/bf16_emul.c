@@ -23,17 +23,14 @@ enum { EXCEPTION_SHARE = 8 };
  * float32 kernels use 0 and 1 of every thread). */
 enum { SLOT_A = 2, SLOT_B = 3, SLOT_EXP = 4, SLOT_OLD = 5 };
 
-/* A rounded value's key for the smallest exponent: its bf16 magnitude minus one, so
- * that a zero (wrapping round) is the largest key. */
 static inline uint32_t key_of(uint32_t r)
 {
-    return (r & 0x7fffu) - 1u;
+    return bf16_emul_key(r);
 }
 
-/* The biased exponent of the smallest nonzero magnitude among keys with minimum k. */
 static inline unsigned char exp_of_key(uint32_t k)
 {
-    return k == UINT32_MAX ? E_NONE : (unsigned char)((k + 1u) >> 7);
+    return bf16_emul_exp(k);
 }
 
 static inline float float_of(uint32_t u)
@@ -249,17 +246,32 @@ int bf16_emulation_fast(void)
     return MATMUL_FMA;
 }
 
+/* wc, when it holds the emulation's float copies. */
+static const Bf16Weight *floats_of(const Bf16Weight *wc)
+{
+    return wc && wc->kind == BF16_COPY_FLOATS ? wc : NULL;
+}
+
 int bf16_emul_forward(float *out, float *dgelu, const float *in, const float *W,
-                      const float *bias, int N, int IC, int OC)
+                      const Bf16Weight *wc, const float *bias, int N, int IC, int OC)
 {
     if (!MATMUL_FMA || N <= 0 || IC <= 0 || OC <= 0)
         return 0;
     int K2 = 2 * bf16_pairs(IC);
-    float *xf = slot(SLOT_A, (size_t)N * K2), *wf = slot(SLOT_B, (size_t)OC * K2);
+    wc = floats_of(wc);
+    float *xf = slot(SLOT_A, (size_t)N * K2);
     unsigned char *ex = (unsigned char *)slot(SLOT_EXP, ((size_t)N + OC) / 4 + 1);
-    unsigned char *ew = ex + N;
+    const float *wf;
+    const unsigned char *ew;
     round_rows_swapped(xf, ex, in, N, IC);
-    round_rows_swapped(wf, ew, W, OC, IC);
+    if (wc) {                             /* W's rows, rounded by the last update */
+        wf = (const float *)wc->fwd;
+        ew = wc->row_exp;
+    } else {
+        float *w = slot(SLOT_B, (size_t)OC * K2);
+        round_rows_swapped(w, ex + N, W, OC, IC);
+        wf = w, ew = ex + N;
+    }
     Exceptions x = { N, OC, ex, ew, NULL, 0 };
     size_t n = count_exceptions(&x);
     if (!few(n, N, OC))
@@ -277,15 +289,30 @@ int bf16_emul_forward(float *out, float *dgelu, const float *in, const float *W,
 
 /* din[N][IC] = chain over o of dout[n][o] W[o][ic] (times dgelu): dout's rows and W's
  * columns rounded in pairs of o; the float32 layer's din with OC = 2 bf16_pairs(OC). */
-static int emul_din(float *din, const float *dout, const float *W, const float *dgelu, int N,
-                    int IC, int OC)
+static int emul_din(float *din, const float *dout, const float *W, const Bf16Weight *wc,
+                    const float *dgelu, int N, int IC, int OC)
 {
     int K2 = 2 * bf16_pairs(OC);
-    float *df = slot(SLOT_A, (size_t)N * K2), *wf = slot(SLOT_B, (size_t)K2 * IC);
+    float *df = slot(SLOT_A, (size_t)N * K2);
     unsigned char *en = (unsigned char *)slot(SLOT_EXP, ((size_t)N + IC) / 4 + 1);
     unsigned char *ei = en + N;
+    const float *wf;
     round_rows_swapped(df, en, dout, N, OC);
-    round_cols_swapped(wf, ei, W, OC, IC);
+    if (wc) {       /* W's columns, rounded by the last update: each column's minimum */
+        wf = (const float *)wc->bwd;
+        for (int i = 0; i < IC; i++) {
+            uint32_t k = UINT32_MAX;
+            for (int part = 0; part < BF16_WEIGHT_PARTS; part++) {
+                uint32_t kp = wc->col_key[(size_t)part * IC + i];
+                k = kp < k ? kp : k;
+            }
+            ei[i] = exp_of_key(k);
+        }
+    } else {
+        float *w = slot(SLOT_B, (size_t)K2 * IC);
+        round_cols_swapped(w, ei, W, OC, IC);
+        wf = w;
+    }
     Exceptions x = { N, IC, en, ei, NULL, 0 };
     size_t n = count_exceptions(&x);
     if (!few(n, N, IC))
@@ -330,12 +357,13 @@ static int emul_dw(float *dW, const float *dout, const float *in, int N, int IC,
 }
 
 int bf16_emul_backward(float *din, float *dW, const float *dout, const float *in,
-                       const float *W, const float *dgelu, int N, int IC, int OC)
+                       const float *W, const Bf16Weight *wc, const float *dgelu, int N, int IC,
+                       int OC)
 {
     if (!MATMUL_FMA || N <= 0 || IC <= 0 || OC <= 0)
         return 0;
     int done = 0;
-    if (din && emul_din(din, dout, W, dgelu, N, IC, OC))
+    if (din && emul_din(din, dout, W, floats_of(wc), dgelu, N, IC, OC))
         done |= BF16_EMUL_DIN;
     if (dW && emul_dw(dW, dout, in, N, IC, OC))
         done |= BF16_EMUL_DW;

@@ -26,9 +26,28 @@
 
 #include <stdint.h>
 
-/* bf16_forward's product, emulated: 1 done, 0 declined (nothing written). */
+#include "kernels/bf16_weight.h"
+
+/* A rounded value's key for the smallest exponent: its bf16 magnitude minus one (r:
+ * bf16 bits in the low 16), so that a zero (wrapping round) is the largest key and the
+ * least key of a row or column is its smallest nonzero magnitude's. */
+static inline uint32_t bf16_emul_key(uint32_t r)
+{
+    return (r & 0x7fffu) - 1u;
+}
+
+/* The biased exponent of the smallest nonzero magnitude among keys whose least is k;
+ * 255 where all were zero. */
+static inline unsigned char bf16_emul_exp(uint32_t k)
+{
+    return k == UINT32_MAX ? 255 : (unsigned char)((k + 1u) >> 7);
+}
+
+/* bf16_forward's product, emulated: 1 done, 0 declined (nothing written). wc: W's
+ * copies (bf16_weight.h) of kind BF16_COPY_FLOATS, read instead of rounding W, or
+ * NULL. */
 int bf16_emul_forward(float *out, float *dgelu, const float *in, const float *W,
-                      const float *bias, int N, int IC, int OC);
+                      const Bf16Weight *wc, const float *bias, int N, int IC, int OC);
 
 /* bf16_forward_packed's product without the GELU, emulated on the packed panels one row
  * at a time (the sampler's steps): 1 done, 0 declined (dgelu asked for, or MATMUL_FMA
@@ -41,8 +60,10 @@ int bf16_emul_forward_packed(float *out, const float *in, const uint32_t *wp, co
 enum { BF16_EMUL_DIN = 1, BF16_EMUL_DW = 2 };
 
 /* bf16_backward's din and dW products, emulated (dbias is left to the caller); returns
- * the BF16_EMUL_ bits of those done, the others untouched. */
+ * the BF16_EMUL_ bits of those done, the others untouched. wc as in bf16_emul_forward
+ * (din reads its backward copy). */
 int bf16_emul_backward(float *din, float *dW, const float *dout, const float *in,
-                       const float *W, const float *dgelu, int N, int IC, int OC);
+                       const float *W, const Bf16Weight *wc, const float *dgelu, int N, int IC,
+                       int OC);
 
 #endif

@@ -206,7 +206,8 @@ static void linear_forward(const Model *m, float *out, float *dgelu, const float
                            const float *W, const float *b, int N, int IC, int OC)
 {
     if (m->precision == PRECISION_BF16)
-        bf16_forward(out, dgelu, in, W, b, N, IC, OC, m->bf16_path);
+        bf16_forward_with(out, dgelu, in, W, bf16_weight_find(m->bf16_copies, W, OC, IC), b, N,
+                          IC, OC, m->bf16_path);
     else if (dgelu)
         matmul_forward_gelu(out, dgelu, in, W, b, N, IC, OC);
     else
@@ -221,7 +222,8 @@ static void linear_backward(const Model *m, float *din, float *dW, float *db, co
                             int OC)
 {
     if (m->precision == PRECISION_BF16)
-        bf16_backward(din, dW, db, dout, in, W, dgelu, N, IC, OC, m->bf16_path);
+        bf16_backward_with(din, dW, db, dout, in, W, bf16_weight_find(m->bf16_copies, W, OC, IC),
+                           dgelu, N, IC, OC, m->bf16_path);
     else if (dgelu)
         matmul_backward_gelu(din, dW, db, dout, in, W, dgelu, N, IC, OC);
     else

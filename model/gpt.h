@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "kernels/bf16.h"
+#include "kernels/bf16_weight.h"
 #include "model/config.h"
 #include "model/params.h"
 
@@ -32,6 +33,9 @@ typedef struct {
     Precision precision; /* of the linear layers' products; model_init: fp32 */
     Bf16Path bf16_path;  /* which code runs bf16 products (the same bits either way; not
                           * stored); model_init: BF16_AUTO */
+    const Bf16WeightSet *bf16_copies; /* the weights' bf16 copies the layers read, kept
+                          * equal to them by their owner (the trainer), or NULL: the
+                          * layers round the weights (the same bits); model_init: NULL */
 } Model;
 
 /* Allocates parameters (zeroed) for a validated config. */

@@ -75,6 +75,7 @@ gcc $cflags bench/bench_matmul.c build/libheadcount.a -lm $blas_flags -o build/b
 gcc $cflags bench/bench_train.c build/libheadcount.a -lm -o build/bench_train
 gcc $cflags bench/bench_bf16.c build/libheadcount.a -lm -o build/bench_bf16
 gcc $cflags bench/bench_synth.c build/libheadcount.a -lm -o build/bench_synth
+gcc $cflags bench/bench_bf16_copies.c build/libheadcount.a -lm -o build/bench_bf16_copies
 
 echo "== machine"
 grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
@@ -90,6 +91,10 @@ env -u OPENBLAS_CORETYPE ./build/bench_matmul --csv "$out/matmul.csv"
 echo
 echo "== linear layers in fp32 and bf16 (one thread, thread CPU time)"
 ./build/bench_bf16
+echo
+echo "== a bf16 step with the weights' copies written by AdamW, and without (one thread)"
+./build/bench_bf16_copies --config BABY --steps 15
+./build/bench_bf16_copies --config MID --steps 9
 
 rm -f "$out/train.csv" "$out/train_bf16.csv" "$out/torch.csv" "$out/cpu.csv"
 # Whether this CPU has the bf16 units, for the tables (docs/matmul.md, "bf16").

@@ -27,6 +27,8 @@ ALPHABET_BYTES = 256
 HDR_MERGES = 10                         # header int holding the merge count
 FLAG_TRAIN_STATE = 1
 FLAG_GATES = 2                          # the model has head gates: log_alpha[L][H] last
+FLAG_ROUTE = 4                          # routed to K heads (header int 11): router.w, .b last
+HDR_ROUTE_K = 11
 STATE_MARKER = b"HCSTATE1"
 STATE_INTS = STATE_DOUBLES = 32
 PATH_BYTES = 512                        # the training state's data path (CKPT_PATH_MAX)
@@ -69,6 +71,7 @@ STORED_SETTINGS = (
     ("dropout", "real", 4, 0.0, 0.95),
     ("head_dropout", "real", 10, 0.0, 0.95),
     ("head_gates", "real", 11, 0.0, 100.0),
+    ("routing_balance", "real", 12, 0.0, 100.0),
     ("precision", "int", 15, 0, 1),
     ("val_frac", "real", 5, 0.0, 0.9),
     ("eval_every", "int", 4, 0, 100000000),
@@ -95,7 +98,8 @@ class Checkpoint:
 
 def parameter_table(d: dict) -> list:
     """model/params.c's table: (name, rows, cols) in file order, for dims d (with
-    d["gates"], the head gates' log_alpha last)."""
+    d["gates"], the head gates' log_alpha last; with d["route_k"] > 0, the routers
+    after them)."""
     V, T, L, C, A = d["V"], d["T"], d["L"], d["C"], d["H"] * d["D"]
     out = [("wte", V, C), ("wpe", T, C)]
     for l in range(L):
@@ -105,14 +109,19 @@ def parameter_table(d: dict) -> list:
                 (p + "ln2.w", 1, C), (p + "ln2.b", 1, C), (p + "fc.w", 4 * C, C),
                 (p + "fc.b", 1, 4 * C), (p + "fcproj.w", C, 4 * C), (p + "fcproj.b", 1, C)]
     out += [("lnf.w", 1, C), ("lnf.b", 1, C)]
-    return out + [("gates.log_alpha", L, d["H"])] if d.get("gates") else out
+    if d.get("gates"):
+        out += [("gates.log_alpha", L, d["H"])]
+    if d.get("route_k"):
+        out += [("router.w", L * d["H"], C), ("router.b", L, d["H"])]
+    return out
 
 
 def parameter_count(d: dict) -> int:
     """P (docs/checkpoint.md), from dimensions within their limits."""
     V, T, L, C, A = d["V"], d["T"], d["L"], d["C"], d["H"] * d["D"]
     gates = L * d["H"] if d.get("gates") else 0
-    return V * C + T * C + L * (8 * C * C + 4 * A * C + 3 * A + 10 * C) + 2 * C + gates
+    router = L * d["H"] * (C + 1) if d.get("route_k") else 0
+    return V * C + T * C + L * (8 * C * C + 4 * A * C + 3 * A + 10 * C) + 2 * C + gates + router
 
 
 def fnv1a64(data: bytes, h: int = 0xcbf29ce484222325) -> int:
@@ -135,6 +144,8 @@ def _check_dims(d):
     for key, name, hi in DIM_LIMITS:
         if not 1 <= d[key] <= hi:
             return "%s must be in [1, %d], got %d" % (name, hi, d[key])
+    if not 0 <= d.get("route_k", 0) <= d["H"]:
+        return "routed heads K must be in [0, %d], got %d" % (d["H"], d["route_k"])
     if d["H"] * d["D"] > 2 * 8192:
         return "attention width H*D = %d*%d exceeds %d" % (d["H"], d["D"], 2 * 8192)
     n = parameter_count(d)
@@ -151,15 +162,21 @@ def _check_header(h, path):
     if h[1] not in (VERSION, VERSION_MERGES):
         raise CheckpointError("%s: checkpoint version %d, this build reads versions %d and %d"
                               % (path, h[1], VERSION, VERSION_MERGES))
-    if h[7] & ~(FLAG_TRAIN_STATE | FLAG_GATES):
+    if h[7] & ~(FLAG_TRAIN_STATE | FLAG_GATES | FLAG_ROUTE):
         raise CheckpointError("%s: unknown flags 0x%x in the header" % (path, h[7] & 0xFFFFFFFF))
     if h[8] < 0:
         raise CheckpointError("%s: negative step count %d in the header" % (path, h[8]))
-    for i in range(HDR_MERGES + 1, HEADER_INTS):
+    routed = bool(h[7] & FLAG_ROUTE)
+    if (h[HDR_ROUTE_K] < 1) if routed else (h[HDR_ROUTE_K] != 0):
+        raise CheckpointError("%s: header field %d is %d with the routing flag %s, expected %s"
+                              % (path, HDR_ROUTE_K, h[HDR_ROUTE_K], "set" if routed else "clear",
+                                 "K >= 1" if routed else "0"))
+    for i in range(HDR_ROUTE_K + 1, HEADER_INTS):
         if h[i] != 0:
             raise CheckpointError("%s: header field %d is %d, expected 0 (reserved)"
                                   % (path, i, h[i]))
-    d = dict(V=h[2], T=h[3], L=h[4], H=h[5], C=h[6], D=h[9], gates=bool(h[7] & FLAG_GATES))
+    d = dict(V=h[2], T=h[3], L=h[4], H=h[5], C=h[6], D=h[9], gates=bool(h[7] & FLAG_GATES),
+             route_k=h[HDR_ROUTE_K])
     why = _check_dims(d)
     if why:
         raise CheckpointError("%s: bad dimensions in the header: %s" % (path, why))

@@ -36,7 +36,11 @@ The model: x = wte[token] + wpe[t]; L pre-LayerNorm blocks
 x += proj(attn(ln1(x))); x += fcproj(gelu_tanh(fc(ln2(x)))); logits = lnf(x) wte^T.
 A model trained with --head-gates multiplies each head's output by its evaluation
 gate clamp(sigmoid(log_alpha) (zeta - gamma) + gamma, 0, 1) before proj
-(model/gates.h, docs/heads.md).
+(model/gates.h, docs/heads.md). A model trained with --head-routing K gives each
+token K of a layer's heads: a router per layer scores the heads on ln1's output,
+the K best (a tie to the lower head) keep their outputs times the softmax over
+the chosen scores, the others give 0 (model/route.h); the TransformerLens bridge
+refuses such a model.
 
 to_transformer_lens(path) gives the same model as a TransformerLens model, and
 evaluate_tl scores with its hooks (docs/transformer_lens.md).
@@ -61,11 +65,12 @@ except ImportError:
 
 class Config:
     """The dimensions in a checkpoint's header; gates: the model has head gates
-    (header flag bit 1)."""
+    (header flag bit 1); route_k: heads each token is routed to (flag bit 2 and
+    header int 11; 0 without routing)."""
 
-    def __init__(self, V, T, L, H, C, D, gates=False):
+    def __init__(self, V, T, L, H, C, D, gates=False, route_k=0):
         self.V, self.T, self.L, self.H, self.C, self.D = V, T, L, H, C, D
-        self.gates = gates
+        self.gates, self.route_k = gates, route_k
 
     def __repr__(self):
         return "Config(V=%d, T=%d, L=%d, H=%d, C=%d, D=%d)" % (
@@ -86,7 +91,7 @@ class Attention(nn.Module):
         self.proj = nn.Linear(A, cfg.C)
         self.weights = AttentionWeights()
 
-    def forward(self, x, head_on=None):
+    def forward(self, x, head_on=None, route=None):
         B, t, _ = x.shape
         A = self.H * self.D
         qkv = self.qkv(x)
@@ -98,6 +103,8 @@ class Attention(nn.Module):
         y = att @ v                                   # [B, H, t, D]
         if head_on is not None:                       # a silenced head's output is zero
             y = y * head_on.to(y.dtype).view(1, self.H, 1, 1)
+        if route is not None:                         # [B, t, H] route weights, 0 unchosen
+            y = y * route.transpose(1, 2).unsqueeze(-1)
         return self.proj(y.transpose(1, 2).reshape(B, t, A))
 
 
@@ -110,8 +117,10 @@ class Block(nn.Module):
         self.fc = nn.Linear(cfg.C, 4 * cfg.C)
         self.fcproj = nn.Linear(4 * cfg.C, cfg.C)
 
-    def forward(self, x, head_on=None):
-        x = x + self.attn(self.ln1(x), head_on)
+    def forward(self, x, head_on=None, router=None):
+        h = self.ln1(x)
+        route = None if router is None else route_weights(h, *router)
+        x = x + self.attn(h, head_on, route)
         return x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
@@ -130,6 +139,9 @@ class HeadcountGPT(nn.Module):
         self.lnf = nn.LayerNorm(cfg.C, eps=1e-5)
         if cfg.gates:
             self.log_alpha = nn.Parameter(torch.zeros(cfg.L, cfg.H))
+        if cfg.route_k:
+            self.router_w = nn.Parameter(torch.zeros(cfg.L * cfg.H, cfg.C))
+            self.router_b = nn.Parameter(torch.zeros(cfg.L, cfg.H))
 
     def gates(self):
         """Each head's evaluation gate [L, H] (1 everywhere without gates), computed
@@ -147,8 +159,10 @@ class HeadcountGPT(nn.Module):
         scale = self.gates() if self.cfg.gates else None      # gate x mask, per head
         if head_on is not None:
             scale = head_on.float() if scale is None else scale * head_on.float()
+        H, K = self.cfg.H, self.cfg.route_k
         for l, block in enumerate(self.blocks):
-            x = block(x, None if scale is None else scale[l])
+            router = (self.router_w[l * H:(l + 1) * H], self.router_b[l], K) if K else None
+            x = block(x, None if scale is None else scale[l], router)
         logits = self.lnf(x) @ self.wte.t()
         if targets is None:
             return logits
@@ -174,6 +188,23 @@ class HeadcountGPT(nn.Module):
             for h in hooks:
                 h.remove()
         return torch.stack(got)
+
+def route_weights(x, W, b, K):
+    """A layer's route weights [B, t, H] for its ln1 output x [B, t, C], router
+    W [H, C] and b [H], as model/route.c computes them: scores s = W x + b (the
+    product in float32, the bias added in double), each token's K largest heads
+    chosen (a tie goes to the lower index), g = the softmax over the chosen
+    scores, computed in double and rounded once; an unchosen head's weight is 0."""
+    s = (x @ W.t()).double() + b.double()
+    H = s.shape[-1]
+    sh, sj = s.unsqueeze(-1), s.unsqueeze(-2)             # [.., h, 1], [.., 1, j]
+    lower = torch.ones(H, H, dtype=torch.bool, device=s.device).tril(-1)  # [h, j]: j < h
+    above = ((sj > sh) | (lower & (sj == sh))).sum(-1)   # heads that rank above h
+    on = above < K
+    e = torch.exp(s - s.max(-1, keepdim=True).values)
+    zk = (e * on).sum(-1, keepdim=True)
+    return torch.where(on, e / zk, torch.zeros_like(e)).float()
+
 
 # Byte classes of the pre-tokenisation (data/bpe.h).
 LETTER, DIGIT, SPACE, WHITE, PUNCT = range(5)
@@ -268,7 +299,11 @@ def _tensors(cfg):
                 (p + "fc.weight", (4 * C, C)), (p + "fc.bias", (4 * C,)),
                 (p + "fcproj.weight", (C, 4 * C)), (p + "fcproj.bias", (C,))]
     out += [("lnf.weight", (C,)), ("lnf.bias", (C,))]
-    return out + [("log_alpha", (L, cfg.H))] if cfg.gates else out
+    if cfg.gates:
+        out += [("log_alpha", (L, cfg.H))]
+    if cfg.route_k:
+        out += [("router_w", (L * cfg.H, C)), ("router_b", (L, cfg.H))]
+    return out
 
 
 def load(path: str) -> "HeadcountGPT":
@@ -280,7 +315,7 @@ def load(path: str) -> "HeadcountGPT":
     ck = checkpoint.read(path)
     d = ck.dims
     cfg = Config(V=d["V"], T=d["T"], L=d["L"], H=d["H"], C=d["C"], D=d["D"],
-                 gates=d["gates"])
+                 gates=d["gates"], route_k=d["route_k"])
     model = HeadcountGPT(cfg, ck.alphabet, ck.merges)
     params = torch.frombuffer(bytearray(ck.params), dtype=torch.float32)  # little-endian host
     state, off = {}, 0
@@ -359,6 +394,10 @@ def to_transformer_lens(path):
     (blocks.{l}.attn.hook_pattern [B, H, t, t], hook_z [B, t, H, D], ...). Feed it
     token ids (model.encode(text)); it has no tokenizer."""
     model = load(path) if isinstance(path, str) else path
+    if model.cfg.route_k:
+        raise ValueError("a model routed to %d of %d heads per token (--head-routing) has no "
+                         "TransformerLens equivalent: TransformerLens attention runs every head "
+                         "on every token" % (model.cfg.route_k, model.cfg.H))
     fields, sd = tl_config(model.cfg), tl_state_dict(model)
     try:
         from transformer_lens import HookedTransformer, HookedTransformerConfig

@@ -69,6 +69,14 @@ void fix_init_gated(Fix *f, const char *name)
     f->ts.head_gates = 0.01;
 }
 
+void fix_init_routed(Fix *f, const char *name)
+{
+    Config cfg = TINY;
+    cfg.route_k = 1;
+    fix_setup(f, name, &cfg, 0);
+    f->ts.routing_balance = 0.01;
+}
+
 void fix_free(Fix *f)
 {
     model_free(&f->m);

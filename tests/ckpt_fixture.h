@@ -42,6 +42,9 @@ void fix_init(Fix *f, const char *name);
 void fix_init_merges(Fix *f, const char *name);
 /* The same with head gates (Config.gates, training state head_gates 0.01). */
 void fix_init_gated(Fix *f, const char *name);
+/* The same routed to K = 1 of its 2 heads (Config.route_k; router.w (2, 4) and
+ * router.b (1, 2), the last 40 bytes of the parameters; routing_balance 0.01). */
+void fix_init_routed(Fix *f, const char *name);
 void fix_free(Fix *f);
 /* Saves f to path, with its training state or without (then 7 steps). */
 void fix_save(Fix *f, const char *path, int with_state);

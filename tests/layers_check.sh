@@ -68,12 +68,12 @@ done
 # weights or turns sums into head numbers; the programs call heads_measure and
 # read what it fills. Finding a relation's keys in tokens (heads_keys_*,
 # heads_rare_*, planted_keys*) is no measurement and stays allowed.
-sums='HeadSums|RelationSums|PairSums|CompromiseSums'
+sums='HeadSums|RelationSums|PairSums|CompromiseSums|RouteSums'
 passes='heads_add_[a-z_]+|heads_finish|heads_relation_finish|heads_loss|heads_gate_grad'
 passes+='|heads_jsd|heads_effective|heads_redundancy|heads_classify|heads_summarise|heads_att'
 passes+='|heads_repeat_targets|heads_delim_share|heads_probe_build|heads_probe_alphabet'
 passes+='|pairs_add[a-z_]*|pairs_finish|pairs_cost|compromise_add|compromise_finish'
-passes+='|compromise_sums_[a-z]+'
+passes+='|compromise_sums_[a-z]+|route_sums_[a-z]+|heads_route_finish'
 for f in app/*/*.[ch] train.c infer.c; do
     [ -e "$f" ] || continue
     while IFS=: read -r line text; do

@@ -95,7 +95,7 @@ typedef struct {
 
 /* The fixture a test damages: TINY (format 1) or TINY_MERGES (format 2), saved
  * without or with its training state. */
-typedef enum { PLAIN, PLAIN_STATE, MERGES, MERGES_STATE } Start;
+typedef enum { PLAIN, PLAIN_STATE, MERGES, MERGES_STATE, ROUTED_STATE } Start;
 #define START(merges, with_state) ((Start)(2 * !!(merges) + !!(with_state)))
 
 typedef struct {
@@ -108,9 +108,11 @@ static void damaged_init(Damaged *d, const char *name, Start start)
 {
     if (start == MERGES || start == MERGES_STATE)
         fix_init_merges(&d->f, name);
+    else if (start == ROUTED_STATE)
+        fix_init_routed(&d->f, name);
     else
         fix_init(&d->f, name);
-    fix_save(&d->f, d->f.path, start == PLAIN_STATE || start == MERGES_STATE);
+    fix_save(&d->f, d->f.path, start != PLAIN && start != MERGES);
     d->good = slurp(d->f.path, &d->n);
     d->b = malloc(d->n + 1);
     cr_assert_not_null(d->b);
@@ -279,7 +281,9 @@ static const Damage BAD_HEADERS[] = {
     {"0 merges in a version 2", TS, {HDR(1, 2)}},                 /* version 2, no merges */
     {"5 merges in a version 2", TS, {HDR(1, 2), HDR(10, 5)}},     /* version 2, all merges */
     {"version 0", TS, {HDR(1, 0)}},
-    {"unknown flags", TS, {HDR(7, 4)}},                           /* an unknown flag bit */
+    {"unknown flags", TS, {HDR(7, 8)}},                           /* an unknown flag bit */
+    {"header field 11 is 0 with the routing flag set", TS, {HDR(7, 4)}}, /* routing, no K */
+    {"header field 11 is 1 with the routing flag clear", TS, {HDR(11, 1)}}, /* K, no routing */
     {"implies", TS, {HDR(7, 2)}},                                 /* gates, but no gates */
     {"unknown flags", TS, {HDR(7, INT32_MIN)}},                   /* the sign bit */
     {"reserved", TS, {HDR(10, 1)}},
@@ -300,6 +304,21 @@ static const Damage BAD_HEADERS[] = {
 };
 
 Test(ckpt, bad_header_fields_are_refused) { REFUSE_EACH("ckpt-header", PLAIN, BAD_HEADERS); }
+
+/* A routed model (fix_init_routed): its router travels like every tensor, so a
+ * flipped byte of router.w or router.b breaks the checksum and a non-finite one
+ * behind a valid checksum is named; its header's K must be 1..H with the flag. */
+static const Damage BAD_ROUTER[] = {
+    {"checksum mismatch", TS, {{XOR, FROM_STATE, -40 + 1, 0x01}}},      /* router.w[0][0] */
+    {"checksum mismatch", TS, {{XOR, FROM_STATE, -4 + 2, 0x01}}},       /* router.b[0][1] */
+    {"router.w", TS | RESEAL, {{F32, FROM_STATE, -40 + 4 * 5, NAN}}},   /* router.w[1][1] */
+    {"router.b", TS | RESEAL, {{F32, FROM_STATE, -8, INFINITY}}},       /* router.b[0][0] */
+    {"header field 11 is 0 with the routing flag set", TS, {HDR(11, 0)}},
+    {"routed heads K must be in [0, 2], got 3", TS, {HDR(11, 3)}},
+    {"header field 11 is 1 with the routing flag clear", TS, {HDR(7, 1)}},
+};
+
+Test(ckpt, a_damaged_router_is_refused) { REFUSE_EACH("ckpt-router", ROUTED_STATE, BAD_ROUTER); }
 
 /* A header within every limit that claims ~0.8 G parameters on a 2 KB file:
  * refused from the file size before anything is allocated. Outside the

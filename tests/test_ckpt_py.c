@@ -108,12 +108,14 @@ static void compare_readers(Corpus *c, int *accepted)
     *accepted = ok;
 }
 
-/* One fixture saved (format 1 or 2, with or without state) and its damages. */
-static void add_damaged(Corpus *c, int merges, int with_state)
+/* One fixture saved (format 1 or 2, with or without state; routed) and its damages. */
+static void add_damaged(Corpus *c, int merges, int with_state, int routed)
 {
     Fix f;
     if (merges)
         fix_init_merges(&f, "ckpt-py-fix");
+    else if (routed)
+        fix_init_routed(&f, "ckpt-py-fix");
     else
         fix_init(&f, "ckpt-py-fix");
     fix_save(&f, f.path, with_state);
@@ -130,7 +132,7 @@ static void add_damaged(Corpus *c, int merges, int with_state)
     b[n] = 0;
     corpus_add(c, b, n + 1);                          /* a trailing byte */
     Rng rng;
-    rng_init(&rng, 31, (uint64_t)(2 * merges + with_state));
+    rng_init(&rng, 31, (uint64_t)(4 * routed + 2 * merges + with_state));
     for (int t = 0; t < 150; t++) {                   /* 1 to 3 bytes changed */
         memcpy(b, good, n);
         for (int k = 1 + (int)rng_below(&rng, 3); k > 0; k--)
@@ -139,7 +141,7 @@ static void add_damaged(Corpus *c, int merges, int with_state)
     }
     /* Every header int that means something, and reserved ones, at telling values. */
     static const int32_t values[] = {INT32_MIN, -1, 0, 1, 2, 3, 5, 8, 257, 32769, INT32_MAX};
-    static const int fields[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 100, 255};
+    static const int fields[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 100, 255};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
             memcpy(b, good, n);
@@ -274,7 +276,8 @@ Test(ckpt_py, both_readers_accept_and_refuse_the_same_files_with_the_same_messag
     corpus_init(&c, "ckpt-py");
     for (int merges = 0; merges < 2; merges++)
         for (int with_state = 0; with_state < 2; with_state++)
-            add_damaged(&c, merges, with_state);
+            add_damaged(&c, merges, with_state, 0);
+    add_damaged(&c, 0, 1, 1); /* a routed model: flag bit 2, K in header int 11, its router */
     /* Dimensions within every limit that claim up to 2^30 parameters in 2 KB, and
      * ones past the parameter limit. */
     int32_t huge[] = {2, 256, 3, 4096, 4, 64, 5, 16, 6, 1024, 9, 64, -1};

@@ -3,7 +3,8 @@
  * font or script), its embedded weights are the --explore-json weights rounded
  * to bytes, a text on standard input gives the same page as the same text in a
  * file, a sample can be explored, and flags that would do nothing are usage
- * errors. The browser side of the page is tested in tests/browser. Every model
+ * errors; and, on choices written by hand, a routed model's "routed" lists.
+ * The browser side of the page is tested in tests/browser. Every model
  * is tiny (one layer, C = 16, block 16), trained for a few steps. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "analysis/heads.h"
+#include "app/report/explore.h"
 #include "data/corpus.h"
 #include "data/synth.h"
 #include "tests/testutil.h"
@@ -478,4 +480,45 @@ Test(explore, a_piece_of_the_built_in_corpus_has_its_planted_keys, .timeout = 12
     free(j);
     free(rel);
     free(corpus);
+}
+
+/* A routed model's page data lists, per layer and token, the heads its router
+ * chose; a plain model's has no "routed" at all. */
+Test(explore, a_routed_models_choices_are_listed_per_token)
+{
+    enum { L = 2, H = 3, T = 3 };
+    Tokenizer tok;
+    unsigned char b[256];
+    for (int c = 0; c < 256; c++)
+        b[c] = (unsigned char)c;
+    cr_assert_eq(tok_build(&tok, b, 256, NULL, 0), 0);
+    int ids[T] = {'a', 'b', 'c'};
+    HeadStats st[L * H];
+    memset(st, 0, sizeof st);
+    unsigned char routed[L * T * H] = {0};
+    /* Layer 0: tokens choose heads {0, 2}, {1, 2}, {0, 1}; layer 1: head 1 always. */
+    const int pick[T][2] = {{0, 2}, {1, 2}, {0, 1}};
+    for (int t = 0; t < T; t++) {
+        routed[(size_t)t * H + pick[t][0]] = routed[(size_t)t * H + pick[t][1]] = 1;
+        routed[((size_t)T + t) * H + 1] = 1;
+    }
+    float att[L * H * T * T];
+    memset(att, 0, sizeof att);
+    Explore e = {.cfg = {.L = L, .H = H, .T = T}, .T = T, .ids = ids, .tok = &tok, .att = att,
+                 .st = st, .loss = NAN, .routed = routed};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    explore_write_json(f, &e);
+    fclose(f);
+    cr_assert_not_null(strstr(text, "\"routed\":[\n[[0,2],[1,2],[0,1]],\n[[1],[1],[1]]],\n"),
+                       "%s", text);
+    free(text);
+    e.routed = NULL;
+    f = open_memstream(&text, &len);
+    explore_write_json(f, &e);
+    fclose(f);
+    cr_assert_null(strstr(text, "routed"), "a plain model: %s", text);
+    free(text);
+    tok_free(&tok);
 }

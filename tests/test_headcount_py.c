@@ -91,6 +91,55 @@ Test(headcount_py, loss_equals_infer_eval_with_head_gates)
     }
 }
 
+/* A routed model (--head-routing 2 of 8 heads): the bridge reads router.w and
+ * router.b after lnf.b and routes each token as ./infer does (top 2, a tie to the
+ * lower head, weights renormalised over the chosen), alone and with a mask; the
+ * TransformerLens bridge refuses it in one line naming why, before importing
+ * TransformerLens. */
+Test(headcount_py, loss_equals_infer_eval_with_head_routing)
+{
+    need_torch();
+    TuModel e;
+    tu_model(&e, "bridge-route", 6000, 7, "--layers 2 --heads 8 --embd 16 --block 32 --batch 4 "
+             "--steps 40 --eval-iters 2 --lr 1e-2 --warmup 5 --head-routing 2");
+    const char *mask[2] = {"", "--mask 0.1,1.3"};
+    const char *on[2] = {"None", "torch.tensor([[1, 0, 1, 1, 1, 1, 1, 1], "
+                                 "[1, 1, 1, 0, 1, 1, 1, 1]])"};
+    for (int k = 0; k < 2; k++) {
+        char *a, *b;
+        int rc = tu_run(&a, "%s/infer --ckpt %s --eval %s -j 1 %s", tu_bin(), e.ckpt, e.data,
+                        mask[k]);
+        cr_assert_eq(rc, 0, "%s", a);
+        rc = tu_run(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount, "
+                    "torch; m = headcount.load('%s'); assert m.cfg.route_k == 2; "
+                    "print('eval loss %%.6f' %% headcount.evaluate(m, open('%s', 'rb').read(), "
+                    "head_on=%s)[0])\"", e.ckpt, e.data, on[k]);
+        cr_assert_eq(rc, 0, "%s", b);
+        cr_assert(fabs(loss_of(a) - loss_of(b)) < 2e-5, "%s: infer: %s\ntorch: %s", mask[k], a, b);
+        free(a);
+        free(b);
+    }
+    /* Without the router (every head, weight 1) the loss is another: routing is applied. */
+    char *b;
+    int rc = tu_run(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount; "
+                    "m = headcount.load('%s'); m.cfg.route_k = 0; "
+                    "print('eval loss %%.6f' %% "
+                    "headcount.evaluate(m, open('%s', 'rb').read())[0])\"",
+                    e.ckpt, e.data);
+    cr_assert_eq(rc, 0, "%s", b);
+    char *a;
+    rc = tu_run(&a, "%s/infer --ckpt %s --eval %s -j 1", tu_bin(), e.ckpt, e.data);
+    cr_assert(fabs(loss_of(a) - loss_of(b)) > 1e-3, "unrouted %s, routed %s", b, a);
+    free(a);
+    free(b);
+    rc = tu_run(&b, PY " -c \"import sys; sys.path.insert(0, 'scripts'); import headcount; "
+                "headcount.to_transformer_lens('%s')\"", e.ckpt);
+    cr_assert_neq(rc, 0);
+    cr_assert(strstr(b, "ValueError: a model routed to 2 of 8 heads per token (--head-routing) "
+                        "has no TransformerLens equivalent"), "%s", b);
+    free(b);
+}
+
 Test(headcount_py, hooked_attention_equals_infer_explore_json)
 {
     need_torch();

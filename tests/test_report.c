@@ -7,6 +7,7 @@
 
 #include "app/report/report.h"
 #include "app/report/report_files.h"
+#include "app/report/report_route.h"
 
 Test(report, every_relation_has_a_bar_between_0_and_1)
 {
@@ -169,4 +170,64 @@ Test(report, a_best_head_not_above_the_uniform_head_is_printed_none)
     cr_assert_str_eq(report_best_label(buf, &x, 2), "L1H1");
     x.rows = 0.0;
     cr_assert_str_eq(report_best_label(buf, &x, 2), "-");
+}
+
+/* A routed model's routing in summary.json and on the page, and nothing of it
+ * for a plain model. */
+Test(report, summary_json_holds_the_routing_only_for_a_routed_model)
+{
+    HeadStats st[4];
+    hand_set(st);
+    HeadsRelation rel[HEADS_REL_COUNT] = {{0}};
+    double jsd[16] = {0}, layer_eff[2] = {1, 1};
+    Tokenizer tok = {.V = 10};
+    HeadsRouting g;
+    cr_assert_eq(heads_routing_init(&g, 2, 2), 0);
+    HeadsReport r = {.cfg = {.L = 2, .H = 2}, .st = st, .jsd = jsd,
+                     .layer_effective = layer_eff, .rel = rel, .builtin = 1, .tok = &tok,
+                     .probe_rule = "test", .base_loss = 1.0, .routing = &g};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    report_summary_json(f, &r);
+    fclose(f);
+    cr_assert_null(strstr(text, "\"routing\""), "K = 0 is no routed model: %s", text);
+    free(text);
+    /* K = 1, every token on head 1 of each layer; previous-token's 5 rows too. */
+    g.K = 1;
+    g.tokens = 20;
+    g.served = 1;
+    g.share[1] = g.share[3] = 1.0;
+    g.weight[1] = g.weight[3] = 1.0;
+    for (int q = 0; q < HEADS_REL_COUNT; q++)
+        g.top[q] = g.serve_top[q] = -1;
+    g.rows[HEADS_REL_PREV] = 5;
+    g.rel_share[HEADS_REL_PREV * 4 + 1] = g.rel_share[HEADS_REL_PREV * 4 + 3] = 1.0;
+    g.top[HEADS_REL_PREV] = 1;
+    g.nserve[HEADS_REL_PREV] = 1;
+    g.serve_top[HEADS_REL_PREV] = 0;
+    f = open_memstream(&text, &len);
+    report_summary_json(f, &r);
+    fclose(f);
+    cr_assert_not_null(strstr(text, ",\"routing\":{\"k\":1,\"tokens\":20,\"serving_measured\":"
+                                    "true,\"heads\":{\"L0H0\":{\"share\":0,\"weight\":0},"
+                                    "\"L0H1\":{\"share\":1,\"weight\":1},"),
+                       "%s", text);
+    cr_assert_not_null(strstr(text, "\"previous-token\":{\"rows\":5,\"top\":\"L0H1\","
+                                    "\"top_serves\":false,\"serving_heads\":1,\"serving_top\":"
+                                    "\"L0H0\",\"shares\":{\"L0H0\":0,\"L0H1\":1,\"L1H0\":0,"
+                                    "\"L1H1\":1}}"),
+                       "%s", text);
+    cr_assert_not_null(strstr(text, "\"bracket\":{\"rows\":0,\"top\":null,\"top_serves\":null,"),
+                       "%s", text);
+    free(text);
+    /* The page: a row per relation, the serving head's cell in bold. */
+    f = open_memstream(&text, &len);
+    report_routing_html(f, &r);
+    fclose(f);
+    cr_assert_not_null(strstr(text, "<tr><td>previous-token</td><td>5</td>"), "%s", text);
+    cr_assert_not_null(strstr(text, "<b>0.00</b>"), "L0H0 serves previous-token: %s", text);
+    cr_assert_not_null(strstr(text, "<td>L0H1</td><td>no</td>"), "%s", text);
+    free(text);
+    heads_routing_free(&g);
 }

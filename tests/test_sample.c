@@ -49,7 +49,7 @@ static void random_ids(int *ids, int n, int V, uint64_t seed)
  * the number of rows, so today the difference is 0; 1e-5 of the row's largest
  * logit leaves room for kernels that sum in a different order for N = 1 than
  * for N = T (a few float ulps of O(1) values accumulated over a few layers). */
-static void check_cached_logits_in(Config cfg, const unsigned char *head_on, Precision p)
+static double check_cached_logits_in(Config cfg, const unsigned char *head_on, Precision p)
 {
     char err[256];
     Model m;
@@ -84,6 +84,7 @@ static void check_cached_logits_in(Config cfg, const unsigned char *head_on, Pre
     acts_free(&a);
     free(ids);
     model_free(&m);
+    return worst;
 }
 
 static void check_cached_logits(Config cfg, const unsigned char *head_on)
@@ -107,6 +108,26 @@ Test(sample, cached_logits_equal_full_forward_with_head_gates)
 {
     check_cached_logits((Config){.V = 23, .T = 37, .L = 2, .H = 4, .C = 32, .D = 8, .gates = 1},
                         NULL);
+}
+
+/* A routed model (model/route.h): the cached step runs the router on the token's
+ * ln1 output and weights its heads as the full forward does (top K, a tie to the
+ * lower head, the softmax over the chosen), so the logits are the same bits, with
+ * K = 1, 2 and H, beside silenced heads and beside gates. */
+Test(sample, cached_logits_equal_full_forward_with_head_routing)
+{
+    unsigned char on[16] = {1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1}; /* L = 2, H = 8 */
+    Config cfg = {.V = 23, .T = 37, .L = 2, .H = 8, .C = 32, .D = 4, .route_k = 2};
+    cr_assert_eq(check_cached_logits_in(cfg, NULL, PRECISION_FP32), 0.0);
+    cr_assert_eq(check_cached_logits_in(cfg, on, PRECISION_FP32), 0.0);
+    cfg.route_k = 1;
+    cr_assert_eq(check_cached_logits_in(cfg, NULL, PRECISION_FP32), 0.0);
+    cfg.route_k = 8;
+    cfg.gates = 1;
+    cr_assert_eq(check_cached_logits_in(cfg, NULL, PRECISION_FP32), 0.0);
+    cr_assert_eq(check_cached_logits_in((Config){.V = 9, .T = 19, .L = 3, .H = 3, .C = 24,
+                                                 .D = 5, .route_k = 2},
+                                        NULL, PRECISION_BF16), 0.0);
 }
 
 Test(sample, cached_logits_equal_full_forward_in_bf16)

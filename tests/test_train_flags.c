@@ -124,6 +124,7 @@ static const Flag *row_of_key(const char *key)
  * the header's dimensions, and what train_options_resume works out (the data
  * file, the corpus, the micro-batches a step, the checkpoint to continue into). */
 static const char *const NOT_IN_SLOTS[] = {"layers", "heads", "embd", "head_size", "block",
+                                           "head_routing",
                                            "data", "corpus", "accum", "out", NULL};
 
 Test(train_flags, every_stored_setting_has_a_row_with_its_range_and_a_resume_rule)
@@ -199,7 +200,7 @@ static void nudge(Options *o, const Flag *f)
 #define STORED_FIELDS(X)                                                                       \
     X(save_every) X(allow_binary) X(vocab) X(batch) X(steps) X(lr) X(min_lr) X(warmup) X(wd) \
     X(pos_decay) X(beta1) X(beta2) X(eps) X(clip) X(dropout) X(head_dropout) X(head_gates)     \
-    X(precision) X(seed) X(val_frac) X(eval_every) X(eval_iters)
+    X(routing_balance) X(precision) X(seed) X(val_frac) X(eval_every) X(eval_iters)
 
 Test(train_flags, every_stored_setting_survives_a_save_and_a_load)
 {

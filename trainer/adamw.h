@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "kernels/bf16_weight.h"
 #include "model/params.h"
 
 typedef struct {
@@ -28,5 +29,13 @@ double grad_clip(float *g, size_t n, float clip);
 /* One update at 1-based step t with learning rate lr. */
 void adamw_update(float *params, const float *grads, float *m, float *v, const ParamTable *table,
                   const AdamW *opt, float lr, long t);
+
+/* The same, also writing the bf16 copies of the tensors copies->w[k] copies
+ * (kernels/bf16_weight.h; copies NULL: none) from their updated rows, row by row in
+ * the update's own pass (--precision bf16: the layers then read them instead of
+ * rounding the weights at every call). The parameters' bits are adamw_update's. */
+void adamw_update_bf16(float *params, const float *grads, float *m, float *v,
+                       const ParamTable *table, const AdamW *opt, float lr, long t,
+                       Bf16WeightSet *copies);
 
 #endif

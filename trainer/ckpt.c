@@ -50,6 +50,7 @@
     REAL(4, dropout, 0, LIMIT_DROPOUT_MAX)                                                \
     REAL(10, head_dropout, 0, LIMIT_DROPOUT_MAX)                                          \
     REAL(11, head_gates, 0, LIMIT_HEAD_GATES_MAX)                                         \
+    REAL(12, routing_balance, 0, LIMIT_ROUTE_BALANCE_MAX)                                   \
     INT(15, precision, 0, PRECISION_COUNT - 1)                                            \
     SEED(7, seed)                                                                         \
     REAL(5, val_frac, 0, LIMIT_VAL_FRAC_MAX)                                              \
@@ -80,6 +81,8 @@ enum { STATE_DOUBLE_SLOTS(SLOT_ENUM) };
 #define MERGE_BYTES 4   /* uint16 left, uint16 right */
 /* Header int 10: the number of merges (format 2; 0 in format 1). */
 #define HDR_MERGES 10
+/* Header int 11: K, the heads each token is routed to, with CKPT_FLAG_ROUTE (else 0). */
+#define HDR_ROUTE_K 11
 
 /* The model layer keeps its own copy of the vocabulary limit and of the token
  * id type (model/ cannot include data/): they must be data/bpe.h's. */
@@ -237,8 +240,10 @@ static int write_all(FILE *fp, const Model *m, const Tokenizer *tok, long steps_
     hdr[0] = CKPT_MAGIC; hdr[1] = tok->nmerges ? CKPT_VERSION_MERGES : CKPT_VERSION;
     hdr[2] = m->cfg.V; hdr[3] = m->cfg.T; hdr[4] = m->cfg.L; hdr[5] = m->cfg.H;
     hdr[6] = m->cfg.C;
-    hdr[7] = (ts ? CKPT_FLAG_TRAIN_STATE : 0) | (m->cfg.gates ? CKPT_FLAG_GATES : 0);
+    hdr[7] = (ts ? CKPT_FLAG_TRAIN_STATE : 0) | (m->cfg.gates ? CKPT_FLAG_GATES : 0) |
+             (m->cfg.route_k ? CKPT_FLAG_ROUTE : 0);
     hdr[8] = (int32_t)steps_trained; hdr[9] = m->cfg.D; hdr[HDR_MERGES] = tok->nmerges;
+    hdr[HDR_ROUTE_K] = m->cfg.route_k;
     unsigned char vocab[VOCAB_BYTES] = {0};
     memcpy(vocab, tok->bytes, (size_t)tok->nbytes);
     Writer w = {fp, HASH_FNV_INIT, 0};
@@ -481,16 +486,21 @@ static int check_header(const int32_t *h, const char *path, Config *cfg, char *e
     if (h[1] != CKPT_VERSION && h[1] != CKPT_VERSION_MERGES)
         return err_set(err, errlen, "%s: checkpoint version %d, this build reads versions %d "
                        "and %d", path, h[1], CKPT_VERSION, CKPT_VERSION_MERGES);
-    if (h[7] & ~(CKPT_FLAG_TRAIN_STATE | CKPT_FLAG_GATES))
+    if (h[7] & ~(CKPT_FLAG_TRAIN_STATE | CKPT_FLAG_GATES | CKPT_FLAG_ROUTE))
         return err_set(err, errlen, "%s: unknown flags 0x%x in the header", path, (unsigned)h[7]);
     if (h[8] < 0)
         return err_set(err, errlen, "%s: negative step count %d in the header", path, h[8]);
-    for (int i = HDR_MERGES + 1; i < CKPT_HEADER_INTS; i++)
+    int routed = (h[7] & CKPT_FLAG_ROUTE) != 0;
+    if (routed ? h[HDR_ROUTE_K] < 1 : h[HDR_ROUTE_K] != 0)
+        return err_set(err, errlen, "%s: header field %d is %d with the routing flag %s, "
+                       "expected %s", path, HDR_ROUTE_K, h[HDR_ROUTE_K], routed ? "set" : "clear",
+                       routed ? "K >= 1" : "0");
+    for (int i = HDR_ROUTE_K + 1; i < CKPT_HEADER_INTS; i++)
         if (h[i] != 0)
             return err_set(err, errlen, "%s: header field %d is %d, expected 0 (reserved)",
                            path, i, h[i]);
     *cfg = (Config){.V = h[2], .T = h[3], .L = h[4], .H = h[5], .C = h[6], .D = h[9],
-                    .gates = (h[7] & CKPT_FLAG_GATES) != 0};
+                    .gates = (h[7] & CKPT_FLAG_GATES) != 0, .route_k = h[HDR_ROUTE_K]};
     char why[200];
     if (config_validate(cfg, why, sizeof why))
         return err_set(err, errlen, "%s: bad dimensions in the header: %s", path, why);

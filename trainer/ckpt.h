@@ -27,6 +27,8 @@
 #define CKPT_HEADER_INTS 256
 #define CKPT_FLAG_TRAIN_STATE 1
 #define CKPT_FLAG_GATES 2        /* the model has head gates: gates.log_alpha follows lnf.b */
+#define CKPT_FLAG_ROUTE 4        /* the model routes tokens to K heads (header int 11):
+                                    router.w and router.b come last among the tensors */
 #define CKPT_PATH_MAX 512
 
 /* Everything an exact resume needs besides the parameters: the settings a
@@ -38,6 +40,7 @@ typedef struct TrainState TrainState;
 struct TrainState {
     long save_every, vocab, batch, steps, warmup, eval_every, eval_iters;
     double lr, min_lr, wd, beta1, beta2, eps, clip, dropout, head_dropout, head_gates;
+    double routing_balance; /* 0 in a model without routing */
     double val_frac;
     int allow_binary, pos_decay, precision; /* switches and a Precision */
     uint64_t seed;

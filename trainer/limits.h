@@ -21,6 +21,7 @@
 #define LIMIT_EPS_MIN 1e-30             /* --eps, up to 1 */
 #define LIMIT_ACCUM_MAX 4096L           /* micro-batches per step (--accum times ranks) */
 #define LIMIT_HEAD_GATES_MAX 100.0      /* --head-gates */
+#define LIMIT_ROUTE_BALANCE_MAX 100.0   /* --routing-balance */
 #define LIMIT_POS_STD_MAX 10.0          /* --pos-std (a fresh run's init; not stored) */
 
 #endif

@@ -58,6 +58,8 @@ int trainer_prepare(Trainer *t, const TrainHyper *hp, int B, char *err, size_t e
 
 void trainer_free(Trainer *t)
 {
+    t->model.bf16_copies = NULL;
+    bf16_weights_free(&t->bf16);
     acts_free(&t->acts);
     bigbuf_free(t->adam_m);
     bigbuf_free(t->adam_v);
@@ -66,14 +68,56 @@ void trainer_free(Trainer *t)
     model_free(&t->model);
 }
 
+/* Whether tensor kind k is the weight of a bf16 product (model/gpt.c). */
+static int bf16_product_weight(ParamKind k)
+{
+    return k == P_WTE || k == P_QKVW || k == P_PROJW || k == P_FCW || k == P_FCPROJW;
+}
+
+/* Makes the bf16 copies the model's products read (a pass of their own, once), where
+ * the precision is bf16 and they are missing or of another kind than the model's
+ * path reads; frees them in fp32. Without memory for them the layers round the weights
+ * themselves, to the same bits. */
+static void bf16_copies_sync(Trainer *t)
+{
+    Model *m = &t->model;
+    Bf16CopyKind kind = bf16_copy_kind(m->bf16_path);
+    if (m->precision == PRECISION_BF16 && t->bf16.w && t->bf16.kind == kind) {
+        m->bf16_copies = &t->bf16;
+        return;
+    }
+    m->bf16_copies = NULL;
+    bf16_weights_free(&t->bf16);
+    if (m->precision != PRECISION_BF16)
+        return;
+    const ParamTable *pt = &m->table;
+    t->bf16.w = calloc((size_t)pt->n, sizeof *t->bf16.w);
+    if (!t->bf16.w)
+        return;
+    t->bf16.n = pt->n, t->bf16.kind = kind;
+    for (int k = 0; k < pt->n; k++) {
+        const ParamSpec *s = &pt->spec[k];
+        if (!bf16_product_weight(s->kind))
+            continue;
+        if (bf16_weight_init(&t->bf16.w[k], m->params + s->offset, s->rows, s->cols, kind)) {
+            bf16_weights_free(&t->bf16);
+            return;
+        }
+        bf16_weight_write(&t->bf16.w[k]);
+    }
+    m->bf16_copies = &t->bf16;
+}
+
 double trainer_micro(Trainer *t, const int *inputs, const int *targets, long i)
 {
+    bf16_copies_sync(t);
     int B = t->B, T = t->model.cfg.T;
     uint64_t n = (uint64_t)t->step * (uint64_t)t->hp.micro + (uint64_t)i;
     PassOptions po = {.dropout = t->hp.dropout,
                       .dropout_key = rng_hash(t->hp.seed, RNG_STREAM_DROPOUT, n),
                       .head_dropout = t->hp.head_dropout,
-                      .gate_noise = 1};
+                      .gate_noise = 1,
+                      .route_balance = t->hp.route_balance};
     double loss = gpt_forward(&t->model, &t->acts, inputs, targets, B, T, &po);
     grads_zero(&t->grads);
     gpt_backward(&t->model, &t->grads, &t->acts, inputs, targets, B, T, &po);
@@ -98,8 +142,8 @@ int trainer_update(Trainer *t, float *grad, double loss, TrainStep *s)
         *s = (TrainStep){.loss = loss, .gate_penalty = penalty, .norm = norm, .lr = lr};
     if (!isfinite(loss) || !isfinite(norm))
         return -1;
-    adamw_update(t->model.params, grad, t->adam_m, t->adam_v, &t->model.table, &hp->adam, lr,
-                 t->step + 1);
+    adamw_update_bf16(t->model.params, grad, t->adam_m, t->adam_v, &t->model.table, &hp->adam,
+                      lr, t->step + 1, t->model.bf16_copies ? &t->bf16 : NULL);
     t->step++;
     return 0;
 }

@@ -30,6 +30,7 @@
 typedef struct TrainHyper {
     long steps, warmup;
     float lr, min_lr, clip, dropout, head_dropout, head_gates;
+    float route_balance; /* the routers' balance loss coefficient (0 without routing) */
     uint64_t seed;
     long micro;         /* micro-batches per step in all (accumulation x ranks), >= 1 */
     AdamW adam;         /* the optimizer's settings: beta1, beta2, eps, weight decay */
@@ -44,6 +45,10 @@ typedef struct {
     int B;
     long step;              /* steps completed; the next update is AdamW's step + 1 */
     BatchSampler batches;   /* where the next batch is drawn (data/batch.h) */
+    Bf16WeightSet bf16;     /* --precision bf16: the weight matrices' bf16 copies
+                             * (model.bf16_copies), made by the first trainer_micro and
+                             * rewritten by every update; code that writes the parameters
+                             * in between frees them (bf16_weights_free) */
 } Trainer;
 
 /* What one update saw: the mean loss (the model's cross-entropy), the head

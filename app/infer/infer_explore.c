@@ -16,6 +16,7 @@
 #include "app/report/explore.h"
 #include "app/common/fileguard.h"
 #include "app/infer/infer_modes.h"
+#include "app/infer/infer_gold.h"
 #include "analysis/planted.h"
 #include "app/infer/rare_counts.h"
 #include "analysis/heads_measure.h"
@@ -184,7 +185,7 @@ static void explore_model_init(ExploreModel *x, const InferOptions *o, const cha
     int Tl = nids - 1 < (size_t)T ? (int)(nids - 1) : T;
     HeadsMeasureIn hm = {
         .what = HEADS_ROWS | HEADS_PROBE | HEADS_WINDOW_RELATIONS |
-                (nids >= 2 ? HEADS_IMPORTANCE | HEADS_CAUSAL : 0) | HEADS_DERIVE,
+                (nids >= 2 ? HEADS_IMPORTANCE | HEADS_CAUSAL : 0) | HEADS_DERIVE | HEADS_ROUTING,
         .m = m, .tok = tok, .head_on = o->head_on, .w = &x->w, .probe_batch = 1,
         .ids = shown, .nids = nids, .at = base, .text_T = Tl, .causal_windows = 1,
         .loss_text = 1, .unmeasured_nan = 1, .planted = &x->rk.planted,
@@ -204,6 +205,7 @@ static void explore_model_init(ExploreModel *x, const InferOptions *o, const cha
     for (int q = 0; q < HEADS_REL_COUNT; q++)
         x->hm.rel[q].loss = e->causal ? x->hm.base.rel_loss[q] : NAN;
     e->rel = x->hm.rel;
+    e->routed = x->hm.route.K > 0 ? x->hm.route_text : NULL;
     if (e->scored_rows < 32)
         fprintf(stderr, "infer: note: %sthe head scores rest on %d query row(s) of this text; "
                 "they are rough below a few dozen (the probe scores are not affected)\n", who,
@@ -271,5 +273,22 @@ int infer_compare(const InferOptions *o, const Model *m, const Tokenizer *tok,
     for (int k = 0; k < n; k++)
         explore_model_free(&x[k]);
     free(x);
+    return 0;
+}
+
+int infer_explore_tree(const InferOptions *o, const Model *m, const Tokenizer *tok)
+{
+    GoldTree g;
+    gold_tree_read(&g, o->text_file, o->sentence, tok, m->cfg.T);
+    char source[4200];
+    snprintf(source, sizeof source, "%s, sentence %ld", o->text_file, o->sentence);
+    ExploreModel x;
+    explore_model_init(&x, o, o->ckpt.path[0], m, tok, g.bytes, g.nbytes, source, 0, "");
+    gold_tree_attach(&g, &x.e);
+    write_outputs(o, &x.e);
+    fprintf(stderr, "infer: explorer for %s (%d token(s), %zu gold dependencies) written to %s\n",
+            source, x.e.T, g.g.npair, o->explore);
+    explore_model_free(&x);
+    gold_tree_free(&g);
     return 0;
 }

@@ -491,6 +491,7 @@ static HeadsReport fill_report(const InferOptions *o, const HeadsInputs *in,
         .pairs_skipped = in->planted.pairs_skipped,
         .compromise = &ms->compromise,
         .log_alpha = in->m->w.log_alpha,
+        .routing = &ms->route,
     };
 }
 
@@ -609,7 +610,7 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
     HeadsMeasureIn hm = {
         .what = HEADS_ROWS | HEADS_PROBE | HEADS_RELATIONS | HEADS_IMPORTANCE | HEADS_GATE_GRAD |
                 (o->mean_ablate ? HEADS_MEAN_ABLATE : 0) | HEADS_CAUSAL | HEADS_NEEDED |
-                HEADS_DERIVE | (o->prune_curve ? HEADS_PRUNE : 0),
+                HEADS_DERIVE | (o->prune_curve ? HEADS_PRUNE : 0) | HEADS_ROUTING,
         .m = m, .tok = tok, .head_on = o->head_on, .w = &in.w,
         .ids = ids, .nids = nids, .text_T = in.T, .rel_windows = in.rel_windows,
         .causal_windows = in.causal_windows, .planted = &in.planted, .counts = in.counts,
@@ -624,6 +625,7 @@ int infer_heads(const InferOptions *o, const Model *m, const Tokenizer *tok)
         print_table(&in, &ms);
         print_relations(&in, &ms);
         print_compromise(&in, &ms);
+        infer_route_print(&ms.route, planted_known(&in.planted));
         infer_deps_print(&deps, o->heads, in.H);
     }
     if (o->prune_curve && !o->json)

@@ -13,6 +13,7 @@
 
 #include "app/common/flags.h"
 #include "analysis/deps.h"
+#include "analysis/heads_route.h"
 #include "data/conllu.h"
 #include "data/corpus.h"
 #include "kernels/bf16.h"
@@ -113,6 +114,11 @@ typedef enum {
     X(TEXT_FILE, text_file, const char *, .flag = "text-file", .type = FLAG_PATH,              \
       .meta = "FILE", .modes = MODE_EXPLORE, .section = FSEC_EXPLORER,                         \
       .help = "read it from FILE ('-': standard input)")                                       \
+    X(SENTENCE, sentence, long, .flag = "sentence", .type = FLAG_LONG, .def = 1, .lo = 1,      \
+      .hi = 100000000, .show_def = 1, .meta = "N", .modes = MODE_EXPLORE,                      \
+      .section = FSEC_EXPLORER,                                                                \
+      .help = "with a CoNLL-U --text-file (.conllu): its sentence to explore,\n"                \
+              "1 the first; its gold dependencies are marked (docs/explorer.md)")              \
     X(EXPLORE_JSON, explore_json, const char *, .flag = "explore-json", .type = FLAG_PATH,     \
       .meta = "F", .modes = MODE_EXPLORE, .section = FSEC_EXPLORER,                            \
       .help = "also write the attention weights at full precision")                            \
@@ -187,6 +193,9 @@ typedef struct {
 void infer_deps_measure(DepsRun *run, const InferOptions *o, const Model *m, const Tokenizer *tok);
 void infer_deps_print(const DepsRun *run, const char *path, int H);
 void infer_deps_free(DepsRun *run);
+/* --heads' routing section for a routed model (infer_route.c); nothing when
+ * g->K is 0. planted: the planted relations were measured. */
+void infer_route_print(const HeadsRouting *g, int planted);
 /* The --heads tables' columns, one line each (name, legend), after indent: what
  * --help lists; each table prints its own under it. */
 void infer_heads_legend(FILE *f, const char *indent);
@@ -194,6 +203,10 @@ void infer_heads_legend(FILE *f, const char *indent);
  * of it, or the last when from_end (a sample). source names the text. */
 int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
                   const unsigned char *bytes, size_t nbytes, const char *source, int from_end);
+/* The explorer page of one sentence of the CoNLL-U file o->text_file (the
+ * o->sentence'th) with its gold dependencies marked (infer_explore.c,
+ * infer_gold.c); a bad tree or a sentence over the context fails (exit 1). */
+int infer_explore_tree(const InferOptions *o, const Model *m, const Tokenizer *tok);
 /* The compare page: the first block of the text through each of the o->ckpt.n
  * models m[k] (tokenised by tok[k], trained as state[k] says, NULL for none). */
 int infer_compare(const InferOptions *o, const Model *m, const Tokenizer *tok,

@@ -12,6 +12,7 @@
 
 #include "app/common/cli.h"
 #include "app/infer/infer_sweep.h"
+#include "data/conllu.h"
 
 static const Flag ROWS[] = {
 #define INFER_ROW(ID, field, ctype, ...) {.at = offsetof(InferOptions, field), __VA_ARGS__},
@@ -63,6 +64,13 @@ static void check_flag_pairs(const InferOptions *o)
     if (o->ckpt.n > 1 && (o->explore_json || o->mask))
         cli_usage_error("--%s works on one model; give a single --ckpt with it",
                         o->explore_json ? "explore-json" : "mask");
+    int tree = o->text_file && conllu_is_path(o->text_file);
+    if (o->sentence != 1 && !tree)
+        cli_usage_error("--sentence %ld picks a sentence of a CoNLL-U --text-file (.conllu); "
+                        "give one", o->sentence);
+    if (tree && o->ckpt.n > 1)
+        cli_usage_error("--text-file %s: the gold dependencies are shown for one model; give a "
+                        "single --ckpt with a .conllu file", o->text_file);
     if ((o->text || o->text_file) && (o->prompt || o->prompt_file))
         cli_usage_error("--%s explores a given text, so a prompt would not be used; give "
                         "--explore with a prompt alone to explore a sample",

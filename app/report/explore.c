@@ -10,6 +10,7 @@
 #include "app/common/cli.h"
 #include "app/report/report.h"
 #include "app/report/report_files.h"
+#include "analysis/deps.h"
 #include "model/gates.h"
 #include "util/errbuf.h"
 #include "util/json.h"
@@ -289,6 +290,54 @@ static void write_clearest_and_sentences(FILE *f, const Explore *e)
     fputs("],\n", f);
 }
 
+/* "gold": the treebank sentence's dependencies (explore.h, ExploreGold;
+ * docs/explorer.md, "Gold dependencies"), followed by a comma; nothing when
+ * the text is not a treebank's. */
+static void write_gold(FILE *f, const Explore *e)
+{
+    const ExploreGold *g = e->gold;
+    if (!g)
+        return;
+    int n = e->cfg.L * e->cfg.H;
+    char id[32];
+    fputs("\"gold\":{\"file\":", f);
+    json_fput_string(f, g->file);
+    fprintf(f, ",\"sentence\":%zu,\"line\":%u,\"words\":%zu,\"roots\":%zu,\"no_token\":%zu,"
+            "\n\"pairs\":[", g->sentence, g->line, g->words, g->roots, g->no_token);
+    for (size_t p = 0; p < g->npair; p++) {
+        const ExploreGoldPair *x = &g->pair[p];
+        fputs(p ? ",\n{\"relation\":" : "\n{\"relation\":", f);
+        json_fput_string(f, x->label);
+        fprintf(f, ",\"direction\":\"%s\",\"dependent\":", deps_dir_names[x->dir]);
+        json_fput_string(f, x->dependent);
+        fputs(",\"head\":", f);
+        json_fput_string(f, x->head);
+        head_id(id, x->best, e->cfg.H);
+        fprintf(f, ",\"dependent_id\":%u,\"head_id\":%u,\"query\":%d,\"key\":[%d,%d],"
+                "\"best_head\":\"%s\",\"attention\":[", x->dependent_id, x->head_id, x->query,
+                x->key0, x->key1, id);
+        for (int k = 0; k < n; k++) {
+            fputs(k ? "," : "", f);
+            report_jnum(f, x->attn[k]);
+        }
+        fputs("]}", f);
+    }
+    fputs("],\n\"relations\":[", f);
+    for (size_t r = 0; r < g->nrel; r++) {
+        const ExploreGoldRelation *x = &g->rel[r];
+        fputs(r ? ",\n{\"relation\":" : "\n{\"relation\":", f);
+        json_fput_string(f, x->label);
+        head_id(id, x->best, e->cfg.H);
+        fprintf(f, ",\"direction\":\"%s\",\"pairs\":%zu,\"best_head\":\"%s\",\"attention\":",
+                deps_dir_names[x->dir], x->pairs, id);
+        report_jnum(f, x->attention);
+        fputs(",\"uniform\":", f);
+        report_jnum(f, x->uniform);
+        fputc('}', f);
+    }
+    fputs("]},\n", f);
+}
+
 /* The documents' own example sentences: the page's menu (docs/explorer.md).
  * The first two in a row are the text where "The" names the cat again, with a
  * determiner relation to serve ("The → cat"); "The cat sat slowly down." is
@@ -304,6 +353,31 @@ static const char *const EXAMPLES[] = {
 };
 
 /* The DATA object: settings, tokens, quantised attention, head scores. */
+/* A routed model's choices: "routed":[L][T][the heads token t's router chose],
+ * with a newline; nothing for a plain model. */
+static void write_routed(FILE *f, const Explore *e)
+{
+    if (!e->routed)
+        return;
+    int L = e->cfg.L, H = e->cfg.H, T = e->T;
+    fputs("\"routed\":[", f);
+    for (int l = 0; l < L; l++) {
+        fputs(l ? ",\n[" : "\n[", f);
+        for (int t = 0; t < T; t++) {
+            fputs(t ? ",[" : "[", f);
+            const char *sep = "";
+            for (int h = 0; h < H; h++)
+                if (e->routed[((size_t)l * T + t) * H + h]) {
+                    fprintf(f, "%s%d", sep, h);
+                    sep = ",";
+                }
+            fputc(']', f);
+        }
+        fputc(']', f);
+    }
+    fputs("],\n", f);
+}
+
 static void write_data(FILE *f, const Explore *e)
 {
     int L = e->cfg.L, H = e->cfg.H, T = e->T;
@@ -336,12 +410,14 @@ static void write_data(FILE *f, const Explore *e)
     write_relation_keys(f, e);
     write_relations(f, e);
     write_clearest_and_sentences(f, e);
+    write_gold(f, e);
     fputs("\"examples\":[", f);
     for (size_t k = 0; k < sizeof EXAMPLES / sizeof EXAMPLES[0]; k++) {
         fputs(k ? "," : "", f);
         json_fput_string(f, EXAMPLES[k]);
     }
     fputs("],\n", f);
+    write_routed(f, e);
     write_heads(f, e);
     fputs("}", f);
 }
@@ -355,6 +431,10 @@ int explore_write_html(FILE *f, const Explore *e, char *err, size_t errlen)
     fputs("const DATA = ", f);
     write_data(f, e);
     fputs(";", f);
+    if (e->gold) {
+        fputc('\n', f);
+        fputs(explore_gold, f);
+    }
     fputs(mark + strlen(DATA_MARKER), f);
     return 0;
 }
@@ -389,6 +469,8 @@ void explore_write_json(FILE *f, const Explore *e)
     write_relation_keys(f, e);
     write_relations(f, e);
     write_clearest_and_sentences(f, e);
+    write_gold(f, e);
+    write_routed(f, e);
     write_heads(f, e);
     fputs(",\n\"attention\":[", f);
     for (int l = 0; l < L; l++) {

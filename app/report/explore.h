@@ -22,6 +22,42 @@
 #include "analysis/pairs.h"
 #include "analysis/planted.h"
 
+/* One gold dependency of a treebank sentence on the window (analysis/deps.h):
+ * the later word (query) looks back at the earlier one (key). */
+typedef struct {
+    const char *label;            /* its DEPREL */
+    int dir;                      /* DepsDir: DEPS_TO_HEAD or DEPS_TO_DEP */
+    const char *dependent, *head; /* the two words' text */
+    unsigned dependent_id, head_id; /* their CoNLL-U IDs */
+    int query;                    /* the query row: the later word's last token */
+    int key0, key1;               /* the earlier word's tokens [key0, key1] */
+    const float *attn;            /* [L*H] each head's attention on the key word */
+    int best;                     /* the head of most attention on it (ties: the lower) */
+} ExploreGoldPair;
+
+/* A relation (label and direction) of the sentence: its pairs' mean attention. */
+typedef struct {
+    const char *label;
+    int dir;
+    size_t pairs;
+    int best;                     /* the head of highest mean attention (ties: the lower) */
+    double attention;             /* its mean attention on the key word */
+    double uniform;               /* a uniform head's mean (key tokens / row length) */
+} ExploreGoldRelation;
+
+/* The gold tree of the sentence shown (--text-file FILE.conllu): the window is
+ * that sentence's, as --heads windows it. */
+typedef struct {
+    const char *file;
+    size_t sentence;              /* 1-based */
+    unsigned line;                /* its first line in the file */
+    size_t words, roots, no_token; /* words; roots (no pair); pairs with a word of no token */
+    const ExploreGoldPair *pair;
+    size_t npair;
+    const ExploreGoldRelation *rel;
+    size_t nrel;
+} ExploreGold;
+
 typedef struct {
     const char *ckpt;             /* names shown on the page */
     const char *source;           /* where the text came from: a file, "--text", ... */
@@ -60,11 +96,20 @@ typedef struct {
     int builtin;
     const float *log_alpha;       /* [L*H]: the head gates' log_alpha (model/gates.h), whose
                                      evaluation gate each head carries; NULL without gates */
+    const ExploreGold *gold;      /* the sentence's gold dependencies; NULL: not a treebank */
+    const unsigned char *routed;  /* [L][T][H]: a routed model's choices, 1 where token t's
+                                     router chose head h; NULL for a plain model (written
+                                     as "routed" only when set) */
 } Explore;
 
 /* The page (explore_page.html), split at its data marker: prefix, then the
  * DATA object, then the rest. Defined in the generated explore_page.c. */
 extern const char explore_page[];
+
+/* The gold-dependency view (explore_gold.js), written after the DATA object
+ * only when Explore.gold is set, so that other pages stay as they were.
+ * Defined in the generated explore_gold.c. */
+extern const char explore_gold[];
 
 /* Writes the page to f (the caller checks the writes and commits the file);
  * -1 only when the built-in page is broken. */
@@ -84,9 +129,10 @@ int explore_write_compare(FILE *f, const Explore *const *es, int n, char *err, s
 #define EXPLORE_LABEL_MAX 1024
 
 /* Writes {L, H, T, "tokens", "ids", "pieces", "heads", "builtin_corpus",
- * "relation_keys", "attention":[L][H][T][i+1] floats} (docs/explorer.md) to f: tokens[t] is token t's byte for a byte-level
- * vocabulary, the array of its bytes for a byte-pair one; pieces[t] its label
- * (tok_label). */
+ * "relation_keys", a routed model's "routed", "attention":[L][H][T][i+1] floats},
+ * and "gold" on a treebank sentence (docs/explorer.md) to f: tokens[t] is token
+ * t's byte for a byte-level vocabulary, the array of its bytes for a byte-pair
+ * one; pieces[t] its label (tok_label). */
 void explore_write_json(FILE *f, const Explore *e);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "app/report/report_files.h"
+#include "app/report/report_route.h"
 #include "model/gates.h"
 #include "util/json.h"
 
@@ -430,6 +431,7 @@ void report_summary_json(FILE *f, const HeadsReport *r)
         write_prune_json(f, r);
     if (r->deps)
         write_deps_json(f, r->deps, r->cfg.H);
+    report_routing_json(f, r);
     fprintf(f, "}\n");
 }
 

@@ -21,6 +21,7 @@
 #include "analysis/compromise.h"
 #include "analysis/deps.h"
 #include "analysis/heads.h"
+#include "analysis/heads_route.h"
 #include "analysis/pairs.h"
 
 typedef struct {
@@ -72,6 +73,8 @@ typedef struct {
                                    model without gates */
     const DepsResult *deps;     /* a CoNLL-U file's gold dependencies (analysis/deps.h);
                                    NULL for any other file */
+    const HeadsRouting *routing; /* a routed model's routing (analysis/heads_route.h,
+                                    K > 0); NULL or K = 0: not routed, nothing written */
 } HeadsReport;
 
 /* The file that marks a directory as a report of ours, and its text. A report

@@ -10,6 +10,7 @@
 
 #include "app/report/report.h"
 #include "app/report/report_files.h"
+#include "app/report/report_route.h"
 #include "app/report/report_page.h"
 #include "model/gates.h"
 #include "util/errbuf.h"
@@ -853,6 +854,7 @@ int report_write_index(const char *dir, const HeadsReport *r, char *err, size_t 
     html_costs(o.f, r);
     html_compromise(o.f, r);
     html_deps(o.f, r);
+    report_routing_html(o.f, r);
     html_table(o.f, r);
     html_grid(o.f, r, 1);
     fprintf(o.f, "</body></html>\n");

@@ -505,12 +505,13 @@ static void stop_on_signal(Run *r, long done)
     run_exit(r, 128 + r->stop.signal);
 }
 
-/* One step's gradient and mean loss. With one micro-batch in all, the gradient
- * is the trainer's own; with more (--accum, or several ranks), the micro-batches
+/* One step's gradient, mean loss and mean balance loss (a routed model's, summed
+ * over its layers, before its coefficient; else 0). With one micro-batch in all,
+ * the gradient is the trainer's own; with more (--accum, or several ranks), the micro-batches
  * are drawn in order from the one sampler, each rank computes its own (round j,
  * micro-batch j * ranks + rank), and dist folds them in micro-batch order (dist.h),
  * so the bits do not depend on the number of ranks. Returns the gradient. */
-static float *step_gradient(Run *r, double *loss, int heads_due)
+static float *step_gradient(Run *r, double *loss, double *balance, int heads_due)
 {
     const TokenId *ids = r->corpus.ids;
     size_t ntrain = r->corpus.ntrain;
@@ -519,6 +520,7 @@ static float *step_gradient(Run *r, double *loss, int heads_due)
             peek_heads_batch(r, ntrain);
         trainer_next_batch(&r->tr, ids, ntrain, r->loop.inputs, r->loop.targets);
         *loss = trainer_micro(&r->tr, r->loop.inputs, r->loop.targets, 0);
+        *balance = r->tr.acts.balance_loss;
         if (heads_due)
             measure_heads(r);
         return r->tr.grads.data;
@@ -526,6 +528,7 @@ static float *step_gradient(Run *r, double *loss, int heads_due)
     int n = r->dist.size, me = r->dist.rank;
     long k = r->o.accum;
     double mine[LIMIT_ACCUM_MAX], all[LIMIT_ACCUM_MAX];
+    double mine_bal[LIMIT_ACCUM_MAX], all_bal[LIMIT_ACCUM_MAX];
     for (long j = 0; j < k; j++) {
         for (int q = 0; q < n; q++) {
             int keep = q == me;
@@ -535,16 +538,22 @@ static float *step_gradient(Run *r, double *loss, int heads_due)
                                keep ? r->loop.targets : r->loop.mb_tg);
         }
         mine[j] = trainer_micro(&r->tr, r->loop.inputs, r->loop.targets, j * n + me);
+        mine_bal[j] = r->tr.acts.balance_loss;
         if (heads_due && j == 0)
             measure_heads(r);
         dist_fold(&r->dist, r->loop.acc, r->tr.grads.data, (int)j);
     }
     dist_gather(&r->dist, r->loop.acc, 1.0f / (float)r->loop.micro);
     dist_losses(&r->dist, mine, (int)k, all);
-    double total = 0.0;
-    for (long i = 0; i < r->loop.micro; i++)
+    if (r->tr.model.cfg.route_k)
+        dist_losses(&r->dist, mine_bal, (int)k, all_bal);
+    double total = 0.0, total_bal = 0.0;
+    for (long i = 0; i < r->loop.micro; i++) {
         total += all[i];
+        total_bal += r->tr.model.cfg.route_k ? all_bal[i] : 0.0;
+    }
     *loss = total / (double)r->loop.micro;
+    *balance = total_bal / (double)r->loop.micro;
     return r->loop.acc;
 }
 
@@ -555,11 +564,11 @@ void run_train_loop(Run *r, long start)
     double last_print = 0.0, avg = 0.0;
     char err[1500];
     for (long step = start; step < o->steps; step++) {
-        double t0 = cli_now(), loss;
+        double t0 = cli_now(), loss, balance;
         long done = step + 1;
         int heads_due = r->files.log_fd >= 0 && o->heads_every &&
                         (done % o->heads_every == 0 || done == start + 1);
-        float *grads = step_gradient(r, &loss, heads_due);
+        float *grads = step_gradient(r, &loss, &balance, heads_due);
         TrainStep s;
         if (trainer_update(&r->tr, grads, loss, &s))
             stop_nonfinite(r, step + 1, loss, s.norm);
@@ -569,12 +578,14 @@ void run_train_loop(Run *r, long start)
         if (step > start)
             avg = step == start + 1 ? dt : 0.9 * avg + 0.1 * dt;
         double tokens = (double)B * T * (double)r->loop.micro;
-        char gates[64] = "";
+        char gates[64] = "", route[64] = "";
         if (r->tr.model.cfg.gates)
             snprintf(gates, sizeof gates, ",\"gate_penalty\":%.6f", s.gate_penalty);
+        if (r->tr.model.cfg.route_k)
+            snprintf(route, sizeof route, ",\"balance_loss\":%.6f", balance);
         if (done % o->log_every == 0 || done == o->steps)
-            run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f%s,\"lr\":%.6e,"
-                       "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, gates,
+            run_log(r, "{\"type\":\"step\",\"step\":%ld,\"loss\":%.6f%s%s,\"lr\":%.6e,"
+                       "\"grad_norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", done, loss, gates, route,
                        lr, norm, dt * 1e3, tokens / dt);
         if (heads_due)
             log_heads(r, done);

@@ -211,6 +211,8 @@ void train_options_resume(Options *o, const unsigned char *given, const Config *
     have.dropout = ts->dropout;
     have.head_dropout = ts->head_dropout;
     have.head_gates = ts->head_gates;
+    have.head_routing = cfg->route_k;
+    have.routing_balance = cfg->route_k ? ts->routing_balance : o->routing_balance;
     have.precision = ts->precision;
     have.seed = ts->seed;
     have.val_frac = ts->val_frac;
@@ -242,6 +244,9 @@ void train_options_record(const Options *o, char *buf, size_t len)
     for (int i = 0; i < NSET && k < len; i++) {
         const Flag *f = &ROWS[i];
         if (!f->in_log)
+            continue;
+        /* routing's keys only in a routed run's record: a plain run's is as it was */
+        if ((i == OPT_HEAD_ROUTING || i == OPT_ROUTING_BALANCE) && !o->head_routing)
             continue;
         char v[64], quoted[6 * sizeof v + 3]; /* every byte \u00XX at worst, quotes, NUL */
         flags_format(f, o, v, sizeof v);
@@ -286,6 +291,8 @@ void train_options_store(const Options *o, TrainState *ts)
     ts->dropout = o->dropout;
     ts->head_dropout = o->head_dropout;
     ts->head_gates = o->head_gates;
+    /* 0 without routing, so that a plain run's checkpoint is the bytes it was */
+    ts->routing_balance = o->head_routing ? o->routing_balance : 0.0;
     ts->precision = o->precision;
     ts->seed = o->seed;
     ts->val_frac = o->val_frac;
@@ -302,6 +309,7 @@ Config train_options_config(const Options *o, int V)
     cfg.D = o->head_size ? (int)o->head_size : config_head_size(cfg.C, cfg.H);
     cfg.T = (int)o->block;
     cfg.gates = o->head_gates > 0;
+    cfg.route_k = (int)o->head_routing;
     return cfg;
 }
 
@@ -316,6 +324,7 @@ TrainHyper train_options_hyper(const Options *o)
     hp.dropout = (float)o->dropout;
     hp.head_dropout = (float)o->head_dropout;
     hp.head_gates = (float)o->head_gates;
+    hp.route_balance = o->head_routing ? (float)o->routing_balance : 0.0f;
     hp.seed = o->seed;
     hp.adam.beta1 = (float)o->beta1;
     hp.adam.beta2 = (float)o->beta2;
@@ -360,6 +369,17 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
                         "measure; give a fraction above 0 (e.g. 0.01)");
     if (o->min_lr > o->lr)
         cli_usage_error("--min-lr %g is above --lr %g", o->min_lr, o->lr);
+    if (o->head_routing && o->head_gates > 0)
+        cli_usage_error("--head-routing %ld and --head-gates %g both choose which heads a token "
+                        "uses; give one", o->head_routing, o->head_gates);
+    /* The model's rules (config_validate) on a fresh run's flags before any work, so
+     * that --head-routing above --n-heads stops here; the vocabulary is known only
+     * once the text is read (1 stands in: the real one is checked then, as is a
+     * head count that does not divide the width). */
+    Config early = train_options_config(o, 1);
+    char why[200];
+    if (!o->resume && early.D && config_validate(&early, why, sizeof why))
+        cli_usage_error("%s", why);
     if (!o->resume)
         require_log_for_heads(o);
     cap_steps_for_tests(o);

@@ -165,6 +165,14 @@ typedef enum { SEC_FILES, SEC_MODEL, SEC_TRAINING, SEC_PROGRAM, SEC_COUNT } Trai
       .meta = "LAMBDA", .section = SEC_TRAINING,                                                  \
       .help = "learn a hard-concrete gate per head, with LAMBDA x expected L0",                   \
       .more = "(open heads) added to the loss; 0 = no gates (docs/heads.md)")                     \
+    X(HEAD_ROUTING, head_routing, long, .flag = "head-routing", .type = FLAG_LONG, .lo = 1,      \
+      .hi = CONFIG_MAX_HEADS, .zero_off = 1, ARCH, .in_log = 1, .meta = "K",                    \
+      .section = SEC_TRAINING, .help = "route each token to K of a layer's heads (1 <= K <= H)",  \
+      .more = "by a learned router; 0 = every head (docs/heads.md)", .def_text = "0")             \
+    X(ROUTING_BALANCE, routing_balance, double, .flag = "routing-balance", .type = FLAG_REAL,     \
+      .def = 0.01, .lo = 0, .hi = LIMIT_ROUTE_BALANCE_MAX, KEEP, .in_log = 1, .meta = "X",        \
+      .section = SEC_TRAINING, .help = "with --head-routing, X x the routers' balance loss",      \
+      .more = "added to the loss (Switch Transformer's; docs/heads.md)")                          \
     X(PRECISION, precision, int, .flag = "precision", .type = FLAG_CHOICE,                        \
       .names = precision_names, KEEP, .in_log = 1, .say = "precision", .meta = "P",               \
       .section = SEC_TRAINING, .help = "the linear layers' products: fp32 or bf16",               \

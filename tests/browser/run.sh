@@ -6,7 +6,8 @@
 # tests/browser/test_explore.mjs on them in headless Chromium (node 18 or later
 # and Debian's chromium; no npm packages); then a compare page of four tiny
 # models with 1, 4, 8 and 16 heads and the byte-pair one on one text, checked by
-# tests/browser/test_compare.mjs against each model's own --explore-json; and a
+# tests/browser/test_compare.mjs against each model's own --explore-json; a
+# treebank sentence's page with its gold dependencies (tests/browser/test_gold.mjs); and a
 # heads report's page, which must fit the window (tests/browser/test_report.mjs).
 #   tests/browser/run.sh [BIN_DIR] [WORK_DIR]
 set -euo pipefail
@@ -73,6 +74,18 @@ done
 "$bin/infer" --ckpt "$work/bpe.ckpt" --threads 1 --explore "$work/bpe.html" \
     --explore-json "$work/bpe.json" --text "$text" 2>"$work/bpe.err"
 
+# A treebank sentence (--text-file FILE.conllu): its gold dependencies on the
+# byte-pair model's tokens.
+{
+    printf '# text = The cat sat on the mat.\n'
+    printf '1\tThe\t_\tX\t_\t_\t2\tdet\t_\t_\n2\tcat\t_\tX\t_\t_\t3\tnsubj\t_\t_\n'
+    printf '3\tsat\t_\tX\t_\t_\t0\troot\t_\t_\n4\ton\t_\tX\t_\t_\t6\tcase\t_\t_\n'
+    printf '5\tthe\t_\tX\t_\t_\t6\tdet\t_\t_\n6\tmat\t_\tX\t_\t_\t3\tobl\t_\tSpaceAfter=No\n'
+    printf '7\t.\t_\tX\t_\t_\t3\tpunct\t_\t_\n\n'
+} >"$work/tree.conllu"
+"$bin/infer" --ckpt "$work/bpe.ckpt" --threads 1 --explore "$work/gold.html" \
+    --explore-json "$work/gold.json" --text-file "$work/tree.conllu" 2>"$work/gold.err"
+
 # The compare page: H = 1, 4, 8 and 16 (a few steps each: the weights need not
 # be good), the small model, whose heads attend to relations, and the byte-pair
 # model, whose tokens span several bytes.
@@ -96,5 +109,6 @@ node tests/browser/test_explore.mjs "$work/bpe.html" "$work/bpe.json"
 node tests/browser/test_explore.mjs "$work/readme.html" "$work/readme.json" --readme
 node tests/browser/test_explore.mjs "$work/served.html" "$work/served.json" --served
 node tests/browser/test_explore.mjs "$work/closed.html" "$work/closed.json" --closed
+node tests/browser/test_gold.mjs "$work/gold.html" "$work/gold.json"
 node tests/browser/test_compare.mjs "$work/compare.html" "${weights[@]}"
 node tests/browser/test_report.mjs "$work/report/index.html"

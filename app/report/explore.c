@@ -225,33 +225,6 @@ static void write_relations(FILE *f, const Explore *e)
     fputs("},\n", f);
 }
 
-/* ,"why": for a whole sentence of the window (tokens [a, b)) that is not
- * understood, the first word no line of the grammar places, what fits there
- * and the nearest pattern (synth_why; docs/corpus.md, "When a sentence is not
- * understood"). */
-static void write_why(FILE *f, const Explore *e, size_t a, size_t b)
-{
-    char text[512], line[600];
-    size_t n = 0;
-    for (size_t t = a; t < b; t++) {
-        size_t len;
-        const unsigned char *p = tok_piece(e->tok, e->ids[t], &len);
-        for (size_t i = 0; i < len && n < sizeof text; i++)
-            text[n++] = (char)p[i];
-    }
-    size_t s = 0;
-    while (s < n && (text[s] == ' ' || text[s] == '\n'))
-        s++;
-    while (n > s && (text[n - 1] == ' ' || text[n - 1] == '\n'))
-        n--;
-    SynthWhy why;
-    if (n == s || synth_why(text + s, n - s, &why))
-        return;
-    synth_why_text(&why, text + s, line, sizeof line);
-    fputs(",\"why\":", f);
-    json_fput_string(f, line);
-}
-
 /* "clearest": the clearest serving head (heads_clearest) as {"head", "layer",
  * "relation", "attention"}, or null; then "sentences": the text's sentences
  * that the window shows, in window positions [first, end), with "understood"
@@ -274,16 +247,23 @@ static void write_clearest_and_sentences(FILE *f, const Explore *e)
     fputs(",\n\"sentences\":[", f);
     size_t lo = e->base, hi = e->base + (size_t)e->T;
     const char *sep = "";
-    for (size_t s = 0; s < e->nsentence; s++) {
-        const PlantedSentence *x = &e->sentence[s];
+    size_t ns = e->planted ? e->planted->nsentence : 0;
+    for (size_t s = 0; s < ns; s++) {
+        const PlantedSentence *x = &e->planted->sentence[s];
         if (x->end <= lo || x->first >= hi)
             continue;
         size_t a = x->first > lo ? x->first : lo, b = x->end < hi ? x->end : hi;
         int cut = a != x->first || b != x->end;
         fprintf(f, "%s{\"first\":%zu,\"end\":%zu,\"understood\":%s,\"cut\":%s", sep,
                 a - lo, b - lo, x->understood ? "true" : "false", cut ? "true" : "false");
-        if (!x->understood && !cut)
-            write_why(f, e, a - lo, b - lo);
+        /* Why a whole sentence is not understood: the first word no line of
+         * the grammar places, what fits there and the nearest pattern
+         * (docs/corpus.md, "When a sentence is not understood"). */
+        char why[600];
+        if (!cut && planted_why(e->planted, s, why, sizeof why)) {
+            fputs(",\"why\":", f);
+            json_fput_string(f, why);
+        }
         fputc('}', f);
         sep = ",";
     }

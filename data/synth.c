@@ -48,6 +48,7 @@ typedef struct {
     int kind;
     SynthWhy *why;
     size_t far; /* 1 + the start of the furthest word no attempt placed; 0: none */
+    int common; /* generating: draw each pool's WORDS_COMMON most frequent words only */
 } Src;
 
 /* A parse attempt that cannot produce the sentence ends here. */
@@ -363,6 +364,8 @@ static const char *const POOL_ROLES[WORDS_POOLS] = {
  * (no choice: a form names one word), or the attempt fails. */
 static const LexEntry *pick_word(Src *r, WordsPool p, int form, size_t pos)
 {
+    if (r->rng && r->common && r->words->common[p])
+        return words_draw(r->words, p, draw(r, r->words->common[p]));
     if (r->rng)
         return words_draw_drawn(r->words, p, draw(r, r->words->drawn[p]));
     const LexEntry *e = words_find(r->words, p, form, r->target + pos, target_word_len(r, pos));
@@ -693,6 +696,7 @@ static void gen_plain(Line *l, Src *r)
  * number, so the nearest noun is no guide. */
 static void gen_agree(Line *l, Src *r)
 {
+    r->common = 1;
     int plural = (int)draw(r, 2);
     size_t subject = put_np(l, r, plural, 1);
     /* In twentieths: nothing 4, an adverb 3, one place 6, two places 3, a relative clause 4. */
@@ -737,6 +741,7 @@ static void gen_agree(Line *l, Src *r)
         put_verb(l, chance(r, 1, 4) ? &COPULA_NOT : &COPULA, plural, subject);
         put_word(l, r, WORDS_ADJ_PRED, FORM_WORD);
     }
+    r->common = 0;
 }
 
 /* What goes between brackets: a noun phrase, maybe with a place, or a clause. */

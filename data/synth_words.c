@@ -184,6 +184,8 @@ void synth_words_init(SynthWords *w)
         uint64_t before = w->tail[k] ? w->cum[k][w->tail[k] - 1] : 0;
         w->head[k] = m ? w->cum[k][m - 1] : 0;
         w->drawn[k] = w->head[k] + (w->total[k] - before);
+        size_t c = WORDS_COMMON < w->tail[k] ? WORDS_COMMON : w->tail[k];
+        w->common[k] = c ? w->cum[k][c - 1] : 0;
     }
 }
 

@@ -37,8 +37,8 @@
  *                                              100, that build's warm-up, which
  *                                              the recipe made 800)
  * tests/arch_check.sh holds every FMA build to the same bytes. */
-#define SHA_DATA_3_STEPS "bbfdaf334105fc95fc2d002c06c4ea6a402bd2a5b6c12199c08acb69cbe83000"
-#define SHA_BUILTIN_2_STEPS "23419251f6daf71174eeda43fc4baae29c1426e3ce0bcd7e1bc5580e2b652c34"
+#define SHA_DATA_3_STEPS "f5b0dd7850f44e7f39127257950b387daafe4f1c78e2d6cfe8b4a9a572050344"
+#define SHA_BUILTIN_2_STEPS "7b872daa225259e9e0555038d698b43d05c24a00d1cba7d725abb46f0606384f"
 
 /* The run's own directory as the working directory, so the stored data path
  * is "data.txt" as in the recorded runs. */

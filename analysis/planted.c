@@ -52,7 +52,7 @@ static int find_sentences(Planted *p, const unsigned char *text, const size_t *s
         /* Whole when it ends in its own newline or mark and starts after
          * another sentence (or at a text that starts a corpus sentence). */
         int whole = ends && (n > 0 || sentence_start);
-        p->sentence[n++] = (PlantedSentence){first, t + 1, whole};
+        p->sentence[n++] = (PlantedSentence){first, t + 1, whole, 0, 0};
         first = t + 1;
     }
     p->nsentence = n;
@@ -70,7 +70,7 @@ static int parsed_sentences(Planted *p, const SynthSentence *sent, size_t ns, co
     for (size_t i = 0; i < ns; i++)
         p->sentence[i] = (PlantedSentence){heads_token_at(start, nids, sent[i].start),
                                            heads_token_at(start, nids, sent[i].end - 1) + 1,
-                                           sent[i].understood};
+                                           sent[i].understood, sent[i].start, sent[i].end};
     p->nsentence = ns;
     return 0;
 }
@@ -131,6 +131,7 @@ int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *t
             p->parsed += sent[i].understood;
         if (parsed_sentences(p, sent, ns, start, nids) < 0)
             goto done;
+        p->text = text; /* kept for planted_why */
     }
     p->at = at;
     p->rel = malloc((total ? total : 1) * sizeof *p->rel);
@@ -150,10 +151,39 @@ done:
     free(rel);
     free(sent);
     free(start);
-    free(text);
+    if (text != p->text)
+        free(text);
     if (rc)
         err_set(err, errlen, "out of memory looking for the text's planted relations");
     return rc;
+}
+
+const char *planted_sentence_text(const Planted *p, size_t s, size_t *len)
+{
+    const PlantedSentence *x = &p->sentence[s];
+    *len = 0;
+    if (!p->text)
+        return NULL;
+    size_t a = x->byte_first, b = x->byte_end;
+    while (a < b && (p->text[a] == ' ' || p->text[a] == '\n'))
+        a++;
+    while (b > a && (p->text[b - 1] == ' ' || p->text[b - 1] == '\n'))
+        b--;
+    *len = b - a;
+    return p->text + a;
+}
+
+int planted_why(const Planted *p, size_t s, char *buf, size_t cap)
+{
+    if (cap)
+        buf[0] = '\0';
+    size_t n;
+    const char *text = planted_sentence_text(p, s, &n);
+    SynthWhy why;
+    if (!text || p->sentence[s].understood || n == 0 || synth_why(text, n, &why))
+        return 0;
+    synth_why_text(&why, text, buf, cap);
+    return 1;
 }
 
 int planted_known(const Planted *p)
@@ -166,6 +196,8 @@ void planted_free(Planted *p)
     free(p->rel);
     free(p->pair);
     free(p->sentence);
+    free(p->text);
+    p->text = NULL;
     p->rel = NULL;
     p->pair = NULL;
     p->sentence = NULL;

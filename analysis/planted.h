@@ -18,11 +18,14 @@
 #include "data/synth.h"
 #include "data/tokenizer.h"
 
-/* One sentence of the analysed text, as tokens [first, end): understood when
- * the corpus's grammar produced it, so its planted relations are known. */
+/* One sentence of the analysed text, as tokens [first, end) and as the bytes
+ * [byte_first, byte_end) the parser read (0, 0 on a piece of the corpus):
+ * understood when the corpus's grammar produced it, so its planted relations
+ * are known. */
 typedef struct {
     size_t first, end;
     int understood;
+    size_t byte_first, byte_end;
 } PlantedSentence;
 
 typedef struct {
@@ -37,6 +40,7 @@ typedef struct {
     size_t pairs_skipped; /* contrasts left out (pairs_from_planted says why) */
     PlantedSentence *sentence; /* [nsentence] the text's sentences, in order */
     size_t nsentence;
+    char *text;           /* the text's bytes when it is not a piece of the corpus */
 } Planted;
 
 /* Fills p for the text ids[nids]. The corpus searched is the built-in corpus
@@ -50,6 +54,17 @@ typedef struct {
 int planted_find(Planted *p, const TokenId *ids, size_t nids, const Tokenizer *tok,
                  size_t corpus_bytes, char *err, size_t errlen);
 void planted_free(Planted *p);
+
+/* Sentence s of a text that is not a piece of the corpus, as the parser read
+ * it without the spaces around it: its first byte and *len; NULL (*len 0) on a
+ * piece of the corpus. */
+const char *planted_sentence_text(const Planted *p, size_t s, size_t *len);
+
+/* Why sentence s of a text that is not a piece of the corpus is not understood:
+ * synth_why_text's line ("`purred`: not a verb the corpus knows; ...") into
+ * buf, and 1; 0 (buf "") when the sentence is understood or the text is a
+ * piece of the corpus. */
+int planted_why(const Planted *p, size_t s, char *buf, size_t cap);
 
 /* Whether the text's planted relations are known: it is a piece of the
  * built-in corpus, or the grammar understood at least one of its sentences. */

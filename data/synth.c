@@ -5,7 +5,9 @@
  * caller's buffer until it is full. Because a line never depends on how many bytes
  * were asked for, a shorter request is always a prefix of a longer one. A line
  * that breaks a length or distance limit is drawn again from the same stream, so
- * the output stays a pure function of the seed. The words are data/synth_lexicon.c's.
+ * the output stays a pure function of the seed. The words are the lexicon's
+ * (data/synth_words.c: nouns, verbs and adjectives by role and frequency) and
+ * data/synth_lexicon.c's (closed classes, and the roles that carry a relation).
  * This file knows nothing of tokens, batches or files. */
 #include "data/synth.h"
 
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "data/synth_lexicon.h"
+#include "data/synth_words.h"
 #include "util/rng.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -31,6 +34,7 @@ enum { PARSE_DEPTH = 96 };
 
 typedef struct {
     Rng *rng;            /* generating: the stream; NULL when parsing */
+    const SynthWords *words; /* the lexicon's words by role */
     const char *target;  /* parsing: the sentence, ending in '\n' */
     size_t target_len;
     int ante, ante_plural; /* parsing: the scene animal of the sentence before (below) */
@@ -38,6 +42,13 @@ typedef struct {
     size_t depth;        /* choices fixed for this attempt */
     size_t used;         /* choices consumed so far in it */
     jmp_buf fail;
+    /* Explaining (synth_why): where the attempts stopped furthest, the kind of
+     * the first attempt that stopped there, and what the grammar would have
+     * written there (why: NULL when not explaining). */
+    int kind;
+    SynthWhy *why;
+    size_t far; /* 1 + the start of the furthest word no attempt placed; 0: none */
+    int common; /* generating: draw each pool's WORDS_COMMON most frequent words only */
 } Src;
 
 /* A parse attempt that cannot produce the sentence ends here. */
@@ -109,6 +120,104 @@ static int redraw(Src *s)
     return 1;
 }
 
+/* Length of the sentence's word at pos, parsing (letters and digits, with a
+ * hyphen between two of them); 0 past its end. */
+static size_t target_word_len(const Src *s, size_t pos)
+{
+    size_t n = 0;
+    while (pos + n < s->target_len) {
+        char c = s->target[pos + n];
+        int letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!letter && !(c == '-' && n > 0 && pos + n + 1 < s->target_len))
+            break;
+        n++;
+    }
+    return n;
+}
+
+static char fold(char c)
+{
+    return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+/* Whether the sentence holds the word (or words) w at pos, followed by no
+ * more of a word; any letter may be a capital ("The Cat", "MY SISTER"). */
+static int target_word_is(const Src *s, size_t pos, const char *w)
+{
+    size_t n = strlen(w);
+    if (n == 0 || pos + n > s->target_len)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (fold(s->target[pos + i]) != w[i])
+            return 0;
+    return target_word_len(s, pos + n - 1) == 1; /* the word ends with w */
+}
+
+/* Whether byte i of the sentence is in a word: a letter or digit, or an
+ * apostrophe or hyphen between two ("cat's", "well-fed"). */
+static int word_byte(const Src *s, size_t i)
+{
+    if (i >= s->target_len)
+        return 0;
+    if (target_word_len(s, i) > 0)
+        return 1;
+    char c = s->target[i];
+    return (c == '\'' || c == '-') && i > 0 && target_word_len(s, i - 1) > 0 &&
+           target_word_len(s, i + 1) > 0;
+}
+
+/* Explaining: an attempt stopped at byte pos, where the grammar wanted a word
+ * of list[0..n) for the role `role` (its first three words are named with it)
+ * or the word want (list NULL). The furthest such place is kept, measured by
+ * the start of the sentence's word there, with the first roles and words
+ * wanted there. */
+static void src_note(Src *s, size_t pos, const char *role, const char *const *list, size_t n,
+                     const char *want)
+{
+    SynthWhy *y = s->why;
+    if (!y)
+        return;
+    size_t p = pos < s->target_len ? pos : s->target_len - 1, at = p;
+    while (at > 0 && word_byte(s, at - 1) && word_byte(s, at))
+        at--;
+    if (at + 1 < s->far)
+        return;
+    if (at + 1 > s->far) {
+        s->far = at + 1;
+        y->at = at;
+        y->len = 0;
+        while (word_byte(s, at + y->len))
+            y->len++;
+        if (y->len == 0 && s->target[at] != '\n')
+            y->len = 1;
+        y->kind = s->kind;
+        y->role[0] = '\0';
+        y->nrole = 0;
+        y->nwant = 0;
+    }
+    if (role && list) {
+        if (strstr(y->role, role) || y->nrole == 3)
+            return;
+        y->nrole++;
+        size_t used = strlen(y->role);
+        used += (size_t)snprintf(y->role + used, sizeof y->role - used, "%s%s (",
+                                 used ? " or " : "", role);
+        for (size_t i = 0; i < n && i < 3 && used < sizeof y->role; i++)
+            used += (size_t)snprintf(y->role + used, sizeof y->role - used, "%s`%s`",
+                                     i ? ", " : "", list[i]);
+        if (used < sizeof y->role)
+            snprintf(y->role + used, sizeof y->role - used, "%s)", n > 3 ? " ..." : "");
+        return;
+    }
+    if (!want || !want[0] || want[0] == ' ' || y->nwant == SYNTH_WHY_WANTS)
+        return;
+    for (size_t k = 0; k < y->nwant; k++)
+        if (strcmp(y->want[k], want) == 0)
+            return;
+    snprintf(y->want[y->nwant++], SYNTH_ALT_CAP, "%s", want);
+}
+
+/* What a word of each list is, for a sentence that is not understood. */
 /* ---- One line and its relations ------------------------------------------- */
 
 enum { LINE_CAP = 192, LINE_REL_CAP = 64 };
@@ -128,6 +237,7 @@ typedef struct {
      * (gen_scene). */
     int scene, scene_plural, ante, ante_plural;
     Src *src; /* where its choices come from; parsing, each byte is checked */
+    const char *writing; /* the word line_word is writing (explaining), or NULL */
 } Line;
 
 static void line_reset(Line *l)
@@ -140,6 +250,7 @@ static void line_reset(Line *l)
     l->start = 0;
     l->scene = l->ante = -1;
     l->scene_plural = l->ante_plural = 0;
+    l->writing = NULL;
 }
 
 static void line_char(Line *l, char c)
@@ -148,17 +259,17 @@ static void line_char(Line *l, char c)
         l->bad = 1;
         return;
     }
-    const Src *s = l->src;
+    Src *s = l->src;
     if (!s->rng) {
-        /* Parsing: the sentence's first letter may be a capital where the
-         * grammar wrote a small one (line_generate capitalises it last). */
+        /* Parsing: any letter may be a capital where the grammar wrote a
+         * small one, or the other way round (line_generate capitalises the
+         * first one last; names are capitalised). */
         char t = l->len < s->target_len ? s->target[l->len] : '\0';
-        if (l->len == 0 && t >= 'A' && t <= 'Z')
-            t = (char)(t - 'A' + 'a');
-        if (l->len == 0 && c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        if (t != c)
-            src_fail(l->src);
+        if (fold(t) != fold(c)) {
+            char one[2] = {c, '\0'};
+            src_note(s, l->len, NULL, NULL, 0, l->writing && l->writing[0] ? l->writing : one);
+            src_fail(s);
+        }
         c = s->target[l->len];
     }
     l->text[l->len++] = c;
@@ -168,12 +279,14 @@ static void line_char(Line *l, char c)
  * returns the position of its first byte. */
 static size_t line_word(Line *l, const char *w)
 {
+    l->writing = w;
     if (l->len > 0 && !l->glue)
         line_char(l, ' ');
     l->glue = 0;
     size_t start = l->len;
     for (; *w; w++)
         line_char(l, *w);
+    l->writing = NULL;
     return start;
 }
 
@@ -183,33 +296,40 @@ static size_t next_word_pos(const Line *l)
     return l->len + (l->len > 0 && !l->glue);
 }
 
-/* Length of the sentence's word at pos, parsing (letters and digits, with a
- * hyphen between two of them); 0 past its end. */
-static size_t target_word_len(const Src *s, size_t pos)
-{
-    size_t n = 0;
-    while (pos + n < s->target_len) {
-        char c = s->target[pos + n];
-        int letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (!letter && !(c == '-' && n > 0 && pos + n + 1 < s->target_len))
-            break;
-        n++;
-    }
-    return n;
-}
+/* Past-tense verbs of the lexicon that can take a sound (sound and chant lines). */
+static const char *const SOUND_VERBS[] = {
+    "sang", "said", "cried", "whispered", "shouted", "laughed",
+};
 
-/* Whether the sentence holds the word (or words) w at pos, followed by no
- * more of a word; the first letter may be a capital at the line's start. */
-static int target_word_is(const Src *s, size_t pos, const char *w)
+static const struct {
+    const char *const *list;
+    const char *role;
+} ROLES[] = {
+    {ADJS_HYPHEN, "an adjective"},
+    {SOUND_VERBS, "a verb of sound"},
+    {PREPS_PLACE, "a preposition"},
+    {ADVS_MID, "an adverb (often, never ...)"},
+    {ADVS_END, "an adverb (slowly, again ...)"},
+    {SCENE_ADVS, "an adverb (slowly, quietly)"},
+    {CONJS, "a conjunction"},
+    {COREF_LINKS, "a link (was near, lay by ...)"},
+    {COREF_CONJS, "a conjunction"},
+    {DETS_SG, "a determiner"},
+    {DETS_PL, "a determiner"},
+    {DETS_POSS, "a possessive (my, his ...)"},
+    {PRONOUN_VERBS, "a verb of owning (bought, sold ...)"},
+    {PRONOUN_CONJS, "a conjunction"},
+    {PRONOUN_PEOPLE, "a person (sister, friend ...)"},
+    {PRONOUN_PERSON_DETS, "a determiner"},
+    {PRONOUN_OBJECT_ADJS, "an adjective"},
+};
+
+static const char *role_of(const char *const *list)
 {
-    size_t n = strlen(w);
-    if (n == 0 || pos + n > s->target_len)
-        return 0;
-    if (pos == 0 && (s->target[0] | 0x20) != w[0])
-        return 0;
-    if (memcmp(s->target + pos + (pos == 0), w + (pos == 0), n - (pos == 0)) != 0)
-        return 0;
-    return target_word_len(s, pos + n - 1) == 1; /* the word ends with w */
+    for (size_t i = 0; i < COUNT(ROLES); i++)
+        if (ROLES[i].list == list)
+            return ROLES[i].role;
+    return NULL;
 }
 
 /* An index into list[0..n) for a word that will be written at pos: uniform
@@ -221,10 +341,63 @@ static size_t pick_index(Src *r, const char *const *list, size_t n, size_t pos)
     size_t v = 0;
     while (v < n && !target_word_is(r, pos, list[v]))
         v++;
+    if (v == n)
+        src_note(r, pos, role_of(list), list, n, NULL);
     return (size_t)draw_as(r, n, v);
 }
 
 #define PICK_AT(r, a, pos) ((a)[pick_index((r), (a), COUNT(a), (pos))])
+
+/* What a word of each of the lexicon's pools is (synth_words.h). */
+static const char *const POOL_ROLES[WORDS_POOLS] = {
+    [WORDS_ANIMATE] = "a noun for someone",
+    [WORDS_NOUN] = "a noun",
+    [WORDS_ADJ] = "an adjective",
+    [WORDS_ADJ_PRED] = "an adjective",
+    [WORDS_INTRANS] = "a verb with no object",
+    [WORDS_TRANS] = "a verb with an object",
+    [WORDS_SPEECH] = "a verb of saying",
+};
+
+/* A word of the lexicon's pool p, whose form `form` will be written at pos:
+ * drawn by frequency generating; parsing, the one the sentence holds there
+ * (no choice: a form names one word), or the attempt fails. */
+static const LexEntry *pick_word(Src *r, WordsPool p, int form, size_t pos)
+{
+    if (r->rng && r->common && r->words->common[p])
+        return words_draw(r->words, p, draw(r, r->words->common[p]));
+    if (r->rng)
+        return words_draw_drawn(r->words, p, draw(r, r->words->drawn[p]));
+    const LexEntry *e = words_find(r->words, p, form, r->target + pos, target_word_len(r, pos));
+    if (!e) {
+        const char *want[3];
+        for (int k = 0; k < 3; k++)
+            want[k] = words_form(words_nth(r->words, p, (size_t)k), form);
+        src_note(r, pos, POOL_ROLES[p], want, 3, NULL);
+        src_fail(r);
+    }
+    return e;
+}
+
+/* An adjective before a noun, to be written at pos: one in SYNTH_HYPHEN_ONE_IN
+ * has a hyphen (ADJS_HYPHEN), the others are the lexicon's, by frequency.
+ * Parsing, a hyphen in the sentence's word there decides. */
+enum { SYNTH_HYPHEN_ONE_IN = 40 };
+static const char *pick_adj(Src *r, size_t pos)
+{
+    int hyphen = r->rng ? chance(r, 1, SYNTH_HYPHEN_ONE_IN)
+                        : memchr(r->target + pos, '-', target_word_len(r, pos)) != NULL;
+    return hyphen ? PICK_AT(r, ADJS_HYPHEN, pos)
+                  : words_form(pick_word(r, WORDS_ADJ, FORM_WORD, pos), FORM_WORD);
+}
+
+/* A word of pool p written where the line stands, in form `form`. */
+static const char *put_word(Line *l, Src *r, WordsPool p, int form)
+{
+    const char *w = words_form(pick_word(r, p, form, next_word_pos(l)), form);
+    line_word(l, w);
+    return w;
+}
 
 /* Appends a word drawn from a list. */
 #define PUT_PICK(l, r, a) line_word((l), PICK_AT((r), (a), next_word_pos(l)))
@@ -271,9 +444,23 @@ static void line_close(Line *l, char c, size_t opener)
 
 /* ---- Phrases ---------------------------------------------------------------- */
 
+/* Whether w[0..len) is a word of the corpus (hand lists or lexicon). */
+static int is_word(const Src *r, const char *w, size_t len)
+{
+    return words_classes(r->words, w, len) != 0;
+}
+
 static int is_vowel(char c)
 {
     return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u';
+}
+
+static int in_list(const char *w, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], w) == 0)
+            return 1;
+    return 0;
 }
 
 /* How many leading bytes a word's singular and plural forms share: the relations
@@ -287,17 +474,37 @@ static size_t pair_shared(const WordPair *pair)
     return shared;
 }
 
-/* Shares of a noun phrase's determiner ("the", or one that says the number),
- * in fifths, and of its number of adjectives (none, one, two), in tenths. */
-static const unsigned DET_SHARES[] = {3, 2};
+/* Shares of a noun phrase's determiner, in twentieths: "the" 10, one that
+ * says the number 8, a possessive ("my", "his" ...) 1, and "the" with an
+ * owner ("the cat's") 1; a scene's subject takes the first three. Of its
+ * number of adjectives (none, one, two), in tenths. And of the determiner of
+ * a scene after a scene: "the" (naming the animal again) or one that says the
+ * number, in fifths. */
+enum { DET_THE, DET_NUMBER, DET_POSS, DET_OWNER };
+static const unsigned DET_SHARES[] = {10, 8, 1, 1};
 static const unsigned NADJ_SHARES[] = {6, 3, 1};
+static const unsigned AGAIN_SHARES[] = {3, 2};
 
-/* Whether the determiner to be written at pos is "the" (three times in five).
- * Parsing, the sentence's word there decides. */
-static int pick_the(Src *r, size_t pos)
+/* Whether the determiner of a scene after a scene is "the" (three times in
+ * five); generating only. */
+static int pick_the(Src *r)
 {
-    return r->rng ? draw_weighted(r, DET_SHARES, 2) == 0
-                  : draw_as(r, 2, !target_word_is(r, pos, "the")) == 0;
+    return draw_weighted(r, AGAIN_SHARES, 2) == 0;
+}
+
+/* Which determiner form (DET_*) stands at pos; owner: whether "the cat's"
+ * may. Parsing, the sentence's word there decides, but for "the", which may
+ * start either of two forms. */
+static int pick_det_form(Src *r, size_t pos, int owner)
+{
+    if (r->rng)
+        return (int)draw_weighted(r, DET_SHARES, owner ? 4 : 3);
+    if (target_word_is(r, pos, "the"))
+        return owner && draw(r, 2) ? DET_OWNER : DET_THE;
+    for (size_t i = 0; i < COUNT(DETS_POSS); i++)
+        if (target_word_is(r, pos, DETS_POSS[i]))
+            return DET_POSS;
+    return DET_NUMBER;
 }
 
 /* Draws a determiner that says the number, to be written at pos, for a noun of
@@ -312,77 +519,85 @@ static const char *pick_number_det(Src *r, int plural, size_t pos)
     return list[pick_index(r, list, n, pos)];
 }
 
-/* Draws a determiner, to be written at pos, for a noun of the given number:
- * "the" three times in five, otherwise one that says the number. */
-static const char *pick_det(Src *r, int plural, size_t pos)
+/* The determiner of form `form` (not DET_OWNER), to be written at pos, for
+ * a noun of the given number. */
+static const char *pick_det(Src *r, int form, int plural, size_t pos)
 {
-    return pick_the(r, pos) ? "the" : pick_number_det(r, plural, pos);
+    return form == DET_THE    ? "the"
+           : form == DET_POSS ? PICK_AT(r, DETS_POSS, pos)
+                              : pick_number_det(r, plural, pos);
 }
 
-/* A noun's forms, drawn from the animate nouns, or from them and the things,
- * for a noun of the given number to be written at pos (parsing, the sentence's
- * word there decides the draw). */
-static const WordPair *pick_noun(Src *r, int animate, int plural, size_t pos)
+/* A noun's forms, drawn from the lexicon's nouns for someone, or from all its
+ * nouns, for a noun of the given number to be written at pos (parsing, the
+ * sentence's word there decides the draw). */
+static WordPair pick_noun(Src *r, int animate, int plural, size_t pos)
 {
-    size_t n = animate ? COUNT(ANIMATE) : COUNT(ANIMATE) + COUNT(THINGS), v = 0;
-    if (r->rng)
-        v = (size_t)draw(r, n);
-    else {
-        while (v < n) {
-            const WordPair *p = v < COUNT(ANIMATE) ? &ANIMATE[v] : &THINGS[v - COUNT(ANIMATE)];
-            if (target_word_is(r, pos, plural ? p->pl : p->sg))
-                break;
-            v++;
-        }
-        v = (size_t)draw_as(r, n, v);
-    }
-    return v < COUNT(ANIMATE) ? &ANIMATE[v] : &THINGS[v - COUNT(ANIMATE)];
+    const LexEntry *e =
+        pick_word(r, animate ? WORDS_ANIMATE : WORDS_NOUN, plural ? FORM_1 : FORM_WORD, pos);
+    return (WordPair){e->word, e->form1};
 }
 
 /* Plants the determiner relation of a noun whose forms are *pair, written at
  * `start` after a determiner ending at det_end: on the last byte its two forms
  * share, with the other number as the broken form when the determiner says the
- * number ("the" says none: no minimal pair). */
-static void plant_det(Line *l, const char *det, size_t det_end, const WordPair *pair, int plural,
+ * number ("the" and the possessives say none: no minimal pair). */
+static void plant_det(Line *l, int form, size_t det_end, const WordPair *pair, int plural,
                       size_t start)
 {
     const char *noun = plural ? pair->pl : pair->sg;
     line_rel(l, SYNTH_REL_DET, start + pair_shared(pair) - 1, det_end, start, strlen(noun),
-             strcmp(det, "the") == 0 ? NULL : plural ? pair->sg : pair->pl, NULL);
+             form != DET_NUMBER ? NULL : plural ? pair->sg : pair->pl, NULL);
 }
 
 /* Appends "det [adj [adj]] noun" of the given number, the noun animate when it
  * is to be a subject and from the whole lexicon otherwise, and plants the
- * determiner relation. Returns the noun's last byte. Each word is drawn just
- * before it is written (the first one after the determiner just before it,
- * for "a" or "an"), so that parsing abandons a wrong draw at once. */
+ * determiner relation; the determiner may be "the" and an owner ("the cat's
+ * [adj [adj]] noun"), whose own determiner relation is planted instead (the
+ * owner says nothing of the noun's number). Returns the noun's last byte.
+ * Each word is drawn just before it is written (the first one after the
+ * determiner just before it, for "a" or "an"), so that parsing abandons a
+ * wrong draw at once. */
 static size_t put_np(Line *l, Src *r, int plural, int animate)
 {
     size_t p0 = next_word_pos(l);
-    const char *det = pick_det(r, plural, p0);
+    int form = pick_det_form(r, p0, 1);
+    const char *det = "the";
+    if (form == DET_OWNER) {
+        size_t the_end = line_word(l, "the") + 2;
+        WordPair owner = pick_noun(r, 1, 0, next_word_pos(l));
+        plant_det(l, DET_THE, the_end, &owner, 0, line_word(l, owner.sg));
+        line_char(l, '\'');
+        line_char(l, 's');
+    } else {
+        det = pick_det(r, form, plural, p0);
+    }
     /* Parsing: where the word after the determiner starts. */
-    size_t p1 = r->rng ? 0 : p0 + target_word_len(r, p0) + 1;
+    size_t p1 = r->rng ? 0 : form == DET_OWNER ? next_word_pos(l) : p0 + target_word_len(r, p0) + 1;
     size_t nadj = draw_weighted(r, NADJ_SHARES, 3);
-    const char *adj0 = nadj ? PICK_AT(r, ADJS, p1) : NULL;
-    const WordPair *pair = adj0 ? NULL : pick_noun(r, animate, plural, p1);
-    const char *next = adj0 ? adj0 : plural ? pair->pl : pair->sg;
+    const char *adj0 = nadj ? pick_adj(r, p1) : NULL;
+    WordPair pair = {NULL, NULL};
+    if (!adj0)
+        pair = pick_noun(r, animate, plural, p1);
+    const char *next = adj0 ? adj0 : plural ? pair.pl : pair.sg;
     if (strcmp(det, "a") == 0 && is_vowel(next[0]))
         det = "an";
-    size_t det_end = line_word(l, det) + strlen(det) - 1;
+    size_t det_end = form == DET_OWNER ? 0 : line_word(l, det) + strlen(det) - 1;
     if (adj0) {
         line_word(l, adj0);
         if (nadj == 2) {
             const char *adj1;
             do
-                adj1 = PICK_AT(r, ADJS, next_word_pos(l));
+                adj1 = pick_adj(r, next_word_pos(l));
             while (adj1 == adj0 && redraw(r));
             line_word(l, adj1);
         }
         pair = pick_noun(r, animate, plural, next_word_pos(l));
     }
-    const char *noun = plural ? pair->pl : pair->sg;
+    const char *noun = plural ? pair.pl : pair.sg;
     size_t start = line_word(l, noun);
-    plant_det(l, det, det_end, pair, plural, start);
+    if (form != DET_OWNER)
+        plant_det(l, form, det_end, &pair, plural, start);
     return start + strlen(noun) - 1;
 }
 
@@ -413,6 +628,14 @@ static void put_verb_pp(Line *l, Src *r)
     put_np_any(l, r);
 }
 
+/* A verb of pool p, {third person singular, plural} present, whose form for
+ * a subject of the given number will be written next. */
+static WordPair pick_present(Line *l, Src *r, WordsPool p, int plural)
+{
+    const LexEntry *e = pick_word(r, p, plural ? FORM_WORD : FORM_1, next_word_pos(l));
+    return (WordPair){e->form1, e->word};
+}
+
 /* Appends the present-tense form agreeing with the subject whose noun ends at
  * subject_end, and plants the agreement relation at the first byte where the
  * singular and plural forms part. */
@@ -432,14 +655,14 @@ static void gen_plain(Line *l, Src *r)
     switch (draw(r, 4)) {
     case 0:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_np_any(l, r);
         if (draw(r, 2))
             put_verb_pp(l, r);
         break;
     case 1:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         if (draw(r, 2))
             put_verb_pp(l, r);
         if (draw(r, 2))
@@ -449,11 +672,11 @@ static void gen_plain(Line *l, Src *r)
         put_pp(l, r);
         line_char(l, ',');
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         break;
     default:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         /* Two clauses joined by a comma and a conjunction, or by a semicolon. */
         if (chance(r, 2, 3)) {
             line_char(l, ',');
@@ -462,7 +685,7 @@ static void gen_plain(Line *l, Src *r)
             line_char(l, ';');
         }
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_np_any(l, r);
         break;
     }
@@ -473,6 +696,7 @@ static void gen_plain(Line *l, Src *r)
  * number, so the nearest noun is no guide. */
 static void gen_agree(Line *l, Src *r)
 {
+    r->common = 1;
     int plural = (int)draw(r, 2);
     size_t subject = put_np(l, r, plural, 1);
     /* In twentieths: nothing 4, an adverb 3, one place 6, two places 3, a relative clause 4. */
@@ -487,7 +711,8 @@ static void gen_agree(Line *l, Src *r)
         put_pp(l, r);
     } else if (middle == 4) {
         line_word(l, "that");
-        put_verb(l, &PICK(r, VERBS_TRANS), plural, subject);
+        WordPair verb = pick_present(l, r, WORDS_TRANS, plural);
+        put_verb(l, &verb, plural, subject);
         put_np_any(l, r);
     }
     /* In twentieths: intransitive 8, transitive 7, "is" and an adjective 5; an
@@ -495,19 +720,28 @@ static void gen_agree(Line *l, Src *r)
     static const unsigned predicate_shares[] = {8, 7, 5}, tail_shares[] = {2, 1, 1};
     size_t predicate = draw_weighted(r, predicate_shares, 3);
     if (predicate == 0) {
-        put_verb(l, &PICK(r, VERBS_INTRANS), plural, subject);
+        /* One in five: "doesn't" or "don't", which agree, and the bare verb. */
+        if (chance(r, 1, 5)) {
+            put_verb(l, &DO_NOT, plural, subject);
+            put_word(l, r, WORDS_INTRANS, FORM_WORD);
+        } else {
+            WordPair verb = pick_present(l, r, WORDS_INTRANS, plural);
+            put_verb(l, &verb, plural, subject);
+        }
         size_t tail = draw_weighted(r, tail_shares, 3);
         if (tail == 0)
             put_verb_pp(l, r);
         else if (tail == 1)
             PUT_PICK(l, r, ADVS_END);
     } else if (predicate == 1) {
-        put_verb(l, &PICK(r, VERBS_TRANS), plural, subject);
+        WordPair verb = pick_present(l, r, WORDS_TRANS, plural);
+        put_verb(l, &verb, plural, subject);
         put_np_any(l, r);
     } else {
-        put_verb(l, &COPULA, plural, subject);
-        PUT_PICK(l, r, ADJS);
+        put_verb(l, chance(r, 1, 4) ? &COPULA_NOT : &COPULA, plural, subject);
+        put_word(l, r, WORDS_ADJ_PRED, FORM_WORD);
     }
+    r->common = 0;
 }
 
 /* What goes between brackets: a noun phrase, maybe with a place, or a clause. */
@@ -521,11 +755,11 @@ static void put_inner(Line *l, Src *r)
         break;
     case 1:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         break;
     default:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_np_any(l, r);
         break;
     }
@@ -534,7 +768,7 @@ static void put_inner(Line *l, Src *r)
 /* A speaker and a quoted clause, with a parenthesis inside the quote when nest is set. */
 static void put_quote(Line *l, Src *r, int nest)
 {
-    PUT_PICK(l, r, PAST_SPEECH);
+    put_word(l, r, WORDS_SPEECH, FORM_2);
     if (chance(r, 1, 4))
         line_char(l, ':');
     size_t q = line_open(l, '"');
@@ -543,7 +777,7 @@ static void put_quote(Line *l, Src *r, int nest)
         size_t p = line_open(l, '(');
         put_inner(l, r);
         line_close(l, ')', p);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
     } else {
         put_inner(l, r);
     }
@@ -568,7 +802,7 @@ static void gen_bracket(Line *l, Src *r)
             put_inner(l, r);
         }
         line_close(l, ')', p);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         if (draw(r, 2))
             PUT_PICK(l, r, ADVS_END);
     } else {
@@ -620,7 +854,7 @@ static void new_name(Line *l, Src *r, Name *nm)
             vowel = !vowel;
         }
         nm->text[len] = '\0';
-        if (nm->text[0] == nm->avoid || synth_word_classes(nm->text, len) != 0) {
+        if (nm->text[0] == nm->avoid || is_word(r, nm->text, len)) {
             redraw(r);
             continue;
         }
@@ -653,17 +887,17 @@ static void copy_intro(Line *l, Src *r, Name *a, Name *b)
     switch (draw(r, 5)) {
     case 0:
         put_name(l, r, a);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_np_any(l, r);
         break;
     case 1:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_name(l, r, a);
         break;
     case 2:
         put_name(l, r, a);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         put_verb_pp(l, r);
         break;
     case 3:
@@ -671,11 +905,11 @@ static void copy_intro(Line *l, Src *r, Name *a, Name *b)
         line_word(l, "and");
         b->avoid = (char)(a->text[0] - 'A' + 'a');
         put_name(l, r, b);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         break;
     default:
         put_name(l, r, a);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         b->avoid = (char)(a->text[0] - 'A' + 'a');
         put_name(l, r, b);
         break;
@@ -689,23 +923,23 @@ static void copy_repeat(Line *l, Src *r, Name *a, Name *b)
     switch (draw(r, 4)) {
     case 0:
         put_name(l, r, x);
-        PUT_PICK(l, r, PAST_INTRANS);
+        put_word(l, r, WORDS_INTRANS, FORM_2);
         if (draw(r, 2))
             PUT_PICK(l, r, ADVS_END);
         break;
     case 1:
         put_name(l, r, x);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_np_any(l, r);
         break;
     case 2:
         put_animate(l, r);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         put_name(l, r, x);
         break;
     default:
         put_name(l, r, x);
-        PUT_PICK(l, r, PAST_TRANS);
+        put_word(l, r, WORDS_TRANS, FORM_2);
         if (b->placed)
             put_name(l, r, x == a ? b : a);
         else
@@ -791,11 +1025,6 @@ static void put_sound(Line *l, Src *r, int quoted)
         line_close(l, '"', q);
 }
 
-/* Past-tense verbs of the lexicon that can take a sound. */
-static const char *const SOUND_VERBS[] = {
-    "sang", "said", "cried", "whispered", "shouted", "laughed",
-};
-
 /* Someone makes a sound, quoted or not, sometimes to someone or twice. */
 static void gen_sound(Line *l, Src *r)
 {
@@ -818,7 +1047,7 @@ static void gen_sound(Line *l, Src *r)
     default:
         break;
     }
-    if (draw(r, 2))
+    if (r->rng && draw(r, 2))
         l->end = '!';
 }
 
@@ -840,7 +1069,7 @@ static void put_chant(Line *l, Src *r)
         line_char(l, vowels[draw(r, sizeof vowels - 1)]);
         memcpy(syl[k], l->text + at[k], 2);
         syl[k][2] = '\0';
-        if (synth_word_classes(syl[k], 2) != 0 || (k == 1 && strcmp(syl[0], syl[1]) == 0)) {
+        if (is_word(r, syl[k], 2) || (k == 1 && strcmp(syl[0], syl[1]) == 0)) {
             redraw(r);
             l->bad = 1;
             return;
@@ -864,7 +1093,7 @@ static void gen_chant(Line *l, Src *r)
         line_word(l, "to");
         put_animate(l, r);
     }
-    if (draw(r, 2))
+    if (r->rng && draw(r, 2))
         l->end = '!';
 }
 
@@ -894,7 +1123,7 @@ static void put_scene_place(Line *l, Src *r, size_t prep_index)
     size_t prep = line_word(l, pl->prep);
     line_word(l, "the");
     if (chance(r, 1, 3))
-        PUT_PICK(l, r, ADJS);
+        line_word(l, pick_adj(r, next_word_pos(l)));
     const char *place = pl->places[draw(r, SCENE_PLACE_NOUNS)];
     size_t at = line_word(l, place);
     size_t pick = at - l->start; /* a stand-in for a draw (see gen_coref) */
@@ -926,7 +1155,7 @@ static void gen_scene(Line *l, Src *r)
          * brings in another animal ("A cat sat down. The tired cat slept on
          * the mat.", "A cat sat down. Two dogs ran away."). Parsing takes the
          * branch below, which reads both and any other scene as well. */
-        if (pick_the(r, next_word_pos(l))) {
+        if (pick_the(r)) {
             ia = (size_t)l->ante;
             plural = l->ante_plural;
             det = "the";
@@ -938,7 +1167,7 @@ static void gen_scene(Line *l, Src *r)
     } else {
         ia = (size_t)draw(r, nanimals);
         plural = (int)draw(r, 2);
-        det = pick_det(r, plural, next_word_pos(l));
+        det = pick_det(r, pick_det_form(r, next_word_pos(l), 0), plural, next_word_pos(l));
     }
     const SceneAnimal *an = &SCENE_ANIMALS[ia];
     l->scene = (int)ia;
@@ -961,7 +1190,8 @@ static void gen_scene(Line *l, Src *r)
         line_rel(l, SYNTH_REL_DET, start - 1, det_end, start, strlen(noun),
                  plural ? other->noun.pl : other->noun.sg, NULL);
     } else {
-        plant_det(l, det, det_end, &an->noun, plural, start);
+        int says = strcmp(det, "the") != 0 && !in_list(det, DETS_POSS, COUNT(DETS_POSS));
+        plant_det(l, says ? DET_NUMBER : DET_THE, det_end, &an->noun, plural, start);
     }
     const char *verb = mood >= 0 ? SCENE_MOODS[mood].verbs[draw(r, SCENE_MOOD_VERBS)]
                                  : SCENE_VERBS[draw(r, COUNT(SCENE_VERBS))].verb;
@@ -977,8 +1207,10 @@ static void gen_scene(Line *l, Src *r)
     size_t prep_index = 0;
     while (strcmp(SCENE_PLACES[prep_index].prep, an->prep) != 0)
         prep_index++;
-    const char *other_prep = SCENE_ANIMALS[(ia + 1 + pick % (COUNT(SCENE_ANIMALS) - 1)) %
-                                           COUNT(SCENE_ANIMALS)].prep;
+    /* The broken form: another preposition of scenes (subjects share them). */
+    const char *other_prep =
+        SCENE_PLACES[(prep_index + 1 + pick % (COUNT(SCENE_PLACES) - 1)) % COUNT(SCENE_PLACES)]
+            .prep;
     if (ending == 1) {
         /* The word after the verb is the animal's preposition. */
         line_rel(l, SYNTH_REL_SUBJECT, verb_end, noun_end, verb_end + 2, strlen(an->prep),
@@ -1006,54 +1238,87 @@ static void gen_scene(Line *l, Src *r)
     if (ending >= 1)
         put_scene_place(l, r, prep_index);
     static const char marks[] = ".!?";
-    l->end = marks[draw_weighted(r, SCENE_MARK_SHARES, 3)];
+    if (r->rng)
+        l->end = marks[draw_weighted(r, SCENE_MARK_SHARES, 3)];
 }
 
 /* Shares of a pronoun line's subject determiner: "the", "a"/"an", none ("Apple
  * released ..."), in fifths. */
 static const unsigned PRONOUN_DET_SHARES[] = {2, 2, 1};
 
+/* "a" or "an" before w. */
+static const char *a_or_an(const char *w)
+{
+    return is_vowel(w[0]) ? "an" : "a";
+}
+
 /* The documents' "Apple released a new phone because it is tasty.": a subject
  * and an object of two different classes (food, devices, animals), a
  * conjunction, "it", then the word that the subject's class takes after "it"
  * ("is" or "'s" for food, "was" for devices, "seemed" for animals) and one of
- * its properties. "it" is always the subject, and the cue (the subject's
- * place) comes before it, so the pronoun itself is the query: the word after
- * it follows from the antecedent. Plants the pronoun relation on "it"'s last
- * byte, keyed on the subject's last byte; its broken form is the word the
- * object's class takes after "it". */
+ * its properties. "it" is the subject, and the cue (the subject's place) comes
+ * before it, so the pronoun itself is the query: the word after it follows
+ * from the antecedent. One line in three has a person for its subject ("My
+ * sister bought a red car because it was cheap."): a person is never "it", so
+ * "it" is the object, and the word after "it" and the property are the
+ * object's class's. Plants the pronoun relation on "it"'s last byte, keyed on
+ * the antecedent's last byte; its broken form is the word another class
+ * takes after "it": the object's class, or, after a person, one of the two
+ * other classes. */
 static void gen_pronoun(Line *l, Src *r)
 {
-    size_t cs = (size_t)draw(r, COUNT(PRONOUN_CLASSES));
-    size_t co = (cs + 1 + (size_t)draw(r, COUNT(PRONOUN_CLASSES) - 1)) % COUNT(PRONOUN_CLASSES);
+    const size_t nclass = COUNT(PRONOUN_CLASSES);
+    int person = chance(r, 1, 3);
+    size_t cs = person ? 0 : (size_t)draw(r, nclass);
+    size_t co = person ? (size_t)draw(r, nclass) : (cs + 1 + (size_t)draw(r, nclass - 1)) % nclass;
     const PronounClass *subj = &PRONOUN_CLASSES[cs], *obj = &PRONOUN_CLASSES[co];
-    const char *noun = subj->nouns[draw(r, PRONOUN_NOUNS)];
-    size_t det = draw_weighted(r, PRONOUN_DET_SHARES, 3);
-    if (det == 0)
-        line_word(l, "the");
-    else if (det == 1)
-        line_word(l, is_vowel(noun[0]) ? "an" : "a");
-    size_t key = line_word(l, noun) + strlen(noun) - 1;
+    size_t key;
+    if (person) {
+        size_t pos = next_word_pos(l);
+        /* Parsing, "an" is "a" (index 2) before a vowel. */
+        const char *det = !r->rng && target_word_is(r, pos, "an")
+                              ? PRONOUN_PERSON_DETS[draw_as(r, COUNT(PRONOUN_PERSON_DETS), 2)]
+                              : PICK_AT(r, PRONOUN_PERSON_DETS, pos);
+        size_t p1 = r->rng ? 0 : pos + target_word_len(r, pos) + 1;
+        const char *noun = PICK_AT(r, PRONOUN_PEOPLE, p1);
+        line_word(l, strcmp(det, "a") == 0 ? a_or_an(noun) : det);
+        key = line_word(l, noun) + strlen(noun) - 1;
+    } else {
+        const char *noun = subj->nouns[draw(r, PRONOUN_NOUNS)];
+        size_t det = draw_weighted(r, PRONOUN_DET_SHARES, 3);
+        if (det == 0)
+            line_word(l, "the");
+        else if (det == 1)
+            line_word(l, a_or_an(noun));
+        key = line_word(l, noun) + strlen(noun) - 1;
+    }
     PUT_PICK(l, r, PRONOUN_VERBS);
     const char *odet = draw(r, 2) ? "the" : "a";
     const char *oadj = draw(r, 2) ? PICK(r, PRONOUN_OBJECT_ADJS) : NULL;
     const char *onoun = obj->nouns[draw(r, PRONOUN_NOUNS)];
-    if (strcmp(odet, "a") == 0 && is_vowel(oadj ? oadj[0] : onoun[0]))
-        odet = "an";
+    if (strcmp(odet, "a") == 0)
+        odet = a_or_an(oadj ? oadj : onoun);
     line_word(l, odet);
     if (oadj)
         line_word(l, oadj);
-    line_word(l, onoun);
+    size_t okey = line_word(l, onoun) + strlen(onoun) - 1;
     PUT_PICK(l, r, PRONOUN_CONJS);
     size_t it = line_word(l, "it");
+    /* After a person, "it" is the object: its class speaks, and the broken
+     * form is another class's word, picked by where "it" stands (a stand-in
+     * for a draw, see gen_coref). */
+    const PronounClass *ante = person ? obj : subj;
+    const char *alt =
+        person ? PRONOUN_CLASSES[(co + 1 + (it - l->start) % (nclass - 1)) % nclass].after_it[0]
+               : obj->after_it[0];
     /* A class with one word after "it" draws nothing: parsing, a draw between
      * two equal words would find every sentence twice. */
-    int two = strcmp(subj->after_it[0], subj->after_it[1]) != 0;
-    const char *after = subj->after_it[two ? draw(r, 2) : 0];
-    line_rel(l, SYNTH_REL_PRONOUN, it + 1, key, it + 2, strlen(after), obj->after_it[0], NULL);
+    int two = strcmp(ante->after_it[0], ante->after_it[1]) != 0;
+    const char *after = ante->after_it[two ? draw(r, 2) : 0];
+    line_rel(l, SYNTH_REL_PRONOUN, it + 1, person ? okey : key, it + 2, strlen(after), alt, NULL);
     for (const char *c = after; *c; c++)
         line_char(l, *c);
-    line_word(l, subj->props[draw(r, PRONOUN_PROPS)]);
+    line_word(l, ante->props[draw(r, PRONOUN_PROPS)]);
 }
 
 /* ---- Driver ----------------------------------------------------------------- */
@@ -1079,6 +1344,7 @@ static void sentence_generate(Line *l, Src *r, SynthLineKind kind)
 {
     if (kind == SYNTH_LINE_COUNT)
         kind = (SynthLineKind)draw_weighted(r, KIND_SHARES, SYNTH_LINE_COUNT);
+    r->kind = (int)kind;
     size_t max_len = kind == SYNTH_LINE_AGREE ? SYNTH_AGREE_MAX_LINE : SYNTH_OTHER_MAX_LINE;
     size_t mark = l->len, nrel = l->nrel, first = mark + (mark > 0);
     int ante = l->scene, ante_plural = l->scene_plural;
@@ -1093,6 +1359,9 @@ static void sentence_generate(Line *l, Src *r, SynthLineKind kind)
         l->ante_plural = ante_plural;
         l->scene = -1;
         GEN[kind](l, r);
+        /* Parsing, any sentence may end with '.', '!' or '?'. */
+        if (!r->rng && l->len < r->target_len && strchr(".!?", r->target[l->len]))
+            l->end = r->target[l->len];
         line_char(l, l->end);
     } while (r->rng && (l->bad || l->len - first + 1 > max_len));
     if (l->text[first] >= 'a' && l->text[first] <= 'z')
@@ -1131,11 +1400,12 @@ typedef struct {
     size_t pos, len, nbytes;
 } Walk;
 
-static void walk_init(Walk *w, uint64_t seed, size_t nbytes)
+static void walk_init(Walk *w, uint64_t seed, size_t nbytes, const SynthWords *words)
 {
     rng_init(&w->rng, seed, RNG_STREAM_CORPUS);
     memset(&w->src, 0, sizeof w->src);
     w->src.rng = &w->rng;
+    w->src.words = words;
     w->pos = w->len = 0;
     w->nbytes = nbytes;
 }
@@ -1154,8 +1424,10 @@ static int walk_next(Walk *w)
 size_t synth_generate_relations(char *buf, size_t nbytes, uint64_t seed,
                                 SynthRelation *rels, size_t cap)
 {
+    SynthWords words;
+    synth_words_init(&words);
     Walk w;
-    walk_init(&w, seed, nbytes);
+    walk_init(&w, seed, nbytes, &words);
     size_t total = 0;
     while (walk_next(&w)) {
         memcpy(buf + w.pos, w.line.text, w.len);
@@ -1200,8 +1472,10 @@ int synth_locate(size_t *at, const char *text, size_t n, size_t nbytes, uint64_t
     if (!nl || n > nbytes)
         return 0;
     size_t head = (size_t)(nl - text) + 1; /* the text's bytes up to its first newline */
+    SynthWords words;
+    synth_words_init(&words);
     Walk w;
-    walk_init(&w, seed, nbytes);
+    walk_init(&w, seed, nbytes, &words);
     while (walk_next(&w)) {
         /* Only a whole line ends in a newline, so the text's first one is the
          * end of a line, and the bytes before it are that line's last. */
@@ -1223,8 +1497,10 @@ int synth_locate(size_t *at, const char *text, size_t n, size_t nbytes, uint64_t
 
 size_t synth_relations_in(SynthRelation *rels, size_t cap, size_t at, size_t n, uint64_t seed)
 {
+    SynthWords words;
+    synth_words_init(&words);
     Walk w;
-    walk_init(&w, seed, at + n);
+    walk_init(&w, seed, at + n, &words);
     size_t total = 0;
     while (walk_next(&w)) {
         if (w.pos + w.line.len <= at)
@@ -1256,13 +1532,16 @@ enum { PARSE_MAX_ATTEMPTS = 2000000 };
  * grammar writes it. A sentence that several lines of the grammar read the
  * same (a scene that is also a plain line) takes the one that plants the most
  * relations, the first such in the order of the choices. */
-static int parse_line(Line *l, Src *src, const char *s, size_t n, int ante, int ante_plural)
+static int parse_line(Line *l, Src *src, const SynthWords *words, const char *s, size_t n,
+                      int ante, int ante_plural, SynthWhy *why)
 {
     Line got;
     /* Both live across setjmp, so volatile: a longjmp must not lose them. */
     volatile int found = 0;
     volatile long attempt;
     memset(src, 0, sizeof *src);
+    src->why = why;
+    src->words = words;
     src->target = s;
     src->target_len = n;
     src->ante = ante;
@@ -1310,6 +1589,8 @@ size_t synth_parse(const char *text, size_t n, SynthSentence *sent, size_t sent_
     Src src;
     Line line;
     char buf[LINE_CAP];
+    SynthWords words;
+    synth_words_init(&words);
     /* The scene animal of the sentence before, on the same line (-1: none). */
     int ante = -1, ante_plural = 0;
     for (size_t i = 0; i < n;) {
@@ -1324,7 +1605,7 @@ size_t synth_parse(const char *text, size_t n, SynthSentence *sent, size_t sent_
         if (len + 1 < LINE_CAP) {
             memcpy(buf, text + i, len);
             buf[len] = '\n';
-            understood = parse_line(&line, &src, buf, len + 1, ante, ante_plural);
+            understood = parse_line(&line, &src, &words, buf, len + 1, ante, ante_plural, NULL);
         }
         ante = understood ? line.scene : -1;
         ante_plural = understood ? line.scene_plural : 0;
@@ -1346,4 +1627,96 @@ size_t synth_parse(const char *text, size_t n, SynthSentence *sent, size_t sent_
     }
     *nsent = ns;
     return total;
+}
+
+/* ---- Why a sentence is not understood ------------------------------------- */
+
+/* Each kind's name in docs/corpus.md's sections. */
+static const char *const KIND_NAMES[SYNTH_LINE_COUNT] = {
+    [SYNTH_LINE_PLAIN] = "plain",     [SYNTH_LINE_AGREE] = "agreement",
+    [SYNTH_LINE_BRACKET] = "bracket", [SYNTH_LINE_COPY] = "copy",
+    [SYNTH_LINE_COREF] = "coreference", [SYNTH_LINE_SOUND] = "sound",
+    [SYNTH_LINE_SCENE] = "scene",     [SYNTH_LINE_PRONOUN] = "pronoun",
+    [SYNTH_LINE_CHANT] = "chant",
+};
+
+/* A sentence of the given kind, the first the generator writes from a fixed
+ * seed: the example of a pattern. */
+static void example_sentence(SynthLineKind kind, const SynthWords *words, char *out, size_t cap)
+{
+    Rng rng;
+    rng_init(&rng, 1, RNG_STREAM_CORPUS);
+    Src src;
+    memset(&src, 0, sizeof src);
+    src.rng = &rng;
+    src.words = words;
+    Line line;
+    line.src = &src;
+    line_reset(&line);
+    sentence_generate(&line, &src, kind);
+    snprintf(out, cap, "%.*s", (int)line.len, line.text);
+}
+
+int synth_why(const char *sentence, size_t n, SynthWhy *why)
+{
+    memset(why, 0, sizeof *why);
+    why->kind = -1;
+    char buf[LINE_CAP];
+    if (n + 1 >= LINE_CAP) {
+        why->at = 0;
+        why->len = n;
+        snprintf(why->role, sizeof why->role, "a sentence of at most %d bytes", LINE_CAP - 2);
+        return 0;
+    }
+    memcpy(buf, sentence, n);
+    buf[n] = '\n';
+    Src src;
+    Line line;
+    SynthWords words;
+    synth_words_init(&words);
+    if (parse_line(&line, &src, &words, buf, n + 1, -1, 0, why)) {
+        memset(why, 0, sizeof *why);
+        why->kind = -1;
+        return 1;
+    }
+    if (why->kind >= 0 && why->kind < SYNTH_LINE_COUNT) {
+        snprintf(why->pattern, sizeof why->pattern, "%s", KIND_NAMES[why->kind]);
+        example_sentence((SynthLineKind)why->kind, &words, why->example, sizeof why->example);
+    }
+    return 0;
+}
+
+size_t synth_why_text(const SynthWhy *why, const char *sentence, char *buf, size_t cap)
+{
+    size_t used = 0;
+#define SAY(...)                                                                              \
+    do {                                                                                      \
+        int k_ = snprintf(buf + (used < cap ? used : cap), used < cap ? cap - used : 0,       \
+                          __VA_ARGS__);                                                       \
+        used += k_ > 0 ? (size_t)k_ : 0;                                                      \
+    } while (0)
+    char word[SYNTH_ALT_CAP * 2];
+    size_t wl = why->len < sizeof word - 1 ? why->len : sizeof word - 1;
+    for (size_t i = 0; i < wl; i++)
+        word[i] = fold(sentence[why->at + i]);
+    word[wl] = '\0';
+    /* An owner ("cat's") is known when its noun is. */
+    size_t stem = wl > 2 && word[wl - 2] == '\'' && word[wl - 1] == 's' ? wl - 2 : wl;
+    if (wl == 0)
+        SAY("the sentence stops too soon");
+    else if (synth_word_classes(word, stem) == 0 && wl > 1)
+        SAY("`%.*s`: not a word the corpus knows", (int)why->len, sentence + why->at);
+    else
+        SAY("`%.*s`: the corpus does not put it here", (int)why->len, sentence + why->at);
+    SAY("; here the corpus puts ");
+    if (why->role[0])
+        SAY("%s%s", why->role, why->nwant ? " or " : "");
+    for (size_t i = 0; i < why->nwant; i++)
+        SAY("%s`%s`", i ? ", " : "", why->want[i]);
+    if (why->nwant == SYNTH_WHY_WANTS)
+        SAY(" ...");
+    if (why->pattern[0])
+        SAY("; nearest pattern: %s, e.g. \"%s\"", why->pattern, why->example);
+#undef SAY
+    return used;
 }

@@ -1,6 +1,7 @@
 /* synth: the built-in training corpus, generated rather than downloaded.
  *
- * Writes a deterministic, printable-ASCII, English-like text from a small lexicon,
+ * Writes a deterministic, printable-ASCII, English-like text from the lexicon
+ * (data/lexicon.h: WordNet 3.0 words, drawn by frequency) and hand lists,
  * one sentence per line, with ordinary typography (it's, 2 cats, '?', '!', ':',
  * ';', well-fed), in which relations that attention heads are known to learn are
  * planted on purpose: local spelling and word order, a determiner and its noun,
@@ -116,13 +117,15 @@ typedef enum {
  *                proximity?), alt[1] another noun of the antecedent's class
  *                that is not in the line (is the referent retrieved, or only
  *                its class?);
- *   subject-verb: another animal's preposition (only where a place follows
- *                the verb);
+ *   subject-verb: another of the scenes' prepositions (only where a place
+ *                follows the verb);
  *   mood:        a verb of another mood;
  *   modifier:    another verb's particle;
  *   place:       a place of another preposition;
- *   pronoun:     the word the object's class takes after "it";
- *   determiner:  none after any other "the", which says no number;
+ *   pronoun:     the word the object's class takes after "it" (after a
+ *                person, whom "it" never is: another class's word);
+ *   determiner:  none after any other "the", a possessive (my, his ...) or an
+ *                owner ("the cat's"), which say no number;
  *   names:       none ("" in both): the name's continuation is scored against
  *                the model's most likely other token.
  * An unused alt is "". */
@@ -177,6 +180,39 @@ typedef struct {
 
 size_t synth_parse(const char *text, size_t n, SynthSentence *sent, size_t sent_cap,
                    size_t *nsent, SynthRelation *rels, size_t cap);
+
+/* Why a sentence is not understood (docs/corpus.md, "When a sentence is not
+ * understood"): the first word of the sentence that no line of the grammar
+ * places (the furthest any attempt got), what the grammar would put there (the
+ * role, when a list of the lexicon names it, and some of its words), and the
+ * line kind (pattern) of the first attempt that got that far, with an example
+ * sentence of that kind. */
+enum { SYNTH_WHY_WANTS = 6, SYNTH_WHY_EXAMPLE = 80 };
+
+typedef struct {
+    size_t at, len; /* the word: bytes [at, at + len) of the sentence; len 0: its end */
+    char role[256]; /* the lexicon's lists that fit there, each with its first
+                     * words: "a past-tense verb (`slept`, `ran`, `sang` ...)",
+                     * joined by " or "; "" if none */
+    size_t nrole;   /* the lists named in role, at most 3 */
+    char want[SYNTH_WHY_WANTS][SYNTH_ALT_CAP]; /* other words the grammar could write there */
+    size_t nwant;
+    int kind;                     /* the nearest pattern's line kind; -1: none */
+    char pattern[16];             /* its name: "scene", "pronoun", ... ("" if none) */
+    char example[SYNTH_WHY_EXAMPLE]; /* a sentence of that pattern */
+} SynthWhy;
+
+/* Parses the one sentence sentence[0..n) (as synth_parse splits them, the
+ * mark included): 1 when it is understood (why zeroed, kind -1), else 0 with
+ * *why saying why. */
+int synth_why(const char *sentence, size_t n, SynthWhy *why);
+
+/* *why as one line for a reader, into buf (NUL-terminated when cap > 0):
+ * "`fridge`: not a word the corpus knows; here the corpus puts an adjective
+ * (`old`, `young`, `red` ...) or `mat`, `rug`, ...; nearest pattern: scene, e.g.
+ * \"...\"". Returns the length the whole
+ * line needs, as snprintf does. */
+size_t synth_why_text(const SynthWhy *why, const char *sentence, char *buf, size_t cap);
 
 /* Word classes of the lexicon, as bits: a word may belong to more than one. */
 enum {

@@ -7,19 +7,23 @@
 #ifndef HEADCOUNT_SYNTH_LEXICON_H
 #define HEADCOUNT_SYNTH_LEXICON_H
 
+#include <stddef.h>
+
+#include "data/lexicon.h"
+
 typedef struct {
     const char *sg;
     const char *pl;
 } WordPair;
 
-extern const WordPair ANIMATE[31];
-extern const WordPair THINGS[47];
-extern const WordPair VERBS_INTRANS[20];
-extern const WordPair VERBS_TRANS[23];
-extern const char *const PAST_INTRANS[20];
-extern const char *const PAST_TRANS[24];
-extern const char *const PAST_SPEECH[4];
-extern const char *const ADJS[44];
+/* The hand-written nouns, verbs and adjectives, as lexicon entries
+ * (synth_lexicon.c): HAND_CLASS_START[k] .. [k + 1] are the nouns (k = 0,
+ * tagged animate or inanimate), the verbs (1: intrans, trans, speech) and the
+ * adjectives (2). */
+enum { HAND_CLASSES = 3, HAND_FREQ = 50000 };
+extern const LexEntry HAND_ENTRIES[];
+extern const size_t HAND_CLASS_START[HAND_CLASSES + 1];
+extern const char *const ADJS_HYPHEN[4];
 extern const char *const DETS_SG[5];
 extern const char *const DETS_PL[11];
 extern const char *const PREPS_PLACE[15];
@@ -28,6 +32,9 @@ extern const char *const ADVS_MID[8];
 extern const char *const ADVS_END[11];
 extern const char *const CONJS[4];
 extern const WordPair COPULA;
+extern const WordPair COPULA_NOT;
+extern const WordPair DO_NOT;
+extern const char *const DETS_POSS[6];
 /* Coreference lines (synth.c, gen_coref): animals and portable things that can stand
  * side by side, a property that fits only animals or only things, and what each
  * does afterwards. Inside a coreference line the property alone tells which of
@@ -48,7 +55,7 @@ typedef struct {
     WordPair noun;
     const char *prep; /* the preposition this animal's places take */
 } SceneAnimal;
-enum { SCENE_MOOD_VERBS = 3, SCENE_PLACE_NOUNS = 4 };
+enum { SCENE_MOOD_VERBS = 3, SCENE_PLACE_NOUNS = 6 };
 typedef struct {
     const char *adj;
     const char *verbs[SCENE_MOOD_VERBS]; /* what an animal in this mood did */
@@ -61,7 +68,7 @@ typedef struct {
     const char *prep;
     const char *places[SCENE_PLACE_NOUNS];
 } ScenePlace;
-extern const SceneAnimal SCENE_ANIMALS[6];
+extern const SceneAnimal SCENE_ANIMALS[12];
 extern const SceneMood SCENE_MOODS[4];
 extern const SceneVerb SCENE_VERBS[17];
 extern const ScenePlace SCENE_PLACES[6];
@@ -72,7 +79,7 @@ extern const char *const SCENE_ADVS[2];
 /* Pronoun lines (synth.c, gen_pronoun): nouns of one class, the words that
  * follow "it" for that class (with their leading space or apostrophe; two
  * forms, equal when the class has one) and the properties that come next. */
-enum { PRONOUN_NOUNS = 6, PRONOUN_PROPS = 5 };
+enum { PRONOUN_NOUNS = 7, PRONOUN_PROPS = 6 };
 typedef struct {
     const char *nouns[PRONOUN_NOUNS];
     const char *after_it[2];
@@ -80,7 +87,17 @@ typedef struct {
 } PronounClass;
 extern const PronounClass PRONOUN_CLASSES[3];
 extern const char *const PRONOUN_VERBS[7];
-extern const char *const PRONOUN_OBJECT_ADJS[5];
+extern const char *const PRONOUN_OBJECT_ADJS[10];
 extern const char *const PRONOUN_CONJS[3];
+extern const char *const PRONOUN_PEOPLE[10];
+extern const char *const PRONOUN_PERSON_DETS[8];
+
+/* The SYNTH_* classes of the lowercase word[0..len) among the hand-written
+ * lists above (synth_word_classes adds the lexicon's words), or 0. */
+unsigned synth_hand_classes(const char *word, size_t len);
+
+/* Calls fn once for every word of the hand-written lists and each of its
+ * classes (a word in two lists is met twice). */
+void synth_hand_each(void (*fn)(const char *word, unsigned cls, void *ctx), void *ctx);
 
 #endif

@@ -91,9 +91,11 @@
             .about = "Query: the token before a place (the, warm). Key: the preposition "          \
                      "(on), which says which places can come (mat, rug...).")                      \
     /* pronoun: query is the last byte of "it" in a pronoun line, key the last byte of its         \
-     * antecedent, the line's subject; the word after "it" says the antecedent's class. */         \
+     * antecedent: the line's subject, or, after a person (never "it"), its object; the word    \
+     * after "it" says the antecedent's class. */                                                 \
     PLANTED(PRONOUN, .name = "pronoun",                                                            \
-            .about = "Query: \"it\". Key: its antecedent, the line's subject (Apple), whose "      \
-                     "class says the word after \"it\" (is tasty, was broken).")
+            .about = "Query: \"it\". Key: its antecedent, the line's subject (Apple), or "         \
+                     "the object after a person (My sister bought a car), whose class says "     \
+                     "the word after \"it\" (is tasty, was broken).")
 
 #endif

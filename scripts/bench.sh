@@ -6,7 +6,8 @@
 # present, in fp32 and in bf16), OpenBLAS sgemm when libopenblas-dev is, sampling
 # speed with and without the KV cache, and the byte-pair tokenizer against Hugging
 # Face's (scripts/bench_tok.sh), and mixture-of-heads steps against plain ones
-# (route.csv). Prints tables; writes CSVs to $BENCH_OUT (default
+# (route.csv), and the built-in corpus's generator and parser (bench/bench_synth.c,
+# printed only). Prints tables; writes CSVs to $BENCH_OUT (default
 # build/bench). Not a test: nothing here asserts a time.
 #   BENCH_CONFIGS=BABY,MID,NANO  BENCH_THREADS=1,2  BENCH_TORCH=auto|0  BENCH_ROUNDS=1
 #   BENCH_TORCH1=auto|0: 0 leaves out Debian's PyTorch 1.13 only
@@ -73,6 +74,7 @@ gcc $cflags bench/bench_matmul.c build/libheadcount.a -lm $blas_flags -o build/b
     2>/dev/null || gcc $cflags bench/bench_matmul.c build/libheadcount.a -lm -o build/bench_matmul
 gcc $cflags bench/bench_train.c build/libheadcount.a -lm -o build/bench_train
 gcc $cflags bench/bench_bf16.c build/libheadcount.a -lm -o build/bench_bf16
+gcc $cflags bench/bench_synth.c build/libheadcount.a -lm -o build/bench_synth
 gcc $cflags bench/bench_bf16_copies.c build/libheadcount.a -lm -o build/bench_bf16_copies
 
 echo "== machine"
@@ -192,6 +194,11 @@ rm -f "$out/sample.csv.tmp"
 
 echo
 bash scripts/bench_tok.sh
+
+echo
+echo "== the built-in corpus (one thread, medians of 5 runs): generating 1 MB, parsing it"
+echo "   back, and parsing 100 KB of a text it does not understand"
+./build/bench_synth --runs 5 --other "${BENCH_TOK_DATA:-../shared/data/tinyshakespeare.txt}"
 
 echo
 python3 scripts/bench_report.py "$out"

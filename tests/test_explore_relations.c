@@ -112,16 +112,24 @@ static int read_heads(JHead *h, int max, const char *json)
 
 /* The expected "query_key" of planted relation kind k of the window: the
  * generator's relations in it at byte level ([query - at, key - at], rows below
- * T, the last relation of a row kept). */
+ * T, the last relation of a row kept). A query on the first byte of the word
+ * it decides (the "m" of "men", which "man" shares) is that word's own row,
+ * so the row is the byte before (heads_planted_to_tokens). */
 static void planted_pairs(char *buf, size_t cap, const SynthRelation *rel, size_t n, size_t at,
                           int kind)
 {
     int key[T];
     for (int i = 0; i < T; i++)
         key[i] = -1;
-    for (size_t r = 0; r < n; r++)
-        if ((int)rel[r].kind == kind && rel[r].key >= at && rel[r].query < at + T)
-            key[rel[r].query - at] = (int)(rel[r].key - at);
+    for (size_t r = 0; r < n; r++) {
+        if ((int)rel[r].kind != kind || rel[r].key < at || rel[r].query >= at + T)
+            continue;
+        size_t row = rel[r].query - at;
+        if (rel[r].form_len > 0 && rel[r].form == rel[r].query)
+            row--;
+        if (rel[r].key - at < row)
+            key[row] = (int)(rel[r].key - at);
+    }
     snprintf(buf, cap, "[");
     const char *sep = "";
     for (int i = 0; i < T; i++)

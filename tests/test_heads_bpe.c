@@ -353,6 +353,12 @@ Test(heads_bpe, the_documents_sentences_get_their_planted_relations, .timeout = 
     /* 5 of every 6 sentences parse: 30 of 36. */
     cr_assert_not_null(strstr(out, "\"builtin_corpus\":false,\"parsed_sentences\":30,"), "%.300s",
                        out);
+    /* The sixth says why it is not understood: its first word, which no line
+     * of the grammar starts with (each of its 6 copies is listed). */
+    const char *nu = strstr(out, "\"not_understood\":{\"count\":6,\"listed\":[{\"sentence\":"
+                                 "\"It's a sentence the grammar does not write!\",\"why\":\"`It's`: ");
+    cr_assert_not_null(nu, "%.400s", strstr(out, "\"not_understood\""));
+    cr_assert_not_null(strstr(nu, "nearest pattern: "), "%.400s", nu);
     static const char *const seen[] = {"determiner", "subject-verb", "adjective-verb",
                                        "verb-modifier", "place", "pronoun"};
     for (size_t q = 0; q < sizeof seen / sizeof seen[0]; q++) {
@@ -363,5 +369,13 @@ Test(heads_bpe, the_documents_sentences_get_their_planted_relations, .timeout = 
         r = strstr(r, "\"rows\":");
         cr_assert(r && atoi(r + 7) > 0, "%s has no rows: %.300s", key, strstr(out, key));
     }
+    free(out);
+    /* The text table says the same, once per sentence up to five. */
+    snprintf(cmd, sizeof cmd, "%s/infer --ckpt %s/bi.ckpt --heads %s --windows 2 -j 2 2>/dev/null",
+             tu_bin(), d, text);
+    cr_assert_eq(tu_run(&out, "%s", cmd), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "(6 of the file's sentences are not understood; the first "
+                                   "ones, with why:)\n    \"It's a sentence the grammar does not "
+                                   "write!\": `It's`: "), "%s", out);
     free(out);
 }

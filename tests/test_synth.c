@@ -10,6 +10,7 @@
 
 #include "data/synth.h"
 #include "data/synth_lexicon.h"
+#include "data/synth_words.h"
 
 
 static char *generate(size_t n, uint64_t seed)
@@ -31,6 +32,19 @@ static int is_upper(char c)
     return c >= 'A' && c <= 'Z';
 }
 
+/* The corpus's words, made once for the whole test process: the lookups are
+ * many (every word of a megabyte), and synth_word_classes makes them anew on
+ * every call. */
+static const SynthWords *words(void)
+{
+    static SynthWords w;
+    static int made;
+    if (!made)
+        synth_words_init(&w);
+    made = 1;
+    return &w;
+}
+
 /* Lexicon classes of a word as written, with a capital first letter lowered
  * and an "'s" ending ("it's") dropped. */
 static unsigned classes_of(const char *w, size_t len)
@@ -43,7 +57,7 @@ static unsigned classes_of(const char *w, size_t len)
     memcpy(low, w, len);
     if (is_upper(low[0]))
         low[0] = (char)(low[0] - 'A' + 'a');
-    return synth_word_classes(low, len);
+    return words_classes(words(), low, len);
 }
 
 /* A byte inside a word: a letter, a digit, or a hyphen or apostrophe between
@@ -604,9 +618,13 @@ static void check_agree(const char *line, size_t len, void *ctx)
     Words w;
     split_words(line, len, &w);
     size_t subject = w.n;
-    for (size_t i = 0; i < w.n && subject == w.n; i++)
-        if (classes_of(line + w.start[i], w.len[i]) & (SYNTH_NOUN_SG | SYNTH_NOUN_PL))
+    /* The first noun but an owner ("the man's frogs"). */
+    for (size_t i = 0; i < w.n && subject == w.n; i++) {
+        const char *x = line + w.start[i];
+        int owner = w.len[i] > 2 && x[w.len[i] - 2] == '\'' && x[w.len[i] - 1] == 's';
+        if (!owner && (classes_of(x, w.len[i]) & (SYNTH_NOUN_SG | SYNTH_NOUN_PL)))
             subject = i;
+    }
     cr_assert_lt(subject, w.n, "no subject: %.*s", (int)len, line);
     int plural = (classes_of(line + w.start[subject], w.len[subject]) & SYNTH_NOUN_PL) != 0;
     size_t subject_end = w.start[subject] + w.len[subject];
@@ -616,6 +634,9 @@ static void check_agree(const char *line, size_t len, void *ctx)
         unsigned c = classes_of(line + w.start[i], w.len[i]);
         if (first_verb && (c & (SYNTH_NOUN_SG | SYNTH_NOUN_PL)))
             attracted |= ((c & SYNTH_NOUN_PL) != 0) != plural;
+        /* The bare verb after "doesn't" or "don't", which agree themselves. */
+        if (i > 0 && (word_is(line, &w, i - 1, "doesn't") || word_is(line, &w, i - 1, "don't")))
+            continue;
         if (!(c & (SYNTH_VERB_SG | SYNTH_VERB_PL)))
             continue;
         cr_assert(c & (plural ? SYNTH_VERB_PL : SYNTH_VERB_SG),
@@ -665,7 +686,7 @@ static void check_agree_relation(const char *t, const SynthRelation *r)
     while (is_letter(t[vs - 1]))
         vs--;
     size_t ve = vs;
-    while (is_letter(t[ve]))
+    while (is_letter(t[ve]) || (t[ve] == '\'' && is_letter(t[ve + 1]))) /* isn't, don't */
         ve++;
     unsigned verb = classes_of(t + vs, ve - vs);
     cr_assert(verb & ((noun & SYNTH_NOUN_PL) ? SYNTH_VERB_PL : SYNTH_VERB_SG),
@@ -673,6 +694,8 @@ static void check_agree_relation(const char *t, const SynthRelation *r)
               (int)(r->key + 1 - ns), t + ns);
     cr_assert_leq(r->query - r->key, 60u);
 }
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 static int in_list(const char *w, size_t len, const char *const *list, size_t n)
 {
@@ -728,8 +751,12 @@ static void check_det_relation(const char *t, const SynthRelation *r)
         return;
     }
     cr_assert(noun & (SYNTH_NOUN_SG | SYNTH_NOUN_PL), "%.*s is not a noun", (int)nl, t + ns);
-    if (dl == 3 && strncasecmp(t + ds, "the", 3) == 0) {
-        cr_assert(!r->alt[0][0], "\"the\" fixes no number, so it has no broken form");
+    static const char *const no_number[] = {"the", "my", "his", "her", "our", "their", "your"};
+    char det_low[8] = {0};
+    for (size_t i = 0; i < dl && i < sizeof det_low - 1; i++)
+        det_low[i] = (char)(t[ds + i] | 0x20);
+    if (in_list(det_low, dl, no_number, NELEM(no_number))) {
+        cr_assert(!r->alt[0][0], "%s fixes no number, so it has no broken form", det_low);
         return;
     }
     static const char *const singular[] = {"a", "an", "this", "one", "each", "every"};
@@ -747,8 +774,6 @@ static void check_det_relation(const char *t, const SynthRelation *r)
     /* Some form of the noun parts right after the query (or the query ends it). */
     cr_assert(r->query + 1 <= ns + nl);
 }
-
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The word holding byte pos, copied into w (lower case), or "". */
 static const char *word_text(const char *t, size_t pos, char w[32])
@@ -879,11 +904,26 @@ static void check_scene_relation(const char *t, size_t n, const SynthRelation *r
                 other = (int)k;
         cr_assert(other >= 0 && other != c, "pronoun's broken form %s", r->alt[0]);
         /* The antecedent is the line's subject, keyed on its last byte: nothing
-         * but a determiner before it. */
+         * but a determiner before it; or, when the subject is a person (never
+         * "it"), the object, the word before the conjunction. */
         size_t ls, le, klen, ks = word_at(t, r->key, &klen);
         sentence_span(t, n, r->key, &ls, &le);
         cr_assert_eq(ks + klen, r->key + 1, "pronoun key is not the end of a word");
-        cr_assert_leq(ks - ls, 4u);
+        char first[32], second[32];
+        word_text(t, ls, first);
+        size_t fl;
+        word_at(t, ls, &fl);
+        word_text(t, ls + fl + 1, second);
+        int person = in_list(first, strlen(first), PRONOUN_PEOPLE, NELEM(PRONOUN_PEOPLE)) ||
+                     in_list(second, strlen(second), PRONOUN_PEOPLE, NELEM(PRONOUN_PEOPLE));
+        if (person) {
+            char conj[32];
+            word_text(t, r->key + 2, conj);
+            cr_assert(in_list(conj, strlen(conj), PRONOUN_CONJS, NELEM(PRONOUN_CONJS)),
+                      "after a person the key is the object, before the conjunction: %s", conj);
+        } else {
+            cr_assert_leq(ks - ls, 4u);
+        }
         break;
     }
     }
@@ -1120,7 +1160,7 @@ static unsigned alt_classes(const char *w)
     char low[SYNTH_ALT_CAP];
     snprintf(low, sizeof low, "%s", w);
     low[0] = (char)(low[0] | 0x20);
-    return synth_word_classes(low, strlen(low));
+    return words_classes(words(), low, strlen(low));
 }
 
 /* Every relation but names carries its minimal pair: the form is the text's,

@@ -173,8 +173,7 @@ static void explore_model_init(ExploreModel *x, const InferOptions *o, const cha
                    .log_alpha = m->w.log_alpha};
     size_t base = from_end ? nt - (size_t)T : 0;
     find_relation_keys(&x->rk, e, o, all, nt, base);
-    e->sentence = x->rk.planted.sentence;
-    e->nsentence = x->rk.planted.nsentence;
+    e->planted = &x->rk.planted;
     e->base = base;
     /* The window's statistics, relations (on rk's keys) and JSD; the probes, one
      * at a time; then, on the window with its targets (one token shorter when

@@ -355,6 +355,27 @@ static const char *head_cost(char buf[32], int k, int H, double cost)
     return buf;
 }
 
+/* The sentences of a text that is not a piece of the corpus that its grammar
+ * does not write, the first HEADS_WHY_PRINTED with why (planted_why). */
+enum { HEADS_WHY_PRINTED = 5 };
+static void print_not_understood(const Planted *p)
+{
+    if (p->builtin || p->parsed == p->nsentence)
+        return;
+    printf("  (%zu of the file's sentences are not understood; the first ones, with why:)\n",
+           p->nsentence - p->parsed);
+    size_t printed = 0;
+    for (size_t s = 0; s < p->nsentence && printed < HEADS_WHY_PRINTED; s++) {
+        char why[600];
+        if (!planted_why(p, s, why, sizeof why))
+            continue;
+        size_t n;
+        const char *text = planted_sentence_text(p, s, &n);
+        printf("    \"%.*s%s\": %s\n", n > 80 ? 77 : (int)n, text, n > 80 ? "..." : "", why);
+        printed++;
+    }
+}
+
 /* "L0H2+L3H1 (0.61)", "-" or "L0H2+... (0.31, short)" when the set never
  * reached its share. */
 static const char *needed_set_text(char *buf, size_t len, const NeededSet *ns, int H)
@@ -425,6 +446,7 @@ static void print_relations(const HeadsInputs *in, const HeadsMeasured *ms)
         printf("  (%zu of the file's %zu sentences are ones the built-in corpus's grammar "
                "writes: the relations from %s on are planted in those)\n",
                in->planted.parsed, in->planted.nsentence, heads_rel_table[HEADS_REL_TEXT].name);
+    print_not_understood(&in->planted);
     printf("  (best = none: no open head attends to the key more than a head spreading its "
            "weight evenly would; - : the relation has no rows)\n");
     if (in->planted.dropped)
@@ -483,6 +505,7 @@ static HeadsReport fill_report(const InferOptions *o, const HeadsInputs *in,
         .prune_order = ms->prune_order, .prune_loss = ms->prune_loss,
         .nprune = ms->nprune, .rel = ms->rel, .builtin = planted_known(&in->planted),
         .corpus_piece = in->planted.builtin, .parsed_sentences = in->planted.parsed,
+        .planted = &in->planted,
         .rel_windows = in->rel_windows, .probe_rule = in->probe_rule,
         .rare_training = in->rare_training, .rare_source = in->rare_source,
         .causal = &ms->base, .ablated = ms->ablated, .needed_head = ms->needed_head,

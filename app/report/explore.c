@@ -247,14 +247,24 @@ static void write_clearest_and_sentences(FILE *f, const Explore *e)
     fputs(",\n\"sentences\":[", f);
     size_t lo = e->base, hi = e->base + (size_t)e->T;
     const char *sep = "";
-    for (size_t s = 0; s < e->nsentence; s++) {
-        const PlantedSentence *x = &e->sentence[s];
+    size_t ns = e->planted ? e->planted->nsentence : 0;
+    for (size_t s = 0; s < ns; s++) {
+        const PlantedSentence *x = &e->planted->sentence[s];
         if (x->end <= lo || x->first >= hi)
             continue;
         size_t a = x->first > lo ? x->first : lo, b = x->end < hi ? x->end : hi;
-        fprintf(f, "%s{\"first\":%zu,\"end\":%zu,\"understood\":%s,\"cut\":%s}", sep,
-                a - lo, b - lo, x->understood ? "true" : "false",
-                a != x->first || b != x->end ? "true" : "false");
+        int cut = a != x->first || b != x->end;
+        fprintf(f, "%s{\"first\":%zu,\"end\":%zu,\"understood\":%s,\"cut\":%s", sep,
+                a - lo, b - lo, x->understood ? "true" : "false", cut ? "true" : "false");
+        /* Why a whole sentence is not understood: the first word no line of
+         * the grammar places, what fits there and the nearest pattern
+         * (docs/corpus.md, "When a sentence is not understood"). */
+        char why[600];
+        if (!cut && planted_why(e->planted, s, why, sizeof why)) {
+            fputs(",\"why\":", f);
+            json_fput_string(f, why);
+        }
+        fputc('}', f);
         sep = ",";
     }
     fputs("],\n", f);

@@ -80,10 +80,10 @@ typedef struct {
      * "relations" for the relations with keys on this text (rel_key). */
     const HeadsRelation *rel;
     const CausalScore *causal;
-    /* The text's sentences (analysis/planted.h), in text tokens; the window shows
-     * text tokens [base, base + T). */
-    const PlantedSentence *sentence;
-    size_t nsentence, base;
+    /* The text's sentences and why one is not understood (analysis/planted.h),
+     * in text tokens (NULL: none); the window shows text tokens [base, base + T). */
+    const Planted *planted;
+    size_t base;
     /* Each relation's ground-truth keys in the shown window, the ones --heads
      * scores (docs/explorer.md, "Relation view"): rel_key[q][i] is query row
      * i's key, -1 when it has none; the rare relation's rows have key sets,

@@ -202,6 +202,34 @@ static void write_causal_json(FILE *f, const HeadsReport *r, int q)
     fprintf(f, ",\"needed_set_reached\":%s", ns->reached ? "true" : "false");
 }
 
+/* summary.json's "not_understood" on a text that is not a piece of the
+ * corpus: how many of its sentences the grammar does not write, and the first
+ * REPORT_WHY_LISTED of them with why (planted_why), then a comma. */
+enum { REPORT_WHY_LISTED = 20 };
+static void write_not_understood(FILE *f, const HeadsReport *r)
+{
+    const Planted *p = r->planted;
+    if (!p || r->corpus_piece)
+        return;
+    fprintf(f, "\"not_understood\":{\"count\":%zu,\"listed\":[", p->nsentence - p->parsed);
+    size_t listed = 0;
+    for (size_t s = 0; s < p->nsentence && listed < REPORT_WHY_LISTED; s++) {
+        char why[600];
+        if (!planted_why(p, s, why, sizeof why))
+            continue;
+        size_t n;
+        const char *text = planted_sentence_text(p, s, &n);
+        char sentence[512];
+        snprintf(sentence, sizeof sentence, "%.*s", (int)n, text);
+        fputs(listed++ ? ",{\"sentence\":" : "{\"sentence\":", f);
+        json_fput_string(f, sentence);
+        fputs(",\"why\":", f);
+        json_fput_string(f, why);
+        fputc('}', f);
+    }
+    fputs("]},", f);
+}
+
 /* summary.json's "relations" object (docs/heads.md, "Output files"). */
 static void write_relations_json(FILE *f, const HeadsReport *r)
 {
@@ -210,6 +238,7 @@ static void write_relations_json(FILE *f, const HeadsReport *r)
             r->rel_windows, r->corpus_piece ? "true" : "false", r->parsed_sentences);
     if (r->builtin)
         fprintf(f, "\"planted_dropped\":%zu,", r->planted_dropped);
+    write_not_understood(f, r);
     fprintf(f, "\"rare_counts\":\"%s\",\"rare_counts_source\":",
             r->rare_training ? "training" : "file");
     json_fput_string(f, r->rare_source ? r->rare_source : "");

@@ -23,6 +23,7 @@
 #include "analysis/heads.h"
 #include "analysis/heads_route.h"
 #include "analysis/pairs.h"
+#include "analysis/planted.h"
 
 typedef struct {
     const char *ckpt, *data;    /* names shown on the page */
@@ -54,6 +55,9 @@ typedef struct {
     size_t planted_dropped;     /* planted relations whose key and query share a token */
     int corpus_piece;           /* the text is a piece of the built-in corpus */
     size_t parsed_sentences;    /* else: its sentences the corpus's grammar parsed */
+    const Planted *planted;     /* else: the text's sentences, and why one is not
+                                 * understood (summary.json's "not_understood");
+                                 * NULL: none */
     int rare_training;          /* the rare counts are the training text's (else the file's) */
     const char *rare_source;    /* which text was counted, and why, as one line */
     const char *probe_rule;     /* which bytes the probes were drawn from */

@@ -6,7 +6,10 @@
  * byte is in, the space before a word the word's), each head's attention on the
  * key word equal to the sum of the JSON's own attention row over the key's
  * tokens, and the best heads the largest; bad trees and sentences too long for
- * the context fail with one line and write nothing. The model is a small
+ * the context fail with one line and write nothing. --sentence TEXT picks the
+ * sentence of that text (white space and then case aside, the first of
+ * several with a note) and writes what its number writes; a text no sentence
+ * has is a usage error naming the sentence that shares the most words. The model is a small
  * byte-pair one (--vocab) trained for a few steps: the numbers need not mean
  * anything, only agree. */
 #include <criterion/criterion.h>
@@ -17,6 +20,9 @@
 
 #include "tests/progutil.h"
 #include "tests/testutil.h"
+
+/* 80 letters, for a text longer than a message shows. */
+#define LETTERS80 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 #define W(id, form, head, rel, misc) id "\t" form "\t_\tX\t_\t_\t" head "\t" rel "\t_\t" misc "\n"
 
@@ -302,4 +308,166 @@ Test(explore_gold, bad_trees_and_long_sentences_fail_with_one_line, .timeout = 1
     free(out);
     struct stat st;
     cr_assert_neq(stat(html, &st), 0, "a failed run wrote %s", html);
+}
+
+/* A treebank to pick sentences from by their text: sentence 2 has no `# text`
+ * line (its text is its tokens joined by spaces, "The dog ran ."), sentence 4
+ * repeats sentence 1, and 5 and 6 differ only in case. */
+static const char *PICK =
+    "# text = The cat sat.\n" W("1", "The", "2", "det", "_") W("2", "cat", "3", "nsubj", "_")
+    W("3", "sat", "0", "root", "SpaceAfter=No") W("4", ".", "3", "punct", "_") "\n"
+    W("1", "The", "2", "det", "_") W("2", "dog", "3", "nsubj", "_")
+    W("3", "ran", "0", "root", "_") W("4", ".", "3", "punct", "_") "\n"
+    "# text = The fox slept.\n" W("1", "The", "2", "det", "_") W("2", "fox", "3", "nsubj", "_")
+    W("3", "slept", "0", "root", "SpaceAfter=No") W("4", ".", "3", "punct", "_") "\n"
+    "# text = The cat sat.\n" W("1", "The", "2", "det", "_") W("2", "cat", "3", "nsubj", "_")
+    W("3", "sat", "0", "root", "SpaceAfter=No") W("4", ".", "3", "punct", "_") "\n"
+    "# text = the bird ran.\n" W("1", "the", "2", "det", "_") W("2", "bird", "3", "nsubj", "_")
+    W("3", "ran", "0", "root", "SpaceAfter=No") W("4", ".", "3", "punct", "_") "\n"
+    "# text = The Bird ran.\n" W("1", "The", "2", "det", "_") W("2", "Bird", "3", "nsubj", "_")
+    W("3", "ran", "0", "root", "SpaceAfter=No") W("4", ".", "3", "punct", "_") "\n";
+
+/* Runs the explorer on --sentence pick (already quoted for the shell) into
+ * NAME.html and NAME.json; its exit status, its output at *out. */
+static int explore_pick(const Env *e, const char *pick, const char *name, char **out)
+{
+    return tu_run(out, "OMP_NUM_THREADS=1 %s/infer --ckpt %s/m.ckpt --explore %s/%s.html "
+                  "--explore-json %s/%s.json --text-file %s/pick.conllu --sentence %s 2>&1",
+                  tu_bin(), e->dir, e->dir, name, e->dir, name, e->dir, pick);
+}
+
+/* Whether the runs a and b wrote the same bytes to their .ext files. */
+static int same_output(const Env *e, const char *a, const char *b, const char *ext)
+{
+    char pa[700], pb[700];
+    snprintf(pa, sizeof pa, "%s/%s.%s", e->dir, a, ext);
+    snprintf(pb, sizeof pb, "%s/%s.%s", e->dir, b, ext);
+    return same_files(pa, pb);
+}
+
+/* Explores --sentence pick as run name and checks that it wrote what --sentence
+ * as_number wrote (run "nN", made first); returns the run's output. */
+static char *expect_same_as_number(const Env *e, const char *pick, const char *name, int number)
+{
+    char *out = NULL, num[32];
+    snprintf(num, sizeof num, "n%d", number);
+    int rc = explore_pick(e, pick, name, &out);
+    cr_assert_eq(rc, 0, "--sentence %s: %s", pick, out);
+    cr_assert(same_output(e, name, num, "json"),
+              "--sentence %s wrote another --explore-json than --sentence %d", pick, number);
+    return out;
+}
+
+Test(explore_gold, a_sentence_typed_as_text_is_the_one_its_number_picks, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "explore_gold_text");
+    char tree[600], pick[600];
+    train_model(&e, tree, sizeof tree);
+    make_file(&e, "pick.conllu", PICK, strlen(PICK), pick, sizeof pick);
+    char *out = NULL;
+    for (int n = 1; n <= 6; n++) {
+        char num[8], name[8];
+        snprintf(num, sizeof num, "%d", n);
+        snprintf(name, sizeof name, "n%d", n);
+        int rc = explore_pick(&e, num, name, &out);
+        cr_assert_eq(rc, 0, "--sentence %d: %s", n, out);
+        free(out);
+    }
+    /* The numbers pick different windows, so an equal file below means something. */
+    cr_assert(!same_output(&e, "n1", "n3", "json") && !same_output(&e, "n5", "n6", "json"));
+
+    /* The text of a `# text` line: the same JSON and page, named alike. */
+    out = expect_same_as_number(&e, "'The fox slept.'", "t3", 3);
+    cr_assert(same_output(&e, "t3", "n3", "html"), "the page differs from --sentence 3's");
+    cr_assert(strstr(out, "pick.conllu, sentence 3 ("), "%s", out);
+    cr_assert(!strstr(out, "matching"), "a note for a single match: %s", out);
+    free(out);
+    /* A sentence without one: its tokens joined by spaces, as the trainer reads it. */
+    free(expect_same_as_number(&e, "'The dog ran .'", "t2", 2));
+    /* White space: runs are one space, the ends trimmed. */
+    free(expect_same_as_number(&e, "'  The   fox\tslept. '", "w3", 3));
+    free(expect_same_as_number(&e, "\"$(printf 'The dog\\nran .')\"", "w2", 2));
+    /* Case: an exact match first, even after a sentence that matches in another case. */
+    free(expect_same_as_number(&e, "'The Bird ran.'", "c6", 6));
+    free(expect_same_as_number(&e, "'the bird ran.'", "c5", 5));
+    free(expect_same_as_number(&e, "'the FOX slept.'", "c3", 3));
+    /* Several in another case: the first, with the note. */
+    out = expect_same_as_number(&e, "'THE BIRD RAN.'", "c5b", 5);
+    cr_assert(strstr(out, "pick.conllu, sentence 5 (the first of 2 sentences matching "
+                          "--sentence 'THE BIRD RAN.')"), "%s", out);
+    free(out);
+
+    /* Two identical sentences: the first, and the note on stderr and the page. */
+    out = expect_same_as_number(&e, "'The cat sat.'", "d1", 1);
+    const char *note = "pick.conllu, sentence 1 (the first of 2 sentences matching --sentence "
+                       "'The cat sat.')";
+    cr_assert(strstr(out, note), "no note of the two matches: %s", out);
+    free(out);
+    char path[700];
+    snprintf(path, sizeof path, "%s/d1.html", e.dir);
+    char *page = tu_read_text(path);
+    cr_assert(page && strstr(page, note), "the page does not say that 2 sentences matched");
+    free(page);
+}
+
+Test(explore_gold, a_text_no_sentence_has_is_a_usage_error_naming_the_nearest, .timeout = 120)
+{
+    Env e;
+    env_init(&e, "explore_gold_nearest");
+    char tree[600], pick[600];
+    train_model(&e, tree, sizeof tree);
+    make_file(&e, "pick.conllu", PICK, strlen(PICK), pick, sizeof pick);
+    char *out = NULL, html[700];
+    snprintf(html, sizeof html, "%s/x.html", e.dir);
+    struct stat st;
+
+    /* "The dog ran fast" shares the, dog and ran with sentence 2 only (sentences 5
+     * and 6 share two words, the others one). */
+    int rc = explore_pick(&e, "'The dog ran fast'", "x", &out);
+    expect_error(out, rc, 2, "infer", "--sentence 'The dog ran fast': no sentence of ");
+    expect_error(out, rc, 2, "infer", "pick.conllu has this text, in any case; the nearest is "
+                 "sentence 2, 'The dog ran .', sharing 3 word(s) with it");
+    free(out);
+    cr_assert_neq(stat(html, &st), 0, "a refused run wrote %s", html);
+    /* Words are letters and digits: "slept" in "slept." counts, in any case. */
+    rc = explore_pick(&e, "'FOX, slept!'", "x", &out);
+    expect_error(out, rc, 2, "infer", "the nearest is sentence 3, 'The fox slept.', sharing 2");
+    free(out);
+    /* No word in common. */
+    rc = explore_pick(&e, "'zebra quilt'", "x", &out);
+    expect_error(out, rc, 2, "infer", "--sentence 'zebra quilt': no sentence of ");
+    expect_error(out, rc, 2, "infer", "and none shares a word with it");
+    free(out);
+    /* A long text is cut to 60 bytes in the message, its white space collapsed. */
+    rc = explore_pick(&e, "'The   dog ran over the hill and far away, past every fox and bird, "
+                      "until the night came down'", "x", &out);
+    expect_error(out, rc, 2, "infer", "--sentence 'The dog ran over the hill and far away, past "
+                 "every fox and b...': ");
+    cr_assert(!strstr(out, "night"), "the text was not cut: %s", out);
+    free(out);
+    /* Never inside a UTF-8 character: 59 letters, then an e-acute over bytes 60 and 61. */
+    char arg[128], want[128];
+    snprintf(arg, sizeof arg, "'%.59s\xc3\xa9 and more'", LETTERS80);
+    snprintf(want, sizeof want, "--sentence '%.59s...': no sentence of ", LETTERS80);
+    rc = explore_pick(&e, arg, "x", &out);
+    expect_error(out, rc, 2, "infer", want);
+    free(out);
+    /* A number stays a number: out of range, or beyond the file. */
+    rc = explore_pick(&e, "0", "x", &out);
+    expect_error(out, rc, 2, "infer", "--sentence: expected an integer in [1, 100000000], got '0'");
+    free(out);
+    rc = explore_pick(&e, "7", "x", &out);
+    expect_error(out, rc, 1, "infer", "--sentence 7: ");
+    free(out);
+    rc = explore_pick(&e, "' '", "x", &out);
+    expect_error(out, rc, 2, "infer", "--sentence: the text is empty or only white space");
+    free(out);
+    /* A text needs a .conllu file, as a number does. */
+    rc = tu_run(&out, "%s/infer --ckpt %s/m.ckpt --explore %s --text 'a b c' --sentence "
+                "'The cat sat.' 2>&1", tu_bin(), e.dir, html);
+    expect_error(out, rc, 2, "infer", "--sentence 'The cat sat.' picks a sentence of a CoNLL-U "
+                 "--text-file");
+    free(out);
+    cr_assert_neq(stat(html, &st), 0, "a refused run wrote %s", html);
 }

@@ -278,9 +278,17 @@ int infer_compare(const InferOptions *o, const Model *m, const Tokenizer *tok,
 int infer_explore_tree(const InferOptions *o, const Model *m, const Tokenizer *tok)
 {
     GoldTree g;
-    gold_tree_read(&g, o->text_file, o->sentence, tok, m->cfg.T);
-    char source[4200];
-    snprintf(source, sizeof source, "%s, sentence %ld", o->text_file, o->sentence);
+    gold_tree_read(&g, o->text_file, o->sentence_n, o->sentence_n ? NULL : o->sentence, tok,
+                   m->cfg.T);
+    /* The source the page shows: the same whether the sentence was named by
+     * its number or its text, but for the note when several sentences match. */
+    char source[4400], shown[GOLD_SHOWN_MAX];
+    int at = snprintf(source, sizeof source, "%s, sentence %zu", o->text_file, g.s + 1);
+    if (g.matches > 1) {
+        gold_show_text(shown, o->sentence, strlen(o->sentence), 1);
+        snprintf(source + at, sizeof source - (size_t)at,
+                 " (the first of %zu sentences matching --sentence %s)", g.matches, shown);
+    }
     ExploreModel x;
     explore_model_init(&x, o, o->ckpt.path[0], m, tok, g.bytes, g.nbytes, source, 0, "");
     gold_tree_attach(&g, &x.e);

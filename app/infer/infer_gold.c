@@ -26,18 +26,197 @@ static size_t piece_bytes(const Tokenizer *tok, const TokenId *ids, size_t n)
     return sum;
 }
 
-void gold_tree_read(GoldTree *g, const char *path, long sentence, const Tokenizer *tok, int T)
+/* White space, as --sentence's text is matched: a run of it is one space. */
+static int is_space(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* A letter or digit of a word; every byte of a UTF-8 character counts as one. */
+static int is_word_byte(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           c >= 0x80;
+}
+
+static unsigned char ascii_lower(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
+/* Whether a[0..n) and b[0..n) are the same bytes; fold: ASCII letters in
+ * either case (other letters as they are). */
+static int same_bytes(const char *a, const char *b, size_t n, int fold)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
+        if (fold ? ascii_lower(x) != ascii_lower(y) : x != y)
+            return 0;
+    }
+    return 1;
+}
+
+/* The next run of bytes of s[0..n) from *at that are words (word: 1) or not
+ * white space (word: 0), at *run; its length, 0 at the end. *at moves past it. */
+static size_t next_run(const char *s, size_t n, size_t *at, const char **run, int word)
+{
+    size_t i = *at;
+    while (i < n && (word ? !is_word_byte((unsigned char)s[i]) : is_space((unsigned char)s[i])))
+        i++;
+    size_t j = i;
+    while (j < n && (word ? is_word_byte((unsigned char)s[j]) : !is_space((unsigned char)s[j])))
+        j++;
+    *run = s + i;
+    *at = j;
+    return j - i;
+}
+
+/* Whether a and b are one text once each run of white space is one space and
+ * the ends are trimmed: the same runs of other bytes in the same order. */
+static int same_text(const char *a, size_t an, const char *b, size_t bn, int fold)
+{
+    size_t i = 0, j = 0;
+    for (;;) {
+        const char *ra, *rb;
+        size_t la = next_run(a, an, &i, &ra, 0), lb = next_run(b, bn, &j, &rb, 0);
+        if (la != lb || !same_bytes(ra, rb, la, fold))
+            return 0;
+        if (!la)
+            return 1;
+    }
+}
+
+void gold_show_text(char *buf, const char *s, size_t n, int quote)
+{
+    char t[GOLD_SHOWN_CUT];
+    size_t m = 0, at = 0, len;
+    const char *run;
+    int cut = 0;
+    while (!cut && (len = next_run(s, n, &at, &run, 0))) {
+        if (m == GOLD_SHOWN_CUT) {
+            cut = 1;
+            break;
+        }
+        if (m)
+            t[m++] = ' ';
+        size_t take = len < GOLD_SHOWN_CUT - m ? len : GOLD_SHOWN_CUT - m;
+        memcpy(t + m, run, take);
+        m += take;
+        /* Cut inside a UTF-8 character: drop the part of it kept. */
+        if (take < len && ((unsigned char)run[take] & 0xC0) == 0x80) {
+            while (m && ((unsigned char)t[m - 1] & 0xC0) == 0x80)
+                m--;
+            m -= m > 0;
+        }
+        cut = take < len;
+    }
+    while (cut && m && t[m - 1] == ' ')
+        m--;
+    snprintf(buf, GOLD_SHOWN_MAX, "%s%.*s%s%s", quote ? "'" : "", (int)m, t, cut ? "..." : "",
+             quote ? "'" : "");
+}
+
+/* The first sentence (0-based) whose text is text (same_text), or failing
+ * that the first whose text is text in another case; *matches: how many
+ * sentences match so. -1 when none does. */
+static long find_sentence(const Conllu *c, const char *text, size_t *matches)
+{
+    size_t n = strlen(text);
+    for (int fold = 0; fold < 2; fold++) {
+        long first = -1;
+        size_t m = 0;
+        for (size_t s = 0; s < c->nsent; s++) {
+            const ConlluSentence *se = &c->sent[s];
+            if (same_text(c->text + se->start, se->end - se->start, text, n, fold)) {
+                first = first < 0 ? (long)s : first;
+                m++;
+            }
+        }
+        if (m) {
+            *matches = m;
+            return first;
+        }
+    }
+    return -1;
+}
+
+/* The query words the nearest sentence is measured on, the first distinct ones:
+ * a bound on the work for a long text. */
+#define NEAR_WORDS 64
+
+/* The sentence (0-based) that holds the most of text's words (runs of
+ * letters and digits, in any case), the first of those tied; *shared: how
+ * many it holds (0: no sentence holds one). */
+static size_t nearest_sentence(const Conllu *c, const char *text, size_t *shared)
+{
+    const char *qw[NEAR_WORDS], *w;
+    size_t ql[NEAR_WORDS], nq = 0, at = 0, n = strlen(text), len;
+    while (nq < NEAR_WORDS && (len = next_run(text, n, &at, &w, 1))) {
+        size_t k = 0;
+        while (k < nq && !(ql[k] == len && same_bytes(qw[k], w, len, 1)))
+            k++;
+        if (k == nq) {
+            qw[nq] = w;
+            ql[nq++] = len;
+        }
+    }
+    size_t best = 0, most = 0;
+    for (size_t s = 0; s < c->nsent && nq; s++) {
+        const ConlluSentence *se = &c->sent[s];
+        unsigned char seen[NEAR_WORDS] = {0};
+        size_t got = 0, a = 0;
+        while ((len = next_run(c->text + se->start, se->end - se->start, &a, &w, 1)))
+            for (size_t k = 0; k < nq; k++)
+                if (!seen[k] && ql[k] == len && same_bytes(qw[k], w, len, 1)) {
+                    seen[k] = 1;
+                    got++;
+                }
+        if (got > most) {
+            most = got;
+            best = s;
+        }
+    }
+    *shared = most;
+    return best;
+}
+
+/* The sentence --sentence names: its number, or the first whose text is text;
+ * a text no sentence has is a usage error naming the nearest sentence. */
+static size_t pick_sentence(GoldTree *g, const char *path, long sentence, const char *text)
+{
+    const Conllu *c = &g->c;
+    if (!text) {
+        if (sentence < 1 || (size_t)sentence > c->nsent)
+            cli_fail("--sentence %ld: %s has %zu sentence(s)", sentence, path, c->nsent);
+        return (size_t)sentence - 1;
+    }
+    long s = find_sentence(c, text, &g->matches);
+    if (s >= 0)
+        return (size_t)s;
+    char shown[GOLD_SHOWN_MAX], near[GOLD_SHOWN_MAX];
+    gold_show_text(shown, text, strlen(text), 1);
+    size_t shared, k = nearest_sentence(c, text, &shared);
+    if (!shared)
+        cli_usage_error("--sentence %s: no sentence of %s has this text, in any case, and none "
+                        "shares a word with it", shown, path);
+    const ConlluSentence *se = &c->sent[k];
+    gold_show_text(near, c->text + se->start, se->end - se->start, 1);
+    cli_usage_error("--sentence %s: no sentence of %s has this text, in any case; the nearest "
+                    "is sentence %zu, %s, sharing %zu word(s) with it", shown, path, k + 1, near,
+                    shared);
+}
+
+void gold_tree_read(GoldTree *g, const char *path, long sentence, const char *text,
+                    const Tokenizer *tok, int T)
 {
     char err[1500];
     memset(g, 0, sizeof *g);
     g->g.file = path;
     if (conllu_read(&g->c, path, err, sizeof err))
         cli_fail("%s", err);
+    size_t s = g->s = pick_sentence(g, path, sentence, text);
     if (deps_prepare(&g->d, &g->c, tok, T, path, err, sizeof err))
         cli_fail("%s", err);
-    if (sentence < 1 || (size_t)sentence > g->c.nsent)
-        cli_fail("--sentence %ld: %s has %zu sentence(s)", sentence, path, g->c.nsent);
-    size_t s = g->s = (size_t)sentence - 1;
     const ConlluSentence *se = &g->c.sent[s];
     if (!g->d.wlen[s])
         cli_fail("%s: sentence %zu (line %u) is longer than the model's context of %d tokens; "

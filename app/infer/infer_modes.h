@@ -114,11 +114,13 @@ typedef enum {
     X(TEXT_FILE, text_file, const char *, .flag = "text-file", .type = FLAG_PATH,              \
       .meta = "FILE", .modes = MODE_EXPLORE, .section = FSEC_EXPLORER,                         \
       .help = "read it from FILE ('-': standard input)")                                       \
-    X(SENTENCE, sentence, long, .flag = "sentence", .type = FLAG_LONG, .def = 1, .lo = 1,      \
-      .hi = 100000000, .show_def = 1, .meta = "N", .modes = MODE_EXPLORE,                      \
-      .section = FSEC_EXPLORER,                                                                \
-      .help = "with a CoNLL-U --text-file (.conllu): its sentence to explore,\n"                \
-              "1 the first; its gold dependencies are marked (docs/explorer.md)")              \
+    X(SENTENCE, sentence, const char *, .flag = "sentence", .type = FLAG_TEXT,                 \
+      .meta = "N|TEXT", .modes = MODE_EXPLORE, .section = FSEC_EXPLORER, .def_text = "1",      \
+      .help = "with a CoNLL-U --text-file (.conllu): the sentence to explore,\n"               \
+              "its number (1 the first) or its text (a run of white space is\n"               \
+              "one space; case counts unless no sentence matches with it;\n"                  \
+              "the first of several); its gold dependencies are marked\n"                     \
+              "(docs/explorer.md)")                                                            \
     X(EXPLORE_JSON, explore_json, const char *, .flag = "explore-json", .type = FLAG_PATH,     \
       .meta = "F", .modes = MODE_EXPLORE, .section = FSEC_EXPLORER,                            \
       .help = "also write the attention weights at full precision")                            \
@@ -138,6 +140,7 @@ typedef struct {
 #define INFER_FIELD(ID, field, ctype, ...) ctype field;
     INFER_FLAGS(INFER_FIELD)
 #undef INFER_FIELD
+    long sentence_n; /* --sentence as a number (1 when not given), 0 when it is a text */
     const TrainState *train_state; /* the checkpoint's, NULL without: the rare counts' text */
     unsigned char *head_on; /* [L*H] parsed from --mask, NULL when no mask */
     char *sweep_ckpt[INFER_CKPT_MAX]; /* the checkpoints of --ckpt DIR (infer_sweep.h),
@@ -204,8 +207,10 @@ void infer_heads_legend(FILE *f, const char *indent);
 int infer_explore(const InferOptions *o, const Model *m, const Tokenizer *tok,
                   const unsigned char *bytes, size_t nbytes, const char *source, int from_end);
 /* The explorer page of one sentence of the CoNLL-U file o->text_file (the
- * o->sentence'th) with its gold dependencies marked (infer_explore.c,
- * infer_gold.c); a bad tree or a sentence over the context fails (exit 1). */
+ * o->sentence_n'th, or the first whose text is o->sentence) with its gold
+ * dependencies marked (infer_explore.c, infer_gold.c); a text no sentence has
+ * is a usage error (exit 2), a bad tree or a sentence over the context fails
+ * (exit 1). */
 int infer_explore_tree(const InferOptions *o, const Model *m, const Tokenizer *tok);
 /* The compare page: the first block of the text through each of the o->ckpt.n
  * models m[k] (tokenised by tok[k], trained as state[k] says, NULL for none). */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "app/common/cli.h"
+#include "app/infer/infer_gold.h"
 #include "app/infer/infer_sweep.h"
 #include "data/conllu.h"
 
@@ -65,9 +66,12 @@ static void check_flag_pairs(const InferOptions *o)
         cli_usage_error("--%s works on one model; give a single --ckpt with it",
                         o->explore_json ? "explore-json" : "mask");
     int tree = o->text_file && conllu_is_path(o->text_file);
-    if (o->sentence != 1 && !tree)
-        cli_usage_error("--sentence %ld picks a sentence of a CoNLL-U --text-file (.conllu); "
-                        "give one", o->sentence);
+    if (o->sentence && !tree) {
+        char shown[GOLD_SHOWN_MAX];
+        gold_show_text(shown, o->sentence, strlen(o->sentence), o->sentence_n == 0);
+        cli_usage_error("--sentence %s picks a sentence of a CoNLL-U --text-file (.conllu); "
+                        "give one", shown);
+    }
     if (tree && o->ckpt.n > 1)
         cli_usage_error("--text-file %s: the gold dependencies are shown for one model; give a "
                         "single --ckpt with a .conllu file", o->text_file);
@@ -78,6 +82,30 @@ static void check_flag_pairs(const InferOptions *o)
     if (o->prompt_file && o->text_file && !strcmp(o->prompt_file, "-") &&
         !strcmp(o->text_file, "-"))
         cli_usage_error("only one of --prompt-file and --text-file can read standard input");
+}
+
+/* --sentence N|TEXT: a whole number (a sign and digits) is a sentence number,
+ * range-checked, so that 0 or -1 is refused rather than looked up as a text;
+ * anything else is a text (sentence_n 0), which must hold more than white
+ * space. */
+static void parse_sentence(InferOptions *o)
+{
+    const char *s = o->sentence;
+    o->sentence_n = 1;
+    if (!s)
+        return;
+    size_t k = s[0] == '+' || s[0] == '-';
+    int digits = s[k] != '\0';
+    for (; s[k]; k++)
+        digits &= s[k] >= '0' && s[k] <= '9';
+    if (digits) {
+        o->sentence_n = cli_long("sentence", s, 1, 100000000);
+        return;
+    }
+    o->sentence_n = 0;
+    if (!s[strspn(s, " \t\n\r\f\v")])
+        cli_usage_error("--sentence: the text is empty or only white space; give a "
+                        "sentence's number or its text");
 }
 
 /* The Precision a --precision name (one of precision_names, which the flag
@@ -131,6 +159,7 @@ void infer_options_parse(int argc, char **argv, InferOptions *o)
     if (o->prompt && o->prompt_file)
         cli_usage_error("--prompt and --prompt-file both given; give one");
     flags_check_modes(&FLAGS, o, given);
+    parse_sentence(o);
     check_flag_pairs(o);
 }
 

@@ -82,6 +82,21 @@ Test(train, head_routing_refuses_bad_values_in_one_usage_error_line)
                   "--routing-balance: expected a number in [0, 100]");
     snprintf(extra, sizeof extra, "--data %s --head-routing 1 --head-gates 0.01", e.data);
     refuse_train(&e, extra, 2, "--head-routing 1 and --head-gates 0.01 both choose");
+    /* A coefficient for routers that do not exist: a fresh run without K, and a
+     * resumed checkpoint trained without. */
+    snprintf(extra, sizeof extra, "--data %s --routing-balance 0.05", e.data);
+    refuse_train(&e, extra, 2, "--routing-balance 0.05 weighs the routers' balance loss, and "
+                               "a run without --head-routing has no routers");
+    char *out;
+    int rc = tu_run(&out, "%s/train --data %s " TINY " --steps 2 --out %s/plain.ckpt", tu_bin(),
+                    e.data, e.dir);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    rc = tu_run(&out, "%s/train --resume %s/plain.ckpt --routing-balance 0.05 --steps 4 "
+                "--out %s/x.ckpt", tu_bin(), e.dir, e.dir);
+    expect_error(out, rc, 2, "train", "--routing-balance 0.05 weighs the routers' balance loss, "
+                                      "and the checkpoint's model has no routers");
+    free(out);
 }
 
 /* --print-settings shows both (routing off: K 0, the coefficient's default). */

@@ -184,6 +184,18 @@ static void require_log_for_heads(const Options *o)
                         o->heads_every);
 }
 
+/* --routing-balance weighs the routers' loss: given to a run without routers (no
+ * --head-routing, or a resumed checkpoint trained without) it would do nothing,
+ * so it is a usage error. Checked after parsing a fresh run and after a resume
+ * has taken the checkpoint's K. */
+static void require_routing_for_balance(const Options *o, const unsigned char *given)
+{
+    if (given[OPT_ROUTING_BALANCE] && !o->head_routing)
+        cli_usage_error("--routing-balance %g weighs the routers' balance loss, and %s has no "
+                        "routers; give it with --head-routing K", o->routing_balance,
+                        o->resume ? "the checkpoint's model" : "a run without --head-routing");
+}
+
 void train_options_resume(Options *o, const unsigned char *given, const Config *cfg,
                           const TrainState *ts, long ranks, const char *ckpt)
 {
@@ -235,6 +247,7 @@ void train_options_resume(Options *o, const unsigned char *given, const Config *
     have.out = ckpt;
     flags_resume(&FLAGS, o, &have, given, ckpt);
     require_log_for_heads(o);
+    require_routing_for_balance(o, given);
 }
 
 void train_options_record(const Options *o, char *buf, size_t len)
@@ -380,8 +393,10 @@ void train_options_parse(int argc, char **argv, Options *o, unsigned char given[
     char why[200];
     if (!o->resume && early.D && config_validate(&early, why, sizeof why))
         cli_usage_error("%s", why);
-    if (!o->resume)
+    if (!o->resume) {
         require_log_for_heads(o);
+        require_routing_for_balance(o, given);
+    }
     cap_steps_for_tests(o);
     if (given[GIVEN_PRINT_SETTINGS] && !o->resume)
         train_options_print(o); /* with --resume, train.c prints once the checkpoint is read */

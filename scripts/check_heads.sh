@@ -27,7 +27,8 @@
 #    (--explore-json): all four understood, and every relation the grammar
 #    plants in them marked and served by a head on that text;
 #    and each training takes at most 180 s (wall_seconds in its log).
-# About 16 minutes on 2 quiet cores (AMD EPYC, Zen 4). Exit 2: usage error or missing programs.
+# About 16 minutes on 2 quiet cores (AMD EPYC, Zen 4), 24 on a Zen 3 (where each training
+# takes about 240 s and the 180 s target is missed). Exit 2: usage error or missing programs.
 #   HEADCOUNT_BIN=build-x scripts/check_heads.sh [WORKDIR]
 # HEADCOUNT_BIN holds train and infer (default .); WORKDIR defaults to
 # ${BUILD:-build}/check-heads. SEEDS (default 5), THREADS (default: all cores),

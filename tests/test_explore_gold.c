@@ -367,7 +367,7 @@ Test(explore_gold, a_sentence_typed_as_text_is_the_one_its_number_picks, .timeou
     make_file(&e, "pick.conllu", PICK, strlen(PICK), pick, sizeof pick);
     char *out = NULL;
     for (int n = 1; n <= 6; n++) {
-        char num[8], name[8];
+        char num[16], name[16];
         snprintf(num, sizeof num, "%d", n);
         snprintf(name, sizeof name, "n%d", n);
         int rc = explore_pick(&e, num, name, &out);

@@ -83,6 +83,13 @@ for src in util/*.c kernels/*.c model/*.c data/*.c trainer/*.c analysis/*.c; do
     fi
     objs="$objs $obj"
 done
+# The lexicon's table is C that the build generates from data/lexicon.tsv (Makefile,
+# lexicon_gen): made here by make in its own directory, compiled like the rest.
+make -s BUILD="$OUT/make" "$OUT/make/gen/lexicon_table.c"
+# shellcheck disable=SC2086
+"$CLANG" $CFLAGS -fsanitize=fuzzer-no-link -c "$OUT/make/gen/lexicon_table.c" \
+    -o "$OUT/obj/gen_lexicon_table.o"
+objs="$objs $OUT/obj/gen_lexicon_table.o"
 # shellcheck disable=SC2086
 "$CLANG" $CFLAGS -fsanitize=fuzzer fuzz/fuzz_ckpt.c $objs -lm -o "$OUT/fuzz_ckpt"
 # shellcheck disable=SC2086

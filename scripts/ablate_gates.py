@@ -26,7 +26,7 @@ from collections import Counter
 
 import ablate_relations
 import cli
-from ablate_stats import csv_text, mean_sd, num, pm
+from ablate_stats import csv_text, mean_sd, num, pm, twin_groups
 
 SECTION = "## Gate sweep: heads that close themselves"
 TABLE = "Gated runs per arm, H and LAMBDA:"
@@ -110,14 +110,6 @@ def compare_all(gated, plain, names):
     return sorted(out, key=lambda c: (c["arm"], c["H"], c["lambda"], c["seed"]))
 
 
-def groups(cmp, arms):
-    """{(arm, H, LAMBDA): comparisons} in the report's order."""
-    out = {}
-    for c in sorted(cmp, key=lambda c: (arms.index(c["arm"]), c["H"], c["lambda"], c["seed"])):
-        out.setdefault((c["arm"], c["H"], c["lambda"]), []).append(c)
-    return out
-
-
 def served_text(cs):
     n = Counter(x for c in cs for x in c["served"])
     return ", ".join("%s %d/%d" % (x, n[x], len(cs)) for x in sorted(n, key=lambda x: -n[x])) \
@@ -176,7 +168,7 @@ def md_lines(cmp, arms, titles, layers):
     """The section's markdown lines; none without gated runs."""
     if not cmp:
         return []
-    g = groups(cmp, arms)
+    g = twin_groups(cmp, arms, "lambda")
     md = lambda h, b: ["| " + " | ".join(h) + " |", "|" + "|".join(  # noqa: E731
         "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b]
     out = [SECTION, "", "Each gated run is a plain run trained again with ./train "
@@ -196,7 +188,7 @@ def html_part(cmp, arms, titles, layers):
     if not cmp:
         return ""
     e = html.escape
-    g = groups(cmp, arms)
+    g = twin_groups(cmp, arms, "lambda")
     out = ["<h2>Gate sweep: heads that close themselves</h2>"]
     for arm in arms:
         rows = [row_cells(cs, layers) for (a, _, _), cs in g.items() if a == arm]

@@ -25,7 +25,7 @@ import os
 
 import ablate_legend
 import cli
-from ablate_stats import csv_text, mean_sd, num, pm
+from ablate_stats import csv_text, mean_sd, num, pm, twin_groups
 
 SECTION = "## Routing sweep: K of the H heads per token"
 TABLE = "Routed and plain runs per arm, H and K:"
@@ -64,14 +64,6 @@ def compare_all(routed, plain):
                     "K": g["route"], "seed": g["seed"], "routed": model(g),
                     "plain_k": model(pk) if pk else None, "plain_h": model(ph) if ph else None})
     return sorted(out, key=lambda c: (c["arm"], c["H"], c["K"], c["seed"]))
-
-
-def groups(cmp, arms):
-    """{(arm, H, K): comparisons} in the report's order."""
-    out = {}
-    for c in sorted(cmp, key=lambda c: (arms.index(c["arm"]), c["H"], c["K"], c["seed"])):
-        out.setdefault((c["arm"], c["H"], c["K"]), []).append(c)
-    return out
 
 
 def head(names):
@@ -147,7 +139,7 @@ def md_lines(cmp, routes, heads, arms, titles, unit):
     """The section's markdown lines; none for a sweep without --head-routing."""
     if not routes:
         return []
-    g, said, names = groups(cmp, arms), ablate_legend.Once(), names_of(cmp)
+    g, said, names = twin_groups(cmp, arms, "K"), ablate_legend.Once(), names_of(cmp)
     md = lambda h, b: ["| " + " | ".join(h) + " |", "|" + "|".join(  # noqa: E731
         "---" for _ in h) + "|"] + ["| " + " | ".join(r) + " |" for r in b]
     out = [SECTION, "", intro(routes, heads), ""]
@@ -166,7 +158,7 @@ def html_part(cmp, routes, heads, arms, titles, unit):
     if not routes:
         return ""
     e = html.escape
-    g, names = groups(cmp, arms), names_of(cmp)
+    g, names = twin_groups(cmp, arms, "K"), names_of(cmp)
     out = ["<h2>%s</h2><p>%s</p>" % (e(SECTION[3:]), e(intro(routes, heads)))]
     for arm in arms:
         rows = table(g, arm, names)

@@ -62,3 +62,13 @@ def csv_text(columns, records) -> str:
                     "" if v is None or isinstance(v, float) else v
                     for v in (r.get(c) for c in columns)])
     return f.getvalue()
+
+
+def twin_groups(cmp, arms, setting):
+    """A twin sweep's comparisons (gated or routed runs beside their plain runs) as
+    {(arm, H, c[setting]): comparisons}, in the report's order: arms as given, then H,
+    the twin's setting (LAMBDA, K) and the seed."""
+    out = {}
+    for c in sorted(cmp, key=lambda c: (arms.index(c["arm"]), c["H"], c[setting], c["seed"])):
+        out.setdefault((c["arm"], c["H"], c[setting]), []).append(c)
+    return out

@@ -505,19 +505,21 @@ class DefaultOut(unittest.TestCase):
     def test_the_lesson_preset(self):
         a = ablate.parse_args(["--lesson"])
         self.assertEqual((a.heads, a.seeds, a.arm, a.steps, a.corpus, a.layers),
-                         ("1 4 16", 3, "width", 2500, "text", "1 2"))
+                         ("1 4 16", 3, "width", 4000, "text", "1 2"))
         self.assertEqual(os.path.relpath(a.out, ablate.REPO), "runs/ablation-lesson")
         a = ablate.parse_args(["--lesson", "--data", "/x/book.txt", "--seeds", "5"])
         self.assertEqual((a.corpus, a.seeds), (None, 5))
         self.assertEqual(os.path.relpath(a.out, ablate.REPO), "runs/ablation-lesson-data-book")
 
     def test_a_short_sweep_warms_up_for_a_fifth_of_its_steps_on_the_built_in_corpus(self):
-        # The recipe's 800 warm-up steps would be a third of the lesson's 2,500; a sweep
-        # as long as the recipe or longer keeps them. The plan asks ./train
+        # A sweep shorter than the recipe's 4,000 steps warms up for a fifth of them
+        # (the recipe's 800 would be a third of 2,500); one as long or longer, the
+        # lesson's among them, keeps the recipe's 800. The plan asks ./train
         # --print-settings, so it needs the programs (HEADCOUNT_BIN, as make test sets).
         bindir = os.path.abspath(os.environ.get("HEADCOUNT_BIN", ablate.REPO))
         with tempfile.TemporaryDirectory() as d:
-            for args, steps, warmup in ((["--lesson"], 2500, 500),
+            for args, steps, warmup in ((["--lesson"], 4000, 800),
+                                        (["--steps", "2500"], 2500, 500),
                                         (["--lesson", "--steps", "500"], 500, 100),
                                         (["--steps", "200"], 200, 40),
                                         ([], 4000, 800),
@@ -542,7 +544,7 @@ class DefaultOut(unittest.TestCase):
             for args in (["--data", data], ["--lesson", "--data", data]):
                 a = ablate.parse_args(args + ["--bin", bindir, "--out", os.path.join(d, "s")])
                 fp = ablate.make_plan(a)[0]["fingerprint"]
-                want = dict(settings, steps=2500) if "--lesson" in args else settings
+                want = dict(settings, steps=4000) if "--lesson" in args else settings
                 for k in ("steps", "lr", "min_lr", "warmup", "vocab"):
                     self.assertEqual(fp[k], want[k], (args, k))
                 self.assertNotEqual(fp["lr"], 5e-3, "the built-in recipe's rate")

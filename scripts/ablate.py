@@ -133,7 +133,7 @@ def parse_args(argv):
     add("--threads", type=int, metavar="N", help="threads per run (default: cores / jobs)")
     add("--quick", action="store_true", help="tiny models, 30 steps, H 1 4, 2 seeds, 100 kB")
     add("--long", action="store_true", help="enough tokens for induction heads to form")
-    add("--lesson", action="store_true", help="about 23 minutes on 2 cores: width arm, L 1 2, "
+    add("--lesson", action="store_true", help="about 30 minutes on 2 cores: width arm, L 1 2, "
         "H 1 4 16, 3 seeds, 4000 steps, built-in corpus unless --data or --corpus")
     add("--bin", metavar="DIR", default=REPO, help="where train and infer are")
     add("--check", action="store_true", help="check the outputs in --out; exit 1 if bad")

@@ -208,12 +208,8 @@ def write_csv(path, cmp):
 
 def table_keys(md, arm_title):
     """The (H, LAMBDA) cells of the arm's gate table in ablation.md; None if absent."""
-    part = md.split(SECTION, 1)[1] if SECTION in md else ""
-    if "**%s**" % arm_title not in part:
-        return None
-    part = part.split("**%s**" % arm_title, 1)[1]
-    cells = ablate_relations.table_cells(part, TABLE) or []
-    return [(c[0], c[2]) for c in cells]
+    cells = ablate_relations.arm_table_cells(md, SECTION, arm_title, TABLE)
+    return None if cells is None else [(c[0], c[2]) for c in cells]
 
 
 def check(outdir, md, want, titles):

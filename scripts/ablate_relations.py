@@ -557,6 +557,16 @@ def table_cells(text, caption):
     return lines[2:]
 
 
+def arm_table_cells(md, section, arm_title, caption):
+    """The rows of the table under caption in one arm's part of a section of ablation.md
+    (from the arm's bold title up to the next bold title); None if the section, the arm
+    or its table is absent, so a missing table is never read from the next arm's part."""
+    part = md.split(section, 1)[1] if section in md else ""
+    if "**%s**" % arm_title not in part:
+        return None
+    return table_cells(part.split("**%s**" % arm_title, 1)[1].split("\n**", 1)[0], caption)
+
+
 def check(outdir, md, names, arms, heads, n_rows):
     """The section, its two tables (a row per relation, arm and H; a row per arm and H),
     relations.csv (a row per arm, run and relation: n_rows · len(names)) and the plots;

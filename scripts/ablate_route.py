@@ -24,6 +24,7 @@ import html
 import os
 
 import ablate_legend
+import ablate_relations
 import cli
 from ablate_stats import csv_text, mean_sd, num, pm, twin_groups
 
@@ -199,19 +200,8 @@ def write_csv(path, cmp):
 
 def table_keys(md, arm_title):
     """The (H, K, model) cells of the arm's routing table in ablation.md; None if absent."""
-    part = md.split(SECTION, 1)[1] if SECTION in md else ""
-    if "**%s**" % arm_title not in part:
-        return None
-    # the arm's own part: up to the next arm's title
-    part = part.split("**%s**" % arm_title, 1)[1].split("\n**", 1)[0].split(TABLE, 1)
-    if len(part) < 2:
-        return None
-    rows = []
-    for line in part[1].lstrip("\n").split("\n"):
-        if not line.startswith("|"):
-            break
-        rows.append([c.strip() for c in line.strip("|").split("|")])
-    return [tuple(r[:3]) for r in rows[2:]]
+    cells = ablate_relations.arm_table_cells(md, SECTION, arm_title, TABLE)
+    return None if cells is None else [tuple(c[:3]) for c in cells]
 
 
 def check(outdir, md, routes, want, titles):

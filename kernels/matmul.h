@@ -44,9 +44,10 @@ void matmul_tn_causal(int T, int N, const float *A, int lda, const float *B, int
                       float *C, int ldc, int accumulate);
 
 /* The causal products on M of the query rows (attention at the rows a router chose):
- * rows[0..M) ascending positions, and row r of the compact A (nt, nn) or C (nt, nn)
- * stands for position rows[r]. Overwrite C; the same chains as the *_causal products
- * on those rows, so the same bits:
+ * rows[0..M) ascending positions, and row r of the compact A, of C (nt, nn) and of B
+ * (tn) stands for position rows[r]. Overwrite C; the same chains as the *_causal products
+ * on those rows but for exact zero terms (left-out rows, zeros past a tile's
+ * diagonal), which can change only a zero's sign (docs/bench.md, "Routing's cost"):
  *   nt_causal_rows: C[r][j] = sum_k A[r][k] B[j][k] for j <= rows[r]. Entries past
  *                   rows[r] are written with meaningless values (up to the tile's last).
  *   nn_causal_rows: C[r][n] = sum_{k <= rows[r]} A[r][k] B[k][n]; reads A[r][k] up

@@ -31,8 +31,8 @@ void attention_backward(float *dqkv, float *datt, const float *dout, const float
  * zeros, and the backward neither reads dout there (a route weight of 0 made it 0)
  * nor adds anything from it. At a chosen row every value is the one
  * attention_forward / attention_backward compute (docs/bench.md, "Routing's cost",
- * says when a zero's sign may differ in the backward's sums); a head chosen at every
- * row of a sequence runs their code. */
+ * says when a zero's sign may differ, as the sums leave out or add exact zeros); a
+ * head chosen at every row of a sequence runs their code. */
 void attention_forward_routed(float *out, float *att, float *attd, const float *qkv,
                               const float *on, int B, int T, int H, int D, float p, uint64_t key);
 void attention_backward_routed(float *dqkv, float *datt, const float *dout, const float *qkv,

@@ -80,7 +80,8 @@ typedef struct {
                                         0) (model/route.h); else NULL */
     double balance_loss;             /* with routing, the forward's balance loss summed
                                         over the layers (unscaled); else 0 */
-    float *att, *attd;               /* (L, B, H, T, T): softmaxed weights; after dropout */
+    float *att, *attd;               /* (L, B, H, T, T): softmaxed weights; after dropout
+                                        (zero rows where skip_unrouted skipped a head) */
     float *attproj;                  /* (L, N, C): proj(atty) */
     float *res2;                     /* (L, N, C): residual after the attention branch */
     float *ln2, *ln2_mean, *ln2_rstd; /* (L, N, C), (L, N), (L, N) */

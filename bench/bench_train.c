@@ -14,9 +14,9 @@
  * that take part in matrix products (qkv, proj, fc, fcproj and the tied output
  * layer) and A = H D; the second term is causal attention (each query scores
  * (T + 1) / 2 keys on average, forward QK^T and AV, backward twice the forward).
- * A routed model adds its routers' 6 L H C; its attention is counted in full, as
- * every head still attends at every position (the route weights zero the heads a
- * token did not choose after the attention).
+ * A routed model adds its routers' 6 L H C and counts K / H of the attention term:
+ * a training step attends each head only at the tokens whose router chose it
+ * (PassOptions.skip_unrouted).
  * Steps are timed in wall time, or with --cpu in the process's CPU time (docs/bench.md,
  * "bf16 where it is emulated", compares bf16 builds that way on a loaded host).
  * This is not a test: it asserts nothing about time. */
@@ -55,7 +55,8 @@ double bench_flops_per_token(const Config *c)
     double A = (double)c->H * c->D, C = c->C;
     double n_mm = (double)c->L * (3 * A * C + A * C + 8 * C * C) + (double)c->V * C;
     double router = c->route_k ? 6.0 * c->L * c->H * C : 0.0;
-    return 6.0 * n_mm + 6.0 * c->L * A * (c->T + 1) + router;
+    double attended = c->route_k ? (double)c->route_k / c->H : 1.0;
+    return 6.0 * n_mm + 6.0 * c->L * A * (c->T + 1) * attended + router;
 }
 
 /* Runs one configuration in this process; writes "median min max" ms to out. */

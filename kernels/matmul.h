@@ -43,6 +43,25 @@ void matmul_nn_causal(int T, int N, const float *A, int lda, const float *B, int
 void matmul_tn_causal(int T, int N, const float *A, int lda, const float *B, int ldb,
                       float *C, int ldc, int accumulate);
 
+/* The causal products on M of the query rows (attention at the rows a router chose):
+ * rows[0..M) ascending positions, and row r of the compact A, of C (nt, nn) and of B
+ * (tn) stands for position rows[r]. Overwrite C; the same chains as the *_causal products
+ * on those rows but for exact zero terms (left-out rows, zeros past a tile's
+ * diagonal), which can change only a zero's sign (docs/bench.md, "Routing's cost"):
+ *   nt_causal_rows: C[r][j] = sum_k A[r][k] B[j][k] for j <= rows[r]. Entries past
+ *                   rows[r] are written with meaningless values (up to the tile's last).
+ *   nn_causal_rows: C[r][n] = sum_{k <= rows[r]} A[r][k] B[k][n]; reads A[r][k] up
+ *                   to the largest position of r's 6-row tile, which must be zeros.
+ *   tn_causal_rows: C[j][n] = sum_{r: rows[r] >= j} A[r][j] B[r][n] for j < T (0 for a
+ *                   j past every row), in order of r; A[r][j] must be 0 for j > rows[r]
+ *                   up to T. */
+void matmul_nt_causal_rows(int M, const int *rows, int K, const float *A, int lda,
+                           const float *B, int ldb, float *C, int ldc);
+void matmul_nn_causal_rows(int M, const int *rows, int N, const float *A, int lda,
+                           const float *B, int ldb, float *C, int ldc);
+void matmul_tn_causal_rows(int M, const int *rows, int T, int N, const float *A, int lda,
+                           const float *B, int ldb, float *C, int ldc);
+
 /* out[N][OC] = in[N][IC] · W[OC][IC]^T + bias[OC]; bias may be NULL. Overwrites out.
  * The bias is added after the dot product: out = dot + bias. */
 void matmul_forward(float *out, const float *in, const float *W, const float *bias,

@@ -25,6 +25,26 @@ void attention_forward(float *out, float *att, float *attd, const float *qkv,
 void attention_backward(float *dqkv, float *datt, const float *dout, const float *qkv,
                         const float *att, const float *attd, int B, int T, int H, int D, float p);
 
+/* The routed passes (model/route.h): on[B][T][H] is 1 where a token's router chose
+ * the head, 0 where it did not. A head attends only at the query rows whose token
+ * chose it: at the others, out's D floats and the row of att (and of attd) are
+ * zeros, and the backward neither reads dout there (a route weight of 0 made it 0)
+ * nor adds anything from it. At a chosen row every value is the one
+ * attention_forward / attention_backward compute (docs/bench.md, "Routing's cost",
+ * says when a zero's sign may differ, as the sums leave out or add exact zeros); a
+ * head chosen at every row of a sequence runs their code. */
+void attention_forward_routed(float *out, float *att, float *attd, const float *qkv,
+                              const float *on, int B, int T, int H, int D, float p, uint64_t key);
+void attention_backward_routed(float *dqkv, float *datt, const float *dout, const float *qkv,
+                               const float *att, const float *attd, const float *on, int B, int T,
+                               int H, int D, float p);
+
+/* Writes into att's rows that attention_forward_routed left zero (on = 0) the weights
+ * attention_forward stores there, bit for bit: for analysis of a routed training
+ * step, which reads every head's attention at every row. */
+void attention_fill_unrouted(float *att, const float *qkv, const float *on, int B, int T, int H,
+                             int D);
+
 /* s[0..n) <- softmax(s * scale), with the 8-lane exp of vmath.h and a fixed
  * summation order. Shared by the full forward (each causal row) and the KV-cached
  * sampler (one query row), so both give the same weights bit for bit. */

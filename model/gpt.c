@@ -264,17 +264,23 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         layernorm_forward(ln1, a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, res,
                           lw->ln1w, lw->ln1b, N, C);
         linear_forward(m, qkv, NULL, ln1, lw->qkvw, lw->qkvb, N, C, 3 * A);
-        attention_forward(heads, att, attd, qkv, B, T, H, D, p, site_key(opt, l, SITE_ATT));
-        silence_heads(heads, opt, l, (size_t)N, H, D, 1);
-        head_dropout_forward(heads, B, T, H, D, opt->head_dropout,
-                             site_key(opt, l, SITE_HEAD));
-        if (c->route_k) {
+        /* the router reads ln1 alone: its choice comes first, so that the heads a
+         * token did not choose can skip attending at its row */
+        if (c->route_k)
             balance += route_scores_forward(a->route_prob + rt, a->route_on + rt,
                                             a->route_weight + rt, ln1,
                                             w->router_w + (size_t)l * H * C,
                                             w->router_b + (size_t)l * H, N, C, H, c->route_k);
+        if (c->route_k && opt->skip_unrouted)
+            attention_forward_routed(heads, att, attd, qkv, a->route_on + rt, B, T, H, D, p,
+                                     site_key(opt, l, SITE_ATT));
+        else
+            attention_forward(heads, att, attd, qkv, B, T, H, D, p, site_key(opt, l, SITE_ATT));
+        silence_heads(heads, opt, l, (size_t)N, H, D, 1);
+        head_dropout_forward(heads, B, T, H, D, opt->head_dropout,
+                             site_key(opt, l, SITE_HEAD));
+        if (c->route_k)
             route_forward(open, heads, a->route_on + rt, a->route_weight + rt, N, H, D);
-        }
         if (c->gates) {
             size_t at = (size_t)l * a->B * a->H;
             float *gate = a->gate + at;
@@ -379,7 +385,11 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
                            c->route_k, opt->route_balance);
         head_dropout_backward(a->datty, B, T, H, D, opt->head_dropout,
                               site_key(opt, l, SITE_HEAD));
-        attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);
+        if (c->route_k && opt->skip_unrouted)
+            attention_backward_routed(a->dqkv, a->datt, a->datty, qkv, att, attd,
+                                      a->route_on + rt, B, T, H, D, p);
+        else
+            attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);
         linear_backward(m, a->dln, lg->qkvw, lg->qkvb, a->dqkv, ln1, lw->qkvw, NULL, N, C, 3 * A);
         if (c->route_k)
             route_scores_backward(a->dln, g->router_w + (size_t)l * H * C,
@@ -389,4 +399,15 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
                            a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, N, C);
     }
     encoder_backward(g->wte, g->wpe, a->dres, tokens, B, T, C);
+}
+
+void gpt_fill_unrouted(const Model *m, Activations *a, int B, int T)
+{
+    const Config *c = &m->cfg;
+    if (!c->route_k)
+        return;
+    size_t TT = (size_t)a->B * a->H * a->T * a->T;
+    for (int l = 0; l < c->L; l++)
+        attention_fill_unrouted(a->att + l * TT, a->qkv + l * a->N * 3 * a->A,
+                                a->route_on + (size_t)l * a->N * a->H, B, T, c->H, c->D);
 }

@@ -80,7 +80,8 @@ typedef struct {
                                         0) (model/route.h); else NULL */
     double balance_loss;             /* with routing, the forward's balance loss summed
                                         over the layers (unscaled); else 0 */
-    float *att, *attd;               /* (L, B, H, T, T): softmaxed weights; after dropout */
+    float *att, *attd;               /* (L, B, H, T, T): softmaxed weights; after dropout
+                                        (zero rows where skip_unrouted skipped a head) */
     float *attproj;                  /* (L, N, C): proj(atty) */
     float *res2;                     /* (L, N, C): residual after the attention branch */
     float *ln2, *ln2_mean, *ln2_rstd; /* (L, N, C), (L, N), (L, N) */
@@ -119,7 +120,12 @@ size_t acts_floats(const Config *cfg, int B, int T, int with_dropout);
  * (sequence, layer, head)'s gate from the key (training); 0 uses the
  * deterministic evaluation gate. In a routed model route_balance is the
  * coefficient of the balance loss: gpt_backward differentiates the mean loss
- * plus route_balance times Activations.balance_loss. */
+ * plus route_balance times Activations.balance_loss; with skip_unrouted = 1 a head
+ * attends only at the rows of the tokens whose router chose it
+ * (attention_forward_routed: the output is the same, with less work), and its
+ * rows of Activations.att at the other tokens are zeros (gpt_fill_unrouted fills
+ * them); 0 (analysis, which reads every head's attention at every row) attends at
+ * every row. A plain model ignores it. */
 typedef struct {
     float dropout;
     uint64_t dropout_key;
@@ -129,6 +135,7 @@ typedef struct {
     double *head_grad;
     const float *head_mean;
     float route_balance;
+    int skip_unrouted;
 } PassOptions;
 
 /* Forward over tokens[B][T] (B, T within the capacities). With targets it
@@ -142,5 +149,10 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
  * m's table); needs the forward just run with the same arguments. */
 void gpt_backward(const Model *m, Grads *g, Activations *a, const int *tokens,
                   const int *targets, int B, int T, const PassOptions *opt);
+
+/* After a forward with skip_unrouted, writes into a->att the rows it left zero (the
+ * heads a token's router did not choose), as a forward without it stores them, bit
+ * for bit; the rest of a is unchanged. A plain model's a is left as it is. */
+void gpt_fill_unrouted(const Model *m, Activations *a, int B, int T);
 
 #endif

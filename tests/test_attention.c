@@ -141,3 +141,99 @@ Test(attention, softmax_row_has_the_8_lane_bits_and_the_exact_values)
         cr_assert_float_eq(sum, 1.0, 1e-5, "n=%d: the row sums to %.9g", n, sum);
     }
 }
+
+/* The routed passes (attention_forward_routed, attention_backward_routed) against
+ * the plain ones, bit for bit, on random q, k, v and a random choice of K of the H
+ * heads per token (sequence 0 always takes heads 0..K-1, so one head is chosen at
+ * every row and one, when K < H, at none): the routed output is the plain one at a
+ * chosen row and exactly 0 at another; att and attd the same; and the gradient of
+ * qkv is the plain backward's for dout zeroed at the rows not chosen, while the
+ * routed backward gets dout unzeroed there (it must not read it).
+ * attention_fill_unrouted then restores the plain att entirely. */
+static void check_routed(int B, int T, int H, int D, int K, float p)
+{
+    Rng rng;
+    rng_init(&rng, 23, (uint64_t)(H * 1000 + K * 10 + T));
+    size_t A = (size_t)H * D, N = (size_t)B * T, nqkv = N * 3 * A, tt = (size_t)B * H * T * T;
+    float *qkv = tu_alloc_random(nqkv, &rng, -1, 1), *dout = tu_alloc_random(N * A, &rng, -1, 1);
+    float *on = calloc(N * H, sizeof(float)), *dmasked = malloc(N * A * sizeof(float));
+    for (size_t n = 0; n < N; n++) {
+        int pick[16];
+        for (int h = 0; h < H; h++)
+            pick[h] = h;
+        for (int k = 0; k < K && n >= (size_t)T; k++) { /* a partial shuffle */
+            int j = k + (int)rng_below(&rng, (uint64_t)(H - k)), x = pick[k];
+            pick[k] = pick[j];
+            pick[j] = x;
+        }
+        for (int k = 0; k < K; k++)
+            on[n * H + pick[k]] = 1.0f;
+        for (size_t i = 0; i < A; i++)
+            dmasked[n * A + i] = on[n * H + i / D] != 0.0f ? dout[n * A + i] : 0.0f;
+    }
+    float *out[2], *att[2], *attd[2], *dqkv[2], *datt = malloc(tt * sizeof(float));
+    for (int k = 0; k < 2; k++) {
+        out[k] = malloc(N * A * sizeof(float));
+        att[k] = malloc(tt * sizeof(float));
+        attd[k] = malloc(tt * sizeof(float));
+        dqkv[k] = malloc(nqkv * sizeof(float));
+        /* NaN everywhere first: every value the passes leave must be written */
+        for (size_t i = 0; i < N * A; i++)
+            out[k][i] = NAN;
+        for (size_t i = 0; i < tt; i++)
+            att[k][i] = attd[k][i] = NAN;
+        for (size_t i = 0; i < nqkv; i++)
+            dqkv[k][i] = NAN;
+    }
+    attention_forward(out[0], att[0], attd[0], qkv, B, T, H, D, p, 91);
+    attention_backward(dqkv[0], datt, dmasked, qkv, att[0], attd[0], B, T, H, D, p);
+    attention_forward_routed(out[1], att[1], attd[1], qkv, on, B, T, H, D, p, 91);
+    attention_backward_routed(dqkv[1], datt, dout, qkv, att[1], attd[1], on, B, T, H, D, p);
+    for (size_t n = 0; n < N; n++)
+        for (size_t i = 0; i < A; i++) {
+            float want = on[n * H + i / D] != 0.0f ? out[0][n * A + i] : 0.0f;
+            cr_assert(memcmp(&want, &out[1][n * A + i], sizeof want) == 0,
+                      "out[%zu][%zu]: %a routed, %a plain (H=%d K=%d T=%d)", n, i,
+                      out[1][n * A + i], want, H, K, T);
+        }
+    for (size_t i = 0; i < tt; i++) {
+        size_t row = i / T, bh = row / T, t = row % T, b = bh / H, h = bh % H;
+        int chosen = on[(b * T + t) * H + h] != 0.0f;
+        float want = chosen ? att[0][i] : 0.0f, wantd = chosen ? attd[0][i] : 0.0f;
+        cr_assert(memcmp(&want, &att[1][i], sizeof want) == 0, "att[%zu]", i);
+        if (p > 0.0f)
+            cr_assert(memcmp(&wantd, &attd[1][i], sizeof wantd) == 0, "attd[%zu]", i);
+    }
+    for (size_t i = 0; i < nqkv; i++)
+        cr_assert(memcmp(&dqkv[0][i], &dqkv[1][i], sizeof(float)) == 0,
+                  "dqkv[%zu]: %a routed, %a plain (H=%d K=%d T=%d p=%g)", i, dqkv[1][i],
+                  dqkv[0][i], H, K, T, p);
+    attention_fill_unrouted(att[1], qkv, on, B, T, H, D);
+    cr_assert(memcmp(att[0], att[1], tt * sizeof(float)) == 0, "the filled att differs");
+    for (int k = 0; k < 2; k++) {
+        free(out[k]); free(att[k]); free(attd[k]); free(dqkv[k]);
+    }
+    free(qkv); free(dout); free(on); free(dmasked); free(datt);
+}
+
+Test(attention, routed_passes_are_the_plain_ones_times_the_choice_bit_for_bit)
+{
+    static const int cases[][4] = {
+        /* H, K, T, D */
+        {1, 1, 9, 16}, {4, 1, 9, 8}, {4, 2, 37, 8}, {4, 3, 20, 5}, {8, 1, 37, 4},
+        {8, 2, 70, 4}, {8, 7, 37, 4}, {16, 1, 37, 2}, {16, 4, 70, 4}, {16, 15, 9, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int *k = cases[c];
+        check_routed(3, k[2], k[0], k[3], k[1], 0.0f);
+        check_routed(2, k[2], k[0], k[3], k[1], 0.2f);
+    }
+}
+
+/* Past the products' blocks: more than KC = 256 routed rows of one head (the weight
+ * gradients' k blocks) and keys past what one packing holds (T x D > 16384). */
+Test(attention, routed_passes_match_the_plain_ones_on_long_rows)
+{
+    check_routed(1, 300, 16, 4, 15, 0.0f);
+    check_routed(1, 300, 2, 64, 1, 0.1f);
+}

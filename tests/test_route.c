@@ -385,6 +385,7 @@ static void check_model(Config cfg, float dropout, float head_dropout, int gate_
     c.po.head_dropout = head_dropout;
     c.po.gate_noise = gate_noise;
     c.po.route_balance = 0.3f;
+    c.po.skip_unrouted = 1; /* training's path; the other is held to it bit for bit below */
     settle_router(&c, 90 + (uint64_t)cfg.H);
     pass(&c);
     size_t non = (size_t)cfg.L * c.a.N * cfg.H;
@@ -561,6 +562,7 @@ Test(route, one_and_two_threads_give_identical_bits)
     c.po.head_dropout = 0.3f;
     c.po.gate_noise = 1;
     c.po.route_balance = 0.1f;
+    c.po.skip_unrouted = 1;
     size_t P = c.m.table.total;
     float *g1 = malloc(P * sizeof(float)), *g2 = malloc(P * sizeof(float));
     double l1, l2;
@@ -571,6 +573,73 @@ Test(route, one_and_two_threads_give_identical_bits)
     free(g1);
     free(g2);
     teardown(&c);
+}
+
+/* PassOptions.skip_unrouted changes no bit: with it and without, the same loss,
+ * balance loss, probabilities, gradients and head-importance sums, through dropout,
+ * head dropout, silenced heads (zeroed, or set to a mean) and gates, for H = 4, 8, 16
+ * and K from 1 to H; and gpt_fill_unrouted restores every attention weight the
+ * skipping pass left zero. */
+static void check_skip(Config cfg, float dropout, float head_dropout, int silence, int mean)
+{
+    GptCtx c[2];
+    int B = 3, L = cfg.L, H = cfg.H, D = cfg.D;
+    unsigned char on[2 * 16];
+    float *head_mean = malloc(sizeof(float) * L * H * D);
+    double *head_grad[2];
+    for (int i = 0; i < L * H; i++)
+        on[i] = !silence || i % 5 != 1;
+    for (int i = 0; i < L * H * D; i++)
+        head_mean[i] = 0.01f * (float)(i % 7) - 0.03f;
+    for (int k = 0; k < 2; k++) {
+        setup(&c[k], cfg, B, cfg.T, dropout, 300 + (uint64_t)H * 20 + (uint64_t)cfg.route_k);
+        c[k].po.head_dropout = head_dropout;
+        c[k].po.gate_noise = 1;
+        c[k].po.route_balance = 0.2f;
+        c[k].po.head_on = on;
+        c[k].po.head_mean = mean ? head_mean : NULL;
+        head_grad[k] = calloc((size_t)L * H, sizeof(double));
+        c[k].po.head_grad = head_grad[k];
+        c[k].po.skip_unrouted = k;
+        pass(&c[k]);
+    }
+    double l[2];
+    for (int k = 0; k < 2; k++)
+        l[k] = gpt_forward(&c[k].m, &c[k].a, c[k].tok, c[k].tgt, B, cfg.T, &c[k].po);
+    cr_assert(memcmp(&l[0], &l[1], sizeof l[0]) == 0, "loss %.17g skipping, %.17g not", l[1], l[0]);
+    cr_assert(memcmp(&c[0].a.balance_loss, &c[1].a.balance_loss, sizeof(double)) == 0);
+    cr_assert(memcmp(c[0].a.probs, c[1].a.probs, sizeof(float) * B * cfg.T * cfg.V) == 0);
+    cr_assert(memcmp(c[0].g.data, c[1].g.data, c[0].m.table.total * sizeof(float)) == 0,
+              "the gradients differ (H=%d K=%d)", H, cfg.route_k);
+    cr_assert(memcmp(head_grad[0], head_grad[1], sizeof(double) * L * H) == 0);
+    size_t natt = (size_t)L * B * H * cfg.T * cfg.T;
+    int zeroed = 0;
+    for (size_t i = 0; i < natt && cfg.route_k < H; i++)
+        zeroed += c[1].a.att[i] != c[0].a.att[i];
+    cr_assert(cfg.route_k == H || zeroed > 0, "no attention weight was skipped");
+    gpt_fill_unrouted(&c[1].m, &c[1].a, B, cfg.T);
+    cr_assert(memcmp(c[0].a.att, c[1].a.att, natt * sizeof(float)) == 0,
+              "the filled attention differs");
+    for (int k = 0; k < 2; k++) {
+        free(head_grad[k]);
+        teardown(&c[k]);
+    }
+    free(head_mean);
+}
+
+Test(route, skipping_unrouted_heads_changes_no_bit)
+{
+    static const int hk[][3] = {{4, 1, 4}, {4, 2, 4}, {4, 4, 4}, {8, 1, 2}, {8, 3, 2},
+                                {8, 7, 2}, {16, 1, 2}, {16, 4, 2}, {16, 15, 2}};
+    for (size_t i = 0; i < sizeof hk / sizeof hk[0]; i++) {
+        Config cfg = {.V = 13, .T = 37, .L = 2, .H = hk[i][0], .C = hk[i][0] * hk[i][2],
+                      .D = hk[i][2], .route_k = hk[i][1]};
+        check_skip(cfg, 0, 0, 0, 0);
+        check_skip(cfg, 0.1f, 0.3f, 1, 0);
+        check_skip(cfg, 0, 0, 1, 1);
+        cfg.gates = 1;
+        check_skip(cfg, 0.1f, 0, 0, 0);
+    }
 }
 
 /* The routed table is the plain one followed by router.w (L H, C) and router.b

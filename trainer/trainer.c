@@ -117,7 +117,8 @@ double trainer_micro(Trainer *t, const int *inputs, const int *targets, long i)
                       .dropout_key = rng_hash(t->hp.seed, RNG_STREAM_DROPOUT, n),
                       .head_dropout = t->hp.head_dropout,
                       .gate_noise = 1,
-                      .route_balance = t->hp.route_balance};
+                      .route_balance = t->hp.route_balance,
+                      .skip_unrouted = 1};
     double loss = gpt_forward(&t->model, &t->acts, inputs, targets, B, T, &po);
     grads_zero(&t->grads);
     gpt_backward(&t->model, &t->grads, &t->acts, inputs, targets, B, T, &po);

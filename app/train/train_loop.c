@@ -373,12 +373,14 @@ static void progress(Run *r, long done, double loss, float lr, double step_s, do
 
 /* --heads-every: the per-head metrics and relations of the step's first
  * micro-batch, measured right after its forward and backward (its attention
- * weights are still in the activations). The first micro-batch is rank 0's first
+ * weights are still in the activations; in a routed model the rows its heads
+ * skipped are filled in first). The first micro-batch is rank 0's first
  * under MPI as without it, so -np N and --accum N log the same numbers. */
 static void measure_heads(Run *r)
 {
     const Config *c = &r->tr.model.cfg;
     RunLoop *lp = &r->loop;
+    gpt_fill_unrouted(&r->tr.model, &r->tr.acts, (int)r->o.batch, c->T);
     char *err = lp->heads_err;
     size_t len = sizeof lp->heads_err;
     err[0] = '\0';

@@ -1,7 +1,7 @@
 /* deps: attention heads scored against gold dependency trees, relation by
- * relation, as Clark et al. 2019 ("What Does BERT Look At?") do for BERT (and
- * Vig & Belinkov 2019, attention on dependency relations, for GPT-2), on a
- * causal model's tokens.
+ * relation, as Clark et al. 2019 ("What Does BERT Look At?") do for BERT, and
+ * all relations at once as Vig & Belinkov 2019's dependency alignment does for
+ * GPT-2 (DepsAlign below), on a causal model's tokens.
  *
  * The text is a CoNLL-U file's (data/conllu.h), encoded whole with the model's
  * tokenizer as ./train encodes it. Each sentence is one window: its tokens

@@ -3,7 +3,8 @@
  * without a token of its own inside a merged multiword token, a sentence over
  * the context), known-answer scores on a model whose attention is uniform (all
  * parameters zero: every row spreads its weight evenly, so the word of most
- * tokens wins), and ./infer --heads FILE.conllu end to end: its table, its
+ * tokens wins), the dependency alignment on hand-set attention worked by hand,
+ * and ./infer --heads FILE.conllu end to end: its table, its
  * JSON, the same bits for 1 and 2 threads, and the treebank's dev set where
  * ../shared/data/ud-english-ewt is. */
 #include <criterion/criterion.h>

@@ -1,7 +1,8 @@
 /* infer_deps: --heads on a CoNLL-U file (data/conllu.h): besides the head
  * analysis of its text, every head scored against the gold dependency trees,
  * relation by relation and in both directions a causal model sees
- * (analysis/deps.h), printed as one table; report.c writes the same numbers
+ * (analysis/deps.h), printed as one table, then the dependency alignment;
+ * report.c writes the same numbers
  * into --json and summary.json ("dependencies"). docs/heads.md, "Gold
  * dependencies", defines every column. */
 #include <math.h>

@@ -143,6 +143,7 @@ void deps_result_free(DepsResult *res)
             free(res->score[i].cost);
         }
     free(res->score);
+    deps_align_free(&res->align);
     memset(res, 0, sizeof *res);
 }
 
@@ -156,6 +157,7 @@ typedef struct {
     float *attn;          /* [npair][n] attention on the key word */
     unsigned char *right; /* [npair][n] */
     double *loss;         /* [n + 1][causal pairs]: loss sums on the query word, base then each head */
+    DepsAlignSums *align; /* [nsent][n] each sentence's dependency-alignment sums */
 } Pass;
 
 double deps_pair_attention(const DepsData *d, const DepsPair *pr, const float *A, int Tb,
@@ -217,6 +219,9 @@ static void run_batch(Pass *ps, const size_t *order, int B, const unsigned char 
     int H = ps->m->cfg.H;
     for (int b = 0; b < B; b++) {
         size_t s = order[b], w0 = d->c->sent[s].word0;
+        for (int k = 0; which < 0 && k < ps->n; k++)
+            deps_align_window(d, s, heads_att(&ps->a, k / H, b, k % H, Tb), Tb,
+                              &ps->align[s * (size_t)ps->n + k]);
         for (size_t p = d->pair0[s]; p < d->pair0[s + 1]; p++) {
             if (which < 0)
                 for (int k = 0; k < ps->n; k++)
@@ -468,9 +473,10 @@ int deps_measure(DepsResult *res, const DepsData *d, const Model *m, const unsig
     ps.attn = calloc(d->npair * (size_t)res->n + 1, sizeof(float));
     ps.right = calloc(d->npair * (size_t)res->n + 1, 1);
     ps.loss = calloc((size_t)(res->n + 1) * ncausal + 1, sizeof(double));
+    ps.align = calloc(d->c->nsent * (size_t)res->n + 1, sizeof *ps.align);
     unsigned char *on = calloc((size_t)res->n, 1);
     int rc = -1;
-    if (!order || !ps.x || !ps.tg || !ps.attn || !ps.right || !ps.loss || !on ||
+    if (!order || !ps.x || !ps.tg || !ps.attn || !ps.right || !ps.loss || !ps.align || !on ||
         alloc_scores(res)) {
         err_set(err, errlen, "out of memory scoring %zu dependencies", d->npair);
         goto done;
@@ -489,6 +495,11 @@ int deps_measure(DepsResult *res, const DepsData *d, const Model *m, const unsig
     finish_scores(res, d, &ps, eligible);
     finish_margins(res, d, &ps);
     finish_costs(res, d, &ps, ncausal, eligible);
+    if (deps_align_finish(&res->align, d, ps.align, L, H, eligible)) {
+        err_set(err, errlen, "out of memory finishing the dependency alignment of %d heads",
+                res->n);
+        goto done;
+    }
     rc = 0;
 done:
     if (rc)
@@ -499,6 +510,7 @@ done:
     free(ps.attn);
     free(ps.right);
     free(ps.loss);
+    free(ps.align);
     free(on);
     return rc;
 }

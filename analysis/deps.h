@@ -1,7 +1,7 @@
 /* deps: attention heads scored against gold dependency trees, relation by
- * relation, as Clark et al. 2019 ("What Does BERT Look At?") do for BERT (and
- * Vig & Belinkov 2019, attention on dependency relations, for GPT-2), on a
- * causal model's tokens.
+ * relation, as Clark et al. 2019 ("What Does BERT Look At?") do for BERT, and
+ * all relations at once as Vig & Belinkov 2019's dependency alignment does for
+ * GPT-2 (DepsAlign below), on a causal model's tokens.
  *
  * The text is a CoNLL-U file's (data/conllu.h), encoded whole with the model's
  * tokenizer as ./train encodes it. Each sentence is one window: its tokens
@@ -109,6 +109,53 @@ typedef struct {
     double *cost;        /* [n] (loss with the head silenced - loss) / loss; 0 if not eligible */
 } DepsScore;
 
+/* Vig & Belinkov 2019's dependency alignment (their Eq. 4; deps_align.c,
+ * docs/heads.md "Dependency alignment"): the share of a head's weight that
+ * falls on keys whose word is in a dependency relation with the query's word
+ * (either is the other's head; a word with itself is not), every token
+ * carrying its word's label. Rows are the tokens with a word (all but the
+ * newline that opens a window); keys are the tokens with a word at or before
+ * the row, the window's first token left out (their filter of attention to
+ * the first token, GPT-2's attention sink). */
+#define DEPS_ALIGN_MAX_DIST 10 /* pairs in a relation are counted at distances 1..this */
+
+/* One head's sums over the counted (row i, key j) of some windows. */
+typedef struct {
+    double weight;   /* sum of A[i][j] */
+    double on_dep;   /* of it, on keys in a relation with the row's word */
+    double dist;     /* sum of A[i][j] (i - j), tokens */
+} DepsAlignSums;
+
+typedef struct {
+    int L, H;
+    double *head;          /* [L * H] on_dep / weight; NAN: no weight counted */
+    double *distance;      /* [L * H] the mean attention distance dist / weight; NAN likewise */
+    double *layer_mean;    /* [L] the mean of its eligible heads' alignment; NAN: none */
+    double *layer_pooled;  /* [L] its eligible heads' on_dep over their weight; NAN: none */
+    int *layer_best;       /* [L] its eligible head of highest alignment (ties: the lower); -1 */
+    double uniform;        /* what a uniform head (row i: 1/(i+1) on each key) scores */
+    size_t token_pairs, token_pairs_dep; /* every counted (i, j), those in a relation */
+    double pair_share;     /* token_pairs_dep / token_pairs; NAN: none */
+    /* [k] pairs at distance k (tokens: counted (i, i-k); words: the scored
+     * sentences' words q, q-k) and those in a relation, k in 1..DEPS_ALIGN_MAX_DIST */
+    size_t tok_at[DEPS_ALIGN_MAX_DIST + 1], tok_dep_at[DEPS_ALIGN_MAX_DIST + 1];
+    size_t word_at[DEPS_ALIGN_MAX_DIST + 1], word_dep_at[DEPS_ALIGN_MAX_DIST + 1];
+    double r;              /* Pearson r over the eligible heads with weight of distance
+                              against alignment; NAN: under 2 heads or no spread */
+} DepsAlign;
+
+/* Adds one head's attention A (rows of Tb, sentence s's window from token 0)
+ * into *sum. */
+void deps_align_window(const DepsData *d, size_t s, const float *A, int Tb, DepsAlignSums *sum);
+
+/* The alignment of L * H heads from sums[nsent][L * H] (each scored
+ * sentence's, from deps_align_window; zeros for the others), added in the
+ * file's order, and the treebank's pair counts. eligible (NULL: all): the heads
+ * the layers' values and r take. 0, or -1 (memory). */
+int deps_align_finish(DepsAlign *al, const DepsData *d, const DepsAlignSums *sums, int L, int H,
+                      const unsigned char *eligible);
+void deps_align_free(DepsAlign *al);
+
 typedef struct {
     int n;               /* heads, L * H */
     size_t nrel;         /* the file's relations, then "all" */
@@ -117,6 +164,7 @@ typedef struct {
     size_t sentences, scored, causal_sentences, causal_tokens;
     size_t pairs, roots, over_context, pairs_over_context, pairs_no_token;
     int T;
+    DepsAlign align;     /* Vig & Belinkov's dependency alignment */
 } DepsResult;
 
 /* The name of relation r of res ("all" for the last). */

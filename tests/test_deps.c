@@ -3,7 +3,8 @@
  * without a token of its own inside a merged multiword token, a sentence over
  * the context), known-answer scores on a model whose attention is uniform (all
  * parameters zero: every row spreads its weight evenly, so the word of most
- * tokens wins), and ./infer --heads FILE.conllu end to end: its table, its
+ * tokens wins), the dependency alignment on hand-set attention worked by hand,
+ * and ./infer --heads FILE.conllu end to end: its table, its
  * JSON, the same bits for 1 and 2 threads, and the treebank's dev set where
  * ../shared/data/ud-english-ewt is. */
 #include <criterion/criterion.h>
@@ -186,8 +187,153 @@ Test(deps, a_uniform_model_scores_the_word_of_most_tokens_and_costs_nothing)
     const DepsScore *all = &r.score[3 * DEPS_DIRS + DEPS_TO_HEAD];
     cr_assert_eq(all->pairs, 2);
     cr_assert_eq(deps_serves(b, 0), 0);
+    for (int k = 0; k < 2; k++)
+        cr_assert_float_eq(r.align.head[k], r.align.uniform, 1e-6,
+                           "a uniform head's dependency alignment (head %d)", k);
+    cr_assert(isnan(r.align.r), "two equal heads: no spread, no r");
     deps_result_free(&r);
     model_free(&m);
+    deps_free(&d);
+    tok_free(&tok);
+    conllu_free(&c);
+}
+
+/* Dependency alignment (Vig & Belinkov 2019), worked by hand. The file is "z"
+ * (one word, the root), then "a b cc d": a <- b (the root), cc -> d, d -> b, so
+ * the related word pairs are {a,b}, {cc,d}, {b,d}. Merges " b", " c", " d" make
+ * the second window's tokens 0 "\n", 1 "a", 2 " b", 3 " c", 4 "c", 5 " d": cc
+ * has two pieces (3, 4), each carrying cc's label. The first window is "z"
+ * alone (no newline before the file's first sentence): its one row has only
+ * key 0, left out, so it adds nothing.
+ *
+ * Counted pairs (row i, key 1..i), * in a relation:
+ *   row 1 a: a                 row 2 b: a* b
+ *   row 3 c: a b c             row 4 c: a b c c (pieces of one word: 0)
+ *   row 5 d: a b* c* c* d
+ * 15 pairs, 4 related: pair share 4/15. By token distance: 1: (2,1)* (3,2)
+ * (4,3) (5,4)* = 2/4; 2: (3,1) (4,2) (5,3)* = 1/3; 3: (4,1) (5,2)* = 1/2;
+ * 4: (5,1) = 0/1. By word distance: 1: b-a* cc-b d-cc* = 2/3; 2: cc-a d-b* =
+ * 1/2; 3: d-a = 0/1.
+ * A uniform head puts 1/(i+1) on each of row i's i+1 keys: weight counted
+ * 1/2 + 2/3 + 3/4 + 4/5 + 5/6 = 213/60, on related keys 1/3 + 3/6 = 50/60:
+ * 50/213; its distance sum 0 + 1/3 + 3/4 + 6/5 + 10/6 = 237/60: 237/213.
+ *
+ * Four heads (L = 2, H = 2), every row summing to 1:
+ *   L0H0 previous token (row i on i - 1, row 0 on itself): rows 2..5 count,
+ *        rows 2 and 5 related: 2/4 = the share at token distance 1; distance 1.
+ *   L0H1 half on token 0, half on itself: weight 5 * 1/2, none related: 0;
+ *        distance 0.
+ *   L1H0 row 2 all on a; row 5 1/2 on b, 1/4 on token 0, 1/4 on itself; the
+ *        rest all on token 0: weight 1 + 3/4, related 1 + 1/2: 6/7; distance
+ *        (1 + 3/2) / (7/4) = 10/7.
+ *   L1H1 uniform: 50/213, distance 237/213.
+ * Layer 0: mean (1/2 + 0)/2 = 1/4, pooled (2 + 0)/(4 + 5/2) = 4/13, best
+ * L0H0. Layer 1: mean (6/7 + 50/213)/2 = 814/1491, pooled (3/2 + 50/60) /
+ * (7/4 + 213/60) = 140/318 = 70/159, best L1H0.
+ * r over the four: x = (1, 0, 10/7, 237/213), y = (1/2, 0, 6/7, 50/213); mean
+ * x 440/497, y 4747/11928; Sxy = 854207/1482054, Sxx = 282518/247009, Syy =
+ * 1605651/3952144; r = Sxy / sqrt(Sxx Syy) = 0.845519. With L1H1 not eligible:
+ * x = (1, 0, 10/7), y = (1/2, 0, 6/7), means 17/21 and 19/42, Sxy = 92/147,
+ * Sxx = 158/147, Syy = 109/294, r = 92 / sqrt(8611) = 0.991428; layer 1 is
+ * L1H0 alone: mean and pooled 6/7. */
+static const char *ALIGN =
+    "# text = z\n" W("1", "z", "0", "root")
+    "\n# text = a b cc d\n" W("1", "a", "2", "det") W("2", "b", "0", "root")
+    W("3", "cc", "4", "amod") W("4", "d", "2", "obj") "\n";
+
+/* Head k's attention on the second window (6 x 6), as the comment above sets it. */
+static void align_heads(float A[4][36])
+{
+    memset(A, 0, 4 * 36 * sizeof(float));
+    for (int i = 0; i < 6; i++) {
+        A[0][i * 6 + (i ? i - 1 : 0)] = 1.0f;
+        A[1][i * 6 + 0] += 0.5f;
+        A[1][i * 6 + i] += 0.5f;
+        A[2][i * 6 + 0] = 1.0f;
+        for (int j = 0; j <= i; j++)
+            A[3][i * 6 + j] = 1.0f / (float)(i + 1);
+    }
+    A[2][2 * 6 + 0] = 0.0f;
+    A[2][2 * 6 + 1] = 1.0f;
+    A[2][5 * 6 + 0] = 0.25f;
+    A[2][5 * 6 + 2] = 0.5f;
+    A[2][5 * 6 + 5] = 0.25f;
+}
+
+static double share(const size_t *at, const size_t *dep, int k)
+{
+    return at[k] ? (double)dep[k] / (double)at[k] : -1.0;
+}
+
+Test(deps, dependency_alignment_matches_the_hand_worked_fixture)
+{
+    Conllu c;
+    Tokenizer tok;
+    DepsData d;
+    parse(&c, ALIGN);
+    const char *merges[] = {" b", " c", " d"};
+    bpe_tokenizer(&tok, merges, 3);
+    prepare(&d, &c, &tok, 16);
+    cr_assert_eq(d.wlen[0], 1);
+    cr_assert_eq(d.win0[1], 1);
+    cr_assert_eq(d.wlen[1], 6, "got %u tokens", d.wlen[1]);
+    expect_tokens(&d, 3, 3, 4);
+    float A[4][36], first = 1.0f; /* the first window: row 0 on key 0 */
+    align_heads(A);
+    DepsAlignSums sums[2][4];
+    memset(sums, 0, sizeof sums);
+    for (int k = 0; k < 4; k++) {
+        deps_align_window(&d, 0, &first, 1, &sums[0][k]);
+        deps_align_window(&d, 1, A[k], 6, &sums[1][k]);
+    }
+    cr_assert_float_eq(sums[0][0].weight, 0.0, 1e-12, "the first window's key 0 is left out");
+    DepsAlign al;
+    cr_assert_eq(deps_align_finish(&al, &d, &sums[0][0], 2, 2, NULL), 0);
+    const double head[4] = {0.5, 0.0, 6.0 / 7, 50.0 / 213};
+    const double dist[4] = {1.0, 0.0, 10.0 / 7, 237.0 / 213};
+    for (int k = 0; k < 4; k++) {
+        cr_assert_float_eq(al.head[k], head[k], 1e-6, "head %d: %g, expected %g", k, al.head[k],
+                           head[k]);
+        cr_assert_float_eq(al.distance[k], dist[k], 1e-6, "head %d: distance %g, expected %g", k,
+                           al.distance[k], dist[k]);
+    }
+    cr_assert_float_eq(al.uniform, 50.0 / 213, 1e-12);
+    cr_assert_float_eq(al.head[3], al.uniform, 1e-6, "a uniform head scores the uniform value");
+    cr_assert_eq(al.token_pairs, 15);
+    cr_assert_eq(al.token_pairs_dep, 4);
+    cr_assert_float_eq(al.pair_share, 4.0 / 15, 1e-12);
+    const double tok_at[5] = {-1, 2.0 / 4, 1.0 / 3, 1.0 / 2, 0.0};
+    for (int k = 1; k <= 4; k++)
+        cr_assert_float_eq(share(al.tok_at, al.tok_dep_at, k), tok_at[k], 1e-12, "tokens %d", k);
+    cr_assert_eq(al.tok_at[5], 0, "no token pair 5 apart");
+    cr_assert_float_eq(al.head[0], share(al.tok_at, al.tok_dep_at, 1), 1e-6,
+                       "a previous-token head scores the adjacent pairs' share");
+    const double word_at[4] = {-1, 2.0 / 3, 1.0 / 2, 0.0};
+    for (int k = 1; k <= 3; k++)
+        cr_assert_float_eq(share(al.word_at, al.word_dep_at, k), word_at[k], 1e-12, "words %d",
+                           k);
+    cr_assert_eq(al.word_at[4], 0);
+    cr_assert_eq(al.layer_best[0], 0);
+    cr_assert_eq(al.layer_best[1], 2);
+    cr_assert_float_eq(al.layer_mean[0], 0.25, 1e-6);
+    cr_assert_float_eq(al.layer_pooled[0], 4.0 / 13, 1e-6);
+    cr_assert_float_eq(al.layer_mean[1], 814.0 / 1491, 1e-6);
+    cr_assert_float_eq(al.layer_pooled[1], 70.0 / 159, 1e-6);
+    cr_assert_float_eq(al.r, 0.845519, 1e-5, "r %g", al.r);
+    deps_align_free(&al);
+    unsigned char eligible[4] = {1, 1, 1, 0};
+    cr_assert_eq(deps_align_finish(&al, &d, &sums[0][0], 2, 2, eligible), 0);
+    cr_assert_float_eq(al.head[3], 50.0 / 213, 1e-6, "every head keeps its own value");
+    cr_assert_float_eq(al.layer_mean[1], 6.0 / 7, 1e-6);
+    cr_assert_float_eq(al.layer_pooled[1], 6.0 / 7, 1e-6);
+    cr_assert_float_eq(al.r, 92.0 / sqrt(8611.0), 1e-6, "r %g", al.r);
+    deps_align_free(&al);
+    /* The previous-token head alone: r is not defined. */
+    DepsAlignSums one[2] = {sums[0][0], sums[1][0]};
+    cr_assert_eq(deps_align_finish(&al, &d, one, 1, 1, NULL), 0);
+    cr_assert_float_eq(al.layer_mean[0], 0.5, 1e-6);
+    cr_assert(isnan(al.r));
+    deps_align_free(&al);
     deps_free(&d);
     tok_free(&tok);
     conllu_free(&c);
@@ -231,6 +377,7 @@ Test(deps, infer_heads_on_a_conllu_file_prints_and_writes_the_dependencies)
     cr_assert(strstr(out, "60 sentences, 60 scored (0 longer than the context of 16 tokens); "
                           "180 dependencies scored, 60 roots"), "%s", out);
     cr_assert(strstr(out, "\n  nsubj "), "%s", out);
+    cr_assert(strstr(out, "\ndependency alignment (Vig & Belinkov 2019)"), "%s", out);
     free(out);
     char *one = NULL, *two = NULL;
     rc = tu_run(&one, "OMP_NUM_THREADS=1 %s/infer --ckpt %s/m.ckpt --heads %s --json 2>/dev/null",
@@ -241,6 +388,8 @@ Test(deps, infer_heads_on_a_conllu_file_prints_and_writes_the_dependencies)
     cr_assert(strstr(one, "\"nsubj\":{\"dependent->head\":{\"pairs\":0,"), "%s", one);
     cr_assert(strstr(one, "\"head->dependent\":{\"pairs\":60,\"best_head\":\"L0H"), "%s", one);
     cr_assert(strstr(one, "\"all\":{"), "%s", one);
+    cr_assert(strstr(one, "\"alignment\":{\"per_head\":{\"L0H0\":"), "%s", one);
+    cr_assert(strstr(one, "\"pairs_in_relation_by_distance\":{\"tokens\":{\"1\":"), "%s", one);
     rc = tu_run(&two, "OMP_NUM_THREADS=2 %s/infer --ckpt %s/m.ckpt --heads %s --json 2>/dev/null",
                 tu_bin(), e.dir, data);
     cr_assert_eq(rc, 0);

@@ -1,9 +1,11 @@
 /* infer_deps: --heads on a CoNLL-U file (data/conllu.h): besides the head
  * analysis of its text, every head scored against the gold dependency trees,
  * relation by relation and in both directions a causal model sees
- * (analysis/deps.h), printed as one table; report.c writes the same numbers
+ * (analysis/deps.h), printed as one table, then the dependency alignment;
+ * report.c writes the same numbers
  * into --json and summary.json ("dependencies"). docs/heads.md, "Gold
  * dependencies", defines every column. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +87,51 @@ static void print_row(const DepsResult *res, const DepsScore *sc, const char *na
            sc->loss_pairs, loss, cost, deps_serves(sc, sc->best) ? "yes" : "no");
 }
 
+/* "0.123", or "-" for a value not defined (NAN). */
+static const char *fmt3(char buf[32], double v)
+{
+    if (isfinite(v))
+        snprintf(buf, 32, "%.3f", v);
+    else
+        snprintf(buf, 32, "-");
+    return buf;
+}
+
+/* The share of pairs at distance k in a relation, "-" for none. */
+static const char *share_at(char buf[32], const size_t *at, const size_t *dep, int k)
+{
+    return fmt3(buf, at[k] ? (double)dep[k] / (double)at[k] : NAN);
+}
+
+/* Vig & Belinkov's dependency alignment: per layer its best head, then the baselines and r. */
+static void print_alignment(const DepsAlign *al)
+{
+    char a[32], b[32], c[32];
+    printf("\ndependency alignment (Vig & Belinkov 2019): the share of a head's weight, from the "
+           "tokens of words, on keys at or before the row whose word is in a dependency "
+           "relation with the row's; attention to the window's first token left out\n");
+    printf("  %-5s  %-6s %5s  %5s  %6s\n", "layer", "best", "align", "mean", "pooled");
+    for (int l = 0; l < al->L; l++) {
+        int k = al->layer_best[l];
+        char best[32] = "-";
+        if (k >= 0)
+            snprintf(best, sizeof best, "L%dH%d", k / al->H, k % al->H);
+        printf("  %-5d  %-6s %5s  %5s  %6s\n", l, best, fmt3(a, k >= 0 ? al->head[k] : NAN),
+               fmt3(b, al->layer_mean[l]), fmt3(c, al->layer_pooled[l]));
+    }
+    printf("  uniform head %s; token pairs in a relation %s of %zu\n", fmt3(a, al->uniform),
+           fmt3(b, al->pair_share), al->token_pairs);
+    printf("  in a relation at distance 1, 5, 10: tokens %s, %s, ",
+           share_at(a, al->tok_at, al->tok_dep_at, 1), share_at(b, al->tok_at, al->tok_dep_at, 5));
+    printf("%s; words %s, %s, ", share_at(a, al->tok_at, al->tok_dep_at, 10),
+           share_at(b, al->word_at, al->word_dep_at, 1),
+           share_at(c, al->word_at, al->word_dep_at, 5));
+    printf("%s\n  r(mean attention distance, alignment) over the heads %s\n",
+           share_at(a, al->word_at, al->word_dep_at, 10), fmt3(b, al->r));
+    printf("  (align: the best head's alignment; mean: the layer's heads' mean; pooled: their "
+           "weight on related keys over their weight)\n");
+}
+
 void infer_deps_print(const DepsRun *run, const char *path, int H)
 {
     if (!run->done)
@@ -115,6 +162,7 @@ void infer_deps_print(const DepsRun *run, const char *path, int H)
            "the paired difference; unif: a uniform head's accuracy (the earlier word of most tokens); a.pairs: pairs in the ablation sentences; loss: mean loss on "
            "the later words' tokens; cost: its relative rise with the best head silenced; serves: "
            "attn > %.2f and cost >= %.2f)\n", HEADS_REL_BAR, HEADS_NEEDED_SHARE);
+    print_alignment(&res->align);
 }
 
 void infer_deps_free(DepsRun *run)

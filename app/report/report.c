@@ -395,6 +395,59 @@ static void write_dep_score(FILE *f, const DepsScore *sc, int n, int H)
     fputc('}', f);
 }
 
+/* {"1":x,...}: the share of pairs at each distance in a relation (null: none). */
+static void write_shares_by_distance(FILE *f, const size_t *at, const size_t *dep)
+{
+    for (int k = 1; k <= DEPS_ALIGN_MAX_DIST; k++) {
+        fprintf(f, "%s\"%d\":", k > 1 ? "," : "{", k);
+        report_jnum(f, at[k] ? (double)dep[k] / (double)at[k] : NAN);
+    }
+    fputc('}', f);
+}
+
+/* "alignment": Vig & Belinkov's dependency alignment (docs/heads.md, "Dependency
+ * alignment"); values not defined are null. */
+static void write_align_json(FILE *f, const DepsAlign *al)
+{
+    char lab[32];
+    fputs("{\"per_head\":{", f);
+    for (int k = 0; k < al->L * al->H; k++) {
+        fprintf(f, "%s\"%s\":", k ? "," : "", report_head_label(lab, k, al->H));
+        report_jnum(f, al->head[k]);
+    }
+    fputs("},\"mean_distance\":{", f);
+    for (int k = 0; k < al->L * al->H; k++) {
+        fprintf(f, "%s\"%s\":", k ? "," : "", report_head_label(lab, k, al->H));
+        report_jnum(f, al->distance[k]);
+    }
+    fputs("},\"per_layer\":[", f);
+    for (int l = 0; l < al->L; l++) {
+        int k = al->layer_best[l];
+        fprintf(f, "%s{\"best_head\":", l ? "," : "");
+        if (k >= 0)
+            fprintf(f, "\"%s\",\"best\":", report_head_label(lab, k, al->H));
+        else
+            fputs("null,\"best\":", f);
+        report_jnum(f, k >= 0 ? al->head[k] : NAN);
+        fputs(",\"mean\":", f);
+        report_jnum(f, al->layer_mean[l]);
+        fputs(",\"pooled\":", f);
+        report_jnum(f, al->layer_pooled[l]);
+        fputc('}', f);
+    }
+    fputs("],\"uniform\":", f);
+    report_jnum(f, al->uniform);
+    fprintf(f, ",\"token_pairs\":%zu,\"pair_share\":", al->token_pairs);
+    report_jnum(f, al->pair_share);
+    fputs(",\"pairs_in_relation_by_distance\":{\"tokens\":", f);
+    write_shares_by_distance(f, al->tok_at, al->tok_dep_at);
+    fputs(",\"words\":", f);
+    write_shares_by_distance(f, al->word_at, al->word_dep_at);
+    fputs("},\"distance_r\":", f);
+    report_jnum(f, al->r);
+    fputc('}', f);
+}
+
 /* "dependencies": the counts, then per relation (file order, "all" last) and
  * direction the scores (docs/heads.md, "Gold dependencies"). */
 static void write_deps_json(FILE *f, const DepsResult *d, int H)
@@ -408,6 +461,8 @@ static void write_deps_json(FILE *f, const DepsResult *d, int H)
     report_jnum(f, HEADS_REL_BAR);
     fputs(",\"needed\":", f);
     report_jnum(f, HEADS_NEEDED_SHARE);
+    fputs(",\"alignment\":", f);
+    write_align_json(f, &d->align);
     fputs(",\"relations\":{", f);
     for (size_t r = 0; r < d->nrel; r++) {
         fputs(r ? "," : "", f);

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 SAN="-fsanitize=address,undefined"
 start=$(date +%s)
-make -s BUILD=build-asan BIN=build-asan OPT="-O1 -g -fno-omit-frame-pointer $SAN" \
+make -s -j"$(nproc 2>/dev/null || echo 2)" BUILD=build-asan BIN=build-asan OPT="-O1 -g -fno-omit-frame-pointer $SAN" \
     LDFLAGS="$SAN" build-asan/train build-asan/infer build-asan/run_tests
 built=$(date +%s)
 

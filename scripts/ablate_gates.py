@@ -207,9 +207,9 @@ def write_csv(path, cmp):
 
 
 def table_keys(md, arm_title):
-    """The (H, LAMBDA) cells of the arm's gate table in ablation.md; None if absent."""
-    cells = ablate_relations.arm_table_cells(md, SECTION, arm_title, TABLE)
-    return None if cells is None else [(c[0], c[2]) for c in cells]
+    """The (H, LAMBDA) cells of the arm's gate table in ablation.md; none if absent."""
+    return [(c[0], c[2]) for c in ablate_relations.arm_table_cells(md, SECTION, arm_title,
+                                                                   TABLE) or []]
 
 
 def check(outdir, md, want, titles):

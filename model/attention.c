@@ -236,6 +236,22 @@ void attention_fill_unrouted(float *att, const float *qkv, const float *on, int 
         }
 }
 
+/* One query row i of the softmax's backward, in place: ds (the row's dscores, T wide)
+ * becomes dS = P * (ds - <P, ds>) * scale over keys 0..i, zero beyond; with dropout
+ * (p > 0) the dropped keys' terms (pdr == 0) are zeroed and the kept ones rescaled
+ * first. Shared by the plain and the routed backward, so both make the same chain. */
+static void softmax_backward_row(float *ds, const float *pr, const float *pdr, int i, int T,
+                                 float p, float keep_scale, float scale)
+{
+    if (p > 0.0f)
+        for (int j = 0; j <= i; j++)
+            ds[j] = pdr[j] != 0.0f ? ds[j] * keep_scale : 0.0f;
+    float dot = vmath_dot(pr, ds, i + 1);
+    for (int j = 0; j <= i; j++)
+        ds[j] = pr[j] * (ds[j] - dot) * scale;
+    memset(ds + i + 1, 0, (size_t)(T - i - 1) * sizeof(float));
+}
+
 /* Backward of y = Pd v, Pd = dropout(P), P = softmax(scale * q k^T) (causal):
  *   dPd = dy v^T;  dv = Pd^T dy;  dP = dPd * keep / (1 - p)
  *   dS  = P * (dP - sum_j P dP) * scale   (softmax backward, row-wise)
@@ -252,15 +268,8 @@ static void pair_backward(float *dq, float *dk, float *dv, float *dS, const floa
     float keep_scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
     matmul_nt_causal(T, D, dy, A, v, ld, dS, T, 0);
     for (int i = 0; i < T; i++) {
-        float *ds = dS + (size_t)i * T;
-        const float *pr = P + (size_t)i * T, *pdr = Pd + (size_t)i * T;
-        if (p > 0.0f)
-            for (int j = 0; j <= i; j++)
-                ds[j] = pdr[j] != 0.0f ? ds[j] * keep_scale : 0.0f;
-        float dot = vmath_dot(pr, ds, i + 1);
-        for (int j = 0; j <= i; j++)
-            ds[j] = pr[j] * (ds[j] - dot) * scale;
-        memset(ds + i + 1, 0, (size_t)(T - i - 1) * sizeof(float));
+        softmax_backward_row(dS + (size_t)i * T, P + (size_t)i * T, Pd + (size_t)i * T, i, T,
+                             p, keep_scale, scale);
     }
     matmul_nn_causal(T, D, dS, T, k, ld, dq, ld, 0);
     matmul_tn_causal(T, D, dS, T, q, ld, dk, ld, 0);
@@ -303,15 +312,8 @@ static void pair_backward_rows(float *dq, float *dk, float *dv, float *dS, const
     matmul_nt_causal_rows(M, rows, D, dYc, D, v, ld, dS, T);
     for (int r = 0; r < M; r++) {
         int i = rows[r];
-        float *ds = dS + (size_t)r * T;
-        const float *pr = P + (size_t)i * T, *pdr = Pc + (size_t)r * T;
-        if (p > 0.0f)
-            for (int j = 0; j <= i; j++)
-                ds[j] = pdr[j] != 0.0f ? ds[j] * keep_scale : 0.0f;
-        float dot = vmath_dot(pr, ds, i + 1);
-        for (int j = 0; j <= i; j++)
-            ds[j] = pr[j] * (ds[j] - dot) * scale;
-        memset(ds + i + 1, 0, (size_t)(T - i - 1) * sizeof(float));
+        softmax_backward_row(dS + (size_t)r * T, P + (size_t)i * T, Pc + (size_t)r * T, i, T,
+                             p, keep_scale, scale);
     }
     matmul_nn_causal_rows(M, rows, D, dS, T, k, ld, dQc, D);
     for (int r = 0; r < M; r++)

@@ -168,13 +168,14 @@ for v in 65 1024 4096; do
 done
 echo
 echo "== mixture of heads (model/route.h): BABY with each token's top K of H heads"
-echo "   (cfg BABY/K<k>, route.csv) next to the plain model of H heads and of K heads"
+echo "   (cfg BABY/K<k>, route.csv) next to the plain model of H heads and of K heads,"
+echo "   one thread, process CPU time (docs/bench.md, \"Routing's cost\")"
 rm -f "$out/route.csv"
-for hk in 8:1 16:4; do
+for hk in 16:4 8:1 8:2; do
     h=${hk%%:*} k=${hk##*:}
-    ./build/bench_train --configs "BABY:$h" --threads "$threads" --route "$k" \
+    ./build/bench_train --configs "BABY:$h" --threads 1 --cpu --route "$k" \
         --csv "$out/route.csv"
-    ./build/bench_train --configs "BABY:$h,BABY:$k" --threads "$threads" --no-header \
+    ./build/bench_train --configs "BABY:$h,BABY:$k" --threads 1 --cpu --no-header \
         --csv "$out/route.csv"
 done
 

@@ -405,12 +405,23 @@ Test(deps, infer_heads_on_a_conllu_file_prints_and_writes_the_dependencies)
     snprintf(path, sizeof path, "%s/rep/summary.json", e.dir);
     char *summary = tu_read_text(path);
     cr_assert(summary && strstr(summary, "\"dependencies\":{\"sentences\":60,"), "%s", path);
+    const char *key = "\"alignment\":{\"per_head\":{\"L0H0\":";
+    const char *at = strstr(summary, key);
+    double align00 = NAN;
+    cr_assert(at && sscanf(at + strlen(key), "%lf", &align00) == 1, "%s", path);
     free(summary);
     snprintf(path, sizeof path, "%s/rep/index.html", e.dir);
     char *page = tu_read_text(path);
     cr_assert(page && strstr(page, "<h2>Gold dependencies</h2>"), "%s", path);
     cr_assert(strstr(page, "<th>all<br>dep&rarr;head</th><th>all<br>head&rarr;dep</th></tr>"),
               "%s: the all columns, and no relation under 100 pairs", path);
+    cr_assert(strstr(page, "<h2>Dependency alignment</h2>"), "%s", path);
+    cr_assert(strstr(page, "<th>layer</th><th>H0</th>"), "%s: the alignment grid", path);
+    char cell[32]; /* head L0H0's value, as summary.json gives it */
+    snprintf(cell, sizeof cell, "%.3f", align00);
+    const char *grid = strstr(page, "<h2>Dependency alignment</h2>");
+    cr_assert(strstr(grid, "<tr><td>0</td>") && strstr(strstr(grid, "<tr><td>0</td>"), cell),
+              "%s: L0H0's alignment %s in the grid", path, cell);
     free(page);
     /* A bad line: the one message, exit 1. */
     const char *bad = "# text = a b\n" W("1", "a", "2", "x") W("2", "b", "1", "y");

@@ -783,6 +783,47 @@ static void html_compromise(FILE *f, const HeadsReport *r)
           "\"compromise\" holds every head's a and b for every pair.</p>\n", f);
 }
 
+/* A value of the alignment table: three decimals, or "-" where it is not defined. */
+static void align_cell(FILE *f, double v, int bold)
+{
+    if (isnan(v))
+        fputs("<td>-</td>", f);
+    else
+        fprintf(f, "<td style=\"background:rgba(40,90,200,%.2f)\">%s%.3f%s</td>",
+                0.75 * v, bold ? "<b>" : "", v, bold ? "</b>" : "");
+}
+
+/* Vig & Belinkov's dependency alignment (analysis/deps.h's DepsAlign): a layers x
+ * heads grid, each layer's mean and pooled value, then the baselines. */
+static void html_deps_alignment(FILE *f, const DepsAlign *al)
+{
+    fputs("<h2>Dependency alignment</h2>\n<p class=\"note\">Vig &amp; Belinkov (2019): the "
+          "share of a head's weight, from the tokens of words, on earlier keys whose word is "
+          "in a dependency relation with the row's (attention to the window's first token "
+          "left out; docs/heads.md, \"Dependency alignment\"). Bold: each layer's best "
+          "head.</p>\n<table><tr><th>layer</th>", f);
+    for (int h = 0; h < al->H; h++)
+        fprintf(f, "<th>H%d</th>", h);
+    fputs("<th>mean</th><th>pooled</th></tr>\n", f);
+    for (int l = 0; l < al->L; l++) {
+        fprintf(f, "<tr><td>%d</td>", l);
+        for (int h = 0; h < al->H; h++)
+            align_cell(f, al->head[l * al->H + h], al->layer_best[l] == l * al->H + h);
+        align_cell(f, al->layer_mean[l], 0);
+        align_cell(f, al->layer_pooled[l], 0);
+        fputs("</tr>\n", f);
+    }
+    fprintf(f, "</table>\n<p class=\"note\">Against: a head that spreads its weight evenly "
+            "over the keys scores %.3f; %.3f of the %zu counted (row, key) token pairs are in "
+            "a relation. r(mean attention distance, alignment) over the heads: ",
+            al->uniform, al->pair_share, al->token_pairs);
+    if (isnan(al->r))
+        fputs("not defined", f);
+    else
+        fprintf(f, "%.3f", al->r);
+    fputs(". summary.json's \"dependencies\".\"alignment\" holds every value.</p>\n", f);
+}
+
 /* A CoNLL-U file's gold dependencies (analysis/deps.h): heads x relations, each
  * cell a head's accuracy, for every relation and direction with at least
  * DEPS_PAGE_MIN_PAIRS pairs ("all" first), under the offset and uniform baselines. */
@@ -838,6 +879,7 @@ static void html_deps(FILE *f, const HeadsReport *r)
     fputs("</table>\n<p class=\"note\">summary.json's \"dependencies\" holds every "
           "relation, each head's accuracy, attention and ablation cost.</p>\n", f);
     free(col);
+    html_deps_alignment(f, &d->align);
 }
 
 int report_write_index(const char *dir, const HeadsReport *r, char *err, size_t errlen)

@@ -16,15 +16,19 @@
  * flops, "bwd" (din and dW) 4*N*IC*OC; each figure is the median of R calls after
  * one warm-up. A second table times W's roundings (kernels/bf16_weight.h): in the
  * layers, in AdamW's update and as a pass of their own (weight_passes, median of
- * --passes-reps calls, default 31; --only-passes prints only it). It only reports:
- * nothing here asserts on a time. */
+ * --passes-reps calls, default 31; --only-passes prints only it and the third). A
+ * third times the LayerNorm outputs' roundings (kernels/bf16_rows.h): in a pass of
+ * their own, as the products make them, and written by the LayerNorm (input_passes).
+ * It only reports: nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"
 #include "bench/bench_clock.h"
 #include "kernels/bf16.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/bf16_weight.h"
 #include "kernels/matmul.h"
+#include "model/layers.h"
 #include "trainer/adamw.h"
 
 #include <omp.h>
@@ -111,7 +115,7 @@ static void weight_passes(int reps, Bf16Path path, double (*clock_fn)(void))
             double c0 = clock_fn();
             bf16_forward(out, NULL, in, W, NULL, ROWS, IC, OC, path);
             double c1 = clock_fn();
-            bf16_forward_with(out, NULL, in, W, c, NULL, ROWS, IC, OC, path);
+            bf16_forward_with(out, NULL, in, NULL, W, c, NULL, ROWS, IC, OC, path);
             double c2 = clock_fn();
             bf16_backward(din, NULL, NULL, out, in, W, NULL, ROWS, IC, OC, path);
             double c3 = clock_fn();
@@ -140,6 +144,86 @@ static void weight_passes(int reps, Bf16Path path, double (*clock_fn)(void))
         fflush(stdout);
         bf16_weights_free(&set);
         free(in), free(W), free(out), free(din), free(g), free(m), free(v), free(t);
+    }
+}
+
+/* The rounding of a LayerNorm's output for the product that reads it (bf16_rows.h), at
+ * the bench_train configurations' shapes (N = B T rows of C), ms (median of reps, the
+ * cases taking turns): "pass" rounds the rows in a pass of their own, as the product
+ * does when it is handed no copy (the same per-row function); "LN" is
+ * layernorm_forward, "LN+round" layernorm_forward_rounded writing the copy; "fused"
+ * their difference; "saved" pass - fused, per call, and per training step (2 L + 1
+ * calls: ln1, ln2 per layer and lnf). "fwd" and "fwd+rin" are the qkv product (C ->
+ * 3C) rounding in itself and reading the copy (W read from its copies in both).
+ * "4C pass": the same pass over fcproj's input (N x 4C, the GELU's output), which the
+ * product still rounds itself, once per layer and step. */
+static void input_passes(int reps, Bf16Path path, double (*clock_fn)(void))
+{
+    static const struct { const char *name; int N, C, L; } shapes[] = {
+        {"BABY", 768, 128, 4}, {"MID", 4096, 256, 4}, {"NANO", 4096, 384, 6},
+    };
+    enum { CASES = 6 };
+    Bf16CopyKind kind = bf16_copy_kind(path);
+    printf("\nLayerNorm outputs' roundings (%s copies), ms, median of %d\n",
+           kind == BF16_COPY_FLOATS ? "float" : "pair", reps);
+    printf("%-6s %11s | %7s %7s %8s %7s | %7s %9s | %8s %8s | %8s\n", "config", "N x C",
+           "pass", "LN", "LN+round", "fused", "saved", "saved/step", "fwd", "fwd+rin",
+           "4C pass");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s].N, C = shapes[s].C, OC = 3 * C;
+        size_t nc = (size_t)N * C;
+        float *x = filled(nc, 2.0f, 1), *out = filled(nc, 0, 2), *w = filled((size_t)C, 1.0f, 3);
+        float *b = filled((size_t)C, 0.1f, 4), *mean = filled((size_t)N, 0, 5);
+        float *rstd = filled((size_t)N, 0, 6), *W = filled((size_t)OC * C, 0.1f, 7);
+        float *y = filled((size_t)N * OC, 0, 8), *h = filled(nc * 4, 2.0f, 9);
+        Bf16Rows rows, hrows;
+        Bf16Weight wc;
+        if (bf16_rows_init(&rows, N, C, kind) || bf16_rows_init(&hrows, N, 4 * C, kind) ||
+            bf16_weight_init(&wc, W, OC, C, kind)) {
+            fputs("bench_bf16: out of memory\n", stderr);
+            exit(1);
+        }
+        bf16_weight_write(&wc);
+        double *t = malloc((size_t)CASES * reps * sizeof(double));
+        for (int r = -1; r < reps; r++) {
+            double c0 = clock_fn();
+            bf16_rows_start(&rows, x, N, C);
+            for (int n = 0; n < N; n++)
+                bf16_rows_put(&rows, n, x + (size_t)n * C);
+            double c1 = clock_fn();
+            layernorm_forward(out, mean, rstd, x, w, b, N, C);
+            double c2 = clock_fn();
+            layernorm_forward_rounded(out, mean, rstd, x, w, b, N, C, &rows);
+            double c3 = clock_fn();
+            bf16_forward_with(y, NULL, out, NULL, W, &wc, NULL, N, C, OC, path);
+            double c4 = clock_fn();
+            bf16_forward_with(y, NULL, out, &rows, W, &wc, NULL, N, C, OC, path);
+            double c5 = clock_fn();
+            bf16_rows_start(&hrows, h, N, 4 * C);
+            for (int n = 0; n < N; n++)
+                bf16_rows_put(&hrows, n, h + (size_t)n * 4 * C);
+            double c6 = clock_fn();
+            if (r < 0)
+                continue;
+            double d[CASES] = {c1 - c0, c2 - c1, c3 - c2, c4 - c3, c5 - c4, c6 - c5};
+            for (int k = 0; k < CASES; k++)
+                t[(size_t)k * reps + r] = d[k];
+        }
+        double med[CASES];
+        for (int k = 0; k < CASES; k++)
+            med[k] = 1e3 * median(t + (size_t)k * reps, reps);
+        double fused = med[2] - med[1], saved = med[0] - fused;
+        char dims[32];
+        snprintf(dims, sizeof dims, "%d x %d", N, C);
+        printf("%-6s %11s | %7.3f %7.3f %8.3f %7.3f | %7.3f %9.3f | %8.2f %8.2f | %8.3f\n",
+               shapes[s].name, dims, med[0], med[1], med[2], fused, saved,
+               saved * (2 * shapes[s].L + 1), med[3], med[4], med[5]);
+        fflush(stdout);
+        bf16_rows_free(&rows);
+        bf16_rows_free(&hrows);
+        bf16_weight_free(&wc);
+        free(x), free(out), free(w), free(b), free(mean), free(rstd), free(W), free(y), free(h);
+        free(t);
     }
 }
 
@@ -215,5 +299,6 @@ int main(int argc, char **argv)
         }
     }
     weight_passes(passes_reps, path, clock_fn);
+    input_passes(passes_reps, path, clock_fn);
     return 0;
 }

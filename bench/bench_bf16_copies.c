@@ -7,7 +7,10 @@
  * Build (from the repository root, after `make`):
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
  *       bench/bench_bf16_copies.c build/libheadcount.a -lm -o build/bench_bf16_copies
- * Run: build/bench_bf16_copies [--config BABY|MID|NANO] [--steps N]
+ * Run: build/bench_bf16_copies [--config BABY|MID|NANO] [--steps N] [--rows]
+ * --rows compares instead the LayerNorms rounding their outputs for the products
+ * (Activations.ln_bf16, kernels/bf16_rows.h) against the products rounding them, both
+ * sides written out without the weights' copies.
  * Prints each side's median step in thread CPU time (ms; on a loaded host it moves
  * less than wall time) and the median of the per-step ratios (with / without), and
  * whether the two models' parameters are still the same bits (they must be). It only
@@ -54,7 +57,7 @@ int main(int argc, char **argv)
     static const struct { const char *name; int L, C, T, B, H; } configs[] = {
         {"BABY", 4, 128, 64, 12, 4}, {"MID", 4, 256, 256, 16, 4}, {"NANO", 6, 384, 256, 16, 6},
     };
-    int which = 1, steps = 9;
+    int which = 1, steps = 9, rows = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
             i++;
@@ -75,8 +78,11 @@ int main(int argc, char **argv)
                 return 2;
             }
             steps = (int)v;
+        } else if (!strcmp(argv[i], "--rows")) {
+            rows = 1;
         } else {
-            fprintf(stderr, "usage: bench_bf16_copies [--config BABY|MID|NANO] [--steps N]\n");
+            fprintf(stderr, "usage: bench_bf16_copies [--config BABY|MID|NANO] [--steps N] "
+                            "[--rows]\n");
             return 2;
         }
     }
@@ -98,6 +104,10 @@ int main(int argc, char **argv)
         t[r].model.precision = PRECISION_BF16;
         t[r].model.bf16_path = bench_bf16_path();
     }
+    if (rows && acts_bf16_init(&t[0].acts, bf16_copy_kind(t[0].model.bf16_path))) {
+        fputs("bench_bf16_copies: out of memory\n", stderr);
+        return 1;
+    }
     bench_bf16_say(stdout);
     size_t N = (size_t)B * T;
     int *tok = malloc(N * sizeof(int)), *tgt = malloc(N * sizeof(int));
@@ -117,10 +127,10 @@ int main(int argc, char **argv)
         for (int q = 0; q < 2; q++) {
             int r = q ^ (s % 2);
             double c0 = thread_cpu();
-            if (r == 0)
+            if (r == 0 && !rows)
                 trainer_step(&t[0], tok, tgt, NULL);
             else
-                step_without(&t[1], tok, tgt);
+                step_without(&t[r], tok, tgt);
             d[r] = (thread_cpu() - c0) * 1e3;
         }
         if (s >= warmup) {
@@ -132,8 +142,9 @@ int main(int argc, char **argv)
         qsort(ms + (size_t)k * steps, (size_t)steps, sizeof(double), bench_cmp_double);
     int same = !memcmp(t[0].model.params, t[1].model.params,
                        t[0].model.table.total * sizeof(float));
-    printf("%s H = %d, %d steps, one thread, thread CPU ms (medians): with copies %.1f, "
+    printf("%s H = %d, %d steps, one thread, thread CPU ms (medians): with %s %.1f, "
            "without %.1f, per-step ratio %.3f; parameters %s\n", configs[which].name, H, steps,
+           rows ? "LayerNorms' rounded rows" : "copies",
            ms[steps / 2], ms[steps + steps / 2], ms[2 * steps + steps / 2],
            same ? "the same bits" : "DIFFER");
     free(tok), free(tgt), free(ms);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/bf16_emul.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/matmul.h"
 #include "kernels/vmath.h"
 #include "util/scratch.h"
@@ -111,22 +112,24 @@ static void pair_rows(uint32_t *out, const float *x0, const float *x1, int n)
  * their own (nowait), so that a layer runs its roundings and products in one parallel
  * region: on a loaded host every region's start and end waits for the slowest thread.
  * Called outside a region, each runs whole on the calling thread. */
+void bf16_round_row(uint32_t *dst, const float *row, int K)
+{
+    for (int p = 0; p < K / 2; p++) {   /* a pair is two neighbours: low k first */
+        uint32_t u0, u1;
+        memcpy(&u0, row + 2 * p, sizeof u0);
+        memcpy(&u1, row + 2 * p + 1, sizeof u1);
+        dst[p] = round_bits(u0) | round_bits(u1) << 16;
+    }
+    if (K % 2)
+        dst[K / 2] = pair_of(row, K - 1, K);
+}
+
 static void round_rows_for(uint32_t *xr, const float *x, int N, int K)
 {
     int P = bf16_pairs(K);
     #pragma omp for schedule(static) nowait
-    for (int n = 0; n < N; n++) {
-        const float *row = x + (size_t)n * K;
-        uint32_t *dst = xr + (size_t)n * P;
-        for (int p = 0; p < K / 2; p++) {   /* a pair is two neighbours: low k first */
-            uint32_t u0, u1;
-            memcpy(&u0, row + 2 * p, sizeof u0);
-            memcpy(&u1, row + 2 * p + 1, sizeof u1);
-            dst[p] = round_bits(u0) | round_bits(u1) << 16;
-        }
-        if (K % 2)
-            dst[P - 1] = pair_of(row, K - 1, K);
-    }
+    for (int n = 0; n < N; n++)
+        bf16_round_row(xr + (size_t)n * P, x + (size_t)n * K, K);
 }
 
 /* Whether a conversion of n elements is worth a parallel region of its own. */
@@ -404,10 +407,11 @@ static uint32_t *slot_words(int slot, size_t n)
 }
 
 /* The forward in one region: W packed into pack (when W is not NULL; then wp is
- * pack), in rounded into xr, then the product with wp. */
-static void forward(int emulate, float *out, float *dgelu, const float *in, const float *W,
-                    uint32_t *pack, const uint32_t *wp, uint32_t *xr, const float *bias, int N,
-                    int IC, int OC)
+ * pack), in rounded into rows (when in is not NULL; then xr is rows), then the product
+ * of xr with wp. */
+static void forward(int emulate, float *out, float *dgelu, const float *in, uint32_t *rows,
+                    const uint32_t *xr, const float *W, uint32_t *pack, const uint32_t *wp,
+                    const float *bias, int N, int IC, int OC)
 {
     int P = bf16_pairs(IC);
     Bf16Epilogue e = { 0, bias, NULL, dgelu };
@@ -415,7 +419,8 @@ static void forward(int emulate, float *out, float *dgelu, const float *in, cons
     {
         if (W)
             pack_weights_for(pack, W, OC, IC);
-        round_rows_for(xr, in, N, IC);
+        if (in)
+            round_rows_for(rows, in, N, IC);
         #pragma omp barrier
         tiles_for(emulate, out, (size_t)OC, xr, (size_t)P, wp, N, OC, P, &e);
     }
@@ -428,7 +433,7 @@ void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32
     if (emulate && !dgelu && bf16_emul_forward_packed(out, in, wp, bias, N, IC, OC))
         return;
     uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
-    forward(emulate, out, dgelu, in, NULL, NULL, wp, xr, bias, N, IC, OC);
+    forward(emulate, out, dgelu, in, xr, xr, NULL, NULL, wp, bias, N, IC, OC);
 }
 
 /* wc, when it holds the panels. */
@@ -437,27 +442,32 @@ static const Bf16Weight *panels_of(const Bf16Weight *wc)
     return wc && wc->kind == BF16_COPY_PANELS ? wc : NULL;
 }
 
-void bf16_forward_with(float *out, float *dgelu, const float *in, const float *W,
-                       const Bf16Weight *wc, const float *bias, int N, int IC, int OC,
-                       Bf16Path path)
+void bf16_forward_with(float *out, float *dgelu, const float *in, const Bf16Rows *rin,
+                       const float *W, const Bf16Weight *wc, const float *bias, int N, int IC,
+                       int OC, Bf16Path path)
 {
     assert(!wc || (wc->W == W && wc->OC == OC && wc->IC == IC));
     int emulate = bf16_emulated(path);
-    if (emulate && bf16_emul_forward(out, dgelu, in, W, wc, bias, N, IC, OC))
+    if (emulate && bf16_emul_forward(out, dgelu, in,
+                                     bf16_rows_of(rin, in, N, IC, BF16_COPY_FLOATS), W, wc,
+                                     bias, N, IC, OC))
         return;
-    uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
+    const Bf16Rows *pairs = bf16_rows_of(rin, in, N, IC, BF16_COPY_PANELS);
+    uint32_t *rows = pairs ? NULL : slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
+    const uint32_t *xr = pairs ? pairs->rows : rows;
+    const float *round_in = pairs ? NULL : in;
     if (panels_of(wc)) {
-        forward(emulate, out, dgelu, in, NULL, NULL, wc->fwd, xr, bias, N, IC, OC);
+        forward(emulate, out, dgelu, round_in, rows, xr, NULL, NULL, wc->fwd, bias, N, IC, OC);
         return;
     }
     uint32_t *wp = slot_words(SLOT_PANELS, bf16_packed_size(OC, IC));
-    forward(emulate, out, dgelu, in, W, wp, wp, xr, bias, N, IC, OC);
+    forward(emulate, out, dgelu, round_in, rows, xr, W, wp, wp, bias, N, IC, OC);
 }
 
 void bf16_forward(float *out, float *dgelu, const float *in, const float *W, const float *bias,
                   int N, int IC, int OC, Bf16Path path)
 {
-    bf16_forward_with(out, dgelu, in, W, NULL, bias, N, IC, OC, path);
+    bf16_forward_with(out, dgelu, in, NULL, W, NULL, bias, N, IC, OC, path);
 }
 
 void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,

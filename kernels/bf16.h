@@ -98,6 +98,8 @@ static inline int bf16_pairs(int K)
 /* Rounds x[N][K] into xr[N][P] pairs (P = bf16_pairs(K); pair p of row n holds
  * k = 2p in its low and 2p + 1 in its high 16 bits; a missing k is +0). */
 void bf16_round_rows(uint32_t *xr, const float *x, int N, int K);
+/* One row of bf16_round_rows: dst[P] from row[K]. */
+void bf16_round_row(uint32_t *dst, const float *row, int K);
 
 /* Floats of uint32 that bf16_pack_weights writes for W[OC][IC]. */
 size_t bf16_packed_size(int OC, int IC);
@@ -158,11 +160,15 @@ void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const
 
 /* The two above reading W's bf16 copies wc (kernels/bf16_weight.h: written beside W,
  * where W is updated) instead of rounding W; wc NULL, or of a kind the code that runs
- * does not read, rounds W as they do. The same bits either way. */
+ * does not read, rounds W as they do. The forward also reads in's rows rounded by
+ * their producer, rin (kernels/bf16_rows.h), where rin holds in's rounding in the
+ * layout the code that runs reads; else (rin NULL too) it rounds in. The same bits
+ * either way. */
 struct Bf16Weight;
-void bf16_forward_with(float *out, float *dgelu, const float *in, const float *W,
-                       const struct Bf16Weight *wc, const float *bias, int N, int IC, int OC,
-                       Bf16Path path);
+struct Bf16Rows;
+void bf16_forward_with(float *out, float *dgelu, const float *in, const struct Bf16Rows *rin,
+                       const float *W, const struct Bf16Weight *wc, const float *bias, int N,
+                       int IC, int OC, Bf16Path path);
 void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
                         const float *in, const float *W, const struct Bf16Weight *wc,
                         const float *dgelu, int N, int IC, int OC, Bf16Path path);

@@ -3,10 +3,12 @@
  * layer (kernels/linear.c) on them, then the exceptions one output at a time. */
 #include "kernels/bf16_emul.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels/bf16.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/vmath.h"
@@ -46,38 +48,40 @@ static int parallel_rounding(double n)
     return n >= 65536.0;
 }
 
-/* xf[r][2p] = bf16(x[r][2p + 1]) (+0 past K), xf[r][2p + 1] = bf16(x[r][2p]), as
- * floats, for R rows of K (xf's rows 2 bf16_pairs(K) long); e[r]: the row's smallest
- * biased exponent. */
+unsigned char bf16_emul_round_row(float *dst, const float *row, int K)
+{
+    int K2 = 2 * bf16_pairs(K);
+    uint32_t kmin = UINT32_MAX;
+    for (int p = 0; p < K / 2; p++) {
+        uint32_t u0, u1;
+        memcpy(&u0, row + 2 * p, sizeof u0);
+        memcpy(&u1, row + 2 * p + 1, sizeof u1);
+        uint32_t r0 = bf16_round_bits(u0), r1 = bf16_round_bits(u1);
+        dst[2 * p] = float_of(r1 << 16);
+        dst[2 * p + 1] = float_of(r0 << 16);
+        uint32_t k0 = key_of(r0), k1 = key_of(r1);
+        kmin = k0 < kmin ? k0 : kmin;
+        kmin = k1 < kmin ? k1 : kmin;
+    }
+    if (K % 2) {
+        uint32_t u0;
+        memcpy(&u0, row + K - 1, sizeof u0);
+        uint32_t r0 = bf16_round_bits(u0), k0 = key_of(r0);
+        dst[K2 - 2] = 0.0f;
+        dst[K2 - 1] = float_of(r0 << 16);
+        kmin = k0 < kmin ? k0 : kmin;
+    }
+    return exp_of_key(kmin);
+}
+
+/* bf16_emul_round_row for R rows of K (xf's rows 2 bf16_pairs(K) long), the exponents
+ * into e[R]. */
 static void round_rows_swapped(float *xf, unsigned char *e, const float *x, int R, int K)
 {
     int K2 = 2 * bf16_pairs(K);
     #pragma omp parallel for schedule(static) if (parallel_rounding((double)R * K))
-    for (int r = 0; r < R; r++) {
-        const float *row = x + (size_t)r * K;
-        float *dst = xf + (size_t)r * K2;
-        uint32_t kmin = UINT32_MAX;
-        for (int p = 0; p < K / 2; p++) {
-            uint32_t u0, u1;
-            memcpy(&u0, row + 2 * p, sizeof u0);
-            memcpy(&u1, row + 2 * p + 1, sizeof u1);
-            uint32_t r0 = bf16_round_bits(u0), r1 = bf16_round_bits(u1);
-            dst[2 * p] = float_of(r1 << 16);
-            dst[2 * p + 1] = float_of(r0 << 16);
-            uint32_t k0 = key_of(r0), k1 = key_of(r1);
-            kmin = k0 < kmin ? k0 : kmin;
-            kmin = k1 < kmin ? k1 : kmin;
-        }
-        if (K % 2) {
-            uint32_t u0;
-            memcpy(&u0, row + K - 1, sizeof u0);
-            uint32_t r0 = bf16_round_bits(u0), k0 = key_of(r0);
-            dst[K2 - 2] = 0.0f;
-            dst[K2 - 1] = float_of(r0 << 16);
-            kmin = k0 < kmin ? k0 : kmin;
-        }
-        e[r] = exp_of_key(kmin);
-    }
+    for (int r = 0; r < R; r++)
+        e[r] = bf16_emul_round_row(xf + (size_t)r * K2, x + (size_t)r * K, K);
 }
 
 /* The same along the columns of x[R][Cc]: xf[2p][c] = bf16(x[2p + 1][c]) (a row of +0
@@ -252,18 +256,26 @@ static const Bf16Weight *floats_of(const Bf16Weight *wc)
     return wc && wc->kind == BF16_COPY_FLOATS ? wc : NULL;
 }
 
-int bf16_emul_forward(float *out, float *dgelu, const float *in, const float *W,
-                      const Bf16Weight *wc, const float *bias, int N, int IC, int OC)
+int bf16_emul_forward(float *out, float *dgelu, const float *in, const Bf16Rows *rin,
+                      const float *W, const Bf16Weight *wc, const float *bias, int N, int IC,
+                      int OC)
 {
     if (!MATMUL_FMA || N <= 0 || IC <= 0 || OC <= 0)
         return 0;
     int K2 = 2 * bf16_pairs(IC);
     wc = floats_of(wc);
-    float *xf = slot(SLOT_A, (size_t)N * K2);
+    assert(!rin || (rin->kind == BF16_COPY_FLOATS && rin->n == N && rin->k == IC));
     unsigned char *ex = (unsigned char *)slot(SLOT_EXP, ((size_t)N + OC) / 4 + 1);
-    const float *wf;
-    const unsigned char *ew;
-    round_rows_swapped(xf, ex, in, N, IC);
+    const float *xf, *wf;
+    const unsigned char *en, *ew;
+    if (rin) {                            /* in's rows, rounded by their producer */
+        xf = (const float *)rin->rows;
+        en = rin->row_exp;
+    } else {
+        float *x = slot(SLOT_A, (size_t)N * K2);
+        round_rows_swapped(x, ex, in, N, IC);
+        xf = x, en = ex;
+    }
     if (wc) {                             /* W's rows, rounded by the last update */
         wf = (const float *)wc->fwd;
         ew = wc->row_exp;
@@ -272,7 +284,7 @@ int bf16_emul_forward(float *out, float *dgelu, const float *in, const float *W,
         round_rows_swapped(w, ex + N, W, OC, IC);
         wf = w, ew = ex + N;
     }
-    Exceptions x = { N, OC, ex, ew, NULL, 0 };
+    Exceptions x = { N, OC, en, ew, NULL, 0 };
     size_t n = count_exceptions(&x);
     if (!few(n, N, OC))
         return 0;

@@ -43,11 +43,19 @@ static inline unsigned char bf16_emul_exp(uint32_t k)
     return k == UINT32_MAX ? 255 : (unsigned char)((k + 1u) >> 7);
 }
 
-/* bf16_forward's product, emulated: 1 done, 0 declined (nothing written). wc: W's
- * copies (bf16_weight.h) of kind BF16_COPY_FLOATS, read instead of rounding W, or
- * NULL. */
-int bf16_emul_forward(float *out, float *dgelu, const float *in, const float *W,
-                      const Bf16Weight *wc, const float *bias, int N, int IC, int OC);
+/* The rounding of one row this path reads: dst[2p] = bf16(row[2p + 1]) (+0 past K),
+ * dst[2p + 1] = bf16(row[2p]), as floats, for p < bf16_pairs(K); returns the row's
+ * smallest biased exponent (bf16_emul_exp). */
+unsigned char bf16_emul_round_row(float *dst, const float *row, int K);
+
+/* bf16_forward's product, emulated: 1 done, 0 declined (nothing written). rin: in's
+ * rows rounded by their producer (bf16_rows.h), of kind BF16_COPY_FLOATS, read instead
+ * of rounding in, or NULL. wc: W's copies (bf16_weight.h) of kind BF16_COPY_FLOATS,
+ * read instead of rounding W, or NULL. */
+struct Bf16Rows;
+int bf16_emul_forward(float *out, float *dgelu, const float *in, const struct Bf16Rows *rin,
+                      const float *W, const Bf16Weight *wc, const float *bias, int N, int IC,
+                      int OC);
 
 /* bf16_forward_packed's product without the GELU, emulated on the packed panels one row
  * at a time (the sampler's steps): 1 done, 0 declined (dgelu asked for, or MATMUL_FMA

@@ -146,8 +146,15 @@ int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
     return 0;
 }
 
+int acts_bf16_init(Activations *a, Bf16CopyKind kind)
+{
+    bf16_rows_free(&a->ln_bf16);
+    return bf16_rows_init(&a->ln_bf16, (int)a->N, (int)a->C, kind);
+}
+
 void acts_free(Activations *a)
 {
+    bf16_rows_free(&a->ln_bf16);
     bigbuf_free(a->buf);
     memset(a, 0, sizeof *a);
 }
@@ -201,13 +208,15 @@ static void gate_gradient(double *grad, const float *dy, const float *y, size_t 
 }
 
 /* A linear layer's forward in the model's precision: out = in . W^T + b, or with
- * dgelu the MLP's first layer (out = gelu, dgelu = gelu'). */
+ * dgelu the MLP's first layer (out = gelu, dgelu = gelu'). rin: in's rows rounded to
+ * bf16 by in's producer, or NULL (bf16: the product rounds them). */
 static void linear_forward(const Model *m, float *out, float *dgelu, const float *in,
-                           const float *W, const float *b, int N, int IC, int OC)
+                           const Bf16Rows *rin, const float *W, const float *b, int N, int IC,
+                           int OC)
 {
     if (m->precision == PRECISION_BF16)
-        bf16_forward_with(out, dgelu, in, W, bf16_weight_find(m->bf16_copies, W, OC, IC), b, N,
-                          IC, OC, m->bf16_path);
+        bf16_forward_with(out, dgelu, in, rin, W, bf16_weight_find(m->bf16_copies, W, OC, IC),
+                          b, N, IC, OC, m->bf16_path);
     else if (dgelu)
         matmul_forward_gelu(out, dgelu, in, W, b, N, IC, OC);
     else
@@ -243,6 +252,8 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
     size_t NC = a->N * a->C, TT = (size_t)a->B * a->H * a->T * a->T;
     float p = opt->dropout;
     double balance = 0.0;
+    /* bf16: each LayerNorm rounds its output for the product that reads it next */
+    Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->ln_bf16.rows ? &a->ln_bf16 : NULL;
 
     encoder_forward(a->encoded, tokens, w->wte, w->wpe, B, T, C);
     const float *res = a->encoded;
@@ -261,9 +272,9 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         float *fch_gelu = a->fch_gelu + l * NC * 4, *fcproj = a->fcproj + l * NC;
         float *res3 = a->res3 + l * NC;
 
-        layernorm_forward(ln1, a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, res,
-                          lw->ln1w, lw->ln1b, N, C);
-        linear_forward(m, qkv, NULL, ln1, lw->qkvw, lw->qkvb, N, C, 3 * A);
+        layernorm_forward_rounded(ln1, a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, res,
+                                  lw->ln1w, lw->ln1b, N, C, rounded);
+        linear_forward(m, qkv, NULL, ln1, rounded, lw->qkvw, lw->qkvb, N, C, 3 * A);
         /* the router reads ln1 alone: its choice comes first, so that the heads a
          * token did not choose can skip attending at its row */
         if (c->route_k)
@@ -288,7 +299,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
                        site_key(opt, l, SITE_GATE));
             gates_forward(atty, open, gate, B, T, H, D);
         }
-        linear_forward(m, attproj, NULL, atty, lw->projw, lw->projb, N, A, C);
+        linear_forward(m, attproj, NULL, atty, NULL, lw->projw, lw->projb, N, A, C);
         if (p > 0.0f) {
             dropout_forward(res2, attproj, (size_t)N * C, p, site_key(opt, l, SITE_ATTN_RESID));
             residual_forward(res2, res, res2, (size_t)N * C);
@@ -296,10 +307,10 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
             residual_forward(res2, res, attproj, (size_t)N * C);
         }
 
-        layernorm_forward(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
-                          lw->ln2w, lw->ln2b, N, C);
-        linear_forward(m, fch_gelu, fch_dgelu, ln2, lw->fcw, lw->fcb, N, C, 4 * C);
-        linear_forward(m, fcproj, NULL, fch_gelu, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
+        layernorm_forward_rounded(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
+                                  lw->ln2w, lw->ln2b, N, C, rounded);
+        linear_forward(m, fch_gelu, fch_dgelu, ln2, rounded, lw->fcw, lw->fcb, N, C, 4 * C);
+        linear_forward(m, fcproj, NULL, fch_gelu, NULL, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
         if (p > 0.0f) {
             dropout_forward(res3, fcproj, (size_t)N * C, p, site_key(opt, l, SITE_MLP_RESID));
             residual_forward(res3, res2, res3, (size_t)N * C);
@@ -308,8 +319,9 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         }
         res = res3;
     }
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, res, w->lnfw, w->lnfb, N, C);
-    linear_forward(m, a->logits, NULL, a->lnf, w->wte, NULL, N, C, V);
+    layernorm_forward_rounded(a->lnf, a->lnf_mean, a->lnf_rstd, res, w->lnfw, w->lnfb, N, C,
+                              rounded);
+    linear_forward(m, a->logits, NULL, a->lnf, rounded, w->wte, NULL, N, C, V);
     a->balance_loss = balance;
     return crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
 }

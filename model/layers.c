@@ -10,6 +10,7 @@
 
 #include "model/config.h"
 #include "util/rng.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/vmath.h"
 
 /* Below this many elements a pass runs on the calling thread: a parallel region costs
@@ -87,6 +88,14 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
 void layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w,
                        const float *b, int N, int C)
 {
+    layernorm_forward_rounded(out, mean, rstd, in, w, b, N, C, NULL);
+}
+
+void layernorm_forward_rounded(float *out, float *mean, float *rstd, const float *in,
+                               const float *w, const float *b, int N, int C, Bf16Rows *r)
+{
+    if (r)
+        bf16_rows_start(r, out, N, C);
     #pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *x = in + (size_t)n * C;
@@ -98,6 +107,8 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *in, co
             o[c] = (x[c] - m) * s * w[c] + b[c];
         mean[n] = m;
         rstd[n] = s;
+        if (r)
+            bf16_rows_put(r, n, o);
     }
 }
 

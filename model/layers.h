@@ -21,6 +21,13 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
  * Stores mean[N] and rstd[N] for the backward, which also reads in and w. */
 void layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w,
                        const float *b, int N, int C);
+/* layernorm_forward that also rounds each row of out to bf16 into r while the row is in
+ * cache (kernels/bf16_rows.h), for the bf16 product that reads out next; r NULL:
+ * layernorm_forward. out's bits are the same either way. */
+struct Bf16Rows;
+void layernorm_forward_rounded(float *out, float *mean, float *rstd, const float *in,
+                               const float *w, const float *b, int N, int C,
+                               struct Bf16Rows *r);
 void layernorm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                         const float *w, const float *mean, const float *rstd, int N, int C);
 

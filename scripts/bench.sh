@@ -95,6 +95,10 @@ echo
 echo "== a bf16 step with the weights' copies written by AdamW, and without (one thread)"
 ./build/bench_bf16_copies --config BABY --steps 15
 ./build/bench_bf16_copies --config MID --steps 9
+echo
+echo "== a bf16 step with the LayerNorms rounding their outputs for the products, and without"
+./build/bench_bf16_copies --rows --config BABY --steps 15
+./build/bench_bf16_copies --rows --config MID --steps 9
 
 rm -f "$out/train.csv" "$out/train_bf16.csv" "$out/torch.csv" "$out/cpu.csv"
 # Whether this CPU has the bf16 units, for the tables (docs/matmul.md, "bf16").

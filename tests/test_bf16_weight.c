@@ -4,8 +4,9 @@
  * the emulation's float copies with their smallest exponents); the layers reading
  * them give the bits of the layers rounding W, on both paths and kinds, on ordinary
  * values and on any float bits (whose exceptions send the emulation to its tiles);
- * and a bf16 training run whose updates write the copies leaves the parameters and
- * moments of one that rounds W at every call, at 1 and 2 threads. */
+ * and a bf16 training run whose updates write the copies (and whose LayerNorms round
+ * their outputs, kernels/bf16_rows.h) leaves the parameters and moments of one that
+ * rounds W and the inputs at every call, at 1 and 2 threads. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -236,7 +237,7 @@ static void layer_case(Rng *rng, int N, int IC, int OC, int rare, Bf16CopyKind k
              (int)kind, (int)path);
     for (int gelu = 0; gelu < 2; gelu++) {
         for (int r = 0; r < 2; r++)
-            bf16_forward_with(out[r], gelu ? gd[r] : NULL, in, W, r ? &c : NULL, bias, N, IC, OC,
+            bf16_forward_with(out[r], gelu ? gd[r] : NULL, in, NULL, W, r ? &c : NULL, bias, N, IC, OC,
                               path);
         expect_same(out[1], out[0], no, what);
         if (gelu)
@@ -306,9 +307,11 @@ static TrainHyper hyper(void)
                                  .weight_decay = 0.1f}};
 }
 
-/* STEPS bf16 steps of a trainer (its updates write the copies, its layers read them)
- * against the same steps written out with the model's copies unset and adamw_update
- * (the layers round W at every call), at 1 and 2 threads. */
+/* STEPS bf16 steps of a trainer (its updates write the copies, its layers read them;
+ * its LayerNorms round their outputs for the products, kernels/bf16_rows.h) against the
+ * same steps written out with the model's copies unset, activations without rounded
+ * rows and adamw_update (the layers round W and their inputs at every call), at 1 and
+ * 2 threads. */
 Test(bf16_weight, training_with_fused_copies_keeps_the_bits)
 {
     char err[300];
@@ -335,6 +338,8 @@ Test(bf16_weight, training_with_fused_copies_keeps_the_bits)
                 TrainStep s;
                 cr_assert_eq(trainer_step(&t[0], tok[k], tgt[k], &s), 0);
                 cr_assert(t[0].model.bf16_copies, "the trainer made no copies");
+                cr_assert(t[0].acts.ln_bf16.rows, "the trainer made no room for the "
+                          "LayerNorms' rounded rows");
                 Trainer *r = &t[1];
                 PassOptions po = {.dropout = hp.dropout,
                                   .dropout_key = rng_hash(hp.seed, RNG_STREAM_DROPOUT,

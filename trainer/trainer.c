@@ -108,9 +108,24 @@ static void bf16_copies_sync(Trainer *t)
     m->bf16_copies = &t->bf16;
 }
 
+/* Makes room for the LayerNorms' rounded outputs (Activations.ln_bf16) where the
+ * precision is bf16 and it is missing or of another kind than the model's path reads;
+ * frees it in fp32. Without memory for it the products round their inputs themselves,
+ * to the same bits. */
+static void bf16_rows_sync(Trainer *t)
+{
+    const Model *m = &t->model;
+    Bf16CopyKind kind = bf16_copy_kind(m->bf16_path);
+    if (m->precision != PRECISION_BF16)
+        bf16_rows_free(&t->acts.ln_bf16);
+    else if (!t->acts.ln_bf16.rows || t->acts.ln_bf16.kind != kind)
+        (void)acts_bf16_init(&t->acts, kind);
+}
+
 double trainer_micro(Trainer *t, const int *inputs, const int *targets, long i)
 {
     bf16_copies_sync(t);
+    bf16_rows_sync(t);
     int B = t->B, T = t->model.cfg.T;
     uint64_t n = (uint64_t)t->step * (uint64_t)t->hp.micro + (uint64_t)i;
     PassOptions po = {.dropout = t->hp.dropout,

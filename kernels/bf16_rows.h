@@ -1,0 +1,53 @@
+/* bf16_rows: an activation's rows rounded to bf16 by the layer that produces it
+ * (--precision bf16).
+ *
+ * bf16_forward rounds its input in[N][K] along the rows on every call, in a pass of
+ * its own over memory. Where the input is written a row at a time (LayerNorm's output,
+ * model/layers.h), its producer can round each row while it is still in cache, into a
+ * Bf16Rows, and hand that to the product (bf16_forward_with's rin), which then reads
+ * it instead of rounding. The copy is the one the product would make, bit for bit, in
+ * the layout the code that runs reads (Bf16CopyKind, kernels/bf16_weight.h):
+ *   BF16_COPY_FLOATS, for the emulation on the float32 kernels (bf16_emul.h):
+ *     rows[N][K2] floats' bits (K2 = 2 bf16_pairs(K)), rows[n][k ^ 1] = bf16(in[n][k]),
+ *     the padding of an odd K +0, and each row's smallest biased exponent (row_exp);
+ *   BF16_COPY_PANELS, for the instruction and the step-by-step emulation:
+ *     rows[N][bf16_pairs(K)] = bf16_round_rows(in).
+ * It holds one matrix at a time (of, n, k say which); the product checks that it is
+ * the rounding of its own input and of its kind, else rounds as before. */
+#ifndef HEADCOUNT_BF16_ROWS_H
+#define HEADCOUNT_BF16_ROWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/bf16_weight.h"
+
+typedef struct Bf16Rows {
+    Bf16CopyKind kind;
+    int cap_n, cap_k;        /* the largest matrix it has room for */
+    uint32_t *rows;          /* NULL: no memory (bf16_rows_init not called or failed) */
+    unsigned char *row_exp;  /* [cap_n]; FLOATS only */
+    const float *of;         /* the matrix of[n][k] whose rows it holds; NULL: none */
+    int n, k;
+} Bf16Rows;
+
+/* Memory for the rows of matrices up to N x K (rounded by bf16_rows_start/_put);
+ * -1 when out of memory (r is then safe to free). */
+int bf16_rows_init(Bf16Rows *r, int N, int K, Bf16CopyKind kind);
+/* Safe on a zeroed or freed Bf16Rows. */
+void bf16_rows_free(Bf16Rows *r);
+/* Bytes bf16_rows_init allocates (for memory estimates). */
+size_t bf16_rows_bytes(int N, int K, Bf16CopyKind kind);
+
+/* Starts holding x[n][k] (n <= cap_n, k <= cap_k); every row must then be written by
+ * bf16_rows_put before a product reads it. */
+void bf16_rows_start(Bf16Rows *r, const float *x, int n, int k);
+/* Rounds row i of the matrix started, from its values `row` (k floats); rows may be
+ * written by different threads in any order. */
+void bf16_rows_put(Bf16Rows *r, int i, const float *row);
+
+/* r when it holds the rounding of in[N][K] in the layout `kind`, else NULL. */
+const Bf16Rows *bf16_rows_of(const Bf16Rows *r, const float *in, int N, int K,
+                             Bf16CopyKind kind);
+
+#endif

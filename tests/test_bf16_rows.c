@@ -1,0 +1,283 @@
+/* An activation's rows rounded to bf16 by its producer (kernels/bf16_rows.h): the copy
+ * equals, bit for bit, the rounding the product makes of the same values (the pairs of
+ * bf16_round_rows; the emulation's swapped floats, element by element from
+ * bf16_from_float, with each row's smallest exponent), on odd and even shapes and on any
+ * float bits (denormals, infinities, NaN); LayerNorm writing it leaves its own output's
+ * bits and writes the rounding of that output; and the product reading the copy gives
+ * the bits of the product rounding its input, forward and GELU, on both paths and
+ * kinds, with and without W's copies, at 1 and 2 threads. (The trainer's use of it is
+ * tested with the weights' copies: tests/test_bf16_weight.c.) */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/bf16.h"
+#include "kernels/bf16_rows.h"
+#include "kernels/bf16_weight.h"
+#include "model/layers.h"
+#include "util/rng.h"
+
+static uint32_t bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float from_bits(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* Values that a rounding must treat apart: zeros, denormals, the float extremes, ties
+ * and near-ties of the bf16 rounding, infinities, quiet and signalling NaN. */
+static const uint32_t SPECIAL[] = {
+    0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x00400000u, 0x00800000u,
+    0x80800000u, 0x7f7fffffu, 0xff7f8000u, 0x3f808000u, 0x3f818000u, 0x3f807fffu,
+    0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffa00000u, 0x7fffffffu,
+};
+enum { NSPECIAL = sizeof SPECIAL / sizeof SPECIAL[0] };
+
+/* Ordinary values, with one in `rare` of them any float bits or a SPECIAL (0: none). */
+static float *values(Rng *rng, size_t n, float scale, int rare)
+{
+    float *x = malloc((n ? n : 1) * sizeof(float));
+    cr_assert(x);
+    for (size_t i = 0; i < n; i++) {
+        if (rare && rng_below(rng, (uint64_t)rare) == 0)
+            x[i] = rng_below(rng, 2) ? from_bits((uint32_t)rng_u64(rng))
+                                     : from_bits(SPECIAL[rng_below(rng, NSPECIAL)]);
+        else
+            x[i] = (float)rng_normal(rng) * scale;
+    }
+    return x;
+}
+
+/* The biased exponent of the smallest nonzero bf16 magnitude in x[n], 255 where all
+ * round to zero: from bf16_from_float alone. */
+static int smallest_exponent(const float *x, int n)
+{
+    unsigned m = 0x10000;
+    for (int k = 0; k < n; k++) {
+        unsigned a = bf16_from_float(x[k]) & 0x7fffu;
+        if (a && a < m)
+            m = a;
+    }
+    return m == 0x10000 ? 255 : (int)(m >> 7);
+}
+
+/* r's copy against the rounding of x[N][K] made here (pairs: by bf16_round_rows; floats:
+ * element by element). */
+static void expect_rounding_of(const Bf16Rows *r, const float *x, int N, int K,
+                               const char *what)
+{
+    cr_assert(r->of == x && r->n == N && r->k == K, "%s: it says it holds another matrix",
+              what);
+    if (r->kind == BF16_COPY_PANELS) {
+        size_t n = (size_t)N * bf16_pairs(K);
+        uint32_t *want = malloc(n * 4);
+        cr_assert(want);
+        bf16_round_rows(want, x, N, K);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(r->rows[i], want[i], "%s %dx%d: pair %zu is %08x, expected %08x",
+                         what, N, K, i, r->rows[i], want[i]);
+        free(want);
+        return;
+    }
+    int K2 = 2 * bf16_pairs(K);
+    for (int n = 0; n < N; n++) {
+        for (int k = 0; k < K2; k++) {
+            uint32_t want = (k ^ 1) < K ? (uint32_t)bf16_from_float(x[(size_t)n * K + (k ^ 1)])
+                                              << 16
+                                        : 0;
+            cr_assert_eq(r->rows[(size_t)n * K2 + k], want, "%s %dx%d: [%d][%d] is %08x, "
+                         "expected %08x", what, N, K, n, k, r->rows[(size_t)n * K2 + k], want);
+        }
+        cr_assert_eq(r->row_exp[n], smallest_exponent(x + (size_t)n * K, K),
+                     "%s %dx%d: row %d's exponent", what, N, K, n);
+    }
+}
+
+static const int shapes[][2] = {
+    /* N, K: odd and even lengths, one element, a NANO row */
+    { 1, 1 }, { 3, 7 }, { 5, 8 }, { 17, 33 }, { 9, 384 }, { 4, 129 },
+};
+
+Test(bf16_rows, rows_equal_the_products_roundings_on_any_bits)
+{
+    Rng rng;
+    rng_init(&rng, 71, 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int rare = 0; rare <= 2; rare++)       /* none, 1 in 2, every value */
+            for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++) {
+                int N = shapes[s][0], K = shapes[s][1];
+                float *x = values(&rng, (size_t)N * K, 1.0f, rare == 2 ? 1 : rare * 2);
+                Bf16Rows r;
+                cr_assert_eq(bf16_rows_init(&r, N + 2, K + 3, (Bf16CopyKind)kind), 0);
+                bf16_rows_start(&r, x, N, K);
+                for (int n = N - 1; n >= 0; n--)        /* any order */
+                    bf16_rows_put(&r, n, x + (size_t)n * K);
+                char what[64];
+                snprintf(what, sizeof what, "rare %d kind %d", rare, kind);
+                expect_rounding_of(&r, x, N, K, what);
+                bf16_rows_free(&r);
+                free(x);
+            }
+}
+
+/* Every SPECIAL value at every position of a row of odd and of even length. */
+Test(bf16_rows, special_values_at_every_position)
+{
+    for (int K = 5; K <= 6; K++)
+        for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++) {
+            int N = NSPECIAL * K;
+            float *x = malloc((size_t)N * K * sizeof(float));
+            cr_assert(x);
+            for (int n = 0; n < N; n++)
+                for (int k = 0; k < K; k++)
+                    x[(size_t)n * K + k] = k == n % K ? from_bits(SPECIAL[n / K]) : 1.5f;
+            Bf16Rows r;
+            cr_assert_eq(bf16_rows_init(&r, N, K, (Bf16CopyKind)kind), 0);
+            bf16_rows_start(&r, x, N, K);
+            for (int n = 0; n < N; n++)
+                bf16_rows_put(&r, n, x + (size_t)n * K);
+            expect_rounding_of(&r, x, N, K, "specials");
+            bf16_rows_free(&r);
+            free(x);
+        }
+}
+
+static void expect_same(const float *got, const float *want, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_assert(bits(got[i]) == bits(want[i]) || (isnan(got[i]) && isnan(want[i])),
+                  "%s: element %zu is %a, expected %a", what, i, got[i], want[i]);
+}
+
+Test(bf16_rows, layernorm_keeps_its_bits_and_writes_the_rounding_of_its_output)
+{
+    static const int ln_shapes[][2] = { { 3, 7 }, { 64, 24 }, { 130, 385 }, { 512, 64 } };
+    Rng rng;
+    rng_init(&rng, 72, 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (size_t s = 0; s < sizeof ln_shapes / sizeof ln_shapes[0]; s++)
+            for (int rare = 0; rare <= 1; rare++)
+                for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++) {
+                    int N = ln_shapes[s][0], C = ln_shapes[s][1];
+                    size_t nc = (size_t)N * C;
+                    /* rare: a few rows with any bits (NaN, infinite or denormal outputs) */
+                    float *x = values(&rng, nc, 2.0f, rare ? 50 : 0);
+                    float *w = values(&rng, (size_t)C, 1.0f, 0), *b = values(&rng, (size_t)C,
+                                                                             0.1f, 0);
+                    /* tiny weights and no bias make some outputs denormal */
+                    if (rare)
+                        for (int c = 0; c < C; c += 3)
+                            w[c] *= 0x1p-125f, b[c] = 0.0f;
+                    float *out[2], *mean[2], *rstd[2];
+                    for (int i = 0; i < 2; i++) {
+                        out[i] = malloc(nc * 4), mean[i] = malloc((size_t)N * 4);
+                        rstd[i] = malloc((size_t)N * 4);
+                        cr_assert(out[i] && mean[i] && rstd[i]);
+                    }
+                    Bf16Rows r;
+                    cr_assert_eq(bf16_rows_init(&r, N, C, (Bf16CopyKind)kind), 0);
+                    layernorm_forward(out[0], mean[0], rstd[0], x, w, b, N, C);
+                    layernorm_forward_rounded(out[1], mean[1], rstd[1], x, w, b, N, C, &r);
+                    char what[96];
+                    snprintf(what, sizeof what, "layernorm %dx%d rare %d kind %d threads %d", N,
+                             C, rare, kind, threads);
+                    expect_same(out[1], out[0], nc, what);
+                    expect_same(mean[1], mean[0], (size_t)N, what);
+                    expect_same(rstd[1], rstd[0], (size_t)N, what);
+                    expect_rounding_of(&r, out[1], N, C, what);
+                    if (rare) {
+                        size_t denormal = 0;
+                        for (size_t i = 0; i < nc; i++)
+                            denormal += (bits(out[1][i]) & 0x7f800000u) == 0 && out[1][i] != 0;
+                        cr_assert(denormal > 0, "%s: no denormal output to round", what);
+                    }
+                    bf16_rows_free(&r);
+                    for (int i = 0; i < 2; i++)
+                        free(out[i]), free(mean[i]), free(rstd[i]);
+                    free(x), free(w), free(b);
+                }
+    }
+}
+
+/* The forward (plain and GELU) reading in's rows of `kind` against the same call
+ * rounding in, on `path`, with W rounded or read from its copies of the same kind; and
+ * a copy of another matrix, which the product must not read. */
+static void product_case(Rng *rng, int N, int IC, int OC, int rare, Bf16CopyKind kind,
+                         Bf16Path path)
+{
+    size_t no = (size_t)N * OC, ni = (size_t)N * IC, nw = (size_t)OC * IC;
+    float *in = values(rng, ni, 1.0f, rare), *W = values(rng, nw, 0.05f, rare);
+    float *bias = values(rng, (size_t)OC, 0.1f, 0), *other = values(rng, ni, 1.0f, 0);
+    float *out[2], *gd[2];
+    for (int r = 0; r < 2; r++) {
+        out[r] = malloc(no * 4), gd[r] = malloc(no * 4);
+        cr_assert(out[r] && gd[r]);
+    }
+    Bf16Weight c;
+    cr_assert_eq(bf16_weight_init(&c, W, OC, IC, kind), 0);
+    bf16_weight_write(&c);
+    Bf16Rows rows, stale;
+    cr_assert_eq(bf16_rows_init(&rows, N, IC, kind), 0);
+    cr_assert_eq(bf16_rows_init(&stale, N, IC, kind), 0);
+    bf16_rows_start(&rows, in, N, IC);
+    bf16_rows_start(&stale, in, N, IC - 1 > 0 ? IC - 1 : IC);   /* another shape */
+    for (int n = 0; n < N; n++) {
+        bf16_rows_put(&rows, n, in + (size_t)n * IC);
+        bf16_rows_put(&stale, n, other + (size_t)n * IC);
+    }
+    char what[160];
+    for (int gelu = 0; gelu < 2; gelu++)
+        for (int withw = 0; withw < 2; withw++)
+            for (int which = 0; which < 2; which++) {
+                const Bf16Rows *rin = which ? &rows : (IC > 1 ? &stale : NULL);
+                snprintf(what, sizeof what, "N=%d IC=%d OC=%d rare %d kind %d path %d gelu %d "
+                         "W copies %d %s", N, IC, OC, rare, (int)kind, (int)path, gelu, withw,
+                         which ? "rows" : "another matrix's rows");
+                bf16_forward_with(out[0], gelu ? gd[0] : NULL, in, NULL, W, withw ? &c : NULL,
+                                  bias, N, IC, OC, path);
+                bf16_forward_with(out[1], gelu ? gd[1] : NULL, in, rin, W, withw ? &c : NULL,
+                                  bias, N, IC, OC, path);
+                expect_same(out[1], out[0], no, what);
+                if (gelu)
+                    expect_same(gd[1], gd[0], no, what);
+            }
+    bf16_rows_free(&rows);
+    bf16_rows_free(&stale);
+    bf16_weight_free(&c);
+    for (int r = 0; r < 2; r++)
+        free(out[r]), free(gd[r]);
+    free(in), free(W), free(bias), free(other);
+}
+
+static const int product_shapes[][3] = {
+    /* N, IC, OC */
+    { 13, 5, 7 }, { 67, 40, 65 }, { 200, 96, 130 }, { 7, 1, 3 },
+};
+
+Test(bf16_rows, products_reading_the_rows_give_the_products_bits)
+{
+    Rng rng;
+    rng_init(&rng, 73, 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (size_t s = 0; s < sizeof product_shapes / sizeof product_shapes[0]; s++)
+            for (int rare = 0; rare <= 1; rare++)   /* 1: any bits, so exceptions and tiles */
+                for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++)
+                    for (int path = BF16_AUTO; path <= BF16_EMULATED; path++)
+                        product_case(&rng, product_shapes[s][0], product_shapes[s][1],
+                                     product_shapes[s][2], rare, (Bf16CopyKind)kind,
+                                     (Bf16Path)path);
+    }
+}

@@ -119,7 +119,7 @@ static void weight_passes(int reps, Bf16Path path, double (*clock_fn)(void))
             double c2 = clock_fn();
             bf16_backward(din, NULL, NULL, out, in, W, NULL, ROWS, IC, OC, path);
             double c3 = clock_fn();
-            bf16_backward_with(din, NULL, NULL, out, in, W, c, NULL, ROWS, IC, OC, path);
+            bf16_backward_with(din, NULL, NULL, out, NULL, in, W, c, NULL, ROWS, IC, OC, path);
             double c4 = clock_fn();
             adamw_update(W, g, m, v, &table, &opt, 1e-4f, 1);
             double c5 = clock_fn();

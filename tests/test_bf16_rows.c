@@ -5,8 +5,11 @@
  * float bits (denormals, infinities, NaN); LayerNorm writing it leaves its own output's
  * bits and writes the rounding of that output; and the product reading the copy gives
  * the bits of the product rounding its input, forward and GELU, on both paths and
- * kinds, with and without W's copies, at 1 and 2 threads. (The trainer's use of it is
- * tested with the weights' copies: tests/test_bf16_weight.c.) */
+ * kinds, with and without W's copies, at 1 and 2 threads. Likewise the cross-entropy
+ * backward writing dlogits' rows keeps dlogits' bits and writes their rounding, and the
+ * backward reading dout's rows for din gives the bits of the backward rounding dout
+ * (din, dW, dbias). (The trainer's use of it is tested with the weights' copies:
+ * tests/test_bf16_weight.c.) */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>

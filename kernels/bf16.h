@@ -173,7 +173,8 @@ void bf16_forward_with(float *out, float *dgelu, const float *in, const struct B
                        const float *W, const struct Bf16Weight *wc, const float *bias, int N,
                        int IC, int OC, Bf16Path path);
 void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
-                        const struct Bf16Rows *rdout, const float *in, const float *W, const struct Bf16Weight *wc,
-                        const float *dgelu, int N, int IC, int OC, Bf16Path path);
+                        const struct Bf16Rows *rdout, const float *in, const float *W,
+                        const struct Bf16Weight *wc, const float *dgelu, int N, int IC, int OC,
+                        Bf16Path path);
 
 #endif

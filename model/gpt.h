@@ -110,8 +110,9 @@ typedef struct {
 int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
               char *err, size_t errlen);
 void acts_free(Activations *a);
-/* Memory for Activations.rows_bf16 (room for N x max(C, V)) in the layout `kind` (bf16_copy_kind of the model's
- * path), freed by acts_free; -1 when out of memory (then there is none). */
+/* Memory for Activations.rows_bf16 (room for N x max(C, V)) in the layout `kind`
+ * (bf16_copy_kind of the model's path), freed by acts_free; -1 when out of memory (then
+ * there is none). */
 int acts_bf16_init(Activations *a, Bf16CopyKind kind);
 /* Floats acts_init allocates for these arguments (for memory estimates). */
 size_t acts_floats(const Config *cfg, int B, int T, int with_dropout);

@@ -6,7 +6,7 @@
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
  *       bench/bench_bf16.c build/libheadcount.a -lm -o build/bench_bf16
  * Run: build/bench_bf16 [--rows N] [--reps R] [--threads T] [--passes-reps R]
- *                        [--only-passes] [--say]
+ *                        [--only-passes] [--vocab V] [--say]
  * It first says which code runs the bf16 products (--say: only that): the instruction,
  * or the emulation (HEADCOUNT_BF16=emulate picks it where the build has the
  * instruction).
@@ -16,10 +16,11 @@
  * flops, "bwd" (din and dW) 4*N*IC*OC; each figure is the median of R calls after
  * one warm-up. A second table times W's roundings (kernels/bf16_weight.h): in the
  * layers, in AdamW's update and as a pass of their own (weight_passes, median of
- * --passes-reps calls, default 31; --only-passes prints only it and the third). A
+ * --passes-reps calls, default 31; --only-passes prints only it and the others). A
  * third times the LayerNorm outputs' roundings (kernels/bf16_rows.h): in a pass of
- * their own, as the products make them, and written by the LayerNorm (input_passes).
- * It only reports: nothing here asserts on a time. */
+ * their own, as the products make them, and written by the LayerNorm (input_passes);
+ * a fourth the same for dlogits' rows, written by the cross-entropy backward for the
+ * logits' din (dlogits_passes). It only reports: nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"
@@ -119,7 +120,7 @@ static void weight_passes(int reps, Bf16Path path, double (*clock_fn)(void))
             double c2 = clock_fn();
             bf16_backward(din, NULL, NULL, out, in, W, NULL, ROWS, IC, OC, path);
             double c3 = clock_fn();
-            bf16_backward_with(din, NULL, NULL, out, in, W, c, NULL, ROWS, IC, OC, path);
+            bf16_backward_with(din, NULL, NULL, out, NULL, in, W, c, NULL, ROWS, IC, OC, path);
             double c4 = clock_fn();
             adamw_update(W, g, m, v, &table, &opt, 1e-4f, 1);
             double c5 = clock_fn();
@@ -227,9 +228,79 @@ static void input_passes(int reps, Bf16Path path, double (*clock_fn)(void))
     }
 }
 
+/* The rounding of dlogits' rows for the logits layer's din (bf16_backward_with's
+ * rdout), N x V at the bench_train configurations' N and vocabulary V, ms (median of
+ * reps, the cases taking turns): "pass" rounds the rows in a pass of their own, as the
+ * backward does when it is handed no copy (the same per-row function); "CE" is
+ * crossentropy_backward, "CE+round" crossentropy_backward_rounded writing the copy;
+ * "fused" their difference; "saved" pass - fused, per call and so per training step
+ * (one call). "din" and "din+rdout" are the logits' din product (V -> C, W read from its
+ * copies) rounding dout itself and reading the copy. */
+static void dlogits_passes(int reps, int V, Bf16Path path, double (*clock_fn)(void))
+{
+    static const struct { const char *name; int N, C; } shapes[] = {
+        {"BABY", 768, 128}, {"MID", 4096, 256}, {"NANO", 4096, 384},
+    };
+    enum { CASES = 5 };
+    Bf16CopyKind kind = bf16_copy_kind(path);
+    printf("\ndlogits' row roundings (%s copies), V = %d, ms, median of %d\n",
+           kind == BF16_COPY_FLOATS ? "float" : "pair", V, reps);
+    printf("%-6s %11s | %7s %7s %8s %7s | %7s | %8s %9s\n", "config", "N x V", "pass", "CE",
+           "CE+round", "fused", "saved", "din", "din+rdout");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s].N, C = shapes[s].C;
+        size_t nv = (size_t)N * V;
+        float *probs = filled(nv, 1.0f / (float)V, 1), *d = filled(nv, 0, 2);
+        float *W = filled((size_t)V * C, 0.1f, 3), *din = filled((size_t)N * C, 0, 4);
+        int *targets = malloc((size_t)N * sizeof(int));
+        Bf16Rows rows;
+        Bf16Weight wc;
+        if (!targets || bf16_rows_init(&rows, N, V, kind) || bf16_weight_init(&wc, W, V, C, kind)) {
+            fputs("bench_bf16: out of memory\n", stderr);
+            exit(1);
+        }
+        for (int n = 0; n < N; n++)
+            targets[n] = (int)((unsigned)n * 2654435761u % (unsigned)V);
+        bf16_weight_write(&wc);
+        double *t = malloc((size_t)CASES * reps * sizeof(double));
+        for (int r = -1; r < reps; r++) {
+            double c0 = clock_fn();
+            bf16_rows_start(&rows, d, N, V);
+            for (int n = 0; n < N; n++)
+                bf16_rows_put(&rows, n, d + (size_t)n * V);
+            double c1 = clock_fn();
+            crossentropy_backward(d, probs, targets, N, V, 1.0f / (float)N);
+            double c2 = clock_fn();
+            crossentropy_backward_rounded(d, probs, targets, N, V, 1.0f / (float)N, &rows);
+            double c3 = clock_fn();
+            bf16_backward_with(din, NULL, NULL, d, NULL, NULL, W, &wc, NULL, N, C, V, path);
+            double c4 = clock_fn();
+            bf16_backward_with(din, NULL, NULL, d, &rows, NULL, W, &wc, NULL, N, C, V, path);
+            double c5 = clock_fn();
+            if (r < 0)
+                continue;
+            double dt[CASES] = {c1 - c0, c2 - c1, c3 - c2, c4 - c3, c5 - c4};
+            for (int k = 0; k < CASES; k++)
+                t[(size_t)k * reps + r] = dt[k];
+        }
+        double med[CASES];
+        for (int k = 0; k < CASES; k++)
+            med[k] = 1e3 * median(t + (size_t)k * reps, reps);
+        double fused = med[2] - med[1];
+        char dims[32];
+        snprintf(dims, sizeof dims, "%d x %d", N, V);
+        printf("%-6s %11s | %7.3f %7.3f %8.3f %7.3f | %7.3f | %8.2f %9.2f\n", shapes[s].name,
+               dims, med[0], med[1], med[2], fused, med[0] - fused, med[3], med[4]);
+        fflush(stdout);
+        bf16_rows_free(&rows);
+        bf16_weight_free(&wc);
+        free(probs), free(d), free(W), free(din), free(targets), free(t);
+    }
+}
+
 int main(int argc, char **argv)
 {
-    int N = 4096, reps = 7, threads = 1, passes_reps = 31, only_passes = 0;
+    int N = 4096, reps = 7, threads = 1, passes_reps = 31, only_passes = 0, vocab = 1536;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rows") && i + 1 < argc)
             N = (int)arg_long("--rows", argv[++i], 1, 1 << 16);
@@ -239,6 +310,8 @@ int main(int argc, char **argv)
             passes_reps = (int)arg_long("--passes-reps", argv[++i], 1, 10000);
         else if (!strcmp(argv[i], "--only-passes"))
             only_passes = 1;
+        else if (!strcmp(argv[i], "--vocab") && i + 1 < argc)
+            vocab = (int)arg_long("--vocab", argv[++i], 2, 1 << 16);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads = (int)arg_long("--threads", argv[++i], 1, 1024);
         else if (!strcmp(argv[i], "--say")) {
@@ -246,7 +319,7 @@ int main(int argc, char **argv)
             return 0;
         } else {
             fprintf(stderr, "usage: bench_bf16 [--rows N] [--reps R] [--threads T] "
-                            "[--passes-reps R] [--only-passes] [--say]\n");
+                            "[--passes-reps R] [--only-passes] [--vocab V] [--say]\n");
             return 2;
         }
     }
@@ -300,5 +373,6 @@ int main(int argc, char **argv)
     }
     weight_passes(passes_reps, path, clock_fn);
     input_passes(passes_reps, path, clock_fn);
+    dlogits_passes(passes_reps, vocab, path, clock_fn);
     return 0;
 }

@@ -9,7 +9,7 @@
  *       bench/bench_bf16_copies.c build/libheadcount.a -lm -o build/bench_bf16_copies
  * Run: build/bench_bf16_copies [--config BABY|MID|NANO] [--steps N] [--rows]
  * --rows compares instead the LayerNorms rounding their outputs for the products
- * (Activations.ln_bf16, kernels/bf16_rows.h) against the products rounding them, both
+ * (Activations.rows_bf16, kernels/bf16_rows.h) against the products rounding them, both
  * sides written out without the weights' copies.
  * Prints each side's median step in thread CPU time (ms; on a loaded host it moves
  * less than wall time) and the median of the per-step ratios (with / without), and

@@ -473,17 +473,20 @@ void bf16_forward(float *out, float *dgelu, const float *in, const float *W, con
 void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const float *in,
                    const float *W, const float *dgelu, int N, int IC, int OC, Bf16Path path)
 {
-    bf16_backward_with(din, dW, dbias, dout, in, W, NULL, dgelu, N, IC, OC, path);
+    bf16_backward_with(din, dW, dbias, dout, NULL, in, W, NULL, dgelu, N, IC, OC, path);
 }
 
 void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
-                        const float *in, const float *W, const Bf16Weight *wc,
-                        const float *dgelu, int N, int IC, int OC, Bf16Path path)
+                        const Bf16Rows *rdout, const float *in, const float *W,
+                        const Bf16Weight *wc, const float *dgelu, int N, int IC, int OC,
+                        Bf16Path path)
 {
     assert(!wc || (wc->W == W && wc->OC == OC && wc->IC == IC));
     int emulate = bf16_emulated(path);
     if (emulate) {                /* what the float32 kernels took is done */
-        int done = bf16_emul_backward(din, dW, dout, in, W, wc, dgelu, N, IC, OC);
+        int done = bf16_emul_backward(din, dW, dout,
+                                      bf16_rows_of(rdout, dout, N, OC, BF16_COPY_FLOATS), in,
+                                      W, wc, dgelu, N, IC, OC);
         if (done & BF16_EMUL_DIN)
             din = NULL;
         if (done & BF16_EMUL_DW)
@@ -495,8 +498,13 @@ void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
     int Po = bf16_pairs(OC), Pn = bf16_pairs(N);
     uint32_t *dr = NULL, *wt = NULL, *dt = NULL, *xp = NULL;
     const uint32_t *wtp = NULL;          /* W's column panels: from wc, or packed into wt */
+    const uint32_t *drp = NULL;          /* dout's rows: from rdout, or rounded into dr */
     if (din) {
-        dr = slot_words(SLOT_ROWS, (size_t)N * Po);
+        const Bf16Rows *pairs = bf16_rows_of(rdout, dout, N, OC, BF16_COPY_PANELS);
+        if (pairs)
+            drp = pairs->rows;
+        else
+            drp = dr = slot_words(SLOT_ROWS, (size_t)N * Po);
         if (panels_of(wc))
             wtp = wc->bwd;
         else
@@ -512,7 +520,8 @@ void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
         #pragma omp parallel if (flops >= PARALLEL_MIN_FLOPS)
         {
             if (din) {
-                round_rows_for(dr, dout, N, OC);
+                if (dr)
+                    round_rows_for(dr, dout, N, OC);
                 if (wt)
                     pack_cols_for(wt, W, OC, IC);
             }
@@ -524,7 +533,7 @@ void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
             if (dW)             /* the larger tiles first; din's even out the end */
                 tiles_for(emulate, dW, (size_t)IC, dt, (size_t)Pn, xp, OC, IC, Pn, &ew);
             if (din)
-                tiles_for(emulate, din, (size_t)IC, dr, (size_t)Po, wtp, N, IC, Po, &ein);
+                tiles_for(emulate, din, (size_t)IC, drp, (size_t)Po, wtp, N, IC, Po, &ein);
         }
     }
     if (dbias)

@@ -162,15 +162,19 @@ void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const
  * where W is updated) instead of rounding W; wc NULL, or of a kind the code that runs
  * does not read, rounds W as they do. The forward also reads in's rows rounded by
  * their producer, rin (kernels/bf16_rows.h), where rin holds in's rounding in the
- * layout the code that runs reads; else (rin NULL too) it rounds in. The same bits
- * either way. */
+ * layout the code that runs reads; else (rin NULL too) it rounds in. Likewise the
+ * backward reads dout's rows for din's product from rdout (the cross-entropy backward
+ * writes dlogits' rows, model/layers.h), where rdout holds dout's rounding in that
+ * layout; else (rdout NULL too) it rounds dout's rows. dW's roundings (dout's and in's
+ * columns) are made as before. The same bits either way. */
 struct Bf16Weight;
 struct Bf16Rows;
 void bf16_forward_with(float *out, float *dgelu, const float *in, const struct Bf16Rows *rin,
                        const float *W, const struct Bf16Weight *wc, const float *bias, int N,
                        int IC, int OC, Bf16Path path);
 void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
-                        const float *in, const float *W, const struct Bf16Weight *wc,
-                        const float *dgelu, int N, int IC, int OC, Bf16Path path);
+                        const struct Bf16Rows *rdout, const float *in, const float *W,
+                        const struct Bf16Weight *wc, const float *dgelu, int N, int IC, int OC,
+                        Bf16Path path);
 
 #endif

@@ -301,15 +301,23 @@ int bf16_emul_forward(float *out, float *dgelu, const float *in, const Bf16Rows 
 
 /* din[N][IC] = chain over o of dout[n][o] W[o][ic] (times dgelu): dout's rows and W's
  * columns rounded in pairs of o; the float32 layer's din with OC = 2 bf16_pairs(OC). */
-static int emul_din(float *din, const float *dout, const float *W, const Bf16Weight *wc,
-                    const float *dgelu, int N, int IC, int OC)
+static int emul_din(float *din, const float *dout, const Bf16Rows *rdout, const float *W,
+                    const Bf16Weight *wc, const float *dgelu, int N, int IC, int OC)
 {
     int K2 = 2 * bf16_pairs(OC);
-    float *df = slot(SLOT_A, (size_t)N * K2);
-    unsigned char *en = (unsigned char *)slot(SLOT_EXP, ((size_t)N + IC) / 4 + 1);
-    unsigned char *ei = en + N;
-    const float *wf;
-    round_rows_swapped(df, en, dout, N, OC);
+    unsigned char *ex = (unsigned char *)slot(SLOT_EXP, ((size_t)N + IC) / 4 + 1);
+    unsigned char *ei = ex + N;
+    const float *df, *wf;
+    const unsigned char *en;
+    assert(!rdout || (rdout->kind == BF16_COPY_FLOATS && rdout->n == N && rdout->k == OC));
+    if (rdout) {                          /* dout's rows, rounded by their producer */
+        df = (const float *)rdout->rows;
+        en = rdout->row_exp;
+    } else {
+        float *d = slot(SLOT_A, (size_t)N * K2);
+        round_rows_swapped(d, ex, dout, N, OC);
+        df = d, en = ex;
+    }
     if (wc) {       /* W's columns, rounded by the last update: each column's minimum */
         wf = (const float *)wc->bwd;
         for (int i = 0; i < IC; i++) {
@@ -368,14 +376,14 @@ static int emul_dw(float *dW, const float *dout, const float *in, int N, int IC,
     return 1;
 }
 
-int bf16_emul_backward(float *din, float *dW, const float *dout, const float *in,
-                       const float *W, const Bf16Weight *wc, const float *dgelu, int N, int IC,
-                       int OC)
+int bf16_emul_backward(float *din, float *dW, const float *dout, const Bf16Rows *rdout,
+                       const float *in, const float *W, const Bf16Weight *wc,
+                       const float *dgelu, int N, int IC, int OC)
 {
     if (!MATMUL_FMA || N <= 0 || IC <= 0 || OC <= 0)
         return 0;
     int done = 0;
-    if (din && emul_din(din, dout, W, floats_of(wc), dgelu, N, IC, OC))
+    if (din && emul_din(din, dout, rdout, W, floats_of(wc), dgelu, N, IC, OC))
         done |= BF16_EMUL_DIN;
     if (dW && emul_dw(dW, dout, in, N, IC, OC))
         done |= BF16_EMUL_DW;

@@ -148,13 +148,14 @@ int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
 
 int acts_bf16_init(Activations *a, Bf16CopyKind kind)
 {
-    bf16_rows_free(&a->ln_bf16);
-    return bf16_rows_init(&a->ln_bf16, (int)a->N, (int)a->C, kind);
+    bf16_rows_free(&a->rows_bf16);
+    int K = a->V > a->C ? (int)a->V : (int)a->C;     /* dlogits' rows, or a LayerNorm's */
+    return bf16_rows_init(&a->rows_bf16, (int)a->N, K, kind);
 }
 
 void acts_free(Activations *a)
 {
-    bf16_rows_free(&a->ln_bf16);
+    bf16_rows_free(&a->rows_bf16);
     bigbuf_free(a->buf);
     memset(a, 0, sizeof *a);
 }
@@ -227,12 +228,13 @@ static void linear_forward(const Model *m, float *out, float *dgelu, const float
  * matmul_backward, or with dgelu matmul_backward_gelu; kernels/bf16.h's bf16_backward
  * runs the same products with bf16 inputs). */
 static void linear_backward(const Model *m, float *din, float *dW, float *db, const float *dout,
-                            const float *in, const float *W, const float *dgelu, int N, int IC,
-                            int OC)
+                            const Bf16Rows *rdout, const float *in, const float *W,
+                            const float *dgelu, int N, int IC, int OC)
 {
     if (m->precision == PRECISION_BF16)
-        bf16_backward_with(din, dW, db, dout, in, W, bf16_weight_find(m->bf16_copies, W, OC, IC),
-                           dgelu, N, IC, OC, m->bf16_path);
+        bf16_backward_with(din, dW, db, dout, rdout, in, W,
+                           bf16_weight_find(m->bf16_copies, W, OC, IC), dgelu, N, IC, OC,
+                           m->bf16_path);
     else if (dgelu)
         matmul_backward_gelu(din, dW, db, dout, in, W, dgelu, N, IC, OC);
     else
@@ -253,7 +255,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
     float p = opt->dropout;
     double balance = 0.0;
     /* bf16: each LayerNorm rounds its output for the product that reads it next */
-    Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->ln_bf16.rows ? &a->ln_bf16 : NULL;
+    Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->rows_bf16.rows ? &a->rows_bf16 : NULL;
 
     encoder_forward(a->encoded, tokens, w->wte, w->wpe, B, T, C);
     const float *res = a->encoded;
@@ -342,9 +344,12 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
     size_t NC = a->N * a->C, TT = (size_t)a->B * a->H * a->T * a->T, nc = (size_t)N * C;
     float p = opt->dropout;
 
+    /* bf16: the cross-entropy backward rounds dlogits' rows for the logits' din */
+    Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->rows_bf16.rows ? &a->rows_bf16 : NULL;
+
     memset(a->dlogits, 0, (size_t)N * V * sizeof(float));
-    crossentropy_backward(a->dlogits, a->probs, targets, N, V, 1.0f / (float)N);
-    linear_backward(m, a->dln, g->wte, NULL, a->dlogits, a->lnf, w->wte, NULL, N, C, V);
+    crossentropy_backward_rounded(a->dlogits, a->probs, targets, N, V, 1.0f / (float)N, rounded);
+    linear_backward(m, a->dln, g->wte, NULL, a->dlogits, rounded, a->lnf, w->wte, NULL, N, C, V);
     memset(a->dres, 0, nc * sizeof(float));
     layernorm_backward(a->dres, g->lnfw, g->lnfb, a->dln, a->res3 + (L - 1) * NC, w->lnfw,
                        a->lnf_mean, a->lnf_rstd, N, C);
@@ -367,9 +372,10 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_MLP_RESID));
             branch = a->dbranch;
         }
-        linear_backward(m, a->dfch, lg->fcprojw, lg->fcprojb, branch, fch_gelu, lw->fcprojw,
+        linear_backward(m, a->dfch, lg->fcprojw, lg->fcprojb, branch, NULL, fch_gelu, lw->fcprojw,
                         fch_dgelu, N, 4 * C, C);
-        linear_backward(m, a->dln, lg->fcw, lg->fcb, a->dfch, ln2, lw->fcw, NULL, N, C, 4 * C);
+        linear_backward(m, a->dln, lg->fcw, lg->fcb, a->dfch, NULL, ln2, lw->fcw, NULL, N, C,
+                        4 * C);
         layernorm_backward(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
                            a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C);
 
@@ -383,7 +389,8 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_ATTN_RESID));
             branch = a->dbranch;
         }
-        linear_backward(m, a->datty, lg->projw, lg->projb, branch, atty, lw->projw, NULL, N, A, C);
+        linear_backward(m, a->datty, lg->projw, lg->projb, branch, NULL, atty, lw->projw, NULL, N,
+                        A, C);
         silence_heads(a->datty, opt, l, (size_t)N, H, D, 0);
         if (opt->head_grad)
             gate_gradient(opt->head_grad + (size_t)l * H, a->datty, atty, (size_t)N, H, D);
@@ -402,7 +409,8 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
                                       a->route_on + rt, B, T, H, D, p);
         else
             attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);
-        linear_backward(m, a->dln, lg->qkvw, lg->qkvb, a->dqkv, ln1, lw->qkvw, NULL, N, C, 3 * A);
+        linear_backward(m, a->dln, lg->qkvw, lg->qkvb, a->dqkv, NULL, ln1, lw->qkvw, NULL, N, C,
+                        3 * A);
         if (c->route_k)
             route_scores_backward(a->dln, g->router_w + (size_t)l * H * C,
                                   g->router_b + (size_t)l * H, a->droute, ln1,

@@ -99,9 +99,10 @@ typedef struct {
     float *dres, *dbranch, *dln, *dqkv, *datty, *datt, *dfch, *dlogits;
     float *droute;                   /* (N, H): with routing, d/dscore of a layer's router */
     float *buf;                      /* the one allocation the arrays above point into */
-    Bf16Rows ln_bf16;                /* --precision bf16: a LayerNorm's output (N, C) rounded
-                                        to bf16 by the LayerNorm for the product that reads
-                                        it next (kernels/bf16_rows.h), one at a time; rows
+    Bf16Rows rows_bf16;              /* --precision bf16: a LayerNorm's output (N, C) or
+                                        dlogits (N, V), rounded to bf16 along the rows by
+                                        the layer writing it for the product that reads it
+                                        next (kernels/bf16_rows.h), one at a time; rows
                                         NULL (acts_init) where there is none: the products
                                         round it themselves (the same bits) */
 } Activations;
@@ -109,8 +110,9 @@ typedef struct {
 int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
               char *err, size_t errlen);
 void acts_free(Activations *a);
-/* Memory for Activations.ln_bf16 in the layout `kind` (bf16_copy_kind of the model's
- * path), freed by acts_free; -1 when out of memory (then there is none). */
+/* Memory for Activations.rows_bf16 (room for N x max(C, V)) in the layout `kind`
+ * (bf16_copy_kind of the model's path), freed by acts_free; -1 when out of memory (then
+ * there is none). */
 int acts_bf16_init(Activations *a, Bf16CopyKind kind);
 /* Floats acts_init allocates for these arguments (for memory estimates). */
 size_t acts_floats(const Config *cfg, int B, int T, int with_dropout);

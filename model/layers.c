@@ -290,12 +290,22 @@ double crossentropy_forward(float *losses, float *probs, const float *logits, co
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V,
                            float scale)
 {
+    crossentropy_backward_rounded(dlogits, probs, targets, N, V, scale, NULL);
+}
+
+void crossentropy_backward_rounded(float *dlogits, const float *probs, const int *targets,
+                                   int N, int V, float scale, Bf16Rows *r)
+{
+    if (r)
+        bf16_rows_start(r, dlogits, N, V);
     #pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *p = probs + (size_t)n * V;
         float *d = dlogits + (size_t)n * V;
         for (int v = 0; v < V; v++)
             d[v] += scale * (p[v] - (v == targets[n] ? 1.0f : 0.0f));
+        if (r)
+            bf16_rows_put(r, n, d);
     }
 }
 

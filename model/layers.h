@@ -53,6 +53,12 @@ double crossentropy_forward(float *losses, float *probs, const float *logits, co
 /* dlogits += scale * (probs - onehot(target)); scale is 1/N for a mean loss. */
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V,
                            float scale);
+/* crossentropy_backward that also rounds each row of dlogits, once added to, into r
+ * while the row is in cache (kernels/bf16_rows.h), for the bf16 backward of the logits
+ * layer that reads dlogits next; r NULL: crossentropy_backward. dlogits' bits are the
+ * same either way. */
+void crossentropy_backward_rounded(float *dlogits, const float *probs, const int *targets,
+                                   int N, int V, float scale, struct Bf16Rows *r);
 
 /* Inverted dropout: out = in * keep / (1 - p), keep ~ Bernoulli(1 - p) decided by
  * rng_hash(key, i), so a mask depends only on (key, element index) and the

@@ -5,8 +5,11 @@
  * float bits (denormals, infinities, NaN); LayerNorm writing it leaves its own output's
  * bits and writes the rounding of that output; and the product reading the copy gives
  * the bits of the product rounding its input, forward and GELU, on both paths and
- * kinds, with and without W's copies, at 1 and 2 threads. (The trainer's use of it is
- * tested with the weights' copies: tests/test_bf16_weight.c.) */
+ * kinds, with and without W's copies, at 1 and 2 threads. Likewise the cross-entropy
+ * backward writing dlogits' rows keeps dlogits' bits and writes their rounding, and the
+ * backward reading dout's rows for din gives the bits of the backward rounding dout
+ * (din, dW, dbias). (The trainer's use of it is tested with the weights' copies:
+ * tests/test_bf16_weight.c.) */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -279,5 +282,115 @@ Test(bf16_rows, products_reading_the_rows_give_the_products_bits)
                         product_case(&rng, product_shapes[s][0], product_shapes[s][1],
                                      product_shapes[s][2], rare, (Bf16CopyKind)kind,
                                      (Bf16Path)path);
+    }
+}
+
+Test(bf16_rows, crossentropy_backward_keeps_its_bits_and_writes_the_rounding_of_dlogits)
+{
+    static const int ce_shapes[][2] = { { 3, 7 }, { 64, 24 }, { 130, 385 }, { 96, 1536 } };
+    Rng rng;
+    rng_init(&rng, 74, 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (size_t s = 0; s < sizeof ce_shapes / sizeof ce_shapes[0]; s++)
+            for (int rare = 0; rare <= 1; rare++)
+                for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++) {
+                    int N = ce_shapes[s][0], V = ce_shapes[s][1];
+                    size_t nv = (size_t)N * V;
+                    /* rare: probabilities of any bits (NaN, infinite, denormal dlogits);
+                     * dlogits' old values too, since the backward adds into them */
+                    float *probs = values(&rng, nv, 0.01f, rare ? 40 : 0);
+                    float *old = values(&rng, nv, 1e-3f, rare ? 40 : 0);
+                    int *targets = malloc((size_t)N * sizeof(int));
+                    float *d[2] = { malloc(nv * 4), malloc(nv * 4) };
+                    cr_assert(targets && d[0] && d[1]);
+                    for (int n = 0; n < N; n++)
+                        targets[n] = (int)rng_below(&rng, (uint64_t)V);
+                    memcpy(d[0], old, nv * 4);
+                    memcpy(d[1], old, nv * 4);
+                    Bf16Rows r;
+                    cr_assert_eq(bf16_rows_init(&r, N + 1, V + 2, (Bf16CopyKind)kind), 0);
+                    crossentropy_backward(d[0], probs, targets, N, V, 1.0f / (float)N);
+                    crossentropy_backward_rounded(d[1], probs, targets, N, V, 1.0f / (float)N,
+                                                  &r);
+                    char what[96];
+                    snprintf(what, sizeof what, "crossentropy %dx%d rare %d kind %d threads %d",
+                             N, V, rare, kind, threads);
+                    expect_same(d[1], d[0], nv, what);
+                    expect_rounding_of(&r, d[1], N, V, what);
+                    bf16_rows_free(&r);
+                    free(probs), free(old), free(targets), free(d[0]), free(d[1]);
+                }
+    }
+}
+
+/* The backward (plain and with the GELU's dgelu) reading dout's rows of `kind` for din
+ * against the same call rounding dout: din, dW (from the same old values) and dbias, on
+ * `path`, with W rounded or read from its copies of the same kind; and a copy of
+ * another matrix, which the backward must not read. */
+static void backward_case(Rng *rng, int N, int IC, int OC, int rare, Bf16CopyKind kind,
+                          Bf16Path path)
+{
+    size_t no = (size_t)N * OC, ni = (size_t)N * IC, nw = (size_t)OC * IC;
+    float *dout = values(rng, no, 1.0f, rare), *in = values(rng, ni, 1.0f, rare);
+    float *W = values(rng, nw, 0.05f, rare), *dg = values(rng, ni, 1.0f, 0);
+    float *dW0 = values(rng, nw, 0.01f, 0), *db0 = values(rng, (size_t)OC, 0.01f, 0);
+    float *other = values(rng, no, 1.0f, 0);
+    float *din[2], *dW[2], *db[2];
+    for (int r = 0; r < 2; r++) {
+        din[r] = malloc(ni * 4), dW[r] = malloc(nw * 4), db[r] = malloc((size_t)OC * 4);
+        cr_assert(din[r] && dW[r] && db[r]);
+    }
+    Bf16Weight c;
+    cr_assert_eq(bf16_weight_init(&c, W, OC, IC, kind), 0);
+    bf16_weight_write(&c);
+    Bf16Rows rows, stale;
+    cr_assert_eq(bf16_rows_init(&rows, N, OC, kind), 0);
+    cr_assert_eq(bf16_rows_init(&stale, N, OC, kind), 0);
+    bf16_rows_start(&rows, dout, N, OC);
+    bf16_rows_start(&stale, other, N, OC);                     /* another matrix */
+    for (int n = 0; n < N; n++) {
+        bf16_rows_put(&rows, n, dout + (size_t)n * OC);
+        bf16_rows_put(&stale, n, other + (size_t)n * OC);
+    }
+    char what[160];
+    for (int gelu = 0; gelu < 2; gelu++)
+        for (int withw = 0; withw < 2; withw++)
+            for (int which = 0; which < 2; which++) {
+                const Bf16Rows *rdout = which ? &rows : &stale;
+                snprintf(what, sizeof what, "N=%d IC=%d OC=%d rare %d kind %d path %d gelu %d "
+                         "W copies %d %s", N, IC, OC, rare, (int)kind, (int)path, gelu, withw,
+                         which ? "rows" : "another matrix's rows");
+                for (int r = 0; r < 2; r++) {
+                    memcpy(dW[r], dW0, nw * 4);
+                    memcpy(db[r], db0, (size_t)OC * 4);
+                    bf16_backward_with(din[r], dW[r], db[r], dout, r ? rdout : NULL, in, W,
+                                       withw ? &c : NULL, gelu ? dg : NULL, N, IC, OC, path);
+                }
+                expect_same(din[1], din[0], ni, what);
+                expect_same(dW[1], dW[0], nw, what);
+                expect_same(db[1], db[0], (size_t)OC, what);
+            }
+    bf16_rows_free(&rows);
+    bf16_rows_free(&stale);
+    bf16_weight_free(&c);
+    for (int r = 0; r < 2; r++)
+        free(din[r]), free(dW[r]), free(db[r]);
+    free(dout), free(in), free(W), free(dg), free(dW0), free(db0), free(other);
+}
+
+Test(bf16_rows, backward_reading_douts_rows_gives_the_backwards_bits)
+{
+    Rng rng;
+    rng_init(&rng, 75, 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (size_t s = 0; s < sizeof product_shapes / sizeof product_shapes[0]; s++)
+            for (int rare = 0; rare <= 1; rare++)   /* 1: any bits, so exceptions and tiles */
+                for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++)
+                    for (int path = BF16_AUTO; path <= BF16_EMULATED; path++)
+                        backward_case(&rng, product_shapes[s][0], product_shapes[s][1],
+                                      product_shapes[s][2], rare, (Bf16CopyKind)kind,
+                                      (Bf16Path)path);
     }
 }

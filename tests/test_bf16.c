@@ -9,6 +9,7 @@
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
 #include "model/layers.h"
+#include "tests/testutil.h"
 #include "util/rng.h"
 
 #include <criterion/criterion.h>
@@ -22,24 +23,10 @@
 #include <immintrin.h>
 #endif
 
-static uint32_t bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float from_bits(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 /* Same bits, or both NaN (NaN payloads are not promised: bf16.h). */
 static int same(float a, float b)
 {
-    return bits(a) == bits(b) || (isnan(a) && isnan(b));
+    return tu_bits(a) == tu_bits(b) || (isnan(a) && isnan(b));
 }
 
 Test(bf16, rounding_is_nearest_even_with_signed_zero_denormals_and_quiet_nan)
@@ -54,10 +41,10 @@ Test(bf16, rounding_is_nearest_even_with_signed_zero_denormals_and_quiet_nan)
     cr_assert_eq(bf16_from_float(0x1p-127f), 0x0000, "a denormal becomes +0");
     cr_assert_eq(bf16_from_float(-0x1p-140f), 0x8000, "a negative denormal becomes -0");
     cr_assert_eq(bf16_from_float(-0.0f), 0x8000);
-    cr_assert_eq(bf16_from_float(from_bits(0x007fffffu)), 0x0000, "the largest denormal: +0");
+    cr_assert_eq(bf16_from_float(tu_from_bits(0x007fffffu)), 0x0000, "the largest denormal: +0");
     cr_assert_eq(bf16_from_float(0x1p-126f), 0x0080, "the smallest normal is kept");
-    cr_assert_eq(bf16_from_float(from_bits(0x7f800001u)), 0x7fc0, "a signalling NaN made quiet");
-    cr_assert_eq(bf16_from_float(from_bits(0xffc12345u)), 0xffc1, "a quiet NaN truncated");
+    cr_assert_eq(bf16_from_float(tu_from_bits(0x7f800001u)), 0x7fc0, "a signalling NaN made quiet");
+    cr_assert_eq(bf16_from_float(tu_from_bits(0xffc12345u)), 0xffc1, "a quiet NaN truncated");
     cr_assert(bf16_to_float(0x3f81) == 1.0f + 0x1p-7f);
 }
 
@@ -78,15 +65,15 @@ Test(bf16, step_known_answers_order_flush_and_the_tininess_window)
      * (1 + 2^24) = 2^24 (the tie goes to even), then 0; even first would give 1. */
     cr_assert(pair_ref(1.0f, bf(-0x1p12f), bf(0x1p12f), bf(0x1p12f), bf(0x1p12f)) == 0.0f);
     /* A product below 2^-126 alone: flushed to a zero of its sign. */
-    cr_assert_eq(bits(bf16_fma(0.0f, bf(-0x1p-65f), bf(0x1p-65f))), 0x80000000u);
+    cr_assert_eq(tu_bits(bf16_fma(0.0f, bf(-0x1p-65f), bf(0x1p-65f))), 0x80000000u);
     /* A denormal bf16 input reads as zero: 0x0001 * 2^100 would be 2^-33. */
-    cr_assert_eq(bits(bf16_fma(0.0f, 0x0001, bf(0x1p100f))), 0u);
+    cr_assert_eq(tu_bits(bf16_fma(0.0f, 0x0001, bf(0x1p100f))), 0u);
     /* A denormal accumulator reads as zero: 2^-126 + 5 * 2^-149 would be normal. */
-    cr_assert(bf16_fma(from_bits(5), bf(0x1p-63f), bf(0x1p-63f)) == 0x1p-126f);
+    cr_assert(bf16_fma(tu_from_bits(5), bf(0x1p-63f), bf(0x1p-63f)) == 0x1p-126f);
     /* 2^-126 - 1.25 * 2^-151: fma rounds it to 2^-126, the instruction (tininess after
      * rounding to 24 bits) flushes it to +0; 2^-126 - 2^-151 is a tie that rounds up
      * to 2^-126 either way and is kept. */
-    cr_assert_eq(bits(bf16_fma(0x1p-126f, bf(-1.25f * 0x1p-75f), bf(0x1p-76f))), 0u);
+    cr_assert_eq(tu_bits(bf16_fma(0x1p-126f, bf(-1.25f * 0x1p-75f), bf(0x1p-76f))), 0u);
     cr_assert(bf16_fma(0x1p-126f, bf(-0x1p-75f), bf(0x1p-76f)) == 0x1p-126f);
     /* Overflow of the product alone does not overflow the sum: fma is exact. */
     cr_assert(bf16_fma(-0x1.fffffep127f, bf(0x1p64f), bf(0x1p64f)) == 0x1p104f);
@@ -139,7 +126,7 @@ Test(bf16, emulated_step_equals_the_vdpbf16ps_instruction_on_this_cpu)
         switch (i % 5) {
         case 0: acc = -(bf16_to_float(a1) * bf16_to_float(b1)); break; /* cancellation */
         case 1: acc = -(bf16_to_float(a0) * bf16_to_float(b0)); break;
-        case 2: acc = from_bits((uint32_t)rng_u64(&rng)); break;         /* any float */
+        case 2: acc = tu_from_bits((uint32_t)rng_u64(&rng)); break;         /* any float */
         case 3: acc = kind == 2 ? 0x1p-126f : bf16_to_float(random_bf16(&rng, kind)); break;
         default: acc = 0.0f; break;
         }
@@ -167,8 +154,8 @@ Test(bf16, rounding_equals_vcvtneps2bf16_on_this_cpu)
         uint16_t want[16];
         memcpy(want, &h, sizeof want);
         for (int t = 0; t < 16; t++)
-            cr_assert_eq(bf16_from_float(from_bits(u[t])), want[t], "%08x: %04x, expected %04x",
-                         u[t], bf16_from_float(from_bits(u[t])), want[t]);
+            cr_assert_eq(bf16_from_float(tu_from_bits(u[t])), want[t], "%08x: %04x, expected %04x",
+                         u[t], bf16_from_float(tu_from_bits(u[t])), want[t]);
     }
 #else
     cr_skip_test("this build does not target AVX512_BF16");
@@ -288,7 +275,7 @@ Test(bf16, layer_is_within_the_bf16_bound_of_the_exact_product)
         matmul_forward(fp32, in, W, bias, N, IC, OC);
         size_t differ = 0;
         for (size_t i = 0; i < (size_t)N * OC; i++)
-            differ += bits(fp32[i]) != bits(out[i]);
+            differ += tu_bits(fp32[i]) != tu_bits(out[i]);
         if (IC >= 16)
             cr_assert(differ * 2 > (size_t)N * OC, "N=%d IC=%d OC=%d: only %zu outputs differ "
                       "from float32's", N, IC, OC, differ);
@@ -480,7 +467,7 @@ Test(bf16, backward_is_within_the_bf16_bound_and_thread_counts_agree)
 static float bf16_valued(Rng *rng, int e)
 {
     uint32_t r = (uint32_t)rng_u64(rng);
-    return from_bits((r & 0x80000000u) | (uint32_t)e << 23 | (r & 0x7fu) << 16);
+    return tu_from_bits((r & 0x80000000u) | (uint32_t)e << 23 | (r & 0x7fu) << 16);
 }
 
 static float scaled(float m, int e)
@@ -508,7 +495,7 @@ Test(bf16, emulation_flushes_at_its_exponent_bounds)
         W[0][0] = scaled(-1.0f - 0x1p-6f, 71), W[0][1] = scaled(1.0f + 0x1p-7f, 71);
         W[1][0] = scaled(-1.0f - 0x1p-6f, 72), W[1][1] = scaled(1.0f + 0x1p-7f, 72);
         bf16_forward(&out[0][0], NULL, &in[0][0], &W[0][0], NULL, N, 2, OC, (Bf16Path)path);
-        cr_assert_eq(bits(out[0][0]), 0u, "exponents 70 + 71: %a, expected +0", out[0][0]);
+        cr_assert_eq(tu_bits(out[0][0]), 0u, "exponents 70 + 71: %a, expected +0", out[0][0]);
         cr_assert(out[0][1] == 0x1p-126f, "exponents 70 + 72: %a, expected 2^-126", out[0][1]);
         cr_assert(out[1][2] == 1.5f * 0.25f - 0.75f * 1.25f);
         uint32_t wp[BF16_PANEL];            /* the sampler's packed path, row by row */
@@ -532,7 +519,7 @@ Test(bf16, emulation_flushes_at_its_exponent_bounds)
         dW[0][1] = 0x1p-103f + 0x1p-126f;      /* exponent 24: the float32 kernels' */
         bf16_backward(NULL, &dW[0][0], NULL, &dout[0][0], &x[0][0], NULL, NULL, 2, N, OC,
                       (Bf16Path)path);
-        cr_assert_eq(bits(dW[0][0]), 0u, "old exponent 23: %a, expected +0", dW[0][0]);
+        cr_assert_eq(tu_bits(dW[0][0]), 0u, "old exponent 23: %a, expected +0", dW[0][0]);
         cr_assert(dW[0][1] == 0x1p-103f - 0x1p-104f + 0x1p-126f, "old exponent 24: %a",
                   dW[0][1]);
         cr_assert(dW[1][2] == 1.0f - 0.125f);
@@ -559,7 +546,7 @@ static void near_the_bound(Rng *rng, float *v, int lines, int K, size_t rs, size
             else if (twin)
                 *at = at[-(long)ks];
             else
-                *at = from_bits((bits(at[-(long)ks]) ^ 0x80000000u) +
+                *at = tu_from_bits((tu_bits(at[-(long)ks]) ^ 0x80000000u) +
                                 (rng_below(rng, 2) ? 0x10000u : 0xffff0000u));
         }
 }
@@ -570,7 +557,7 @@ static void any_bits(Rng *rng, float *v, size_t n, int sprinkled)
 {
     for (size_t i = 0; i < n; i++)
         v[i] = sprinkled && rng_below(rng, 64) ? (float)rng_normal(rng)
-                                              : from_bits((uint32_t)rng_u64(rng));
+                                              : tu_from_bits((uint32_t)rng_u64(rng));
 }
 
 /* Old dW values: zero, denormal, small normals (below 2^-103, which the float32 kernels
@@ -579,7 +566,7 @@ static void mixed_old_values(Rng *rng, float *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         switch (rng_below(rng, 16)) {
-        case 0: v[i] = from_bits((uint32_t)rng_u64(rng) & 0x807fffffu); break;
+        case 0: v[i] = tu_from_bits((uint32_t)rng_u64(rng) & 0x807fffffu); break;
         case 1: v[i] = bf16_valued(rng, 1 + (int)rng_below(rng, 30)) * 1.001f; break;
         case 2: v[i] = rng_below(rng, 2) ? 0.0f : -0.0f; break;
         default: v[i] = (float)rng_normal(rng) * 0x1p-100f; break;

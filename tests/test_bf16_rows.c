@@ -22,21 +22,8 @@
 #include "kernels/bf16_rows.h"
 #include "kernels/bf16_weight.h"
 #include "model/layers.h"
+#include "tests/testutil.h"
 #include "util/rng.h"
-
-static uint32_t bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float from_bits(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
 
 /* Values that a rounding must treat apart: zeros, denormals, the float extremes, ties
  * and near-ties of the bf16 rounding, infinities, quiet and signalling NaN. */
@@ -54,8 +41,8 @@ static float *values(Rng *rng, size_t n, float scale, int rare)
     cr_assert(x);
     for (size_t i = 0; i < n; i++) {
         if (rare && rng_below(rng, (uint64_t)rare) == 0)
-            x[i] = rng_below(rng, 2) ? from_bits((uint32_t)rng_u64(rng))
-                                     : from_bits(SPECIAL[rng_below(rng, NSPECIAL)]);
+            x[i] = rng_below(rng, 2) ? tu_from_bits((uint32_t)rng_u64(rng))
+                                     : tu_from_bits(SPECIAL[rng_below(rng, NSPECIAL)]);
         else
             x[i] = (float)rng_normal(rng) * scale;
     }
@@ -144,7 +131,7 @@ Test(bf16_rows, special_values_at_every_position)
             cr_assert(x);
             for (int n = 0; n < N; n++)
                 for (int k = 0; k < K; k++)
-                    x[(size_t)n * K + k] = k == n % K ? from_bits(SPECIAL[n / K]) : 1.5f;
+                    x[(size_t)n * K + k] = k == n % K ? tu_from_bits(SPECIAL[n / K]) : 1.5f;
             Bf16Rows r;
             cr_assert_eq(bf16_rows_init(&r, N, K, (Bf16CopyKind)kind), 0);
             bf16_rows_start(&r, x, N, K);
@@ -159,7 +146,7 @@ Test(bf16_rows, special_values_at_every_position)
 static void expect_same(const float *got, const float *want, size_t n, const char *what)
 {
     for (size_t i = 0; i < n; i++)
-        cr_assert(bits(got[i]) == bits(want[i]) || (isnan(got[i]) && isnan(want[i])),
+        cr_assert(tu_bits(got[i]) == tu_bits(want[i]) || (isnan(got[i]) && isnan(want[i])),
                   "%s: element %zu is %a, expected %a", what, i, got[i], want[i]);
 }
 
@@ -203,7 +190,7 @@ Test(bf16_rows, layernorm_keeps_its_bits_and_writes_the_rounding_of_its_output)
                     if (rare) {
                         size_t denormal = 0;
                         for (size_t i = 0; i < nc; i++)
-                            denormal += (bits(out[1][i]) & 0x7f800000u) == 0 && out[1][i] != 0;
+                            denormal += (tu_bits(out[1][i]) & 0x7f800000u) == 0 && out[1][i] != 0;
                         cr_assert(denormal > 0, "%s: no denormal output to round", what);
                     }
                     bf16_rows_free(&r);

@@ -20,21 +20,8 @@
 #include "trainer/adamw.h"
 #include "trainer/schedule.h"
 #include "trainer/trainer.h"
+#include "tests/testutil.h"
 #include "util/rng.h"
-
-static uint32_t bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float from_bits(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
 
 /* Ordinary values, with one in `rare` of them any float bits (0: none). */
 static float *values(Rng *rng, size_t n, float scale, int rare)
@@ -42,7 +29,7 @@ static float *values(Rng *rng, size_t n, float scale, int rare)
     float *x = malloc((n ? n : 1) * sizeof(float));
     cr_assert(x);
     for (size_t i = 0; i < n; i++)
-        x[i] = rare && rng_below(rng, (uint64_t)rare) == 0 ? from_bits((uint32_t)rng_u64(rng))
+        x[i] = rare && rng_below(rng, (uint64_t)rare) == 0 ? tu_from_bits((uint32_t)rng_u64(rng))
                                                            : (float)rng_normal(rng) * scale;
     return x;
 }
@@ -210,7 +197,7 @@ Test(bf16_weight, fused_update_equals_update_then_separate_pass)
 static void expect_same(const float *got, const float *want, size_t n, const char *what)
 {
     for (size_t i = 0; i < n; i++)
-        cr_assert(bits(got[i]) == bits(want[i]) || (isnan(got[i]) && isnan(want[i])),
+        cr_assert(tu_bits(got[i]) == tu_bits(want[i]) || (isnan(got[i]) && isnan(want[i])),
                   "%s: element %zu is %a, expected %a", what, i, got[i], want[i]);
 }
 

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "model/params.h"
 #include "util/rng.h"
@@ -14,6 +15,20 @@
  * stream 0): uniform +-0.3, LayerNorm weights uniform in [0.7, 1.3), so every
  * nonlinearity is exercised and distributions are far from uniform. */
 void tu_spread_params(const ParamTable *t, float *params, uint64_t seed);
+
+/* A float's bits and back (the bf16 suites compare and build values bit by bit). */
+static inline uint32_t tu_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static inline float tu_from_bits(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 
 /* Fills x[n] with uniform values in [lo, hi). */
 void tu_fill(float *x, size_t n, Rng *rng, float lo, float hi);

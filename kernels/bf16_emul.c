@@ -239,6 +239,22 @@ static float *slot(int s, size_t n)
     return scratch_floats(s, n ? n : 1);
 }
 
+/* x[R][K]'s rows rounded as round_rows_swapped rounds them, with their exponents in
+ * *e: those its producer wrote (r, a Bf16Rows of floats holding x), else rounded here
+ * into SLOT_A and ex. */
+static const float *rows_swapped(const Bf16Rows *r, const float *x, int R, int K,
+                                 unsigned char *ex, const unsigned char **e)
+{
+    if (r) {
+        *e = r->row_exp;
+        return (const float *)r->rows;
+    }
+    float *xf = slot(SLOT_A, (size_t)R * 2 * bf16_pairs(K));
+    round_rows_swapped(xf, ex, x, R, K);
+    *e = ex;
+    return xf;
+}
+
 /* Whether the exceptions are few enough for this path. */
 static int few(size_t exceptions, int M, int N)
 {
@@ -268,14 +284,7 @@ int bf16_emul_forward(float *out, float *dgelu, const float *in, const Bf16Rows 
     unsigned char *ex = (unsigned char *)slot(SLOT_EXP, ((size_t)N + OC) / 4 + 1);
     const float *xf, *wf;
     const unsigned char *en, *ew;
-    if (rin) {                            /* in's rows, rounded by their producer */
-        xf = (const float *)rin->rows;
-        en = rin->row_exp;
-    } else {
-        float *x = slot(SLOT_A, (size_t)N * K2);
-        round_rows_swapped(x, ex, in, N, IC);
-        xf = x, en = ex;
-    }
+    xf = rows_swapped(rin, in, N, IC, ex, &en);
     if (wc) {                             /* W's rows, rounded by the last update */
         wf = (const float *)wc->fwd;
         ew = wc->row_exp;
@@ -310,14 +319,7 @@ static int emul_din(float *din, const float *dout, const Bf16Rows *rdout, const 
     const float *df, *wf;
     const unsigned char *en;
     assert(!rdout || (rdout->kind == BF16_COPY_FLOATS && rdout->n == N && rdout->k == OC));
-    if (rdout) {                          /* dout's rows, rounded by their producer */
-        df = (const float *)rdout->rows;
-        en = rdout->row_exp;
-    } else {
-        float *d = slot(SLOT_A, (size_t)N * K2);
-        round_rows_swapped(d, ex, dout, N, OC);
-        df = d, en = ex;
-    }
+    df = rows_swapped(rdout, dout, N, OC, ex, &en);
     if (wc) {       /* W's columns, rounded by the last update: each column's minimum */
         wf = (const float *)wc->bwd;
         for (int i = 0; i < IC; i++) {

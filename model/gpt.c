@@ -344,15 +344,18 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
     size_t NC = a->N * a->C, TT = (size_t)a->B * a->H * a->T * a->T, nc = (size_t)N * C;
     float p = opt->dropout;
 
-    /* bf16: the cross-entropy backward rounds dlogits' rows for the logits' din */
+    /* bf16: the cross-entropy backward rounds dlogits' rows for the logits' din, and the
+     * residual gradient's producers its rows for proj's and fcproj's din: the
+     * LayerNorms dres' (read directly without dropout), dropout_backward dbranch's */
     Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->rows_bf16.rows ? &a->rows_bf16 : NULL;
+    Bf16Rows *rdres = p > 0.0f ? NULL : rounded;
 
     memset(a->dlogits, 0, (size_t)N * V * sizeof(float));
     crossentropy_backward_rounded(a->dlogits, a->probs, targets, N, V, 1.0f / (float)N, rounded);
     linear_backward(m, a->dln, g->wte, NULL, a->dlogits, rounded, a->lnf, w->wte, NULL, N, C, V);
     memset(a->dres, 0, nc * sizeof(float));
-    layernorm_backward(a->dres, g->lnfw, g->lnfb, a->dln, a->res3 + (L - 1) * NC, w->lnfw,
-                       a->lnf_mean, a->lnf_rstd, N, C);
+    layernorm_backward_rounded(a->dres, g->lnfw, g->lnfb, a->dln, a->res3 + (L - 1) * NC,
+                               w->lnfw, a->lnf_mean, a->lnf_rstd, N, C, rdres);
 
     for (int l = L - 1; l >= 0; l--) {
         const LayerWeights *lw = &w->layer[l];
@@ -369,15 +372,16 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
         /* res3 = res2 + dropout(fcproj(gelu(fc(ln2(res2))))) */
         if (p > 0.0f) {
             memset(a->dbranch, 0, nc * sizeof(float));
-            dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_MLP_RESID));
+            dropout_backward_rounded(a->dbranch, a->dres, N, C, p,
+                                     site_key(opt, l, SITE_MLP_RESID), rounded);
             branch = a->dbranch;
         }
-        linear_backward(m, a->dfch, lg->fcprojw, lg->fcprojb, branch, NULL, fch_gelu, lw->fcprojw,
-                        fch_dgelu, N, 4 * C, C);
+        linear_backward(m, a->dfch, lg->fcprojw, lg->fcprojb, branch, rounded, fch_gelu,
+                        lw->fcprojw, fch_dgelu, N, 4 * C, C);
         linear_backward(m, a->dln, lg->fcw, lg->fcb, a->dfch, NULL, ln2, lw->fcw, NULL, N, C,
                         4 * C);
-        layernorm_backward(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
-                           a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C);
+        layernorm_backward_rounded(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
+                                   a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C, rdres);
 
         /* res2 = res + dropout(proj(z * g * m * attn(qkv(ln1(res))))), m the
          * head-dropout mask, g the route weight (1 without routing; g from
@@ -386,11 +390,12 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
         branch = a->dres;
         if (p > 0.0f) {
             memset(a->dbranch, 0, nc * sizeof(float));
-            dropout_backward(a->dbranch, a->dres, nc, p, site_key(opt, l, SITE_ATTN_RESID));
+            dropout_backward_rounded(a->dbranch, a->dres, N, C, p,
+                                     site_key(opt, l, SITE_ATTN_RESID), rounded);
             branch = a->dbranch;
         }
-        linear_backward(m, a->datty, lg->projw, lg->projb, branch, NULL, atty, lw->projw, NULL, N,
-                        A, C);
+        linear_backward(m, a->datty, lg->projw, lg->projb, branch, rounded, atty, lw->projw,
+                        NULL, N, A, C);
         silence_heads(a->datty, opt, l, (size_t)N, H, D, 0);
         if (opt->head_grad)
             gate_gradient(opt->head_grad + (size_t)l * H, a->datty, atty, (size_t)N, H, D);
@@ -415,8 +420,10 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             route_scores_backward(a->dln, g->router_w + (size_t)l * H * C,
                                   g->router_b + (size_t)l * H, a->droute, ln1,
                                   w->router_w + (size_t)l * H * C, N, C, H);
-        layernorm_backward(a->dres, lg->ln1w, lg->ln1b, a->dln, res, lw->ln1w,
-                           a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, N, C);
+        /* layer 0's dres goes to the encoder's backward, which reads no rounding */
+        layernorm_backward_rounded(a->dres, lg->ln1w, lg->ln1b, a->dln, res, lw->ln1w,
+                                   a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, N, C,
+                                   l > 0 ? rdres : NULL);
     }
     encoder_backward(g->wte, g->wpe, a->dres, tokens, B, T, C);
 }

@@ -99,8 +99,9 @@ typedef struct {
     float *dres, *dbranch, *dln, *dqkv, *datty, *datt, *dfch, *dlogits;
     float *droute;                   /* (N, H): with routing, d/dscore of a layer's router */
     float *buf;                      /* the one allocation the arrays above point into */
-    Bf16Rows rows_bf16;              /* --precision bf16: a LayerNorm's output (N, C) or
-                                        dlogits (N, V), rounded to bf16 along the rows by
+    Bf16Rows rows_bf16;              /* --precision bf16: a LayerNorm's output (N, C),
+                                        dlogits (N, V) or the residual gradient (dres or
+                                        dbranch, N, C), rounded to bf16 along the rows by
                                         the layer writing it for the product that reads it
                                         next (kernels/bf16_rows.h), one at a time; rows
                                         NULL (acts_init) where there is none: the products

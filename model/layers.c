@@ -121,6 +121,15 @@ void layernorm_forward_rounded(float *out, float *mean, float *rstd, const float
 void layernorm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                         const float *w, const float *mean, const float *rstd, int N, int C)
 {
+    layernorm_backward_rounded(din, dw, db, dout, in, w, mean, rstd, N, C, NULL);
+}
+
+void layernorm_backward_rounded(float *din, float *dw, float *db, const float *dout,
+                                const float *in, const float *w, const float *mean,
+                                const float *rstd, int N, int C, Bf16Rows *r)
+{
+    if (r)
+        bf16_rows_start(r, din, N, C);
     #pragma omp parallel if ((long)N * C >= PARALLEL_MIN)
     {
         float xhat[CONFIG_MAX_EMBD], dxhat[CONFIG_MAX_EMBD];
@@ -137,6 +146,8 @@ void layernorm_backward(float *din, float *dw, float *db, const float *dout, con
             float mdxx = vmath_dot(dxhat, xhat, C) / (float)C;
             for (int c = 0; c < C; c++)
                 dx[c] += s * (dxhat[c] - mdx - xhat[c] * mdxx);
+            if (r)                  /* the row's final sum: nothing else adds into it here */
+                bf16_rows_put(r, n, dx);
         }
     }
     /* Columns in blocks of 32, the sums in registers (dw and db may not be kept in
@@ -332,6 +343,28 @@ void dropout_backward(float *din, const float *dout, size_t n, float p, uint64_t
     for (size_t i = 0; i < n; i++)
         if (p <= 0.0f || dropout_keep(key, i, p))
             din[i] += dout[i] * scale;
+}
+
+/* The same sum per element as dropout_backward (each element is one product added
+ * once, so a split by rows gives its bits), a row at a time so that the row can be
+ * rounded once complete. */
+void dropout_backward_rounded(float *din, const float *dout, int N, int C, float p,
+                              uint64_t key, Bf16Rows *r)
+{
+    if (!r) {
+        dropout_backward(din, dout, (size_t)N * C, p, key);
+        return;
+    }
+    float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    bf16_rows_start(r, din, N, C);
+    #pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN)
+    for (int n = 0; n < N; n++) {
+        size_t i0 = (size_t)n * C;
+        for (size_t i = i0; i < i0 + (size_t)C; i++)
+            if (p <= 0.0f || dropout_keep(key, i, p))
+                din[i] += dout[i] * scale;
+        bf16_rows_put(r, n, din + i0);
+    }
 }
 
 /* y[b][t][hD..(h+1)D) *= keep_bh / (1 - p) for every (b, t, h); a dropped head's

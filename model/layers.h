@@ -30,6 +30,13 @@ void layernorm_forward_rounded(float *out, float *mean, float *rstd, const float
                                struct Bf16Rows *r);
 void layernorm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                         const float *w, const float *mean, const float *rstd, int N, int C);
+/* layernorm_backward that also rounds each row of din, once added to, into r while the
+ * row is in cache (kernels/bf16_rows.h), for the bf16 backward that reads din next as
+ * its dout (the residual gradient, read by proj's and fcproj's din products); r NULL:
+ * layernorm_backward. din's, dw's and db's bits are the same either way. */
+void layernorm_backward_rounded(float *din, float *dw, float *db, const float *dout,
+                                const float *in, const float *w, const float *mean,
+                                const float *rstd, int N, int C, struct Bf16Rows *r);
 
 /* GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as
  * x * sigmoid(2u) (the same function). Backward reads the forward's input. */
@@ -65,6 +72,12 @@ void crossentropy_backward_rounded(float *dlogits, const float *probs, const int
  * backward recomputes it. in and out may alias. p = 0 copies. */
 void dropout_forward(float *out, const float *in, size_t n, float p, uint64_t key);
 void dropout_backward(float *din, const float *dout, size_t n, float p, uint64_t key);
+/* dropout_backward over din[N][C] that also rounds each row of din, once added to, into
+ * r while the row is in cache (kernels/bf16_rows.h), for the bf16 backward that reads
+ * din next (the branch's gradient with dropout on the residual); r NULL:
+ * dropout_backward over N C elements. din's bits are the same either way. */
+void dropout_backward_rounded(float *din, const float *dout, int N, int C, float p,
+                              uint64_t key, struct Bf16Rows *r);
 /* The keep decision shared by every dropout site (attention uses it per weight). */
 int dropout_keep(uint64_t key, uint64_t i, float p);
 

@@ -8,7 +8,9 @@
  * kinds, with and without W's copies, at 1 and 2 threads. Likewise the cross-entropy
  * backward writing dlogits' rows keeps dlogits' bits and writes their rounding, and the
  * backward reading dout's rows for din gives the bits of the backward rounding dout
- * (din, dW, dbias). (The trainer's use of it is tested with the weights' copies:
+ * (din, dW, dbias). So do the residual gradient's producers, the LayerNorm's backward
+ * (dres) and the dropout's (dbranch), and proj's backward reading their rows gives its
+ * bits. (The trainer's use of it is tested with the weights' copies:
  * tests/test_bf16_weight.c.) */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -379,5 +381,113 @@ Test(bf16_rows, backward_reading_douts_rows_gives_the_backwards_bits)
                         backward_case(&rng, product_shapes[s][0], product_shapes[s][1],
                                       product_shapes[s][2], rare, (Bf16CopyKind)kind,
                                       (Bf16Path)path);
+    }
+}
+
+/* proj's backward (A -> C, dout = dres or dbranch) reading r, the copy of dout[N][C],
+ * as rdout against the same call rounding dout: din, dW and dbias, on both paths (a path
+ * that reads the other layout rounds dout itself; the emulation's tiles read the
+ * pairs). */
+static void expect_backward_reads(Rng *rng, const Bf16Rows *r, const float *dout, int N,
+                                  int C, const char *what)
+{
+    int A = C + 3;
+    size_t na = (size_t)N * A, nw = (size_t)C * A;
+    float *in = values(rng, na, 1.0f, 0), *W = values(rng, nw, 0.05f, 0);
+    float *din[2] = { malloc(na * 4), malloc(na * 4) };
+    float *gW[2] = { malloc(nw * 4), malloc(nw * 4) };
+    float *gb[2] = { malloc((size_t)C * 4), malloc((size_t)C * 4) };
+    cr_assert(din[0] && din[1] && gW[0] && gW[1] && gb[0] && gb[1]);
+    char full[200];
+    for (int path = BF16_AUTO; path <= BF16_EMULATED; path++) {
+        for (int i = 0; i < 2; i++) {
+            memset(din[i], 0, na * 4), memset(gW[i], 0, nw * 4);
+            memset(gb[i], 0, (size_t)C * 4);
+            bf16_backward_with(din[i], gW[i], gb[i], dout, i ? r : NULL, in, W, NULL, NULL, N,
+                               A, C, (Bf16Path)path);
+        }
+        snprintf(full, sizeof full, "%s: the backward reading it, path %d", what, path);
+        expect_same(din[1], din[0], na, full);
+        expect_same(gW[1], gW[0], nw, full);
+        expect_same(gb[1], gb[0], (size_t)C, full);
+    }
+    for (int i = 0; i < 2; i++)
+        free(din[i]), free(gW[i]), free(gb[i]);
+    free(in), free(W);
+}
+
+/* The residual gradient's producers (layernorm_backward_rounded, dropout_backward_rounded)
+ * against the plain ones on the same old values (they add into them), the copy against
+ * the rounding of the finished rows, and the backward reading it. */
+static void residual_case(Rng *rng, int N, int C, int rare, Bf16CopyKind kind, int threads)
+{
+    size_t nc = (size_t)N * C;
+    /* rare: inputs and old sums of any bits (NaN, infinite, denormal dres) */
+    float *x = values(rng, nc, 2.0f, rare ? 50 : 0), *dy = values(rng, nc, 0.1f, rare ? 50 : 0);
+    float *w = values(rng, (size_t)C, 1.0f, 0), *old = values(rng, nc, 0.01f, rare ? 40 : 0);
+    float *dw0 = values(rng, (size_t)C, 0.01f, 0), *db0 = values(rng, (size_t)C, 0.01f, 0);
+    float *mean = malloc((size_t)N * 4), *rstd = malloc((size_t)N * 4), *ln = malloc(nc * 4);
+    float *d[2] = { malloc(nc * 4), malloc(nc * 4) }, *db[2], *dw[2];
+    cr_assert(mean && rstd && ln && d[0] && d[1]);
+    layernorm_forward(ln, mean, rstd, x, w, w, N, C);       /* mean and rstd as stored */
+    Bf16Rows r;
+    cr_assert_eq(bf16_rows_init(&r, N + 1, C + 2, kind), 0);
+    char what[128];
+    snprintf(what, sizeof what, "layernorm backward %dx%d rare %d kind %d threads %d", N, C,
+             rare, (int)kind, threads);
+    for (int i = 0; i < 2; i++) {
+        memcpy(d[i], old, nc * 4);
+        dw[i] = malloc((size_t)C * 4), db[i] = malloc((size_t)C * 4);
+        cr_assert(dw[i] && db[i]);
+        memcpy(dw[i], dw0, (size_t)C * 4), memcpy(db[i], db0, (size_t)C * 4);
+    }
+    layernorm_backward(d[0], dw[0], db[0], dy, x, w, mean, rstd, N, C);
+    layernorm_backward_rounded(d[1], dw[1], db[1], dy, x, w, mean, rstd, N, C, &r);
+    expect_same(d[1], d[0], nc, what);
+    expect_same(dw[1], dw[0], (size_t)C, what);
+    expect_same(db[1], db[0], (size_t)C, what);
+    expect_rounding_of(&r, d[1], N, C, what);
+    expect_backward_reads(rng, &r, d[1], N, C, what);
+
+    /* the dropout's dbranch, added into zeros as gpt_backward does and into old values;
+     * p = 0 copies */
+    float *b[2] = { malloc(nc * 4), malloc(nc * 4) };
+    cr_assert(b[0] && b[1]);
+    static const float ps[] = { 0.1f, 0.5f, 0.0f };
+    for (int k = 0; k < 3; k++)
+        for (int zero = 0; zero < 2; zero++) {
+            for (int i = 0; i < 2; i++)
+                if (zero)
+                    memset(b[i], 0, nc * 4);
+                else
+                    memcpy(b[i], old, nc * 4);
+            uint64_t key = rng_u64(rng);
+            dropout_backward(b[0], d[0], nc, ps[k], key);
+            dropout_backward_rounded(b[1], d[0], N, C, ps[k], key, &r);
+            snprintf(what, sizeof what, "dropout backward %dx%d p %g zeroed %d rare %d kind %d "
+                     "threads %d", N, C, ps[k], zero, rare, (int)kind, threads);
+            expect_same(b[1], b[0], nc, what);
+            expect_rounding_of(&r, b[1], N, C, what);
+            if (zero)
+                expect_backward_reads(rng, &r, b[1], N, C, what);
+        }
+    bf16_rows_free(&r);
+    for (int i = 0; i < 2; i++)
+        free(d[i]), free(dw[i]), free(db[i]), free(b[i]);
+    free(x), free(dy), free(w), free(old), free(dw0), free(db0), free(mean), free(rstd), free(ln);
+}
+
+Test(bf16_rows, residual_gradients_producers_keep_their_bits_and_write_the_rounding)
+{
+    static const int res_shapes[][2] = { { 3, 7 }, { 64, 24 }, { 130, 385 }, { 512, 64 } };
+    Rng rng;
+    rng_init(&rng, 76, 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (size_t s = 0; s < sizeof res_shapes / sizeof res_shapes[0]; s++)
+            for (int rare = 0; rare <= 1; rare++)
+                for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++)
+                    residual_case(&rng, res_shapes[s][0], res_shapes[s][1], rare,
+                                  (Bf16CopyKind)kind, threads);
     }
 }

@@ -4,9 +4,10 @@
  * the emulation's float copies with their smallest exponents); the layers reading
  * them give the bits of the layers rounding W, on both paths and kinds, on ordinary
  * values and on any float bits (whose exceptions send the emulation to its tiles);
- * and a bf16 training run whose updates write the copies (and whose LayerNorms round
- * their outputs, kernels/bf16_rows.h) leaves the parameters and moments of one that
- * rounds W and the inputs at every call, at 1 and 2 threads. */
+ * and a bf16 training run whose updates write the copies (and whose activations'
+ * producers round their rows, kernels/bf16_rows.h) leaves the parameters and moments of
+ * one that rounds W and the inputs at every call, at 1 and 2 threads, with and without
+ * dropout. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -295,14 +296,15 @@ static TrainHyper hyper(void)
 }
 
 /* STEPS bf16 steps of a trainer (its updates write the copies, its layers read them;
- * its LayerNorms round their outputs and its cross-entropy backward dlogits' rows for
- * the products, kernels/bf16_rows.h) against the same steps written out with the
- * model's copies unset, activations without rounded rows and adamw_update (the layers
- * round W, their inputs and dlogits at every call), at 1 and 2 threads. */
+ * its LayerNorms round their outputs, its cross-entropy backward dlogits' rows and the
+ * residual gradient's producers (the LayerNorms' backward without dropout, the
+ * dropout's backward with it) their rows for the products, kernels/bf16_rows.h)
+ * against the same steps written out with the model's copies unset, activations
+ * without rounded rows and adamw_update (the layers round W, their inputs, dlogits and
+ * dout at every call), at 1 and 2 threads, with dropout and without. */
 Test(bf16_weight, training_with_fused_copies_keeps_the_bits)
 {
     char err[300];
-    TrainHyper hp = hyper();
     Rng rng;
     rng_init(&rng, 65, 0);
     int tok[STEPS][B * 8], tgt[STEPS][B * 8];
@@ -311,44 +313,48 @@ Test(bf16_weight, training_with_fused_copies_keeps_the_bits)
             tok[k][i] = (int)rng_below(&rng, (uint64_t)CFG.V);
             tgt[k][i] = (int)rng_below(&rng, (uint64_t)CFG.V);
         }
-    for (int threads = 1; threads <= 2; threads++)
-        for (int path = BF16_AUTO; path <= BF16_EMULATED; path++) {
-            omp_set_num_threads(threads);
-            Trainer t[2];
-            for (int r = 0; r < 2; r++) {
-                cr_assert_eq(trainer_init(&t[r], &CFG, 9, err, sizeof err), 0, "%s", err);
-                cr_assert_eq(trainer_prepare(&t[r], &hp, B, err, sizeof err), 0, "%s", err);
-                t[r].model.precision = PRECISION_BF16;
-                t[r].model.bf16_path = (Bf16Path)path;
+    for (int drop = 0; drop < 2; drop++)
+        for (int threads = 1; threads <= 2; threads++)
+            for (int path = BF16_AUTO; path <= BF16_EMULATED; path++) {
+                TrainHyper hp = hyper();
+                hp.dropout = drop ? hp.dropout : 0.0f;
+                omp_set_num_threads(threads);
+                Trainer t[2];
+                for (int r = 0; r < 2; r++) {
+                    cr_assert_eq(trainer_init(&t[r], &CFG, 9, err, sizeof err), 0, "%s", err);
+                    cr_assert_eq(trainer_prepare(&t[r], &hp, B, err, sizeof err), 0, "%s", err);
+                    t[r].model.precision = PRECISION_BF16;
+                    t[r].model.bf16_path = (Bf16Path)path;
+                }
+                for (long k = 0; k < STEPS; k++) {
+                    TrainStep s;
+                    cr_assert_eq(trainer_step(&t[0], tok[k], tgt[k], &s), 0);
+                    cr_assert(t[0].model.bf16_copies, "the trainer made no copies");
+                    cr_assert(t[0].acts.rows_bf16.rows, "the trainer made no room for the "
+                              "rounded rows");
+                    Trainer *r = &t[1];
+                    PassOptions po = {.dropout = hp.dropout,
+                                      .dropout_key = rng_hash(hp.seed, RNG_STREAM_DROPOUT,
+                                                              (uint64_t)k),
+                                      .gate_noise = 1};
+                    double loss = gpt_forward(&r->model, &r->acts, tok[k], tgt[k], B, CFG.T, &po);
+                    grads_zero(&r->grads);
+                    gpt_backward(&r->model, &r->grads, &r->acts, tok[k], tgt[k], B, CFG.T, &po);
+                    size_t P = r->model.table.total;
+                    grad_clip(r->grads.data, P, hp.clip);
+                    float lr = schedule_lr(k, hp.steps, hp.warmup, hp.lr, hp.min_lr);
+                    adamw_update(r->model.params, r->grads.data, r->adam_m, r->adam_v,
+                                 &r->model.table, &hp.adam, lr, k + 1);
+                    cr_assert(!memcmp(&loss, &s.loss, sizeof loss), "step %ld: loss %a, with "
+                              "copies %a", k, loss, s.loss);
+                    size_t bytes = P * sizeof(float);
+                    cr_assert(!memcmp(t[0].model.params, r->model.params, bytes) &&
+                                  !memcmp(t[0].adam_m, r->adam_m, bytes) &&
+                                  !memcmp(t[0].adam_v, r->adam_v, bytes),
+                              "dropout %g threads %d path %d step %ld: the state differs",
+                              (double)hp.dropout, threads, path, k);
+                }
+                trainer_free(&t[0]);
+                trainer_free(&t[1]);
             }
-            for (long k = 0; k < STEPS; k++) {
-                TrainStep s;
-                cr_assert_eq(trainer_step(&t[0], tok[k], tgt[k], &s), 0);
-                cr_assert(t[0].model.bf16_copies, "the trainer made no copies");
-                cr_assert(t[0].acts.rows_bf16.rows, "the trainer made no room for the "
-                          "rounded rows");
-                Trainer *r = &t[1];
-                PassOptions po = {.dropout = hp.dropout,
-                                  .dropout_key = rng_hash(hp.seed, RNG_STREAM_DROPOUT,
-                                                          (uint64_t)k),
-                                  .gate_noise = 1};
-                double loss = gpt_forward(&r->model, &r->acts, tok[k], tgt[k], B, CFG.T, &po);
-                grads_zero(&r->grads);
-                gpt_backward(&r->model, &r->grads, &r->acts, tok[k], tgt[k], B, CFG.T, &po);
-                size_t P = r->model.table.total;
-                grad_clip(r->grads.data, P, hp.clip);
-                float lr = schedule_lr(k, hp.steps, hp.warmup, hp.lr, hp.min_lr);
-                adamw_update(r->model.params, r->grads.data, r->adam_m, r->adam_v,
-                             &r->model.table, &hp.adam, lr, k + 1);
-                cr_assert(!memcmp(&loss, &s.loss, sizeof loss), "step %ld: loss %a, with "
-                          "copies %a", k, loss, s.loss);
-                size_t bytes = P * sizeof(float);
-                cr_assert(!memcmp(t[0].model.params, r->model.params, bytes) &&
-                              !memcmp(t[0].adam_m, r->adam_m, bytes) &&
-                              !memcmp(t[0].adam_v, r->adam_v, bytes),
-                          "threads %d path %d step %ld: the state differs", threads, path, k);
-            }
-            trainer_free(&t[0]);
-            trainer_free(&t[1]);
-        }
 }

@@ -20,7 +20,9 @@
  * third times the LayerNorm outputs' roundings (kernels/bf16_rows.h): in a pass of
  * their own, as the products make them, and written by the LayerNorm (input_passes);
  * a fourth the same for dlogits' rows, written by the cross-entropy backward for the
- * logits' din (dlogits_passes). It only reports: nothing here asserts on a time. */
+ * logits' din (dlogits_passes); a fifth the same for the residual gradient's rows,
+ * written by the LayerNorm's and the dropout's backward for proj's and fcproj's din
+ * (dres_passes). It only reports: nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"
@@ -298,6 +300,90 @@ static void dlogits_passes(int reps, int V, Bf16Path path, double (*clock_fn)(vo
     }
 }
 
+/* The rounding of the residual gradient's rows for proj's and fcproj's din
+ * (bf16_backward_with's rdout), N x C at the bench_train configurations' shapes, ms
+ * (median of reps, the cases taking turns): "pass" rounds dres' rows in a pass of their
+ * own, as the backward does when it is handed no copy (the same per-row function);
+ * "LNb" is layernorm_backward, "LNb+round" layernorm_backward_rounded writing the copy
+ * of dres (the rows read without dropout); "drop" dropout_backward (p = 0.1) and
+ * "drop+round" dropout_backward_rounded writing dbranch's (with dropout); "fused" each
+ * pair's difference, "saved" pass - fused per call, and per training step (2 L calls:
+ * proj's and fcproj's backward in every layer). "din" and "din+rdout" are proj's din
+ * product (C -> C, W read from its copies) rounding dres itself and reading the copy. */
+static void dres_passes(int reps, Bf16Path path, double (*clock_fn)(void))
+{
+    static const struct { const char *name; int N, C, L; } shapes[] = {
+        {"BABY", 768, 128, 4}, {"MID", 4096, 256, 4}, {"NANO", 4096, 384, 6},
+    };
+    enum { CASES = 7 };
+    Bf16CopyKind kind = bf16_copy_kind(path);
+    printf("\nResidual gradient's row roundings (%s copies), ms, median of %d\n",
+           kind == BF16_COPY_FLOATS ? "float" : "pair", reps);
+    printf("%-6s %11s | %7s | %7s %9s %7s %7s %9s | %7s %10s %7s %7s %9s | %8s %9s\n",
+           "config", "N x C", "pass", "LNb", "LNb+round", "fused", "saved", "saved/step",
+           "drop", "drop+round", "fused", "saved", "saved/step", "din", "din+rdout");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s].N, C = shapes[s].C, L2 = 2 * shapes[s].L;
+        size_t nc = (size_t)N * C;
+        float *x = filled(nc, 2.0f, 1), *dln = filled(nc, 0.01f, 2);
+        float *w = filled((size_t)C, 1.0f, 3);
+        float *dres = filled(nc, 0.01f, 4), *dbranch = filled(nc, 0, 5);
+        float *dw = filled((size_t)C, 0, 6), *db = filled((size_t)C, 0, 7);
+        float *mean = filled((size_t)N, 0, 8), *rstd = filled((size_t)N, 0, 9);
+        float *ln = filled(nc, 0, 10), *W = filled((size_t)C * C, 0.1f, 11);
+        float *din = filled(nc, 0, 12);
+        Bf16Rows rows;
+        Bf16Weight wc;
+        if (bf16_rows_init(&rows, N, C, kind) || bf16_weight_init(&wc, W, C, C, kind)) {
+            fputs("bench_bf16: out of memory\n", stderr);
+            exit(1);
+        }
+        bf16_weight_write(&wc);
+        layernorm_forward(ln, mean, rstd, x, w, w, N, C);      /* the stored mean, rstd */
+        double *t = malloc((size_t)CASES * reps * sizeof(double));
+        for (int r = -1; r < reps; r++) {
+            double c0 = clock_fn();
+            bf16_rows_start(&rows, dres, N, C);
+            for (int n = 0; n < N; n++)
+                bf16_rows_put(&rows, n, dres + (size_t)n * C);
+            double c1 = clock_fn();
+            layernorm_backward(dres, dw, db, dln, x, w, mean, rstd, N, C);
+            double c2 = clock_fn();
+            dropout_backward(dbranch, dres, nc, 0.1f, 7);
+            double c3 = clock_fn();
+            dropout_backward_rounded(dbranch, dres, N, C, 0.1f, 7, &rows);
+            double c4 = clock_fn();
+            layernorm_backward_rounded(dres, dw, db, dln, x, w, mean, rstd, N, C, &rows);
+            double c5 = clock_fn();
+            bf16_backward_with(din, NULL, NULL, dres, NULL, NULL, W, &wc, NULL, N, C, C, path);
+            double c6 = clock_fn();
+            bf16_backward_with(din, NULL, NULL, dres, &rows, NULL, W, &wc, NULL, N, C, C, path);
+            double c7 = clock_fn();
+            if (r < 0)
+                continue;
+            /* in the printed order: pass, LNb, LNb+round, drop, drop+round, din, din+rdout */
+            double dt[CASES] = {c1 - c0, c2 - c1, c5 - c4, c3 - c2, c4 - c3, c6 - c5, c7 - c6};
+            for (int k = 0; k < CASES; k++)
+                t[(size_t)k * reps + r] = dt[k];
+        }
+        double med[CASES];
+        for (int k = 0; k < CASES; k++)
+            med[k] = 1e3 * median(t + (size_t)k * reps, reps);
+        double fl = med[2] - med[1], fd = med[4] - med[3];
+        char dims[32];
+        snprintf(dims, sizeof dims, "%d x %d", N, C);
+        printf("%-6s %11s | %7.3f | %7.3f %9.3f %7.3f %7.3f %9.3f | %7.3f %10.3f %7.3f %7.3f "
+               "%9.3f | %8.2f %9.2f\n", shapes[s].name, dims, med[0], med[1], med[2], fl,
+               med[0] - fl, (med[0] - fl) * L2, med[3], med[4], fd, med[0] - fd,
+               (med[0] - fd) * L2, med[5], med[6]);
+        fflush(stdout);
+        bf16_rows_free(&rows);
+        bf16_weight_free(&wc);
+        free(x), free(dln), free(w), free(dres), free(dbranch), free(dw), free(db), free(mean);
+        free(rstd), free(ln), free(W), free(din), free(t);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int N = 4096, reps = 7, threads = 1, passes_reps = 31, only_passes = 0, vocab = 1536;
@@ -374,5 +460,6 @@ int main(int argc, char **argv)
     weight_passes(passes_reps, path, clock_fn);
     input_passes(passes_reps, path, clock_fn);
     dlogits_passes(passes_reps, vocab, path, clock_fn);
+    dres_passes(passes_reps, path, clock_fn);
     return 0;
 }

@@ -177,4 +177,22 @@ void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
                         const struct Bf16Weight *wc, const float *dgelu, int N, int IC, int OC,
                         Bf16Path path);
 
+/* The two above that also round the product's own output along its rows for the
+ * product that reads it next, as its tiles finish (while they are in cache): the
+ * forward's out[N][OC] into rout (the GELU's output, which fcproj reads), the
+ * backward's din[N][IC] into rdin (the GELU backward's dfch, which fc's backward reads
+ * as dout), in rout's or rdin's own layout (kernels/bf16_rows.h), whatever path
+ * computes the product; outputs the emulation recomputes (its exceptions) are rounded
+ * after that. rout/rdin NULL: none; without room for the output it is dropped (holds
+ * nothing). It must not be rin or rdout. The product's bits are those of the two
+ * above, and the copy is the rounding the next product would make of the output. */
+void bf16_forward_rounding(float *out, float *dgelu, struct Bf16Rows *rout, const float *in,
+                           const struct Bf16Rows *rin, const float *W,
+                           const struct Bf16Weight *wc, const float *bias, int N, int IC,
+                           int OC, Bf16Path path);
+void bf16_backward_rounding(float *din, struct Bf16Rows *rdin, float *dW, float *dbias,
+                            const float *dout, const struct Bf16Rows *rdout, const float *in,
+                            const float *W, const struct Bf16Weight *wc, const float *dgelu,
+                            int N, int IC, int OC, Bf16Path path);
+
 #endif

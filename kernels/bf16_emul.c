@@ -234,60 +234,16 @@ static void fix_exceptions(float *C, size_t ldc, const Exceptions *x, const floa
     }
 }
 
-/* Rounds again into r the rows of out (ldo floats apart) where fix_exceptions may have
- * recomputed an output (the rows it does not skip), so that the copy is the rounding
- * of the final output, each such row's exponent included. */
-static void rows_again(Bf16Rows *r, const float *out, size_t ldo, const Exceptions *x)
+/* out[M][*]'s rows (ldo floats apart) rounded into r, once the product and its
+ * exceptions are final. A pass of its own: rounding each float32 tile as it finished
+ * (a band of rows per thread, its rows' exponents gathered over the column blocks) was
+ * built and measured on the AMD EPYC Zen 3, and cost 2-3x this pass at NANO's shapes
+ * (docs/matmul.md, "The GELU's output and dfch"). */
+static void rows_put_all(Bf16Rows *r, const float *out, int M, size_t ldo)
 {
-    int ejmin = min_of(x->ej, x->N);
-    #pragma omp parallel for schedule(static) if (x->M > 64)
-    for (int i = 0; i < x->M; i++)
-        if (!row_clear(x, i, ejmin))
-            bf16_rows_put(r, i, out + (size_t)i * ldo);
-}
-
-/* Tiles of the products below: a band of TILE_ROWS rows, in blocks of TILE_COLS columns
- * (even, so that no pair is split, and whole float32 panels). */
-enum { TILE_ROWS = 96, TILE_COLS = 256 };
-_Static_assert(TILE_COLS % 2 == 0 && TILE_COLS % MATMUL_PANEL == 0, "tiles split no pair or "
-               "panel");
-
-/* The float32 layer's product on the rounded operands, with out's rows rounded into rout
- * as each tile finishes (while it is in cache); a thread takes a band of rows whole, so
- * that it alone gathers their exponents. nn = 0, the forward: out[M][Nc] = a[M][K2] .
- * b[Nc][K2]^T + bias, with aux != NULL the GELU (aux = gelu'), as matmul_forward[_gelu];
- * nn = 1, din: out = a[M][K2] . b[K2][Nc], times aux where given, as
- * matmul_backward[_gelu]'s din. The same kernels as those (kernels/linear.c), so the
- * same bits: the split changes none. */
-static void product_rounding(int nn, float *out, float *aux, Bf16Rows *rout, const float *a,
-                             const float *b, const float *bias, int M, int K2, int Nc)
-{
-    int nrb = (M + TILE_ROWS - 1) / TILE_ROWS;
-    #pragma omp parallel for schedule(dynamic, 1) if (2.0 * M * K2 * Nc >= 1 << 20)
-    for (int rb = 0; rb < nrb; rb++) {
-        int i0 = rb * TILE_ROWS, m = M - i0 < TILE_ROWS ? M - i0 : TILE_ROWS;
-        const float *ai = a + (size_t)i0 * K2;
-        unsigned char emin[TILE_ROWS];
-        memset(emin, 255, sizeof emin);
-        for (int j0 = 0; j0 < Nc; j0 += TILE_COLS) {
-            int n = Nc - j0 < TILE_COLS ? Nc - j0 : TILE_COLS;
-            size_t at = (size_t)i0 * Nc + j0;
-            const float *bj = bias ? bias + j0 : NULL;
-            if (nn && aux)
-                matmul_kernel_nn_scaled(m, n, K2, ai, (size_t)K2, b + j0, (size_t)Nc, out + at,
-                                        (size_t)Nc, aux + at);
-            else if (nn)
-                matmul_nn(m, n, K2, ai, K2, b + j0, Nc, out + at, Nc, 0);
-            else if (aux)
-                matmul_kernel_nt_gelu(m, n, K2, ai, (size_t)K2, b + (size_t)j0 * K2, (size_t)K2,
-                                      out + at, (size_t)Nc, bj, aux + at);
-            else
-                matmul_kernel_nt(m, n, K2, ai, (size_t)K2, b + (size_t)j0 * K2, (size_t)K2,
-                                 out + at, (size_t)Nc, bj);
-            bf16_rows_put_block(rout, i0, m, j0, n, out + at, (size_t)Nc, emin);
-        }
-        bf16_rows_put_exps(rout, i0, m, emin);
-    }
+    #pragma omp parallel for schedule(static) if (parallel_rounding((double)M * ldo))
+    for (int i = 0; i < M; i++)
+        bf16_rows_put(r, i, out + (size_t)i * ldo);
 }
 
 static float *slot(int s, size_t n)
@@ -354,18 +310,16 @@ int bf16_emul_forward(float *out, float *dgelu, Bf16Rows *rout, const float *in,
     size_t n = count_exceptions(&x);
     if (!few(n, N, OC))
         return 0;
-    if (rout)
-        product_rounding(0, out, dgelu, rout, xf, wf, bias, N, K2, OC);
-    else if (dgelu)
+    if (dgelu)
         matmul_forward_gelu(out, dgelu, xf, wf, bias, N, K2, OC);
     else
         matmul_forward(out, xf, wf, bias, N, K2, OC);
     if (n) {
         Finish f = { bias, NULL, dgelu };
         fix_exceptions(out, (size_t)OC, &x, xf, (size_t)K2, 1, wf, (size_t)K2, 1, K2, &f);
-        if (rout)
-            rows_again(rout, out, (size_t)OC, &x);
     }
+    if (rout)
+        rows_put_all(rout, out, N, (size_t)OC);
     return 1;
 }
 
@@ -401,18 +355,16 @@ static int emul_din(float *din, Bf16Rows *rdin, const float *dout, const Bf16Row
     size_t n = count_exceptions(&x);
     if (!few(n, N, IC))
         return 0;
-    if (rdin)
-        product_rounding(1, din, (float *)dgelu, rdin, df, wf, NULL, N, K2, IC);
-    else if (dgelu)
+    if (dgelu)
         matmul_backward_gelu(din, NULL, NULL, df, NULL, wf, dgelu, N, IC, K2);
     else
         matmul_backward(din, NULL, NULL, df, NULL, wf, N, IC, K2);
     if (n) {
         Finish f = { NULL, dgelu, NULL };
         fix_exceptions(din, (size_t)IC, &x, df, (size_t)K2, 1, wf, 1, (size_t)IC, K2, &f);
-        if (rdin)
-            rows_again(rdin, din, (size_t)IC, &x);
     }
+    if (rdin)
+        rows_put_all(rdin, din, N, (size_t)IC);
     return 1;
 }
 

@@ -52,8 +52,8 @@ unsigned char bf16_emul_round_row(float *dst, const float *row, int K);
  * rows rounded by their producer (bf16_rows.h), of kind BF16_COPY_FLOATS, read instead
  * of rounding in, or NULL. wc: W's copies (bf16_weight.h) of kind BF16_COPY_FLOATS,
  * read instead of rounding W, or NULL. rout: started on out (bf16_rows_start), of
- * either kind, or NULL: out's rows rounded into it as the tiles finish, and again
- * where an exception was recomputed. */
+ * either kind, or NULL: out's rows rounded into it once out is final (exceptions
+ * recomputed), in a pass after the product. */
 struct Bf16Rows;
 int bf16_emul_forward(float *out, float *dgelu, struct Bf16Rows *rout, const float *in,
                       const struct Bf16Rows *rin, const float *W, const Bf16Weight *wc,

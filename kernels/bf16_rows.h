@@ -18,7 +18,8 @@
  * A product can write its own output's rows the same way as its tiles finish
  * (bf16_forward_rounding, bf16_backward_rounding in kernels/bf16.h): a tile covers a
  * block of columns of some rows, so it rounds that block (bf16_rows_put_block) and
- * whoever walks a row's blocks sets the row's exponent from theirs (bf16_rows_put_exps). */
+ * whoever walks all of a row's blocks sets the row's exponent from theirs
+ * (bf16_rows_put_exps). */
 #ifndef HEADCOUNT_BF16_ROWS_H
 #define HEADCOUNT_BF16_ROWS_H
 

@@ -151,7 +151,11 @@ int acts_bf16_init(Activations *a, Bf16CopyKind kind)
     acts_bf16_free(a);
     int K = a->V > a->C ? (int)a->V : (int)a->C;     /* dlogits' rows, or a LayerNorm's */
     int rc = bf16_rows_init(&a->rows_bf16, (int)a->N, K, kind);
-    return bf16_rows_init(&a->mlp_bf16, (int)a->N, 4 * (int)a->C, kind) ? -1 : rc;
+    /* the emulation's products would round their output in a pass of their own, which
+     * saves nothing over the next product's (kernels/bf16_emul.c): no copy for them */
+    if (kind == BF16_COPY_PANELS && bf16_rows_init(&a->mlp_bf16, (int)a->N, 4 * (int)a->C, kind))
+        rc = -1;
+    return rc;
 }
 
 void acts_bf16_free(Activations *a)

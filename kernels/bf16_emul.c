@@ -285,9 +285,8 @@ static const Bf16Weight *floats_of(const Bf16Weight *wc)
 }
 
 int bf16_emul_forward(float *out, float *dgelu, Bf16Rows *rout, const float *in,
-                      const Bf16Rows *rin,
-                      const float *W, const Bf16Weight *wc, const float *bias, int N, int IC,
-                      int OC)
+                      const Bf16Rows *rin, const float *W, const Bf16Weight *wc,
+                      const float *bias, int N, int IC, int OC)
 {
     if (!MATMUL_FMA || N <= 0 || IC <= 0 || OC <= 0)
         return 0;

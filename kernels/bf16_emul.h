@@ -75,8 +75,7 @@ enum { BF16_EMUL_DIN = 1, BF16_EMUL_DW = 2 };
  * BF16_COPY_FLOATS, read by din's product instead of rounding dout, or NULL; rdin: as
  * bf16_emul_forward's rout, for din (written only when din is done). */
 int bf16_emul_backward(float *din, struct Bf16Rows *rdin, float *dW, const float *dout,
-                       const struct Bf16Rows *rdout, const float *in,
-                       const float *W, const Bf16Weight *wc, const float *dgelu, int N, int IC,
-                       int OC);
+                       const struct Bf16Rows *rdout, const float *in, const float *W,
+                       const Bf16Weight *wc, const float *dgelu, int N, int IC, int OC);
 
 #endif

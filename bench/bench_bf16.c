@@ -22,7 +22,9 @@
  * a fourth the same for dlogits' rows, written by the cross-entropy backward for the
  * logits' din (dlogits_passes); a fifth the same for the residual gradient's rows,
  * written by the LayerNorm's and the dropout's backward for proj's and fcproj's din
- * (dres_passes). It only reports: nothing here asserts on a time. */
+ * (dres_passes); a sixth for the MLP's hidden rows, written by fc's forward (the
+ * GELU's output) and fcproj's din product (dfch) as their tiles finish
+ * (hidden_passes). It only reports: nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"
@@ -384,6 +386,91 @@ static void dres_passes(int reps, Bf16Path path, double (*clock_fn)(void))
     }
 }
 
+/* The rounding of the MLP's hidden rows (N x 4C) by the products that write them
+ * (bf16_forward_rounding, bf16_backward_rounding: the step-by-step and the
+ * instruction's tiles as they finish, the emulation on the float32 kernels in a pass
+ * after the product), at the bench_train configurations' shapes, ms (median of reps, the cases taking turns): "pass" rounds the rows in a pass
+ * of their own, as fcproj's forward (the GELU's output) and fc's backward (dfch) do
+ * when handed no copy (the same per-row function); "fc" is fc's forward with its GELU
+ * (C -> 4C, W from its copies), "fc+round" the same writing the copy, "fused" their
+ * difference, "saved" pass - fused; "din" is fcproj's din product with the GELU's
+ * derivative (4C -> C, dfch = dgelu (dout W)), "din+round" the same writing the copy,
+ * and its "fused" and "saved" likewise. "saved/step": both saved, L times (one of each
+ * per layer and step). "fcproj", "+rin": fcproj's forward rounding its input / reading
+ * the copy. */
+static void hidden_passes(int reps, Bf16Path path, double (*clock_fn)(void))
+{
+    static const struct { const char *name; int N, C, L; } shapes[] = {
+        {"BABY", 768, 128, 4}, {"MID", 4096, 256, 4}, {"NANO", 4096, 384, 6},
+    };
+    enum { CASES = 7 };
+    Bf16CopyKind kind = bf16_copy_kind(path);
+    printf("\nThe MLP's hidden rows' roundings (%s copies), ms, median of %d\n",
+           kind == BF16_COPY_FLOATS ? "float" : "pair", reps);
+    printf("%-6s %12s | %7s | %7s %8s %7s %7s | %7s %9s %7s %7s | %10s | %7s %7s\n", "config",
+           "N x 4C", "pass", "fc", "fc+round", "fused", "saved", "din", "din+round", "fused",
+           "saved", "saved/step", "fcproj", "+rin");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s].N, C = shapes[s].C, H4 = 4 * C;
+        size_t nc = (size_t)N * C, nh = (size_t)N * H4;
+        float *x = filled(nc, 2.0f, 1), *Wfc = filled((size_t)H4 * C, 0.1f, 2);
+        float *bfc = filled((size_t)H4, 0.1f, 3), *Wp = filled((size_t)C * H4, 0.05f, 4);
+        float *h = filled(nh, 0, 5), *dg = filled(nh, 0, 6), *dout = filled(nc, 0.01f, 7);
+        float *dh = filled(nh, 0, 8), *y = filled(nc, 0, 9);
+        Bf16Rows rows;
+        Bf16Weight wfc, wp;
+        if (bf16_rows_init(&rows, N, H4, kind) || bf16_weight_init(&wfc, Wfc, H4, C, kind) ||
+            bf16_weight_init(&wp, Wp, C, H4, kind)) {
+            fputs("bench_bf16: out of memory\n", stderr);
+            exit(1);
+        }
+        bf16_weight_write(&wfc);
+        bf16_weight_write(&wp);
+        double *t = malloc((size_t)CASES * reps * sizeof(double));
+        for (int r = -1; r < reps; r++) {
+            double c0 = clock_fn();
+            bf16_rows_start(&rows, h, N, H4);
+            for (int n = 0; n < N; n++)
+                bf16_rows_put(&rows, n, h + (size_t)n * H4);
+            double c1 = clock_fn();
+            bf16_forward_with(h, dg, x, NULL, Wfc, &wfc, bfc, N, C, H4, path);
+            double c2 = clock_fn();
+            bf16_forward_rounding(h, dg, &rows, x, NULL, Wfc, &wfc, bfc, N, C, H4, path);
+            double c3 = clock_fn();
+            bf16_forward_with(y, NULL, h, NULL, Wp, &wp, NULL, N, H4, C, path);
+            double c4 = clock_fn();
+            bf16_forward_with(y, NULL, h, &rows, Wp, &wp, NULL, N, H4, C, path);
+            double c5 = clock_fn();
+            bf16_backward_with(dh, NULL, NULL, dout, NULL, NULL, Wp, &wp, dg, N, H4, C, path);
+            double c6 = clock_fn();
+            bf16_backward_rounding(dh, &rows, NULL, NULL, dout, NULL, NULL, Wp, &wp, dg, N, H4,
+                                   C, path);
+            double c7 = clock_fn();
+            if (r < 0)
+                continue;
+            double d[CASES] = {c1 - c0, c2 - c1, c3 - c2, c6 - c5, c7 - c6, c4 - c3, c5 - c4};
+            for (int k = 0; k < CASES; k++)
+                t[(size_t)k * reps + r] = d[k];
+        }
+        double med[CASES];
+        for (int k = 0; k < CASES; k++)
+            med[k] = 1e3 * median(t + (size_t)k * reps, reps);
+        double ff = med[2] - med[1], fd = med[4] - med[3];
+        char dims[32];
+        snprintf(dims, sizeof dims, "%d x %d", N, H4);
+        printf("%-6s %12s | %7.3f | %7.2f %8.2f %7.3f %7.3f | %7.2f %9.2f %7.3f %7.3f | %10.2f | "
+               "%7.2f %7.2f\n", shapes[s].name, dims, med[0], med[1], med[2], ff, med[0] - ff,
+               med[3], med[4], fd, med[0] - fd, shapes[s].L * (2 * med[0] - ff - fd), med[5],
+               med[6]);
+        fflush(stdout);
+        bf16_rows_free(&rows);
+        bf16_weight_free(&wfc);
+        bf16_weight_free(&wp);
+        free(x), free(Wfc), free(bfc), free(Wp), free(h), free(dg), free(dout), free(dh);
+        free(y), free(t);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int N = 4096, reps = 7, threads = 1, passes_reps = 31, only_passes = 0, vocab = 1536;
@@ -461,5 +548,6 @@ int main(int argc, char **argv)
     input_passes(passes_reps, path, clock_fn);
     dlogits_passes(passes_reps, vocab, path, clock_fn);
     dres_passes(passes_reps, path, clock_fn);
+    hidden_passes(passes_reps, path, clock_fn);
     return 0;
 }

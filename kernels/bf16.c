@@ -373,24 +373,37 @@ enum { ROWS = 96, PANELS = 8 };
 
 /* out[M][ncols] (rows ldc apart) = the chains of ar's M rows (lda pairs apart) with
  * the ncols columns of the packed panels wp (P pairs each), finished by e (whose
- * pointers are at out[0][0]): independent tiles, shared among the region's threads. */
+ * pointers are at out[0][0]): independent tiles, shared among the region's threads.
+ * rout (started on out, or NULL): each tile's outputs rounded into it while they are
+ * in cache; a thread then takes a band of rows whole, so that it alone gathers their
+ * exponents. */
 static void tiles_for(int emulate, float *out, size_t ldc, const uint32_t *ar, size_t lda,
-                      const uint32_t *wp, int M, int ncols, int P, const Bf16Epilogue *e)
+                      const uint32_t *wp, int M, int ncols, int P, const Bf16Epilogue *e,
+                      Bf16Rows *rout)
 {
     int nq = (ncols + BF16_PANEL - 1) / BF16_PANEL;
     int nrb = (M + ROWS - 1) / ROWS, ncb = (nq + PANELS - 1) / PANELS;
+    int per = rout ? ncb : 1;                    /* tiles per item */
     #pragma omp for schedule(dynamic, 1) nowait
-    for (int tile = 0; tile < nrb * ncb; tile++) {
-        int i0 = tile / ncb * ROWS, q0 = tile % ncb * PANELS;
+    for (int item = 0; item < nrb * ncb / per; item++) {
+        int i0 = item * per / ncb * ROWS;
         int m = M - i0 < ROWS ? M - i0 : ROWS;
-        for (int q = q0; q < q0 + PANELS && q < nq; q++) {
-            int j0 = q * BF16_PANEL, n = ncols - j0 < BF16_PANEL ? ncols - j0 : BF16_PANEL;
-            size_t at = (size_t)i0 * ldc + j0;
-            Bf16Epilogue et = { e->accumulate, e->bias ? e->bias + j0 : NULL,
-                                e->scale ? e->scale + at : NULL, e->dgelu ? e->dgelu + at : NULL };
-            kernel_nt(emulate, m, n, P, ar + (size_t)i0 * lda, lda,
-                      wp + (size_t)q * P * BF16_PANEL, out + at, ldc, &et);
-        }
+        unsigned char emin[ROWS];
+        memset(emin, 255, sizeof emin);
+        for (int tile = item * per; tile < (item + 1) * per; tile++)
+            for (int q = tile % ncb * PANELS; q < tile % ncb * PANELS + PANELS && q < nq; q++) {
+                int j0 = q * BF16_PANEL, n = ncols - j0 < BF16_PANEL ? ncols - j0 : BF16_PANEL;
+                size_t at = (size_t)i0 * ldc + j0;
+                Bf16Epilogue et = { e->accumulate, e->bias ? e->bias + j0 : NULL,
+                                    e->scale ? e->scale + at : NULL,
+                                    e->dgelu ? e->dgelu + at : NULL };
+                kernel_nt(emulate, m, n, P, ar + (size_t)i0 * lda, lda,
+                          wp + (size_t)q * P * BF16_PANEL, out + at, ldc, &et);
+                if (rout)        /* a panel starts at an even column: no pair is split */
+                    bf16_rows_put_block(rout, i0, m, j0, n, out + at, ldc, emin);
+            }
+        if (rout)
+            bf16_rows_put_exps(rout, i0, m, emin);
     }
 }
 
@@ -408,10 +421,10 @@ static uint32_t *slot_words(int slot, size_t n)
 
 /* The forward in one region: W packed into pack (when W is not NULL; then wp is
  * pack), in rounded into rows (when in is not NULL; then xr is rows), then the product
- * of xr with wp. */
-static void forward(int emulate, float *out, float *dgelu, const float *in, uint32_t *rows,
-                    const uint32_t *xr, const float *W, uint32_t *pack, const uint32_t *wp,
-                    const float *bias, int N, int IC, int OC)
+ * of xr with wp, its rows rounded into rout (or NULL) as its tiles finish. */
+static void forward(int emulate, float *out, float *dgelu, Bf16Rows *rout, const float *in,
+                    uint32_t *rows, const uint32_t *xr, const float *W, uint32_t *pack,
+                    const uint32_t *wp, const float *bias, int N, int IC, int OC)
 {
     int P = bf16_pairs(IC);
     Bf16Epilogue e = { 0, bias, NULL, dgelu };
@@ -422,7 +435,7 @@ static void forward(int emulate, float *out, float *dgelu, const float *in, uint
         if (in)
             round_rows_for(rows, in, N, IC);
         #pragma omp barrier
-        tiles_for(emulate, out, (size_t)OC, xr, (size_t)P, wp, N, OC, P, &e);
+        tiles_for(emulate, out, (size_t)OC, xr, (size_t)P, wp, N, OC, P, &e, rout);
     }
 }
 
@@ -433,7 +446,7 @@ void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32
     if (emulate && !dgelu && bf16_emul_forward_packed(out, in, wp, bias, N, IC, OC))
         return;
     uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
-    forward(emulate, out, dgelu, in, xr, xr, NULL, NULL, wp, bias, N, IC, OC);
+    forward(emulate, out, dgelu, NULL, in, xr, xr, NULL, NULL, wp, bias, N, IC, OC);
 }
 
 /* wc, when it holds the panels. */
@@ -442,13 +455,29 @@ static const Bf16Weight *panels_of(const Bf16Weight *wc)
     return wc && wc->kind == BF16_COPY_PANELS ? wc : NULL;
 }
 
-void bf16_forward_with(float *out, float *dgelu, const float *in, const Bf16Rows *rin,
-                       const float *W, const Bf16Weight *wc, const float *bias, int N, int IC,
-                       int OC, Bf16Path path)
+/* r started on x[n][k] when it has room for it (else dropped: it must not keep
+ * another step's copy of x), or NULL. */
+static Bf16Rows *rows_start(Bf16Rows *r, const float *x, int n, int k)
+{
+    if (!r)
+        return NULL;
+    if (!x || !bf16_rows_fits(r, n, k)) {
+        bf16_rows_drop(r);
+        return NULL;
+    }
+    bf16_rows_start(r, x, n, k);
+    return r;
+}
+
+void bf16_forward_rounding(float *out, float *dgelu, Bf16Rows *rout, const float *in,
+                           const Bf16Rows *rin, const float *W, const Bf16Weight *wc,
+                           const float *bias, int N, int IC, int OC, Bf16Path path)
 {
     assert(!wc || (wc->W == W && wc->OC == OC && wc->IC == IC));
+    assert(!rout || rout != rin);
+    rout = rows_start(rout, out, N, OC);
     int emulate = bf16_emulated(path);
-    if (emulate && bf16_emul_forward(out, dgelu, in,
+    if (emulate && bf16_emul_forward(out, dgelu, rout, in,
                                      bf16_rows_of(rin, in, N, IC, BF16_COPY_FLOATS), W, wc,
                                      bias, N, IC, OC))
         return;
@@ -457,11 +486,19 @@ void bf16_forward_with(float *out, float *dgelu, const float *in, const Bf16Rows
     const uint32_t *xr = pairs ? pairs->rows : rows;
     const float *round_in = pairs ? NULL : in;
     if (panels_of(wc)) {
-        forward(emulate, out, dgelu, round_in, rows, xr, NULL, NULL, wc->fwd, bias, N, IC, OC);
+        forward(emulate, out, dgelu, rout, round_in, rows, xr, NULL, NULL, wc->fwd, bias, N,
+                IC, OC);
         return;
     }
     uint32_t *wp = slot_words(SLOT_PANELS, bf16_packed_size(OC, IC));
-    forward(emulate, out, dgelu, round_in, rows, xr, W, wp, wp, bias, N, IC, OC);
+    forward(emulate, out, dgelu, rout, round_in, rows, xr, W, wp, wp, bias, N, IC, OC);
+}
+
+void bf16_forward_with(float *out, float *dgelu, const float *in, const Bf16Rows *rin,
+                       const float *W, const Bf16Weight *wc, const float *bias, int N, int IC,
+                       int OC, Bf16Path path)
+{
+    bf16_forward_rounding(out, dgelu, NULL, in, rin, W, wc, bias, N, IC, OC, path);
 }
 
 void bf16_forward(float *out, float *dgelu, const float *in, const float *W, const float *bias,
@@ -481,10 +518,21 @@ void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
                         const Bf16Weight *wc, const float *dgelu, int N, int IC, int OC,
                         Bf16Path path)
 {
+    bf16_backward_rounding(din, NULL, dW, dbias, dout, rdout, in, W, wc, dgelu, N, IC, OC,
+                           path);
+}
+
+void bf16_backward_rounding(float *din, Bf16Rows *rdin, float *dW, float *dbias,
+                            const float *dout, const Bf16Rows *rdout, const float *in,
+                            const float *W, const Bf16Weight *wc, const float *dgelu, int N,
+                            int IC, int OC, Bf16Path path)
+{
     assert(!wc || (wc->W == W && wc->OC == OC && wc->IC == IC));
+    assert(!rdin || rdin != rdout);
+    rdin = rows_start(rdin, din, N, IC);
     int emulate = bf16_emulated(path);
     if (emulate) {                /* what the float32 kernels took is done */
-        int done = bf16_emul_backward(din, dW, dout,
+        int done = bf16_emul_backward(din, rdin, dW, dout,
                                       bf16_rows_of(rdout, dout, N, OC, BF16_COPY_FLOATS), in,
                                       W, wc, dgelu, N, IC, OC);
         if (done & BF16_EMUL_DIN)
@@ -531,9 +579,10 @@ void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
             }
             #pragma omp barrier
             if (dW)             /* the larger tiles first; din's even out the end */
-                tiles_for(emulate, dW, (size_t)IC, dt, (size_t)Pn, xp, OC, IC, Pn, &ew);
+                tiles_for(emulate, dW, (size_t)IC, dt, (size_t)Pn, xp, OC, IC, Pn, &ew, NULL);
             if (din)
-                tiles_for(emulate, din, (size_t)IC, drp, (size_t)Po, wtp, N, IC, Po, &ein);
+                tiles_for(emulate, din, (size_t)IC, drp, (size_t)Po, wtp, N, IC, Po, &ein,
+                          rdin);
         }
     }
     if (dbias)

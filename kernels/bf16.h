@@ -177,4 +177,25 @@ void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
                         const struct Bf16Weight *wc, const float *dgelu, int N, int IC, int OC,
                         Bf16Path path);
 
+/* The two above that also round the product's own output along its rows for the
+ * product that reads it next: the forward's out[N][OC] into rout (the GELU's output,
+ * which fcproj reads), the backward's din[N][IC] into rdin (the GELU backward's dfch,
+ * which fc's backward reads as dout), in rout's or rdin's own layout
+ * (kernels/bf16_rows.h), whatever path computes the product. The instruction's and the
+ * step-by-step tiles round each block of outputs as it finishes, while it is in cache;
+ * the emulation on the float32 kernels rounds the final output (its exceptions
+ * recomputed) in a pass after the product, which saves nothing over the next product's
+ * own pass (docs/matmul.md). rout/rdin NULL: none; without room for the output it is
+ * dropped (holds nothing). It must not be rin or rdout. The product's bits are those of
+ * the two above, and the copy is the rounding the next product would make of the
+ * output. */
+void bf16_forward_rounding(float *out, float *dgelu, struct Bf16Rows *rout, const float *in,
+                           const struct Bf16Rows *rin, const float *W,
+                           const struct Bf16Weight *wc, const float *bias, int N, int IC,
+                           int OC, Bf16Path path);
+void bf16_backward_rounding(float *din, struct Bf16Rows *rdin, float *dW, float *dbias,
+                            const float *dout, const struct Bf16Rows *rdout, const float *in,
+                            const float *W, const struct Bf16Weight *wc, const float *dgelu,
+                            int N, int IC, int OC, Bf16Path path);
+
 #endif

@@ -234,6 +234,18 @@ static void fix_exceptions(float *C, size_t ldc, const Exceptions *x, const floa
     }
 }
 
+/* out[M][*]'s rows (ldo floats apart) rounded into r, once the product and its
+ * exceptions are final. A pass of its own: rounding each float32 tile as it finished
+ * (a band of rows per thread, its rows' exponents gathered over the column blocks) was
+ * built and measured on the AMD EPYC Zen 3, and cost 2-3x this pass at NANO's shapes
+ * (docs/matmul.md, "The GELU's output and dfch"). */
+static void rows_put_all(Bf16Rows *r, const float *out, int M, size_t ldo)
+{
+    #pragma omp parallel for schedule(static) if (parallel_rounding((double)M * ldo))
+    for (int i = 0; i < M; i++)
+        bf16_rows_put(r, i, out + (size_t)i * ldo);
+}
+
 static float *slot(int s, size_t n)
 {
     return scratch_floats(s, n ? n : 1);
@@ -272,9 +284,9 @@ static const Bf16Weight *floats_of(const Bf16Weight *wc)
     return wc && wc->kind == BF16_COPY_FLOATS ? wc : NULL;
 }
 
-int bf16_emul_forward(float *out, float *dgelu, const float *in, const Bf16Rows *rin,
-                      const float *W, const Bf16Weight *wc, const float *bias, int N, int IC,
-                      int OC)
+int bf16_emul_forward(float *out, float *dgelu, Bf16Rows *rout, const float *in,
+                      const Bf16Rows *rin, const float *W, const Bf16Weight *wc,
+                      const float *bias, int N, int IC, int OC)
 {
     if (!MATMUL_FMA || N <= 0 || IC <= 0 || OC <= 0)
         return 0;
@@ -305,13 +317,16 @@ int bf16_emul_forward(float *out, float *dgelu, const float *in, const Bf16Rows 
         Finish f = { bias, NULL, dgelu };
         fix_exceptions(out, (size_t)OC, &x, xf, (size_t)K2, 1, wf, (size_t)K2, 1, K2, &f);
     }
+    if (rout)
+        rows_put_all(rout, out, N, (size_t)OC);
     return 1;
 }
 
 /* din[N][IC] = chain over o of dout[n][o] W[o][ic] (times dgelu): dout's rows and W's
  * columns rounded in pairs of o; the float32 layer's din with OC = 2 bf16_pairs(OC). */
-static int emul_din(float *din, const float *dout, const Bf16Rows *rdout, const float *W,
-                    const Bf16Weight *wc, const float *dgelu, int N, int IC, int OC)
+static int emul_din(float *din, Bf16Rows *rdin, const float *dout, const Bf16Rows *rdout,
+                    const float *W, const Bf16Weight *wc, const float *dgelu, int N, int IC,
+                    int OC)
 {
     int K2 = 2 * bf16_pairs(OC);
     unsigned char *ex = (unsigned char *)slot(SLOT_EXP, ((size_t)N + IC) / 4 + 1);
@@ -347,6 +362,8 @@ static int emul_din(float *din, const float *dout, const Bf16Rows *rdout, const 
         Finish f = { NULL, dgelu, NULL };
         fix_exceptions(din, (size_t)IC, &x, df, (size_t)K2, 1, wf, 1, (size_t)IC, K2, &f);
     }
+    if (rdin)
+        rows_put_all(rdin, din, N, (size_t)IC);
     return 1;
 }
 
@@ -378,14 +395,14 @@ static int emul_dw(float *dW, const float *dout, const float *in, int N, int IC,
     return 1;
 }
 
-int bf16_emul_backward(float *din, float *dW, const float *dout, const Bf16Rows *rdout,
-                       const float *in, const float *W, const Bf16Weight *wc,
-                       const float *dgelu, int N, int IC, int OC)
+int bf16_emul_backward(float *din, Bf16Rows *rdin, float *dW, const float *dout,
+                       const Bf16Rows *rdout, const float *in, const float *W,
+                       const Bf16Weight *wc, const float *dgelu, int N, int IC, int OC)
 {
     if (!MATMUL_FMA || N <= 0 || IC <= 0 || OC <= 0)
         return 0;
     int done = 0;
-    if (din && emul_din(din, dout, rdout, W, floats_of(wc), dgelu, N, IC, OC))
+    if (din && emul_din(din, rdin, dout, rdout, W, floats_of(wc), dgelu, N, IC, OC))
         done |= BF16_EMUL_DIN;
     if (dW && emul_dw(dW, dout, in, N, IC, OC))
         done |= BF16_EMUL_DW;

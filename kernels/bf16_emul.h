@@ -51,11 +51,13 @@ unsigned char bf16_emul_round_row(float *dst, const float *row, int K);
 /* bf16_forward's product, emulated: 1 done, 0 declined (nothing written). rin: in's
  * rows rounded by their producer (bf16_rows.h), of kind BF16_COPY_FLOATS, read instead
  * of rounding in, or NULL. wc: W's copies (bf16_weight.h) of kind BF16_COPY_FLOATS,
- * read instead of rounding W, or NULL. */
+ * read instead of rounding W, or NULL. rout: started on out (bf16_rows_start), of
+ * either kind, or NULL: out's rows rounded into it once out is final (exceptions
+ * recomputed), in a pass after the product. */
 struct Bf16Rows;
-int bf16_emul_forward(float *out, float *dgelu, const float *in, const struct Bf16Rows *rin,
-                      const float *W, const Bf16Weight *wc, const float *bias, int N, int IC,
-                      int OC);
+int bf16_emul_forward(float *out, float *dgelu, struct Bf16Rows *rout, const float *in,
+                      const struct Bf16Rows *rin, const float *W, const Bf16Weight *wc,
+                      const float *bias, int N, int IC, int OC);
 
 /* bf16_forward_packed's product without the GELU, emulated on the packed panels one row
  * at a time (the sampler's steps): 1 done, 0 declined (dgelu asked for, or MATMUL_FMA
@@ -70,10 +72,10 @@ enum { BF16_EMUL_DIN = 1, BF16_EMUL_DW = 2 };
 /* bf16_backward's din and dW products, emulated (dbias is left to the caller); returns
  * the BF16_EMUL_ bits of those done, the others untouched. wc as in bf16_emul_forward
  * (din reads its backward copy); rdout: dout's rows rounded by their producer, of kind
- * BF16_COPY_FLOATS, read by din's product instead of rounding dout, or NULL. */
-int bf16_emul_backward(float *din, float *dW, const float *dout,
-                       const struct Bf16Rows *rdout, const float *in,
-                       const float *W, const Bf16Weight *wc, const float *dgelu, int N, int IC,
-                       int OC);
+ * BF16_COPY_FLOATS, read by din's product instead of rounding dout, or NULL; rdin: as
+ * bf16_emul_forward's rout, for din (written only when din is done). */
+int bf16_emul_backward(float *din, struct Bf16Rows *rdin, float *dW, const float *dout,
+                       const struct Bf16Rows *rdout, const float *in, const float *W,
+                       const Bf16Weight *wc, const float *dgelu, int N, int IC, int OC);
 
 #endif

@@ -60,6 +60,40 @@ void bf16_rows_put(Bf16Rows *r, int i, const float *row)
         bf16_round_row(dst, row, r->k);
 }
 
+void bf16_rows_put_block(Bf16Rows *r, int i0, int m, int j0, int n, const float *x,
+                         size_t ldx, unsigned char *emin)
+{
+    assert(j0 % 2 == 0 && (n % 2 == 0 || j0 + n == r->k) && j0 + n <= r->k);
+    size_t words = row_words(r->k, r->kind);
+    for (int i = 0; i < m; i++) {
+        /* a block's pairs are the row's: j0 even, and an odd n ends the row, where
+         * the row's own rounding pads the same way */
+        uint32_t *dst = r->rows + (size_t)(i0 + i) * words;
+        if (r->kind == BF16_COPY_FLOATS) {
+            unsigned char e = bf16_emul_round_row((float *)dst + j0, x + (size_t)i * ldx, n);
+            emin[i] = e < emin[i] ? e : emin[i];
+        } else {
+            bf16_round_row(dst + j0 / 2, x + (size_t)i * ldx, n);
+        }
+    }
+}
+
+void bf16_rows_put_exps(Bf16Rows *r, int i0, int m, const unsigned char *emin)
+{
+    if (r->kind == BF16_COPY_FLOATS)
+        memcpy(r->row_exp + i0, emin, (size_t)m);
+}
+
+void bf16_rows_drop(Bf16Rows *r)
+{
+    r->of = NULL, r->n = r->k = 0;
+}
+
+int bf16_rows_fits(const Bf16Rows *r, int n, int k)
+{
+    return r && r->rows && n > 0 && k > 0 && n <= r->cap_n && k <= r->cap_k;
+}
+
 const Bf16Rows *bf16_rows_of(const Bf16Rows *r, const float *in, int N, int K,
                              Bf16CopyKind kind)
 {

@@ -13,7 +13,13 @@
  *   BF16_COPY_PANELS, for the instruction and the step-by-step emulation:
  *     rows[N][bf16_pairs(K)] = bf16_round_rows(in).
  * It holds one matrix at a time (of, n, k say which); the product checks that it is
- * the rounding of its own input and of its kind, else rounds as before. */
+ * the rounding of its own input and of its kind, else rounds as before.
+ *
+ * A product can write its own output's rows the same way as its tiles finish
+ * (bf16_forward_rounding, bf16_backward_rounding in kernels/bf16.h): a tile covers a
+ * block of columns of some rows, so it rounds that block (bf16_rows_put_block) and
+ * whoever walks all of a row's blocks sets the row's exponent from theirs
+ * (bf16_rows_put_exps). */
 #ifndef HEADCOUNT_BF16_ROWS_H
 #define HEADCOUNT_BF16_ROWS_H
 
@@ -45,6 +51,21 @@ void bf16_rows_start(Bf16Rows *r, const float *x, int n, int k);
 /* Rounds row i of the matrix started, from its values `row` (k floats); rows may be
  * written by different threads in any order. */
 void bf16_rows_put(Bf16Rows *r, int i, const float *row);
+
+/* Rounds the block x[m][n] (rows ldx apart) that is rows i0..i0+m-1, columns
+ * j0..j0+n-1 of the matrix started, as bf16_rows_put rounds those elements: j0 even,
+ * and n even unless the block ends the rows, so that no pair is split. For
+ * BF16_COPY_FLOATS it lowers emin[r] to the smallest biased exponent of the block's row
+ * r (start emin at 255); a row's exponent is the least over all its blocks. */
+void bf16_rows_put_block(Bf16Rows *r, int i0, int m, int j0, int n, const float *x,
+                         size_t ldx, unsigned char *emin);
+/* Sets the exponents of rows i0..i0+m-1 (BF16_COPY_FLOATS; nothing for the pairs) from
+ * emin[m], once every block of those rows is put. */
+void bf16_rows_put_exps(Bf16Rows *r, int i0, int m, const unsigned char *emin);
+/* Holds no matrix any more (a producer that was to write r and could not). */
+void bf16_rows_drop(Bf16Rows *r);
+/* Whether r has room for an n x k matrix. */
+int bf16_rows_fits(const Bf16Rows *r, int n, int k);
 
 /* r when it holds the rounding of in[N][K] in the layout `kind`, else NULL. */
 const Bf16Rows *bf16_rows_of(const Bf16Rows *r, const float *in, int N, int K,

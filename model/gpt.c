@@ -148,14 +148,25 @@ int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
 
 int acts_bf16_init(Activations *a, Bf16CopyKind kind)
 {
-    bf16_rows_free(&a->rows_bf16);
+    acts_bf16_free(a);
     int K = a->V > a->C ? (int)a->V : (int)a->C;     /* dlogits' rows, or a LayerNorm's */
-    return bf16_rows_init(&a->rows_bf16, (int)a->N, K, kind);
+    int rc = bf16_rows_init(&a->rows_bf16, (int)a->N, K, kind);
+    /* the emulation's products would round their output in a pass of their own, which
+     * saves nothing over the next product's (kernels/bf16_emul.c): no copy for them */
+    if (kind == BF16_COPY_PANELS && bf16_rows_init(&a->mlp_bf16, (int)a->N, 4 * (int)a->C, kind))
+        rc = -1;
+    return rc;
+}
+
+void acts_bf16_free(Activations *a)
+{
+    bf16_rows_free(&a->rows_bf16);
+    bf16_rows_free(&a->mlp_bf16);
 }
 
 void acts_free(Activations *a)
 {
-    bf16_rows_free(&a->rows_bf16);
+    acts_bf16_free(a);
     bigbuf_free(a->buf);
     memset(a, 0, sizeof *a);
 }
@@ -210,35 +221,54 @@ static void gate_gradient(double *grad, const float *dy, const float *y, size_t 
 
 /* A linear layer's forward in the model's precision: out = in . W^T + b, or with
  * dgelu the MLP's first layer (out = gelu, dgelu = gelu'). rin: in's rows rounded to
- * bf16 by in's producer, or NULL (bf16: the product rounds them). */
-static void linear_forward(const Model *m, float *out, float *dgelu, const float *in,
-                           const Bf16Rows *rin, const float *W, const float *b, int N, int IC,
-                           int OC)
+ * bf16 by in's producer, or NULL (bf16: the product rounds them). rout (bf16): out's
+ * rows rounded by this product for the one that reads out next, or NULL. */
+static void linear_forward_rounding(const Model *m, float *out, float *dgelu, Bf16Rows *rout,
+                                    const float *in, const Bf16Rows *rin, const float *W,
+                                    const float *b, int N, int IC, int OC)
 {
     if (m->precision == PRECISION_BF16)
-        bf16_forward_with(out, dgelu, in, rin, W, bf16_weight_find(m->bf16_copies, W, OC, IC),
-                          b, N, IC, OC, m->bf16_path);
+        bf16_forward_rounding(out, dgelu, rout, in, rin, W,
+                              bf16_weight_find(m->bf16_copies, W, OC, IC), b, N, IC, OC,
+                              m->bf16_path);
     else if (dgelu)
         matmul_forward_gelu(out, dgelu, in, W, b, N, IC, OC);
     else
         matmul_forward(out, in, W, b, N, IC, OC);
 }
 
+static void linear_forward(const Model *m, float *out, float *dgelu, const float *in,
+                           const Bf16Rows *rin, const float *W, const float *b, int N, int IC,
+                           int OC)
+{
+    linear_forward_rounding(m, out, dgelu, NULL, in, rin, W, b, N, IC, OC);
+}
+
 /* The gradients of linear_forward in the model's precision (matmul.h's
  * matmul_backward, or with dgelu matmul_backward_gelu; kernels/bf16.h's bf16_backward
- * runs the same products with bf16 inputs). */
-static void linear_backward(const Model *m, float *din, float *dW, float *db, const float *dout,
-                            const Bf16Rows *rdout, const float *in, const float *W,
-                            const float *dgelu, int N, int IC, int OC)
+ * runs the same products with bf16 inputs). rdout: dout's rows rounded by dout's
+ * producer, or NULL; rdin (bf16): din's rows rounded by this product for the one that
+ * reads din next, or NULL. */
+static void linear_backward_rounding(const Model *m, float *din, Bf16Rows *rdin, float *dW,
+                                     float *db, const float *dout, const Bf16Rows *rdout,
+                                     const float *in, const float *W, const float *dgelu,
+                                     int N, int IC, int OC)
 {
     if (m->precision == PRECISION_BF16)
-        bf16_backward_with(din, dW, db, dout, rdout, in, W,
-                           bf16_weight_find(m->bf16_copies, W, OC, IC), dgelu, N, IC, OC,
-                           m->bf16_path);
+        bf16_backward_rounding(din, rdin, dW, db, dout, rdout, in, W,
+                               bf16_weight_find(m->bf16_copies, W, OC, IC), dgelu, N, IC, OC,
+                               m->bf16_path);
     else if (dgelu)
         matmul_backward_gelu(din, dW, db, dout, in, W, dgelu, N, IC, OC);
     else
         matmul_backward(din, dW, db, dout, in, W, N, IC, OC);
+}
+
+static void linear_backward(const Model *m, float *din, float *dW, float *db, const float *dout,
+                            const Bf16Rows *rdout, const float *in, const float *W,
+                            const float *dgelu, int N, int IC, int OC)
+{
+    linear_backward_rounding(m, din, NULL, dW, db, dout, rdout, in, W, dgelu, N, IC, OC);
 }
 
 double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
@@ -256,6 +286,8 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
     double balance = 0.0;
     /* bf16: each LayerNorm rounds its output for the product that reads it next */
     Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->rows_bf16.rows ? &a->rows_bf16 : NULL;
+    /* and fc's product rounds the GELU's output for fcproj */
+    Bf16Rows *hidden = m->precision == PRECISION_BF16 && a->mlp_bf16.rows ? &a->mlp_bf16 : NULL;
 
     encoder_forward(a->encoded, tokens, w->wte, w->wpe, B, T, C);
     const float *res = a->encoded;
@@ -311,8 +343,9 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
 
         layernorm_forward_rounded(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
                                   lw->ln2w, lw->ln2b, N, C, rounded);
-        linear_forward(m, fch_gelu, fch_dgelu, ln2, rounded, lw->fcw, lw->fcb, N, C, 4 * C);
-        linear_forward(m, fcproj, NULL, fch_gelu, NULL, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
+        linear_forward_rounding(m, fch_gelu, fch_dgelu, hidden, ln2, rounded, lw->fcw, lw->fcb,
+                                N, C, 4 * C);
+        linear_forward(m, fcproj, NULL, fch_gelu, hidden, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
         if (p > 0.0f) {
             dropout_forward(res3, fcproj, (size_t)N * C, p, site_key(opt, l, SITE_MLP_RESID));
             residual_forward(res3, res2, res3, (size_t)N * C);
@@ -349,6 +382,8 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
      * LayerNorms dres' (read directly without dropout), dropout_backward dbranch's */
     Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->rows_bf16.rows ? &a->rows_bf16 : NULL;
     Bf16Rows *rdres = p > 0.0f ? NULL : rounded;
+    /* and fcproj's din product dfch's rows for fc's backward */
+    Bf16Rows *hidden = m->precision == PRECISION_BF16 && a->mlp_bf16.rows ? &a->mlp_bf16 : NULL;
 
     memset(a->dlogits, 0, (size_t)N * V * sizeof(float));
     crossentropy_backward_rounded(a->dlogits, a->probs, targets, N, V, 1.0f / (float)N, rounded);
@@ -376,9 +411,9 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
                                      site_key(opt, l, SITE_MLP_RESID), rounded);
             branch = a->dbranch;
         }
-        linear_backward(m, a->dfch, lg->fcprojw, lg->fcprojb, branch, rounded, fch_gelu,
-                        lw->fcprojw, fch_dgelu, N, 4 * C, C);
-        linear_backward(m, a->dln, lg->fcw, lg->fcb, a->dfch, NULL, ln2, lw->fcw, NULL, N, C,
+        linear_backward_rounding(m, a->dfch, hidden, lg->fcprojw, lg->fcprojb, branch, rounded,
+                                 fch_gelu, lw->fcprojw, fch_dgelu, N, 4 * C, C);
+        linear_backward(m, a->dln, lg->fcw, lg->fcb, a->dfch, hidden, ln2, lw->fcw, NULL, N, C,
                         4 * C);
         layernorm_backward_rounded(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
                                    a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C, rdres);

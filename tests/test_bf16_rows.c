@@ -491,3 +491,203 @@ Test(bf16_rows, residual_gradients_producers_keep_their_bits_and_write_the_round
                                   (Bf16CopyKind)kind, threads);
     }
 }
+
+/* The GELU's output and dfch, rounded by the products that write them
+ * (bf16_forward_rounding, bf16_backward_rounding): the product's bits are those of the
+ * product that writes no copy, the copy is the rounding of its finished output, and the
+ * next product reading it gives the bits of that product rounding its input. The cases:
+ * ordinary values; planted chains whose first step is a denormal the instruction flushes
+ * (the emulation recomputes those outputs after its float32 tiles, and the copy must
+ * hold the recomputed ones); every value of any bits (the step-by-step tiles). */
+enum { ORDINARY, PLANTED, ANY_BITS };
+
+/* a0 a0 = 2^-120 (1 + 2^-3 + 2^-8) (PLANT_SUM), a tie in bf16; a1 a1 = 2^-130, which
+ * the instruction flushes (the chain takes the odd element first) and fma keeps, so
+ * fma's sum lies above the tie: rounded before the fix, the copy would be one ulp off. */
+static const float PLANT_A0 = 0x1.1p-60f, PLANT_A1 = 0x1p-65f;
+static const float PLANT_SUM = 0x1.21p-120f;
+
+/* A planted chain at output (i, j) of a product whose row i of the left operand is
+ * a[i * ai + k * ak] and column j of the right one b[j * bj + k * bk], k < K: the pairs
+ * (a0, a1), (a0, a1) in k = 0, 1, zeros after them. */
+static void plant(float *a, size_t ai, size_t ak, float *b, size_t bj, size_t bk, int i, int j,
+                  int K)
+{
+    for (int k = 0; k < K; k++) {
+        float v = k == 0 ? PLANT_A0 : k == 1 ? PLANT_A1 : 0.0f;
+        a[(size_t)i * ai + (size_t)k * ak] = v;
+        b[(size_t)j * bj + (size_t)k * bk] = v;
+    }
+}
+
+static const int rounding_shapes[][3] = {
+    /* N, IC, OC: several row bands and column blocks, an odd output width */
+    { 13, 5, 7 }, { 200, 40, 300 }, { 97, 33, 513 }, { 7, 1, 3 },
+};
+
+/* fc's forward writing its output's rows into rows of `kind`, against the same forward
+ * writing none; then fcproj's forward (OC -> 9) reading them against rounding its
+ * input. */
+static void forward_rounding_case(Rng *rng, int N, int IC, int OC, int mode,
+                                  Bf16CopyKind kind, Bf16Path path)
+{
+    size_t no = (size_t)N * OC, ni = (size_t)N * IC, nw = (size_t)OC * IC;
+    int any = mode == ANY_BITS, O2 = 9;
+    float *in = values(rng, ni, 1.0f, any), *W = values(rng, nw, 0.05f, any);
+    float *bias = values(rng, (size_t)OC, 0.1f, 0), *W2 = values(rng, (size_t)O2 * OC, 0.05f, 0);
+    int pi[2] = { N / 2, N - 1 }, pj[2] = { OC / 2, OC - 1 };
+    if (mode == PLANTED)
+        for (int t = 0; t < 2; t++) {
+            plant(in, (size_t)IC, 1, W, (size_t)IC, 1, pi[t], pj[t], IC);
+            bias[pj[t]] = 0.0f;
+        }
+    float *out[2], *gd[2], *y[2];
+    for (int r = 0; r < 2; r++) {
+        out[r] = malloc(no * 4), gd[r] = malloc(no * 4), y[r] = malloc((size_t)N * O2 * 4);
+        cr_assert(out[r] && gd[r] && y[r]);
+    }
+    Bf16Weight c;
+    cr_assert_eq(bf16_weight_init(&c, W, OC, IC, kind), 0);
+    bf16_weight_write(&c);
+    Bf16Rows rows, small;
+    cr_assert_eq(bf16_rows_init(&rows, N, OC + 1, kind), 0);
+    cr_assert_eq(bf16_rows_init(&small, N, OC > 1 ? OC - 1 : 1, kind), 0);
+    char what[160];
+    for (int gelu = 0; gelu < 2; gelu++)
+        for (int withw = 0; withw < 2; withw++) {
+            snprintf(what, sizeof what, "forward N=%d IC=%d OC=%d mode %d kind %d path %d "
+                     "gelu %d W copies %d threads %d", N, IC, OC, mode, (int)kind, (int)path,
+                     gelu, withw, omp_get_max_threads());
+            bf16_rows_start(&rows, in, N, IC);      /* it held another matrix before */
+            bf16_forward_with(out[0], gelu ? gd[0] : NULL, in, NULL, W, withw ? &c : NULL,
+                              bias, N, IC, OC, path);
+            bf16_forward_rounding(out[1], gelu ? gd[1] : NULL, &rows, in, NULL, W,
+                                  withw ? &c : NULL, bias, N, IC, OC, path);
+            expect_same(out[1], out[0], no, what);
+            if (gelu)
+                expect_same(gd[1], gd[0], no, what);
+            expect_rounding_of(&rows, out[1], N, OC, what);
+            if (mode == PLANTED && !gelu)               /* the instruction's sum */
+                for (int t = 0; t < 2; t++)
+                    cr_assert_eq(tu_bits(out[1][(size_t)pi[t] * OC + pj[t]]),
+                                 tu_bits(PLANT_SUM), "%s: planted output %d is %a", what, t,
+                                 out[1][(size_t)pi[t] * OC + pj[t]]);
+            bf16_forward_with(y[0], NULL, out[1], NULL, W2, NULL, NULL, N, OC, O2, path);
+            bf16_forward_with(y[1], NULL, out[1], &rows, W2, NULL, NULL, N, OC, O2, path);
+            expect_same(y[1], y[0], (size_t)N * O2, what);
+            /* without room for the output the copy holds nothing afterwards */
+            bf16_rows_start(&small, out[1], N, OC > 1 ? OC - 1 : 1);
+            bf16_forward_rounding(out[1], gelu ? gd[1] : NULL, &small, in, NULL, W,
+                                  withw ? &c : NULL, bias, N, IC, OC, path);
+            expect_same(out[1], out[0], no, what);
+            cr_assert(small.of == NULL, "%s: a copy too small still holds a matrix", what);
+        }
+    bf16_rows_free(&rows);
+    bf16_rows_free(&small);
+    bf16_weight_free(&c);
+    for (int r = 0; r < 2; r++)
+        free(out[r]), free(gd[r]), free(y[r]);
+    free(in), free(W), free(bias), free(W2);
+}
+
+Test(bf16_rows, forward_writing_its_outputs_rows_keeps_its_bits_and_writes_their_rounding)
+{
+    Rng rng;
+    rng_init(&rng, 76, 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (size_t s = 0; s < sizeof rounding_shapes / sizeof rounding_shapes[0]; s++)
+            for (int mode = ORDINARY; mode <= ANY_BITS; mode++)
+                for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++)
+                    for (int path = BF16_AUTO; path <= BF16_EMULATED; path++)
+                        if (mode != PLANTED || rounding_shapes[s][1] >= 2)
+                            forward_rounding_case(&rng, rounding_shapes[s][0],
+                                                  rounding_shapes[s][1], rounding_shapes[s][2],
+                                                  mode, (Bf16CopyKind)kind, (Bf16Path)path);
+    }
+}
+
+/* fcproj's backward (OC -> IC: din = dfch, times dgelu) writing din's rows into rows of
+ * `kind`, against the same backward writing none (din, dW, dbias); then fc's backward
+ * (IC -> 11: din's rows are its dout's) reading them against rounding its dout. */
+static void backward_rounding_case(Rng *rng, int N, int IC, int OC, int mode,
+                                   Bf16CopyKind kind, Bf16Path path)
+{
+    size_t no = (size_t)N * OC, ni = (size_t)N * IC, nw = (size_t)OC * IC;
+    int any = mode == ANY_BITS, I2 = 11;
+    size_t n2 = (size_t)N * I2, nw2 = (size_t)IC * I2;
+    float *dout = values(rng, no, 1.0f, any), *in = values(rng, ni, 1.0f, any);
+    float *W = values(rng, nw, 0.05f, any), *dg = values(rng, ni, 1.0f, 0);
+    float *dW0 = values(rng, nw, 0.01f, 0), *db0 = values(rng, (size_t)OC, 0.01f, 0);
+    float *in2 = values(rng, n2, 1.0f, 0), *W2 = values(rng, nw2, 0.05f, 0);
+    int pi[2] = { N / 2, N - 1 }, pj[2] = { IC / 2, IC - 1 };
+    if (mode == PLANTED)            /* dout's row i, W's column j (W[o][j], o < OC) */
+        for (int t = 0; t < 2; t++) {
+            plant(dout, (size_t)OC, 1, W, 1, (size_t)IC, pi[t], pj[t], OC);
+            dg[(size_t)pi[t] * IC + pj[t]] = 1.0f;
+        }
+    float *din[2], *dW[2], *db[2], *din2[2], *dW2[2];
+    for (int r = 0; r < 2; r++) {
+        din[r] = malloc(ni * 4), dW[r] = malloc(nw * 4), db[r] = malloc((size_t)OC * 4);
+        din2[r] = malloc(n2 * 4), dW2[r] = malloc(nw2 * 4);
+        cr_assert(din[r] && dW[r] && db[r] && din2[r] && dW2[r]);
+    }
+    Bf16Weight c;
+    cr_assert_eq(bf16_weight_init(&c, W, OC, IC, kind), 0);
+    bf16_weight_write(&c);
+    Bf16Rows rows;
+    cr_assert_eq(bf16_rows_init(&rows, N + 3, IC, kind), 0);
+    char what[160];
+    for (int gelu = 0; gelu < 2; gelu++)
+        for (int withw = 0; withw < 2; withw++) {
+            snprintf(what, sizeof what, "backward N=%d IC=%d OC=%d mode %d kind %d path %d "
+                     "gelu %d W copies %d threads %d", N, IC, OC, mode, (int)kind, (int)path,
+                     gelu, withw, omp_get_max_threads());
+            bf16_rows_start(&rows, dout, N, 1);     /* it held another matrix before */
+            for (int r = 0; r < 2; r++) {
+                memcpy(dW[r], dW0, nw * 4);
+                memcpy(db[r], db0, (size_t)OC * 4);
+                bf16_backward_rounding(din[r], r ? &rows : NULL, dW[r], db[r], dout, NULL, in,
+                                       W, withw ? &c : NULL, gelu ? dg : NULL, N, IC, OC, path);
+            }
+            expect_same(din[1], din[0], ni, what);
+            expect_same(dW[1], dW[0], nw, what);
+            expect_same(db[1], db[0], (size_t)OC, what);
+            expect_rounding_of(&rows, din[1], N, IC, what);
+            if (mode == PLANTED)                    /* the instruction's sum, times 1 */
+                for (int t = 0; t < 2; t++)
+                    cr_assert_eq(tu_bits(din[1][(size_t)pi[t] * IC + pj[t]]),
+                                 tu_bits(PLANT_SUM), "%s: planted output %d is %a", what, t,
+                                 din[1][(size_t)pi[t] * IC + pj[t]]);
+            for (int r = 0; r < 2; r++) {
+                memset(dW2[r], 0, nw2 * 4);
+                bf16_backward_with(din2[r], dW2[r], NULL, din[1], r ? &rows : NULL, in2, W2,
+                                   NULL, NULL, N, I2, IC, path);
+            }
+            expect_same(din2[1], din2[0], n2, what);
+            expect_same(dW2[1], dW2[0], nw2, what);
+        }
+    bf16_rows_free(&rows);
+    bf16_weight_free(&c);
+    for (int r = 0; r < 2; r++)
+        free(din[r]), free(dW[r]), free(db[r]), free(din2[r]), free(dW2[r]);
+    free(dout), free(in), free(W), free(dg), free(dW0), free(db0), free(in2), free(W2);
+}
+
+Test(bf16_rows, backward_writing_dins_rows_keeps_its_bits_and_writes_their_rounding)
+{
+    Rng rng;
+    rng_init(&rng, 77, 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (size_t s = 0; s < sizeof rounding_shapes / sizeof rounding_shapes[0]; s++)
+            for (int mode = ORDINARY; mode <= ANY_BITS; mode++)
+                for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++)
+                    for (int path = BF16_AUTO; path <= BF16_EMULATED; path++)
+                        /* din's columns are the shapes' OC, its sum over their IC */
+                        if (mode != PLANTED || rounding_shapes[s][1] >= 2)
+                            backward_rounding_case(&rng, rounding_shapes[s][0],
+                                                   rounding_shapes[s][2], rounding_shapes[s][1],
+                                                   mode, (Bf16CopyKind)kind, (Bf16Path)path);
+    }
+}

@@ -109,15 +109,16 @@ static void bf16_copies_sync(Trainer *t)
 }
 
 /* Makes room for the rounded rows of the LayerNorms' outputs and of dlogits
- * (Activations.rows_bf16) where the precision is bf16 and it is missing or of another
- * kind than the model's path reads; frees it in fp32. Without memory for it the
- * products round their inputs themselves, to the same bits. */
+ * (Activations.rows_bf16), and of the MLP's hidden rows (mlp_bf16), where the precision
+ * is bf16 and they are missing or of another kind than the model's path reads; frees
+ * them in fp32. Without memory for them the products round their inputs themselves, to
+ * the same bits. */
 static void bf16_rows_sync(Trainer *t)
 {
     const Model *m = &t->model;
     Bf16CopyKind kind = bf16_copy_kind(m->bf16_path);
     if (m->precision != PRECISION_BF16)
-        bf16_rows_free(&t->acts.rows_bf16);
+        acts_bf16_free(&t->acts);
     else if (!t->acts.rows_bf16.rows || t->acts.rows_bf16.kind != kind)
         (void)acts_bf16_init(&t->acts, kind);
 }

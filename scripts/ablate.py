@@ -641,17 +641,40 @@ def from_a_line_start(data):
     return data
 
 
+def depth_ckpts(a, sweep):
+    """{L: checkpoints} for the compare pages of a sweep of several depths: at each L
+    the first seed's model of each plain H and D, finished runs only, by H then D."""
+    done = [r for r in rep.runs_of(sweep) if is_done(a, r) and
+            os.path.isfile(os.path.join(a.out, "runs", r["name"], "model.ckpt"))]
+    first = {}
+    for r in done:
+        k = (r["L"], r["H"], r["D"])
+        first[k] = min(first.get(k, r["seed"]), r["seed"])
+    pages = {}
+    for r in sorted(done, key=lambda r: (r["L"], r["H"], r["D"])):
+        if r["seed"] == first[r["L"], r["H"], r["D"]]:
+            pages.setdefault(r["L"], []).append(
+                os.path.join(a.out, "runs", r["name"], "model.ckpt"))
+    return pages
+
+
 def write_compare(a, sweep):
     """index.html's compare pages (ablate_page.COMPARE), by ./infer --explore on the
     start of the validation text: compare.html from the sweep directory (the first
-    seed of each plain H and D), and with gated runs compare_gates.html. A page infer
+    seed of each plain H and D) or, where the sweep has several depths, one page per
+    depth, compare-L<L>.html (H is compared at a fixed depth, and the full sweep's 21
+    shapes would not fit on one page); with gated runs compare_gates.html. A page infer
     cannot write is left out with a warning; the report does not depend on it."""
     val = os.path.join(a.out, sweep.get("val_file", "val.txt"))
     if not os.path.isfile(val) or not any(
             is_done(a, r) and os.path.isfile(os.path.join(a.out, "runs", r["name"], "model.ckpt"))
             for r in rep.runs_of(sweep)):
         return  # nothing to show: no finished model, or no validation text
-    pages = [("compare.html", [a.out])]
+    if len(rep.depths(sweep)) > 1:
+        pages = [("compare-L%d.html" % L, ckpts) for L, ckpts in
+                 sorted(depth_ckpts(a, sweep).items())]
+    else:
+        pages = [("compare.html", [a.out])]
     if sweep.get("gates"):
         pages.append(("compare_gates.html", compare_ckpts(a, sweep)))
     text = os.path.join(a.out, COMPARE_TEXT)

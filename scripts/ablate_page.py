@@ -49,11 +49,15 @@ FIGURES = [("val_loss.svg", "Loss against H: bits per byte, mean ± 1 s.d. over 
 
 
 # The compare pages ablate.py writes beside index.html (./infer --explore on several
-# checkpoints, docs/explorer.md), and what each shows; the page links those that exist.
+# checkpoints, docs/explorer.md), and what each shows; the page links those that exist
+# (a sweep's pages per depth, DEPTH_COMPARE, where there are any, else compare.html).
 COMPARE = [("compare.html", "the first seed of each H and D on the start of the "
             "validation text, one box per model"),
            ("compare_gates.html", "the first seed of each H and D, the plain model beside "
             "its gated ones (each LAMBDA), on the same text")]
+# A sweep of several depths has one compare page per depth L instead of compare.html.
+DEPTH_COMPARE = ("compare-L%d.html", "the first seed of each H and D at L = %d on the start "
+                 "of the validation text, one box per model")
 
 
 def hs(values):
@@ -361,7 +365,12 @@ def page(outdir, description, answers, rows, twins, arms, titles, unit, twins_ht
     if not answers:
         out.append("<p>No run has finished yet.</p>")
     out.append("</section>")
-    pages = [(f, what) for f, what in COMPARE if os.path.exists(os.path.join(outdir, f))]
+    def there(f):
+        return os.path.exists(os.path.join(outdir, f))
+    by_depth = [(DEPTH_COMPARE[0] % L, DEPTH_COMPARE[1] % L)
+                for L in sorted({r["L"] for r in rows})]
+    pages = [p for p in by_depth if there(p[0])] or [p for p in COMPARE[:1] if there(p[0])]
+    pages += [p for p in COMPARE[1:] if there(p[0])]
     if pages:
         out.append("<h2>Compare pages</h2><ul>%s</ul>" % "".join(
             "<li><a href=\"%s\">%s</a>: %s</li>" % (e(f), e(f), e(what)) for f, what in pages))

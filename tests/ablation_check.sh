@@ -32,8 +32,8 @@
 #      --print-jobs names a run of train's depth as before and one of another depth
 #      L<L>-H..; the sweep trains each depth, the run of train's depth is bit for bit
 #      the run of a sweep without --layers, the report has a section per (arm, L) and an
-#      L column, the compare page is written; a sweep.json from before --layers still
-#      reports, checks and resumes;
+#      L column, a compare page per depth is written (and linked), no compare.html; a
+#      sweep.json from before --layers still reports, checks and resumes;
 #  13. a run whose done.json is junk, a directory or a FIFO, or whose model.ckpt is cut
 #      short, is no finished run: --check names it (exit 1), and a rerun sets it aside
 #      and trains it again;
@@ -431,7 +431,11 @@ for L in (1, 2):
 page = open(d + "/index.html").read()
 assert "L = 1" in page and "L = 2" in page
 EOF2
-[ -s "$work/layers/compare.html" ] || fail "no compare page for the --layers sweep"
+for L in 1 2; do
+    [ -s "$work/layers/compare-L$L.html" ] && grep -q "href=\"compare-L$L.html\"" \
+        "$work/layers/index.html" || fail "no compare page for L = $L of the --layers sweep"
+done
+[ ! -e "$work/layers/compare.html" ] || fail "a sweep of two depths wrote compare.html"
 python3 - "$work/nolayers/sweep.json" <<'EOF2'
 import json, sys
 s = json.load(open(sys.argv[1]))

@@ -10,7 +10,10 @@
  * backward reading dout's rows for din gives the bits of the backward rounding dout
  * (din, dW, dbias). So do the residual gradient's producers, the LayerNorm's backward
  * (dres) and the dropout's (dbranch), and proj's backward reading their rows gives its
- * bits. (The trainer's use of it is tested with the weights' copies:
+ * bits; and the columns those producers write for dW (as bf16_round_cols, or the
+ * emulation's floats with each column's smallest exponent) are the rounding of their
+ * finished output, and the backward reading them gives its bits and reads them (one
+ * bit flipped moves dW). (The trainer's use of it is tested with the weights' copies:
  * tests/test_bf16_weight.c.) */
 #include <criterion/criterion.h>
 #include <math.h>

@@ -24,7 +24,9 @@
  * written by the LayerNorm's and the dropout's backward for proj's and fcproj's din
  * (dres_passes); a sixth for the MLP's hidden rows, written by fc's forward (the
  * GELU's output) and fcproj's din product (dfch) as their tiles finish
- * (hidden_passes). It only reports: nothing here asserts on a time. */
+ * (hidden_passes); a seventh for the residual gradient's columns, written by the
+ * LayerNorm's and the dropout's backward for proj's and fcproj's dW (dres_col_passes).
+ * It only reports: nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"
@@ -386,6 +388,90 @@ static void dres_passes(int reps, Bf16Path path, double (*clock_fn)(void))
     }
 }
 
+/* The residual gradient's columns, rounded by its producers for proj's and fcproj's dW
+ * (kernels/bf16_rows.h), at the bench_train configurations' shapes, ms (median of reps,
+ * the cases taking turns). "LNb+rows" is layernorm_backward_rounded writing dres' rows
+ * (what the trainer ran before), "+cols" the same writing its columns too, "fused"
+ * their difference; "drop+rows", "+cols", "fused" the same for
+ * dropout_backward_rounded (p = 0.1); "dW" is proj's dW product (C -> C, dout =
+ * dbranch) rounding dout's columns itself, "dW+cols" the same reading the producer's
+ * columns, "pass" their difference (the column pass as the product makes it); "saved"
+ * pass - fused per call, and per step (2L calls). */
+static void dres_col_passes(int reps, Bf16Path path, double (*clock_fn)(void))
+{
+    static const struct { const char *name; int N, C, L; } shapes[] = {
+        {"BABY", 768, 128, 4}, {"MID", 4096, 256, 4}, {"NANO", 4096, 384, 6},
+    };
+    enum { CASES = 6 };
+    Bf16CopyKind kind = bf16_copy_kind(path);
+    printf("\nResidual gradient's column roundings (%s copies), ms, median of %d\n",
+           kind == BF16_COPY_FLOATS ? "float" : "pair", reps);
+    printf("%-6s %11s | %8s %7s %7s | %9s %7s %7s | %7s %7s %7s | %7s %9s | %7s %9s\n",
+           "config", "N x C", "LNb+rows", "+cols", "fused", "drop+rows", "+cols", "fused",
+           "dW", "dW+cols", "pass", "LN save", "per step", "dr save", "per step");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s].N, C = shapes[s].C, L2 = 2 * shapes[s].L;
+        size_t nc = (size_t)N * C;
+        float *x = filled(nc, 2.0f, 1), *dln = filled(nc, 0.01f, 2);
+        float *w = filled((size_t)C, 1.0f, 3);
+        float *dres = filled(nc, 0.01f, 4), *dbranch = filled(nc, 0, 5);
+        float *dw = filled((size_t)C, 0, 6), *db = filled((size_t)C, 0, 7);
+        float *mean = filled((size_t)N, 0, 8), *rstd = filled((size_t)N, 0, 9);
+        float *ln = filled(nc, 0, 10), *W = filled((size_t)C * C, 0.1f, 11);
+        float *in = filled(nc, 1.0f, 12), *dW = filled((size_t)C * C, 0, 13);
+        Bf16Rows rows, rc;
+        Bf16Weight wc;
+        if (bf16_rows_init(&rows, N, C, kind) || bf16_rows_init(&rc, N, C, kind) ||
+            bf16_rows_init_cols(&rc, N, C) || bf16_weight_init(&wc, W, C, C, kind)) {
+            fputs("bench_bf16: out of memory\n", stderr);
+            exit(1);
+        }
+        bf16_weight_write(&wc);
+        layernorm_forward(ln, mean, rstd, x, w, w, N, C);      /* the stored mean, rstd */
+        double *t = malloc((size_t)CASES * reps * sizeof(double));
+        for (int r = -1; r < reps; r++) {
+            double c0 = clock_fn();
+            layernorm_backward_rounded(dres, dw, db, dln, x, w, mean, rstd, N, C, &rows);
+            double c1 = clock_fn();
+            layernorm_backward_rounded(dres, dw, db, dln, x, w, mean, rstd, N, C, &rc);
+            double c2 = clock_fn();
+            memset(dbranch, 0, nc * sizeof(float));
+            double c3 = clock_fn();
+            dropout_backward_rounded(dbranch, dres, N, C, 0.1f, 7, &rows);
+            double c4 = clock_fn();
+            memset(dbranch, 0, nc * sizeof(float));
+            double c5 = clock_fn();
+            dropout_backward_rounded(dbranch, dres, N, C, 0.1f, 7, &rc);
+            double c6 = clock_fn();
+            bf16_backward_with(NULL, dW, NULL, dbranch, NULL, in, W, &wc, NULL, N, C, C, path);
+            double c7 = clock_fn();
+            bf16_backward_with(NULL, dW, NULL, dbranch, &rc, in, W, &wc, NULL, N, C, C, path);
+            double c8 = clock_fn();
+            if (r < 0)
+                continue;
+            double dt[CASES] = {c1 - c0, c2 - c1, c4 - c3, c6 - c5, c7 - c6, c8 - c7};
+            for (int k = 0; k < CASES; k++)
+                t[(size_t)k * reps + r] = dt[k];
+        }
+        double med[CASES];
+        for (int k = 0; k < CASES; k++)
+            med[k] = 1e3 * median(t + (size_t)k * reps, reps);
+        double fl = med[1] - med[0], fd = med[3] - med[2], pass = med[4] - med[5];
+        char dims[32];
+        snprintf(dims, sizeof dims, "%d x %d", N, C);
+        printf("%-6s %11s | %8.3f %7.3f %7.3f | %9.3f %7.3f %7.3f | %7.2f %7.2f %7.3f | %7.3f "
+               "%9.2f | %7.3f %9.2f\n", shapes[s].name, dims, med[0], med[1], fl, med[2],
+               med[3], fd, med[4], med[5], pass, pass - fl, (pass - fl) * L2, pass - fd,
+               (pass - fd) * L2);
+        fflush(stdout);
+        bf16_rows_free(&rows);
+        bf16_rows_free(&rc);
+        bf16_weight_free(&wc);
+        free(x), free(dln), free(w), free(dres), free(dbranch), free(dw), free(db), free(mean);
+        free(rstd), free(ln), free(W), free(in), free(dW), free(t);
+    }
+}
+
 /* The rounding of the MLP's hidden rows (N x 4C) by the products that write them
  * (bf16_forward_rounding, bf16_backward_rounding: the step-by-step and the
  * instruction's tiles as they finish, the emulation on the float32 kernels in a pass
@@ -549,5 +635,6 @@ int main(int argc, char **argv)
     dlogits_passes(passes_reps, vocab, path, clock_fn);
     dres_passes(passes_reps, path, clock_fn);
     hidden_passes(passes_reps, path, clock_fn);
+    dres_col_passes(passes_reps, path, clock_fn);
     return 0;
 }

@@ -558,8 +558,13 @@ void bf16_backward_rounding(float *din, Bf16Rows *rdin, float *dW, float *dbias,
         else
             wtp = wt = slot_words(SLOT_PANELS, bf16_packed_size(IC, OC));
     }
+    const uint32_t *dtp = NULL;          /* dout's columns: from rdout, or rounded into dt */
     if (dW) {
-        dt = slot_words(SLOT_ROWS_T, (size_t)OC * Pn);
+        const Bf16Rows *cols = bf16_cols_of(rdout, dout, N, OC, BF16_COPY_PANELS);
+        if (cols)
+            dtp = cols->cols;
+        else
+            dtp = dt = slot_words(SLOT_ROWS_T, (size_t)OC * Pn);
         xp = slot_words(SLOT_PANELS_T, bf16_packed_size(IC, N));
     }
     Bf16Epilogue ein = { 0, NULL, dgelu, NULL }, ew = { 1, NULL, NULL, NULL };
@@ -574,12 +579,13 @@ void bf16_backward_rounding(float *din, Bf16Rows *rdin, float *dW, float *dbias,
                     pack_cols_for(wt, W, OC, IC);
             }
             if (dW) {
-                round_cols_for(dt, dout, N, OC);
+                if (dt)
+                    round_cols_for(dt, dout, N, OC);
                 pack_cols_for(xp, in, N, IC);
             }
             #pragma omp barrier
             if (dW)             /* the larger tiles first; din's even out the end */
-                tiles_for(emulate, dW, (size_t)IC, dt, (size_t)Pn, xp, OC, IC, Pn, &ew, NULL);
+                tiles_for(emulate, dW, (size_t)IC, dtp, (size_t)Pn, xp, OC, IC, Pn, &ew, NULL);
             if (din)
                 tiles_for(emulate, din, (size_t)IC, drp, (size_t)Po, wtp, N, IC, Po, &ein,
                           rdin);

@@ -165,8 +165,10 @@ void bf16_backward(float *din, float *dW, float *dbias, const float *dout, const
  * layout the code that runs reads; else (rin NULL too) it rounds in. Likewise the
  * backward reads dout's rows for din's product from rdout (the cross-entropy backward
  * writes dlogits' rows, model/layers.h), where rdout holds dout's rounding in that
- * layout; else (rdout NULL too) it rounds dout's rows. dW's roundings (dout's and in's
- * columns) are made as before. The same bits either way. */
+ * layout; else (rdout NULL too) it rounds dout's rows. Where rdout also holds dout's
+ * columns in that layout (the residual gradient's producers write them), dW's product
+ * reads them instead of rounding dout down its columns; in's columns are rounded as
+ * before. The same bits either way. */
 struct Bf16Weight;
 struct Bf16Rows;
 void bf16_forward_with(float *out, float *dgelu, const float *in, const struct Bf16Rows *rin,

@@ -368,15 +368,26 @@ static int emul_din(float *din, Bf16Rows *rdin, const float *dout, const Bf16Row
 }
 
 /* dW[OC][IC] += chain over n of dout[n][o] in[n][ic]: dout's and in's columns rounded
- * in pairs of n; the float32 layer's dW with N = 2 bf16_pairs(N), from dW's old values
- * (kept aside first where an exception needs them). */
-static int emul_dw(float *dW, const float *dout, const float *in, int N, int IC, int OC)
+ * in pairs of n (dout's read from rdout where its producer wrote them); the float32
+ * layer's dW with N = 2 bf16_pairs(N), from dW's old values (kept aside first where an
+ * exception needs them). */
+static int emul_dw(float *dW, const float *dout, const Bf16Rows *rdout, const float *in, int N,
+                   int IC, int OC)
 {
     int K2 = 2 * bf16_pairs(N);
-    float *dt = slot(SLOT_A, (size_t)K2 * OC), *xt = slot(SLOT_B, (size_t)K2 * IC);
+    const Bf16Rows *cols = bf16_cols_of(rdout, dout, N, OC, BF16_COPY_FLOATS);
+    float *xt = slot(SLOT_B, (size_t)K2 * IC);
     unsigned char *eo = (unsigned char *)slot(SLOT_EXP, ((size_t)OC + IC) / 4 + 1);
     unsigned char *ei = eo + OC;
-    round_cols_swapped(dt, eo, dout, N, OC);
+    const float *dt;
+    if (cols) {         /* dout's columns, rounded by its producer: the blocks' minima */
+        dt = (const float *)cols->cols;
+        bf16_rows_col_exps(cols, eo);
+    } else {
+        float *d = slot(SLOT_A, (size_t)K2 * OC);
+        round_cols_swapped(d, eo, dout, N, OC);
+        dt = d;
+    }
     round_cols_swapped(xt, ei, in, N, IC);
     Exceptions x = { OC, IC, eo, ei, dW, (size_t)IC };
     size_t n = count_exceptions(&x);
@@ -404,7 +415,7 @@ int bf16_emul_backward(float *din, Bf16Rows *rdin, float *dW, const float *dout,
     int done = 0;
     if (din && emul_din(din, rdin, dout, rdout, W, floats_of(wc), dgelu, N, IC, OC))
         done |= BF16_EMUL_DIN;
-    if (dW && emul_dw(dW, dout, in, N, IC, OC))
+    if (dW && emul_dw(dW, dout, rdout, in, N, IC, OC))
         done |= BF16_EMUL_DW;
     return done;
 }

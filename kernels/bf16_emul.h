@@ -72,7 +72,8 @@ enum { BF16_EMUL_DIN = 1, BF16_EMUL_DW = 2 };
 /* bf16_backward's din and dW products, emulated (dbias is left to the caller); returns
  * the BF16_EMUL_ bits of those done, the others untouched. wc as in bf16_emul_forward
  * (din reads its backward copy); rdout: dout's rows rounded by their producer, of kind
- * BF16_COPY_FLOATS, read by din's product instead of rounding dout, or NULL; rdin: as
+ * BF16_COPY_FLOATS, read by din's product instead of rounding dout, or NULL (and where
+ * it holds dout's columns too, dW's product reads them instead of rounding); rdin: as
  * bf16_emul_forward's rout, for din (written only when din is done). */
 int bf16_emul_backward(float *din, struct Bf16Rows *rdin, float *dW, const float *dout,
                        const struct Bf16Rows *rdout, const float *in, const float *W,

@@ -42,13 +42,130 @@ void bf16_rows_free(Bf16Rows *r)
 {
     bigbuf_free((float *)r->rows);
     free(r->row_exp);
+    bigbuf_free((float *)r->cols);
+    free(r->col_exp);
     memset(r, 0, sizeof *r);
+}
+
+/* Blocks of BF16_COL_ROWS rows in N. */
+static size_t col_blocks(int N)
+{
+    return (size_t)(N + BF16_COL_ROWS - 1) / BF16_COL_ROWS;
+}
+
+/* Words the columns of N x K take in the layout `kind`. */
+static size_t col_words(int N, int K, Bf16CopyKind kind)
+{
+    size_t w = (size_t)bf16_pairs(N) * K;
+    return kind == BF16_COPY_FLOATS ? 2 * w : w;
+}
+
+size_t bf16_rows_cols_bytes(int N, int K, Bf16CopyKind kind)
+{
+    size_t b = col_words(N, K, kind) * sizeof(uint32_t);
+    return kind == BF16_COPY_FLOATS ? b + col_blocks(N) * K : b;
+}
+
+int bf16_rows_init_cols(Bf16Rows *r, int N, int K)
+{
+    assert(r->rows && N > 0 && K > 0);
+    bigbuf_free((float *)r->cols);
+    free(r->col_exp);
+    r->cols = (uint32_t *)bigbuf_alloc(col_words(N, K, r->kind));
+    r->col_exp = NULL;
+    int ok = r->cols != NULL;
+    if (ok && r->kind == BF16_COPY_FLOATS)
+        ok = (r->col_exp = malloc(col_blocks(N) * K)) != NULL;
+    if (!ok) {
+        bigbuf_free((float *)r->cols);
+        free(r->col_exp);
+        r->cols = NULL, r->col_exp = NULL, r->cols_cap_n = r->cols_cap_k = 0;
+        return -1;
+    }
+    r->cols_cap_n = N, r->cols_cap_k = K;
+    r->has_cols = 0;
+    return 0;
 }
 
 void bf16_rows_start(Bf16Rows *r, const float *x, int n, int k)
 {
     assert(r->rows && n > 0 && k > 0 && n <= r->cap_n && k <= r->cap_k);
     r->of = x, r->n = n, r->k = k;
+    r->has_cols = 0;
+}
+
+int bf16_rows_start_cols(Bf16Rows *r)
+{
+    r->has_cols = r->cols && r->of && r->n <= r->cols_cap_n && r->k <= r->cols_cap_k;
+    return r->has_cols;
+}
+
+/* Columns per chunk of a block (the block's keys, or its pairs, on the stack). */
+enum { COL_CHUNK = 64 };
+
+void bf16_rows_put_cols(Bf16Rows *r, int i0, int m, const float *x)
+{
+    assert(r->has_cols && i0 % BF16_COL_ROWS == 0 && m > 0 && i0 + m <= r->n &&
+           (m == BF16_COL_ROWS || i0 + m == r->n));
+    int K = r->k;
+    for (int c0 = 0; c0 < K; c0 += COL_CHUNK) {
+        int nc = K - c0 < COL_CHUNK ? K - c0 : COL_CHUNK;
+        if (r->kind == BF16_COPY_FLOATS) {
+            /* as bf16_emul.c's round_cols_swapped: row i into row i ^ 1 */
+            uint32_t kmin[COL_CHUNK];
+            for (int c = 0; c < nc; c++)
+                kmin[c] = UINT32_MAX;
+            for (int i = 0; i < m; i += 2) {
+                const float *x0 = x + (size_t)i * K + c0;
+                uint32_t *d0 = r->cols + (size_t)(i0 + i) * K + c0, *d1 = d0 + K;
+                for (int c = 0; c < nc; c++) {
+                    uint32_t u0, u1 = 0;
+                    memcpy(&u0, x0 + c, sizeof u0);
+                    if (i + 1 < m)
+                        memcpy(&u1, x0 + K + c, sizeof u1);
+                    uint32_t r0 = bf16_round_bits(u0), r1 = bf16_round_bits(u1);
+                    d0[c] = r1 << 16;                   /* +0: the padding row */
+                    d1[c] = r0 << 16;
+                    uint32_t k0 = bf16_emul_key(r0), k1 = i + 1 < m ? bf16_emul_key(r1)
+                                                                    : UINT32_MAX;
+                    uint32_t k = k0 < k1 ? k0 : k1;
+                    kmin[c] = k < kmin[c] ? k : kmin[c];
+                }
+            }
+            unsigned char *e = r->col_exp + (size_t)(i0 / BF16_COL_ROWS) * K + c0;
+            for (int c = 0; c < nc; c++)
+                e[c] = bf16_emul_exp(kmin[c]);
+        } else {
+            /* as bf16.c's round_cols_for: the block's pairs of a column are one run */
+            int P = bf16_pairs(r->n), np = (m + 1) / 2;
+            uint32_t t[BF16_COL_ROWS / 2][COL_CHUNK];
+            for (int i = 0; i < np; i++) {
+                const float *x0 = x + (size_t)2 * i * K + c0;
+                for (int c = 0; c < nc; c++) {
+                    uint32_t u0, u1 = 0;           /* a missing row: +0 */
+                    memcpy(&u0, x0 + c, sizeof u0);
+                    if (2 * i + 1 < m)
+                        memcpy(&u1, x0 + K + c, sizeof u1);
+                    t[i][c] = bf16_round_bits(u0) | bf16_round_bits(u1) << 16;
+                }
+            }
+            for (int c = 0; c < nc; c++)
+                for (int i = 0; i < np; i++)
+                    r->cols[(size_t)(c0 + c) * P + i0 / 2 + i] = t[i][c];
+        }
+    }
+}
+
+void bf16_rows_col_exps(const Bf16Rows *r, unsigned char *e)
+{
+    assert(r->has_cols && r->kind == BF16_COPY_FLOATS);
+    int K = r->k;
+    memset(e, 255, (size_t)K);
+    for (size_t b = 0; b < col_blocks(r->n); b++) {
+        const unsigned char *eb = r->col_exp + b * K;
+        for (int c = 0; c < K; c++)
+            e[c] = eb[c] < e[c] ? eb[c] : e[c];
+    }
 }
 
 void bf16_rows_put(Bf16Rows *r, int i, const float *row)
@@ -87,6 +204,7 @@ void bf16_rows_put_exps(Bf16Rows *r, int i0, int m, const unsigned char *emin)
 void bf16_rows_drop(Bf16Rows *r)
 {
     r->of = NULL, r->n = r->k = 0;
+    r->has_cols = 0;
 }
 
 int bf16_rows_fits(const Bf16Rows *r, int n, int k)
@@ -98,4 +216,10 @@ const Bf16Rows *bf16_rows_of(const Bf16Rows *r, const float *in, int N, int K,
                              Bf16CopyKind kind)
 {
     return r && r->rows && r->of == in && r->n == N && r->k == K && r->kind == kind ? r : NULL;
+}
+
+const Bf16Rows *bf16_cols_of(const Bf16Rows *r, const float *x, int N, int K,
+                             Bf16CopyKind kind)
+{
+    return bf16_rows_of(r, x, N, K, kind) && r->cols && r->has_cols ? r : NULL;
 }

@@ -19,7 +19,20 @@
  * (bf16_forward_rounding, bf16_backward_rounding in kernels/bf16.h): a tile covers a
  * block of columns of some rows, so it rounds that block (bf16_rows_put_block) and
  * whoever walks all of a row's blocks sets the row's exponent from theirs
- * (bf16_rows_put_exps). */
+ * (bf16_rows_put_exps).
+ *
+ * It can also hold the same matrix's columns, for the backward's dW product, which sums
+ * over the rows of its dout and so rounds dout down its columns (bf16_backward_with's
+ * rdout; the residual gradient's producers write them, model/layers.h). A producer that
+ * writes them goes over its rows in blocks of BF16_COL_ROWS, one thread a block, and
+ * rounds each finished block into them (bf16_rows_put_cols), in the layout the dW
+ * product reads:
+ *   BF16_COPY_FLOATS: cols[2 bf16_pairs(n)][k] floats' bits, cols[i ^ 1][c] =
+ *     bf16(x[i][c]) (the row past an odd n, the padding, +0), and each block's smallest
+ *     biased exponent per column, col_exp[i / BF16_COL_ROWS][c]; a column's exponent is
+ *     the least over the blocks (order-free, so any split gives the same);
+ *   BF16_COPY_PANELS: cols[k][bf16_pairs(n)] = bf16_round_cols(x): a word holds rows 2p
+ *     and 2p + 1, which a block keeps together (BF16_COL_ROWS is even). */
 #ifndef HEADCOUNT_BF16_ROWS_H
 #define HEADCOUNT_BF16_ROWS_H
 
@@ -35,7 +48,15 @@ typedef struct Bf16Rows {
     unsigned char *row_exp;  /* [cap_n]; FLOATS only */
     const float *of;         /* the matrix of[n][k] whose rows it holds; NULL: none */
     int n, k;
+    uint32_t *cols;          /* its columns (bf16_rows_init_cols); NULL: no memory */
+    unsigned char *col_exp;  /* [blocks of BF16_COL_ROWS rows][cols_cap_k]; FLOATS only */
+    int cols_cap_n, cols_cap_k;
+    int has_cols;            /* the columns of the matrix started are written */
 } Bf16Rows;
+
+/* Rows per block of a producer that writes the columns: even, and 16 pairs, so that a
+ * block's pairs of one column are a 64-byte line of the pairs' layout. */
+enum { BF16_COL_ROWS = 32 };
 
 /* Memory for the rows of matrices up to N x K (rounded by bf16_rows_start/_put);
  * -1 when out of memory (r is then safe to free). */
@@ -45,9 +66,24 @@ void bf16_rows_free(Bf16Rows *r);
 /* Bytes bf16_rows_init allocates (for memory estimates). */
 size_t bf16_rows_bytes(int N, int K, Bf16CopyKind kind);
 
+/* Memory for the columns of matrices up to N x K too (r initialised by bf16_rows_init);
+ * -1 when out of memory (r then has none, and its rows are kept). */
+int bf16_rows_init_cols(Bf16Rows *r, int N, int K);
+/* Bytes bf16_rows_init_cols allocates. */
+size_t bf16_rows_cols_bytes(int N, int K, Bf16CopyKind kind);
+
 /* Starts holding x[n][k] (n <= cap_n, k <= cap_k); every row must then be written by
- * bf16_rows_put before a product reads it. */
+ * bf16_rows_put before a product reads it. It holds no columns until
+ * bf16_rows_start_cols. */
 void bf16_rows_start(Bf16Rows *r, const float *x, int n, int k);
+/* After bf16_rows_start: 1 when r has room for the matrix's columns, which the caller
+ * must then write, every block by bf16_rows_put_cols, before a product reads them; 0
+ * when it has none (it then holds no columns). */
+int bf16_rows_start_cols(Bf16Rows *r);
+/* Rounds the block of rows i0..i0+m-1 of the matrix started, x[m][k] (rows k apart),
+ * into the columns: i0 a multiple of BF16_COL_ROWS, m = BF16_COL_ROWS or what ends the
+ * matrix. Blocks may be written by different threads in any order. */
+void bf16_rows_put_cols(Bf16Rows *r, int i0, int m, const float *x);
 /* Rounds row i of the matrix started, from its values `row` (k floats); rows may be
  * written by different threads in any order. */
 void bf16_rows_put(Bf16Rows *r, int i, const float *row);
@@ -70,5 +106,11 @@ int bf16_rows_fits(const Bf16Rows *r, int n, int k);
 /* r when it holds the rounding of in[N][K] in the layout `kind`, else NULL. */
 const Bf16Rows *bf16_rows_of(const Bf16Rows *r, const float *in, int N, int K,
                              Bf16CopyKind kind);
+/* r when it holds the rounding of x[N][K]'s columns in the layout `kind`, else NULL. */
+const Bf16Rows *bf16_cols_of(const Bf16Rows *r, const float *x, int N, int K,
+                             Bf16CopyKind kind);
+/* e[k] = the smallest biased exponent of each column of the matrix whose columns r
+ * holds (BF16_COPY_FLOATS): the least of its blocks'. */
+void bf16_rows_col_exps(const Bf16Rows *r, unsigned char *e);
 
 #endif

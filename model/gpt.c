@@ -151,6 +151,9 @@ int acts_bf16_init(Activations *a, Bf16CopyKind kind)
     acts_bf16_free(a);
     int K = a->V > a->C ? (int)a->V : (int)a->C;     /* dlogits' rows, or a LayerNorm's */
     int rc = bf16_rows_init(&a->rows_bf16, (int)a->N, K, kind);
+    /* the residual gradient's columns too (N, C), for proj's and fcproj's dW */
+    if (rc == 0 && bf16_rows_init_cols(&a->rows_bf16, (int)a->N, (int)a->C))
+        rc = -1;
     /* the emulation's products would round their output in a pass of their own, which
      * saves nothing over the next product's (kernels/bf16_emul.c): no copy for them */
     if (kind == BF16_COPY_PANELS && bf16_rows_init(&a->mlp_bf16, (int)a->N, 4 * (int)a->C, kind))
@@ -378,8 +381,9 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
     float p = opt->dropout;
 
     /* bf16: the cross-entropy backward rounds dlogits' rows for the logits' din, and the
-     * residual gradient's producers its rows for proj's and fcproj's din: the
-     * LayerNorms dres' (read directly without dropout), dropout_backward dbranch's */
+     * residual gradient's producers its rows for proj's and fcproj's din and its columns
+     * for their dW: the LayerNorms dres' (read directly without dropout),
+     * dropout_backward dbranch's */
     Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->rows_bf16.rows ? &a->rows_bf16 : NULL;
     Bf16Rows *rdres = p > 0.0f ? NULL : rounded;
     /* and fcproj's din product dfch's rows for fc's backward */

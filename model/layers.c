@@ -128,26 +128,37 @@ void layernorm_backward_rounded(float *din, float *dw, float *db, const float *d
                                 const float *in, const float *w, const float *mean,
                                 const float *rstd, int N, int C, Bf16Rows *r)
 {
-    if (r)
+    int cols = 0;
+    if (r) {
         bf16_rows_start(r, din, N, C);
+        cols = bf16_rows_start_cols(r);
+    }
+    /* rows in blocks of BF16_COL_ROWS, one thread a block, so that a finished block's
+     * columns can be rounded together (a column's pair holds two rows) */
+    int nrb = (N + BF16_COL_ROWS - 1) / BF16_COL_ROWS;
     #pragma omp parallel if ((long)N * C >= PARALLEL_MIN)
     {
         float xhat[CONFIG_MAX_EMBD], dxhat[CONFIG_MAX_EMBD];
         #pragma omp for schedule(static)
-        for (int n = 0; n < N; n++) {
-            const float *x = in + (size_t)n * C, *dy = dout + (size_t)n * C;
-            float *dx = din + (size_t)n * C;
-            float m = mean[n], s = rstd[n];
-            for (int c = 0; c < C; c++) {
-                xhat[c] = (x[c] - m) * s;
-                dxhat[c] = dy[c] * w[c];
+        for (int rb = 0; rb < nrb; rb++) {
+            int n0 = rb * BF16_COL_ROWS, n1 = N - n0 < BF16_COL_ROWS ? N : n0 + BF16_COL_ROWS;
+            for (int n = n0; n < n1; n++) {
+                const float *x = in + (size_t)n * C, *dy = dout + (size_t)n * C;
+                float *dx = din + (size_t)n * C;
+                float m = mean[n], s = rstd[n];
+                for (int c = 0; c < C; c++) {
+                    xhat[c] = (x[c] - m) * s;
+                    dxhat[c] = dy[c] * w[c];
+                }
+                float mdx = row_sum(dxhat, C) / (float)C;
+                float mdxx = vmath_dot(dxhat, xhat, C) / (float)C;
+                for (int c = 0; c < C; c++)
+                    dx[c] += s * (dxhat[c] - mdx - xhat[c] * mdxx);
+                if (r)              /* the row's final sum: nothing else adds into it here */
+                    bf16_rows_put(r, n, dx);
             }
-            float mdx = row_sum(dxhat, C) / (float)C;
-            float mdxx = vmath_dot(dxhat, xhat, C) / (float)C;
-            for (int c = 0; c < C; c++)
-                dx[c] += s * (dxhat[c] - mdx - xhat[c] * mdxx);
-            if (r)                  /* the row's final sum: nothing else adds into it here */
-                bf16_rows_put(r, n, dx);
+            if (cols)
+                bf16_rows_put_cols(r, n0, n1 - n0, din + (size_t)n0 * C);
         }
     }
     /* Columns in blocks of 32, the sums in registers (dw and db may not be kept in
@@ -347,7 +358,7 @@ void dropout_backward(float *din, const float *dout, size_t n, float p, uint64_t
 
 /* The same sum per element as dropout_backward (each element is one product added
  * once, so a split by rows gives its bits), a row at a time so that the row can be
- * rounded once complete. */
+ * rounded once complete, and a block of rows at a time for the columns. */
 void dropout_backward_rounded(float *din, const float *dout, int N, int C, float p,
                               uint64_t key, Bf16Rows *r)
 {
@@ -357,13 +368,21 @@ void dropout_backward_rounded(float *din, const float *dout, int N, int C, float
     }
     float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
     bf16_rows_start(r, din, N, C);
+    int cols = bf16_rows_start_cols(r);
+    /* rows in blocks, as layernorm_backward_rounded takes them */
+    int nrb = (N + BF16_COL_ROWS - 1) / BF16_COL_ROWS;
     #pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN)
-    for (int n = 0; n < N; n++) {
-        size_t i0 = (size_t)n * C;
-        for (size_t i = i0; i < i0 + (size_t)C; i++)
-            if (p <= 0.0f || dropout_keep(key, i, p))
-                din[i] += dout[i] * scale;
-        bf16_rows_put(r, n, din + i0);
+    for (int rb = 0; rb < nrb; rb++) {
+        int n0 = rb * BF16_COL_ROWS, n1 = N - n0 < BF16_COL_ROWS ? N : n0 + BF16_COL_ROWS;
+        for (int n = n0; n < n1; n++) {
+            size_t i0 = (size_t)n * C;
+            for (size_t i = i0; i < i0 + (size_t)C; i++)
+                if (p <= 0.0f || dropout_keep(key, i, p))
+                    din[i] += dout[i] * scale;
+            bf16_rows_put(r, n, din + i0);
+        }
+        if (cols)
+            bf16_rows_put_cols(r, n0, n1 - n0, din + (size_t)n0 * C);
     }
 }
 

@@ -32,8 +32,10 @@ void layernorm_backward(float *din, float *dw, float *db, const float *dout, con
                         const float *w, const float *mean, const float *rstd, int N, int C);
 /* layernorm_backward that also rounds each row of din, once added to, into r while the
  * row is in cache (kernels/bf16_rows.h), for the bf16 backward that reads din next as
- * its dout (the residual gradient, read by proj's and fcproj's din products); r NULL:
- * layernorm_backward. din's, dw's and db's bits are the same either way. */
+ * its dout (the residual gradient, read by proj's and fcproj's din products), and where
+ * r has room for columns each finished block of rows into its columns (for their dW
+ * products); r NULL: layernorm_backward. din's, dw's and db's bits are the same either
+ * way. */
 void layernorm_backward_rounded(float *din, float *dw, float *db, const float *dout,
                                 const float *in, const float *w, const float *mean,
                                 const float *rstd, int N, int C, struct Bf16Rows *r);
@@ -74,8 +76,9 @@ void dropout_forward(float *out, const float *in, size_t n, float p, uint64_t ke
 void dropout_backward(float *din, const float *dout, size_t n, float p, uint64_t key);
 /* dropout_backward over din[N][C] that also rounds each row of din, once added to, into
  * r while the row is in cache (kernels/bf16_rows.h), for the bf16 backward that reads
- * din next (the branch's gradient with dropout on the residual); r NULL:
- * dropout_backward over N C elements. din's bits are the same either way. */
+ * din next (the branch's gradient with dropout on the residual), and where r has room
+ * for columns each finished block of rows into them; r NULL: dropout_backward over N C
+ * elements. din's bits are the same either way. */
 void dropout_backward_rounded(float *din, const float *dout, int N, int C, float p,
                               uint64_t key, struct Bf16Rows *r);
 /* The keep decision shared by every dropout site (attention uses it per weight). */

@@ -10,7 +10,10 @@
  * backward reading dout's rows for din gives the bits of the backward rounding dout
  * (din, dW, dbias). So do the residual gradient's producers, the LayerNorm's backward
  * (dres) and the dropout's (dbranch), and proj's backward reading their rows gives its
- * bits. (The trainer's use of it is tested with the weights' copies:
+ * bits; and the columns those producers write for dW (as bf16_round_cols, or the
+ * emulation's floats with each column's smallest exponent) are the rounding of their
+ * finished output, and the backward reading them gives its bits and reads them (one
+ * bit flipped moves dW). (The trainer's use of it is tested with the weights' copies:
  * tests/test_bf16_weight.c.) */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -96,6 +99,61 @@ static void expect_rounding_of(const Bf16Rows *r, const float *x, int N, int K,
     }
 }
 
+/* r's columns against the rounding of x[N][K]'s columns made here (pairs: by
+ * bf16_round_cols; floats: element by element, row i of x into row i ^ 1, with each
+ * column's smallest exponent). */
+static void expect_cols_of(const Bf16Rows *r, const float *x, int N, int K, const char *what)
+{
+    cr_assert(bf16_cols_of(r, x, N, K, r->kind), "%s: it holds no columns of this matrix",
+              what);
+    int P = bf16_pairs(N);
+    if (r->kind == BF16_COPY_PANELS) {
+        size_t n = (size_t)K * P;
+        uint32_t *want = malloc(n * 4);
+        cr_assert(want);
+        bf16_round_cols(want, x, N, K);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(r->cols[i], want[i], "%s %dx%d: column pair %zu is %08x, expected "
+                         "%08x", what, N, K, i, r->cols[i], want[i]);
+        free(want);
+        return;
+    }
+    for (int i = 0; i < 2 * P; i++)
+        for (int c = 0; c < K; c++) {
+            uint32_t want = (i ^ 1) < N
+                                ? (uint32_t)bf16_from_float(x[(size_t)(i ^ 1) * K + c]) << 16
+                                : 0;
+            cr_assert_eq(r->cols[(size_t)i * K + c], want, "%s %dx%d: column [%d][%d] is "
+                         "%08x, expected %08x", what, N, K, i, c, r->cols[(size_t)i * K + c],
+                         want);
+        }
+    unsigned char *e = malloc((size_t)K);
+    float *col = malloc((size_t)N * sizeof(float));
+    cr_assert(e && col);
+    bf16_rows_col_exps(r, e);
+    for (int c = 0; c < K; c++) {
+        for (int n = 0; n < N; n++)
+            col[n] = x[(size_t)n * K + c];
+        cr_assert_eq(e[c], smallest_exponent(col, N), "%s %dx%d: column %d's exponent", what,
+                     N, K, c);
+    }
+    free(e), free(col);
+}
+
+/* x[N][K]'s rows and columns put into r as a producer puts them, the blocks of rows in
+ * reverse order (any order must do). */
+static void put_rows_and_cols(Bf16Rows *r, const float *x, int N, int K)
+{
+    bf16_rows_start(r, x, N, K);
+    cr_assert(bf16_rows_start_cols(r), "no room for the columns of %dx%d", N, K);
+    for (int n = N - 1; n >= 0; n--)
+        bf16_rows_put(r, n, x + (size_t)n * K);
+    for (int n0 = (N - 1) / BF16_COL_ROWS * BF16_COL_ROWS; n0 >= 0; n0 -= BF16_COL_ROWS) {
+        int m = N - n0 < BF16_COL_ROWS ? N - n0 : BF16_COL_ROWS;
+        bf16_rows_put_cols(r, n0, m, x + (size_t)n0 * K);
+    }
+}
+
 static const int shapes[][2] = {
     /* N, K: odd and even lengths, one element, a NANO row */
     { 1, 1 }, { 3, 7 }, { 5, 8 }, { 17, 33 }, { 9, 384 }, { 4, 129 },
@@ -123,6 +181,38 @@ Test(bf16_rows, rows_equal_the_products_roundings_on_any_bits)
             }
 }
 
+/* The columns, on one block and several, with an odd last block and odd widths. */
+Test(bf16_rows, cols_equal_the_products_roundings_on_any_bits)
+{
+    static const int col_shapes[][2] = {
+        { 1, 1 }, { 3, 7 }, { 32, 5 }, { 33, 64 }, { 65, 129 }, { 97, 3 }, { 128, 66 },
+    };
+    Rng rng;
+    rng_init(&rng, 77, 0);
+    for (size_t s = 0; s < sizeof col_shapes / sizeof col_shapes[0]; s++)
+        for (int rare = 0; rare <= 2; rare++)       /* none, 1 in 2, every value */
+            for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++) {
+                int N = col_shapes[s][0], K = col_shapes[s][1];
+                float *x = values(&rng, (size_t)N * K, 1.0f, rare == 2 ? 1 : rare * 2);
+                Bf16Rows r;
+                cr_assert_eq(bf16_rows_init(&r, N + 2, K + 3, (Bf16CopyKind)kind), 0);
+                cr_assert_eq(bf16_rows_init_cols(&r, N + 1, K + 1), 0);
+                put_rows_and_cols(&r, x, N, K);
+                char what[64];
+                snprintf(what, sizeof what, "cols rare %d kind %d", rare, kind);
+                expect_rounding_of(&r, x, N, K, what);
+                expect_cols_of(&r, x, N, K, what);
+                /* starting another matrix forgets the columns; without room, none */
+                bf16_rows_start(&r, x, N, K);
+                cr_assert(!bf16_cols_of(&r, x, N, K, (Bf16CopyKind)kind));
+                bf16_rows_start(&r, x, N + 2, K);
+                cr_assert(!bf16_rows_start_cols(&r) && !bf16_cols_of(&r, x, N + 2, K,
+                                                                     (Bf16CopyKind)kind));
+                bf16_rows_free(&r);
+                free(x);
+            }
+}
+
 /* Every SPECIAL value at every position of a row of odd and of even length. */
 Test(bf16_rows, special_values_at_every_position)
 {
@@ -140,6 +230,11 @@ Test(bf16_rows, special_values_at_every_position)
             for (int n = 0; n < N; n++)
                 bf16_rows_put(&r, n, x + (size_t)n * K);
             expect_rounding_of(&r, x, N, K, "specials");
+            /* and down the columns: column k holds every SPECIAL, at rows of both
+             * parities (K odd) or of one (K even) */
+            cr_assert_eq(bf16_rows_init_cols(&r, N, K), 0);
+            put_rows_and_cols(&r, x, N, K);
+            expect_cols_of(&r, x, N, K, "specials' columns");
             bf16_rows_free(&r);
             free(x);
         }
@@ -416,6 +511,78 @@ static void expect_backward_reads(Rng *rng, const Bf16Rows *r, const float *dout
     free(in), free(W);
 }
 
+/* The backward reads the columns it is handed for dW: with them it gives the bits of
+ * the backward rounding dout, and with one bit of them flipped it gives another dW
+ * where the code that runs reads that layout (and the same dW where it does not). For
+ * the floats the values are ordinary (the emulation on the float32 kernels reads them);
+ * for the pairs a row of dout and one of in are planted tiny, 2^-100, so that every
+ * output of dW is an exception and the emulation leaves dW to the tiles, which read
+ * the pairs. */
+Test(bf16_rows, backward_reads_douts_columns_for_dw)
+{
+    Rng rng;
+    rng_init(&rng, 78, 0);
+    for (int threads = 1; threads <= 2; threads++)
+        for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++)
+            for (int N = 69; N <= 70; N++) {
+                omp_set_num_threads(threads);
+                int C = 40, A = 37;
+                size_t nc = (size_t)N * C, na = (size_t)N * A, nw = (size_t)C * A;
+                float *dout = values(&rng, nc, 0.1f, 0), *in = values(&rng, na, 1.0f, 0);
+                float *W = values(&rng, nw, 0.05f, 0);
+                if (kind == BF16_COPY_PANELS) {
+                    for (int c = 0; c < C; c++)
+                        dout[c] = 0x1p-100f;
+                    for (int a = 0; a < A; a++)
+                        in[A + a] = 0x1p-100f;
+                }
+                Bf16Rows r;
+                cr_assert_eq(bf16_rows_init(&r, N, C, (Bf16CopyKind)kind), 0);
+                cr_assert_eq(bf16_rows_init_cols(&r, N, C), 0);
+                put_rows_and_cols(&r, dout, N, C);
+                float *din[3], *gW[3], *gb[3];
+                for (int i = 0; i < 3; i++) {
+                    din[i] = calloc(na, 4), gW[i] = calloc(nw, 4), gb[i] = calloc((size_t)C, 4);
+                    cr_assert(din[i] && gW[i] && gb[i]);
+                }
+                for (int path = BF16_AUTO; path <= BF16_EMULATED; path++) {
+                    for (int i = 0; i < 3; i++) {
+                        memset(din[i], 0, na * 4), memset(gW[i], 0, nw * 4);
+                        memset(gb[i], 0, (size_t)C * 4);
+                        /* the low bit of dout[2][0]'s bf16 flipped in the copy's columns */
+                        uint32_t *w = kind == BF16_COPY_PANELS ? &r.cols[1]
+                                                               : &r.cols[(size_t)3 * C];
+                        uint32_t bit = kind == BF16_COPY_PANELS ? 1u : 1u << 16;
+                        if (i == 2)
+                            *w ^= bit;
+                        bf16_backward_with(din[i], gW[i], gb[i], dout, i ? &r : NULL, in, W,
+                                           NULL, NULL, N, A, C, (Bf16Path)path);
+                        if (i == 2)
+                            *w ^= bit;
+                    }
+                    char what[96];
+                    snprintf(what, sizeof what, "columns read, %dx%d kind %d path %d threads "
+                             "%d", N, C, kind, path, threads);
+                    expect_same(din[1], din[0], na, what);
+                    expect_same(gW[1], gW[0], nw, what);
+                    expect_same(gb[1], gb[0], (size_t)C, what);
+                    /* the floats are read by the emulation on the float32 kernels alone
+                     * (a build without it, or the instruction, reads pairs) */
+                    int reads = kind == BF16_COPY_PANELS ||
+                                (bf16_emulated((Bf16Path)path) && bf16_emulation_fast());
+                    int moved = 0;
+                    for (size_t i = 0; i < nw; i++)
+                        moved |= tu_bits(gW[2][i]) != tu_bits(gW[0][i]);
+                    cr_assert_eq(moved, reads, "%s: a flipped bit of the columns %s dW's bits",
+                                 what, moved ? "moved" : "left");
+                }
+                for (int i = 0; i < 3; i++)
+                    free(din[i]), free(gW[i]), free(gb[i]);
+                bf16_rows_free(&r);
+                free(dout), free(in), free(W);
+            }
+}
+
 /* The residual gradient's producers (layernorm_backward_rounded, dropout_backward_rounded)
  * against the plain ones on the same old values (they add into them), the copy against
  * the rounding of the finished rows, and the backward reading it. */
@@ -432,6 +599,7 @@ static void residual_case(Rng *rng, int N, int C, int rare, Bf16CopyKind kind, i
     layernorm_forward(ln, mean, rstd, x, w, w, N, C);       /* mean and rstd as stored */
     Bf16Rows r;
     cr_assert_eq(bf16_rows_init(&r, N + 1, C + 2, kind), 0);
+    cr_assert_eq(bf16_rows_init_cols(&r, N + 1, C), 0);
     char what[128];
     snprintf(what, sizeof what, "layernorm backward %dx%d rare %d kind %d threads %d", N, C,
              rare, (int)kind, threads);
@@ -447,6 +615,7 @@ static void residual_case(Rng *rng, int N, int C, int rare, Bf16CopyKind kind, i
     expect_same(dw[1], dw[0], (size_t)C, what);
     expect_same(db[1], db[0], (size_t)C, what);
     expect_rounding_of(&r, d[1], N, C, what);
+    expect_cols_of(&r, d[1], N, C, what);
     expect_backward_reads(rng, &r, d[1], N, C, what);
 
     /* the dropout's dbranch, added into zeros as gpt_backward does and into old values;
@@ -468,6 +637,7 @@ static void residual_case(Rng *rng, int N, int C, int rare, Bf16CopyKind kind, i
                      "threads %d", N, C, ps[k], zero, rare, (int)kind, threads);
             expect_same(b[1], b[0], nc, what);
             expect_rounding_of(&r, b[1], N, C, what);
+            expect_cols_of(&r, b[1], N, C, what);
             if (zero)
                 expect_backward_reads(rng, &r, b[1], N, C, what);
         }
@@ -479,7 +649,8 @@ static void residual_case(Rng *rng, int N, int C, int rare, Bf16CopyKind kind, i
 
 Test(bf16_rows, residual_gradients_producers_keep_their_bits_and_write_the_rounding)
 {
-    static const int res_shapes[][2] = { { 3, 7 }, { 64, 24 }, { 130, 385 }, { 512, 64 } };
+    static const int res_shapes[][2] = { { 3, 7 }, { 64, 24 }, { 130, 385 }, { 512, 64 },
+                                         { 97, 33 } };
     Rng rng;
     rng_init(&rng, 76, 0);
     for (int threads = 1; threads <= 2; threads++) {

@@ -334,6 +334,8 @@ Test(bf16_weight, training_with_fused_copies_keeps_the_bits)
                     cr_assert(t[0].model.bf16_copies, "the trainer made no copies");
                     cr_assert(t[0].acts.rows_bf16.rows, "the trainer made no room for the "
                               "rounded rows");
+                    cr_assert(t[0].acts.rows_bf16.cols, "the trainer made no room for the "
+                              "residual gradient's columns");
                     cr_assert(!t[0].acts.mlp_bf16.rows == (t[0].acts.rows_bf16.kind !=
                                                            BF16_COPY_PANELS),
                               "the MLP's rows are made for the pairs' layout alone");

@@ -25,8 +25,10 @@
  * (dres_passes); a sixth for the MLP's hidden rows, written by fc's forward (the
  * GELU's output) and fcproj's din product (dfch) as their tiles finish
  * (hidden_passes); a seventh for the residual gradient's columns, written by the
- * LayerNorm's and the dropout's backward for proj's and fcproj's dW (dres_col_passes).
- * It only reports: nothing here asserts on a time. */
+ * LayerNorm's and the dropout's backward for proj's and fcproj's dW (dres_col_passes);
+ * an eighth for attention's rows, its output's for proj's forward and dqkv's for qkv's
+ * backward, written by attention's forward and backward once every head has written
+ * its slice (attention_passes). It only reports: nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"
@@ -35,6 +37,7 @@
 #include "kernels/bf16_rows.h"
 #include "kernels/bf16_weight.h"
 #include "kernels/matmul.h"
+#include "model/attention.h"
 #include "model/layers.h"
 #include "trainer/adamw.h"
 
@@ -557,6 +560,99 @@ static void hidden_passes(int reps, Bf16Path path, double (*clock_fn)(void))
     }
 }
 
+/* Attention's rows (model/attention.h), at the bench_train configurations' shapes with
+ * H = 4, ms (median of reps, the cases taking turns): "pass" rounds attention's output
+ * (N x A) along its rows in a pass of its own, as proj's forward does when handed no
+ * copy (the same per-row function); "attn" is attention_forward (no dropout), "+round"
+ * attention_forward_rounded writing the copy, "fused" their difference, "saved" pass -
+ * fused; "3A pass", "attb", "+round", "fused", "saved" the same for dqkv (N x 3A), read
+ * by qkv's backward, and attention_backward. "saved/step": both saved, L times.
+ * "proj", "+rin": proj's forward (A -> C, W from its copies) rounding its input /
+ * reading the copy; "qkv din", "+rdout": qkv's din product (3A -> C) likewise. */
+static void attention_passes(int reps, Bf16Path path, double (*clock_fn)(void))
+{
+    static const struct { const char *name; int B, T, C, L; } shapes[] = {
+        {"BABY", 12, 64, 128, 4}, {"MID", 16, 256, 256, 4}, {"NANO", 16, 256, 384, 6},
+    };
+    enum { CASES = 10, H = 4 };
+    Bf16CopyKind kind = bf16_copy_kind(path);
+    printf("\nAttention's rows' roundings (%s copies, H = %d), ms, median of %d\n",
+           kind == BF16_COPY_FLOATS ? "float" : "pair", H, reps);
+    printf("%-6s %11s | %6s | %7s %7s %6s %6s | %7s | %7s %7s %6s %6s | %10s | %6s %6s | "
+           "%7s %7s\n", "config", "N x A", "pass", "attn", "+round", "fused", "saved",
+           "3A pass", "attb", "+round", "fused", "saved", "saved/step", "proj", "+rin",
+           "qkv din", "+rdout");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int B = shapes[s].B, T = shapes[s].T, C = shapes[s].C, D = C / H, A = H * D;
+        int N = B * T;
+        size_t na = (size_t)N * A, nq = 3 * na, tt = (size_t)B * H * T * T;
+        float *qkv = filled(nq, 2.0f, 1), *att = filled(tt, 0, 2), *y = filled(na, 0, 3);
+        float *dy = filled(na, 0.01f, 4), *dqkv = filled(nq, 0, 5), *datt = filled(tt, 0, 6);
+        float *Wp = filled((size_t)C * A, 0.1f, 7), *Wq = filled((size_t)3 * A * C, 0.1f, 8);
+        float *out = filled((size_t)N * C, 0, 9), *din = filled((size_t)N * C, 0, 10);
+        Bf16Rows rows;
+        Bf16Weight wp, wq;
+        if (bf16_rows_init(&rows, N, 3 * A, kind) || bf16_weight_init(&wp, Wp, C, A, kind) ||
+            bf16_weight_init(&wq, Wq, 3 * A, C, kind)) {
+            fputs("bench_bf16: out of memory\n", stderr);
+            exit(1);
+        }
+        bf16_weight_write(&wp);
+        bf16_weight_write(&wq);
+        double *t = malloc((size_t)CASES * reps * sizeof(double));
+        for (int r = -1; r < reps; r++) {
+            double c[CASES + 1];
+            c[0] = clock_fn();
+            bf16_rows_start(&rows, y, N, A);
+            for (int n = 0; n < N; n++)
+                bf16_rows_put(&rows, n, y + (size_t)n * A);
+            c[1] = clock_fn();
+            attention_forward(y, att, NULL, qkv, B, T, H, D, 0.0f, 1);
+            c[2] = clock_fn();
+            attention_forward_rounded(y, att, NULL, qkv, B, T, H, D, 0.0f, 1, &rows);
+            c[3] = clock_fn();
+            bf16_forward_with(out, NULL, y, NULL, Wp, &wp, NULL, N, A, C, path);
+            c[4] = clock_fn();
+            bf16_forward_with(out, NULL, y, &rows, Wp, &wp, NULL, N, A, C, path);
+            c[5] = clock_fn();
+            bf16_rows_start(&rows, dqkv, N, 3 * A);
+            for (int n = 0; n < N; n++)
+                bf16_rows_put(&rows, n, dqkv + (size_t)n * 3 * A);
+            c[6] = clock_fn();
+            attention_backward(dqkv, datt, dy, qkv, att, NULL, B, T, H, D, 0.0f);
+            c[7] = clock_fn();
+            attention_backward_rounded(dqkv, datt, dy, qkv, att, NULL, B, T, H, D, 0.0f, &rows);
+            c[8] = clock_fn();
+            bf16_backward_with(din, NULL, NULL, dqkv, NULL, NULL, Wq, &wq, NULL, N, C, 3 * A,
+                               path);
+            c[9] = clock_fn();
+            bf16_backward_with(din, NULL, NULL, dqkv, &rows, NULL, Wq, &wq, NULL, N, C, 3 * A,
+                               path);
+            c[10] = clock_fn();
+            if (r < 0)
+                continue;
+            for (int k = 0; k < CASES; k++)
+                t[(size_t)k * reps + r] = c[k + 1] - c[k];
+        }
+        double med[CASES];
+        for (int k = 0; k < CASES; k++)
+            med[k] = 1e3 * median(t + (size_t)k * reps, reps);
+        double ff = med[2] - med[1], fb = med[7] - med[6];
+        char dims[32];
+        snprintf(dims, sizeof dims, "%d x %d", N, A);
+        printf("%-6s %11s | %6.3f | %7.2f %7.2f %6.3f %6.3f | %7.3f | %7.2f %7.2f %6.3f %6.3f | "
+               "%10.2f | %6.2f %6.2f | %7.2f %7.2f\n", shapes[s].name, dims, med[0], med[1],
+               med[2], ff, med[0] - ff, med[5], med[6], med[7], fb, med[5] - fb,
+               shapes[s].L * (med[0] - ff + med[5] - fb), med[3], med[4], med[8], med[9]);
+        fflush(stdout);
+        bf16_rows_free(&rows);
+        bf16_weight_free(&wp);
+        bf16_weight_free(&wq);
+        free(qkv), free(att), free(y), free(dy), free(dqkv), free(datt), free(Wp), free(Wq);
+        free(out), free(din), free(t);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int N = 4096, reps = 7, threads = 1, passes_reps = 31, only_passes = 0, vocab = 1536;
@@ -636,5 +732,6 @@ int main(int argc, char **argv)
     dres_passes(passes_reps, path, clock_fn);
     hidden_passes(passes_reps, path, clock_fn);
     dres_col_passes(passes_reps, path, clock_fn);
+    attention_passes(passes_reps, path, clock_fn);
     return 0;
 }

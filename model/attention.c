@@ -2,13 +2,18 @@
  * Work is split over (batch, head) pairs: each pair is one thread's, so every
  * sum inside it has a fixed order. The products are matmul.h's causal ones, which
  * skip the masked half; the routed passes gather a head's routed query rows and use
- * the *_causal_rows products on them. */
+ * the *_causal_rows products on them. A row of the output is finished only when every
+ * head has written its slice, so the _rounded variants round the rows (bf16) after the
+ * pairs, in the same parallel region; the rows a thread rounds are mostly those of the
+ * sequences whose pairs it ran (measured on a Zen 3 at about the cost of the reader's
+ * own pass: docs/matmul.md). */
 #include "model/attention.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "model/layers.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/matmul.h"
 #include "kernels/vmath.h"
 #include "util/scratch.h"
@@ -74,6 +79,30 @@ static void causal_softmax_row(float *s, int i, int T, float scale)
     memset(s + i + 1, 0, (size_t)(T - i - 1) * sizeof(float));
 }
 
+/* r started on x[N][K] when r has room for it, else r dropped and NULL (the reader
+ * then rounds x itself). */
+static Bf16Rows *rows_begin(Bf16Rows *r, const float *x, int N, int K)
+{
+    if (!r)
+        return NULL;
+    if (!bf16_rows_fits(r, N, K)) {
+        bf16_rows_drop(r);
+        return NULL;
+    }
+    bf16_rows_start(r, x, N, K);
+    return r;
+}
+
+/* Inside a parallel region, once x[N][K] is final: its rows into r, split among the
+ * threads as the pairs were (static, in order), each row by the per-row function of
+ * the products' own pass. */
+static void rows_round(Bf16Rows *r, const float *x, int N, int K)
+{
+    #pragma omp for schedule(static)
+    for (int n = 0; n < N; n++)
+        bf16_rows_put(r, n, x + (size_t)n * K);
+}
+
 /* One (batch, head) pair at every query row: q, k, v its views of qkv (row stride
  * ld), P and Pd its T x T weights before and after dropout (Pd = P without dropout),
  * y its output (row stride A); att_off P's offset in att, for the dropout masks. */
@@ -99,17 +128,29 @@ static void pair_forward(float *y, float *P, float *Pd, const float *q, const fl
 void attention_forward(float *out, float *att, float *attd, const float *qkv,
                        int B, int T, int H, int D, float p, uint64_t key)
 {
+    attention_forward_rounded(out, att, attd, qkv, B, T, H, D, p, key, NULL);
+}
+
+void attention_forward_rounded(float *out, float *att, float *attd, const float *qkv,
+                               int B, int T, int H, int D, float p, uint64_t key, Bf16Rows *r)
+{
     int A = H * D, ld = 3 * A;
-    #pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            const float *q = qkv + (size_t)b * T * ld + (size_t)h * D;
-            size_t att_off = ((size_t)b * H + h) * T * T;
-            float *P = att + att_off;
-            pair_forward(out + (size_t)b * T * A + (size_t)h * D, P,
-                         p > 0.0f ? attd + att_off : P, q, q + A, q + 2 * A, T, D, A, ld, p, key,
-                         att_off);
-        }
+    r = rows_begin(r, out, B * T, A);
+    #pragma omp parallel
+    {
+        #pragma omp for collapse(2) schedule(static)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++) {
+                const float *q = qkv + (size_t)b * T * ld + (size_t)h * D;
+                size_t att_off = ((size_t)b * H + h) * T * T;
+                float *P = att + att_off;
+                pair_forward(out + (size_t)b * T * A + (size_t)h * D, P,
+                             p > 0.0f ? attd + att_off : P, q, q + A, q + 2 * A, T, D, A, ld, p,
+                             key, att_off);
+            }
+        if (r)
+            rows_round(r, out, B * T, A);
+    }
 }
 
 /* The positions of sequence b at which on[b T + i][h] is (want != 0) nonzero: rows[0..n),
@@ -279,19 +320,32 @@ static void pair_backward(float *dq, float *dk, float *dv, float *dS, const floa
 void attention_backward(float *dqkv, float *datt, const float *dout, const float *qkv,
                         const float *att, const float *attd, int B, int T, int H, int D, float p)
 {
+    attention_backward_rounded(dqkv, datt, dout, qkv, att, attd, B, T, H, D, p, NULL);
+}
+
+void attention_backward_rounded(float *dqkv, float *datt, const float *dout, const float *qkv,
+                                const float *att, const float *attd, int B, int T, int H, int D,
+                                float p, Bf16Rows *r)
+{
     int A = H * D, ld = 3 * A;
-    #pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            size_t qoff = (size_t)b * T * ld + (size_t)h * D;
-            const float *q = qkv + qoff;
-            float *dq = dqkv + qoff;
-            size_t att_off = ((size_t)b * H + h) * T * T;
-            const float *P = att + att_off;
-            pair_backward(dq, dq + A, dq + 2 * A, datt + att_off,
-                          dout + (size_t)b * T * A + (size_t)h * D, q, q + A, q + 2 * A, P,
-                          p > 0.0f ? attd + att_off : P, T, D, A, ld, p);
-        }
+    r = rows_begin(r, dqkv, B * T, ld);
+    #pragma omp parallel
+    {
+        #pragma omp for collapse(2) schedule(static)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++) {
+                size_t qoff = (size_t)b * T * ld + (size_t)h * D;
+                const float *q = qkv + qoff;
+                float *dq = dqkv + qoff;
+                size_t att_off = ((size_t)b * H + h) * T * T;
+                const float *P = att + att_off;
+                pair_backward(dq, dq + A, dq + 2 * A, datt + att_off,
+                              dout + (size_t)b * T * A + (size_t)h * D, q, q + A, q + 2 * A, P,
+                              p > 0.0f ? attd + att_off : P, T, D, A, ld, p);
+            }
+        if (r)
+            rows_round(r, dqkv, B * T, ld);
+    }
 }
 
 /* The routed backward of one pair over its M < T routed rows (M >= 1), the same
@@ -327,26 +381,40 @@ void attention_backward_routed(float *dqkv, float *datt, const float *dout, cons
                                const float *att, const float *attd, const float *on, int B, int T,
                                int H, int D, float p)
 {
+    attention_backward_routed_rounded(dqkv, datt, dout, qkv, att, attd, on, B, T, H, D, p, NULL);
+}
+
+void attention_backward_routed_rounded(float *dqkv, float *datt, const float *dout,
+                                       const float *qkv, const float *att, const float *attd,
+                                       const float *on, int B, int T, int H, int D, float p,
+                                       Bf16Rows *r)
+{
     int A = H * D, ld = 3 * A;
-    #pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            size_t qoff = (size_t)b * T * ld + (size_t)h * D;
-            const float *q = qkv + qoff;
-            float *dq = dqkv + qoff;
-            size_t att_off = ((size_t)b * H + h) * T * T;
-            const float *P = att + att_off, *Pd = p > 0.0f ? attd + att_off : P;
-            const float *dy = dout + (size_t)b * T * A + (size_t)h * D;
-            int *rows = (int *)scratch_floats(SLOT_ROWS, (size_t)T);
-            int M = pick_rows(rows, on, b, T, H, h, 1);
-            if (M == T)
-                pair_backward(dq, dq + A, dq + 2 * A, datt + att_off, dy, q, q + A, q + 2 * A, P,
-                              Pd, T, D, A, ld, p);
-            else if (M > 0)
-                pair_backward_rows(dq, dq + A, dq + 2 * A, datt + att_off, dy, q, q + A,
-                                   q + 2 * A, P, Pd, rows, M, T, D, A, ld, p);
-            else
-                for (int x = 0; x < 3; x++)
-                    zero_other_rows(dq + (size_t)x * A, (size_t)ld, rows, 0, T, D);
-        }
+    r = rows_begin(r, dqkv, B * T, ld);
+    #pragma omp parallel
+    {
+        #pragma omp for collapse(2) schedule(static)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++) {
+                size_t qoff = (size_t)b * T * ld + (size_t)h * D;
+                const float *q = qkv + qoff;
+                float *dq = dqkv + qoff;
+                size_t att_off = ((size_t)b * H + h) * T * T;
+                const float *P = att + att_off, *Pd = p > 0.0f ? attd + att_off : P;
+                const float *dy = dout + (size_t)b * T * A + (size_t)h * D;
+                int *rows = (int *)scratch_floats(SLOT_ROWS, (size_t)T);
+                int M = pick_rows(rows, on, b, T, H, h, 1);
+                if (M == T)
+                    pair_backward(dq, dq + A, dq + 2 * A, datt + att_off, dy, q, q + A,
+                                  q + 2 * A, P, Pd, T, D, A, ld, p);
+                else if (M > 0)
+                    pair_backward_rows(dq, dq + A, dq + 2 * A, datt + att_off, dy, q, q + A,
+                                       q + 2 * A, P, Pd, rows, M, T, D, A, ld, p);
+                else
+                    for (int x = 0; x < 3; x++)
+                        zero_other_rows(dq + (size_t)x * A, (size_t)ld, rows, 0, T, D);
+            }
+        if (r)
+            rows_round(r, dqkv, B * T, ld);
+    }
 }

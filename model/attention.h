@@ -19,11 +19,25 @@
 void attention_forward(float *out, float *att, float *attd, const float *qkv,
                        int B, int T, int H, int D, float p, uint64_t key);
 
+/* bf16 (kernels/bf16_rows.h): the same, and when r is not NULL it then rounds out's
+ * rows (B T rows of A) into r, once every head has written its slice of them, for the
+ * product that reads out next (proj's forward, when nothing modifies out in between).
+ * r without room for out is dropped (bf16_rows_drop). */
+struct Bf16Rows;
+void attention_forward_rounded(float *out, float *att, float *attd, const float *qkv,
+                               int B, int T, int H, int D, float p, uint64_t key,
+                               struct Bf16Rows *r);
+
 /* Writes dqkv[B][T][3A] (overwritten: attention is qkv's only consumer, the exception
  * to the adding rule that matmul.h's din also takes); datt[B][H][T][T] is scratch.
  * Reads dout[B][T][A], qkv, att and (when p > 0) attd. */
 void attention_backward(float *dqkv, float *datt, const float *dout, const float *qkv,
                         const float *att, const float *attd, int B, int T, int H, int D, float p);
+/* The same, and when r is not NULL it then rounds dqkv's rows (B T rows of 3A) into r,
+ * for qkv's backward (its dout); r without room for dqkv is dropped. */
+void attention_backward_rounded(float *dqkv, float *datt, const float *dout, const float *qkv,
+                                const float *att, const float *attd, int B, int T, int H, int D,
+                                float p, struct Bf16Rows *r);
 
 /* The routed passes (model/route.h): on[B][T][H] is 1 where a token's router chose
  * the head, 0 where it did not. A head attends only at the query rows whose token
@@ -38,6 +52,11 @@ void attention_forward_routed(float *out, float *att, float *attd, const float *
 void attention_backward_routed(float *dqkv, float *datt, const float *dout, const float *qkv,
                                const float *att, const float *attd, const float *on, int B, int T,
                                int H, int D, float p);
+/* The routed backward that then rounds dqkv's rows into r, as attention_backward_rounded. */
+void attention_backward_routed_rounded(float *dqkv, float *datt, const float *dout,
+                                       const float *qkv, const float *att, const float *attd,
+                                       const float *on, int B, int T, int H, int D, float p,
+                                       struct Bf16Rows *r);
 
 /* Writes into att's rows that attention_forward_routed left zero (on = 0) the weights
  * attention_forward stores there, bit for bit: for analysis of a routed training

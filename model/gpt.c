@@ -149,7 +149,9 @@ int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
 int acts_bf16_init(Activations *a, Bf16CopyKind kind)
 {
     acts_bf16_free(a);
-    int K = a->V > a->C ? (int)a->V : (int)a->C;     /* dlogits' rows, or a LayerNorm's */
+    /* dlogits' rows, a LayerNorm's, attention's output (A) or dqkv's (3A) */
+    int K = a->V > a->C ? (int)a->V : (int)a->C;
+    K = 3 * (int)a->A > K ? 3 * (int)a->A : K;
     int rc = bf16_rows_init(&a->rows_bf16, (int)a->N, K, kind);
     /* the residual gradient's columns too (N, C), for proj's and fcproj's dW */
     if (rc == 0 && bf16_rows_init_cols(&a->rows_bf16, (int)a->N, (int)a->C))
@@ -319,11 +321,15 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
                                             a->route_weight + rt, ln1,
                                             w->router_w + (size_t)l * H * C,
                                             w->router_b + (size_t)l * H, N, C, H, c->route_k);
+        /* attention rounds its output's rows for proj where nothing modifies it after */
+        Bf16Rows *ratty = c->gates || c->route_k || opt->head_on ||
+                          opt->head_dropout > 0.0f ? NULL : rounded;
         if (c->route_k && opt->skip_unrouted)
             attention_forward_routed(heads, att, attd, qkv, a->route_on + rt, B, T, H, D, p,
                                      site_key(opt, l, SITE_ATT));
         else
-            attention_forward(heads, att, attd, qkv, B, T, H, D, p, site_key(opt, l, SITE_ATT));
+            attention_forward_rounded(heads, att, attd, qkv, B, T, H, D, p,
+                                      site_key(opt, l, SITE_ATT), ratty);
         silence_heads(heads, opt, l, (size_t)N, H, D, 1);
         head_dropout_forward(heads, B, T, H, D, opt->head_dropout,
                              site_key(opt, l, SITE_HEAD));
@@ -336,7 +342,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
                        site_key(opt, l, SITE_GATE));
             gates_forward(atty, open, gate, B, T, H, D);
         }
-        linear_forward(m, attproj, NULL, atty, NULL, lw->projw, lw->projb, N, A, C);
+        linear_forward(m, attproj, NULL, atty, ratty, lw->projw, lw->projb, N, A, C);
         if (p > 0.0f) {
             dropout_forward(res2, attproj, (size_t)N * C, p, site_key(opt, l, SITE_ATTN_RESID));
             residual_forward(res2, res, res2, (size_t)N * C);
@@ -448,13 +454,15 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
                            c->route_k, opt->route_balance);
         head_dropout_backward(a->datty, B, T, H, D, opt->head_dropout,
                               site_key(opt, l, SITE_HEAD));
+        /* attention's backward is dqkv's only writer: it rounds dqkv's rows for qkv's */
         if (c->route_k && opt->skip_unrouted)
-            attention_backward_routed(a->dqkv, a->datt, a->datty, qkv, att, attd,
-                                      a->route_on + rt, B, T, H, D, p);
+            attention_backward_routed_rounded(a->dqkv, a->datt, a->datty, qkv, att, attd,
+                                              a->route_on + rt, B, T, H, D, p, rounded);
         else
-            attention_backward(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D, p);
-        linear_backward(m, a->dln, lg->qkvw, lg->qkvb, a->dqkv, NULL, ln1, lw->qkvw, NULL, N, C,
-                        3 * A);
+            attention_backward_rounded(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D,
+                                       p, rounded);
+        linear_backward(m, a->dln, lg->qkvw, lg->qkvb, a->dqkv, rounded, ln1, lw->qkvw, NULL,
+                        N, C, 3 * A);
         if (c->route_k)
             route_scores_backward(a->dln, g->router_w + (size_t)l * H * C,
                                   g->router_b + (size_t)l * H, a->droute, ln1,

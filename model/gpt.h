@@ -100,8 +100,9 @@ typedef struct {
     float *droute;                   /* (N, H): with routing, d/dscore of a layer's router */
     float *buf;                      /* the one allocation the arrays above point into */
     Bf16Rows rows_bf16;              /* --precision bf16: a LayerNorm's output (N, C),
-                                        dlogits (N, V) or the residual gradient (dres or
-                                        dbranch, N, C), rounded to bf16 along the rows by
+                                        dlogits (N, V), the residual gradient (dres or
+                                        dbranch, N, C), attention's output (atty, N, A)
+                                        or dqkv (N, 3A), rounded to bf16 along the rows by
                                         the layer writing it for the product that reads it
                                         next (kernels/bf16_rows.h), one at a time, and the
                                         residual gradient's columns (N, C) for proj's and
@@ -120,8 +121,8 @@ typedef struct {
 int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
               char *err, size_t errlen);
 void acts_free(Activations *a);
-/* Memory for Activations.rows_bf16 (room for N x max(C, V), and for the columns of
- * N x C) and, for BF16_COPY_PANELS, mlp_bf16 (N x 4C) in the layout `kind`
+/* Memory for Activations.rows_bf16 (room for N x max(C, V, 3A), and for the columns
+ * of N x C) and, for BF16_COPY_PANELS, mlp_bf16 (N x 4C) in the layout `kind`
  * (bf16_copy_kind of the model's path), freed by acts_free or acts_bf16_free; -1 when
  * out of memory for any (then that one is missing). */
 int acts_bf16_init(Activations *a, Bf16CopyKind kind);

@@ -13,7 +13,10 @@
  * bits; and the columns those producers write for dW (as bf16_round_cols, or the
  * emulation's floats with each column's smallest exponent) are the rounding of their
  * finished output, and the backward reading them gives its bits and reads them (one
- * bit flipped moves dW). (The trainer's use of it is tested with the weights' copies:
+ * bit flipped moves dW). Attention's forward writing its output's rows and its
+ * backward writing dqkv's (plain and routed) keep their outputs' bits and write the
+ * rounding of the finished rows, and proj's forward and qkv's backward reading them
+ * give their bits. (The trainer's use of it is tested with the weights' copies:
  * tests/test_bf16_weight.c.) */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -26,6 +29,7 @@
 #include "kernels/bf16.h"
 #include "kernels/bf16_rows.h"
 #include "kernels/bf16_weight.h"
+#include "model/attention.h"
 #include "model/layers.h"
 #include "tests/testutil.h"
 #include "util/rng.h"
@@ -860,5 +864,145 @@ Test(bf16_rows, backward_writing_dins_rows_keeps_its_bits_and_writes_their_round
                             backward_rounding_case(&rng, rounding_shapes[s][0],
                                                    rounding_shapes[s][2], rounding_shapes[s][1],
                                                    mode, (Bf16CopyKind)kind, (Bf16Path)path);
+    }
+}
+
+/* Attention's rows, rounded once every head has written its slice
+ * (attention_forward_rounded, attention_backward_rounded and its routed variant):
+ * against the functions writing no copy on the same inputs, the copy against the
+ * rounding of the finished rows, and the next product reading it. */
+
+/* proj's forward (K -> 6) reading r, the copy of x[N][K], as rin against the same call
+ * rounding x, on both paths. */
+static void expect_forward_reads(Rng *rng, const Bf16Rows *r, const float *x, int N, int K,
+                                 const char *what)
+{
+    int OC = 6;
+    float *W = values(rng, (size_t)OC * K, 0.05f, 0), *bias = values(rng, (size_t)OC, 0.1f, 0);
+    float *y[2] = { malloc((size_t)N * OC * 4), malloc((size_t)N * OC * 4) };
+    cr_assert(y[0] && y[1]);
+    char full[200];
+    for (int path = BF16_AUTO; path <= BF16_EMULATED; path++) {
+        for (int i = 0; i < 2; i++)
+            bf16_forward_with(y[i], NULL, x, i ? r : NULL, W, NULL, bias, N, K, OC,
+                              (Bf16Path)path);
+        snprintf(full, sizeof full, "%s: the forward reading it, path %d", what, path);
+        expect_same(y[1], y[0], (size_t)N * OC, full);
+    }
+    free(y[0]), free(y[1]), free(W), free(bias);
+}
+
+/* How many of x[n] are denormal. */
+static size_t denormals(const float *x, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += (tu_bits(x[i]) & 0x7f800000u) == 0 && x[i] != 0;
+    return c;
+}
+
+static void attention_case(Rng *rng, int B, int T, int H, int D, float p, int rare,
+                           Bf16CopyKind kind, int threads)
+{
+    int N = B * T, A = H * D;
+    size_t nq = (size_t)N * 3 * A, na = (size_t)N * A, tt = (size_t)B * H * T * T;
+    /* rare: inputs of any bits (NaN, infinite outputs), and head 0's v and dout so small
+     * that its outputs are denormal */
+    float *qkv = values(rng, nq, 1.0f, rare ? 400 : 0), *dout = values(rng, na, 1.0f,
+                                                                       rare ? 200 : 0);
+    if (rare)
+        for (int n = 0; n < N; n++)
+            for (int d = 0; d < D; d++) {
+                qkv[(size_t)n * 3 * A + 2 * A + d] *= 0x1p-126f;
+                dout[(size_t)n * A + d] *= 0x1p-126f;
+            }
+    float *on = malloc((size_t)N * H * 4);
+    cr_assert(on);
+    for (int n = 0; n < N; n++)           /* head 0 chosen everywhere, the last nowhere */
+        for (int h = 0; h < H; h++)
+            on[(size_t)n * H + h] = h == 0 ? 1.0f : h == H - 1 && H > 2 ? 0.0f
+                                                                        : (float)rng_below(rng, 2);
+    float *out[2], *att[2], *attd[2], *dqkv[2], *datt[2];
+    for (int i = 0; i < 2; i++) {
+        out[i] = malloc(na * 4), att[i] = malloc(tt * 4), attd[i] = malloc(tt * 4);
+        dqkv[i] = malloc(nq * 4), datt[i] = malloc(tt * 4);
+        cr_assert(out[i] && att[i] && attd[i] && dqkv[i] && datt[i]);
+    }
+    Bf16Rows r, small;
+    cr_assert_eq(bf16_rows_init(&r, N + 1, 3 * A + 2, kind), 0);
+    cr_assert_eq(bf16_rows_init(&small, N, A - 1 > 0 ? A - 1 : 1, kind), 0);
+    uint64_t key = rng_u64(rng);
+    char what[160];
+    snprintf(what, sizeof what, "attention B %d T %d H %d D %d p %g rare %d kind %d threads %d",
+             B, T, H, D, p, rare, (int)kind, threads);
+
+    attention_forward(out[0], att[0], attd[0], qkv, B, T, H, D, p, key);
+    attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key, &r);
+    expect_same(out[1], out[0], na, what);
+    expect_same(att[1], att[0], tt, what);
+    if (p > 0.0f)
+        expect_same(attd[1], attd[0], tt, what);
+    expect_rounding_of(&r, out[1], N, A, what);
+    if (rare)
+        cr_assert(denormals(out[1], na) > 0, "%s: no denormal output to round", what);
+    expect_forward_reads(rng, &r, out[1], N, A, what);
+    /* a copy without room for out is dropped: it then holds nothing */
+    small.of = qkv, small.n = 1, small.k = 1;
+    attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key, &small);
+    cr_assert(small.of == NULL, "%s: a copy too small was not dropped", what);
+    expect_same(out[1], out[0], na, what);
+
+    for (int routed = 0; routed < 2; routed++) {
+        char full[200];
+        snprintf(full, sizeof full, "%s backward%s", what, routed ? " routed" : "");
+        for (int i = 0; i < 2; i++) {
+            memset(dqkv[i], 0xff, nq * 4);    /* NaN: the backward overwrites dqkv */
+            memset(datt[i], 0xff, tt * 4);
+        }
+        if (routed) {
+            attention_backward_routed(dqkv[0], datt[0], dout, qkv, att[0], attd[0], on, B, T,
+                                      H, D, p);
+            attention_backward_routed_rounded(dqkv[1], datt[1], dout, qkv, att[0], attd[0], on,
+                                              B, T, H, D, p, &r);
+        } else {
+            attention_backward(dqkv[0], datt[0], dout, qkv, att[0], attd[0], B, T, H, D, p);
+            attention_backward_rounded(dqkv[1], datt[1], dout, qkv, att[0], attd[0], B, T, H,
+                                       D, p, &r);
+        }
+        expect_same(dqkv[1], dqkv[0], nq, full);
+        expect_same(datt[1], datt[0], tt, full);
+        expect_rounding_of(&r, dqkv[1], N, 3 * A, full);
+        if (rare)
+            cr_assert(denormals(dqkv[1], nq) > 0, "%s: no denormal dqkv to round", full);
+        expect_backward_reads(rng, &r, dqkv[1], N, 3 * A, full);
+    }
+    attention_backward_rounded(dqkv[1], datt[1], dout, qkv, att[0], attd[0], B, T, H, D, p,
+                               &small);
+    cr_assert(small.of == NULL, "%s: a copy too small for dqkv was not dropped", what);
+    bf16_rows_free(&r);
+    bf16_rows_free(&small);
+    for (int i = 0; i < 2; i++)
+        free(out[i]), free(att[i]), free(attd[i]), free(dqkv[i]), free(datt[i]);
+    free(qkv), free(dout), free(on);
+}
+
+Test(bf16_rows, attention_keeps_its_bits_and_writes_the_rounding_of_its_rows)
+{
+    /* B, T, H, D: one head, odd head sizes, more pairs than threads, 16 heads */
+    static const int att_shapes[][4] = {
+        { 1, 5, 1, 7 }, { 2, 9, 4, 3 }, { 3, 17, 8, 5 }, { 2, 12, 16, 4 }, { 2, 33, 4, 16 },
+    };
+    static const float ps[] = { 0.0f, 0.1f };
+    Rng rng;
+    rng_init(&rng, 78, 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (size_t s = 0; s < sizeof att_shapes / sizeof att_shapes[0]; s++)
+            for (int k = 0; k < 2; k++)
+                for (int rare = 0; rare <= 1; rare++)
+                    for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++)
+                        attention_case(&rng, att_shapes[s][0], att_shapes[s][1],
+                                       att_shapes[s][2], att_shapes[s][3], ps[k], rare,
+                                       (Bf16CopyKind)kind, threads);
     }
 }

@@ -298,7 +298,8 @@ static TrainHyper hyper(void)
 /* STEPS bf16 steps of a trainer (its updates write the copies, its layers read them;
  * its LayerNorms round their outputs, its cross-entropy backward dlogits' rows, the
  * residual gradient's producers (the LayerNorms' backward without dropout, the
- * dropout's backward with it) their rows and, in the pairs' layout (the instruction, a
+ * dropout's backward with it) their rows, attention's forward its output's rows for
+ * proj and its backward dqkv's for qkv's backward and, in the pairs' layout (the instruction, a
  * build without FMA), fc's product the GELU's output and fcproj's din product dfch's
  * rows for the products, kernels/bf16_rows.h)
  * against the same steps written out with the model's copies unset, activations

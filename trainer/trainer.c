@@ -108,11 +108,12 @@ static void bf16_copies_sync(Trainer *t)
     m->bf16_copies = &t->bf16;
 }
 
-/* Makes room for the rounded rows of the LayerNorms' outputs and of dlogits
- * (Activations.rows_bf16), and of the MLP's hidden rows (mlp_bf16), where the precision
- * is bf16 and they are missing or of another kind than the model's path reads; frees
- * them in fp32. Without memory for them the products round their inputs themselves, to
- * the same bits. */
+/* Makes room for the activations' copies rounded by their producers (acts_bf16_init:
+ * Activations.rows_bf16, the rows of the LayerNorms' outputs, dlogits, the residual
+ * gradient, attention's output and dqkv, and the residual gradient's columns; with the
+ * pairs, mlp_bf16, the MLP's hidden rows), where the precision is bf16 and they are
+ * missing or of another kind than the model's path reads; frees them in fp32. Without
+ * memory for them the products round their inputs themselves, to the same bits. */
 static void bf16_rows_sync(Trainer *t)
 {
     const Model *m = &t->model;

@@ -8,9 +8,11 @@
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
  *       bench/bench_bf16_copies.c build/libheadcount.a -lm -o build/bench_bf16_copies
  * Run: build/bench_bf16_copies [--config BABY|MID|NANO] [--steps N] [--rows]
- * --rows compares instead the LayerNorms rounding their outputs for the products
- * (Activations.rows_bf16, kernels/bf16_rows.h) against the products rounding them, both
- * sides written out without the weights' copies.
+ * --rows compares instead the activations' copies rounded by their producers for the
+ * products (acts_bf16_init: the rows of the LayerNorms' outputs, dlogits, the residual
+ * gradient, attention's output and dqkv, the residual gradient's columns and, with the
+ * pairs, the MLP's hidden rows; kernels/bf16_rows.h) against the products rounding
+ * them, both sides written out without the weights' copies.
  * Prints each side's median step in thread CPU time (ms; on a loaded host it moves
  * less than wall time) and the median of the per-step ratios (with / without), and
  * whether the two models' parameters are still the same bits (they must be). It only
@@ -144,7 +146,7 @@ int main(int argc, char **argv)
                        t[0].model.table.total * sizeof(float));
     printf("%s H = %d, %d steps, one thread, thread CPU ms (medians): with %s %.1f, "
            "without %.1f, per-step ratio %.3f; parameters %s\n", configs[which].name, H, steps,
-           rows ? "LayerNorms' rounded rows" : "copies",
+           rows ? "activations' rounded copies" : "copies",
            ms[steps / 2], ms[steps + steps / 2], ms[2 * steps + steps / 2],
            same ? "the same bits" : "DIFFER");
     free(tok), free(tgt), free(ms);

@@ -881,7 +881,7 @@ static void expect_forward_reads(Rng *rng, const Bf16Rows *r, const float *x, in
     float *W = values(rng, (size_t)OC * K, 0.05f, 0), *bias = values(rng, (size_t)OC, 0.1f, 0);
     float *y[2] = { malloc((size_t)N * OC * 4), malloc((size_t)N * OC * 4) };
     cr_assert(y[0] && y[1]);
-    char full[200];
+    char full[256];
     for (int path = BF16_AUTO; path <= BF16_EMULATED; path++) {
         for (int i = 0; i < 2; i++)
             bf16_forward_with(y[i], NULL, x, i ? r : NULL, W, NULL, bias, N, K, OC,

@@ -6,7 +6,7 @@
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
  *       bench/bench_bf16.c build/libheadcount.a -lm -o build/bench_bf16
  * Run: build/bench_bf16 [--rows N] [--reps R] [--threads T] [--passes-reps R]
- *                        [--only-passes] [--vocab V] [--say]
+ *                        [--only-passes] [--only-in-cols] [--vocab V] [--say]
  * It first says which code runs the bf16 products (--say: only that): the instruction,
  * or the emulation (HEADCOUNT_BF16=emulate picks it where the build has the
  * instruction).
@@ -28,7 +28,9 @@
  * LayerNorm's and the dropout's backward for proj's and fcproj's dW (dres_col_passes);
  * an eighth for attention's rows, its output's for proj's forward and dqkv's for qkv's
  * backward, written by attention's forward and backward once every head has written
- * its slice (attention_passes). It only reports: nothing here asserts on a time. */
+ * its slice (attention_passes); a ninth for the LayerNorm outputs' columns, written by
+ * the LayerNorm's forward for qkv's, fc's and the logits' dW (in_col_passes;
+ * --only-in-cols prints only it). It only reports: nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"
@@ -475,6 +477,80 @@ static void dres_col_passes(int reps, Bf16Path path, double (*clock_fn)(void))
     }
 }
 
+/* The rounding of `in`'s columns for the dW products that read a LayerNorm's output
+ * (qkv's, fc's and the logits'), written by the LayerNorm's forward into a copy kept
+ * for the backward (kernels/bf16_rows.h's bf16_rows_init_in_cols), at the bench_train
+ * configurations' shapes, ms (median of reps, the cases taking turns). "LN+rows" is
+ * layernorm_forward_rounded writing its output's rows (what the trainer ran before),
+ * "+cols" the same writing its columns too, "fused" their difference; "dW" is qkv's dW
+ * product (C -> 3C, W from its copies) rounding in's columns itself, "dW+cols" the
+ * same reading the LayerNorm's, "pass" their difference (the column pass as the
+ * product makes it); "saved" pass - fused per call, and per step (2L + 1 calls: qkv's
+ * and fc's dW in every layer, the logits'). */
+static void in_col_passes(int reps, Bf16Path path, double (*clock_fn)(void))
+{
+    static const struct { const char *name; int N, C, L; } shapes[] = {
+        {"BABY", 768, 128, 4}, {"MID", 4096, 256, 4}, {"NANO", 4096, 384, 6},
+    };
+    enum { CASES = 4 };
+    Bf16CopyKind kind = bf16_copy_kind(path);
+    printf("\nLayerNorm outputs' column roundings for dW (%s copies), ms, median of %d\n",
+           kind == BF16_COPY_FLOATS ? "float" : "pair", reps);
+    printf("%-6s %11s | %8s %7s %7s | %7s %7s %7s | %7s %9s\n", "config", "N x C", "LN+rows",
+           "+cols", "fused", "dW", "dW+cols", "pass", "saved", "per step");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s].N, C = shapes[s].C, steps = 2 * shapes[s].L + 1, OC = 3 * C;
+        size_t nc = (size_t)N * C;
+        float *x = filled(nc, 2.0f, 1), *w = filled((size_t)C, 1.0f, 2);
+        float *b = filled((size_t)C, 0.1f, 3), *ln = filled(nc, 0, 4);
+        float *mean = filled((size_t)N, 0, 5), *rstd = filled((size_t)N, 0, 6);
+        float *W = filled((size_t)OC * C, 0.1f, 7), *dout = filled((size_t)N * OC, 0.01f, 8);
+        float *dW = filled((size_t)OC * C, 0, 9);
+        Bf16Rows rows, rc;
+        Bf16Weight wc;
+        if (bf16_rows_init(&rows, N, C, kind) || bf16_rows_init_in_cols(&rc, N, C, kind) ||
+            bf16_weight_init(&wc, W, OC, C, kind)) {
+            fputs("bench_bf16: out of memory\n", stderr);
+            exit(1);
+        }
+        bf16_weight_write(&wc);
+        double *t = malloc((size_t)CASES * reps * sizeof(double));
+        for (int r = -1; r < reps; r++) {
+            double c0 = clock_fn();
+            layernorm_forward_rounded(ln, mean, rstd, x, w, b, N, C, &rows, NULL);
+            double c1 = clock_fn();
+            layernorm_forward_rounded(ln, mean, rstd, x, w, b, N, C, &rows, &rc);
+            double c2 = clock_fn();
+            bf16_backward_rounding(NULL, NULL, dW, NULL, dout, NULL, ln, NULL, W, &wc, NULL, N,
+                                   C, OC, path);
+            double c3 = clock_fn();
+            bf16_backward_rounding(NULL, NULL, dW, NULL, dout, NULL, ln, &rc, W, &wc, NULL, N,
+                                   C, OC, path);
+            double c4 = clock_fn();
+            if (r < 0)
+                continue;
+            double dt[CASES] = {c1 - c0, c2 - c1, c3 - c2, c4 - c3};
+            for (int k = 0; k < CASES; k++)
+                t[(size_t)k * reps + r] = dt[k];
+        }
+        double med[CASES];
+        for (int k = 0; k < CASES; k++)
+            med[k] = 1e3 * median(t + (size_t)k * reps, reps);
+        double fused = med[1] - med[0], pass = med[2] - med[3];
+        char dims[32];
+        snprintf(dims, sizeof dims, "%d x %d", N, C);
+        printf("%-6s %11s | %8.3f %7.3f %7.3f | %7.2f %7.2f %7.3f | %7.3f %9.2f\n",
+               shapes[s].name, dims, med[0], med[1], fused, med[2], med[3], pass, pass - fused,
+               (pass - fused) * steps);
+        fflush(stdout);
+        bf16_rows_free(&rows);
+        bf16_rows_free(&rc);
+        bf16_weight_free(&wc);
+        free(x), free(w), free(b), free(ln), free(mean), free(rstd), free(W), free(dout);
+        free(dW), free(t);
+    }
+}
+
 /* The rounding of the MLP's hidden rows (N x 4C) by the products that write them
  * (bf16_forward_rounding, bf16_backward_rounding: the step-by-step and the
  * instruction's tiles as they finish, the emulation on the float32 kernels in a pass
@@ -656,6 +732,7 @@ static void attention_passes(int reps, Bf16Path path, double (*clock_fn)(void))
 int main(int argc, char **argv)
 {
     int N = 4096, reps = 7, threads = 1, passes_reps = 31, only_passes = 0, vocab = 1536;
+    int only_in_cols = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rows") && i + 1 < argc)
             N = (int)arg_long("--rows", argv[++i], 1, 1 << 16);
@@ -665,6 +742,8 @@ int main(int argc, char **argv)
             passes_reps = (int)arg_long("--passes-reps", argv[++i], 1, 10000);
         else if (!strcmp(argv[i], "--only-passes"))
             only_passes = 1;
+        else if (!strcmp(argv[i], "--only-in-cols"))
+            only_in_cols = 1;
         else if (!strcmp(argv[i], "--vocab") && i + 1 < argc)
             vocab = (int)arg_long("--vocab", argv[++i], 2, 1 << 16);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -674,7 +753,8 @@ int main(int argc, char **argv)
             return 0;
         } else {
             fprintf(stderr, "usage: bench_bf16 [--rows N] [--reps R] [--threads T] "
-                            "[--passes-reps R] [--only-passes] [--vocab V] [--say]\n");
+                            "[--passes-reps R] [--only-passes] [--only-in-cols] [--vocab V] "
+                            "[--say]\n");
             return 2;
         }
     }
@@ -682,6 +762,10 @@ int main(int argc, char **argv)
     bench_bf16_say(stdout);
     omp_set_num_threads(threads);
     double (*clock_fn)(void) = threads == 1 ? thread_cpu : bench_now;
+    if (only_in_cols) {
+        in_col_passes(passes_reps, path, clock_fn);
+        return 0;
+    }
     static const struct { const char *name; int IC, OC; } shapes[] = {
         {"NANO qkv", 384, 1152}, {"NANO proj", 384, 384}, {"NANO fc", 384, 1536},
         {"NANO fcproj", 1536, 384}, {"MID qkv", 256, 768}, {"MID fc", 256, 1024},
@@ -733,5 +817,6 @@ int main(int argc, char **argv)
     hidden_passes(passes_reps, path, clock_fn);
     dres_col_passes(passes_reps, path, clock_fn);
     attention_passes(passes_reps, path, clock_fn);
+    in_col_passes(passes_reps, path, clock_fn);
     return 0;
 }

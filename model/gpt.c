@@ -160,14 +160,16 @@ int acts_bf16_init(Activations *a, Bf16CopyKind kind)
      * saves nothing over the next product's (kernels/bf16_emul.c): no copy for them */
     if (kind == BF16_COPY_PANELS && bf16_rows_init(&a->mlp_bf16, (int)a->N, 4 * (int)a->C, kind))
         rc = -1;
-    /* the LayerNorms' outputs' columns, each kept from the forward to its dW product;
-     * one without memory is left empty, and its product rounds them itself */
-    size_t ncols = 2 * a->L + 1;
-    a->ln_cols = calloc(ncols, sizeof *a->ln_cols);
-    if (!a->ln_cols)
+    /* the columns of the dW products' inputs that the forward's producers round (ln1,
+     * atty, ln2 of every layer, lnf), each kept from the forward to its dW product; one
+     * without memory is left empty, and its product rounds them itself */
+    size_t ncols = 3 * a->L + 1;
+    a->in_cols = calloc(ncols, sizeof *a->in_cols);
+    if (!a->in_cols)
         return -1;
     for (size_t i = 0; i < ncols; i++)
-        if (bf16_rows_init_in_cols(&a->ln_cols[i], (int)a->N, (int)a->C, kind))
+        if (bf16_rows_init_in_cols(&a->in_cols[i], (int)a->N,
+                                   (int)(i % 3 == 1 ? a->A : a->C), kind))
             rc = -1;
     return rc;
 }
@@ -176,11 +178,11 @@ void acts_bf16_free(Activations *a)
 {
     bf16_rows_free(&a->rows_bf16);
     bf16_rows_free(&a->mlp_bf16);
-    if (a->ln_cols)
-        for (size_t i = 0; i < 2 * a->L + 1; i++)
-            bf16_rows_free(&a->ln_cols[i]);
-    free(a->ln_cols);
-    a->ln_cols = NULL;
+    if (a->in_cols)
+        for (size_t i = 0; i < 3 * a->L + 1; i++)
+            bf16_rows_free(&a->in_cols[i]);
+    free(a->in_cols);
+    a->in_cols = NULL;
 }
 
 void acts_free(Activations *a)
@@ -308,15 +310,16 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
     Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->rows_bf16.rows ? &a->rows_bf16 : NULL;
     /* and fc's product rounds the GELU's output for fcproj */
     Bf16Rows *hidden = m->precision == PRECISION_BF16 && a->mlp_bf16.rows ? &a->mlp_bf16 : NULL;
-    /* and, where a backward follows, its output's columns for the dW product reading it
-     * (Activations.ln_cols); else none, and what an earlier forward left there is
-     * dropped: this one overwrites the outputs they were of */
-    Bf16Rows *lncols = NULL;
-    if (a->ln_cols && m->precision == PRECISION_BF16 && opt->backward_next)
-        lncols = a->ln_cols;
-    else if (a->ln_cols)
-        for (size_t i = 0; i < 2 * a->L + 1; i++)
-            bf16_rows_drop(&a->ln_cols[i]);
+    /* and, where a backward follows, each LayerNorm its output's columns for the dW
+     * product reading it, attention too where it writes atty's rows (Activations.in_cols,
+     * 3l: ln1, 3l + 1: atty, 3l + 2: ln2, 3L: lnf); else none, and what an earlier
+     * forward left there is dropped: this one overwrites the outputs they were of */
+    Bf16Rows *incols = NULL;
+    if (a->in_cols && m->precision == PRECISION_BF16 && opt->backward_next)
+        incols = a->in_cols;
+    else if (a->in_cols)
+        for (size_t i = 0; i < 3 * a->L + 1; i++)
+            bf16_rows_drop(&a->in_cols[i]);
 
     encoder_forward(a->encoded, tokens, w->wte, w->wpe, B, T, C);
     const float *res = a->encoded;
@@ -337,7 +340,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
 
         layernorm_forward_rounded(ln1, a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, res,
                                   lw->ln1w, lw->ln1b, N, C, rounded,
-                                  lncols ? &lncols[2 * l] : NULL);
+                                  incols ? &incols[3 * l] : NULL);
         linear_forward(m, qkv, NULL, ln1, rounded, lw->qkvw, lw->qkvb, N, C, 3 * A);
         /* the router reads ln1 alone: its choice comes first, so that the heads a
          * token did not choose can skip attending at its row */
@@ -346,15 +349,21 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
                                             a->route_weight + rt, ln1,
                                             w->router_w + (size_t)l * H * C,
                                             w->router_b + (size_t)l * H, N, C, H, c->route_k);
-        /* attention rounds its output's rows for proj where nothing modifies it after */
-        Bf16Rows *ratty = c->gates || c->route_k || opt->head_on ||
-                          opt->head_dropout > 0.0f ? NULL : rounded;
+        /* attention rounds its output's rows for proj where nothing modifies it after,
+         * and then its columns for proj's dW where a backward follows */
+        int last = !(c->gates || c->route_k || opt->head_on || opt->head_dropout > 0.0f);
+        Bf16Rows *ratty = last ? rounded : NULL;
+        Bf16Rows *catty = incols ? &incols[3 * l + 1] : NULL;
+        if (catty && !last) {
+            bf16_rows_drop(catty);
+            catty = NULL;
+        }
         if (c->route_k && opt->skip_unrouted)
             attention_forward_routed(heads, att, attd, qkv, a->route_on + rt, B, T, H, D, p,
                                      site_key(opt, l, SITE_ATT));
         else
             attention_forward_rounded(heads, att, attd, qkv, B, T, H, D, p,
-                                      site_key(opt, l, SITE_ATT), ratty);
+                                      site_key(opt, l, SITE_ATT), ratty, catty);
         silence_heads(heads, opt, l, (size_t)N, H, D, 1);
         head_dropout_forward(heads, B, T, H, D, opt->head_dropout,
                              site_key(opt, l, SITE_HEAD));
@@ -377,7 +386,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
 
         layernorm_forward_rounded(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
                                   lw->ln2w, lw->ln2b, N, C, rounded,
-                                  lncols ? &lncols[2 * l + 1] : NULL);
+                                  incols ? &incols[3 * l + 2] : NULL);
         linear_forward_rounding(m, fch_gelu, fch_dgelu, hidden, ln2, rounded, lw->fcw, lw->fcb,
                                 N, C, 4 * C);
         linear_forward(m, fcproj, NULL, fch_gelu, hidden, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
@@ -390,7 +399,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         res = res3;
     }
     layernorm_forward_rounded(a->lnf, a->lnf_mean, a->lnf_rstd, res, w->lnfw, w->lnfb, N, C,
-                              rounded, lncols ? &lncols[2 * c->L] : NULL);
+                              rounded, incols ? &incols[3 * c->L] : NULL);
     linear_forward(m, a->logits, NULL, a->lnf, rounded, w->wte, NULL, N, C, V);
     a->balance_loss = balance;
     return crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
@@ -420,14 +429,14 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
     Bf16Rows *rdres = p > 0.0f ? NULL : rounded;
     /* and fcproj's din product dfch's rows for fc's backward */
     Bf16Rows *hidden = m->precision == PRECISION_BF16 && a->mlp_bf16.rows ? &a->mlp_bf16 : NULL;
-    /* and the LayerNorms in the forward their outputs' columns for qkv's, fc's and the
-     * logits' dW (where the forward had backward_next) */
-    const Bf16Rows *lncols = m->precision == PRECISION_BF16 ? a->ln_cols : NULL;
+    /* and the forward's producers the columns of qkv's, proj's, fc's and the logits'
+     * in for their dW (where the forward had backward_next; Activations.in_cols) */
+    const Bf16Rows *incols = m->precision == PRECISION_BF16 ? a->in_cols : NULL;
 
     memset(a->dlogits, 0, (size_t)N * V * sizeof(float));
     crossentropy_backward_rounded(a->dlogits, a->probs, targets, N, V, 1.0f / (float)N, rounded);
     linear_backward(m, a->dln, g->wte, NULL, a->dlogits, rounded, a->lnf,
-                    lncols ? &lncols[2 * L] : NULL, w->wte, NULL, N, C, V);
+                    incols ? &incols[3 * L] : NULL, w->wte, NULL, N, C, V);
     memset(a->dres, 0, nc * sizeof(float));
     layernorm_backward_rounded(a->dres, g->lnfw, g->lnfb, a->dln, a->res3 + (L - 1) * NC,
                                w->lnfw, a->lnf_mean, a->lnf_rstd, N, C, rdres);
@@ -454,7 +463,7 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
         linear_backward_rounding(m, a->dfch, hidden, lg->fcprojw, lg->fcprojb, branch, rounded,
                                  fch_gelu, NULL, lw->fcprojw, fch_dgelu, N, 4 * C, C);
         linear_backward(m, a->dln, lg->fcw, lg->fcb, a->dfch, hidden, ln2,
-                        lncols ? &lncols[2 * l + 1] : NULL, lw->fcw, NULL, N, C, 4 * C);
+                        incols ? &incols[3 * l + 2] : NULL, lw->fcw, NULL, N, C, 4 * C);
         layernorm_backward_rounded(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
                                    a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C, rdres);
 
@@ -469,8 +478,8 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
                                      site_key(opt, l, SITE_ATTN_RESID), rounded);
             branch = a->dbranch;
         }
-        linear_backward(m, a->datty, lg->projw, lg->projb, branch, rounded, atty, NULL,
-                        lw->projw, NULL, N, A, C);
+        linear_backward(m, a->datty, lg->projw, lg->projb, branch, rounded, atty,
+                        incols ? &incols[3 * l + 1] : NULL, lw->projw, NULL, N, A, C);
         silence_heads(a->datty, opt, l, (size_t)N, H, D, 0);
         if (opt->head_grad)
             gate_gradient(opt->head_grad + (size_t)l * H, a->datty, atty, (size_t)N, H, D);
@@ -492,7 +501,7 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             attention_backward_rounded(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D,
                                        p, rounded);
         linear_backward(m, a->dln, lg->qkvw, lg->qkvb, a->dqkv, rounded, ln1,
-                        lncols ? &lncols[2 * l] : NULL, lw->qkvw, NULL, N, C, 3 * A);
+                        incols ? &incols[3 * l] : NULL, lw->qkvw, NULL, N, C, 3 * A);
         if (c->route_k)
             route_scores_backward(a->dln, g->router_w + (size_t)l * H * C,
                                   g->router_b + (size_t)l * H, a->droute, ln1,

@@ -16,8 +16,11 @@
  * bit flipped moves dW). Attention's forward writing its output's rows and its
  * backward writing dqkv's (plain and routed) keep their outputs' bits and write the
  * rounding of the finished rows, and proj's forward and qkv's backward reading them
- * give their bits. (The trainer's use of it is tested with the weights' copies:
- * tests/test_bf16_weight.c.) */
+ * give their bits. The columns of the dW products' `in` that the forward's producers
+ * write and keep for the backward (the LayerNorm's, attention's; as bf16_pack_cols's
+ * panels, or the emulation's floats) are the rounding of their outputs, and the
+ * backward reading them gives its bits and reads them. (The trainer's use of it is
+ * tested with the weights' copies: tests/test_bf16_weight.c.) */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -1084,28 +1087,44 @@ static void attention_case(Rng *rng, int B, int T, int H, int D, float p, int ra
         dqkv[i] = malloc(nq * 4), datt[i] = malloc(tt * 4);
         cr_assert(out[i] && att[i] && attd[i] && dqkv[i] && datt[i]);
     }
-    Bf16Rows r, small;
+    Bf16Rows r, small, rc, small_cols;
     cr_assert_eq(bf16_rows_init(&r, N + 1, 3 * A + 2, kind), 0);
     cr_assert_eq(bf16_rows_init(&small, N, A - 1 > 0 ? A - 1 : 1, kind), 0);
+    cr_assert_eq(bf16_rows_init_in_cols(&rc, N, A, kind), 0);
+    cr_assert_eq(bf16_rows_init_in_cols(&small_cols, N, A - 1 > 0 ? A - 1 : 1, kind), 0);
     uint64_t key = rng_u64(rng);
     char what[160];
     snprintf(what, sizeof what, "attention B %d T %d H %d D %d p %g rare %d kind %d threads %d",
              B, T, H, D, p, rare, (int)kind, threads);
 
     attention_forward(out[0], att[0], attd[0], qkv, B, T, H, D, p, key);
-    attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key, &r);
+    attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key, &r, NULL);
     expect_same(out[1], out[0], na, what);
     expect_same(att[1], att[0], tt, what);
     if (p > 0.0f)
         expect_same(attd[1], attd[0], tt, what);
     expect_rounding_of(&r, out[1], N, A, what);
+    /* and its columns, for proj's dW, with and without the rows */
+    for (int rows = 0; rows < 2; rows++) {
+        attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key,
+                                  rows ? &r : NULL, &rc);
+        expect_same(out[1], out[0], na, what);
+        expect_same(att[1], att[0], tt, what);
+        expect_in_cols_of(&rc, out[1], N, A, what);
+        if (rows)
+            expect_rounding_of(&r, out[1], N, A, what);
+    }
     if (rare)
         cr_assert(denormals(out[1], na) > 0, "%s: no denormal output to round", what);
     expect_forward_reads(rng, &r, out[1], N, A, what);
     /* a copy without room for out is dropped: it then holds nothing */
     small.of = qkv, small.n = 1, small.k = 1;
-    attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key, &small);
+    small_cols.of = qkv, small_cols.n = 1, small_cols.k = 1, small_cols.has_cols = 1;
+    attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key, &small,
+                              &small_cols);
     cr_assert(small.of == NULL, "%s: a copy too small was not dropped", what);
+    cr_assert(small_cols.of == NULL && !small_cols.has_cols, "%s: columns too small were not "
+              "dropped", what);
     expect_same(out[1], out[0], na, what);
 
     for (int routed = 0; routed < 2; routed++) {
@@ -1137,6 +1156,7 @@ static void attention_case(Rng *rng, int B, int T, int H, int D, float p, int ra
     cr_assert(small.of == NULL, "%s: a copy too small for dqkv was not dropped", what);
     bf16_rows_free(&r);
     bf16_rows_free(&small);
+    bf16_rows_free(&rc), bf16_rows_free(&small_cols);
     for (int i = 0; i < 2; i++)
         free(out[i]), free(att[i]), free(attd[i]), free(dqkv[i]), free(datt[i]);
     free(qkv), free(dout), free(on);

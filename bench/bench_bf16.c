@@ -28,9 +28,10 @@
  * LayerNorm's and the dropout's backward for proj's and fcproj's dW (dres_col_passes);
  * an eighth for attention's rows, its output's for proj's forward and dqkv's for qkv's
  * backward, written by attention's forward and backward once every head has written
- * its slice (attention_passes); a ninth for the LayerNorm outputs' columns, written by
- * the LayerNorm's forward for qkv's, fc's and the logits' dW (in_col_passes;
- * --only-in-cols prints only it). It only reports: nothing here asserts on a time. */
+ * its slice (attention_passes); a ninth for the columns of the dW products' input,
+ * written in the forward by the LayerNorm (for qkv's, fc's and the logits' dW) and by
+ * attention (proj's) (in_col_passes; --only-in-cols prints only it). It only
+ * reports: nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"
@@ -477,77 +478,98 @@ static void dres_col_passes(int reps, Bf16Path path, double (*clock_fn)(void))
     }
 }
 
-/* The rounding of `in`'s columns for the dW products that read a LayerNorm's output
- * (qkv's, fc's and the logits'), written by the LayerNorm's forward into a copy kept
- * for the backward (kernels/bf16_rows.h's bf16_rows_init_in_cols), at the bench_train
- * configurations' shapes, ms (median of reps, the cases taking turns). "LN+rows" is
- * layernorm_forward_rounded writing its output's rows (what the trainer ran before),
- * "+cols" the same writing its columns too, "fused" their difference; "dW" is qkv's dW
- * product (C -> 3C, W from its copies) rounding in's columns itself, "dW+cols" the
- * same reading the LayerNorm's, "pass" their difference (the column pass as the
- * product makes it); "saved" pass - fused per call, and per step (2L + 1 calls: qkv's
- * and fc's dW in every layer, the logits'). */
+/* The rounding of `in`'s columns for the dW products, written in the forward by its
+ * producer into a copy kept for the backward (kernels/bf16_rows.h's
+ * bf16_rows_init_in_cols), at the bench_train configurations' shapes, ms (median of
+ * reps, the cases taking turns). "LN+rows" is layernorm_forward_rounded writing its
+ * output's rows (what the trainer ran before), "+cols" the same writing its columns
+ * too, "fused" their difference; "dW" is qkv's dW product (C -> 3C, W from its copies)
+ * rounding in's columns itself, "dW+cols" the same reading the LayerNorm's, "pass"
+ * their difference (the column pass as the product makes it); "saved" pass - fused per
+ * call, and per step (2L + 1 calls: qkv's and fc's dW in every layer, the logits').
+ * Then the same for attention's output (H = 4, A = C): "attn+rows"
+ * attention_forward_rounded writing its rows, "+cols" its columns too; "proj dW"
+ * proj's dW product (A -> C), "+cols" reading attention's; per step L calls. */
 static void in_col_passes(int reps, Bf16Path path, double (*clock_fn)(void))
 {
-    static const struct { const char *name; int N, C, L; } shapes[] = {
-        {"BABY", 768, 128, 4}, {"MID", 4096, 256, 4}, {"NANO", 4096, 384, 6},
+    static const struct { const char *name; int B, T, C, L; } shapes[] = {
+        {"BABY", 12, 64, 128, 4}, {"MID", 16, 256, 256, 4}, {"NANO", 16, 256, 384, 6},
     };
-    enum { CASES = 4 };
+    enum { CASES = 8, H = 4 };
     Bf16CopyKind kind = bf16_copy_kind(path);
-    printf("\nLayerNorm outputs' column roundings for dW (%s copies), ms, median of %d\n",
+    printf("\nThe dW inputs' column roundings (%s copies), ms, median of %d\n",
            kind == BF16_COPY_FLOATS ? "float" : "pair", reps);
-    printf("%-6s %11s | %8s %7s %7s | %7s %7s %7s | %7s %9s\n", "config", "N x C", "LN+rows",
-           "+cols", "fused", "dW", "dW+cols", "pass", "saved", "per step");
+    printf("%-6s %11s | %7s %6s %6s | %6s %7s %6s | %6s %8s | %9s %6s %6s | %7s %6s %6s | "
+           "%6s %8s\n", "config", "N x C", "LN+rows", "+cols", "fused", "dW", "dW+cols",
+           "pass", "saved", "per step", "attn+rows", "+cols", "fused", "proj dW", "+cols",
+           "pass", "saved", "per step");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int N = shapes[s].N, C = shapes[s].C, steps = 2 * shapes[s].L + 1, OC = 3 * C;
-        size_t nc = (size_t)N * C;
+        int B = shapes[s].B, T = shapes[s].T, C = shapes[s].C, D = C / H, A = H * D;
+        int N = B * T, OC = 3 * C, L = shapes[s].L;
+        size_t nc = (size_t)N * C, na = (size_t)N * A, tt = (size_t)B * H * T * T;
         float *x = filled(nc, 2.0f, 1), *w = filled((size_t)C, 1.0f, 2);
         float *b = filled((size_t)C, 0.1f, 3), *ln = filled(nc, 0, 4);
         float *mean = filled((size_t)N, 0, 5), *rstd = filled((size_t)N, 0, 6);
         float *W = filled((size_t)OC * C, 0.1f, 7), *dout = filled((size_t)N * OC, 0.01f, 8);
-        float *dW = filled((size_t)OC * C, 0, 9);
-        Bf16Rows rows, rc;
-        Bf16Weight wc;
-        if (bf16_rows_init(&rows, N, C, kind) || bf16_rows_init_in_cols(&rc, N, C, kind) ||
-            bf16_weight_init(&wc, W, OC, C, kind)) {
+        float *dW = filled((size_t)OC * C, 0, 9), *qkv = filled(3 * na, 2.0f, 10);
+        float *att = filled(tt, 0, 11), *y = filled(na, 0, 12);
+        float *Wp = filled((size_t)C * A, 0.1f, 13), *dWp = filled((size_t)C * A, 0, 14);
+        Bf16Rows rows, rc, rca;
+        Bf16Weight wc, wp;
+        if (bf16_rows_init(&rows, N, C > A ? C : A, kind) ||
+            bf16_rows_init_in_cols(&rc, N, C, kind) || bf16_rows_init_in_cols(&rca, N, A, kind) ||
+            bf16_weight_init(&wc, W, OC, C, kind) || bf16_weight_init(&wp, Wp, C, A, kind)) {
             fputs("bench_bf16: out of memory\n", stderr);
             exit(1);
         }
         bf16_weight_write(&wc);
+        bf16_weight_write(&wp);
         double *t = malloc((size_t)CASES * reps * sizeof(double));
         for (int r = -1; r < reps; r++) {
-            double c0 = clock_fn();
+            double c[CASES + 1];
+            c[0] = clock_fn();
             layernorm_forward_rounded(ln, mean, rstd, x, w, b, N, C, &rows, NULL);
-            double c1 = clock_fn();
+            c[1] = clock_fn();
             layernorm_forward_rounded(ln, mean, rstd, x, w, b, N, C, &rows, &rc);
-            double c2 = clock_fn();
+            c[2] = clock_fn();
             bf16_backward_rounding(NULL, NULL, dW, NULL, dout, NULL, ln, NULL, W, &wc, NULL, N,
                                    C, OC, path);
-            double c3 = clock_fn();
+            c[3] = clock_fn();
             bf16_backward_rounding(NULL, NULL, dW, NULL, dout, NULL, ln, &rc, W, &wc, NULL, N,
                                    C, OC, path);
-            double c4 = clock_fn();
+            c[4] = clock_fn();
+            attention_forward_rounded(y, att, NULL, qkv, B, T, H, D, 0.0f, 1, &rows, NULL);
+            c[5] = clock_fn();
+            attention_forward_rounded(y, att, NULL, qkv, B, T, H, D, 0.0f, 1, &rows, &rca);
+            c[6] = clock_fn();
+            bf16_backward_rounding(NULL, NULL, dWp, NULL, x, NULL, y, NULL, Wp, &wp, NULL, N,
+                                   A, C, path);
+            c[7] = clock_fn();
+            bf16_backward_rounding(NULL, NULL, dWp, NULL, x, NULL, y, &rca, Wp, &wp, NULL, N,
+                                   A, C, path);
+            c[8] = clock_fn();
             if (r < 0)
                 continue;
-            double dt[CASES] = {c1 - c0, c2 - c1, c3 - c2, c4 - c3};
             for (int k = 0; k < CASES; k++)
-                t[(size_t)k * reps + r] = dt[k];
+                t[(size_t)k * reps + r] = c[k + 1] - c[k];
         }
         double med[CASES];
         for (int k = 0; k < CASES; k++)
             med[k] = 1e3 * median(t + (size_t)k * reps, reps);
         double fused = med[1] - med[0], pass = med[2] - med[3];
+        double afused = med[5] - med[4], apass = med[6] - med[7];
         char dims[32];
         snprintf(dims, sizeof dims, "%d x %d", N, C);
-        printf("%-6s %11s | %8.3f %7.3f %7.3f | %7.2f %7.2f %7.3f | %7.3f %9.2f\n",
-               shapes[s].name, dims, med[0], med[1], fused, med[2], med[3], pass, pass - fused,
-               (pass - fused) * steps);
+        printf("%-6s %11s | %7.3f %6.3f %6.3f | %6.2f %7.2f %6.3f | %6.3f %8.2f | %9.3f %6.3f "
+               "%6.3f | %7.2f %6.2f %6.3f | %6.3f %8.2f\n", shapes[s].name, dims, med[0],
+               med[1], fused, med[2], med[3], pass, pass - fused, (pass - fused) * (2 * L + 1),
+               med[4], med[5], afused, med[6], med[7], apass, apass - afused,
+               (apass - afused) * L);
         fflush(stdout);
-        bf16_rows_free(&rows);
-        bf16_rows_free(&rc);
-        bf16_weight_free(&wc);
+        bf16_rows_free(&rows), bf16_rows_free(&rc), bf16_rows_free(&rca);
+        bf16_weight_free(&wc), bf16_weight_free(&wp);
         free(x), free(w), free(b), free(ln), free(mean), free(rstd), free(W), free(dout);
-        free(dW), free(t);
+        free(dW), free(qkv), free(att), free(y), free(Wp), free(dWp), free(t);
     }
 }
 
@@ -685,7 +707,7 @@ static void attention_passes(int reps, Bf16Path path, double (*clock_fn)(void))
             c[1] = clock_fn();
             attention_forward(y, att, NULL, qkv, B, T, H, D, 0.0f, 1);
             c[2] = clock_fn();
-            attention_forward_rounded(y, att, NULL, qkv, B, T, H, D, 0.0f, 1, &rows);
+            attention_forward_rounded(y, att, NULL, qkv, B, T, H, D, 0.0f, 1, &rows, NULL);
             c[3] = clock_fn();
             bf16_forward_with(out, NULL, y, NULL, Wp, &wp, NULL, N, A, C, path);
             c[4] = clock_fn();

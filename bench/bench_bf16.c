@@ -6,7 +6,7 @@
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
  *       bench/bench_bf16.c build/libheadcount.a -lm -o build/bench_bf16
  * Run: build/bench_bf16 [--rows N] [--reps R] [--threads T] [--passes-reps R]
- *                        [--only-passes] [--vocab V] [--say]
+ *                        [--only-passes] [--only-in-cols] [--vocab V] [--say]
  * It first says which code runs the bf16 products (--say: only that): the instruction,
  * or the emulation (HEADCOUNT_BF16=emulate picks it where the build has the
  * instruction).
@@ -28,7 +28,10 @@
  * LayerNorm's and the dropout's backward for proj's and fcproj's dW (dres_col_passes);
  * an eighth for attention's rows, its output's for proj's forward and dqkv's for qkv's
  * backward, written by attention's forward and backward once every head has written
- * its slice (attention_passes). It only reports: nothing here asserts on a time. */
+ * its slice (attention_passes); a ninth for the columns of the dW products' input,
+ * written in the forward by the LayerNorm (for qkv's, fc's and the logits' dW) and by
+ * attention (proj's) (in_col_passes; --only-in-cols prints only it). It only
+ * reports: nothing here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"
@@ -203,7 +206,7 @@ static void input_passes(int reps, Bf16Path path, double (*clock_fn)(void))
             double c1 = clock_fn();
             layernorm_forward(out, mean, rstd, x, w, b, N, C);
             double c2 = clock_fn();
-            layernorm_forward_rounded(out, mean, rstd, x, w, b, N, C, &rows);
+            layernorm_forward_rounded(out, mean, rstd, x, w, b, N, C, &rows, NULL);
             double c3 = clock_fn();
             bf16_forward_with(y, NULL, out, NULL, W, &wc, NULL, N, C, OC, path);
             double c4 = clock_fn();
@@ -475,6 +478,101 @@ static void dres_col_passes(int reps, Bf16Path path, double (*clock_fn)(void))
     }
 }
 
+/* The rounding of `in`'s columns for the dW products, written in the forward by its
+ * producer into a copy kept for the backward (kernels/bf16_rows.h's
+ * bf16_rows_init_in_cols), at the bench_train configurations' shapes, ms (median of
+ * reps, the cases taking turns). "LN+rows" is layernorm_forward_rounded writing its
+ * output's rows (what the trainer ran before), "+cols" the same writing its columns
+ * too, "fused" their difference; "dW" is qkv's dW product (C -> 3C, W from its copies)
+ * rounding in's columns itself, "dW+cols" the same reading the LayerNorm's, "pass"
+ * their difference (the column pass as the product makes it); "saved" pass - fused per
+ * call, and per step (2L + 1 calls: qkv's and fc's dW in every layer, the logits').
+ * Then the same for attention's output (H = 4, A = C): "attn+rows"
+ * attention_forward_rounded writing its rows, "+cols" its columns too; "proj dW"
+ * proj's dW product (A -> C), "+cols" reading attention's; per step L calls. */
+static void in_col_passes(int reps, Bf16Path path, double (*clock_fn)(void))
+{
+    static const struct { const char *name; int B, T, C, L; } shapes[] = {
+        {"BABY", 12, 64, 128, 4}, {"MID", 16, 256, 256, 4}, {"NANO", 16, 256, 384, 6},
+    };
+    enum { CASES = 8, H = 4 };
+    Bf16CopyKind kind = bf16_copy_kind(path);
+    printf("\nThe dW inputs' column roundings (%s copies), ms, median of %d\n",
+           kind == BF16_COPY_FLOATS ? "float" : "pair", reps);
+    printf("%-6s %11s | %7s %6s %6s | %6s %7s %6s | %6s %8s | %9s %6s %6s | %7s %6s %6s | "
+           "%6s %8s\n", "config", "N x C", "LN+rows", "+cols", "fused", "dW", "dW+cols",
+           "pass", "saved", "per step", "attn+rows", "+cols", "fused", "proj dW", "+cols",
+           "pass", "saved", "per step");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int B = shapes[s].B, T = shapes[s].T, C = shapes[s].C, D = C / H, A = H * D;
+        int N = B * T, OC = 3 * C, L = shapes[s].L;
+        size_t nc = (size_t)N * C, na = (size_t)N * A, tt = (size_t)B * H * T * T;
+        float *x = filled(nc, 2.0f, 1), *w = filled((size_t)C, 1.0f, 2);
+        float *b = filled((size_t)C, 0.1f, 3), *ln = filled(nc, 0, 4);
+        float *mean = filled((size_t)N, 0, 5), *rstd = filled((size_t)N, 0, 6);
+        float *W = filled((size_t)OC * C, 0.1f, 7), *dout = filled((size_t)N * OC, 0.01f, 8);
+        float *dW = filled((size_t)OC * C, 0, 9), *qkv = filled(3 * na, 2.0f, 10);
+        float *att = filled(tt, 0, 11), *y = filled(na, 0, 12);
+        float *Wp = filled((size_t)C * A, 0.1f, 13), *dWp = filled((size_t)C * A, 0, 14);
+        Bf16Rows rows, rc, rca;
+        Bf16Weight wc, wp;
+        if (bf16_rows_init(&rows, N, C > A ? C : A, kind) ||
+            bf16_rows_init_in_cols(&rc, N, C, kind) || bf16_rows_init_in_cols(&rca, N, A, kind) ||
+            bf16_weight_init(&wc, W, OC, C, kind) || bf16_weight_init(&wp, Wp, C, A, kind)) {
+            fputs("bench_bf16: out of memory\n", stderr);
+            exit(1);
+        }
+        bf16_weight_write(&wc);
+        bf16_weight_write(&wp);
+        double *t = malloc((size_t)CASES * reps * sizeof(double));
+        for (int r = -1; r < reps; r++) {
+            double c[CASES + 1];
+            c[0] = clock_fn();
+            layernorm_forward_rounded(ln, mean, rstd, x, w, b, N, C, &rows, NULL);
+            c[1] = clock_fn();
+            layernorm_forward_rounded(ln, mean, rstd, x, w, b, N, C, &rows, &rc);
+            c[2] = clock_fn();
+            bf16_backward_rounding(NULL, NULL, dW, NULL, dout, NULL, ln, NULL, W, &wc, NULL, N,
+                                   C, OC, path);
+            c[3] = clock_fn();
+            bf16_backward_rounding(NULL, NULL, dW, NULL, dout, NULL, ln, &rc, W, &wc, NULL, N,
+                                   C, OC, path);
+            c[4] = clock_fn();
+            attention_forward_rounded(y, att, NULL, qkv, B, T, H, D, 0.0f, 1, &rows, NULL);
+            c[5] = clock_fn();
+            attention_forward_rounded(y, att, NULL, qkv, B, T, H, D, 0.0f, 1, &rows, &rca);
+            c[6] = clock_fn();
+            bf16_backward_rounding(NULL, NULL, dWp, NULL, x, NULL, y, NULL, Wp, &wp, NULL, N,
+                                   A, C, path);
+            c[7] = clock_fn();
+            bf16_backward_rounding(NULL, NULL, dWp, NULL, x, NULL, y, &rca, Wp, &wp, NULL, N,
+                                   A, C, path);
+            c[8] = clock_fn();
+            if (r < 0)
+                continue;
+            for (int k = 0; k < CASES; k++)
+                t[(size_t)k * reps + r] = c[k + 1] - c[k];
+        }
+        double med[CASES];
+        for (int k = 0; k < CASES; k++)
+            med[k] = 1e3 * median(t + (size_t)k * reps, reps);
+        double fused = med[1] - med[0], pass = med[2] - med[3];
+        double afused = med[5] - med[4], apass = med[6] - med[7];
+        char dims[32];
+        snprintf(dims, sizeof dims, "%d x %d", N, C);
+        printf("%-6s %11s | %7.3f %6.3f %6.3f | %6.2f %7.2f %6.3f | %6.3f %8.2f | %9.3f %6.3f "
+               "%6.3f | %7.2f %6.2f %6.3f | %6.3f %8.2f\n", shapes[s].name, dims, med[0],
+               med[1], fused, med[2], med[3], pass, pass - fused, (pass - fused) * (2 * L + 1),
+               med[4], med[5], afused, med[6], med[7], apass, apass - afused,
+               (apass - afused) * L);
+        fflush(stdout);
+        bf16_rows_free(&rows), bf16_rows_free(&rc), bf16_rows_free(&rca);
+        bf16_weight_free(&wc), bf16_weight_free(&wp);
+        free(x), free(w), free(b), free(ln), free(mean), free(rstd), free(W), free(dout);
+        free(dW), free(qkv), free(att), free(y), free(Wp), free(dWp), free(t);
+    }
+}
+
 /* The rounding of the MLP's hidden rows (N x 4C) by the products that write them
  * (bf16_forward_rounding, bf16_backward_rounding: the step-by-step and the
  * instruction's tiles as they finish, the emulation on the float32 kernels in a pass
@@ -532,8 +630,8 @@ static void hidden_passes(int reps, Bf16Path path, double (*clock_fn)(void))
             double c5 = clock_fn();
             bf16_backward_with(dh, NULL, NULL, dout, NULL, NULL, Wp, &wp, dg, N, H4, C, path);
             double c6 = clock_fn();
-            bf16_backward_rounding(dh, &rows, NULL, NULL, dout, NULL, NULL, Wp, &wp, dg, N, H4,
-                                   C, path);
+            bf16_backward_rounding(dh, &rows, NULL, NULL, dout, NULL, NULL, NULL, Wp, &wp, dg,
+                                   N, H4, C, path);
             double c7 = clock_fn();
             if (r < 0)
                 continue;
@@ -609,7 +707,7 @@ static void attention_passes(int reps, Bf16Path path, double (*clock_fn)(void))
             c[1] = clock_fn();
             attention_forward(y, att, NULL, qkv, B, T, H, D, 0.0f, 1);
             c[2] = clock_fn();
-            attention_forward_rounded(y, att, NULL, qkv, B, T, H, D, 0.0f, 1, &rows);
+            attention_forward_rounded(y, att, NULL, qkv, B, T, H, D, 0.0f, 1, &rows, NULL);
             c[3] = clock_fn();
             bf16_forward_with(out, NULL, y, NULL, Wp, &wp, NULL, N, A, C, path);
             c[4] = clock_fn();
@@ -656,6 +754,7 @@ static void attention_passes(int reps, Bf16Path path, double (*clock_fn)(void))
 int main(int argc, char **argv)
 {
     int N = 4096, reps = 7, threads = 1, passes_reps = 31, only_passes = 0, vocab = 1536;
+    int only_in_cols = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rows") && i + 1 < argc)
             N = (int)arg_long("--rows", argv[++i], 1, 1 << 16);
@@ -665,6 +764,8 @@ int main(int argc, char **argv)
             passes_reps = (int)arg_long("--passes-reps", argv[++i], 1, 10000);
         else if (!strcmp(argv[i], "--only-passes"))
             only_passes = 1;
+        else if (!strcmp(argv[i], "--only-in-cols"))
+            only_in_cols = 1;
         else if (!strcmp(argv[i], "--vocab") && i + 1 < argc)
             vocab = (int)arg_long("--vocab", argv[++i], 2, 1 << 16);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -674,7 +775,8 @@ int main(int argc, char **argv)
             return 0;
         } else {
             fprintf(stderr, "usage: bench_bf16 [--rows N] [--reps R] [--threads T] "
-                            "[--passes-reps R] [--only-passes] [--vocab V] [--say]\n");
+                            "[--passes-reps R] [--only-passes] [--only-in-cols] [--vocab V] "
+                            "[--say]\n");
             return 2;
         }
     }
@@ -682,6 +784,10 @@ int main(int argc, char **argv)
     bench_bf16_say(stdout);
     omp_set_num_threads(threads);
     double (*clock_fn)(void) = threads == 1 ? thread_cpu : bench_now;
+    if (only_in_cols) {
+        in_col_passes(passes_reps, path, clock_fn);
+        return 0;
+    }
     static const struct { const char *name; int IC, OC; } shapes[] = {
         {"NANO qkv", 384, 1152}, {"NANO proj", 384, 384}, {"NANO fc", 384, 1536},
         {"NANO fcproj", 1536, 384}, {"MID qkv", 256, 768}, {"MID fc", 256, 1024},
@@ -733,5 +839,6 @@ int main(int argc, char **argv)
     hidden_passes(passes_reps, path, clock_fn);
     dres_col_passes(passes_reps, path, clock_fn);
     attention_passes(passes_reps, path, clock_fn);
+    in_col_passes(passes_reps, path, clock_fn);
     return 0;
 }

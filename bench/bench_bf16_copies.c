@@ -10,8 +10,9 @@
  * Run: build/bench_bf16_copies [--config BABY|MID|NANO] [--steps N] [--rows]
  * --rows compares instead the activations' copies rounded by their producers for the
  * products (acts_bf16_init: the rows of the LayerNorms' outputs, dlogits, the residual
- * gradient, attention's output and dqkv, the residual gradient's columns and, with the
- * pairs, the MLP's hidden rows; kernels/bf16_rows.h) against the products rounding
+ * gradient, attention's output and dqkv, the residual gradient's columns, the
+ * LayerNorms' outputs' columns and, with the pairs, the MLP's hidden rows;
+ * kernels/bf16_rows.h) against the products rounding
  * them, both sides written out without the weights' copies.
  * Prints each side's median step in thread CPU time (ms; on a loaded host it moves
  * less than wall time) and the median of the per-step ratios (with / without), and
@@ -42,7 +43,7 @@ static double thread_cpu(void)
 static void step_without(Trainer *t, const int *tok, const int *tgt)
 {
     const TrainHyper *hp = &t->hp;
-    PassOptions po = {0};
+    PassOptions po = {.backward_next = 1};
     int B = t->B, T = t->model.cfg.T;
     gpt_forward(&t->model, &t->acts, tok, tgt, B, T, &po);
     grads_zero(&t->grads);

@@ -518,14 +518,14 @@ void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
                         const Bf16Weight *wc, const float *dgelu, int N, int IC, int OC,
                         Bf16Path path)
 {
-    bf16_backward_rounding(din, NULL, dW, dbias, dout, rdout, in, W, wc, dgelu, N, IC, OC,
-                           path);
+    bf16_backward_rounding(din, NULL, dW, dbias, dout, rdout, in, NULL, W, wc, dgelu, N, IC,
+                           OC, path);
 }
 
 void bf16_backward_rounding(float *din, Bf16Rows *rdin, float *dW, float *dbias,
                             const float *dout, const Bf16Rows *rdout, const float *in,
-                            const float *W, const Bf16Weight *wc, const float *dgelu, int N,
-                            int IC, int OC, Bf16Path path)
+                            const Bf16Rows *rin, const float *W, const Bf16Weight *wc,
+                            const float *dgelu, int N, int IC, int OC, Bf16Path path)
 {
     assert(!wc || (wc->W == W && wc->OC == OC && wc->IC == IC));
     assert(!rdin || rdin != rdout);
@@ -534,7 +534,7 @@ void bf16_backward_rounding(float *din, Bf16Rows *rdin, float *dW, float *dbias,
     if (emulate) {                /* what the float32 kernels took is done */
         int done = bf16_emul_backward(din, rdin, dW, dout,
                                       bf16_rows_of(rdout, dout, N, OC, BF16_COPY_FLOATS), in,
-                                      W, wc, dgelu, N, IC, OC);
+                                      rin, W, wc, dgelu, N, IC, OC);
         if (done & BF16_EMUL_DIN)
             din = NULL;
         if (done & BF16_EMUL_DW)
@@ -559,13 +559,18 @@ void bf16_backward_rounding(float *din, Bf16Rows *rdin, float *dW, float *dbias,
             wtp = wt = slot_words(SLOT_PANELS, bf16_packed_size(IC, OC));
     }
     const uint32_t *dtp = NULL;          /* dout's columns: from rdout, or rounded into dt */
+    const uint32_t *xpp = NULL;          /* in's column panels: from rin, or packed into xp */
     if (dW) {
         const Bf16Rows *cols = bf16_cols_of(rdout, dout, N, OC, BF16_COPY_PANELS);
         if (cols)
             dtp = cols->cols;
         else
             dtp = dt = slot_words(SLOT_ROWS_T, (size_t)OC * Pn);
-        xp = slot_words(SLOT_PANELS_T, bf16_packed_size(IC, N));
+        const Bf16Rows *icols = bf16_in_cols_of(rin, in, N, IC, BF16_COPY_PANELS);
+        if (icols)
+            xpp = icols->cols;
+        else
+            xpp = xp = slot_words(SLOT_PANELS_T, bf16_packed_size(IC, N));
     }
     Bf16Epilogue ein = { 0, NULL, dgelu, NULL }, ew = { 1, NULL, NULL, NULL };
     double flops = 2.0 * N * IC * OC * ((din != NULL) + (dW != NULL));
@@ -581,11 +586,12 @@ void bf16_backward_rounding(float *din, Bf16Rows *rdin, float *dW, float *dbias,
             if (dW) {
                 if (dt)
                     round_cols_for(dt, dout, N, OC);
-                pack_cols_for(xp, in, N, IC);
+                if (xp)
+                    pack_cols_for(xp, in, N, IC);
             }
             #pragma omp barrier
             if (dW)             /* the larger tiles first; din's even out the end */
-                tiles_for(emulate, dW, (size_t)IC, dtp, (size_t)Pn, xp, OC, IC, Pn, &ew, NULL);
+                tiles_for(emulate, dW, (size_t)IC, dtp, (size_t)Pn, xpp, OC, IC, Pn, &ew, NULL);
             if (din)
                 tiles_for(emulate, din, (size_t)IC, drp, (size_t)Po, wtp, N, IC, Po, &ein,
                           rdin);

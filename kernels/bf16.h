@@ -195,9 +195,13 @@ void bf16_forward_rounding(float *out, float *dgelu, struct Bf16Rows *rout, cons
                            const struct Bf16Rows *rin, const float *W,
                            const struct Bf16Weight *wc, const float *bias, int N, int IC,
                            int OC, Bf16Path path);
+/* rin: in's columns rounded by in's producer in the forward (bf16_rows_init_in_cols,
+ * kernels/bf16_rows.h), read by dW's product instead of rounding in, or NULL (or not
+ * of in, or not of the path's kind: it rounds them itself, to the same bits). */
 void bf16_backward_rounding(float *din, struct Bf16Rows *rdin, float *dW, float *dbias,
                             const float *dout, const struct Bf16Rows *rdout, const float *in,
-                            const float *W, const struct Bf16Weight *wc, const float *dgelu,
-                            int N, int IC, int OC, Bf16Path path);
+                            const struct Bf16Rows *rin, const float *W,
+                            const struct Bf16Weight *wc, const float *dgelu, int N, int IC,
+                            int OC, Bf16Path path);
 
 #endif

@@ -368,15 +368,15 @@ static int emul_din(float *din, Bf16Rows *rdin, const float *dout, const Bf16Row
 }
 
 /* dW[OC][IC] += chain over n of dout[n][o] in[n][ic]: dout's and in's columns rounded
- * in pairs of n (dout's read from rdout where its producer wrote them); the float32
- * layer's dW with N = 2 bf16_pairs(N), from dW's old values (kept aside first where an
- * exception needs them). */
-static int emul_dw(float *dW, const float *dout, const Bf16Rows *rdout, const float *in, int N,
-                   int IC, int OC)
+ * in pairs of n (dout's read from rdout, in's from rin, where their producers wrote
+ * them); the float32 layer's dW with N = 2 bf16_pairs(N), from dW's old values (kept
+ * aside first where an exception needs them). */
+static int emul_dw(float *dW, const float *dout, const Bf16Rows *rdout, const float *in,
+                   const Bf16Rows *rin, int N, int IC, int OC)
 {
     int K2 = 2 * bf16_pairs(N);
     const Bf16Rows *cols = bf16_cols_of(rdout, dout, N, OC, BF16_COPY_FLOATS);
-    float *xt = slot(SLOT_B, (size_t)K2 * IC);
+    const Bf16Rows *icols = bf16_in_cols_of(rin, in, N, IC, BF16_COPY_FLOATS);
     unsigned char *eo = (unsigned char *)slot(SLOT_EXP, ((size_t)OC + IC) / 4 + 1);
     unsigned char *ei = eo + OC;
     const float *dt;
@@ -388,7 +388,15 @@ static int emul_dw(float *dW, const float *dout, const Bf16Rows *rdout, const fl
         round_cols_swapped(d, eo, dout, N, OC);
         dt = d;
     }
-    round_cols_swapped(xt, ei, in, N, IC);
+    const float *xt;
+    if (icols) {        /* in's columns, rounded by its producer in the forward */
+        xt = (const float *)icols->cols;
+        bf16_rows_col_exps(icols, ei);
+    } else {
+        float *t = slot(SLOT_B, (size_t)K2 * IC);
+        round_cols_swapped(t, ei, in, N, IC);
+        xt = t;
+    }
     Exceptions x = { OC, IC, eo, ei, dW, (size_t)IC };
     size_t n = count_exceptions(&x);
     if (!few(n, OC, IC))
@@ -407,15 +415,16 @@ static int emul_dw(float *dW, const float *dout, const Bf16Rows *rdout, const fl
 }
 
 int bf16_emul_backward(float *din, Bf16Rows *rdin, float *dW, const float *dout,
-                       const Bf16Rows *rdout, const float *in, const float *W,
-                       const Bf16Weight *wc, const float *dgelu, int N, int IC, int OC)
+                       const Bf16Rows *rdout, const float *in, const Bf16Rows *rin,
+                       const float *W, const Bf16Weight *wc, const float *dgelu, int N, int IC,
+                       int OC)
 {
     if (!MATMUL_FMA || N <= 0 || IC <= 0 || OC <= 0)
         return 0;
     int done = 0;
     if (din && emul_din(din, rdin, dout, rdout, W, floats_of(wc), dgelu, N, IC, OC))
         done |= BF16_EMUL_DIN;
-    if (dW && emul_dw(dW, dout, rdout, in, N, IC, OC))
+    if (dW && emul_dw(dW, dout, rdout, in, rin, N, IC, OC))
         done |= BF16_EMUL_DW;
     return done;
 }

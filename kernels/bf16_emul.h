@@ -74,9 +74,12 @@ enum { BF16_EMUL_DIN = 1, BF16_EMUL_DW = 2 };
  * (din reads its backward copy); rdout: dout's rows rounded by their producer, of kind
  * BF16_COPY_FLOATS, read by din's product instead of rounding dout, or NULL (and where
  * it holds dout's columns too, dW's product reads them instead of rounding); rdin: as
- * bf16_emul_forward's rout, for din (written only when din is done). */
+ * bf16_emul_forward's rout, for din (written only when din is done); rin: in's columns
+ * rounded by in's producer (bf16_rows_init_in_cols, kind BF16_COPY_FLOATS), read by dW's
+ * product instead of rounding in, or NULL. */
 int bf16_emul_backward(float *din, struct Bf16Rows *rdin, float *dW, const float *dout,
-                       const struct Bf16Rows *rdout, const float *in, const float *W,
-                       const Bf16Weight *wc, const float *dgelu, int N, int IC, int OC);
+                       const struct Bf16Rows *rdout, const float *in,
+                       const struct Bf16Rows *rin, const float *W, const Bf16Weight *wc,
+                       const float *dgelu, int N, int IC, int OC);
 
 #endif

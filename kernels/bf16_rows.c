@@ -87,6 +87,50 @@ int bf16_rows_init_cols(Bf16Rows *r, int N, int K)
     return 0;
 }
 
+/* Words the columns of N x K take as the dW product's `in`: the pairs' panels. */
+static size_t in_col_words(int N, int K, Bf16CopyKind kind)
+{
+    if (kind == BF16_COPY_FLOATS)
+        return col_words(N, K, kind);
+    return (size_t)(K + BF16_PANEL - 1) / BF16_PANEL * (size_t)bf16_pairs(N) * BF16_PANEL;
+}
+
+size_t bf16_rows_in_cols_bytes(int N, int K, Bf16CopyKind kind)
+{
+    size_t b = in_col_words(N, K, kind) * sizeof(uint32_t);
+    return kind == BF16_COPY_FLOATS ? b + col_blocks(N) * K : b;
+}
+
+int bf16_rows_init_in_cols(Bf16Rows *r, int N, int K, Bf16CopyKind kind)
+{
+    assert(N > 0 && K > 0);
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->cols = (uint32_t *)bigbuf_alloc(in_col_words(N, K, kind));
+    int ok = r->cols != NULL;
+    if (ok && kind == BF16_COPY_FLOATS)
+        ok = (r->col_exp = malloc(col_blocks(N) * K)) != NULL;
+    if (!ok) {
+        bf16_rows_free(r);
+        return -1;
+    }
+    r->cap_n = r->cols_cap_n = N, r->cap_k = r->cols_cap_k = K;
+    r->cols_panels = kind == BF16_COPY_PANELS;
+    return 0;
+}
+
+int bf16_rows_start_in_cols(Bf16Rows *r, const float *x, int n, int k)
+{
+    if (!r->cols || r->rows || !x || n <= 0 || k <= 0 || n > r->cols_cap_n ||
+        k > r->cols_cap_k) {
+        bf16_rows_drop(r);
+        return 0;
+    }
+    r->of = x, r->n = n, r->k = k;
+    r->has_cols = 1;
+    return 1;
+}
+
 void bf16_rows_start(Bf16Rows *r, const float *x, int n, int k)
 {
     assert(r->rows && n > 0 && k > 0 && n <= r->cap_n && k <= r->cap_k);
@@ -135,6 +179,26 @@ void bf16_rows_put_cols(Bf16Rows *r, int i0, int m, const float *x)
             unsigned char *e = r->col_exp + (size_t)(i0 / BF16_COL_ROWS) * K + c0;
             for (int c = 0; c < nc; c++)
                 e[c] = bf16_emul_exp(kmin[c]);
+        } else if (r->cols_panels) {
+            /* as bf16.c's pack_cols_for: the block's pairs of a panel are one run, the
+             * panel's columns past k +0 (a chunk is whole panels) */
+            int P = bf16_pairs(r->n), np = (m + 1) / 2;
+            for (int j0 = c0; j0 < c0 + nc; j0 += BF16_PANEL) {
+                int nj = c0 + nc - j0 < BF16_PANEL ? c0 + nc - j0 : BF16_PANEL;
+                uint32_t *dst = r->cols + ((size_t)(j0 / BF16_PANEL) * P + i0 / 2) * BF16_PANEL;
+                for (int i = 0; i < np; i++, dst += BF16_PANEL) {
+                    const float *x0 = x + (size_t)2 * i * K + j0;
+                    for (int j = 0; j < nj; j++) {
+                        uint32_t u0, u1 = 0;       /* a missing row: +0 */
+                        memcpy(&u0, x0 + j, sizeof u0);
+                        if (2 * i + 1 < m)
+                            memcpy(&u1, x0 + K + j, sizeof u1);
+                        dst[j] = bf16_round_bits(u0) | bf16_round_bits(u1) << 16;
+                    }
+                    for (int j = nj; j < BF16_PANEL; j++)
+                        dst[j] = 0;
+                }
+            }
         } else {
             /* as bf16.c's round_cols_for: the block's pairs of a column are one run */
             int P = bf16_pairs(r->n), np = (m + 1) / 2;
@@ -218,8 +282,24 @@ const Bf16Rows *bf16_rows_of(const Bf16Rows *r, const float *in, int N, int K,
     return r && r->rows && r->of == in && r->n == N && r->k == K && r->kind == kind ? r : NULL;
 }
 
+/* r when it holds x[N][K]'s columns of kind `kind`, in either layout. */
+static const Bf16Rows *cols_of(const Bf16Rows *r, const float *x, int N, int K,
+                               Bf16CopyKind kind)
+{
+    return r && r->cols && r->has_cols && r->of == x && r->n == N && r->k == K &&
+           r->kind == kind ? r : NULL;
+}
+
 const Bf16Rows *bf16_cols_of(const Bf16Rows *r, const float *x, int N, int K,
                              Bf16CopyKind kind)
 {
-    return bf16_rows_of(r, x, N, K, kind) && r->cols && r->has_cols ? r : NULL;
+    return cols_of(r, x, N, K, kind) && !r->cols_panels ? r : NULL;
+}
+
+const Bf16Rows *bf16_in_cols_of(const Bf16Rows *r, const float *x, int N, int K,
+                                Bf16CopyKind kind)
+{
+    /* the floats' layout is the same for dW's two operands */
+    return cols_of(r, x, N, K, kind) && (kind == BF16_COPY_FLOATS || r->cols_panels) ? r
+                                                                                 : NULL;
 }

@@ -32,7 +32,16 @@
  *     biased exponent per column, col_exp[i / BF16_COL_ROWS][c]; a column's exponent is
  *     the least over the blocks (order-free, so any split gives the same);
  *   BF16_COPY_PANELS: cols[k][bf16_pairs(n)] = bf16_round_cols(x): a word holds rows 2p
- *     and 2p + 1, which a block keeps together (BF16_COL_ROWS is even). */
+ *     and 2p + 1, which a block keeps together (BF16_COL_ROWS is even).
+ *
+ * The dW product's other operand, the layer's forward input `in`, is rounded down its
+ * columns too (bf16_backward_rounding's rin). A Bf16Rows made by bf16_rows_init_in_cols
+ * holds such columns alone, no rows, from the forward to the backward (the LayerNorms
+ * write them, model/layers.h), in the layout the dW product reads for `in`:
+ *   BF16_COPY_FLOATS: as above (the emulation rounds both operands alike);
+ *   BF16_COPY_PANELS: bf16_pack_cols(x)'s panels (kernels/bf16.h): panel q, pair p,
+ *     column j at cols[(q bf16_pairs(n) + p) BF16_PANEL + j], the columns past k +0
+ *     (cols_panels set). */
 #ifndef HEADCOUNT_BF16_ROWS_H
 #define HEADCOUNT_BF16_ROWS_H
 
@@ -52,6 +61,8 @@ typedef struct Bf16Rows {
     unsigned char *col_exp;  /* [blocks of BF16_COL_ROWS rows][cols_cap_k]; FLOATS only */
     int cols_cap_n, cols_cap_k;
     int has_cols;            /* the columns of the matrix started are written */
+    int cols_panels;         /* PANELS: the columns in bf16_pack_cols's panels, for the
+                                dW product's `in` (bf16_rows_init_in_cols) */
 } Bf16Rows;
 
 /* Rows per block of a producer that writes the columns: even, and 16 pairs, so that a
@@ -71,6 +82,17 @@ size_t bf16_rows_bytes(int N, int K, Bf16CopyKind kind);
 int bf16_rows_init_cols(Bf16Rows *r, int N, int K);
 /* Bytes bf16_rows_init_cols allocates. */
 size_t bf16_rows_cols_bytes(int N, int K, Bf16CopyKind kind);
+
+/* Memory for the columns alone of matrices up to N x K, in the layout the dW product
+ * reads for its `in` (no rows: bf16_rows_of never returns it); -1 when out of memory (r
+ * is then safe to free, and holds nothing). */
+int bf16_rows_init_in_cols(Bf16Rows *r, int N, int K, Bf16CopyKind kind);
+/* Bytes bf16_rows_init_in_cols allocates. */
+size_t bf16_rows_in_cols_bytes(int N, int K, Bf16CopyKind kind);
+/* Starts holding the columns of x[n][k] in r (from bf16_rows_init_in_cols): 1 when it
+ * has room, and the caller must then write every block by bf16_rows_put_cols before a
+ * product reads them; 0 when it has none (it then holds nothing). */
+int bf16_rows_start_in_cols(Bf16Rows *r, const float *x, int n, int k);
 
 /* Starts holding x[n][k] (n <= cap_n, k <= cap_k); every row must then be written by
  * bf16_rows_put before a product reads it. It holds no columns until
@@ -106,9 +128,14 @@ int bf16_rows_fits(const Bf16Rows *r, int n, int k);
 /* r when it holds the rounding of in[N][K] in the layout `kind`, else NULL. */
 const Bf16Rows *bf16_rows_of(const Bf16Rows *r, const float *in, int N, int K,
                              Bf16CopyKind kind);
-/* r when it holds the rounding of x[N][K]'s columns in the layout `kind`, else NULL. */
+/* r when it holds the rounding of x[N][K]'s columns in the layout `kind` that the dW
+ * product reads for its dout, else NULL. */
 const Bf16Rows *bf16_cols_of(const Bf16Rows *r, const float *x, int N, int K,
                              Bf16CopyKind kind);
+/* r when it holds x[N][K]'s columns in the layout the dW product reads for its `in`
+ * (bf16_rows_init_in_cols's), of kind `kind`, else NULL. */
+const Bf16Rows *bf16_in_cols_of(const Bf16Rows *r, const float *x, int N, int K,
+                                Bf16CopyKind kind);
 /* e[k] = the smallest biased exponent of each column of the matrix whose columns r
  * holds (BF16_COPY_FLOATS): the least of its blocks'. */
 void bf16_rows_col_exps(const Bf16Rows *r, unsigned char *e);

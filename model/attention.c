@@ -9,6 +9,7 @@
  * own pass: docs/matmul.md). */
 #include "model/attention.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -128,14 +129,34 @@ static void pair_forward(float *y, float *P, float *Pd, const float *q, const fl
 void attention_forward(float *out, float *att, float *attd, const float *qkv,
                        int B, int T, int H, int D, float p, uint64_t key)
 {
-    attention_forward_rounded(out, att, attd, qkv, B, T, H, D, p, key, NULL);
+    attention_forward_rounded(out, att, attd, qkv, B, T, H, D, p, key, NULL, NULL);
+}
+
+/* Inside a parallel region, once x[N][K] is final: its columns into rc a block of
+ * BF16_COL_ROWS rows at a time, one thread a block, and each block's rows into r (NULL:
+ * none) while the block is in cache. */
+static void rows_cols_round(Bf16Rows *r, Bf16Rows *rc, const float *x, int N, int K)
+{
+    int nrb = (N + BF16_COL_ROWS - 1) / BF16_COL_ROWS;
+    #pragma omp for schedule(static)
+    for (int rb = 0; rb < nrb; rb++) {
+        int n0 = rb * BF16_COL_ROWS, n1 = N - n0 < BF16_COL_ROWS ? N : n0 + BF16_COL_ROWS;
+        if (r)
+            for (int n = n0; n < n1; n++)
+                bf16_rows_put(r, n, x + (size_t)n * K);
+        bf16_rows_put_cols(rc, n0, n1 - n0, x + (size_t)n0 * K);
+    }
 }
 
 void attention_forward_rounded(float *out, float *att, float *attd, const float *qkv,
-                               int B, int T, int H, int D, float p, uint64_t key, Bf16Rows *r)
+                               int B, int T, int H, int D, float p, uint64_t key, Bf16Rows *r,
+                               Bf16Rows *rc)
 {
     int A = H * D, ld = 3 * A;
+    assert(!r || r != rc);
     r = rows_begin(r, out, B * T, A);
+    if (rc && !bf16_rows_start_in_cols(rc, out, B * T, A))
+        rc = NULL;
     #pragma omp parallel
     {
         #pragma omp for collapse(2) schedule(static)
@@ -148,7 +169,9 @@ void attention_forward_rounded(float *out, float *att, float *attd, const float 
                              p > 0.0f ? attd + att_off : P, q, q + A, q + 2 * A, T, D, A, ld, p,
                              key, att_off);
             }
-        if (r)
+        if (rc)
+            rows_cols_round(r, rc, out, B * T, A);
+        else if (r)
             rows_round(r, out, B * T, A);
     }
 }

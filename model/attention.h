@@ -21,12 +21,14 @@ void attention_forward(float *out, float *att, float *attd, const float *qkv,
 
 /* bf16 (kernels/bf16_rows.h): the same, and when r is not NULL it then rounds out's
  * rows (B T rows of A) into r, once every head has written its slice of them, for the
- * product that reads out next (proj's forward, when nothing modifies out in between).
- * r without room for out is dropped (bf16_rows_drop). */
+ * product that reads out next (proj's forward, when nothing modifies out in between);
+ * when rc (another Bf16Rows, from bf16_rows_init_in_cols) is not NULL, out's columns
+ * too, a block of BF16_COL_ROWS rows at a time, for proj's dW in the backward. r or rc
+ * without room for out is dropped (bf16_rows_drop). */
 struct Bf16Rows;
 void attention_forward_rounded(float *out, float *att, float *attd, const float *qkv,
                                int B, int T, int H, int D, float p, uint64_t key,
-                               struct Bf16Rows *r);
+                               struct Bf16Rows *r, struct Bf16Rows *rc);
 
 /* Writes dqkv[B][T][3A] (overwritten: attention is qkv's only consumer, the exception
  * to the adding rule that matmul.h's din also takes); datt[B][H][T][T] is scratch.

@@ -160,6 +160,17 @@ int acts_bf16_init(Activations *a, Bf16CopyKind kind)
      * saves nothing over the next product's (kernels/bf16_emul.c): no copy for them */
     if (kind == BF16_COPY_PANELS && bf16_rows_init(&a->mlp_bf16, (int)a->N, 4 * (int)a->C, kind))
         rc = -1;
+    /* the columns of the dW products' inputs that the forward's producers round (ln1,
+     * atty, ln2 of every layer, lnf), each kept from the forward to its dW product; one
+     * without memory is left empty, and its product rounds them itself */
+    size_t ncols = 3 * a->L + 1;
+    a->in_cols = calloc(ncols, sizeof *a->in_cols);
+    if (!a->in_cols)
+        return -1;
+    for (size_t i = 0; i < ncols; i++)
+        if (bf16_rows_init_in_cols(&a->in_cols[i], (int)a->N,
+                                   (int)(i % 3 == 1 ? a->A : a->C), kind))
+            rc = -1;
     return rc;
 }
 
@@ -167,6 +178,11 @@ void acts_bf16_free(Activations *a)
 {
     bf16_rows_free(&a->rows_bf16);
     bf16_rows_free(&a->mlp_bf16);
+    if (a->in_cols)
+        for (size_t i = 0; i < 3 * a->L + 1; i++)
+            bf16_rows_free(&a->in_cols[i]);
+    free(a->in_cols);
+    a->in_cols = NULL;
 }
 
 void acts_free(Activations *a)
@@ -252,15 +268,16 @@ static void linear_forward(const Model *m, float *out, float *dgelu, const float
 /* The gradients of linear_forward in the model's precision (matmul.h's
  * matmul_backward, or with dgelu matmul_backward_gelu; kernels/bf16.h's bf16_backward
  * runs the same products with bf16 inputs). rdout: dout's rows rounded by dout's
- * producer, or NULL; rdin (bf16): din's rows rounded by this product for the one that
- * reads din next, or NULL. */
+ * producer, or NULL; rin: in's columns rounded by in's producer in the forward, or
+ * NULL; rdin (bf16): din's rows rounded by this product for the one that reads din
+ * next, or NULL. */
 static void linear_backward_rounding(const Model *m, float *din, Bf16Rows *rdin, float *dW,
                                      float *db, const float *dout, const Bf16Rows *rdout,
-                                     const float *in, const float *W, const float *dgelu,
-                                     int N, int IC, int OC)
+                                     const float *in, const Bf16Rows *rin, const float *W,
+                                     const float *dgelu, int N, int IC, int OC)
 {
     if (m->precision == PRECISION_BF16)
-        bf16_backward_rounding(din, rdin, dW, db, dout, rdout, in, W,
+        bf16_backward_rounding(din, rdin, dW, db, dout, rdout, in, rin, W,
                                bf16_weight_find(m->bf16_copies, W, OC, IC), dgelu, N, IC, OC,
                                m->bf16_path);
     else if (dgelu)
@@ -270,10 +287,10 @@ static void linear_backward_rounding(const Model *m, float *din, Bf16Rows *rdin,
 }
 
 static void linear_backward(const Model *m, float *din, float *dW, float *db, const float *dout,
-                            const Bf16Rows *rdout, const float *in, const float *W,
-                            const float *dgelu, int N, int IC, int OC)
+                            const Bf16Rows *rdout, const float *in, const Bf16Rows *rin,
+                            const float *W, const float *dgelu, int N, int IC, int OC)
 {
-    linear_backward_rounding(m, din, NULL, dW, db, dout, rdout, in, W, dgelu, N, IC, OC);
+    linear_backward_rounding(m, din, NULL, dW, db, dout, rdout, in, rin, W, dgelu, N, IC, OC);
 }
 
 double gpt_forward(const Model *m, Activations *a, const int *tokens, const int *targets,
@@ -293,6 +310,16 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
     Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->rows_bf16.rows ? &a->rows_bf16 : NULL;
     /* and fc's product rounds the GELU's output for fcproj */
     Bf16Rows *hidden = m->precision == PRECISION_BF16 && a->mlp_bf16.rows ? &a->mlp_bf16 : NULL;
+    /* and, where a backward follows, each LayerNorm its output's columns for the dW
+     * product reading it, attention too where it writes atty's rows (Activations.in_cols,
+     * 3l: ln1, 3l + 1: atty, 3l + 2: ln2, 3L: lnf); else none, and what an earlier
+     * forward left there is dropped: this one overwrites the outputs they were of */
+    Bf16Rows *incols = NULL;
+    if (a->in_cols && m->precision == PRECISION_BF16 && opt->backward_next)
+        incols = a->in_cols;
+    else if (a->in_cols)
+        for (size_t i = 0; i < 3 * a->L + 1; i++)
+            bf16_rows_drop(&a->in_cols[i]);
 
     encoder_forward(a->encoded, tokens, w->wte, w->wpe, B, T, C);
     const float *res = a->encoded;
@@ -312,7 +339,8 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         float *res3 = a->res3 + l * NC;
 
         layernorm_forward_rounded(ln1, a->ln1_mean + l * a->N, a->ln1_rstd + l * a->N, res,
-                                  lw->ln1w, lw->ln1b, N, C, rounded);
+                                  lw->ln1w, lw->ln1b, N, C, rounded,
+                                  incols ? &incols[3 * l] : NULL);
         linear_forward(m, qkv, NULL, ln1, rounded, lw->qkvw, lw->qkvb, N, C, 3 * A);
         /* the router reads ln1 alone: its choice comes first, so that the heads a
          * token did not choose can skip attending at its row */
@@ -321,15 +349,21 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
                                             a->route_weight + rt, ln1,
                                             w->router_w + (size_t)l * H * C,
                                             w->router_b + (size_t)l * H, N, C, H, c->route_k);
-        /* attention rounds its output's rows for proj where nothing modifies it after */
-        Bf16Rows *ratty = c->gates || c->route_k || opt->head_on ||
-                          opt->head_dropout > 0.0f ? NULL : rounded;
+        /* attention rounds its output's rows for proj where nothing modifies it after,
+         * and then its columns for proj's dW where a backward follows */
+        int last = !(c->gates || c->route_k || opt->head_on || opt->head_dropout > 0.0f);
+        Bf16Rows *ratty = last ? rounded : NULL;
+        Bf16Rows *catty = incols ? &incols[3 * l + 1] : NULL;
+        if (catty && !last) {
+            bf16_rows_drop(catty);
+            catty = NULL;
+        }
         if (c->route_k && opt->skip_unrouted)
             attention_forward_routed(heads, att, attd, qkv, a->route_on + rt, B, T, H, D, p,
                                      site_key(opt, l, SITE_ATT));
         else
             attention_forward_rounded(heads, att, attd, qkv, B, T, H, D, p,
-                                      site_key(opt, l, SITE_ATT), ratty);
+                                      site_key(opt, l, SITE_ATT), ratty, catty);
         silence_heads(heads, opt, l, (size_t)N, H, D, 1);
         head_dropout_forward(heads, B, T, H, D, opt->head_dropout,
                              site_key(opt, l, SITE_HEAD));
@@ -351,7 +385,8 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         }
 
         layernorm_forward_rounded(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
-                                  lw->ln2w, lw->ln2b, N, C, rounded);
+                                  lw->ln2w, lw->ln2b, N, C, rounded,
+                                  incols ? &incols[3 * l + 2] : NULL);
         linear_forward_rounding(m, fch_gelu, fch_dgelu, hidden, ln2, rounded, lw->fcw, lw->fcb,
                                 N, C, 4 * C);
         linear_forward(m, fcproj, NULL, fch_gelu, hidden, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
@@ -364,7 +399,7 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         res = res3;
     }
     layernorm_forward_rounded(a->lnf, a->lnf_mean, a->lnf_rstd, res, w->lnfw, w->lnfb, N, C,
-                              rounded);
+                              rounded, incols ? &incols[3 * c->L] : NULL);
     linear_forward(m, a->logits, NULL, a->lnf, rounded, w->wte, NULL, N, C, V);
     a->balance_loss = balance;
     return crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
@@ -394,10 +429,14 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
     Bf16Rows *rdres = p > 0.0f ? NULL : rounded;
     /* and fcproj's din product dfch's rows for fc's backward */
     Bf16Rows *hidden = m->precision == PRECISION_BF16 && a->mlp_bf16.rows ? &a->mlp_bf16 : NULL;
+    /* and the forward's producers the columns of qkv's, proj's, fc's and the logits'
+     * in for their dW (where the forward had backward_next; Activations.in_cols) */
+    const Bf16Rows *incols = m->precision == PRECISION_BF16 ? a->in_cols : NULL;
 
     memset(a->dlogits, 0, (size_t)N * V * sizeof(float));
     crossentropy_backward_rounded(a->dlogits, a->probs, targets, N, V, 1.0f / (float)N, rounded);
-    linear_backward(m, a->dln, g->wte, NULL, a->dlogits, rounded, a->lnf, w->wte, NULL, N, C, V);
+    linear_backward(m, a->dln, g->wte, NULL, a->dlogits, rounded, a->lnf,
+                    incols ? &incols[3 * L] : NULL, w->wte, NULL, N, C, V);
     memset(a->dres, 0, nc * sizeof(float));
     layernorm_backward_rounded(a->dres, g->lnfw, g->lnfb, a->dln, a->res3 + (L - 1) * NC,
                                w->lnfw, a->lnf_mean, a->lnf_rstd, N, C, rdres);
@@ -422,9 +461,9 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             branch = a->dbranch;
         }
         linear_backward_rounding(m, a->dfch, hidden, lg->fcprojw, lg->fcprojb, branch, rounded,
-                                 fch_gelu, lw->fcprojw, fch_dgelu, N, 4 * C, C);
-        linear_backward(m, a->dln, lg->fcw, lg->fcb, a->dfch, hidden, ln2, lw->fcw, NULL, N, C,
-                        4 * C);
+                                 fch_gelu, NULL, lw->fcprojw, fch_dgelu, N, 4 * C, C);
+        linear_backward(m, a->dln, lg->fcw, lg->fcb, a->dfch, hidden, ln2,
+                        incols ? &incols[3 * l + 2] : NULL, lw->fcw, NULL, N, C, 4 * C);
         layernorm_backward_rounded(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,
                                    a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, N, C, rdres);
 
@@ -439,8 +478,8 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
                                      site_key(opt, l, SITE_ATTN_RESID), rounded);
             branch = a->dbranch;
         }
-        linear_backward(m, a->datty, lg->projw, lg->projb, branch, rounded, atty, lw->projw,
-                        NULL, N, A, C);
+        linear_backward(m, a->datty, lg->projw, lg->projb, branch, rounded, atty,
+                        incols ? &incols[3 * l + 1] : NULL, lw->projw, NULL, N, A, C);
         silence_heads(a->datty, opt, l, (size_t)N, H, D, 0);
         if (opt->head_grad)
             gate_gradient(opt->head_grad + (size_t)l * H, a->datty, atty, (size_t)N, H, D);
@@ -461,8 +500,8 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
         else
             attention_backward_rounded(a->dqkv, a->datt, a->datty, qkv, att, attd, B, T, H, D,
                                        p, rounded);
-        linear_backward(m, a->dln, lg->qkvw, lg->qkvb, a->dqkv, rounded, ln1, lw->qkvw, NULL,
-                        N, C, 3 * A);
+        linear_backward(m, a->dln, lg->qkvw, lg->qkvb, a->dqkv, rounded, ln1,
+                        incols ? &incols[3 * l] : NULL, lw->qkvw, NULL, N, C, 3 * A);
         if (c->route_k)
             route_scores_backward(a->dln, g->router_w + (size_t)l * H * C,
                                   g->router_b + (size_t)l * H, a->droute, ln1,

@@ -116,15 +116,28 @@ typedef struct {
                                         fcproj's) and dfch (fcproj's din, for fc's
                                         backward); apart from rows_bf16, which fc's
                                         product reads while it writes this one */
+    Bf16Rows *in_cols;               /* --precision bf16 training, [3L + 1]: the columns
+                                        of every layer's ln1 (3l), atty (3l + 1, N x A)
+                                        and ln2 (3l + 2) and of lnf (3L), (N, C) each,
+                                        rounded by the LayerNorm, or attention where it is
+                                        atty's last writer, in a forward that a backward
+                                        follows (PassOptions.backward_next) and kept for
+                                        qkv's, proj's, fc's and the logits' dW
+                                        (bf16_rows_init_in_cols): about 4 N C bytes each
+                                        in the floats' layout, 2 N C in the pairs'; NULL
+                                        (or an entry holding none) where there is none:
+                                        dW's product rounds in's columns itself (the same
+                                        bits) */
 } Activations;
 
 int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
               char *err, size_t errlen);
 void acts_free(Activations *a);
 /* Memory for Activations.rows_bf16 (room for N x max(C, V, 3A), and for the columns
- * of N x C) and, for BF16_COPY_PANELS, mlp_bf16 (N x 4C) in the layout `kind`
- * (bf16_copy_kind of the model's path), freed by acts_free or acts_bf16_free; -1 when
- * out of memory for any (then that one is missing). */
+ * of N x C), in_cols (3L + 1 columns of N x C or N x A) and, for BF16_COPY_PANELS, mlp_bf16
+ * (N x 4C) in the layout `kind` (bf16_copy_kind of the model's path), freed by acts_free
+ * or acts_bf16_free; -1 when out of memory for any (then that one is missing). For bf16
+ * training only: an evaluation's forward reads none of it but rows_bf16. */
 int acts_bf16_init(Activations *a, Bf16CopyKind kind);
 void acts_bf16_free(Activations *a);
 /* Floats acts_init allocates for these arguments (for memory estimates). */
@@ -149,7 +162,10 @@ size_t acts_floats(const Config *cfg, int B, int T, int with_dropout);
  * (attention_forward_routed: the output is the same, with less work), and its
  * rows of Activations.att at the other tokens are zeros (gpt_fill_unrouted fills
  * them); 0 (analysis, which reads every head's attention at every row) attends at
- * every row. A plain model ignores it. */
+ * every row. A plain model ignores it. backward_next = 1 says that gpt_backward
+ * follows this forward: with --precision bf16 and Activations.in_cols the LayerNorms
+ * and attention then round their outputs' columns for the backward's dW products too
+ * (0, an evaluation, does not pay for them). */
 typedef struct {
     float dropout;
     uint64_t dropout_key;
@@ -160,6 +176,7 @@ typedef struct {
     const float *head_mean;
     float route_balance;
     int skip_unrouted;
+    int backward_next;
 } PassOptions;
 
 /* Forward over tokens[B][T] (B, T within the capacities). With targets it

@@ -5,6 +5,7 @@
  * letting the thread split change any result. */
 #include "model/layers.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -88,27 +89,38 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
 void layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w,
                        const float *b, int N, int C)
 {
-    layernorm_forward_rounded(out, mean, rstd, in, w, b, N, C, NULL);
+    layernorm_forward_rounded(out, mean, rstd, in, w, b, N, C, NULL, NULL);
 }
 
 void layernorm_forward_rounded(float *out, float *mean, float *rstd, const float *in,
-                               const float *w, const float *b, int N, int C, Bf16Rows *r)
+                               const float *w, const float *b, int N, int C, Bf16Rows *r,
+                               Bf16Rows *rc)
 {
+    assert(!r || r != rc);
     if (r)
         bf16_rows_start(r, out, N, C);
+    int cols = rc ? bf16_rows_start_in_cols(rc, out, N, C) : 0;
+    /* rows in blocks of BF16_COL_ROWS, one thread a block, as layernorm_backward_rounded
+     * takes them, so that a finished block's columns are rounded while in cache */
+    int nrb = (N + BF16_COL_ROWS - 1) / BF16_COL_ROWS;
     #pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN)
-    for (int n = 0; n < N; n++) {
-        const float *x = in + (size_t)n * C;
-        float *o = out + (size_t)n * C;
-        float m = row_sum(x, C) / (float)C;
-        float var = row_sqdev(x, m, C) / (float)C;
-        float s = 1.0f / sqrtf(var + 1e-5f);
-        for (int c = 0; c < C; c++)
-            o[c] = (x[c] - m) * s * w[c] + b[c];
-        mean[n] = m;
-        rstd[n] = s;
-        if (r)
-            bf16_rows_put(r, n, o);
+    for (int rb = 0; rb < nrb; rb++) {
+        int n0 = rb * BF16_COL_ROWS, n1 = N - n0 < BF16_COL_ROWS ? N : n0 + BF16_COL_ROWS;
+        for (int n = n0; n < n1; n++) {
+            const float *x = in + (size_t)n * C;
+            float *o = out + (size_t)n * C;
+            float m = row_sum(x, C) / (float)C;
+            float var = row_sqdev(x, m, C) / (float)C;
+            float s = 1.0f / sqrtf(var + 1e-5f);
+            for (int c = 0; c < C; c++)
+                o[c] = (x[c] - m) * s * w[c] + b[c];
+            mean[n] = m;
+            rstd[n] = s;
+            if (r)
+                bf16_rows_put(r, n, o);
+        }
+        if (cols)
+            bf16_rows_put_cols(rc, n0, n1 - n0, out + (size_t)n0 * C);
     }
 }
 

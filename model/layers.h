@@ -22,12 +22,15 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
 void layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w,
                        const float *b, int N, int C);
 /* layernorm_forward that also rounds each row of out to bf16 into r while the row is in
- * cache (kernels/bf16_rows.h), for the bf16 product that reads out next; r NULL:
- * layernorm_forward. out's bits are the same either way. */
+ * cache (kernels/bf16_rows.h), for the bf16 product that reads out next, and where rc
+ * (another Bf16Rows, from bf16_rows_init_in_cols) has room, out's columns into rc a
+ * block of BF16_COL_ROWS rows at a time, for the dW product that reads out as its `in`
+ * in the backward (rc without room is dropped); r, rc NULL: layernorm_forward. out's
+ * bits are the same either way. */
 struct Bf16Rows;
 void layernorm_forward_rounded(float *out, float *mean, float *rstd, const float *in,
                                const float *w, const float *b, int N, int C,
-                               struct Bf16Rows *r);
+                               struct Bf16Rows *r, struct Bf16Rows *rc);
 void layernorm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                         const float *w, const float *mean, const float *rstd, int N, int C);
 /* layernorm_backward that also rounds each row of din, once added to, into r while the

@@ -16,8 +16,11 @@
  * bit flipped moves dW). Attention's forward writing its output's rows and its
  * backward writing dqkv's (plain and routed) keep their outputs' bits and write the
  * rounding of the finished rows, and proj's forward and qkv's backward reading them
- * give their bits. (The trainer's use of it is tested with the weights' copies:
- * tests/test_bf16_weight.c.) */
+ * give their bits. The columns of the dW products' `in` that the forward's producers
+ * write and keep for the backward (the LayerNorm's, attention's; as bf16_pack_cols's
+ * panels, or the emulation's floats) are the rounding of their outputs, and the
+ * backward reading them gives its bits and reads them. (The trainer's use of it is
+ * tested with the weights' copies: tests/test_bf16_weight.c.) */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -158,6 +161,43 @@ static void put_rows_and_cols(Bf16Rows *r, const float *x, int N, int K)
     }
 }
 
+/* r's columns of x[N][K] as the dW product's `in` (bf16_rows_init_in_cols) against the
+ * product's own rounding of them (pairs: bf16_pack_cols's panels, padding included;
+ * floats: as expect_cols_of), and that nothing reads them as rows or, in the pairs, as
+ * dout's columns. */
+static void expect_in_cols_of(const Bf16Rows *r, const float *x, int N, int K,
+                              const char *what)
+{
+    cr_assert(bf16_in_cols_of(r, x, N, K, r->kind), "%s: it holds no columns of this matrix",
+              what);
+    cr_assert(!bf16_rows_of(r, x, N, K, r->kind), "%s: it holds no rows", what);
+    if (r->kind == BF16_COPY_FLOATS) {
+        expect_cols_of(r, x, N, K, what);
+        return;
+    }
+    cr_assert(!bf16_cols_of(r, x, N, K, r->kind), "%s: the panels read as dout's columns",
+              what);
+    size_t n = bf16_packed_size(K, N);
+    uint32_t *want = malloc(n * 4);
+    cr_assert(want);
+    bf16_pack_cols(want, x, N, K);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(r->cols[i], want[i], "%s %dx%d: panel word %zu is %08x, expected %08x",
+                     what, N, K, i, r->cols[i], want[i]);
+    free(want);
+}
+
+/* x[N][K]'s columns put into r (from bf16_rows_init_in_cols) as the LayerNorm's forward
+ * puts them, the blocks in reverse order. */
+static void put_in_cols(Bf16Rows *r, const float *x, int N, int K)
+{
+    cr_assert(bf16_rows_start_in_cols(r, x, N, K), "no room for the columns of %dx%d", N, K);
+    for (int n0 = (N - 1) / BF16_COL_ROWS * BF16_COL_ROWS; n0 >= 0; n0 -= BF16_COL_ROWS) {
+        int m = N - n0 < BF16_COL_ROWS ? N - n0 : BF16_COL_ROWS;
+        bf16_rows_put_cols(r, n0, m, x + (size_t)n0 * K);
+    }
+}
+
 static const int shapes[][2] = {
     /* N, K: odd and even lengths, one element, a NANO row */
     { 1, 1 }, { 3, 7 }, { 5, 8 }, { 17, 33 }, { 9, 384 }, { 4, 129 },
@@ -217,6 +257,42 @@ Test(bf16_rows, cols_equal_the_products_roundings_on_any_bits)
             }
 }
 
+/* `in`'s columns, held alone for the dW product: one block and several, odd and even N
+ * not a multiple of 32, widths of a part of a panel, several panels and chunks. */
+Test(bf16_rows, in_cols_equal_the_products_roundings_on_any_bits)
+{
+    static const int in_shapes[][2] = {
+        { 1, 1 }, { 3, 7 }, { 32, 5 }, { 33, 64 }, { 65, 129 }, { 70, 96 }, { 97, 33 },
+    };
+    Rng rng;
+    rng_init(&rng, 79, 0);
+    for (size_t s = 0; s < sizeof in_shapes / sizeof in_shapes[0]; s++)
+        for (int rare = 0; rare <= 2; rare++)       /* none, 1 in 2, every value */
+            for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++) {
+                int N = in_shapes[s][0], K = in_shapes[s][1];
+                float *x = values(&rng, (size_t)N * K, 1.0f, rare == 2 ? 1 : rare * 2);
+                Bf16Rows r;
+                cr_assert_eq(bf16_rows_init_in_cols(&r, N + 1, K + 1, (Bf16CopyKind)kind), 0);
+                /* a matrix smaller than the room, over stale words: it is laid out for
+                 * its own N and K, as the product rounds it, and writes every word */
+                size_t room = kind == BF16_COPY_FLOATS
+                                  ? (size_t)2 * bf16_pairs(N + 1) * (K + 1)
+                                  : bf16_packed_size(K + 1, N + 1);
+                for (size_t i = 0; i < room; i++)
+                    r.cols[i] = 0xdeadbeefu;
+                put_in_cols(&r, x, N, K);
+                char what[64];
+                snprintf(what, sizeof what, "in cols rare %d kind %d", rare, kind);
+                expect_in_cols_of(&r, x, N, K, what);
+                /* without room it holds nothing */
+                cr_assert(!bf16_rows_start_in_cols(&r, x, N + 2, K));
+                cr_assert(!bf16_in_cols_of(&r, x, N, K, (Bf16CopyKind)kind) &&
+                          !bf16_in_cols_of(&r, x, N + 2, K, (Bf16CopyKind)kind));
+                bf16_rows_free(&r);
+                free(x);
+            }
+}
+
 /* Every SPECIAL value at every position of a row of odd and of even length. */
 Test(bf16_rows, special_values_at_every_position)
 {
@@ -251,9 +327,12 @@ static void expect_same(const float *got, const float *want, size_t n, const cha
                   "%s: element %zu is %a, expected %a", what, i, got[i], want[i]);
 }
 
+/* The LayerNorm's forward writing its output's rows and, for the dW product that reads
+ * it in the backward, its columns (odd and even N, not multiples of 32 among them). */
 Test(bf16_rows, layernorm_keeps_its_bits_and_writes_the_rounding_of_its_output)
 {
-    static const int ln_shapes[][2] = { { 3, 7 }, { 64, 24 }, { 130, 385 }, { 512, 64 } };
+    static const int ln_shapes[][2] = { { 3, 7 }, { 64, 24 }, { 130, 385 }, { 512, 64 },
+                                        { 97, 33 } };
     Rng rng;
     rng_init(&rng, 72, 0);
     for (int threads = 1; threads <= 2; threads++) {
@@ -277,10 +356,12 @@ Test(bf16_rows, layernorm_keeps_its_bits_and_writes_the_rounding_of_its_output)
                         rstd[i] = malloc((size_t)N * 4);
                         cr_assert(out[i] && mean[i] && rstd[i]);
                     }
-                    Bf16Rows r;
+                    Bf16Rows r, rc;
                     cr_assert_eq(bf16_rows_init(&r, N, C, (Bf16CopyKind)kind), 0);
+                    cr_assert_eq(bf16_rows_init_in_cols(&rc, N, C, (Bf16CopyKind)kind), 0);
                     layernorm_forward(out[0], mean[0], rstd[0], x, w, b, N, C);
-                    layernorm_forward_rounded(out[1], mean[1], rstd[1], x, w, b, N, C, &r);
+                    layernorm_forward_rounded(out[1], mean[1], rstd[1], x, w, b, N, C, &r,
+                                              &rc);
                     char what[96];
                     snprintf(what, sizeof what, "layernorm %dx%d rare %d kind %d threads %d", N,
                              C, rare, kind, threads);
@@ -288,13 +369,14 @@ Test(bf16_rows, layernorm_keeps_its_bits_and_writes_the_rounding_of_its_output)
                     expect_same(mean[1], mean[0], (size_t)N, what);
                     expect_same(rstd[1], rstd[0], (size_t)N, what);
                     expect_rounding_of(&r, out[1], N, C, what);
+                    expect_in_cols_of(&rc, out[1], N, C, what);
                     if (rare) {
                         size_t denormal = 0;
                         for (size_t i = 0; i < nc; i++)
                             denormal += (tu_bits(out[1][i]) & 0x7f800000u) == 0 && out[1][i] != 0;
                         cr_assert(denormal > 0, "%s: no denormal output to round", what);
                     }
-                    bf16_rows_free(&r);
+                    bf16_rows_free(&r), bf16_rows_free(&rc);
                     for (int i = 0; i < 2; i++)
                         free(out[i]), free(mean[i]), free(rstd[i]);
                     free(x), free(w), free(b);
@@ -587,6 +669,82 @@ Test(bf16_rows, backward_reads_douts_columns_for_dw)
             }
 }
 
+/* The backward reads `in`'s columns it is handed for dW (rin, written as the LayerNorm's
+ * forward writes them), alone and with dout's columns from rdout: it gives the bits of
+ * the backward rounding both, and with one bit of in's copy flipped another dW where
+ * the code that runs reads that layout (the same where it does not). Values as in the
+ * test above: ordinary for the floats, a row of dout and one of in planted at 2^-100
+ * for the pairs, so that the tiles, which read them, compute dW. */
+Test(bf16_rows, backward_reads_ins_columns_for_dw)
+{
+    Rng rng;
+    rng_init(&rng, 80, 0);
+    for (int threads = 1; threads <= 2; threads++)
+        for (int kind = BF16_COPY_FLOATS; kind <= BF16_COPY_PANELS; kind++)
+            for (int N = 69; N <= 70; N++) {
+                omp_set_num_threads(threads);
+                int C = 40, A = 37;     /* in[N][A] -> dout[N][C]; A: a panel and a part */
+                size_t nc = (size_t)N * C, na = (size_t)N * A, nw = (size_t)C * A;
+                float *dout = values(&rng, nc, 0.1f, 0), *in = values(&rng, na, 1.0f, 0);
+                float *W = values(&rng, nw, 0.05f, 0);
+                if (kind == BF16_COPY_PANELS) {
+                    for (int c = 0; c < C; c++)
+                        dout[c] = 0x1p-100f;
+                    for (int a = 0; a < A; a++)
+                        in[A + a] = 0x1p-100f;
+                }
+                Bf16Rows ri, rd;
+                cr_assert_eq(bf16_rows_init_in_cols(&ri, N, A, (Bf16CopyKind)kind), 0);
+                put_in_cols(&ri, in, N, A);
+                cr_assert_eq(bf16_rows_init(&rd, N, C, (Bf16CopyKind)kind), 0);
+                cr_assert_eq(bf16_rows_init_cols(&rd, N, C), 0);
+                put_rows_and_cols(&rd, dout, N, C);
+                /* 0: no copies; 1: in's; 2: in's and dout's; 3: in's, one bit flipped */
+                float *din[4], *gW[4], *gb[4];
+                for (int i = 0; i < 4; i++) {
+                    din[i] = calloc(na, 4), gW[i] = calloc(nw, 4), gb[i] = calloc((size_t)C, 4);
+                    cr_assert(din[i] && gW[i] && gb[i]);
+                }
+                /* the low bit of in[2][0]'s bf16: pairs, panel 0's pair 1, column 0's low
+                 * half; floats, row 2 swapped into row 3 */
+                uint32_t *flip = kind == BF16_COPY_PANELS ? &ri.cols[BF16_PANEL]
+                                                          : &ri.cols[(size_t)3 * A];
+                uint32_t bit = kind == BF16_COPY_PANELS ? 1u : 1u << 16;
+                for (int path = BF16_AUTO; path <= BF16_EMULATED; path++) {
+                    for (int i = 0; i < 4; i++) {
+                        memset(din[i], 0, na * 4), memset(gW[i], 0, nw * 4);
+                        memset(gb[i], 0, (size_t)C * 4);
+                        if (i == 3)
+                            *flip ^= bit;
+                        bf16_backward_rounding(din[i], NULL, gW[i], gb[i], dout,
+                                               i == 2 ? &rd : NULL, in, i ? &ri : NULL, W,
+                                               NULL, NULL, N, A, C, (Bf16Path)path);
+                        if (i == 3)
+                            *flip ^= bit;
+                    }
+                    char what[96];
+                    snprintf(what, sizeof what, "in's columns read, %dx%d kind %d path %d "
+                             "threads %d", N, A, kind, path, threads);
+                    for (int i = 1; i <= 2; i++) {
+                        expect_same(din[i], din[0], na, what);
+                        expect_same(gW[i], gW[0], nw, what);
+                        expect_same(gb[i], gb[0], (size_t)C, what);
+                    }
+                    int reads = kind == BF16_COPY_PANELS ||
+                                (bf16_emulated((Bf16Path)path) && bf16_emulation_fast());
+                    int moved = 0;
+                    for (size_t i = 0; i < nw; i++)
+                        moved |= tu_bits(gW[3][i]) != tu_bits(gW[0][i]);
+                    cr_assert_eq(moved, reads, "%s: a flipped bit of in's columns %s dW's "
+                                 "bits", what, moved ? "moved" : "left");
+                }
+                for (int i = 0; i < 4; i++)
+                    free(din[i]), free(gW[i]), free(gb[i]);
+                bf16_rows_free(&ri), bf16_rows_free(&rd);
+                free(dout), free(in), free(W);
+            }
+}
+
 /* The residual gradient's producers (layernorm_backward_rounded, dropout_backward_rounded)
  * against the plain ones on the same old values (they add into them), the copy against
  * the rounding of the finished rows, and the backward reading it. */
@@ -823,7 +981,8 @@ static void backward_rounding_case(Rng *rng, int N, int IC, int OC, int mode,
                 memcpy(dW[r], dW0, nw * 4);
                 memcpy(db[r], db0, (size_t)OC * 4);
                 bf16_backward_rounding(din[r], r ? &rows : NULL, dW[r], db[r], dout, NULL, in,
-                                       W, withw ? &c : NULL, gelu ? dg : NULL, N, IC, OC, path);
+                                       NULL, W, withw ? &c : NULL, gelu ? dg : NULL, N, IC, OC,
+                                       path);
             }
             expect_same(din[1], din[0], ni, what);
             expect_same(dW[1], dW[0], nw, what);
@@ -928,28 +1087,44 @@ static void attention_case(Rng *rng, int B, int T, int H, int D, float p, int ra
         dqkv[i] = malloc(nq * 4), datt[i] = malloc(tt * 4);
         cr_assert(out[i] && att[i] && attd[i] && dqkv[i] && datt[i]);
     }
-    Bf16Rows r, small;
+    Bf16Rows r, small, rc, small_cols;
     cr_assert_eq(bf16_rows_init(&r, N + 1, 3 * A + 2, kind), 0);
     cr_assert_eq(bf16_rows_init(&small, N, A - 1 > 0 ? A - 1 : 1, kind), 0);
+    cr_assert_eq(bf16_rows_init_in_cols(&rc, N, A, kind), 0);
+    cr_assert_eq(bf16_rows_init_in_cols(&small_cols, N, A - 1 > 0 ? A - 1 : 1, kind), 0);
     uint64_t key = rng_u64(rng);
     char what[160];
     snprintf(what, sizeof what, "attention B %d T %d H %d D %d p %g rare %d kind %d threads %d",
              B, T, H, D, p, rare, (int)kind, threads);
 
     attention_forward(out[0], att[0], attd[0], qkv, B, T, H, D, p, key);
-    attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key, &r);
+    attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key, &r, NULL);
     expect_same(out[1], out[0], na, what);
     expect_same(att[1], att[0], tt, what);
     if (p > 0.0f)
         expect_same(attd[1], attd[0], tt, what);
     expect_rounding_of(&r, out[1], N, A, what);
+    /* and its columns, for proj's dW, with and without the rows */
+    for (int rows = 0; rows < 2; rows++) {
+        attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key,
+                                  rows ? &r : NULL, &rc);
+        expect_same(out[1], out[0], na, what);
+        expect_same(att[1], att[0], tt, what);
+        expect_in_cols_of(&rc, out[1], N, A, what);
+        if (rows)
+            expect_rounding_of(&r, out[1], N, A, what);
+    }
     if (rare)
         cr_assert(denormals(out[1], na) > 0, "%s: no denormal output to round", what);
     expect_forward_reads(rng, &r, out[1], N, A, what);
     /* a copy without room for out is dropped: it then holds nothing */
     small.of = qkv, small.n = 1, small.k = 1;
-    attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key, &small);
+    small_cols.of = qkv, small_cols.n = 1, small_cols.k = 1, small_cols.has_cols = 1;
+    attention_forward_rounded(out[1], att[1], attd[1], qkv, B, T, H, D, p, key, &small,
+                              &small_cols);
     cr_assert(small.of == NULL, "%s: a copy too small was not dropped", what);
+    cr_assert(small_cols.of == NULL && !small_cols.has_cols, "%s: columns too small were not "
+              "dropped", what);
     expect_same(out[1], out[0], na, what);
 
     for (int routed = 0; routed < 2; routed++) {
@@ -981,6 +1156,7 @@ static void attention_case(Rng *rng, int B, int T, int H, int D, float p, int ra
     cr_assert(small.of == NULL, "%s: a copy too small for dqkv was not dropped", what);
     bf16_rows_free(&r);
     bf16_rows_free(&small);
+    bf16_rows_free(&rc), bf16_rows_free(&small_cols);
     for (int i = 0; i < 2; i++)
         free(out[i]), free(att[i]), free(attd[i]), free(dqkv[i]), free(datt[i]);
     free(qkv), free(dout), free(on);

@@ -301,7 +301,9 @@ static TrainHyper hyper(void)
  * dropout's backward with it) their rows, attention's forward its output's rows for
  * proj and its backward dqkv's for qkv's backward and, in the pairs' layout (the instruction, a
  * build without FMA), fc's product the GELU's output and fcproj's din product dfch's
- * rows for the products, kernels/bf16_rows.h)
+ * rows for the products, kernels/bf16_rows.h; and the LayerNorms' forward their
+ * outputs' columns for qkv's, fc's and the logits' dW, and attention its output's for
+ * proj's, Activations.in_cols)
  * against the same steps written out with the model's copies unset, activations
  * without rounded rows and adamw_update (the layers round W, their inputs, dlogits and
  * dout at every call), at 1 and 2 threads, with dropout and without. */
@@ -337,6 +339,10 @@ Test(bf16_weight, training_with_fused_copies_keeps_the_bits)
                               "rounded rows");
                     cr_assert(t[0].acts.rows_bf16.cols, "the trainer made no room for the "
                               "residual gradient's columns");
+                    for (int i = 0; i < 3 * CFG.L + 1; i++)
+                        cr_assert(t[0].acts.in_cols && t[0].acts.in_cols[i].cols &&
+                                      t[0].acts.in_cols[i].has_cols,
+                                  "dW's input %d has no columns from its producer", i);
                     cr_assert(!t[0].acts.mlp_bf16.rows == (t[0].acts.rows_bf16.kind !=
                                                            BF16_COPY_PANELS),
                               "the MLP's rows are made for the pairs' layout alone");

@@ -110,8 +110,9 @@ static void bf16_copies_sync(Trainer *t)
 
 /* Makes room for the activations' copies rounded by their producers (acts_bf16_init:
  * Activations.rows_bf16, the rows of the LayerNorms' outputs, dlogits, the residual
- * gradient, attention's output and dqkv, and the residual gradient's columns; with the
- * pairs, mlp_bf16, the MLP's hidden rows), where the precision is bf16 and they are
+ * gradient, attention's output and dqkv, and the residual gradient's columns;
+ * in_cols, the LayerNorms' and attention's outputs' columns; with the pairs, mlp_bf16, the MLP's
+ * hidden rows), where the precision is bf16 and they are
  * missing or of another kind than the model's path reads; frees them in fp32. Without
  * memory for them the products round their inputs themselves, to the same bits. */
 static void bf16_rows_sync(Trainer *t)
@@ -135,7 +136,8 @@ double trainer_micro(Trainer *t, const int *inputs, const int *targets, long i)
                       .head_dropout = t->hp.head_dropout,
                       .gate_noise = 1,
                       .route_balance = t->hp.route_balance,
-                      .skip_unrouted = 1};
+                      .skip_unrouted = 1,
+                      .backward_next = 1};
     double loss = gpt_forward(&t->model, &t->acts, inputs, targets, B, T, &po);
     grads_zero(&t->grads);
     gpt_backward(&t->model, &t->grads, &t->acts, inputs, targets, B, T, &po);

@@ -162,6 +162,9 @@ int acts_bf16_init(Activations *a, Bf16CopyKind kind)
      * saves nothing over the next product's (kernels/bf16_emul.c): no copy for them */
     if (kind == BF16_COPY_PANELS && bf16_rows_init(&a->mlp_bf16, (int)a->N, 4 * (int)a->C, kind))
         rc = -1;
+    /* and dfch's columns, for fc's dW */
+    if (a->mlp_bf16.rows && bf16_rows_init_cols(&a->mlp_bf16, (int)a->N, 4 * (int)a->C))
+        rc = -1;
     return rc;
 }
 
@@ -394,7 +397,7 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
      * dropout), dropout_backward dbranch's */
     Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->rows_bf16.rows ? &a->rows_bf16 : NULL;
     Bf16Rows *rdres = p > 0.0f ? NULL : rounded;
-    /* and fcproj's din product dfch's rows for fc's backward */
+    /* and fcproj's din product dfch's rows and columns for fc's backward */
     Bf16Rows *hidden = m->precision == PRECISION_BF16 && a->mlp_bf16.rows ? &a->mlp_bf16 : NULL;
 
     memset(a->dlogits, 0, (size_t)N * V * sizeof(float));

@@ -115,17 +115,18 @@ typedef struct {
                                         writing them as its tiles finish, for the one
                                         reading them next: fch_gelu (fc's forward, for
                                         fcproj's) and dfch (fcproj's din, for fc's
-                                        backward); apart from rows_bf16, which fc's
-                                        product reads while it writes this one */
+                                        backward, its columns too for fc's dW); apart
+                                        from rows_bf16, which fc's product reads while
+                                        it writes this one */
 } Activations;
 
 int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
               char *err, size_t errlen);
 void acts_free(Activations *a);
 /* Memory for Activations.rows_bf16 (room for the rows and the columns of N x max(C, V,
- * 3A)) and, for BF16_COPY_PANELS, mlp_bf16 (N x 4C) in the layout `kind`
- * (bf16_copy_kind of the model's path), freed by acts_free or acts_bf16_free; -1 when
- * out of memory for any (then that one is missing). */
+ * 3A)) and, for BF16_COPY_PANELS, mlp_bf16 (the rows and columns of N x 4C) in the
+ * layout `kind` (bf16_copy_kind of the model's path), freed by acts_free or
+ * acts_bf16_free; -1 when out of memory for any (then that one is missing). */
 int acts_bf16_init(Activations *a, Bf16CopyKind kind);
 void acts_bf16_free(Activations *a);
 /* Floats acts_init allocates for these arguments (for memory estimates). */

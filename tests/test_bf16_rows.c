@@ -691,8 +691,9 @@ Test(bf16_rows, residual_gradients_producers_keep_their_bits_and_write_the_round
 
 /* The GELU's output and dfch, rounded by the products that write them
  * (bf16_forward_rounding, bf16_backward_rounding): the product's bits are those of the
- * product that writes no copy, the copy is the rounding of its finished output, and the
- * next product reading it gives the bits of that product rounding its input. The cases:
+ * product that writes no copy, the copy is the rounding of its finished output (for
+ * dfch its columns too), and the next product reading it gives the bits of that product
+ * rounding its input. The cases:
  * ordinary values; planted chains whose first step is a denormal the instruction flushes
  * (the emulation recomputes those outputs after its float32 tiles, and the copy must
  * hold the recomputed ones); every value of any bits (the step-by-step tiles). */
@@ -834,6 +835,7 @@ static void backward_rounding_case(Rng *rng, int N, int IC, int OC, int mode,
     bf16_weight_write(&c);
     Bf16Rows rows;
     cr_assert_eq(bf16_rows_init(&rows, N + 3, IC, kind), 0);
+    cr_assert_eq(bf16_rows_init_cols(&rows, N + 3, IC), 0);
     char what[160];
     for (int gelu = 0; gelu < 2; gelu++)
         for (int withw = 0; withw < 2; withw++) {
@@ -851,6 +853,7 @@ static void backward_rounding_case(Rng *rng, int N, int IC, int OC, int mode,
             expect_same(dW[1], dW[0], nw, what);
             expect_same(db[1], db[0], (size_t)OC, what);
             expect_rounding_of(&rows, din[1], N, IC, what);
+            expect_cols_of(&rows, din[1], N, IC, what);
             if (mode == PLANTED)                    /* the instruction's sum, times 1 */
                 for (int t = 0; t < 2; t++)
                     cr_assert_eq(tu_bits(din[1][(size_t)pi[t] * IC + pj[t]]),

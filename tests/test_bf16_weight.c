@@ -301,8 +301,8 @@ static TrainHyper hyper(void)
  * dropout, the dropout's backward with it) their rows and columns, attention's forward
  * its output's rows for proj and its backward dqkv's rows and columns for qkv's
  * backward and, in the pairs' layout (the instruction, a build without FMA), fc's
- * product the GELU's output and fcproj's din product dfch's rows for the products,
- * kernels/bf16_rows.h)
+ * product the GELU's output and fcproj's din product dfch's rows and columns for the
+ * products, kernels/bf16_rows.h)
  * against the same steps written out with the model's copies unset, activations
  * without rounded rows and adamw_update (the layers round W, their inputs, dlogits and
  * dout at every call), at 1 and 2 threads, with dropout and without. */
@@ -343,6 +343,8 @@ Test(bf16_weight, training_with_fused_copies_keeps_the_bits)
                     cr_assert(!t[0].acts.mlp_bf16.rows == (t[0].acts.rows_bf16.kind !=
                                                            BF16_COPY_PANELS),
                               "the MLP's rows are made for the pairs' layout alone");
+                    cr_assert(!t[0].acts.mlp_bf16.rows == !t[0].acts.mlp_bf16.cols,
+                              "dfch's columns are made with the MLP's rows");
                     Trainer *r = &t[1];
                     PassOptions po = {.dropout = hp.dropout,
                                       .dropout_key = rng_hash(hp.seed, RNG_STREAM_DROPOUT,

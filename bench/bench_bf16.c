@@ -6,7 +6,7 @@
  *   gcc -std=c11 -O3 -march=native -fopenmp -ffp-contract=off -I. \
  *       bench/bench_bf16.c build/libheadcount.a -lm -o build/bench_bf16
  * Run: build/bench_bf16 [--rows N] [--reps R] [--threads T] [--passes-reps R]
- *                        [--only-passes] [--only-in-cols] [--vocab V] [--say]
+ *                        [--only-passes] [--pass-table K] [--vocab V] [--say]
  * It first says which code runs the bf16 products (--say: only that): the instruction,
  * or the emulation (HEADCOUNT_BF16=emulate picks it where the build has the
  * instruction).
@@ -28,10 +28,13 @@
  * LayerNorm's and the dropout's backward for proj's and fcproj's dW (dres_col_passes);
  * an eighth for attention's rows, its output's for proj's forward and dqkv's for qkv's
  * backward, written by attention's forward and backward once every head has written
- * its slice (attention_passes); a ninth for the columns of the dW products' input,
- * written in the forward by the LayerNorm (for qkv's, fc's and the logits' dW) and by
- * attention (proj's) (in_col_passes; --only-in-cols prints only it). It only
- * reports: nothing here asserts on a time. */
+ * its slice (attention_passes); a ninth for dlogits' and dqkv's columns, written by the
+ * cross-entropy's and attention's backward for the logits' and qkv's dW
+ * (dout_col_passes); a tenth for the columns of the dW products' input, written in the
+ * forward by the LayerNorm (for qkv's, fc's and the logits' dW) and by attention
+ * (proj's) (in_col_passes). --pass-table K prints only the K-th of the nine tables
+ * after the first (1 the second, W's roundings; 9 the tenth). It only reports: nothing
+ * here asserts on a time. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench/bench_bf16_path.h"
@@ -751,10 +754,96 @@ static void attention_passes(int reps, Bf16Path path, double (*clock_fn)(void))
     }
 }
 
+/* The rounding of dlogits' and dqkv's columns for the logits' and qkv's dW
+ * (bf16_backward_with's rdout), at the bench_train configurations' shapes (H = 4, so A
+ * = C; the vocabulary V), ms (median of reps, the cases taking turns): "CE+rows" is
+ * crossentropy_backward_rounded writing dlogits' rows (what a step ran before), "+cols"
+ * the same writing its columns too, "fused" their difference; "dW" the logits' dW
+ * product (C -> V, in = lnf) rounding dlogits' columns itself, "dW+cols" the same
+ * reading the producer's, "pass" their difference (the column pass as the product makes
+ * it), "saved" pass - fused (one call a step). "attb+rows", "+cols", "fused", "dW",
+ * "dW+cols", "pass", "saved" the same for attention_backward_rounded and qkv's dW (C ->
+ * 3A, dout = dqkv), L calls a step. */
+static void dout_col_passes(int reps, int V, Bf16Path path, double (*clock_fn)(void))
+{
+    static const struct { const char *name; int B, T, C, L; } shapes[] = {
+        {"BABY", 12, 64, 128, 4}, {"MID", 16, 256, 256, 4}, {"NANO", 16, 256, 384, 6},
+    };
+    enum { CASES = 8, H = 4 };
+    Bf16CopyKind kind = bf16_copy_kind(path);
+    printf("\ndlogits' and dqkv's column roundings (%s copies, V = %d, H = %d), ms, median "
+           "of %d\n", kind == BF16_COPY_FLOATS ? "float" : "pair", V, H, reps);
+    printf("%-6s %5s | %7s %7s %6s | %7s %7s %6s %6s | %9s %7s %6s | %7s %7s %6s %6s %9s\n",
+           "config", "N", "CE+rows", "+cols", "fused", "dW", "dW+cols", "pass", "saved",
+           "attb+rows", "+cols", "fused", "dW", "dW+cols", "pass", "saved", "saved/step");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int B = shapes[s].B, T = shapes[s].T, C = shapes[s].C, D = C / H, A = H * D;
+        int N = B * T, K = V > 3 * A ? V : 3 * A;
+        size_t nv = (size_t)N * V, nq = (size_t)N * 3 * A, tt = (size_t)B * H * T * T;
+        float *probs = filled(nv, 1.0f / (float)V, 1), *dl = filled(nv, 0, 2);
+        float *ln = filled((size_t)N * C, 1.0f, 3), *Wl = filled((size_t)V * C, 0.1f, 4);
+        float *dWl = filled((size_t)V * C, 0, 5), *qkv = filled(nq, 2.0f, 6);
+        float *att = filled(tt, 0, 7), *dy = filled((size_t)N * A, 0.01f, 8);
+        float *dqkv = filled(nq, 0, 9), *datt = filled(tt, 0, 10);
+        float *Wq = filled((size_t)3 * A * C, 0.1f, 11), *dWq = filled((size_t)3 * A * C, 0, 12);
+        int *targets = malloc((size_t)N * sizeof(int));
+        Bf16Rows rows, rc;
+        if (!targets || bf16_rows_init(&rows, N, K, kind) || bf16_rows_init(&rc, N, K, kind) ||
+            bf16_rows_init_cols(&rc, N, K)) {
+            fputs("bench_bf16: out of memory\n", stderr);
+            exit(1);
+        }
+        for (int n = 0; n < N; n++)
+            targets[n] = (int)((unsigned)n * 2654435761u % (unsigned)V);
+        attention_forward(dqkv, att, NULL, qkv, B, T, H, D, 0.0f, 1);  /* att's weights */
+        double *t = malloc((size_t)CASES * reps * sizeof(double));
+        for (int r = -1; r < reps; r++) {
+            double c[CASES + 1];
+            c[0] = clock_fn();
+            crossentropy_backward_rounded(dl, probs, targets, N, V, 1.0f / (float)N, &rows);
+            c[1] = clock_fn();
+            crossentropy_backward_rounded(dl, probs, targets, N, V, 1.0f / (float)N, &rc);
+            c[2] = clock_fn();
+            bf16_backward_with(NULL, dWl, NULL, dl, NULL, ln, Wl, NULL, NULL, N, C, V, path);
+            c[3] = clock_fn();
+            bf16_backward_with(NULL, dWl, NULL, dl, &rc, ln, Wl, NULL, NULL, N, C, V, path);
+            c[4] = clock_fn();
+            attention_backward_rounded(dqkv, datt, dy, qkv, att, NULL, B, T, H, D, 0.0f, &rows);
+            c[5] = clock_fn();
+            attention_backward_rounded(dqkv, datt, dy, qkv, att, NULL, B, T, H, D, 0.0f, &rc);
+            c[6] = clock_fn();
+            bf16_backward_with(NULL, dWq, NULL, dqkv, NULL, ln, Wq, NULL, NULL, N, C, 3 * A,
+                               path);
+            c[7] = clock_fn();
+            bf16_backward_with(NULL, dWq, NULL, dqkv, &rc, ln, Wq, NULL, NULL, N, C, 3 * A,
+                               path);
+            c[8] = clock_fn();
+            if (r < 0)
+                continue;
+            for (int k = 0; k < CASES; k++)
+                t[(size_t)k * reps + r] = c[k + 1] - c[k];
+        }
+        double med[CASES];
+        for (int k = 0; k < CASES; k++)
+            med[k] = 1e3 * median(t + (size_t)k * reps, reps);
+        double fl = med[1] - med[0], pl = med[2] - med[3];
+        double fq = med[5] - med[4], pq = med[6] - med[7];
+        printf("%-6s %5d | %7.3f %7.3f %6.3f | %7.2f %7.2f %6.3f %6.3f | %9.2f %7.2f %6.3f | "
+               "%7.2f %7.2f %6.3f %6.3f %9.2f\n", shapes[s].name, N, med[0], med[1], fl,
+               med[2], med[3], pl, pl - fl, med[4], med[5], fq, med[6], med[7], pq, pq - fq,
+               pl - fl + shapes[s].L * (pq - fq));
+        fflush(stdout);
+        bf16_rows_free(&rows);
+        bf16_rows_free(&rc);
+        free(probs), free(dl), free(ln), free(Wl), free(dWl), free(qkv), free(att), free(dy);
+        free(dqkv), free(datt), free(Wq), free(dWq), free(targets), free(t);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int N = 4096, reps = 7, threads = 1, passes_reps = 31, only_passes = 0, vocab = 1536;
-    int only_in_cols = 0;
+    int table = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rows") && i + 1 < argc)
             N = (int)arg_long("--rows", argv[++i], 1, 1 << 16);
@@ -764,8 +853,8 @@ int main(int argc, char **argv)
             passes_reps = (int)arg_long("--passes-reps", argv[++i], 1, 10000);
         else if (!strcmp(argv[i], "--only-passes"))
             only_passes = 1;
-        else if (!strcmp(argv[i], "--only-in-cols"))
-            only_in_cols = 1;
+        else if (!strcmp(argv[i], "--pass-table") && i + 1 < argc)
+            table = (int)arg_long("--pass-table", argv[++i], 1, 9);
         else if (!strcmp(argv[i], "--vocab") && i + 1 < argc)
             vocab = (int)arg_long("--vocab", argv[++i], 2, 1 << 16);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -775,7 +864,7 @@ int main(int argc, char **argv)
             return 0;
         } else {
             fprintf(stderr, "usage: bench_bf16 [--rows N] [--reps R] [--threads T] "
-                            "[--passes-reps R] [--only-passes] [--only-in-cols] [--vocab V] "
+                            "[--passes-reps R] [--only-passes] [--pass-table K] [--vocab V] "
                             "[--say]\n");
             return 2;
         }
@@ -784,15 +873,11 @@ int main(int argc, char **argv)
     bench_bf16_say(stdout);
     omp_set_num_threads(threads);
     double (*clock_fn)(void) = threads == 1 ? thread_cpu : bench_now;
-    if (only_in_cols) {
-        in_col_passes(passes_reps, path, clock_fn);
-        return 0;
-    }
     static const struct { const char *name; int IC, OC; } shapes[] = {
         {"NANO qkv", 384, 1152}, {"NANO proj", 384, 384}, {"NANO fc", 384, 1536},
         {"NANO fcproj", 1536, 384}, {"MID qkv", 256, 768}, {"MID fc", 256, 1024},
     };
-    if (!only_passes) {
+    if (!only_passes && !table) {
         printf("%d rows, %d thread(s), GFLOP/s (median of %d)\n", N, threads, reps);
         printf("%-12s %11s | %8s %8s %6s | %8s %8s %6s\n", "layer", "IC -> OC", "fwd fp32",
                "fwd bf16", "ratio", "bwd fp32", "bwd bf16", "ratio");
@@ -832,13 +917,23 @@ int main(int argc, char **argv)
             free(in), free(W), free(b), free(out), free(din), free(dW), free(t);
         }
     }
-    weight_passes(passes_reps, path, clock_fn);
-    input_passes(passes_reps, path, clock_fn);
-    dlogits_passes(passes_reps, vocab, path, clock_fn);
-    dres_passes(passes_reps, path, clock_fn);
-    hidden_passes(passes_reps, path, clock_fn);
-    dres_col_passes(passes_reps, path, clock_fn);
-    attention_passes(passes_reps, path, clock_fn);
-    in_col_passes(passes_reps, path, clock_fn);
+    if (!table || table == 1)
+        weight_passes(passes_reps, path, clock_fn);
+    if (!table || table == 2)
+        input_passes(passes_reps, path, clock_fn);
+    if (!table || table == 3)
+        dlogits_passes(passes_reps, vocab, path, clock_fn);
+    if (!table || table == 4)
+        dres_passes(passes_reps, path, clock_fn);
+    if (!table || table == 5)
+        hidden_passes(passes_reps, path, clock_fn);
+    if (!table || table == 6)
+        dres_col_passes(passes_reps, path, clock_fn);
+    if (!table || table == 7)
+        attention_passes(passes_reps, path, clock_fn);
+    if (!table || table == 8)
+        dout_col_passes(passes_reps, vocab, path, clock_fn);
+    if (!table || table == 9)
+        in_col_passes(passes_reps, path, clock_fn);
     return 0;
 }

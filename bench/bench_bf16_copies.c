@@ -10,8 +10,9 @@
  * Run: build/bench_bf16_copies [--config BABY|MID|NANO] [--steps N] [--rows]
  * --rows compares instead the activations' copies rounded by their producers for the
  * products (acts_bf16_init: the rows of the LayerNorms' outputs, dlogits, the residual
- * gradient, attention's output and dqkv, the residual gradient's columns, the
- * LayerNorms' outputs' columns and, with the pairs, the MLP's hidden rows;
+ * gradient, attention's output and dqkv, the columns of the residual gradient, dlogits
+ * and dqkv, the LayerNorms' and attention's outputs' columns and, with the pairs, the
+ * MLP's hidden rows and dfch's columns;
  * kernels/bf16_rows.h) against the products rounding
  * them, both sides written out without the weights' copies.
  * Prints each side's median step in thread CPU time (ms; on a loaded host it moves

@@ -370,13 +370,15 @@ void bf16_kernel_nt(int M, int n, int P, const uint32_t *ar, size_t lda, const u
 /* Tiles of a product: ROWS rows x up to PANELS panels; each tile keeps its block of
  * rounded rows in L2 while it walks its panels. */
 enum { ROWS = 96, PANELS = 8 };
+_Static_assert(ROWS % BF16_COL_ROWS == 0, "a band of rows holds whole blocks of columns");
 
 /* out[M][ncols] (rows ldc apart) = the chains of ar's M rows (lda pairs apart) with
  * the ncols columns of the packed panels wp (P pairs each), finished by e (whose
  * pointers are at out[0][0]): independent tiles, shared among the region's threads.
  * rout (started on out, or NULL): each tile's outputs rounded into it while they are
  * in cache; a thread then takes a band of rows whole, so that it alone gathers their
- * exponents. */
+ * exponents, and where rout holds out's columns (ldc its k) it rounds the band's
+ * columns once the band is done. */
 static void tiles_for(int emulate, float *out, size_t ldc, const uint32_t *ar, size_t lda,
                       const uint32_t *wp, int M, int ncols, int P, const Bf16Epilogue *e,
                       Bf16Rows *rout)
@@ -404,6 +406,13 @@ static void tiles_for(int emulate, float *out, size_t ldc, const uint32_t *ar, s
             }
         if (rout)
             bf16_rows_put_exps(rout, i0, m, emin);
+        if (rout && rout->has_cols) { /* the band's rows are final: its blocks' columns */
+            assert(ldc == (size_t)rout->k);
+            for (int b0 = i0; b0 < i0 + m; b0 += BF16_COL_ROWS)
+                bf16_rows_put_cols(rout, b0, i0 + m - b0 < BF16_COL_ROWS ? i0 + m - b0
+                                                                         : BF16_COL_ROWS,
+                                   out + (size_t)b0 * ldc);
+        }
     }
 }
 
@@ -530,6 +539,8 @@ void bf16_backward_rounding(float *din, Bf16Rows *rdin, float *dW, float *dbias,
     assert(!wc || (wc->W == W && wc->OC == OC && wc->IC == IC));
     assert(!rdin || rdin != rdout);
     rdin = rows_start(rdin, din, N, IC);
+    if (rdin)                     /* din's columns too, where rdin has room for them */
+        bf16_rows_start_cols(rdin);
     int emulate = bf16_emulated(path);
     if (emulate) {                /* what the float32 kernels took is done */
         int done = bf16_emul_backward(din, rdin, dW, dout,

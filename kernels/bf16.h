@@ -183,8 +183,10 @@ void bf16_backward_with(float *din, float *dW, float *dbias, const float *dout,
  * product that reads it next: the forward's out[N][OC] into rout (the GELU's output,
  * which fcproj reads), the backward's din[N][IC] into rdin (the GELU backward's dfch,
  * which fc's backward reads as dout), in rout's or rdin's own layout
- * (kernels/bf16_rows.h), whatever path computes the product. The instruction's and the
- * step-by-step tiles round each block of outputs as it finishes, while it is in cache;
+ * (kernels/bf16_rows.h), whatever path computes the product; where rdin has room for
+ * din's columns, those too (for fc's dW), a block of rows once finished. The
+ * instruction's and the step-by-step tiles round each block of outputs as it finishes,
+ * while it is in cache;
  * the emulation on the float32 kernels rounds the final output (its exceptions
  * recomputed) in a pass after the product, which saves nothing over the next product's
  * own pass (docs/matmul.md). rout/rdin NULL: none; without room for the output it is

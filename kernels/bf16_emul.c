@@ -235,15 +235,23 @@ static void fix_exceptions(float *C, size_t ldc, const Exceptions *x, const floa
 }
 
 /* out[M][*]'s rows (ldo floats apart) rounded into r, once the product and its
- * exceptions are final. A pass of its own: rounding each float32 tile as it finished
- * (a band of rows per thread, its rows' exponents gathered over the column blocks) was
- * built and measured on the AMD EPYC Zen 3, and cost 2-3x this pass at NANO's shapes
- * (docs/matmul.md, "The GELU's output and dfch"). */
+ * exceptions are final, and where r holds out's columns (ldo its k) each block of
+ * BF16_COL_ROWS rows' columns after its rows. A pass of its own: rounding each float32
+ * tile as it finished (a band of rows per thread, its rows' exponents gathered over the
+ * column blocks) was built and measured on the AMD EPYC Zen 3, and cost 2-3x this pass
+ * at NANO's shapes (docs/matmul.md, "The GELU's output and dfch"). */
 static void rows_put_all(Bf16Rows *r, const float *out, int M, size_t ldo)
 {
+    assert(!r->has_cols || ldo == (size_t)r->k);
+    int nrb = (M + BF16_COL_ROWS - 1) / BF16_COL_ROWS;
     #pragma omp parallel for schedule(static) if (parallel_rounding((double)M * ldo))
-    for (int i = 0; i < M; i++)
-        bf16_rows_put(r, i, out + (size_t)i * ldo);
+    for (int rb = 0; rb < nrb; rb++) {
+        int i0 = rb * BF16_COL_ROWS, i1 = M - i0 < BF16_COL_ROWS ? M : i0 + BF16_COL_ROWS;
+        for (int i = i0; i < i1; i++)
+            bf16_rows_put(r, i, out + (size_t)i * ldo);
+        if (r->has_cols)
+            bf16_rows_put_cols(r, i0, i1 - i0, out + (size_t)i0 * ldo);
+    }
 }
 
 static float *slot(int s, size_t n)

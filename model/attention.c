@@ -4,9 +4,10 @@
  * skip the masked half; the routed passes gather a head's routed query rows and use
  * the *_causal_rows products on them. A row of the output is finished only when every
  * head has written its slice, so the _rounded variants round the rows (bf16) after the
- * pairs, in the same parallel region; the rows a thread rounds are mostly those of the
- * sequences whose pairs it ran (measured on a Zen 3 at about the cost of the reader's
- * own pass: docs/matmul.md). */
+ * pairs, in the same parallel region (the backward dqkv's columns too, a block of rows
+ * at a time); the rows a thread rounds are mostly those of the sequences whose pairs it
+ * ran (measured on a Zen 3 at about the cost of the reader's own pass:
+ * docs/matmul.md). */
 #include "model/attention.h"
 
 #include <assert.h>
@@ -94,14 +95,23 @@ static Bf16Rows *rows_begin(Bf16Rows *r, const float *x, int N, int K)
     return r;
 }
 
-/* Inside a parallel region, once x[N][K] is final: its rows into r, split among the
- * threads as the pairs were (static, in order), each row by the per-row function of
- * the products' own pass. */
-static void rows_round(Bf16Rows *r, const float *x, int N, int K)
+/* Inside a parallel region, once x[N][K] is final: its rows into r (NULL: none), split
+ * among the threads as the pairs were (static, in order), each row by the per-row
+ * function of the products' own pass; the rows go in blocks of BF16_COL_ROWS, and with
+ * rc (a copy started to hold x's columns: r itself, or one of its own; NULL: none) each
+ * block's columns are rounded once its rows are, while the block is in cache. */
+static void rows_round(Bf16Rows *r, Bf16Rows *rc, const float *x, int N, int K)
 {
+    int nrb = (N + BF16_COL_ROWS - 1) / BF16_COL_ROWS;
     #pragma omp for schedule(static)
-    for (int n = 0; n < N; n++)
-        bf16_rows_put(r, n, x + (size_t)n * K);
+    for (int rb = 0; rb < nrb; rb++) {
+        int n0 = rb * BF16_COL_ROWS, n1 = N - n0 < BF16_COL_ROWS ? N : n0 + BF16_COL_ROWS;
+        if (r)
+            for (int n = n0; n < n1; n++)
+                bf16_rows_put(r, n, x + (size_t)n * K);
+        if (rc)
+            bf16_rows_put_cols(rc, n0, n1 - n0, x + (size_t)n0 * K);
+    }
 }
 
 /* One (batch, head) pair at every query row: q, k, v its views of qkv (row stride
@@ -132,22 +142,6 @@ void attention_forward(float *out, float *att, float *attd, const float *qkv,
     attention_forward_rounded(out, att, attd, qkv, B, T, H, D, p, key, NULL, NULL);
 }
 
-/* Inside a parallel region, once x[N][K] is final: its columns into rc a block of
- * BF16_COL_ROWS rows at a time, one thread a block, and each block's rows into r (NULL:
- * none) while the block is in cache. */
-static void rows_cols_round(Bf16Rows *r, Bf16Rows *rc, const float *x, int N, int K)
-{
-    int nrb = (N + BF16_COL_ROWS - 1) / BF16_COL_ROWS;
-    #pragma omp for schedule(static)
-    for (int rb = 0; rb < nrb; rb++) {
-        int n0 = rb * BF16_COL_ROWS, n1 = N - n0 < BF16_COL_ROWS ? N : n0 + BF16_COL_ROWS;
-        if (r)
-            for (int n = n0; n < n1; n++)
-                bf16_rows_put(r, n, x + (size_t)n * K);
-        bf16_rows_put_cols(rc, n0, n1 - n0, x + (size_t)n0 * K);
-    }
-}
-
 void attention_forward_rounded(float *out, float *att, float *attd, const float *qkv,
                                int B, int T, int H, int D, float p, uint64_t key, Bf16Rows *r,
                                Bf16Rows *rc)
@@ -169,10 +163,8 @@ void attention_forward_rounded(float *out, float *att, float *attd, const float 
                              p > 0.0f ? attd + att_off : P, q, q + A, q + 2 * A, T, D, A, ld, p,
                              key, att_off);
             }
-        if (rc)
-            rows_cols_round(r, rc, out, B * T, A);
-        else if (r)
-            rows_round(r, out, B * T, A);
+        if (r || rc)
+            rows_round(r, rc, out, B * T, A);
     }
 }
 
@@ -352,6 +344,7 @@ void attention_backward_rounded(float *dqkv, float *datt, const float *dout, con
 {
     int A = H * D, ld = 3 * A;
     r = rows_begin(r, dqkv, B * T, ld);
+    int cols = r && bf16_rows_start_cols(r);      /* dqkv's columns too, for qkv's dW */
     #pragma omp parallel
     {
         #pragma omp for collapse(2) schedule(static)
@@ -367,7 +360,7 @@ void attention_backward_rounded(float *dqkv, float *datt, const float *dout, con
                               p > 0.0f ? attd + att_off : P, T, D, A, ld, p);
             }
         if (r)
-            rows_round(r, dqkv, B * T, ld);
+            rows_round(r, cols ? r : NULL, dqkv, B * T, ld);
     }
 }
 
@@ -414,6 +407,7 @@ void attention_backward_routed_rounded(float *dqkv, float *datt, const float *do
 {
     int A = H * D, ld = 3 * A;
     r = rows_begin(r, dqkv, B * T, ld);
+    int cols = r && bf16_rows_start_cols(r);      /* dqkv's columns too, for qkv's dW */
     #pragma omp parallel
     {
         #pragma omp for collapse(2) schedule(static)
@@ -438,6 +432,6 @@ void attention_backward_routed_rounded(float *dqkv, float *datt, const float *do
                         zero_other_rows(dq + (size_t)x * A, (size_t)ld, rows, 0, T, D);
             }
         if (r)
-            rows_round(r, dqkv, B * T, ld);
+            rows_round(r, cols ? r : NULL, dqkv, B * T, ld);
     }
 }

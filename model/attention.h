@@ -36,7 +36,8 @@ void attention_forward_rounded(float *out, float *att, float *attd, const float 
 void attention_backward(float *dqkv, float *datt, const float *dout, const float *qkv,
                         const float *att, const float *attd, int B, int T, int H, int D, float p);
 /* The same, and when r is not NULL it then rounds dqkv's rows (B T rows of 3A) into r,
- * for qkv's backward (its dout); r without room for dqkv is dropped. */
+ * for qkv's backward (its dout), and where r has room for columns dqkv's columns too
+ * (for qkv's dW); r without room for dqkv is dropped. */
 void attention_backward_rounded(float *dqkv, float *datt, const float *dout, const float *qkv,
                                 const float *att, const float *attd, int B, int T, int H, int D,
                                 float p, struct Bf16Rows *r);

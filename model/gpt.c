@@ -153,12 +153,17 @@ int acts_bf16_init(Activations *a, Bf16CopyKind kind)
     int K = a->V > a->C ? (int)a->V : (int)a->C;
     K = 3 * (int)a->A > K ? 3 * (int)a->A : K;
     int rc = bf16_rows_init(&a->rows_bf16, (int)a->N, K, kind);
-    /* the residual gradient's columns too (N, C), for proj's and fcproj's dW */
-    if (rc == 0 && bf16_rows_init_cols(&a->rows_bf16, (int)a->N, (int)a->C))
+    /* the columns too, for the dW of proj and fcproj (the residual gradient, N x C), the
+     * logits (dlogits, N x V) and qkv (dqkv, N x 3A); without them those products round
+     * their dout's columns themselves */
+    if (rc == 0 && bf16_rows_init_cols(&a->rows_bf16, (int)a->N, K))
         rc = -1;
     /* the emulation's products would round their output in a pass of their own, which
      * saves nothing over the next product's (kernels/bf16_emul.c): no copy for them */
     if (kind == BF16_COPY_PANELS && bf16_rows_init(&a->mlp_bf16, (int)a->N, 4 * (int)a->C, kind))
+        rc = -1;
+    /* and dfch's columns, for fc's dW */
+    if (a->mlp_bf16.rows && bf16_rows_init_cols(&a->mlp_bf16, (int)a->N, 4 * (int)a->C))
         rc = -1;
     /* the columns of the dW products' inputs that the forward's producers round (ln1,
      * atty, ln2 of every layer, lnf), each kept from the forward to its dW product; one
@@ -421,13 +426,13 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
     size_t NC = a->N * a->C, TT = (size_t)a->B * a->H * a->T * a->T, nc = (size_t)N * C;
     float p = opt->dropout;
 
-    /* bf16: the cross-entropy backward rounds dlogits' rows for the logits' din, and the
-     * residual gradient's producers its rows for proj's and fcproj's din and its columns
-     * for their dW: the LayerNorms dres' (read directly without dropout),
-     * dropout_backward dbranch's */
+    /* bf16: the cross-entropy backward rounds dlogits' rows and columns for the logits'
+     * din and dW, and the residual gradient's producers its rows for proj's and fcproj's
+     * din and its columns for their dW: the LayerNorms dres' (read directly without
+     * dropout), dropout_backward dbranch's */
     Bf16Rows *rounded = m->precision == PRECISION_BF16 && a->rows_bf16.rows ? &a->rows_bf16 : NULL;
     Bf16Rows *rdres = p > 0.0f ? NULL : rounded;
-    /* and fcproj's din product dfch's rows for fc's backward */
+    /* and fcproj's din product dfch's rows and columns for fc's backward */
     Bf16Rows *hidden = m->precision == PRECISION_BF16 && a->mlp_bf16.rows ? &a->mlp_bf16 : NULL;
     /* and the forward's producers the columns of qkv's, proj's, fc's and the logits'
      * in for their dW (where the forward had backward_next; Activations.in_cols) */
@@ -493,7 +498,8 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
                            c->route_k, opt->route_balance);
         head_dropout_backward(a->datty, B, T, H, D, opt->head_dropout,
                               site_key(opt, l, SITE_HEAD));
-        /* attention's backward is dqkv's only writer: it rounds dqkv's rows for qkv's */
+        /* attention's backward is dqkv's only writer: it rounds dqkv's rows and columns
+         * for qkv's backward */
         if (c->route_k && opt->skip_unrouted)
             attention_backward_routed_rounded(a->dqkv, a->datt, a->datty, qkv, att, attd,
                                               a->route_on + rt, B, T, H, D, p, rounded);

@@ -105,8 +105,9 @@ typedef struct {
                                         or dqkv (N, 3A), rounded to bf16 along the rows by
                                         the layer writing it for the product that reads it
                                         next (kernels/bf16_rows.h), one at a time, and the
-                                        residual gradient's columns (N, C) for proj's and
-                                        fcproj's dW; rows NULL (acts_init) where there is
+                                        columns of the residual gradient, dlogits and dqkv
+                                        for the dW of proj and fcproj, the logits and qkv;
+                                        rows NULL (acts_init) where there is
                                         none: the products round it themselves (the same
                                         bits) */
     Bf16Rows mlp_bf16;               /* --precision bf16, the pairs' layout only: the
@@ -114,8 +115,9 @@ typedef struct {
                                         writing them as its tiles finish, for the one
                                         reading them next: fch_gelu (fc's forward, for
                                         fcproj's) and dfch (fcproj's din, for fc's
-                                        backward); apart from rows_bf16, which fc's
-                                        product reads while it writes this one */
+                                        backward, its columns too for fc's dW); apart
+                                        from rows_bf16, which fc's product reads while
+                                        it writes this one */
     Bf16Rows *in_cols;               /* --precision bf16 training, [3L + 1]: the columns
                                         of every layer's ln1 (3l), atty (3l + 1, N x A)
                                         and ln2 (3l + 2) and of lnf (3L), (N, C) each,
@@ -133,11 +135,12 @@ typedef struct {
 int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
               char *err, size_t errlen);
 void acts_free(Activations *a);
-/* Memory for Activations.rows_bf16 (room for N x max(C, V, 3A), and for the columns
- * of N x C), in_cols (3L + 1 columns of N x C or N x A) and, for BF16_COPY_PANELS, mlp_bf16
- * (N x 4C) in the layout `kind` (bf16_copy_kind of the model's path), freed by acts_free
- * or acts_bf16_free; -1 when out of memory for any (then that one is missing). For bf16
- * training only: an evaluation's forward reads none of it but rows_bf16. */
+/* Memory for Activations.rows_bf16 (room for the rows and the columns of N x max(C, V,
+ * 3A)), in_cols (3L + 1 columns of N x C or N x A) and, for BF16_COPY_PANELS, mlp_bf16
+ * (the rows and columns of N x 4C) in the layout `kind` (bf16_copy_kind of the model's
+ * path), freed by acts_free or acts_bf16_free; -1 when out of memory for any (then that
+ * one is missing). For bf16 training only: an evaluation's forward reads none of it but
+ * rows_bf16. */
 int acts_bf16_init(Activations *a, Bf16CopyKind kind);
 void acts_bf16_free(Activations *a);
 /* Floats acts_init allocates for these arguments (for memory estimates). */

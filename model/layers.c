@@ -330,16 +330,27 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
 void crossentropy_backward_rounded(float *dlogits, const float *probs, const int *targets,
                                    int N, int V, float scale, Bf16Rows *r)
 {
-    if (r)
+    int cols = 0;
+    if (r) {
         bf16_rows_start(r, dlogits, N, V);
+        cols = bf16_rows_start_cols(r);
+    }
+    /* rows in blocks, as layernorm_backward_rounded takes them (each row's sum is its
+     * own, so the split changes no bit) */
+    int nrb = (N + BF16_COL_ROWS - 1) / BF16_COL_ROWS;
     #pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN)
-    for (int n = 0; n < N; n++) {
-        const float *p = probs + (size_t)n * V;
-        float *d = dlogits + (size_t)n * V;
-        for (int v = 0; v < V; v++)
-            d[v] += scale * (p[v] - (v == targets[n] ? 1.0f : 0.0f));
-        if (r)
-            bf16_rows_put(r, n, d);
+    for (int rb = 0; rb < nrb; rb++) {
+        int n0 = rb * BF16_COL_ROWS, n1 = N - n0 < BF16_COL_ROWS ? N : n0 + BF16_COL_ROWS;
+        for (int n = n0; n < n1; n++) {
+            const float *p = probs + (size_t)n * V;
+            float *d = dlogits + (size_t)n * V;
+            for (int v = 0; v < V; v++)
+                d[v] += scale * (p[v] - (v == targets[n] ? 1.0f : 0.0f));
+            if (r)
+                bf16_rows_put(r, n, d);
+        }
+        if (cols)
+            bf16_rows_put_cols(r, n0, n1 - n0, dlogits + (size_t)n0 * V);
     }
 }
 

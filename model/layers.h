@@ -67,8 +67,9 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
                            float scale);
 /* crossentropy_backward that also rounds each row of dlogits, once added to, into r
  * while the row is in cache (kernels/bf16_rows.h), for the bf16 backward of the logits
- * layer that reads dlogits next; r NULL: crossentropy_backward. dlogits' bits are the
- * same either way. */
+ * layer that reads dlogits next, and where r has room for columns each finished block
+ * of rows into them (for its dW product); r NULL: crossentropy_backward. dlogits' bits
+ * are the same either way. */
 void crossentropy_backward_rounded(float *dlogits, const float *probs, const int *targets,
                                    int N, int V, float scale, struct Bf16Rows *r);
 

@@ -16,11 +16,14 @@
  * bit flipped moves dW). Attention's forward writing its output's rows and its
  * backward writing dqkv's (plain and routed) keep their outputs' bits and write the
  * rounding of the finished rows, and proj's forward and qkv's backward reading them
- * give their bits. The columns of the dW products' `in` that the forward's producers
- * write and keep for the backward (the LayerNorm's, attention's; as bf16_pack_cols's
- * panels, or the emulation's floats) are the rounding of their outputs, and the
- * backward reading them gives its bits and reads them. (The trainer's use of it is
- * tested with the weights' copies: tests/test_bf16_weight.c.) */
+ * give their bits. The cross-entropy's and attention's backward write dlogits' and
+ * dqkv's columns too, the rounding of the finished matrix, which the logits' and qkv's
+ * dW read to the same bits, and write the rows alone into a copy without room for the
+ * columns. The columns of the dW products' `in` that the forward's producers write and
+ * keep for the backward (the LayerNorm's, attention's; as bf16_pack_cols's panels, or
+ * the emulation's floats) are the rounding of their outputs, and the backward reading
+ * them gives its bits and reads them. (The trainer's use of it is tested with the
+ * weights' copies: tests/test_bf16_weight.c.) */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -455,9 +458,42 @@ Test(bf16_rows, products_reading_the_rows_give_the_products_bits)
     }
 }
 
+/* A backward (A -> C, dout = dres, dbranch, dlogits or dqkv) reading r, the copy of
+ * dout[N][C] (its rows, and its columns where r holds them), as rdout against the same
+ * call rounding dout: din, dW and dbias, on both paths (a path that reads the other
+ * layout rounds dout itself; the emulation's tiles read the pairs). */
+static void expect_backward_reads(Rng *rng, const Bf16Rows *r, const float *dout, int N,
+                                  int C, const char *what)
+{
+    int A = C + 3;
+    size_t na = (size_t)N * A, nw = (size_t)C * A;
+    float *in = values(rng, na, 1.0f, 0), *W = values(rng, nw, 0.05f, 0);
+    float *din[2] = { malloc(na * 4), malloc(na * 4) };
+    float *gW[2] = { malloc(nw * 4), malloc(nw * 4) };
+    float *gb[2] = { malloc((size_t)C * 4), malloc((size_t)C * 4) };
+    cr_assert(din[0] && din[1] && gW[0] && gW[1] && gb[0] && gb[1]);
+    char full[200];
+    for (int path = BF16_AUTO; path <= BF16_EMULATED; path++) {
+        for (int i = 0; i < 2; i++) {
+            memset(din[i], 0, na * 4), memset(gW[i], 0, nw * 4);
+            memset(gb[i], 0, (size_t)C * 4);
+            bf16_backward_with(din[i], gW[i], gb[i], dout, i ? r : NULL, in, W, NULL, NULL, N,
+                               A, C, (Bf16Path)path);
+        }
+        snprintf(full, sizeof full, "%s: the backward reading it, path %d", what, path);
+        expect_same(din[1], din[0], na, full);
+        expect_same(gW[1], gW[0], nw, full);
+        expect_same(gb[1], gb[0], (size_t)C, full);
+    }
+    for (int i = 0; i < 2; i++)
+        free(din[i]), free(gW[i]), free(gb[i]);
+    free(in), free(W);
+}
+
 Test(bf16_rows, crossentropy_backward_keeps_its_bits_and_writes_the_rounding_of_dlogits)
 {
-    static const int ce_shapes[][2] = { { 3, 7 }, { 64, 24 }, { 130, 385 }, { 96, 1536 } };
+    static const int ce_shapes[][2] = { { 3, 7 }, { 64, 24 }, { 130, 385 }, { 96, 1536 },
+                                        { 97, 33 } };
     Rng rng;
     rng_init(&rng, 74, 0);
     for (int threads = 1; threads <= 2; threads++) {
@@ -478,8 +514,9 @@ Test(bf16_rows, crossentropy_backward_keeps_its_bits_and_writes_the_rounding_of_
                         targets[n] = (int)rng_below(&rng, (uint64_t)V);
                     memcpy(d[0], old, nv * 4);
                     memcpy(d[1], old, nv * 4);
-                    Bf16Rows r;
+                    Bf16Rows r, narrow;
                     cr_assert_eq(bf16_rows_init(&r, N + 1, V + 2, (Bf16CopyKind)kind), 0);
+                    cr_assert_eq(bf16_rows_init_cols(&r, N + 1, V + 1), 0);
                     crossentropy_backward(d[0], probs, targets, N, V, 1.0f / (float)N);
                     crossentropy_backward_rounded(d[1], probs, targets, N, V, 1.0f / (float)N,
                                                   &r);
@@ -488,7 +525,24 @@ Test(bf16_rows, crossentropy_backward_keeps_its_bits_and_writes_the_rounding_of_
                              N, V, rare, kind, threads);
                     expect_same(d[1], d[0], nv, what);
                     expect_rounding_of(&r, d[1], N, V, what);
+                    expect_cols_of(&r, d[1], N, V, what);
+                    /* the logits' dW reading the columns (any bits in dlogits make the
+                     * step-by-step tiles run: kept to the smaller shapes) */
+                    if (!rare || nv <= 64 * 1024)
+                        expect_backward_reads(&rng, &r, d[1], N, V, what);
+                    /* a copy with room for the rows and not the columns writes the rows
+                     * alone */
+                    cr_assert_eq(bf16_rows_init(&narrow, N, V, (Bf16CopyKind)kind), 0);
+                    cr_assert_eq(bf16_rows_init_cols(&narrow, N, V - 1 > 0 ? V - 1 : 1), 0);
+                    memcpy(d[1], old, nv * 4);
+                    crossentropy_backward_rounded(d[1], probs, targets, N, V, 1.0f / (float)N,
+                                                  &narrow);
+                    expect_same(d[1], d[0], nv, what);
+                    expect_rounding_of(&narrow, d[1], N, V, what);
+                    cr_assert(!bf16_cols_of(&narrow, d[1], N, V, (Bf16CopyKind)kind),
+                              "%s: columns without room", what);
                     bf16_rows_free(&r);
+                    bf16_rows_free(&narrow);
                     free(probs), free(old), free(targets), free(d[0]), free(d[1]);
                 }
     }
@@ -563,38 +617,6 @@ Test(bf16_rows, backward_reading_douts_rows_gives_the_backwards_bits)
                                       product_shapes[s][2], rare, (Bf16CopyKind)kind,
                                       (Bf16Path)path);
     }
-}
-
-/* proj's backward (A -> C, dout = dres or dbranch) reading r, the copy of dout[N][C],
- * as rdout against the same call rounding dout: din, dW and dbias, on both paths (a path
- * that reads the other layout rounds dout itself; the emulation's tiles read the
- * pairs). */
-static void expect_backward_reads(Rng *rng, const Bf16Rows *r, const float *dout, int N,
-                                  int C, const char *what)
-{
-    int A = C + 3;
-    size_t na = (size_t)N * A, nw = (size_t)C * A;
-    float *in = values(rng, na, 1.0f, 0), *W = values(rng, nw, 0.05f, 0);
-    float *din[2] = { malloc(na * 4), malloc(na * 4) };
-    float *gW[2] = { malloc(nw * 4), malloc(nw * 4) };
-    float *gb[2] = { malloc((size_t)C * 4), malloc((size_t)C * 4) };
-    cr_assert(din[0] && din[1] && gW[0] && gW[1] && gb[0] && gb[1]);
-    char full[200];
-    for (int path = BF16_AUTO; path <= BF16_EMULATED; path++) {
-        for (int i = 0; i < 2; i++) {
-            memset(din[i], 0, na * 4), memset(gW[i], 0, nw * 4);
-            memset(gb[i], 0, (size_t)C * 4);
-            bf16_backward_with(din[i], gW[i], gb[i], dout, i ? r : NULL, in, W, NULL, NULL, N,
-                               A, C, (Bf16Path)path);
-        }
-        snprintf(full, sizeof full, "%s: the backward reading it, path %d", what, path);
-        expect_same(din[1], din[0], na, full);
-        expect_same(gW[1], gW[0], nw, full);
-        expect_same(gb[1], gb[0], (size_t)C, full);
-    }
-    for (int i = 0; i < 2; i++)
-        free(din[i]), free(gW[i]), free(gb[i]);
-    free(in), free(W);
 }
 
 /* The backward reads the columns it is handed for dW: with them it gives the bits of
@@ -827,8 +849,9 @@ Test(bf16_rows, residual_gradients_producers_keep_their_bits_and_write_the_round
 
 /* The GELU's output and dfch, rounded by the products that write them
  * (bf16_forward_rounding, bf16_backward_rounding): the product's bits are those of the
- * product that writes no copy, the copy is the rounding of its finished output, and the
- * next product reading it gives the bits of that product rounding its input. The cases:
+ * product that writes no copy, the copy is the rounding of its finished output (for
+ * dfch its columns too), and the next product reading it gives the bits of that product
+ * rounding its input. The cases:
  * ordinary values; planted chains whose first step is a denormal the instruction flushes
  * (the emulation recomputes those outputs after its float32 tiles, and the copy must
  * hold the recomputed ones); every value of any bits (the step-by-step tiles). */
@@ -970,6 +993,7 @@ static void backward_rounding_case(Rng *rng, int N, int IC, int OC, int mode,
     bf16_weight_write(&c);
     Bf16Rows rows;
     cr_assert_eq(bf16_rows_init(&rows, N + 3, IC, kind), 0);
+    cr_assert_eq(bf16_rows_init_cols(&rows, N + 3, IC), 0);
     char what[160];
     for (int gelu = 0; gelu < 2; gelu++)
         for (int withw = 0; withw < 2; withw++) {
@@ -988,6 +1012,7 @@ static void backward_rounding_case(Rng *rng, int N, int IC, int OC, int mode,
             expect_same(dW[1], dW[0], nw, what);
             expect_same(db[1], db[0], (size_t)OC, what);
             expect_rounding_of(&rows, din[1], N, IC, what);
+            expect_cols_of(&rows, din[1], N, IC, what);
             if (mode == PLANTED)                    /* the instruction's sum, times 1 */
                 for (int t = 0; t < 2; t++)
                     cr_assert_eq(tu_bits(din[1][(size_t)pi[t] * IC + pj[t]]),
@@ -1087,11 +1112,15 @@ static void attention_case(Rng *rng, int B, int T, int H, int D, float p, int ra
         dqkv[i] = malloc(nq * 4), datt[i] = malloc(tt * 4);
         cr_assert(out[i] && att[i] && attd[i] && dqkv[i] && datt[i]);
     }
-    Bf16Rows r, small, rc, small_cols;
+    Bf16Rows r, small, rc, small_cols, narrow;
     cr_assert_eq(bf16_rows_init(&r, N + 1, 3 * A + 2, kind), 0);
+    cr_assert_eq(bf16_rows_init_cols(&r, N + 1, 3 * A + 1), 0);
     cr_assert_eq(bf16_rows_init(&small, N, A - 1 > 0 ? A - 1 : 1, kind), 0);
     cr_assert_eq(bf16_rows_init_in_cols(&rc, N, A, kind), 0);
     cr_assert_eq(bf16_rows_init_in_cols(&small_cols, N, A - 1 > 0 ? A - 1 : 1, kind), 0);
+    /* room for dqkv's rows, not its columns */
+    cr_assert_eq(bf16_rows_init(&narrow, N, 3 * A, kind), 0);
+    cr_assert_eq(bf16_rows_init_cols(&narrow, N, 3 * A - 1), 0);
     uint64_t key = rng_u64(rng);
     char what[160];
     snprintf(what, sizeof what, "attention B %d T %d H %d D %d p %g rare %d kind %d threads %d",
@@ -1147,6 +1176,7 @@ static void attention_case(Rng *rng, int B, int T, int H, int D, float p, int ra
         expect_same(dqkv[1], dqkv[0], nq, full);
         expect_same(datt[1], datt[0], tt, full);
         expect_rounding_of(&r, dqkv[1], N, 3 * A, full);
+        expect_cols_of(&r, dqkv[1], N, 3 * A, full);
         if (rare)
             cr_assert(denormals(dqkv[1], nq) > 0, "%s: no denormal dqkv to round", full);
         expect_backward_reads(rng, &r, dqkv[1], N, 3 * A, full);
@@ -1154,9 +1184,16 @@ static void attention_case(Rng *rng, int B, int T, int H, int D, float p, int ra
     attention_backward_rounded(dqkv[1], datt[1], dout, qkv, att[0], attd[0], B, T, H, D, p,
                                &small);
     cr_assert(small.of == NULL, "%s: a copy too small for dqkv was not dropped", what);
+    /* a copy without room for the columns holds the rows alone */
+    attention_backward_rounded(dqkv[1], datt[1], dout, qkv, att[0], attd[0], B, T, H, D, p,
+                               &narrow);
+    expect_rounding_of(&narrow, dqkv[1], N, 3 * A, what);
+    cr_assert(!bf16_cols_of(&narrow, dqkv[1], N, 3 * A, kind), "%s: dqkv's columns without "
+              "room", what);
     bf16_rows_free(&r);
     bf16_rows_free(&small);
     bf16_rows_free(&rc), bf16_rows_free(&small_cols);
+    bf16_rows_free(&narrow);
     for (int i = 0; i < 2; i++)
         free(out[i]), free(att[i]), free(attd[i]), free(dqkv[i]), free(datt[i]);
     free(qkv), free(dout), free(on);

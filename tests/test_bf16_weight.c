@@ -296,14 +296,15 @@ static TrainHyper hyper(void)
 }
 
 /* STEPS bf16 steps of a trainer (its updates write the copies, its layers read them;
- * its LayerNorms round their outputs, its cross-entropy backward dlogits' rows, the
- * residual gradient's producers (the LayerNorms' backward without dropout, the
- * dropout's backward with it) their rows, attention's forward its output's rows for
- * proj and its backward dqkv's for qkv's backward and, in the pairs' layout (the instruction, a
- * build without FMA), fc's product the GELU's output and fcproj's din product dfch's
- * rows for the products, kernels/bf16_rows.h; and the LayerNorms' forward their
- * outputs' columns for qkv's, fc's and the logits' dW, and attention its output's for
- * proj's, Activations.in_cols)
+ * its LayerNorms round their outputs, its cross-entropy backward dlogits' rows and
+ * columns, the residual gradient's producers (the LayerNorms' backward without
+ * dropout, the dropout's backward with it) their rows and columns, attention's forward
+ * its output's rows for proj and its backward dqkv's rows and columns for qkv's
+ * backward and, in the pairs' layout (the instruction, a build without FMA), fc's
+ * product the GELU's output and fcproj's din product dfch's rows and columns for the
+ * products, kernels/bf16_rows.h; and the LayerNorms' forward their outputs' columns
+ * for qkv's, fc's and the logits' dW, and attention its output's for proj's,
+ * Activations.in_cols)
  * against the same steps written out with the model's copies unset, activations
  * without rounded rows and adamw_update (the layers round W, their inputs, dlogits and
  * dout at every call), at 1 and 2 threads, with dropout and without. */
@@ -337,8 +338,10 @@ Test(bf16_weight, training_with_fused_copies_keeps_the_bits)
                     cr_assert(t[0].model.bf16_copies, "the trainer made no copies");
                     cr_assert(t[0].acts.rows_bf16.rows, "the trainer made no room for the "
                               "rounded rows");
-                    cr_assert(t[0].acts.rows_bf16.cols, "the trainer made no room for the "
-                              "residual gradient's columns");
+                    cr_assert(t[0].acts.rows_bf16.cols &&
+                                  t[0].acts.rows_bf16.cols_cap_k >= 3 * CFG.H * CFG.D &&
+                                  t[0].acts.rows_bf16.cols_cap_k >= CFG.V,
+                              "the trainer made no room for the columns of dqkv and dlogits");
                     for (int i = 0; i < 3 * CFG.L + 1; i++)
                         cr_assert(t[0].acts.in_cols && t[0].acts.in_cols[i].cols &&
                                       t[0].acts.in_cols[i].has_cols,
@@ -346,6 +349,8 @@ Test(bf16_weight, training_with_fused_copies_keeps_the_bits)
                     cr_assert(!t[0].acts.mlp_bf16.rows == (t[0].acts.rows_bf16.kind !=
                                                            BF16_COPY_PANELS),
                               "the MLP's rows are made for the pairs' layout alone");
+                    cr_assert(!t[0].acts.mlp_bf16.rows == !t[0].acts.mlp_bf16.cols,
+                              "dfch's columns are made with the MLP's rows");
                     Trainer *r = &t[1];
                     PassOptions po = {.dropout = hp.dropout,
                                       .dropout_key = rng_hash(hp.seed, RNG_STREAM_DROPOUT,

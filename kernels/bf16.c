@@ -378,14 +378,16 @@ _Static_assert(ROWS % BF16_COL_ROWS == 0, "a band of rows holds whole blocks of 
  * rout (started on out, or NULL): each tile's outputs rounded into it while they are
  * in cache; a thread then takes a band of rows whole, so that it alone gathers their
  * exponents, and where rout holds out's columns (ldc its k) it rounds the band's
- * columns once the band is done. */
+ * columns once the band is done. rcols (started on out by bf16_rows_start_in_cols, or
+ * NULL): out's columns in the layout the dW product reads for its `in`, a band's
+ * blocks rounded the same way once the band is done. */
 static void tiles_for(int emulate, float *out, size_t ldc, const uint32_t *ar, size_t lda,
                       const uint32_t *wp, int M, int ncols, int P, const Bf16Epilogue *e,
-                      Bf16Rows *rout)
+                      Bf16Rows *rout, Bf16Rows *rcols)
 {
     int nq = (ncols + BF16_PANEL - 1) / BF16_PANEL;
     int nrb = (M + ROWS - 1) / ROWS, ncb = (nq + PANELS - 1) / PANELS;
-    int per = rout ? ncb : 1;                    /* tiles per item */
+    int per = rout || rcols ? ncb : 1;           /* tiles per item */
     #pragma omp for schedule(dynamic, 1) nowait
     for (int item = 0; item < nrb * ncb / per; item++) {
         int i0 = item * per / ncb * ROWS;
@@ -413,6 +415,13 @@ static void tiles_for(int emulate, float *out, size_t ldc, const uint32_t *ar, s
                                                                          : BF16_COL_ROWS,
                                    out + (size_t)b0 * ldc);
         }
+        if (rcols) {                  /* the same for the columns of the dW's `in` */
+            assert(ldc == (size_t)rcols->k);
+            for (int b0 = i0; b0 < i0 + m; b0 += BF16_COL_ROWS)
+                bf16_rows_put_cols(rcols, b0, i0 + m - b0 < BF16_COL_ROWS ? i0 + m - b0
+                                                                          : BF16_COL_ROWS,
+                                   out + (size_t)b0 * ldc);
+        }
     }
 }
 
@@ -430,8 +439,10 @@ static uint32_t *slot_words(int slot, size_t n)
 
 /* The forward in one region: W packed into pack (when W is not NULL; then wp is
  * pack), in rounded into rows (when in is not NULL; then xr is rows), then the product
- * of xr with wp, its rows rounded into rout (or NULL) as its tiles finish. */
-static void forward(int emulate, float *out, float *dgelu, Bf16Rows *rout, const float *in,
+ * of xr with wp, its rows rounded into rout and its columns into rcols (each or both
+ * NULL) as its tiles finish. */
+static void forward(int emulate, float *out, float *dgelu, Bf16Rows *rout, Bf16Rows *rcols,
+                    const float *in,
                     uint32_t *rows, const uint32_t *xr, const float *W, uint32_t *pack,
                     const uint32_t *wp, const float *bias, int N, int IC, int OC)
 {
@@ -444,7 +455,7 @@ static void forward(int emulate, float *out, float *dgelu, Bf16Rows *rout, const
         if (in)
             round_rows_for(rows, in, N, IC);
         #pragma omp barrier
-        tiles_for(emulate, out, (size_t)OC, xr, (size_t)P, wp, N, OC, P, &e, rout);
+        tiles_for(emulate, out, (size_t)OC, xr, (size_t)P, wp, N, OC, P, &e, rout, rcols);
     }
 }
 
@@ -455,7 +466,7 @@ void bf16_forward_packed(float *out, float *dgelu, const float *in, const uint32
     if (emulate && !dgelu && bf16_emul_forward_packed(out, in, wp, bias, N, IC, OC))
         return;
     uint32_t *xr = slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
-    forward(emulate, out, dgelu, NULL, in, xr, xr, NULL, NULL, wp, bias, N, IC, OC);
+    forward(emulate, out, dgelu, NULL, NULL, in, xr, xr, NULL, NULL, wp, bias, N, IC, OC);
 }
 
 /* wc, when it holds the panels. */
@@ -478,29 +489,44 @@ static Bf16Rows *rows_start(Bf16Rows *r, const float *x, int n, int k)
     return r;
 }
 
-void bf16_forward_rounding(float *out, float *dgelu, Bf16Rows *rout, const float *in,
-                           const Bf16Rows *rin, const float *W, const Bf16Weight *wc,
-                           const float *bias, int N, int IC, int OC, Bf16Path path)
+void bf16_forward_rounding_cols(float *out, float *dgelu, Bf16Rows *rout, Bf16Rows *rcols,
+                                const float *in, const Bf16Rows *rin, const float *W,
+                                const Bf16Weight *wc, const float *bias, int N, int IC,
+                                int OC, Bf16Path path)
 {
     assert(!wc || (wc->W == W && wc->OC == OC && wc->IC == IC));
     assert(!rout || rout != rin);
+    assert(!rcols || (rcols != rout && rcols != rin));
     rout = rows_start(rout, out, N, OC);
+    if (rcols && !bf16_rows_start_in_cols(rcols, out, N, OC))
+        rcols = NULL;
     int emulate = bf16_emulated(path);
     if (emulate && bf16_emul_forward(out, dgelu, rout, in,
                                      bf16_rows_of(rin, in, N, IC, BF16_COPY_FLOATS), W, wc,
-                                     bias, N, IC, OC))
+                                     bias, N, IC, OC)) {
+        /* a pass after the product would save nothing over dW's own: none */
+        if (rcols)
+            bf16_rows_drop(rcols);
         return;
+    }
     const Bf16Rows *pairs = bf16_rows_of(rin, in, N, IC, BF16_COPY_PANELS);
     uint32_t *rows = pairs ? NULL : slot_words(SLOT_ROWS, (size_t)N * bf16_pairs(IC));
     const uint32_t *xr = pairs ? pairs->rows : rows;
     const float *round_in = pairs ? NULL : in;
     if (panels_of(wc)) {
-        forward(emulate, out, dgelu, rout, round_in, rows, xr, NULL, NULL, wc->fwd, bias, N,
-                IC, OC);
+        forward(emulate, out, dgelu, rout, rcols, round_in, rows, xr, NULL, NULL, wc->fwd,
+                bias, N, IC, OC);
         return;
     }
     uint32_t *wp = slot_words(SLOT_PANELS, bf16_packed_size(OC, IC));
-    forward(emulate, out, dgelu, rout, round_in, rows, xr, W, wp, wp, bias, N, IC, OC);
+    forward(emulate, out, dgelu, rout, rcols, round_in, rows, xr, W, wp, wp, bias, N, IC, OC);
+}
+
+void bf16_forward_rounding(float *out, float *dgelu, Bf16Rows *rout, const float *in,
+                           const Bf16Rows *rin, const float *W, const Bf16Weight *wc,
+                           const float *bias, int N, int IC, int OC, Bf16Path path)
+{
+    bf16_forward_rounding_cols(out, dgelu, rout, NULL, in, rin, W, wc, bias, N, IC, OC, path);
 }
 
 void bf16_forward_with(float *out, float *dgelu, const float *in, const Bf16Rows *rin,
@@ -602,10 +628,11 @@ void bf16_backward_rounding(float *din, Bf16Rows *rdin, float *dW, float *dbias,
             }
             #pragma omp barrier
             if (dW)             /* the larger tiles first; din's even out the end */
-                tiles_for(emulate, dW, (size_t)IC, dtp, (size_t)Pn, xpp, OC, IC, Pn, &ew, NULL);
+                tiles_for(emulate, dW, (size_t)IC, dtp, (size_t)Pn, xpp, OC, IC, Pn, &ew, NULL,
+                          NULL);
             if (din)
                 tiles_for(emulate, din, (size_t)IC, drp, (size_t)Po, wtp, N, IC, Po, &ein,
-                          rdin);
+                          rdin, NULL);
         }
     }
     if (dbias)

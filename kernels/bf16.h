@@ -197,6 +197,18 @@ void bf16_forward_rounding(float *out, float *dgelu, struct Bf16Rows *rout, cons
                            const struct Bf16Rows *rin, const float *W,
                            const struct Bf16Weight *wc, const float *bias, int N, int IC,
                            int OC, Bf16Path path);
+/* bf16_forward_rounding that also rounds out's columns into rcols (from
+ * bf16_rows_init_in_cols, started here on out; or NULL), in the layout the dW product
+ * reads for its `in`: fc's product the GELU's output for fcproj's dW. The instruction's
+ * and the step-by-step tiles round each band's blocks of rows once the band is
+ * finished; where the emulation on the float32 kernels computes the product rcols is
+ * dropped (holds nothing): a pass after the product would save nothing over dW's own
+ * (docs/matmul.md). It must not be rout or rin; the product's bits are unchanged. */
+void bf16_forward_rounding_cols(float *out, float *dgelu, struct Bf16Rows *rout,
+                                struct Bf16Rows *rcols, const float *in,
+                                const struct Bf16Rows *rin, const float *W,
+                                const struct Bf16Weight *wc, const float *bias, int N, int IC,
+                                int OC, Bf16Path path);
 /* rin: in's columns rounded by in's producer in the forward (bf16_rows_init_in_cols,
  * kernels/bf16_rows.h), read by dW's product instead of rounding in, or NULL (or not
  * of in, or not of the path's kind: it rounds them itself, to the same bits). */

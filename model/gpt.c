@@ -176,6 +176,16 @@ int acts_bf16_init(Activations *a, Bf16CopyKind kind)
         if (bf16_rows_init_in_cols(&a->in_cols[i], (int)a->N,
                                    (int)(i % 3 == 1 ? a->A : a->C), kind))
             rc = -1;
+    /* with the pairs, fch_gelu's columns for fcproj's dW, which fc's product rounds as
+     * its bands finish (the emulation's would be a pass of its own: none) */
+    if (kind != BF16_COPY_PANELS)
+        return rc;
+    a->gelu_cols = calloc(a->L, sizeof *a->gelu_cols);
+    if (!a->gelu_cols)
+        return -1;
+    for (size_t l = 0; l < a->L; l++)
+        if (bf16_rows_init_in_cols(&a->gelu_cols[l], (int)a->N, 4 * (int)a->C, kind))
+            rc = -1;
     return rc;
 }
 
@@ -188,6 +198,11 @@ void acts_bf16_free(Activations *a)
             bf16_rows_free(&a->in_cols[i]);
     free(a->in_cols);
     a->in_cols = NULL;
+    if (a->gelu_cols)
+        for (size_t l = 0; l < a->L; l++)
+            bf16_rows_free(&a->gelu_cols[l]);
+    free(a->gelu_cols);
+    a->gelu_cols = NULL;
 }
 
 void acts_free(Activations *a)
@@ -248,15 +263,16 @@ static void gate_gradient(double *grad, const float *dy, const float *y, size_t 
 /* A linear layer's forward in the model's precision: out = in . W^T + b, or with
  * dgelu the MLP's first layer (out = gelu, dgelu = gelu'). rin: in's rows rounded to
  * bf16 by in's producer, or NULL (bf16: the product rounds them). rout (bf16): out's
- * rows rounded by this product for the one that reads out next, or NULL. */
+ * rows rounded by this product for the one that reads out next, or NULL; rcols (bf16):
+ * out's columns for the dW product that reads out as its in, or NULL. */
 static void linear_forward_rounding(const Model *m, float *out, float *dgelu, Bf16Rows *rout,
-                                    const float *in, const Bf16Rows *rin, const float *W,
-                                    const float *b, int N, int IC, int OC)
+                                    Bf16Rows *rcols, const float *in, const Bf16Rows *rin,
+                                    const float *W, const float *b, int N, int IC, int OC)
 {
     if (m->precision == PRECISION_BF16)
-        bf16_forward_rounding(out, dgelu, rout, in, rin, W,
-                              bf16_weight_find(m->bf16_copies, W, OC, IC), b, N, IC, OC,
-                              m->bf16_path);
+        bf16_forward_rounding_cols(out, dgelu, rout, rcols, in, rin, W,
+                                   bf16_weight_find(m->bf16_copies, W, OC, IC), b, N, IC,
+                                   OC, m->bf16_path);
     else if (dgelu)
         matmul_forward_gelu(out, dgelu, in, W, b, N, IC, OC);
     else
@@ -267,7 +283,7 @@ static void linear_forward(const Model *m, float *out, float *dgelu, const float
                            const Bf16Rows *rin, const float *W, const float *b, int N, int IC,
                            int OC)
 {
-    linear_forward_rounding(m, out, dgelu, NULL, in, rin, W, b, N, IC, OC);
+    linear_forward_rounding(m, out, dgelu, NULL, NULL, in, rin, W, b, N, IC, OC);
 }
 
 /* The gradients of linear_forward in the model's precision (matmul.h's
@@ -325,6 +341,14 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
     else if (a->in_cols)
         for (size_t i = 0; i < 3 * a->L + 1; i++)
             bf16_rows_drop(&a->in_cols[i]);
+    /* and, with the pairs, fc's product the GELU's output's columns for fcproj's dW
+     * (Activations.gelu_cols), on the same terms */
+    Bf16Rows *gelucols = NULL;
+    if (a->gelu_cols && m->precision == PRECISION_BF16 && opt->backward_next)
+        gelucols = a->gelu_cols;
+    else if (a->gelu_cols)
+        for (size_t l = 0; l < a->L; l++)
+            bf16_rows_drop(&a->gelu_cols[l]);
 
     encoder_forward(a->encoded, tokens, w->wte, w->wpe, B, T, C);
     const float *res = a->encoded;
@@ -392,8 +416,9 @@ double gpt_forward(const Model *m, Activations *a, const int *tokens, const int 
         layernorm_forward_rounded(ln2, a->ln2_mean + l * a->N, a->ln2_rstd + l * a->N, res2,
                                   lw->ln2w, lw->ln2b, N, C, rounded,
                                   incols ? &incols[3 * l + 2] : NULL);
-        linear_forward_rounding(m, fch_gelu, fch_dgelu, hidden, ln2, rounded, lw->fcw, lw->fcb,
-                                N, C, 4 * C);
+        linear_forward_rounding(m, fch_gelu, fch_dgelu, hidden,
+                                gelucols ? &gelucols[l] : NULL, ln2, rounded, lw->fcw,
+                                lw->fcb, N, C, 4 * C);
         linear_forward(m, fcproj, NULL, fch_gelu, hidden, lw->fcprojw, lw->fcprojb, N, 4 * C, C);
         if (p > 0.0f) {
             dropout_forward(res3, fcproj, (size_t)N * C, p, site_key(opt, l, SITE_MLP_RESID));
@@ -437,6 +462,8 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
     /* and the forward's producers the columns of qkv's, proj's, fc's and the logits'
      * in for their dW (where the forward had backward_next; Activations.in_cols) */
     const Bf16Rows *incols = m->precision == PRECISION_BF16 ? a->in_cols : NULL;
+    /* and, with the pairs, fc's product fch_gelu's columns for fcproj's dW */
+    const Bf16Rows *gelucols = m->precision == PRECISION_BF16 ? a->gelu_cols : NULL;
 
     memset(a->dlogits, 0, (size_t)N * V * sizeof(float));
     crossentropy_backward_rounded(a->dlogits, a->probs, targets, N, V, 1.0f / (float)N, rounded);
@@ -466,7 +493,8 @@ void gpt_backward(const Model *m, Grads *grads, Activations *a, const int *token
             branch = a->dbranch;
         }
         linear_backward_rounding(m, a->dfch, hidden, lg->fcprojw, lg->fcprojb, branch, rounded,
-                                 fch_gelu, NULL, lw->fcprojw, fch_dgelu, N, 4 * C, C);
+                                 fch_gelu, gelucols ? &gelucols[l] : NULL, lw->fcprojw,
+                                 fch_dgelu, N, 4 * C, C);
         linear_backward(m, a->dln, lg->fcw, lg->fcb, a->dfch, hidden, ln2,
                         incols ? &incols[3 * l + 2] : NULL, lw->fcw, NULL, N, C, 4 * C);
         layernorm_backward_rounded(a->dres, lg->ln2w, lg->ln2b, a->dln, res2, lw->ln2w,

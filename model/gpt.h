@@ -130,6 +130,15 @@ typedef struct {
                                         (or an entry holding none) where there is none:
                                         dW's product rounds in's columns itself (the same
                                         bits) */
+    Bf16Rows *gelu_cols;             /* --precision bf16 training, the pairs' layout
+                                        only, [L]: the columns of every layer's fch_gelu
+                                        (N, 4C), rounded by fc's forward product as its
+                                        bands of rows finish, in a forward that a backward
+                                        follows, and kept for fcproj's dW
+                                        (bf16_rows_init_in_cols): L N 4C 2 bytes in all;
+                                        NULL (or an entry holding none) where there is
+                                        none: fcproj's dW rounds them itself (the same
+                                        bits) */
 } Activations;
 
 int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
@@ -137,10 +146,10 @@ int acts_init(Activations *a, const Config *cfg, int B, int T, int with_dropout,
 void acts_free(Activations *a);
 /* Memory for Activations.rows_bf16 (room for the rows and the columns of N x max(C, V,
  * 3A)), in_cols (3L + 1 columns of N x C or N x A) and, for BF16_COPY_PANELS, mlp_bf16
- * (the rows and columns of N x 4C) in the layout `kind` (bf16_copy_kind of the model's
- * path), freed by acts_free or acts_bf16_free; -1 when out of memory for any (then that
- * one is missing). For bf16 training only: an evaluation's forward reads none of it but
- * rows_bf16. */
+ * (the rows and columns of N x 4C) and gelu_cols (L columns of N x 4C) in the layout
+ * `kind` (bf16_copy_kind of the model's path), freed by acts_free or acts_bf16_free; -1
+ * when out of memory for any (then that one is missing). For bf16 training only: an
+ * evaluation's forward reads none of it but rows_bf16. */
 int acts_bf16_init(Activations *a, Bf16CopyKind kind);
 void acts_bf16_free(Activations *a);
 /* Floats acts_init allocates for these arguments (for memory estimates). */
@@ -167,8 +176,8 @@ size_t acts_floats(const Config *cfg, int B, int T, int with_dropout);
  * them); 0 (analysis, which reads every head's attention at every row) attends at
  * every row. A plain model ignores it. backward_next = 1 says that gpt_backward
  * follows this forward: with --precision bf16 and Activations.in_cols the LayerNorms
- * and attention then round their outputs' columns for the backward's dW products too
- * (0, an evaluation, does not pay for them). */
+ * and attention, and with gelu_cols fc's product, then round their outputs' columns
+ * for the backward's dW products too (0, an evaluation, does not pay for them). */
 typedef struct {
     float dropout;
     uint64_t dropout_key;

@@ -883,7 +883,10 @@ static const int rounding_shapes[][3] = {
 
 /* fc's forward writing its output's rows into rows of `kind`, against the same forward
  * writing none; then fcproj's forward (OC -> 9) reading them against rounding its
- * input. */
+ * input. With the columns too (bf16_forward_rounding_cols): the tiles write them, the
+ * emulation on the float32 kernels drops them; where written they are
+ * bf16_rows_put_cols's of the finished output, and fcproj's dW reading them as rin
+ * gives the bits of the dW rounding its in. */
 static void forward_rounding_case(Rng *rng, int N, int IC, int OC, int mode,
                                   Bf16CopyKind kind, Bf16Path path)
 {
@@ -905,9 +908,19 @@ static void forward_rounding_case(Rng *rng, int N, int IC, int OC, int mode,
     Bf16Weight c;
     cr_assert_eq(bf16_weight_init(&c, W, OC, IC, kind), 0);
     bf16_weight_write(&c);
-    Bf16Rows rows, small;
+    Bf16Rows rows, small, cols, small_cols;
     cr_assert_eq(bf16_rows_init(&rows, N, OC + 1, kind), 0);
     cr_assert_eq(bf16_rows_init(&small, N, OC > 1 ? OC - 1 : 1, kind), 0);
+    cr_assert_eq(bf16_rows_init_in_cols(&cols, N + 1, OC + 1, kind), 0);
+    cr_assert_eq(bf16_rows_init_in_cols(&small_cols, N > 1 ? N - 1 : 1, OC, kind), 0);
+    float *dy = values(rng, (size_t)N * O2, 0.1f, 0), *gW[2], *gin[2], *gb[2];
+    for (int r = 0; r < 2; r++) {
+        gW[r] = malloc((size_t)O2 * OC * 4), gin[r] = malloc(no * 4), gb[r] = malloc(O2 * 4);
+        cr_assert(gW[r] && gin[r] && gb[r]);
+    }
+    /* the float32 kernels' emulation computes ordinary products: no columns; the tiles
+     * always write them */
+    int floats = bf16_emulated(path) && bf16_emulation_fast();
     char what[160];
     for (int gelu = 0; gelu < 2; gelu++)
         for (int withw = 0; withw < 2; withw++) {
@@ -937,9 +950,53 @@ static void forward_rounding_case(Rng *rng, int N, int IC, int OC, int mode,
                                   withw ? &c : NULL, bias, N, IC, OC, path);
             expect_same(out[1], out[0], no, what);
             cr_assert(small.of == NULL, "%s: a copy too small still holds a matrix", what);
+            /* the columns as well */
+            bf16_forward_rounding_cols(out[1], gelu ? gd[1] : NULL, &rows, &cols, in, NULL, W,
+                                       withw ? &c : NULL, bias, N, IC, OC, path);
+            expect_same(out[1], out[0], no, what);
+            expect_rounding_of(&rows, out[1], N, OC, what);
+            int held = bf16_in_cols_of(&cols, out[1], N, OC, kind) != NULL;
+            if (floats && mode == ORDINARY)
+                cr_assert(!held && cols.of == NULL, "%s: the emulation wrote the columns",
+                          what);
+            if (!floats)
+                cr_assert(held, "%s: the tiles wrote no columns", what);
+            if (held) {
+                Bf16Rows want;
+                cr_assert_eq(bf16_rows_init_in_cols(&want, N, OC, kind), 0);
+                put_in_cols(&want, out[1], N, OC);
+                expect_in_cols_of(&cols, out[1], N, OC, what);
+                size_t nw2 = kind == BF16_COPY_PANELS ? bf16_packed_size(OC, N)
+                                                      : (size_t)2 * bf16_pairs(N) * OC;
+                for (size_t i = 0; i < nw2; i++)
+                    cr_assert_eq(cols.cols[i], want.cols[i], "%s: word %zu is %08x, "
+                                 "bf16_rows_put_cols wrote %08x", what, i, cols.cols[i],
+                                 want.cols[i]);
+                bf16_rows_free(&want);
+            }
+            for (int r = 0; r < 2; r++) {
+                memset(gW[r], 0, (size_t)O2 * OC * 4), memset(gb[r], 0, O2 * 4);
+                bf16_backward_rounding(gin[r], NULL, gW[r], gb[r], dy, NULL, out[1],
+                                       r ? &cols : NULL, W2, NULL, NULL, N, OC, O2, path);
+            }
+            expect_same(gW[1], gW[0], (size_t)O2 * OC, what);
+            expect_same(gin[1], gin[0], no, what);
+            expect_same(gb[1], gb[0], (size_t)O2, what);
+            /* without room for the output the columns hold nothing afterwards */
+            put_in_cols(&small_cols, out[1], N > 1 ? N - 1 : 1, OC);
+            bf16_forward_rounding_cols(out[1], gelu ? gd[1] : NULL, NULL, &small_cols, in,
+                                       NULL, W, withw ? &c : NULL, bias, N, IC, OC, path);
+            expect_same(out[1], out[0], no, what);
+            cr_assert(small_cols.of == NULL || N == 1,
+                      "%s: columns too small still hold a matrix", what);
         }
     bf16_rows_free(&rows);
     bf16_rows_free(&small);
+    bf16_rows_free(&cols);
+    bf16_rows_free(&small_cols);
+    for (int r = 0; r < 2; r++)
+        free(gW[r]), free(gin[r]), free(gb[r]);
+    free(dy);
     bf16_weight_free(&c);
     for (int r = 0; r < 2; r++)
         free(out[r]), free(gd[r]), free(y[r]);

@@ -304,7 +304,8 @@ static TrainHyper hyper(void)
  * product the GELU's output and fcproj's din product dfch's rows and columns for the
  * products, kernels/bf16_rows.h; and the LayerNorms' forward their outputs' columns
  * for qkv's, fc's and the logits' dW, and attention its output's for proj's,
- * Activations.in_cols)
+ * Activations.in_cols; in the pairs' layout fc's product the GELU's output's columns
+ * for fcproj's dW, Activations.gelu_cols)
  * against the same steps written out with the model's copies unset, activations
  * without rounded rows and adamw_update (the layers round W, their inputs, dlogits and
  * dout at every call), at 1 and 2 threads, with dropout and without. */
@@ -351,6 +352,14 @@ Test(bf16_weight, training_with_fused_copies_keeps_the_bits)
                               "the MLP's rows are made for the pairs' layout alone");
                     cr_assert(!t[0].acts.mlp_bf16.rows == !t[0].acts.mlp_bf16.cols,
                               "dfch's columns are made with the MLP's rows");
+                    Activations *ta = &t[0].acts;
+                    cr_assert(!ta->gelu_cols == (ta->rows_bf16.kind != BF16_COPY_PANELS),
+                              "the GELU's columns are made for the pairs' layout alone");
+                    for (int l = 0; ta->gelu_cols && l < CFG.L; l++)
+                        cr_assert(bf16_in_cols_of(&ta->gelu_cols[l],
+                                                  ta->fch_gelu + l * ta->N * ta->C * 4,
+                                                  B * CFG.T, 4 * CFG.C, BF16_COPY_PANELS),
+                                  "layer %d's fch_gelu has no columns from fc's product", l);
                     Trainer *r = &t[1];
                     PassOptions po = {.dropout = hp.dropout,
                                       .dropout_key = rng_hash(hp.seed, RNG_STREAM_DROPOUT,

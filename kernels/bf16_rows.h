@@ -37,7 +37,8 @@
  * The dW product's other operand, the layer's forward input `in`, is rounded down its
  * columns too (bf16_backward_rounding's rin). A Bf16Rows made by bf16_rows_init_in_cols
  * holds such columns alone, no rows, from the forward to the backward (the LayerNorms
- * write them, model/layers.h), in the layout the dW product reads for `in`:
+ * write them, model/layers.h; with the pairs fc's product fch_gelu's,
+ * bf16_forward_rounding_cols), in the layout the dW product reads for `in`:
  *   BF16_COPY_FLOATS: as above (the emulation rounds both operands alike);
  *   BF16_COPY_PANELS: bf16_pack_cols(x)'s panels (kernels/bf16.h): panel q, pair p,
  *     column j at cols[(q bf16_pairs(n) + p) BF16_PANEL + j], the columns past k +0

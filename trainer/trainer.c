@@ -112,10 +112,10 @@ static void bf16_copies_sync(Trainer *t)
  * Activations.rows_bf16, the rows of the LayerNorms' outputs, dlogits, the residual
  * gradient, attention's output and dqkv, and the columns of the residual gradient,
  * dlogits and dqkv; in_cols, the LayerNorms' and attention's outputs' columns; with the
- * pairs, mlp_bf16, the MLP's hidden rows and dfch's columns), where the precision is
- * bf16 and they are missing or of another kind than the model's path reads; frees them
- * in fp32. Without memory for them the products round their inputs themselves, to the
- * same bits. */
+ * pairs, mlp_bf16, the MLP's hidden rows and dfch's columns, and gelu_cols, fch_gelu's
+ * columns), where the precision is bf16 and they are missing or of another kind than
+ * the model's path reads; frees them in fp32. Without memory for them the products
+ * round their inputs themselves, to the same bits. */
 static void bf16_rows_sync(Trainer *t)
 {
     const Model *m = &t->model;

@@ -342,26 +342,8 @@ void attention_backward_rounded(float *dqkv, float *datt, const float *dout, con
                                 const float *att, const float *attd, int B, int T, int H, int D,
                                 float p, Bf16Rows *r)
 {
-    int A = H * D, ld = 3 * A;
-    r = rows_begin(r, dqkv, B * T, ld);
-    int cols = r && bf16_rows_start_cols(r);      /* dqkv's columns too, for qkv's dW */
-    #pragma omp parallel
-    {
-        #pragma omp for collapse(2) schedule(static)
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < H; h++) {
-                size_t qoff = (size_t)b * T * ld + (size_t)h * D;
-                const float *q = qkv + qoff;
-                float *dq = dqkv + qoff;
-                size_t att_off = ((size_t)b * H + h) * T * T;
-                const float *P = att + att_off;
-                pair_backward(dq, dq + A, dq + 2 * A, datt + att_off,
-                              dout + (size_t)b * T * A + (size_t)h * D, q, q + A, q + 2 * A, P,
-                              p > 0.0f ? attd + att_off : P, T, D, A, ld, p);
-            }
-        if (r)
-            rows_round(r, cols ? r : NULL, dqkv, B * T, ld);
-    }
+    /* the routed backward with every row routed: the same pairs, in the same order */
+    attention_backward_routed_rounded(dqkv, datt, dout, qkv, att, attd, NULL, B, T, H, D, p, r);
 }
 
 /* The routed backward of one pair over its M < T routed rows (M >= 1), the same
@@ -419,8 +401,8 @@ void attention_backward_routed_rounded(float *dqkv, float *datt, const float *do
                 size_t att_off = ((size_t)b * H + h) * T * T;
                 const float *P = att + att_off, *Pd = p > 0.0f ? attd + att_off : P;
                 const float *dy = dout + (size_t)b * T * A + (size_t)h * D;
-                int *rows = (int *)scratch_floats(SLOT_ROWS, (size_t)T);
-                int M = pick_rows(rows, on, b, T, H, h, 1);
+                int *rows = on ? (int *)scratch_floats(SLOT_ROWS, (size_t)T) : NULL;
+                int M = on ? pick_rows(rows, on, b, T, H, h, 1) : T;
                 if (M == T)
                     pair_backward(dq, dq + A, dq + 2 * A, datt + att_off, dy, q, q + A,
                                   q + 2 * A, P, Pd, T, D, A, ld, p);

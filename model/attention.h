@@ -55,7 +55,8 @@ void attention_forward_routed(float *out, float *att, float *attd, const float *
 void attention_backward_routed(float *dqkv, float *datt, const float *dout, const float *qkv,
                                const float *att, const float *attd, const float *on, int B, int T,
                                int H, int D, float p);
-/* The routed backward that then rounds dqkv's rows into r, as attention_backward_rounded. */
+/* The routed backward that then rounds dqkv's rows into r, as attention_backward_rounded;
+ * on NULL: every row routed, which is attention_backward_rounded. */
 void attention_backward_routed_rounded(float *dqkv, float *datt, const float *dout,
                                        const float *qkv, const float *att, const float *attd,
                                        const float *on, int B, int T, int H, int D, float p,
